@@ -1,0 +1,176 @@
+// Package keystore defines the contract between the geoidem middleware and the
+// stores that hold idempotency keys.
+//
+// A [Store] does only atomic primitives on one key at a time; every policy
+// decision (what to replay, when to release, how long to keep a record) lives
+// in the middleware. The conformance suite in package keystoretest is the
+// executable definition of a correct Store: every implementation must pass
+// keystoretest.Run.
+//
+// # Life of a key
+//
+// A key is absent, in flight, or completed:
+//
+//   - [Store.Claim] on an absent key acquires it: the store creates an
+//     in-flight entry holding the caller's [Fingerprint], issues a fresh
+//     [Token] and starts a lease. Claim on an in-flight key whose lease is
+//     still running reports it as in flight with the remaining lease; Claim on
+//     an in-flight key whose lease has expired takes it over, exactly as if it
+//     were absent, and issues a new token. Claim on a completed key reports the
+//     stored [Record].
+//   - [Store.Extend] renews the lease of the token that holds the key.
+//   - [Store.Complete] turns the in-flight entry into a completed one that
+//     keeps its Record for the given retention.
+//   - [Store.Release] deletes the in-flight entry, so the key is absent again.
+//
+// A token holds its key from the Claim that issued it until the first of:
+// its lease expires, another Claim takes the key over, or the token is used
+// to Complete or Release. After that, Extend, Complete and Release with the
+// token fail with an error for which errors.Is(err, [ErrLeaseLost]) is true,
+// and change nothing. This is the fencing rule: an owner whose lease ran out
+// can never overwrite the work of the request that took the key over.
+//
+// Leases and retention are judged by the store's clock (the database or
+// Redis server clock for networked stores), never by the clocks of the
+// application servers, which may disagree.
+package keystore
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// ErrLeaseLost reports that a token no longer holds its key: the lease
+// expired, another claim took the key over, or the token was already used to
+// complete or release it. The operation that returned it changed nothing.
+// Stores may wrap it; compare with errors.Is.
+var ErrLeaseLost = errors.New("keystore: lease lost")
+
+// ErrStoreFull reports that a store with a bounded capacity could not make
+// room for a new claim without evicting keys that are still in flight. The
+// claim was not made; it is safe to retry later.
+var ErrStoreFull = errors.New("keystore: store full")
+
+// MaxKeyLen is the longest key, in bytes, that every Store must accept. The
+// middleware always passes a 64-character hexadecimal SHA-256 digest.
+const MaxKeyLen = 255
+
+// Fingerprint identifies a request's payload (the middleware uses SHA-256 of
+// method, path and body). A store keeps the fingerprint given to the Claim that
+// acquired a key and reports it back to every later Claim, so the caller can
+// detect a different payload sent under the same key.
+type Fingerprint [32]byte
+
+// Token is a fencing token: the proof that a caller holds a key. A store never
+// issues the same token twice for the same key, not even after the key has
+// expired, been released or been taken over, and never issues the zero Token.
+// Callers treat tokens as opaque values compared for equality.
+type Token uint64
+
+// Record is a recorded response: what the middleware replays to every retry.
+type Record struct {
+	// StatusCode is the HTTP status of the response.
+	StatusCode int
+	// Header holds the response headers chosen for replay. It may be nil.
+	Header http.Header
+	// Body is the response body, byte for byte. It may be nil.
+	Body []byte
+}
+
+// Clone returns a deep copy of r: stores keep and return copies, so neither
+// side can change the other's record after the call.
+func (r Record) Clone() Record {
+	c := Record{StatusCode: r.StatusCode}
+	if r.Header != nil {
+		c.Header = r.Header.Clone()
+	}
+	if r.Body != nil {
+		c.Body = append(make([]byte, 0, len(r.Body)), r.Body...)
+	}
+	return c
+}
+
+// State says what a Claim found.
+type State int
+
+const (
+	// Acquired: the key was absent, or its lease had expired, and the caller
+	// now holds it with Claim.Token.
+	Acquired State = iota + 1
+	// InFlight: another caller holds the key; Claim.LeaseRemaining says for
+	// how much longer, unless it is extended.
+	InFlight
+	// Completed: the key holds a Record, in Claim.Record.
+	Completed
+)
+
+// String returns the state's name in lower case.
+func (s State) String() string {
+	switch s {
+	case Acquired:
+		return "acquired"
+	case InFlight:
+		return "in flight"
+	case Completed:
+		return "completed"
+	}
+	return "unknown"
+}
+
+// Claim is the result of [Store.Claim].
+type Claim struct {
+	// State says whether the key was acquired, is in flight or is completed.
+	State State
+	// Token holds the key when State is Acquired; it is zero otherwise.
+	Token Token
+	// TookOver is true when State is Acquired and the key was taken over from
+	// an in-flight entry whose lease had expired.
+	TookOver bool
+	// Fingerprint is the fingerprint stored with the key: the caller's own when
+	// State is Acquired, the original claimant's otherwise.
+	Fingerprint Fingerprint
+	// LeaseRemaining is the time left on the holder's lease when State is
+	// InFlight, by the store's clock. It is always positive then.
+	LeaseRemaining time.Duration
+	// Record is the recorded response when State is Completed. The caller owns
+	// it: the store keeps its own copy.
+	Record Record
+}
+
+// Store holds idempotency keys. Implementations must be safe for concurrent
+// use by multiple goroutines and, for networked stores, by multiple processes:
+// each method is atomic with respect to every other call on the same key.
+//
+// Every method honours its context: a canceled or expired context makes it
+// return an error that wraps ctx.Err(), without waiting for the store. When a
+// method returns an error other than [ErrLeaseLost], the caller cannot know
+// whether the store acted (a timeout may fall after the write); the middleware
+// therefore treats such errors as "store unavailable" and never runs a handler
+// without a successful Claim.
+//
+// Durations are rounded up to the store's resolution (at least a millisecond)
+// and must be positive.
+type Store interface {
+	// Claim atomically acquires key for a new token held for lease, or reports
+	// the entry that holds it: in flight with the remaining lease, or
+	// completed with its Record. An in-flight entry whose lease has expired is
+	// taken over as if the key were absent. Exactly one of any number of
+	// concurrent Claims of an absent key acquires it.
+	Claim(ctx context.Context, key string, fp Fingerprint, lease time.Duration) (Claim, error)
+
+	// Extend renews the lease held by token so that it expires lease from now.
+	// It fails with ErrLeaseLost if token no longer holds key.
+	Extend(ctx context.Context, key string, token Token, lease time.Duration) error
+
+	// Complete stores rec as the key's record, kept for retention from now,
+	// and ends token's hold. It fails with ErrLeaseLost, storing nothing, if
+	// token no longer holds key.
+	Complete(ctx context.Context, key string, token Token, rec Record, retention time.Duration) error
+
+	// Release deletes the in-flight entry held by token, so the next Claim
+	// acquires the key. It fails with ErrLeaseLost, deleting nothing, if token
+	// no longer holds key.
+	Release(ctx context.Context, key string, token Token) error
+}

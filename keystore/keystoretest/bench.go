@@ -1,0 +1,98 @@
+package keystoretest
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// RunBenchmarks measures the operations the middleware performs per request
+// against stores made by newStore:
+//
+//   - FirstCall: Claim of a new key, then Complete (what a first delivery costs);
+//   - Replay: Claim of a completed key (what every retry costs);
+//   - ReplayParallel: Replay from GOMAXPROCS goroutines on one hot key;
+//   - ClaimRelease: Claim, then Release (what a 5xx answer costs).
+//
+// New keys in the timed loop are a random prefix and a counter, so the cost
+// of making them is negligible. Call it from a benchmark:
+//
+//	func BenchmarkStore(b *testing.B) { keystoretest.RunBenchmarks(b, newStore) }
+func RunBenchmarks(b *testing.B, newStore func(b *testing.B) keystore.Store) {
+	rec := keystore.Record{
+		StatusCode: http.StatusCreated,
+		Header:     http.Header{"Content-Type": {"application/json"}},
+		Body:       []byte(`{"stored":["feature-1"]}`),
+	}
+	b.Run("FirstCall", func(b *testing.B) {
+		s := newStore(b)
+		ctx := b.Context()
+		prefix := Key(b)[:48]
+		n := 0
+		for b.Loop() {
+			n++
+			key := prefix + strconv.Itoa(n)
+			c, err := s.Claim(ctx, key, fpA, longLease)
+			if err != nil || c.State != keystore.Acquired {
+				b.Fatalf("Claim: %v %v", c.State, err)
+			}
+			if err := s.Complete(ctx, key, c.Token, rec, longRetention); err != nil {
+				b.Fatalf("Complete: %v", err)
+			}
+		}
+	})
+	b.Run("Replay", func(b *testing.B) {
+		s := newStore(b)
+		key := completedKey(b, s, rec)
+		ctx := b.Context()
+		for b.Loop() {
+			c, err := s.Claim(ctx, key, fpA, longLease)
+			if err != nil || c.State != keystore.Completed {
+				b.Fatalf("Claim: %v %v", c.State, err)
+			}
+		}
+	})
+	b.Run("ReplayParallel", func(b *testing.B) {
+		s := newStore(b)
+		key := completedKey(b, s, rec)
+		ctx := b.Context()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				c, err := s.Claim(ctx, key, fpA, longLease)
+				if err != nil || c.State != keystore.Completed {
+					b.Errorf("Claim: %v %v", c.State, err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("ClaimRelease", func(b *testing.B) {
+		s := newStore(b)
+		key := Key(b)
+		ctx := b.Context()
+		for b.Loop() {
+			c, err := s.Claim(ctx, key, fpA, longLease)
+			if err != nil || c.State != keystore.Acquired {
+				b.Fatalf("Claim: %v %v", c.State, err)
+			}
+			if err := s.Release(ctx, key, c.Token); err != nil {
+				b.Fatalf("Release: %v", err)
+			}
+		}
+	})
+}
+
+func completedKey(b *testing.B, s keystore.Store, rec keystore.Record) string {
+	b.Helper()
+	key := Key(b)
+	c, err := s.Claim(b.Context(), key, fpA, longLease)
+	if err != nil || c.State != keystore.Acquired {
+		b.Fatalf("Claim: %v %v", c.State, err)
+	}
+	if err := s.Complete(b.Context(), key, c.Token, rec, longRetention); err != nil {
+		b.Fatalf("Complete: %v", err)
+	}
+	return key
+}

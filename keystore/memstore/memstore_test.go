@@ -1,0 +1,250 @@
+package memstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/keystoretest"
+	"github.com/geoidem/geoidem/keystore/memstore"
+)
+
+func TestConformance(t *testing.T) {
+	keystoretest.Run(t, func(t *testing.T) keystore.Store { return new(memstore.Store) })
+}
+
+func BenchmarkStore(b *testing.B) {
+	keystoretest.RunBenchmarks(b, func(b *testing.B) keystore.Store { return memstore.New(memstore.Config{}) })
+}
+
+var fp = keystore.Fingerprint{1}
+
+func claim(t *testing.T, s *memstore.Store, key string, lease time.Duration) keystore.Claim {
+	t.Helper()
+	c, err := s.Claim(context.Background(), key, fp, lease)
+	if err != nil {
+		t.Fatalf("Claim(%q): %v", key, err)
+	}
+	return c
+}
+
+func complete(t *testing.T, s *memstore.Store, key string, retention time.Duration, body string) {
+	t.Helper()
+	c := claim(t, s, key, time.Minute)
+	if c.State != keystore.Acquired {
+		t.Fatalf("Claim(%q) = %v, want acquired", key, c.State)
+	}
+	if err := s.Complete(context.Background(), key, c.Token, keystore.Record{StatusCode: 200, Body: []byte(body)}, retention); err != nil {
+		t.Fatalf("Complete(%q): %v", key, err)
+	}
+}
+
+func TestLeaseAndRetentionUseTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s memstore.Store
+		c := claim(t, &s, "k", 10*time.Second)
+		time.Sleep(9 * time.Second)
+		if got := claim(t, &s, "k", time.Minute); got.State != keystore.InFlight || got.LeaseRemaining != time.Second {
+			t.Fatalf("at 9s of a 10s lease: %v with %v left, want in flight with 1s", got.State, got.LeaseRemaining)
+		}
+		time.Sleep(time.Second)
+		got := claim(t, &s, "k", time.Minute)
+		if got.State != keystore.Acquired || !got.TookOver {
+			t.Fatalf("at the end of the lease: %v (took over %v), want acquired by takeover", got.State, got.TookOver)
+		}
+		if err := s.Complete(context.Background(), "k", c.Token, keystore.Record{StatusCode: 200}, time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
+			t.Fatalf("old owner's Complete after takeover: %v, want ErrLeaseLost", err)
+		}
+		if err := s.Complete(context.Background(), "k", got.Token, keystore.Record{StatusCode: 201}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour - time.Nanosecond)
+		if got := claim(t, &s, "k", time.Minute); got.State != keystore.Completed || got.Record.StatusCode != 201 {
+			t.Fatalf("just before the end of retention: %v %d, want completed 201", got.State, got.Record.StatusCode)
+		}
+		time.Sleep(time.Nanosecond)
+		if got := claim(t, &s, "k", time.Minute); got.State != keystore.Acquired || got.TookOver {
+			t.Fatalf("at the end of retention: %v (took over %v), want a fresh acquire", got.State, got.TookOver)
+		}
+	})
+}
+
+func TestExpiredEntriesAreDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s memstore.Store
+		for i := range 100 {
+			complete(t, &s, fmt.Sprint("done", i), time.Minute, "body")
+			claim(t, &s, fmt.Sprint("abandoned", i), time.Second)
+		}
+		if n := s.Stats().Entries; n != 200 {
+			t.Fatalf("entries = %d, want 200", n)
+		}
+		time.Sleep(time.Minute + time.Second + time.Minute) // retention, lease, grace
+		claim(t, &s, "trigger", time.Minute)
+		if st := s.Stats(); st.Entries != 1 || st.Evicted != 0 {
+			t.Fatalf("after expiry: %+v, want 1 entry (the new one) and no evictions", st)
+		}
+	})
+}
+
+func TestMaxEntriesEvictsSoonestToExpireFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memstore.New(memstore.Config{MaxEntries: 3})
+		complete(t, s, "long", 3*time.Hour, "a")
+		complete(t, s, "short", time.Hour, "b")
+		complete(t, s, "mid", 2*time.Hour, "c")
+		claim(t, s, "new", time.Minute) // full: evicts "short", the soonest to expire
+		for key, want := range map[string]keystore.State{"long": keystore.Completed, "mid": keystore.Completed, "new": keystore.InFlight} {
+			if got := claim(t, s, key, time.Minute); got.State != want {
+				t.Errorf("%s: %v, want %v", key, got.State, want)
+			}
+		}
+		if st := s.Stats(); st.Entries != 3 || st.Evicted != 1 {
+			t.Fatalf("stats %+v, want 3 entries and 1 eviction", st)
+		}
+		claim(t, s, "newer", time.Minute) // full again: evicts "mid" before "long"
+		if got := claim(t, s, "long", time.Minute); got.State != keystore.Completed {
+			t.Errorf("long: %v, want completed (it expires last)", got.State)
+		}
+		if st := s.Stats(); st.Entries != 3 || st.Evicted != 2 {
+			t.Fatalf("stats %+v, want 3 entries and 2 evictions", st)
+		}
+	})
+}
+
+func TestNeverEvictsInFlight(t *testing.T) {
+	s := memstore.New(memstore.Config{MaxEntries: 2})
+	a := claim(t, s, "a", time.Minute)
+	claim(t, s, "b", time.Minute)
+	if _, err := s.Claim(context.Background(), "c", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+		t.Fatalf("claim with only in-flight keys held: err = %v, want ErrStoreFull", err)
+	}
+	for _, key := range []string{"a", "b"} {
+		if got := claim(t, s, key, time.Minute); got.State != keystore.InFlight {
+			t.Fatalf("%s: %v, want still in flight", key, got.State)
+		}
+	}
+	if err := s.Release(context.Background(), "a", a.Token); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(t, s, "c", time.Minute); got.State != keystore.Acquired {
+		t.Fatalf("after a release: %v, want acquired", got.State)
+	}
+}
+
+func TestMaxBytes(t *testing.T) {
+	s := memstore.New(memstore.Config{MaxBytes: 64 << 10})
+	body := string(make([]byte, 10<<10))
+	for i := range 20 {
+		complete(t, s, fmt.Sprint("k", i), time.Duration(i+1)*time.Hour, body)
+		if st := s.Stats(); st.Bytes > 64<<10 {
+			t.Fatalf("after %d records: %d bytes held, over the 64 KiB budget", i+1, st.Bytes)
+		}
+	}
+	if st := s.Stats(); st.Entries > 6 || st.Evicted == 0 {
+		t.Fatalf("stats %+v: want at most 6 records of 10 KiB and some evictions", st)
+	}
+	// A record bigger than the whole budget is refused and evicts nothing.
+	before := s.Stats()
+	c := claim(t, s, "huge", time.Minute)
+	err := s.Complete(context.Background(), "huge", c.Token, keystore.Record{StatusCode: 200, Body: make([]byte, 65<<10)}, time.Hour)
+	if !errors.Is(err, keystore.ErrStoreFull) {
+		t.Fatalf("Complete of a record over the budget: %v, want ErrStoreFull", err)
+	}
+	if after := s.Stats(); after.Evicted != before.Evicted {
+		t.Fatalf("a refused record evicted %d others", after.Evicted-before.Evicted)
+	}
+	if got := claim(t, s, "huge", time.Minute); got.State != keystore.InFlight {
+		t.Fatalf("after a refused Complete: %v, want still in flight (the owner may Release)", got.State)
+	}
+	if err := s.Release(context.Background(), "huge", c.Token); err != nil {
+		t.Fatalf("Release after a refused Complete: %v", err)
+	}
+}
+
+func TestNonPositiveDurations(t *testing.T) {
+	var s memstore.Store
+	if _, err := s.Claim(context.Background(), "k", fp, 0); err == nil {
+		t.Error("Claim with a zero lease succeeded")
+	}
+	c := claim(t, &s, "k", time.Minute)
+	if err := s.Extend(context.Background(), "k", c.Token, -time.Second); err == nil {
+		t.Error("Extend with a negative lease succeeded")
+	}
+	if err := s.Complete(context.Background(), "k", c.Token, keystore.Record{}, 0); err == nil {
+		t.Error("Complete with a zero retention succeeded")
+	}
+}
+
+func TestCloseEmpties(t *testing.T) {
+	var s memstore.Store
+	complete(t, &s, "k", time.Hour, "x")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(t, &s, "k", time.Minute); got.State != keystore.Acquired {
+		t.Fatalf("after Close: %v, want an empty store", got.State)
+	}
+}
+
+// Run with -race: concurrent claims, completions and replays of shared keys
+// and returned records that callers then modify.
+func TestConcurrentUseIsRaceFree(t *testing.T) {
+	s := memstore.New(memstore.Config{MaxEntries: 50})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				key := fmt.Sprint("k", (g*7+i)%80)
+				c, err := s.Claim(context.Background(), key, fp, time.Minute)
+				if err != nil {
+					if !errors.Is(err, keystore.ErrStoreFull) {
+						t.Errorf("Claim: %v", err)
+					}
+					continue
+				}
+				switch c.State {
+				case keystore.Acquired:
+					rec := keystore.Record{StatusCode: 200, Header: http.Header{"X": {"1"}}, Body: []byte("body")}
+					if i%3 == 0 {
+						_ = s.Release(context.Background(), key, c.Token)
+					} else if err := s.Complete(context.Background(), key, c.Token, rec, time.Minute); err != nil && !errors.Is(err, keystore.ErrStoreFull) {
+						t.Errorf("Complete: %v", err)
+					}
+					rec.Body[0] = 'B'
+				case keystore.Completed:
+					c.Record.Body[0] = 'X'
+					c.Record.Header.Set("X", "2")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if st := s.Stats(); st.Entries > 50 {
+		t.Fatalf("entries = %d, over MaxEntries 50", st.Entries)
+	}
+}
+
+func ExampleStore() {
+	var s memstore.Store // the zero value is ready to use
+	ctx := context.Background()
+	fp := keystore.Fingerprint{0x2a}
+
+	c, _ := s.Claim(ctx, "key-1", fp, 30*time.Second)
+	fmt.Println(c.State)
+	_ = s.Complete(ctx, "key-1", c.Token, keystore.Record{StatusCode: 201, Body: []byte(`{"ok":true}`)}, 24*time.Hour)
+
+	again, _ := s.Claim(ctx, "key-1", fp, 30*time.Second)
+	fmt.Println(again.State, again.Record.StatusCode, string(again.Record.Body))
+	// Output:
+	// acquired
+	// completed 201 {"ok":true}
+}
