@@ -94,7 +94,7 @@ type entry struct {
 	fp       keystore.Fingerprint
 	token    keystore.Token // nonzero while in flight
 	deadline time.Time      // lease expiry while in flight, end of retention once completed
-	rec      keystore.Record
+	rec      []byte         // the encoded record, once completed
 	size     int64
 	index    int // position in its heap
 }
@@ -139,7 +139,7 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 		if e.inFlight() {
 			return keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: e.deadline.Sub(now)}, nil
 		}
-		return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: e.rec.Clone()}, nil
+		return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: decodeRecord(e.rec)}, nil
 	} else if ok {
 		tookOver = e.inFlight()
 		s.remove(e)
@@ -201,7 +201,8 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if e == nil {
 		return keystore.ErrLeaseLost
 	}
-	grow := recordSize(rec)
+	data := encodeRecord(rec)
+	grow := int64(len(data))
 	// Take e out of the lease heap first so that making room can never
 	// consider it; put it back unchanged if there is no room.
 	heap.Remove(&s.leases, e.index)
@@ -210,7 +211,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 		return keystore.ErrStoreFull
 	}
 	e.token = 0
-	e.rec = rec.Clone()
+	e.rec = data
 	e.size += grow
 	s.bytes += grow
 	e.deadline = now.Add(retention)
@@ -293,16 +294,6 @@ func (s *Store) makeRoom(addEntries int, addBytes int64) bool {
 		s.evicted++
 	}
 	return fits()
-}
-
-func recordSize(r keystore.Record) int64 {
-	n := int64(len(r.Body))
-	for k, vs := range r.Header {
-		for _, v := range vs {
-			n += int64(len(k) + len(v) + 4)
-		}
-	}
-	return n
 }
 
 // expiryHeap is a min-heap of entries by deadline that keeps each entry's

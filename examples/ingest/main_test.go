@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lineWriter hands each line written to it to a channel.
+type lineWriter struct{ lines chan string }
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		select {
+		case w.lines <- l:
+		default:
+		}
+	}
+	return len(p), nil
+}
+
+var servingRE = regexp.MustCompile(`serving (http://\S+)`)
+
+// start runs the service in process on a free port and returns its URL.
+func start(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := lineWriter{make(chan string, 16)}
+	code := make(chan int, 1)
+	go func() { code <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), out, io.Discard) }()
+	t.Cleanup(func() {
+		cancel()
+		if c := <-code; c != 0 {
+			t.Errorf("run exited %d after cancel, want 0", c)
+		}
+	})
+	select {
+	case l := <-out.lines:
+		m := servingRE.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("first line %q does not name the URL", l)
+		}
+		return m[1]
+	case c := <-code:
+		t.Fatalf("run exited %d before serving", c)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no URL printed within 10s")
+	}
+	return ""
+}
+
+func do(t *testing.T, method, url, key, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/geo+json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+const collection = `{"type":"FeatureCollection","features":[
+ {"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[13.4,52.5]},"properties":{"n":1}},
+ {"type":"Feature","id":7,"geometry":{"type":"Point","coordinates":[2.35,48.85]},"properties":null}]}`
+
+func TestIngestMemory(t *testing.T) {
+	url := start(t)
+	resp, body := do(t, http.MethodPost, url+"/features", "k1", collection)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("first call: %d %s", resp.StatusCode, body)
+	}
+	var stored struct{ Stored []string }
+	if err := json.Unmarshal([]byte(body), &stored); err != nil || strings.Join(stored.Stored, ",") != "a,7" {
+		t.Fatalf("body %s: want stored [a 7]", body)
+	}
+	again, body2 := do(t, http.MethodPost, url+"/features", "k1", collection)
+	if again.StatusCode != http.StatusCreated || body2 != body || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %d %s replayed=%q", again.StatusCode, body2, again.Header.Get("Idempotent-Replayed"))
+	}
+	if r, _ := do(t, http.MethodPost, url+"/features", "k1", strings.Replace(collection, "13.4", "13.5", 1)); r.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("key reused with another payload: %d, want 422", r.StatusCode)
+	}
+	if r, _ := do(t, http.MethodPost, url+"/features", "", collection); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("no key: %d, want 400", r.StatusCode)
+	}
+	if r, b := do(t, http.MethodPost, url+"/features", "k2", `{"type":"Feature","geometry":null,"properties":null}`); r.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("feature without id: %d %s, want 422", r.StatusCode, b)
+	}
+	r, f := do(t, http.MethodGet, url+"/features/7", "", "")
+	if r.StatusCode != http.StatusOK || !strings.Contains(f, "2.35") {
+		t.Fatalf("GET /features/7: %d %s", r.StatusCode, f)
+	}
+	if r, _ := do(t, http.MethodGet, url+"/features/nope", "", ""); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("GET of a missing feature: %d, want 404", r.StatusCode)
+	}
+	_, metrics := do(t, http.MethodGet, url+"/metrics", "", "")
+	for _, want := range []string{
+		`geoidem_requests_total{outcome="executed"} 2`, // the collection and the feature without id (422 is recorded)
+		`geoidem_requests_total{outcome="replayed"} 1`,
+		`geoidem_requests_total{outcome="mismatch"} 1`,
+		`geoidem_requests_total{outcome="rejected"} 1`,
+		`geoidem_request_duration_seconds_count{outcome="executed"} 2`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q:\n%s", want, metrics)
+		}
+	}
+}
+
+// The command itself, as the README runs it: it prints its URL, serves, and
+// exits 0 on SIGTERM.
+func TestIngestCommandShutsDownOnSignal(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "ingest")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() {
+		t.Fatal("no output")
+	}
+	m := servingRE.FindStringSubmatch(sc.Text())
+	if m == nil {
+		t.Fatalf("first line %q does not name the URL", sc.Text())
+	}
+	if r, _ := do(t, http.MethodPost, m[1]+"/features", "k", collection); r.StatusCode != http.StatusCreated {
+		t.Fatalf("POST: %d", r.StatusCode)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v, want 0", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("still running 15s after SIGTERM")
+	}
+}

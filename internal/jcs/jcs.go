@@ -1,0 +1,220 @@
+// Package jcs implements the JSON Canonicalization Scheme of RFC 8785: a
+// byte-exact serialisation of a JSON value, so that two documents that differ
+// only in member order, whitespace, string escapes or number spelling
+// canonicalise to the same bytes.
+package jcs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// ErrInvalid reports input that is not one I-JSON (RFC 7493) value: malformed
+// JSON, invalid UTF-8, duplicate member names, numbers outside the range of
+// IEEE 754 double precision, or data after the value.
+var ErrInvalid = errors.New("jcs: not a canonicalizable I-JSON value")
+
+// MaxDepth bounds the nesting of arrays and objects that Canonicalize accepts.
+const MaxDepth = 512
+
+// Canonicalize returns the RFC 8785 canonical form of the JSON value in data.
+func Canonicalize(data []byte) ([]byte, error) {
+	if !utf8.Valid(data) {
+		return nil, fmt.Errorf("%w: invalid UTF-8", ErrInvalid)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var out bytes.Buffer
+	out.Grow(len(data))
+	if err := value(dec, &out, 0); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: data after the top-level value", ErrInvalid)
+	}
+	return out.Bytes(), nil
+}
+
+func value(dec *json.Decoder, out *bytes.Buffer, depth int) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return emit(dec, tok, out, depth)
+}
+
+func emit(dec *json.Decoder, tok json.Token, out *bytes.Buffer, depth int) error {
+	switch v := tok.(type) {
+	case json.Delim:
+		if depth >= MaxDepth {
+			return fmt.Errorf("%w: nested deeper than %d", ErrInvalid, MaxDepth)
+		}
+		if v == '[' {
+			return array(dec, out, depth+1)
+		}
+		return object(dec, out, depth+1)
+	case string:
+		writeString(out, v)
+	case json.Number:
+		s, err := formatNumber(string(v))
+		if err != nil {
+			return err
+		}
+		out.WriteString(s)
+	case bool:
+		out.WriteString(strconv.FormatBool(v))
+	case nil:
+		out.WriteString("null")
+	}
+	return nil
+}
+
+func array(dec *json.Decoder, out *bytes.Buffer, depth int) error {
+	out.WriteByte('[')
+	for i := 0; ; i++ {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		if tok == json.Delim(']') {
+			out.WriteByte(']')
+			return nil
+		}
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		if err := emit(dec, tok, out, depth); err != nil {
+			return err
+		}
+	}
+}
+
+type member struct {
+	name  string
+	key   []uint16 // the name in UTF-16 code units: RFC 8785 sorts by these
+	value []byte
+}
+
+func object(dec *json.Decoder, out *bytes.Buffer, depth int) error {
+	var members []member
+	seen := map[string]bool{}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		if tok == json.Delim('}') {
+			break
+		}
+		name := tok.(string) // the decoder only yields strings here
+		if seen[name] {
+			return fmt.Errorf("%w: duplicate member name %q", ErrInvalid, name)
+		}
+		seen[name] = true
+		var v bytes.Buffer
+		if err := value(dec, &v, depth); err != nil {
+			return err
+		}
+		members = append(members, member{name: name, key: utf16.Encode([]rune(name)), value: v.Bytes()})
+	}
+	slices.SortFunc(members, func(a, b member) int { return slices.Compare(a.key, b.key) })
+	out.WriteByte('{')
+	for i, m := range members {
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		writeString(out, m.name)
+		out.WriteByte(':')
+		out.Write(m.value)
+	}
+	out.WriteByte('}')
+	return nil
+}
+
+// writeString writes s as RFC 8785 requires: the two-character escapes for
+// the characters that have them, \u00xx for other control characters, and
+// everything else as literal UTF-8.
+func writeString(out *bytes.Buffer, s string) {
+	out.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			out.WriteString(`\"`)
+		case '\\':
+			out.WriteString(`\\`)
+		case '\b':
+			out.WriteString(`\b`)
+		case '\f':
+			out.WriteString(`\f`)
+		case '\n':
+			out.WriteString(`\n`)
+		case '\r':
+			out.WriteString(`\r`)
+		case '\t':
+			out.WriteString(`\t`)
+		default:
+			if r < 0x20 {
+				fmt.Fprintf(out, `\u%04x`, r)
+			} else {
+				out.WriteRune(r)
+			}
+		}
+	}
+	out.WriteByte('"')
+}
+
+// formatNumber serialises a JSON number the way ECMAScript's
+// Number.prototype.toString does (RFC 8785 section 3.2.2.3).
+func formatNumber(lit string) (string, error) {
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", fmt.Errorf("%w: number %s outside IEEE 754 double precision", ErrInvalid, lit)
+	}
+	return FormatFloat(f), nil
+}
+
+// FormatFloat formats a finite f as ECMAScript's Number.prototype.toString.
+func FormatFloat(f float64) string {
+	if f == 0 {
+		return "0" // and -0 too
+	}
+	var sign string
+	if f < 0 {
+		sign, f = "-", -f
+	}
+	// The shortest decimal digits that round-trip, and their exponent.
+	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±xx
+	mant, exp, _ := strings.Cut(e, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	x, _ := strconv.Atoi(exp)
+	k, n := len(digits), x+1 // n: position of the decimal point
+	var s string
+	switch {
+	case k <= n && n <= 21:
+		s = digits + strings.Repeat("0", n-k)
+	case 0 < n && n <= 21:
+		s = digits[:n] + "." + digits[n:]
+	case -6 < n && n <= 0:
+		s = "0." + strings.Repeat("0", -n) + digits
+	default:
+		s = digits[:1]
+		if k > 1 {
+			s += "." + digits[1:]
+		}
+		if n-1 >= 0 {
+			s += "e+" + strconv.Itoa(n-1)
+		} else {
+			s += "e-" + strconv.Itoa(1-n)
+		}
+	}
+	return sign + s
+}

@@ -1,0 +1,73 @@
+// Package middleware makes an HTTP handler idempotent: each request that
+// carries an Idempotency-Key runs the handler at most once per key, and every
+// retry with the same key and payload receives the first response again.
+//
+//	store := new(memstore.Store)
+//	idem, err := middleware.New(store, middleware.Config{})
+//	if err != nil { … }
+//	http.Handle("POST /features", idem.Handler(ingest))
+//
+// # What a request goes through
+//
+// For a covered method (POST and PATCH by default) the middleware:
+//
+//  1. parses the key (400 when missing, unless Config.KeyOptional, or
+//     malformed) and reads the body up to Config.MaxBodyBytes (413);
+//  2. claims the key in the [keystore.Store], before any other work. The
+//     stored key is [StoreKey] of the request's scope (method and path by
+//     default; see Config.Scope) and its key, so keys of different paths or
+//     tenants never meet, and the store never sees raw client input;
+//  3. runs the Validator, if any, and then the handler, renewing the lease
+//     while they run;
+//  4. records the response (status, allow-listed headers, body) for
+//     Config.Retention, or releases the claim when the response says "try
+//     again".
+//
+// # The answers
+//
+//	situation                                        answer
+//	method not covered                               passed through untouched
+//	no key (key required)                            400 missing-key
+//	malformed key, or more than one key header       400 malformed-key
+//	body over Config.MaxBodyBytes                    413 body-too-large
+//	body could not be read (client gone, truncated)  400 body-unreadable; nothing claimed
+//	store failed or slower than Config.StoreTimeout  503 store-unavailable with Retry-After; handler not run
+//	new key                                          claim, validate, run the handler, record
+//	validator rejected the body                      its problem (422 by default), recorded
+//	same key and payload, original running           409 request-in-flight with Retry-After
+//	                                                 (or, with Config.WaitInFlight, wait and replay)
+//	same key and payload, original finished          the recorded response, with Idempotent-Replayed: true
+//	same key, different payload                      422 key-reused
+//	handler answered 5xx, 408 or 429                 passed on; the claim is released so a retry runs again
+//	handler panicked                                 the claim is released; the panic propagates
+//	lease lost while the handler ran                 the handler's context is canceled (cause
+//	                                                 keystore.ErrLeaseLost); its late record is refused
+//
+// Every error the middleware itself writes is an RFC 9457 problem document
+// (application/problem+json, Cache-Control: no-store) whose type is one of
+// the Problem… constants.
+//
+// # Replayed responses
+//
+// Only the headers in Config.ReplayHeaders are recorded and replayed;
+// Set-Cookie, Authorization and hop-by-hop headers never are. A response body
+// larger than Config.MaxRecordBytes is sent in full but recorded as a problem
+// document saying it was too large, under the original status, so that a
+// retry learns the outcome rather than running the handler twice. The
+// recording happens after the handler returns, even when the client has
+// already hung up.
+//
+// # Fingerprints
+//
+// The store keeps a SHA-256 fingerprint of method, path and body with each
+// key; a retry must match it. With Config.CanonicalJSON the body's RFC 8785
+// canonical form is hashed instead, so a sender that re-serialises its
+// payload (from a dead-letter queue, say) still matches.
+//
+// # Handlers that record their own response
+//
+// The handler finds its [keystore.Hold] in the request context
+// ([keystore.HoldFromContext]). A handler that commits its write and the
+// key's record in one database transaction (package pgstore) marks the hold
+// completed, and the middleware then leaves the key alone.
+package middleware

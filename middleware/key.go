@@ -1,0 +1,91 @@
+package middleware
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// MaxKeyLen is the longest Idempotency-Key value accepted, in characters,
+// after any structured-field quoting is removed.
+const MaxKeyLen = 255
+
+// ErrMalformedKey is wrapped by every error ParseKey returns.
+var ErrMalformedKey = errors.New("malformed idempotency key")
+
+// ParseKey returns the key carried by one Idempotency-Key field value.
+//
+// The value may be an RFC 9651 structured-field String ("…", with \" and \\
+// as its only escapes), as the Idempotency-Key draft specifies, or a bare
+// value, as many senders send it. Surrounding spaces and tabs are ignored.
+// The key must be 1 to MaxKeyLen printable ASCII characters (0x20 to 0x7E);
+// a bare value must not start with a quote. Errors wrap ErrMalformedKey and
+// say what is wrong without echoing the value.
+func ParseKey(field string) (string, error) {
+	v := strings.Trim(field, " \t")
+	if v == "" {
+		return "", fmt.Errorf("%w: the value is empty", ErrMalformedKey)
+	}
+	if v[0] != '"' {
+		return checkKey(v)
+	}
+	// An sf-string: DQUOTE *( unescaped / "\" ( DQUOTE / "\" ) ) DQUOTE
+	var b strings.Builder
+	for i := 1; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '\\':
+			i++
+			if i >= len(v) || (v[i] != '"' && v[i] != '\\') {
+				return "", fmt.Errorf("%w: a structured-field string may escape only \\\" and \\\\", ErrMalformedKey)
+			}
+			b.WriteByte(v[i])
+		case c == '"':
+			if i != len(v)-1 {
+				return "", fmt.Errorf("%w: characters after the closing quote", ErrMalformedKey)
+			}
+			return checkKey(b.String())
+		case c < 0x20 || c > 0x7e:
+			return "", fmt.Errorf("%w: byte 0x%02x at offset %d is not printable ASCII", ErrMalformedKey, c, i)
+		default:
+			b.WriteByte(c)
+		}
+		if b.Len() > MaxKeyLen {
+			return "", fmt.Errorf("%w: longer than %d characters", ErrMalformedKey, MaxKeyLen)
+		}
+	}
+	return "", fmt.Errorf("%w: a structured-field string without its closing quote", ErrMalformedKey)
+}
+
+func checkKey(k string) (string, error) {
+	if k == "" {
+		return "", fmt.Errorf("%w: the key is empty", ErrMalformedKey)
+	}
+	if len(k) > MaxKeyLen {
+		return "", fmt.Errorf("%w: %d characters, longer than %d", ErrMalformedKey, len(k), MaxKeyLen)
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 0x20 || c > 0x7e {
+			return "", fmt.Errorf("%w: byte 0x%02x at offset %d is not printable ASCII", ErrMalformedKey, c, i)
+		}
+	}
+	return k, nil
+}
+
+// StoreKey returns the key under which the middleware stores key for scope:
+// the hexadecimal SHA-256 of both, length-prefixed so that no two different
+// pairs collide by concatenation. Stored keys are fixed-length (64 bytes) and
+// carry no raw client input.
+func StoreKey(scope, key string) string {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	h.Write([]byte("geoidem key v1\x00"))
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(scope)))])
+	h.Write([]byte(scope))
+	h.Write([]byte(key))
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
+}

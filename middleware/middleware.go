@@ -1,0 +1,574 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/geoidem/geoidem/internal/jcs"
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultKeyHeader      = "Idempotency-Key"
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultMaxRecordBytes = 1 << 20
+	DefaultLease          = 30 * time.Second
+	DefaultRetention      = 24 * time.Hour
+	DefaultStoreTimeout   = 2 * time.Second
+	DefaultRetryAfter     = time.Second
+)
+
+// DefaultMethods are the methods the middleware covers by default.
+var DefaultMethods = []string{http.MethodPost, http.MethodPatch}
+
+// DefaultReplayHeaders are the response headers recorded and replayed by
+// default. Set-Cookie, hop-by-hop and authentication headers are never
+// recorded, whatever the configuration.
+var DefaultReplayHeaders = []string{"Content-Type", "Content-Location", "Location", "ETag", "Last-Modified", "Link"}
+
+// neverReplayed are headers that Config.ReplayHeaders may not name: they
+// carry one client's session or credentials, or describe one connection.
+var neverReplayed = map[string]bool{
+	"Set-Cookie": true, "Authorization": true, "Proxy-Authorization": true, "Www-Authenticate": true,
+	"Proxy-Authenticate": true, "Connection": true, "Keep-Alive": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Content-Length": true, "Idempotent-Replayed": true,
+}
+
+// A Validator checks a request body after its key is claimed and before the
+// handler runs. A non-nil error is the final answer for that payload: it is
+// recorded and replayed like a handler's response, so it must not depend on
+// anything that could change on a retry. When the error implements
+// HTTPProblem, its status and problem document are the answer; otherwise
+// the answer is 422 with the error's text as the detail.
+//
+// Package geojson's RequestValidator satisfies Validator.
+type Validator interface {
+	ValidateRequest(r *http.Request, body []byte) error
+}
+
+// ValidatorFunc adapts a function to Validator.
+type ValidatorFunc func(r *http.Request, body []byte) error
+
+// ValidateRequest calls f(r, body).
+func (f ValidatorFunc) ValidateRequest(r *http.Request, body []byte) error { return f(r, body) }
+
+// Config configures a Middleware. Zero fields mean the documented defaults.
+type Config struct {
+	// Methods are the request methods the middleware covers; requests with
+	// other methods pass through untouched. Default DefaultMethods.
+	Methods []string
+
+	// KeyHeader is the request header that carries the key. Default
+	// DefaultKeyHeader ("Idempotency-Key").
+	KeyHeader string
+
+	// KeyOptional lets requests without a key pass through untouched instead
+	// of being answered 400. A malformed key is answered 400 either way.
+	KeyOptional bool
+
+	// Scope returns the scope of a request's key: requests share a stored key
+	// only when both their scope and their key are equal. Default: the method
+	// and the URL path. Include the caller's authenticated identity, so that
+	// one tenant can never replay another's response.
+	Scope func(r *http.Request) string
+
+	// CanonicalJSON fingerprints a JSON body by its RFC 8785 canonical form
+	// instead of its bytes, so a payload re-serialised with another member
+	// order or whitespace still matches. Bodies that are not I-JSON are
+	// fingerprinted by their bytes.
+	CanonicalJSON bool
+
+	// Validator, if set, checks each body after the claim and before the
+	// handler.
+	Validator Validator
+
+	// MaxBodyBytes bounds request bodies; larger ones are answered 413 before
+	// anything is claimed. Default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+
+	// MaxRecordBytes bounds the response body recorded for replay. A larger
+	// response is still sent in full, but what is recorded, and replayed, is a
+	// problem document under the same status saying it was too large, so that
+	// the request is never silently executed twice. Default
+	// DefaultMaxRecordBytes.
+	MaxRecordBytes int
+
+	// ReplayHeaders are the response headers recorded and replayed. Default
+	// DefaultReplayHeaders. Naming Set-Cookie, a hop-by-hop header or an
+	// authentication header is an error.
+	ReplayHeaders []string
+
+	// Lease is how long a claim holds its key without renewal; the
+	// middleware renews it every Lease/3 while the handler runs, so it only
+	// bounds how long a crashed process blocks its keys. Default
+	// DefaultLease.
+	Lease time.Duration
+
+	// Retention is how long a response is kept for replay. It must outlast
+	// the sender's whole retry window. Default DefaultRetention.
+	Retention time.Duration
+
+	// StoreTimeout bounds each store operation; a store slower than this is
+	// treated as unavailable (503, handler not run). Default
+	// DefaultStoreTimeout.
+	StoreTimeout time.Duration
+
+	// RetryAfter is the Retry-After sent with 409 (in flight) and 503 (store
+	// unavailable). Default DefaultRetryAfter.
+	RetryAfter time.Duration
+
+	// WaitInFlight, when positive, makes a duplicate of a request that is
+	// still running wait up to this long for the original to finish and then
+	// replay its answer, instead of answering 409 at once.
+	WaitInFlight time.Duration
+
+	// Logger receives warnings (store failures, lost leases) and debug
+	// records of each outcome. Keys are logged hashed, never raw. Default:
+	// no logging.
+	Logger *slog.Logger
+
+	// Observer, if set, is called synchronously with each request's outcome.
+	// It must be fast and safe for concurrent use.
+	Observer func(Event)
+}
+
+// Middleware makes a handler idempotent: see the package documentation.
+type Middleware struct {
+	store         keystore.Store
+	methods       map[string]bool
+	keyHeader     string
+	keyOptional   bool
+	scope         func(*http.Request) string
+	canonical     bool
+	validator     Validator
+	maxBody       int64
+	maxRecord     int
+	replayHeaders []string
+	lease         time.Duration
+	retention     time.Duration
+	storeTimeout  time.Duration
+	retryAfter    time.Duration
+	waitInFlight  time.Duration
+	log           *slog.Logger
+	observe       func(Event)
+}
+
+// New returns a Middleware that keeps its keys in store. It returns an error
+// for a nil store or an invalid Config.
+func New(store keystore.Store, cfg Config) (*Middleware, error) {
+	if store == nil {
+		return nil, errors.New("middleware: nil store")
+	}
+	m := &Middleware{
+		store:        store,
+		methods:      map[string]bool{},
+		keyHeader:    http.CanonicalHeaderKey(orDefault(cfg.KeyHeader, DefaultKeyHeader)),
+		keyOptional:  cfg.KeyOptional,
+		scope:        cfg.Scope,
+		canonical:    cfg.CanonicalJSON,
+		validator:    cfg.Validator,
+		maxBody:      orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
+		maxRecord:    orDefault(cfg.MaxRecordBytes, DefaultMaxRecordBytes),
+		lease:        orDefault(cfg.Lease, DefaultLease),
+		retention:    orDefault(cfg.Retention, DefaultRetention),
+		storeTimeout: orDefault(cfg.StoreTimeout, DefaultStoreTimeout),
+		retryAfter:   orDefault(cfg.RetryAfter, DefaultRetryAfter),
+		waitInFlight: cfg.WaitInFlight,
+		log:          cfg.Logger,
+		observe:      cfg.Observer,
+	}
+	for _, d := range []struct {
+		name string
+		v    int64
+	}{
+		{"MaxBodyBytes", m.maxBody}, {"MaxRecordBytes", int64(m.maxRecord)}, {"Lease", int64(m.lease)},
+		{"Retention", int64(m.retention)}, {"StoreTimeout", int64(m.storeTimeout)},
+		{"RetryAfter", int64(m.retryAfter)}, {"WaitInFlight", int64(m.waitInFlight) + 1},
+	} {
+		if d.v <= 0 {
+			return nil, fmt.Errorf("middleware: Config.%s must not be negative", d.name)
+		}
+	}
+	if m.lease < 3*time.Millisecond {
+		return nil, errors.New("middleware: Config.Lease must be at least 3ms")
+	}
+	methods := cfg.Methods
+	if len(methods) == 0 {
+		methods = DefaultMethods
+	}
+	for _, meth := range methods {
+		m.methods[strings.ToUpper(meth)] = true
+	}
+	headers := cfg.ReplayHeaders
+	if headers == nil {
+		headers = DefaultReplayHeaders
+	}
+	for _, h := range headers {
+		c := http.CanonicalHeaderKey(h)
+		if neverReplayed[c] {
+			return nil, fmt.Errorf("middleware: Config.ReplayHeaders names %s, which is never replayed", c)
+		}
+		m.replayHeaders = append(m.replayHeaders, c)
+	}
+	if m.scope == nil {
+		m.scope = func(r *http.Request) string { return r.Method + " " + r.URL.Path }
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	return m, nil
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Handler wraps next so that each covered request runs it at most once per
+// key: see the package documentation for every answer it gives.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !m.methods[r.Method] {
+			next.ServeHTTP(w, r)
+			return
+		}
+		m.serve(w, r, next)
+	})
+}
+
+func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	start := time.Now()
+	reject := func(status int, typ, title, detail string) {
+		writeProblem(w, status, problemJSON(typ, title, status, detail), 0)
+		m.done(Event{Outcome: Rejected, Status: status}, start)
+	}
+
+	fields := r.Header.Values(m.keyHeader)
+	switch {
+	case len(fields) == 0 && m.keyOptional:
+		next.ServeHTTP(w, r)
+		return
+	case len(fields) == 0:
+		reject(http.StatusBadRequest, ProblemMissingKey, "Idempotency key required",
+			"This request must carry an "+m.keyHeader+" header; send the same key with every retry of it.")
+		return
+	case len(fields) > 1:
+		reject(http.StatusBadRequest, ProblemMalformedKey, "Malformed idempotency key",
+			"The request carries more than one "+m.keyHeader+" header.")
+		return
+	}
+	key, err := ParseKey(fields[0])
+	if err != nil {
+		reject(http.StatusBadRequest, ProblemMalformedKey, "Malformed idempotency key", m.keyHeader+": "+err.Error()+".")
+		return
+	}
+
+	body, err := m.readBody(r)
+	if errors.Is(err, errBodyTooLarge) {
+		reject(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge, "Request body too large",
+			fmt.Sprintf("The request body is larger than %d bytes.", m.maxBody))
+		return
+	} else if err != nil {
+		reject(http.StatusBadRequest, ProblemBodyUnreadable, "Request body unreadable",
+			"The request body could not be read in full; nothing was claimed, so retry with the same key.")
+		return
+	}
+
+	storeKey := StoreKey(m.scope(r), key)
+	fp := m.fingerprint(r, body)
+	claim, err := m.claim(r.Context(), storeKey, fp)
+	if err != nil {
+		writeProblem(w, http.StatusServiceUnavailable, problemJSON(ProblemStoreDown, "Idempotency store unavailable", http.StatusServiceUnavailable,
+			"The request was not executed; retry later with the same key."), m.retryAfter)
+		m.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency store unavailable", slog.String("key", storeKey), slog.Any("error", err))
+		m.done(Event{Outcome: StoreError, Key: storeKey, Status: http.StatusServiceUnavailable, Err: err}, start)
+		return
+	}
+
+	if claim.State != keystore.Acquired && claim.Fingerprint != fp {
+		status := http.StatusUnprocessableEntity
+		writeProblem(w, status, problemJSON(ProblemKeyReused, "Idempotency key reused", status,
+			"This key was first used with a different request payload; use a new key for a new request."), 0)
+		m.done(Event{Outcome: Mismatch, Key: storeKey, Status: status}, start)
+		return
+	}
+	switch claim.State {
+	case keystore.InFlight:
+		writeProblem(w, http.StatusConflict, problemJSON(ProblemInFlight, "Request in flight", http.StatusConflict,
+			"A request with this key is still being processed; retry later with the same key to receive its response."), m.retryAfter)
+		m.done(Event{Outcome: InFlight, Key: storeKey, Status: http.StatusConflict}, start)
+		return
+	case keystore.Completed:
+		replay(w, claim.Record)
+		m.done(Event{Outcome: Replayed, Key: storeKey, Status: claim.Record.StatusCode}, start)
+		return
+	}
+	m.execute(w, r, next, body, storeKey, claim, start)
+}
+
+var errBodyTooLarge = errors.New("body too large")
+
+func (m *Middleware) readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > m.maxBody {
+		return nil, errBodyTooLarge
+	}
+	capHint := r.ContentLength
+	if capHint < 0 || capHint > 64<<10 {
+		capHint = 512
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, capHint+1))
+	n, err := buf.ReadFrom(io.LimitReader(r.Body, m.maxBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > m.maxBody {
+		return nil, errBodyTooLarge
+	}
+	return buf.Bytes(), nil
+}
+
+// fingerprint hashes what must match between a request and its retries:
+// the method, the path and the body (or the body's canonical form).
+func (m *Middleware) fingerprint(r *http.Request, body []byte) keystore.Fingerprint {
+	content := body
+	if m.canonical && len(body) > 0 {
+		if c, err := jcs.Canonicalize(body); err == nil {
+			content = c
+		}
+	}
+	h := sha256.New()
+	h.Write([]byte("geoidem fingerprint v1\x00"))
+	h.Write([]byte(r.Method))
+	h.Write([]byte{0})
+	h.Write([]byte(r.URL.Path))
+	h.Write([]byte{0})
+	h.Write(content)
+	var fp keystore.Fingerprint
+	h.Sum(fp[:0])
+	return fp
+}
+
+// claim claims key, and, with WaitInFlight, waits for an in-flight original
+// with the same fingerprint to finish.
+func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, error) {
+	var deadline time.Time
+	if m.waitInFlight > 0 {
+		deadline = time.Now().Add(m.waitInFlight)
+	}
+	pause := 10 * time.Millisecond
+	for {
+		c, err := m.storeClaim(ctx, key, fp)
+		if err != nil || c.State != keystore.InFlight || c.Fingerprint != fp {
+			return c, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return c, nil
+		}
+		t := time.NewTimer(min(pause, left, c.LeaseRemaining))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return c, nil
+		case <-t.C:
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+	}
+}
+
+func (m *Middleware) storeClaim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
+	defer cancel()
+	return m.store.Claim(ctx, key, fp, m.lease)
+}
+
+// execute runs the validator and the handler for an acquired claim, renews
+// the lease while they run, and records or releases afterwards.
+func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, key string, claim keystore.Claim, start time.Time) {
+	hold := &keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention}
+	ctx, cancel := context.WithCancelCause(keystore.ContextWithHold(r.Context(), hold))
+	defer cancel(nil)
+	stopRenewal := m.renew(ctx, hold, cancel)
+
+	r2 := r.WithContext(ctx)
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	r2.ContentLength = int64(len(body))
+	r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	rec := &recorder{w: w, allow: m.replayHeaders, limit: m.maxRecord}
+
+	// If the validator or the handler panics, release the claim, so that a
+	// retry can run again, and let the panic go on to net/http's recovery.
+	finished := false
+	defer func() {
+		if finished {
+			return
+		}
+		stopRenewal()
+		if !hold.Completed() {
+			m.release(r.Context(), hold)
+		}
+		m.log.LogAttrs(r.Context(), slog.LevelError, "handler panicked; idempotency claim released", slog.String("key", key))
+		m.done(Event{Outcome: Released, Key: key, Status: http.StatusInternalServerError, TookOver: claim.TookOver}, start)
+	}()
+
+	outcome := Executed
+	var verr error
+	if m.validator != nil {
+		verr = m.validator.ValidateRequest(r2, body)
+	}
+	if verr != nil {
+		outcome = Invalid
+		status, doc := http.StatusUnprocessableEntity, []byte(nil)
+		var hp HTTPProblem
+		if errors.As(verr, &hp) {
+			status, doc = hp.HTTPStatus(), hp.ProblemJSON()
+		} else {
+			doc = problemJSON(ProblemInvalid, "Invalid request", status, verr.Error())
+		}
+		writeProblem(rec, status, doc, 0)
+		rec.keepNoStore()
+	} else {
+		next.ServeHTTP(rec, r2)
+	}
+	finished = true
+	stopRenewal()
+	if rec.status == 0 {
+		rec.snapshot() // headers set without a write are still sent
+	}
+
+	ev := Event{Outcome: outcome, Key: key, Status: rec.finalStatus(), TookOver: claim.TookOver, Err: verr}
+	switch {
+	case hold.Completed():
+		// The handler recorded its response itself, in its own transaction.
+	case retryable(ev.Status):
+		ev.Outcome = Released
+		m.release(r.Context(), hold)
+	default:
+		if err := m.complete(r.Context(), hold, rec.record()); err != nil {
+			ev.Err = err
+			if errors.Is(err, keystore.ErrLeaseLost) {
+				ev.Outcome = LeaseLost
+				m.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency lease lost before the response was recorded", slog.String("key", key))
+			} else {
+				ev.Outcome = StoreError
+				m.log.LogAttrs(r.Context(), slog.LevelError, "idempotency record not written; a retry after the lease ends will run the handler again",
+					slog.String("key", key), slog.Any("error", err))
+			}
+		}
+	}
+	m.done(ev, start)
+}
+
+// retryable reports whether a status tells the sender to try again, so the
+// response must not be recorded.
+func retryable(status int) bool {
+	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
+}
+
+// renew extends hold's lease every lease/3 until the returned stop function
+// is called. If the store reports the lease lost, it cancels the handler's
+// context with keystore.ErrLeaseLost as the cause. It runs on a timer, not a
+// goroutine of its own, so a handler that finishes within lease/3 costs no
+// more than arming and stopping that timer.
+func (m *Middleware) renew(ctx context.Context, hold *keystore.Hold, cancel context.CancelCauseFunc) (stop func()) {
+	var (
+		mu      sync.Mutex // held while extending, so stop waits for an extension under way
+		stopped bool
+		t       *time.Timer
+	)
+	every := m.lease / 3
+	mu.Lock() // the callback must not run before t is assigned
+	defer mu.Unlock()
+	t = time.AfterFunc(every, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped || hold.Completed() {
+			return
+		}
+		ectx, ecancel := context.WithTimeout(context.WithoutCancel(ctx), m.storeTimeout)
+		err := m.store.Extend(ectx, hold.Key, hold.Token, m.lease)
+		ecancel()
+		switch {
+		case errors.Is(err, keystore.ErrLeaseLost) && !hold.Completed():
+			m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency lease lost while the handler ran", slog.String("key", hold.Key))
+			cancel(keystore.ErrLeaseLost)
+			return
+		case err != nil:
+			m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency lease not extended", slog.String("key", hold.Key), slog.Any("error", err))
+		}
+		t.Reset(every)
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
+}
+
+// complete records rec, trying twice on a store error other than a lost
+// lease. It runs even when the client has gone: the work is done and its
+// answer must be kept for the client's retry.
+func (m *Middleware) complete(ctx context.Context, hold *keystore.Hold, rec keystore.Record) error {
+	var err error
+	for range 2 {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.storeTimeout)
+		err = m.store.Complete(cctx, hold.Key, hold.Token, rec, m.retention)
+		cancel()
+		if err == nil || errors.Is(err, keystore.ErrLeaseLost) {
+			return err
+		}
+	}
+	return err
+}
+
+// release gives up hold's claim; a failure only means the key stays blocked
+// until its lease ends.
+func (m *Middleware) release(ctx context.Context, hold *keystore.Hold) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.storeTimeout)
+	defer cancel()
+	if err := m.store.Release(rctx, hold.Key, hold.Token); err != nil && !errors.Is(err, keystore.ErrLeaseLost) {
+		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency claim not released; the key stays blocked until its lease ends",
+			slog.String("key", hold.Key), slog.Any("error", err))
+	}
+}
+
+// replay writes a recorded response, marked as a replay.
+func replay(w http.ResponseWriter, rec keystore.Record) {
+	h := w.Header()
+	for k, vs := range rec.Header {
+		h[k] = append([]string(nil), vs...)
+	}
+	h.Set("Idempotent-Replayed", "true")
+	h.Set("Content-Length", strconv.Itoa(len(rec.Body)))
+	w.WriteHeader(rec.StatusCode)
+	_, _ = w.Write(rec.Body)
+}
+
+func (m *Middleware) done(ev Event, start time.Time) {
+	ev.Latency = time.Since(start)
+	if m.observe != nil {
+		m.observe(ev)
+	}
+	if m.log.Enabled(context.Background(), slog.LevelDebug) {
+		m.log.LogAttrs(context.Background(), slog.LevelDebug, "idempotency outcome",
+			slog.String("outcome", ev.Outcome.String()), slog.String("key", ev.Key), slog.Int("status", ev.Status), slog.Duration("latency", ev.Latency))
+	}
+}

@@ -1,0 +1,67 @@
+package middleware
+
+import "time"
+
+// Outcome is what the middleware did with one request that carried a key.
+type Outcome int
+
+const (
+	// Executed: the handler ran and its response was recorded for replay.
+	Executed Outcome = iota + 1
+	// Released: the handler ran and answered 5xx, 408 or 429, or panicked;
+	// its claim was released so that a retry runs it again.
+	Released
+	// Replayed: a recorded response was replayed.
+	Replayed
+	// InFlight: the original request was still running; answered 409.
+	InFlight
+	// Mismatch: the key was reused with a different payload; answered 422.
+	Mismatch
+	// Invalid: the validator rejected the body; its answer was recorded.
+	Invalid
+	// Rejected: the key was missing or malformed, or the body too large or
+	// unreadable; answered 400 or 413 without touching the store.
+	Rejected
+	// StoreError: the key store failed or timed out; answered 503 and the
+	// handler did not run.
+	StoreError
+	// LeaseLost: the handler ran but its lease ended before its response could
+	// be recorded (another request may have taken the key over).
+	LeaseLost
+)
+
+var outcomeNames = [...]string{
+	Executed: "executed", Released: "released", Replayed: "replayed", InFlight: "in_flight",
+	Mismatch: "mismatch", Invalid: "invalid", Rejected: "rejected", StoreError: "store_error",
+	LeaseLost: "lease_lost",
+}
+
+// String returns the outcome's name in snake case, suitable as a metric label.
+func (o Outcome) String() string {
+	if o > 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Outcomes lists every Outcome, for registering metrics up front.
+func Outcomes() []Outcome {
+	return []Outcome{Executed, Released, Replayed, InFlight, Mismatch, Invalid, Rejected, StoreError, LeaseLost}
+}
+
+// Event describes one request's outcome, for an Observer.
+type Event struct {
+	Outcome Outcome
+	// Key is the stored (hashed) key; empty for Rejected requests.
+	Key string
+	// Status is the HTTP status the client was answered.
+	Status int
+	// Latency is the time from the middleware receiving the request to its
+	// outcome being settled (after the record was written, for Executed).
+	Latency time.Duration
+	// TookOver is true when the request acquired its key by taking over the
+	// expired lease of an earlier one.
+	TookOver bool
+	// Err is the store or validation error behind the outcome, if any.
+	Err error
+}
