@@ -27,11 +27,11 @@ type metric interface {
 // ServeHTTP writes every metric in the text format.
 func (r *Registry) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	r.WriteTo(w)
+	r.WriteText(w)
 }
 
-// WriteTo writes every metric in the text format.
-func (r *Registry) WriteTo(w io.Writer) {
+// WriteText writes every metric in the text format.
+func (r *Registry) WriteText(w io.Writer) {
 	r.mu.Lock()
 	ms := slices.Clone(r.metrics)
 	r.mu.Unlock()

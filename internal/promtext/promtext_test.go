@@ -16,7 +16,7 @@ func TestExposition(t *testing.T) {
 	h.Observe("claim", 0.1) // on the bound: counted in le="0.1"
 	h.Observe("claim", 5)
 	var b strings.Builder
-	r.WriteTo(&b)
+	r.WriteText(&b)
 	want := `# HELP req_total Requests.\nBy outcome.
 # TYPE req_total counter
 req_total{outcome="executed"} 0
