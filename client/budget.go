@@ -1,0 +1,91 @@
+package client
+
+import (
+	"fmt"
+	"math"
+	"sync"
+)
+
+// Defaults of a [BudgetConfig].
+const (
+	DefaultBudgetRatio = 0.1
+	DefaultBudgetBurst = 10
+)
+
+// BudgetConfig configures a [RetryBudget]. Zero fields mean the defaults.
+type BudgetConfig struct {
+	// Ratio is the number of tokens each delivery deposits when it starts
+	// (default 0.1: at most one retry for every ten deliveries in the long
+	// run).
+	Ratio float64
+	// Burst is the capacity of the bucket, and its content when it is
+	// created (default 10).
+	Burst float64
+}
+
+// RetryBudget is a token bucket that caps retry amplification across every
+// delivery that shares it. Each delivery deposits Ratio tokens when it
+// starts; each retry (every attempt after the first) withdraws one token,
+// and a delivery whose retry finds less than one token gives up with
+// [ErrBudgetExhausted]. So over any stretch of time, retries ≤ Burst +
+// Ratio × deliveries, and an outage of the endpoint multiplies its load by
+// at most 1 + Ratio once the burst is spent, instead of by the number of
+// attempts.
+//
+// Budgets count deliveries, not time, so they stay deterministic under a
+// fake clock. Share one RetryBudget per receiving endpoint, through one
+// [Sender] or several. It is safe for concurrent use.
+type RetryBudget struct {
+	mu     sync.Mutex
+	tokens int64 // all three in millionths of a token, so 10 × 0.1 is exactly 1
+	ratio  int64
+	burst  int64
+}
+
+// micro is one token in the unit of RetryBudget's fields.
+const micro = 1_000_000
+
+// NewRetryBudget returns a full budget. It fails with [ErrInvalidConfig]
+// for a negative, NaN or absurdly large (over 1e12) Ratio or Burst.
+func NewRetryBudget(cfg BudgetConfig) (*RetryBudget, error) {
+	if cfg.Ratio == 0 {
+		cfg.Ratio = DefaultBudgetRatio
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = DefaultBudgetBurst
+	}
+	for name, v := range map[string]float64{"ratio": cfg.Ratio, "burst": cfg.Burst} {
+		if v < 0 || math.IsNaN(v) || v > 1e12 {
+			return nil, fmt.Errorf("%w: retry budget %s %v", ErrInvalidConfig, name, v)
+		}
+	}
+	burst := int64(math.Round(cfg.Burst * micro))
+	return &RetryBudget{tokens: burst, ratio: int64(math.Round(cfg.Ratio * micro)), burst: burst}, nil
+}
+
+// Deposit adds Ratio tokens, up to Burst. The sender calls it once per
+// delivery, before the first attempt.
+func (b *RetryBudget) Deposit() {
+	b.mu.Lock()
+	b.tokens = min(b.burst, b.tokens+b.ratio)
+	b.mu.Unlock()
+}
+
+// Withdraw takes one token for a retry and reports whether there was one.
+// When it returns false it took nothing.
+func (b *RetryBudget) Withdraw() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tokens < micro {
+		return false
+	}
+	b.tokens -= micro
+	return true
+}
+
+// Tokens returns the tokens now in the bucket.
+func (b *RetryBudget) Tokens() float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return float64(b.tokens) / micro
+}

@@ -1,0 +1,188 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// DeadLetter describes a delivery that ended without success, with what is
+// needed to send it again later: the URL, the key and the exact payload
+// bytes.
+type DeadLetter struct {
+	Time        time.Time // when the sender gave up, on the sender's clock
+	URL         string
+	Method      string
+	Key         string // the idempotency key, unencoded
+	ContentType string
+	Payload     []byte   // the body every attempt sent, byte for byte
+	Attempts    int      // attempts made, 0 if none was
+	LastStatus  int      // status of the last answer, 0 if there was none
+	Reason      string   // "permanent", "exhausted", "deadline", "budget" or "canceled"
+	Error       string   // the error Deliver returned
+	Problem     *Problem // the last answer's problem document, if any
+}
+
+// deadLetterJSON is the JSON form of a DeadLetter. The payload is embedded
+// as JSON when that round-trips byte for byte, else as base64.
+type deadLetterJSON struct {
+	Time          time.Time       `json:"time"`
+	URL           string          `json:"url"`
+	Method        string          `json:"method,omitempty"`
+	Key           string          `json:"key"`
+	ContentType   string          `json:"content_type,omitempty"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	PayloadBase64 []byte          `json:"payload_base64,omitempty"`
+	Attempts      int             `json:"attempts"`
+	LastStatus    int             `json:"last_status,omitempty"`
+	Reason        string          `json:"reason"`
+	Error         string          `json:"error"`
+	Problem       *Problem        `json:"problem,omitempty"`
+}
+
+// MarshalJSON encodes the dead letter as one JSON object. The payload goes
+// in "payload" as embedded JSON when it is compact JSON without characters
+// that encoders escape (<, >, &, U+2028, U+2029), so that it reads naturally
+// and decodes to the same bytes; any other payload goes in
+// "payload_base64". [DeadLetter.UnmarshalJSON] restores Payload exactly in
+// both cases, so a dead letter can be re-sent under the same key and the
+// receiver sees the same fingerprint.
+func (d DeadLetter) MarshalJSON() ([]byte, error) {
+	j := deadLetterJSON{
+		Time: d.Time, URL: d.URL, Method: d.Method, Key: d.Key, ContentType: d.ContentType,
+		Attempts: d.Attempts, LastStatus: d.LastStatus, Reason: d.Reason, Error: d.Error, Problem: d.Problem,
+	}
+	if embeddable(d.Payload) {
+		j.Payload = d.Payload
+	} else if len(d.Payload) > 0 {
+		j.PayloadBase64 = d.Payload
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(j); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes.
+func (d *DeadLetter) UnmarshalJSON(data []byte) error {
+	var j deadLetterJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*d = DeadLetter{
+		Time: j.Time, URL: j.URL, Method: j.Method, Key: j.Key, ContentType: j.ContentType,
+		Attempts: j.Attempts, LastStatus: j.LastStatus, Reason: j.Reason, Error: j.Error, Problem: j.Problem,
+	}
+	switch {
+	case j.Payload != nil:
+		d.Payload = []byte(j.Payload)
+	case j.PayloadBase64 != nil:
+		d.Payload = j.PayloadBase64
+	}
+	return nil
+}
+
+// embeddable reports whether p can be embedded as JSON and decoded back to
+// the same bytes.
+func embeddable(p []byte) bool {
+	if len(p) == 0 || !json.Valid(p) {
+		return false
+	}
+	if bytes.ContainsAny(p, "<>&\u2028\u2029") {
+		return false
+	}
+	var c bytes.Buffer
+	if json.Compact(&c, p) != nil {
+		return false
+	}
+	return bytes.Equal(c.Bytes(), p)
+}
+
+// DeadLetterSink receives every delivery that ends without success,
+// permanent or exhausted. The sender calls Put once per such delivery,
+// before Deliver returns, with a context that is not canceled even if the
+// delivery's was (so a shutdown does not lose its dead letters). An error
+// from Put is joined to the error Deliver returns. Implementations must be
+// safe for concurrent use and must not keep dl.Payload beyond the call
+// without copying it.
+type DeadLetterSink interface {
+	Put(ctx context.Context, dl DeadLetter) error
+}
+
+// JSONLinesSink is a [DeadLetterSink] that writes each dead letter as one
+// line of JSON (see [DeadLetter.MarshalJSON]) with a single Write call. It
+// is safe for concurrent use: lines never interleave.
+type JSONLinesSink struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closer io.Closer
+	sync   func() error
+	closed bool
+}
+
+// NewJSONLinesSink returns a sink writing to w. Close does not close w.
+func NewJSONLinesSink(w io.Writer) *JSONLinesSink {
+	return &JSONLinesSink{w: w}
+}
+
+// OpenJSONLinesFile opens (creating it with mode 0600 if needed) the file
+// at path for appending and returns a sink writing to it. Each line is
+// synced to stable storage before Put returns. Close closes the file.
+func OpenJSONLinesFile(path string) (*JSONLinesSink, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("client: dead-letter file: %w", err)
+	}
+	return &JSONLinesSink{w: f, closer: f, sync: f.Sync}, nil
+}
+
+// ErrSinkClosed is returned by Put on a closed [JSONLinesSink].
+var ErrSinkClosed = errors.New("client: dead-letter sink closed")
+
+// Put writes dl as one line. It ignores ctx: a local write is not worth
+// abandoning half way.
+func (s *JSONLinesSink) Put(_ context.Context, dl DeadLetter) error {
+	line, err := json.Marshal(dl)
+	if err != nil {
+		return fmt.Errorf("client: dead letter: %w", err)
+	}
+	line = append(line, '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrSinkClosed
+	}
+	if _, err := s.w.Write(line); err != nil {
+		return fmt.Errorf("client: dead letter: %w", err)
+	}
+	if s.sync != nil {
+		if err := s.sync(); err != nil {
+			return fmt.Errorf("client: dead letter: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close stops the sink; later Puts fail with [ErrSinkClosed]. It closes the
+// file opened by [OpenJSONLinesFile], and is a no-op the second time.
+func (s *JSONLinesSink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.closer != nil {
+		return s.closer.Close()
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+// Package client is the paired sender of the geoidem middleware: it
+// delivers one payload under one idempotency key, with the retry contract
+// the middleware expects, and hands every delivery that ends without
+// success to a dead-letter sink.
+//
+// It imports only the standard library, so a team that posts webhooks can
+// use it without the middleware.
+//
+//	s, err := client.New(http.DefaultClient, client.Config{})
+//	...
+//	res, err := s.Deliver(ctx, client.Delivery{
+//		URL:  "https://receiver.example/features",
+//		Key:  "0f6c2a…", // the same for every attempt, and for every re-send
+//		Body: body,
+//	})
+//
+// # The idempotency key
+//
+// Every attempt of a delivery carries the same Idempotency-Key header and
+// the same body bytes: [Sender.Deliver] copies the body once and encodes the
+// key once ([EncodeKey]). A receiver that already executed the payload (the
+// acknowledgement was lost) answers from its record with
+// Idempotent-Replayed: true, reported as [Result.Replayed]. An empty key is
+// an error ([ErrNoKey]) before any I/O.
+//
+// # What is retried
+//
+// 429, 500, 502, 503 and 504, connection errors and timeouts. Also, as a
+// deliberate addition for the geoidem middleware, 409 Conflict when it
+// carries Retry-After: the middleware answers so while the original
+// request with the same key is still running, which is exactly what a
+// retry after a lost acknowledgement can run into; once the original
+// finishes, the retry gets its answer replayed. A 409 without Retry-After,
+// and every other 4xx (422 included), is permanent and returned at once,
+// with its RFC 9457 problem document parsed ([StatusError], [Problem]).
+//
+// # When
+//
+// Delays come from a [Backoff]: decorrelated jitter by default,
+// sleep = min(cap, uniform(base, prev × 3)) with base 500 ms and cap 30 s,
+// 6 attempts in all; full jitter, equal jitter, plain exponential and no
+// backoff are selectable. A Retry-After header (delta-seconds or any
+// HTTP-date form) is preferred over the computed delay, clamped to
+// Config.MaxRetryAfter. Delays and the delivery deadline are measured on the
+// [Clock] (by default the monotonic clock); the sender never sleeps past the
+// deadline and gives up as soon as the next attempt cannot fit before it.
+// Every wait ends when the context is canceled. A [RetryBudget] shared by
+// the deliveries to one endpoint caps how much retries can multiply its
+// load.
+//
+// # Failures and dead letters
+//
+// A delivery that ends without success returns a [*DeliveryError] whose
+// reason is [ErrPermanent], [ErrExhausted], [ErrDeadline],
+// [ErrBudgetExhausted] or the context's error, and is handed to the
+// [DeadLetterSink], if any, with its payload, key, attempts, last status and
+// error. [JSONLinesSink] writes them as JSON lines to a file.
+//
+// # Hooks and tests
+//
+// Config.OnAttempt observes every attempt; Config.PrepareAttempt may add
+// headers to each attempt's request (a Standard Webhooks signer re-signs
+// each attempt there with a fresh timestamp). Config.Clock and Config.Rand
+// make a test deterministic and free of real sleeps.
+//
+// # GeoJSON
+//
+// [StampObservationTime] sets a Feature's observation_time once, when it is
+// ingested, and returns the bytes every attempt sends; [FeatureKey] derives
+// a stable key from the feature as read; [NewFeatureDelivery] does both.
+package client

@@ -1,0 +1,116 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Errors returned before any I/O.
+var (
+	// ErrNoKey reports a [Delivery] without an idempotency key. Nothing was
+	// sent.
+	ErrNoKey = errors.New("client: empty idempotency key")
+	// ErrInvalidKey reports a key that cannot be sent in an Idempotency-Key
+	// header: it holds a byte outside printable ASCII (0x20–0x7E). Nothing
+	// was sent.
+	ErrInvalidKey = errors.New("client: invalid idempotency key")
+	// ErrInvalidConfig reports an unusable [Config] or [Backoff].
+	ErrInvalidConfig = errors.New("client: invalid config")
+)
+
+// Reasons a delivery ended without success. Each is the Reason of a
+// [DeliveryError]; test with errors.Is on the error Deliver returns.
+var (
+	// ErrPermanent reports an answer or an error that no retry can fix: a
+	// status outside the retryable set, a 409 without Retry-After, a TLS
+	// certificate error, or a PrepareAttempt failure.
+	ErrPermanent = errors.New("client: permanent failure")
+	// ErrExhausted reports that every allowed attempt failed with a
+	// retryable answer or error.
+	ErrExhausted = errors.New("client: attempts exhausted")
+	// ErrDeadline reports that the delivery deadline (or the context's
+	// deadline) left no room for another attempt; the sender gave up
+	// without sleeping into it.
+	ErrDeadline = errors.New("client: delivery deadline reached")
+	// ErrBudgetExhausted reports that the shared [RetryBudget] had no token
+	// left for a retry.
+	ErrBudgetExhausted = errors.New("client: retry budget exhausted")
+)
+
+// DeliveryError is the error [Sender.Deliver] returns when a delivery ends
+// without success, after it has been handed to the dead-letter sink.
+//
+// errors.Is(err, r) is true for its Reason (one of [ErrPermanent],
+// [ErrExhausted], [ErrDeadline], [ErrBudgetExhausted], or the context's
+// error when it was canceled), and errors.As reaches the last attempt's
+// error: a [*StatusError] when the last attempt got a non-2xx answer, or the
+// transport error.
+type DeliveryError struct {
+	Reason     error  // why the sender stopped
+	Key        string // the idempotency key
+	Attempts   int    // attempts made, 0 if none was
+	StatusCode int    // status of the last answer, 0 if there was none
+	Err        error  // the last attempt's error; nil if no attempt was made
+}
+
+// Error describes the delivery, its reason and the last error.
+func (e *DeliveryError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "client: delivery of key %q: %s after %d attempt", e.Key, reasonText(e.Reason), e.Attempts)
+	if e.Attempts != 1 {
+		b.WriteByte('s')
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the Reason and the last attempt's error.
+func (e *DeliveryError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Reason}
+	}
+	return []error{e.Reason, e.Err}
+}
+
+// reasonText is the reason without the package prefix.
+func reasonText(err error) string {
+	if err == nil {
+		return "failed"
+	}
+	return strings.TrimPrefix(err.Error(), "client: ")
+}
+
+// StatusError is a non-2xx answer. Problem holds the parsed RFC 9457
+// problem document when the answer was application/problem+json; Body holds
+// the raw body (at most Config.MaxResponseBytes) either way.
+type StatusError struct {
+	StatusCode int
+	Status     string // e.g. "422 Unprocessable Entity"
+	Header     http.Header
+	Body       []byte
+	Problem    *Problem
+}
+
+// Error gives the status and, when there is a problem document, its title
+// and detail.
+func (e *StatusError) Error() string {
+	status := e.Status
+	if status == "" {
+		status = fmt.Sprintf("%d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	}
+	msg := "client: " + status
+	if p := e.Problem; p != nil {
+		if p.Title != "" {
+			msg += ": " + p.Title
+		}
+		if p.Detail != "" {
+			msg += ": " + p.Detail
+		}
+	}
+	return msg
+}

@@ -1,0 +1,110 @@
+package client
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Header names the sender reads and writes.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderReplayed       = "Idempotent-Replayed"
+	HeaderRetryAfter     = "Retry-After"
+)
+
+// EncodeKey returns the Idempotency-Key header value for key: the key
+// itself when every byte is an RFC 9110 token character or one of ":" and
+// "/" (UUIDs, hex digests and most generated keys), else the key as an
+// RFC 9651 sf-string (in double quotes, with `"` and `\` escaped). The
+// geoidem middleware accepts both forms and recovers the same key. It
+// returns [ErrNoKey] for an empty key and [ErrInvalidKey] for one with a
+// byte outside printable ASCII.
+func EncodeKey(key string) (string, error) {
+	if key == "" {
+		return "", ErrNoKey
+	}
+	bare := true
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c < 0x20 || c > 0x7e {
+			return "", ErrInvalidKey
+		}
+		if !isTokenByte(c) {
+			bare = false
+		}
+	}
+	if bare {
+		return key, nil
+	}
+	var b strings.Builder
+	b.Grow(len(key) + 2)
+	b.WriteByte('"')
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c == '"' || c == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(key[i])
+	}
+	b.WriteByte('"')
+	return b.String(), nil
+}
+
+// isTokenByte reports whether c may appear in a bare key: an RFC 9110
+// tchar, ':' or '/'.
+func isTokenByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~:/", c) >= 0
+}
+
+// maxDelta bounds delta-seconds so that the conversion to a Duration cannot
+// overflow; any larger value is clamped by MaxRetryAfter anyway.
+const maxDelta = int64(1<<63-1) / int64(time.Second)
+
+// ParseRetryAfter interprets a Retry-After header value: delta-seconds, or
+// an HTTP-date in any of the three forms of RFC 9110 (IMF-fixdate, RFC 850,
+// asctime). A date is turned into a delay relative to date, the response's
+// Date header, when that parses (so a skewed server clock cancels out), and
+// to now otherwise; a date in the past gives 0. ok is false when the value
+// is absent or malformed. The result is not clamped.
+func ParseRetryAfter(value, date string, now time.Time) (d time.Duration, ok bool) {
+	value = strings.TrimSpace(value)
+	if value == "" {
+		return 0, false
+	}
+	if isDigits(value) {
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil || n > maxDelta { // only overflow: the value is all digits
+			n = maxDelta
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	at, err := http.ParseTime(value)
+	if err != nil {
+		return 0, false
+	}
+	ref := now
+	if date != "" {
+		if t, err := http.ParseTime(date); err == nil {
+			ref = t
+		}
+	}
+	d = at.Sub(ref)
+	if d < 0 {
+		d = 0
+	}
+	return d, true
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
