@@ -174,3 +174,10 @@ type Store interface {
 	// no longer holds key.
 	Release(ctx context.Context, key string, token Token) error
 }
+
+// Pinger is an optional capability of a Store: Ping reports whether the
+// store can be reached now, without touching any key. Health checks find
+// it by type assertion; a store without it is assumed reachable.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}

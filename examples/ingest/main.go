@@ -11,7 +11,9 @@
 //	                      upserts the features by id and answers 201
 //	                      {"stored":[ids…]}
 //	GET  /features/{id}   a stored feature
-//	GET  /metrics         outcome counters, in Prometheus text format
+//	GET  /metrics         outcome counters, store latency histograms and lease
+//	                      takeovers, in Prometheus text format
+//	GET  /healthz         200 when the key store answers, 503 when it does not
 //
 // It prints the URL it serves and shuts down gracefully on SIGINT or SIGTERM.
 package main
@@ -75,7 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	reg := new(promtext.Registry)
 	metrics := newMetrics(reg)
-	idem, err := middleware.New(store, middleware.Config{
+	timed := newTimedStore(store, reg)
+	idem, err := middleware.New(timed, middleware.Config{
 		MaxBodyBytes: *maxBody,
 		Logger:       log,
 		Observer:     metrics.observe,
@@ -89,6 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mux.Handle("POST /features", idem.Handler(postFeatures(repo)))
 	mux.Handle("GET /features/{id}", getFeature(repo))
 	mux.Handle("GET /metrics", reg)
+	mux.Handle("GET /healthz", health(timed))
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -105,6 +105,9 @@ func TestIngestMemory(t *testing.T) {
 	if r, b := do(t, http.MethodPost, url+"/features", "k2", `{"type":"Feature","geometry":null,"properties":null}`); r.StatusCode != http.StatusUnprocessableEntity {
 		t.Fatalf("feature without id: %d %s, want 422", r.StatusCode, b)
 	}
+	if r, b := do(t, http.MethodGet, url+"/healthz", "", ""); r.StatusCode != http.StatusOK || !strings.Contains(b, "reachable") {
+		t.Fatalf("healthz: %d %s", r.StatusCode, b)
+	}
 	r, f := do(t, http.MethodGet, url+"/features/7", "", "")
 	if r.StatusCode != http.StatusOK || !strings.Contains(f, "2.35") {
 		t.Fatalf("GET /features/7: %d %s", r.StatusCode, f)
@@ -119,6 +122,9 @@ func TestIngestMemory(t *testing.T) {
 		`geoidem_requests_total{outcome="mismatch"} 1`,
 		`geoidem_requests_total{outcome="rejected"} 1`,
 		`geoidem_request_duration_seconds_count{outcome="executed"} 2`,
+		`geoidem_store_operation_seconds_count{op="claim_ok"} 4`, // the request without a key never reaches the store
+		`geoidem_store_operation_seconds_count{op="complete_ok"} 2`,
+		`geoidem_lease_takeovers_total 0`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q:\n%s", want, metrics)
