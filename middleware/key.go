@@ -80,12 +80,18 @@ func checkKey(k string) (string, error) {
 // pairs collide by concatenation. Stored keys are fixed-length (64 bytes) and
 // carry no raw client input.
 func StoreKey(scope, key string) string {
-	h := sha256.New()
-	var n [binary.MaxVarintLen64]byte
-	h.Write([]byte("geoidem key v1\x00"))
-	h.Write(n[:binary.PutUvarint(n[:], uint64(len(scope)))])
-	h.Write([]byte(scope))
-	h.Write([]byte(key))
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(h.Sum(sum[:0]))
+	return storeKey3(scope, "", "", key)
+}
+
+// storeKey3 is StoreKey(a+b+c, key), without building a+b+c.
+func storeKey3(a, b, c, key string) string {
+	var stack [512]byte // scope and key usually fit: no allocation but the result
+	buf := append(stack[:0], "geoidem key v1\x00"...)
+	buf = binary.AppendUvarint(buf, uint64(len(a)+len(b)+len(c)))
+	buf = append(append(append(buf, a...), b...), c...)
+	buf = append(buf, key...)
+	sum := sha256.Sum256(buf)
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }

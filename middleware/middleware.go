@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"net/http"
@@ -221,9 +222,6 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 		}
 		m.replayHeaders = append(m.replayHeaders, c)
 	}
-	if m.scope == nil {
-		m.scope = func(r *http.Request) string { return r.Method + " " + r.URL.Path }
-	}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
@@ -288,7 +286,12 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 
-	storeKey := StoreKey(m.scope(r), key)
+	var storeKey string
+	if m.scope == nil { // the default scope, without building its string
+		storeKey = storeKey3(r.Method, " ", r.URL.Path, key)
+	} else {
+		storeKey = StoreKey(m.scope(r), key)
+	}
 	fp := m.fingerprint(r, body)
 	claim, err := m.claim(r.Context(), storeKey, fp)
 	if err != nil {
@@ -329,11 +332,14 @@ func (m *Middleware) readBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > m.maxBody {
 		return nil, errBodyTooLarge
 	}
-	capHint := r.ContentLength
-	if capHint < 0 || capHint > 64<<10 {
-		capHint = 512
+	if r.ContentLength >= 0 { // declared: read exactly that, in one allocation
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, capHint+1))
+	buf := bytes.NewBuffer(make([]byte, 0, 512))
 	n, err := buf.ReadFrom(io.LimitReader(r.Body, m.maxBody+1))
 	if err != nil {
 		return nil, err
@@ -353,17 +359,29 @@ func (m *Middleware) fingerprint(r *http.Request, body []byte) keystore.Fingerpr
 			content = c
 		}
 	}
-	h := sha256.New()
-	h.Write([]byte("geoidem fingerprint v1\x00"))
-	h.Write([]byte(r.Method))
+	const prefix = "geoidem fingerprint v1\x00"
+	var stack [4096]byte // small requests hash from the stack, without allocating
+	if n := len(prefix) + len(r.Method) + len(r.URL.Path) + 2 + len(content); n <= len(stack) {
+		b := append(stack[:0], prefix...)
+		b = append(append(b, r.Method...), 0)
+		b = append(append(b, r.URL.Path...), 0)
+		return sha256.Sum256(append(b, content...))
+	}
+	h := hashers.Get().(hash.Hash)
+	defer hashers.Put(h)
+	h.Reset()
+	io.WriteString(h, prefix)
+	io.WriteString(h, r.Method)
 	h.Write([]byte{0})
-	h.Write([]byte(r.URL.Path))
+	io.WriteString(h, r.URL.Path)
 	h.Write([]byte{0})
 	h.Write(content)
 	var fp keystore.Fingerprint
 	h.Sum(fp[:0])
 	return fp
 }
+
+var hashers = sync.Pool{New: func() any { return sha256.New() }}
 
 // claim claims key, and, with WaitInFlight, waits for an in-flight original
 // with the same fingerprint to finish.
@@ -399,19 +417,37 @@ func (m *Middleware) storeClaim(ctx context.Context, key string, fp keystore.Fin
 	return m.store.Claim(ctx, key, fp, m.lease)
 }
 
+// exchange is the state of one request that acquired its key, allocated
+// in one piece.
+type exchange struct {
+	hold    keystore.Hold
+	rec     recorder
+	body    bodyReader
+	renewal renewal
+}
+
+// bodyReader is the request body the handler reads: the bytes the
+// middleware has already read and fingerprinted.
+type bodyReader struct{ bytes.Reader }
+
+func (*bodyReader) Close() error { return nil }
+
 // execute runs the validator and the handler for an acquired claim, renews
 // the lease while they run, and records or releases afterwards.
 func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, key string, claim keystore.Claim, start time.Time) {
-	hold := &keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention}
+	x := &exchange{
+		hold: keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention},
+		rec:  recorder{w: w, allow: m.replayHeaders, limit: m.maxRecord},
+	}
+	hold, rec := &x.hold, &x.rec
 	ctx, cancel := context.WithCancelCause(keystore.ContextWithHold(r.Context(), hold))
 	defer cancel(nil)
-	stopRenewal := m.renew(ctx, hold, cancel)
+	x.renewal.start(m, ctx, hold, cancel)
 
 	r2 := r.WithContext(ctx)
-	r2.Body = io.NopCloser(bytes.NewReader(body))
+	x.body.Reset(body)
+	r2.Body = &x.body
 	r2.ContentLength = int64(len(body))
-	r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	rec := &recorder{w: w, allow: m.replayHeaders, limit: m.maxRecord}
 
 	// If the validator or the handler panics, release the claim, so that a
 	// retry can run again, and let the panic go on to net/http's recovery.
@@ -420,7 +456,7 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		if finished {
 			return
 		}
-		stopRenewal()
+		x.renewal.stop()
 		if !hold.Completed() {
 			m.release(r.Context(), hold)
 		}
@@ -448,7 +484,7 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		next.ServeHTTP(rec, r2)
 	}
 	finished = true
-	stopRenewal()
+	x.renewal.stop()
 	if rec.status == 0 {
 		rec.snapshot() // headers set without a write are still sent
 	}
@@ -482,45 +518,56 @@ func retryable(status int) bool {
 	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
 }
 
-// renew extends hold's lease every lease/3 until the returned stop function
-// is called. If the store reports the lease lost, it cancels the handler's
-// context with keystore.ErrLeaseLost as the cause. It runs on a timer, not a
-// goroutine of its own, so a handler that finishes within lease/3 costs no
-// more than arming and stopping that timer.
-func (m *Middleware) renew(ctx context.Context, hold *keystore.Hold, cancel context.CancelCauseFunc) (stop func()) {
-	var (
-		mu      sync.Mutex // held while extending, so stop waits for an extension under way
-		stopped bool
-		t       *time.Timer
-	)
-	every := m.lease / 3
-	mu.Lock() // the callback must not run before t is assigned
-	defer mu.Unlock()
-	t = time.AfterFunc(every, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped || hold.Completed() {
-			return
-		}
-		ectx, ecancel := context.WithTimeout(context.WithoutCancel(ctx), m.storeTimeout)
-		err := m.store.Extend(ectx, hold.Key, hold.Token, m.lease)
-		ecancel()
-		switch {
-		case errors.Is(err, keystore.ErrLeaseLost) && !hold.Completed():
-			m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency lease lost while the handler ran", slog.String("key", hold.Key))
-			cancel(keystore.ErrLeaseLost)
-			return
-		case err != nil:
-			m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency lease not extended", slog.String("key", hold.Key), slog.Any("error", err))
-		}
-		t.Reset(every)
-	})
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		t.Stop()
+// renewal extends a hold's lease every lease/3 while the handler runs. If
+// the store reports the lease lost, it cancels the handler's context with
+// keystore.ErrLeaseLost as the cause. It runs on a timer, not a goroutine of
+// its own, so a handler that finishes within lease/3 costs no more than
+// arming and stopping that timer.
+type renewal struct {
+	m    *Middleware
+	ctx  context.Context // the handler's: for its values, and to cancel
+	hold *keystore.Hold
+	lost context.CancelCauseFunc
+
+	mu      sync.Mutex // held while extending, so stop waits for an extension under way
+	stopped bool
+	t       *time.Timer
+}
+
+func (rn *renewal) start(m *Middleware, ctx context.Context, hold *keystore.Hold, lost context.CancelCauseFunc) {
+	rn.m, rn.ctx, rn.hold, rn.lost = m, ctx, hold, lost
+	rn.mu.Lock() // extend must not run before t is assigned
+	defer rn.mu.Unlock()
+	rn.t = time.AfterFunc(m.lease/3, rn.extend)
+}
+
+func (rn *renewal) extend() {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.stopped || rn.hold.Completed() {
+		return
 	}
+	m := rn.m
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(rn.ctx), m.storeTimeout)
+	err := m.store.Extend(ctx, rn.hold.Key, rn.hold.Token, m.lease)
+	cancel()
+	switch {
+	case errors.Is(err, keystore.ErrLeaseLost) && !rn.hold.Completed():
+		m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease lost while the handler ran", slog.String("key", rn.hold.Key))
+		rn.lost(keystore.ErrLeaseLost)
+		return
+	case err != nil:
+		m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease not extended", slog.String("key", rn.hold.Key), slog.Any("error", err))
+	}
+	rn.t.Reset(m.lease / 3)
+}
+
+// stop ends the renewal; an extension under way finishes first.
+func (rn *renewal) stop() {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.stopped = true
+	rn.t.Stop()
 }
 
 // complete records rec, trying twice on a store error other than a lost

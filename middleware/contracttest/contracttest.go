@@ -1,0 +1,394 @@
+package contracttest
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/geoidem/geoidem/client"
+)
+
+// DefaultContentType is the Content-Type of the suite's deliveries when
+// Target.ContentType is empty.
+const DefaultContentType = "application/geo+json"
+
+// Target is the receiver under test and what the suite must know about it.
+// Exactly one of Handler and URL must be set; every other zero field means
+// the documented default.
+type Target struct {
+	// Handler is the receiving handler, wrapped by the middleware as it is
+	// in production. The suite serves it on a loopback httptest.Server of
+	// its own.
+	Handler http.Handler
+
+	// URL is the base URL of a running receiver, e.g.
+	// "http://127.0.0.1:8080"; Path is appended to it.
+	URL string
+
+	// Path is the ingest path, e.g. "/features" (default "/").
+	Path string
+
+	// NewPayload returns a valid payload, different for every n, that the
+	// receiver accepts with a 2xx answer. The suite calls it with
+	// n = 1, 2, 3, … over one Run. Default: a GeoJSON Feature with a Point
+	// geometry and an id unique to the Run and n.
+	NewPayload func(n int) []byte
+
+	// InvalidPayload is a body the receiver must reject with 422 (and the
+	// sender must never retry). Default: a GeoJSON Feature whose Polygon
+	// ring is not closed.
+	InvalidPayload []byte
+
+	// SkipInvalidGeometry skips InvalidGeometryIs422AndNotRetried, for a
+	// receiver that has no validator yet. The subtest then reports itself
+	// skipped, so the gap stays visible.
+	SkipInvalidGeometry bool
+
+	// ContentType is the Content-Type of every request (default
+	// DefaultContentType).
+	ContentType string
+
+	// Header holds extra headers sent with every request, e.g. the
+	// credentials that the receiver's Config.Scope reads.
+	Header http.Header
+
+	// Executions, if set, returns how many times the ingest handler behind
+	// the middleware has run so far, for all keys together. The suite reads
+	// it before and after each rule and checks the difference. It must be
+	// safe to call from the test goroutine while the receiver serves.
+	Executions func() int
+}
+
+// Run checks every rule of the contract against target, each in a subtest
+// of t named after the rule (see the package documentation). It fails t at
+// once when target is unusable: neither or both of Handler and URL, or a
+// URL that is not an absolute http URL.
+func Run(t *testing.T, target Target) {
+	t.Helper()
+	s := newSuite(t, target)
+	rules := []struct {
+		name string
+		fn   func(t *testing.T)
+	}{
+		{"LostAcknowledgementIsReplayed", s.testLostAcknowledgement},
+		{"ConcurrentDuplicatesExecuteOnce", s.testConcurrentDuplicates},
+		{"KeyReuseWithAnotherPayloadIs422", s.testKeyReuse},
+		{"InvalidGeometryIs422AndNotRetried", s.testInvalidGeometry},
+		{"RetryAfterIsHonoured", s.testRetryAfter},
+		{"MissingKeyIs400", s.testMissingKey},
+		{"MalformedKeyIs400", s.testMalformedKey},
+		{"ReplayCarriesNoSetCookie", s.testNoSetCookie},
+	}
+	for _, r := range rules {
+		t.Run(r.name, r.fn)
+	}
+}
+
+// suite is one Run: the resolved target and the state shared by its rules.
+type suite struct {
+	base        string // base URL, without a trailing slash
+	path        string
+	newPayload  func(n int) []byte
+	invalid     []byte
+	skipInvalid bool
+	contentType string
+	header      http.Header
+	executions  func() int
+
+	run      string // random id of this Run, in every key and default payload
+	payloads atomic.Int64
+	keys     atomic.Int64
+}
+
+func newSuite(t *testing.T, target Target) *suite {
+	t.Helper()
+	switch {
+	case target.Handler == nil && target.URL == "":
+		t.Fatal("contracttest: Target needs a Handler or a URL")
+	case target.Handler != nil && target.URL != "":
+		t.Fatal("contracttest: Target has both a Handler and a URL; set one")
+	}
+	s := &suite{
+		path:        target.Path,
+		newPayload:  target.NewPayload,
+		invalid:     target.InvalidPayload,
+		skipInvalid: target.SkipInvalidGeometry,
+		contentType: target.ContentType,
+		header:      target.Header.Clone(),
+		executions:  target.Executions,
+		run:         randomID(t),
+	}
+	if s.path == "" {
+		s.path = "/"
+	}
+	if !strings.HasPrefix(s.path, "/") {
+		s.path = "/" + s.path
+	}
+	if s.contentType == "" {
+		s.contentType = DefaultContentType
+	}
+	if s.newPayload == nil {
+		s.newPayload = s.defaultPayload
+	}
+	if s.invalid == nil {
+		s.invalid = []byte(`{"type":"Feature","id":"contracttest-` + s.run + `-invalid","geometry":{"type":"Polygon","coordinates":[[[13.0,52.0],[14.0,52.0],[14.0,53.0],[13.0,53.0]]]},"properties":{"why":"the ring is not closed"}}`)
+	}
+	if target.Handler != nil {
+		srv := httptest.NewServer(target.Handler)
+		t.Cleanup(srv.Close)
+		s.base = srv.URL
+	} else {
+		u, err := url.Parse(target.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			t.Fatalf("contracttest: Target.URL %q is not an absolute http URL", target.URL)
+		}
+		s.base = strings.TrimRight(target.URL, "/")
+	}
+	return s
+}
+
+func randomID(t *testing.T) string {
+	var b [6]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		t.Fatalf("contracttest: %v", err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func (s *suite) defaultPayload(n int) []byte {
+	return fmt.Appendf(nil, `{"type":"Feature","id":"contracttest-%s-%d","geometry":{"type":"Point","coordinates":[13.4,52.5]},"properties":{"n":%d}}`, s.run, n, n)
+}
+
+// payload returns the next valid payload.
+func (s *suite) payload() []byte { return s.newPayload(int(s.payloads.Add(1))) }
+
+// key returns a new key, never used before by any Run: a token, so the
+// sender sends it bare.
+func (s *suite) key(t *testing.T) string {
+	name := t.Name()
+	if i := strings.IndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return '-'
+	}, name)
+	return fmt.Sprintf("contracttest-%s-%s-%d", s.run, name, s.keys.Add(1))
+}
+
+// ingestURL is the URL deliveries go to at base (the target's, or a proxy's).
+func (s *suite) ingestURL(base string) string { return base + s.path }
+
+// count reads Target.Executions; ok is false without it.
+func (s *suite) count() (n int, ok bool) {
+	if s.executions == nil {
+		return 0, false
+	}
+	return s.executions(), true
+}
+
+// expectExecutions returns a function that, called at the end of a rule,
+// checks that the ingest handler ran want times since.
+func (s *suite) expectExecutions(t *testing.T, rule string) func(want int) {
+	before, ok := s.count()
+	return func(want int) {
+		t.Helper()
+		if !ok {
+			return
+		}
+		after, _ := s.count()
+		if got := after - before; got != want {
+			t.Errorf("%s\n\tthe ingest handler ran %d times during this rule (Target.Executions went from %d to %d), want %d", rule, got, before, after, want)
+		}
+	}
+}
+
+// attempts records the sender's attempts (Config.OnAttempt).
+type attempts struct {
+	mu   sync.Mutex
+	list []client.Attempt
+}
+
+func (a *attempts) observe(at client.Attempt) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.list = append(a.list, at)
+}
+
+func (a *attempts) all() []client.Attempt {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]client.Attempt(nil), a.list...)
+}
+
+func (a *attempts) String() string {
+	var b strings.Builder
+	for _, at := range a.all() {
+		fmt.Fprintf(&b, "\n\t\tattempt %d: status %d replayed=%t retryable=%t delay=%v fromRetryAfter=%t err=%v",
+			at.Number, at.StatusCode, at.Replayed, at.Retryable, at.Delay, at.FromRetryAfter, at.Err)
+	}
+	return b.String()
+}
+
+// scaledClock is the sender's client.Clock: real time, but every Sleep
+// is recorded as requested and waited a fiftieth of it (at least 1 ms, at
+// most 20 ms), so a Retry-After of one second costs 20 ms and the receiver
+// still gets real time to finish an in-flight original.
+type scaledClock struct {
+	mu     sync.Mutex
+	sleeps []time.Duration
+}
+
+func (c *scaledClock) Now() time.Time { return time.Now() }
+
+func (c *scaledClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.sleeps = append(c.sleeps, d)
+	c.mu.Unlock()
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(min(max(d/50, time.Millisecond), 20*time.Millisecond))
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}
+
+func (c *scaledClock) requested() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.sleeps...)
+}
+
+// Backoff of the suite's senders: short, so the suite is fast.
+var backoff = client.Backoff{Base: 5 * time.Millisecond, Cap: 50 * time.Millisecond}
+
+// sender is a paired sender for one rule, with its own connections, clock
+// and attempt log.
+type sender struct {
+	*client.Sender
+	clock    *scaledClock
+	attempts *attempts
+	suite    *suite
+}
+
+func (s *suite) sender(t *testing.T, maxAttempts int) *sender {
+	t.Helper()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	t.Cleanup(tr.CloseIdleConnections)
+	snd := &sender{clock: new(scaledClock), attempts: new(attempts), suite: s}
+	var err error
+	snd.Sender, err = client.New(&http.Client{Transport: tr}, client.Config{
+		Backoff:        backoff,
+		MaxAttempts:    maxAttempts,
+		AttemptTimeout: 10 * time.Second,
+		Clock:          snd.clock,
+		Rand:           rand.NewPCG(6, 7),
+		OnAttempt:      snd.attempts.observe,
+	})
+	if err != nil {
+		t.Fatalf("contracttest: client.New: %v", err)
+	}
+	return snd
+}
+
+// deliver delivers body under key to the ingest path at base.
+func (snd *sender) deliver(t *testing.T, base, key string, body []byte) (client.Result, error) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	return snd.Deliver(ctx, client.Delivery{
+		URL:         snd.suite.ingestURL(base),
+		Key:         key,
+		Body:        body,
+		ContentType: snd.suite.contentType,
+		Header:      snd.suite.header,
+	})
+}
+
+// answer describes a delivery's outcome for a failure message.
+func answer(res client.Result, err error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "status %d, Idempotent-Replayed: %t, after %d attempt(s)", res.StatusCode, res.Replayed, res.Attempts)
+	if ct := res.Header.Get("Content-Type"); ct != "" {
+		fmt.Fprintf(&b, ", Content-Type %s", ct)
+	}
+	fmt.Fprintf(&b, ", body %s", quote(res.Body))
+	if err != nil {
+		fmt.Fprintf(&b, ", error: %v", err)
+	}
+	return b.String()
+}
+
+// quote shows a body, shortened to 300 bytes.
+func quote(body []byte) string {
+	const max = 300
+	if len(body) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(body[cut]) {
+			cut--
+		}
+		return fmt.Sprintf("%q… (%d bytes)", body[:cut], len(body))
+	}
+	return fmt.Sprintf("%q", body)
+}
+
+// checkProblem checks an RFC 9457 problem document answered with status
+// (and, when wantType is not empty, of that type). It returns what is wrong,
+// or "" when nothing is.
+func checkProblem(status int, header http.Header, body []byte, wantType string) string {
+	var faults []string
+	mt, _, err := mime.ParseMediaType(header.Get("Content-Type"))
+	if err != nil || mt != client.ProblemMediaType {
+		faults = append(faults, fmt.Sprintf("Content-Type is %q, want %s", header.Get("Content-Type"), client.ProblemMediaType))
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		faults = append(faults, "the body is not a JSON object: "+err.Error())
+	} else {
+		typ, _ := doc["type"].(string)
+		title, _ := doc["title"].(string)
+		st, _ := doc["status"].(float64)
+		if typ == "" {
+			faults = append(faults, `no "type" member (a string)`)
+		} else if wantType != "" && typ != wantType {
+			faults = append(faults, fmt.Sprintf(`"type" is %q, want %q`, typ, wantType))
+		}
+		if title == "" {
+			faults = append(faults, `no "title" member (a string)`)
+		}
+		if int(st) != status || st != float64(int(st)) {
+			faults = append(faults, fmt.Sprintf(`"status" member is %v, want %d`, doc["status"], status))
+		}
+	}
+	return strings.Join(faults, "; ")
+}
+
+// problemOf checks the problem document of a failed delivery.
+func problemOf(err error, wantType string) string {
+	var se *client.StatusError
+	if !errors.As(err, &se) {
+		return "the delivery ended without an HTTP answer to judge"
+	}
+	return checkProblem(se.StatusCode, se.Header, se.Body, wantType)
+}

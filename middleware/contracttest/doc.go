@@ -1,0 +1,84 @@
+// Package contracttest is the contract suite between a receiving service
+// wrapped in the geoidem [middleware] and the paired sender in package
+// [client]. A receiving team points [Run] at its own wrapped handler, or at a
+// running instance of its service, and the suite delivers to it with the
+// sender the posting teams use, checking every rule of the contract.
+//
+// It is to the middleware what [testing/fstest.TestFS] is to a file system:
+// one entry point, one named subtest per rule, and failures that say which
+// rule broke and show the answers that broke it.
+//
+// # Wiring it
+//
+// Against the handler a team serves, wrapped exactly as in production:
+//
+//	func TestIdempotencyContract(t *testing.T) {
+//		idem, err := middleware.New(new(memstore.Store), middleware.Config{
+//			Validator: geojson.RequestValidator{},
+//		})
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		contracttest.Run(t, contracttest.Target{
+//			Handler: idem.Handler(myIngestHandler),
+//			Path:    "/features",
+//		})
+//	}
+//
+// Or against a service already running (on loopback, in the test):
+//
+//	contracttest.Run(t, contracttest.Target{URL: "http://127.0.0.1:8080", Path: "/features"})
+//
+// A Handler is served on a loopback [net/http/httptest.Server] of the suite's
+// own, so both forms talk real HTTP. Give [Target.Executions] a counter of
+// the ingest handler's executions (the work behind the middleware) and the
+// suite also checks, for every rule, how often that work ran; without it the
+// suite judges executions by the Idempotent-Replayed header alone.
+//
+// # The rules
+//
+// Each is a subtest of the test that called Run, so one can be run alone
+// with go test -run 'TestX/ConcurrentDuplicatesExecuteOnce':
+//
+//   - LostAcknowledgementIsReplayed: a proxy lets the receiver answer the
+//     first attempt and then drops the connection; the sender's retry, with
+//     the same key and body, is answered with Idempotent-Replayed: true and
+//     the status and body the receiver answered first.
+//   - ConcurrentDuplicatesExecuteOnce: 50 concurrent deliveries of one
+//     payload under one key all end with the same status and body, and
+//     exactly one of them was not a replay (409 in flight is allowed on the
+//     way: the sender retries it after its Retry-After).
+//   - KeyReuseWithAnotherPayloadIs422: another payload under a used key is
+//     answered 422 with a key-reused problem document, at once and without
+//     retries, and the first payload's answer is still replayed afterwards.
+//   - InvalidGeometryIs422AndNotRetried: [Target.InvalidPayload] is answered
+//     422 with a problem document after exactly one attempt.
+//   - RetryAfterIsHonoured: a proxy answers the first attempt itself, 503
+//     with Retry-After in delta-seconds, and 429 with Retry-After as an
+//     HTTP-date; the sender waits that long (on a fake clock: nothing really
+//     waits a second), not its own backoff, and its retry with the same key
+//     and body is executed once.
+//   - MissingKeyIs400 and MalformedKeyIs400: a request without a key, with
+//     an empty key, a control character, a key over 255 characters, a bad
+//     structured-field string or two key headers, sent with plain net/http,
+//     is answered 400 with a problem document, runs nothing and claims
+//     nothing: the key used correctly afterwards is executed, not replayed.
+//   - ReplayCarriesNoSetCookie: a replay carries no Set-Cookie header, even
+//     when the original response set a cookie.
+//
+// Every problem document must be application/problem+json (RFC 9457) with a
+// type, a title and a status equal to the HTTP status; the middleware's own
+// answers must carry its stable type URIs ([middleware.ProblemMissingKey],
+// [middleware.ProblemMalformedKey], [middleware.ProblemKeyReused]).
+//
+// # What the suite assumes
+//
+// Every key the suite sends is new (random per Run), so it can share a
+// store with other tests. Payloads come from [Target.NewPayload] (by
+// default a GeoJSON Feature with a unique id); the receiver must accept them
+// with a 2xx answer. The rules run one after another, never in parallel,
+// so that Executions can be read before and after each one. Delays between
+// retries are short (5 ms to 50 ms) and a server's Retry-After is waited on a
+// fake clock scaled down fifty-fold, so the whole suite takes well under a
+// second against an in-process receiver.
+package contracttest

@@ -1,0 +1,400 @@
+package contracttest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/middleware"
+)
+
+// The rules, as the failures state them.
+const (
+	ruleLostAck     = "RULE BROKEN: a retry after a lost acknowledgement must be answered from the record (Idempotent-Replayed: true, the first answer's status and body), not executed again"
+	ruleConcurrent  = "RULE BROKEN: concurrent duplicates (one key, one payload) must execute once and all end with the same status and body"
+	ruleKeyReuse    = "RULE BROKEN: another payload under a used key must be answered 422 (key-reused problem document), at once, and change nothing"
+	ruleInvalid     = "RULE BROKEN: an invalid payload must be answered 422 with a problem document and never retried"
+	ruleRetryAfter  = "RULE BROKEN: after 503 or 429 with Retry-After the sender must wait the Retry-After, then retry with the same key and body, and the retry must be executed once"
+	ruleMissingKey  = "RULE BROKEN: a request without an Idempotency-Key must be answered 400 (missing-key problem document) without running anything or claiming anything"
+	ruleMalformed   = "RULE BROKEN: a request with a malformed Idempotency-Key must be answered 400 (malformed-key problem document) without running anything or claiming anything"
+	ruleNoSetCookie = "RULE BROKEN: a replayed response must not carry Set-Cookie"
+	setup           = "SETUP: the receiver must accept the suite's valid payloads with a 2xx answer"
+)
+
+// first delivers a new payload under a new key and requires a 2xx answer
+// that is not a replay: the start of most rules.
+func (s *suite) first(t *testing.T, snd *sender, base string) (key string, body []byte, res client.Result) {
+	t.Helper()
+	key, body = s.key(t), s.payload()
+	res, err := snd.deliver(t, base, key, body)
+	if err != nil || res.Replayed {
+		t.Fatalf("%s\n\tthe first delivery of key %q: %s%s", setup, key, answer(res, err), snd.attempts)
+	}
+	return key, body, res
+}
+
+func (s *suite) testLostAcknowledgement(t *testing.T) {
+	executed := s.expectExecutions(t, ruleLostAck)
+	p := newProxy(t, s.base, func(n int, _ http.ResponseWriter) action {
+		if n == 1 {
+			return forwardDrop
+		}
+		return forward
+	})
+	snd := s.sender(t, 10)
+	key, body := s.key(t), s.payload()
+	res, err := snd.deliver(t, p.url, key, body)
+
+	ex := p.exchanges()
+	if len(ex) < 2 {
+		t.Fatalf("%s\n\tthe proxy saw %d request(s), want the dropped first attempt and a retry; the delivery ended: %s\n\tproxy:%s\n\tsender:%s",
+			ruleLostAck, len(ex), answer(res, err), p, snd.attempts)
+	}
+	orig := ex[0]
+	if orig.err != nil || orig.status < 200 || orig.status > 299 || orig.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("%s\n\tthe receiver's answer to the first attempt (which the proxy dropped) was not a fresh 2xx\n\tproxy:%s", setup, p)
+	}
+	for _, e := range ex[1:] {
+		if !slices.Equal(e.keys, orig.keys) || !bytes.Equal(e.body, orig.body) {
+			t.Errorf("%s\n\tthe retry did not carry the first attempt's key and body\n\tproxy:%s", ruleLostAck, p)
+		}
+	}
+	switch {
+	case err != nil:
+		t.Errorf("%s\n\tthe retry failed: %s\n\tproxy:%s\n\tsender:%s", ruleLostAck, answer(res, err), p, snd.attempts)
+	case !res.Replayed:
+		t.Errorf("%s\n\tthe retry was not answered as a replay (the handler ran again?): %s\n\tfirst answer (dropped): %d %s\n\tproxy:%s",
+			ruleLostAck, answer(res, err), orig.status, quote(orig.answer), p)
+	case res.StatusCode != orig.status || !bytes.Equal(res.Body, orig.answer):
+		t.Errorf("%s\n\tthe replay differs from the first answer\n\tfirst answer (dropped): %d %s\n\treplay: %s\n\tproxy:%s",
+			ruleLostAck, orig.status, quote(orig.answer), answer(res, err), p)
+	}
+	executed(1)
+}
+
+func (s *suite) testConcurrentDuplicates(t *testing.T) {
+	const n = 50
+	executed := s.expectExecutions(t, ruleConcurrent)
+	snd := s.sender(t, 20)
+	key, body := s.key(t), s.payload()
+
+	type outcome struct {
+		res client.Result
+		err error
+	}
+	out := make([]outcome, n)
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-gate
+			out[i].res, out[i].err = snd.deliver(t, s.base, key, body)
+		})
+	}
+	close(gate)
+	wg.Wait()
+
+	// Group the outcomes, to show them.
+	type group struct {
+		status   int
+		replayed bool
+		body     string
+		err      string
+	}
+	counts := map[group]int{}
+	var order []group
+	fresh, conflicts := 0, 0
+	for _, o := range out {
+		g := group{status: o.res.StatusCode, replayed: o.res.Replayed, body: string(o.res.Body)}
+		if o.err != nil {
+			g.err = o.err.Error()
+		}
+		if counts[g] == 0 {
+			order = append(order, g)
+		}
+		counts[g]++
+		if o.err == nil && !o.res.Replayed {
+			fresh++
+		}
+	}
+	for _, a := range snd.attempts.all() {
+		if a.StatusCode == http.StatusConflict {
+			conflicts++
+		}
+	}
+	var summary strings.Builder
+	for _, g := range order {
+		fmt.Fprintf(&summary, "\n\t\t%d× status %d, Idempotent-Replayed: %t, body %s", counts[g], g.status, g.replayed, quote([]byte(g.body)))
+		if g.err != "" {
+			fmt.Fprintf(&summary, ", error: %s", g.err)
+		}
+	}
+	var executedAnswer *client.Result
+	for i, o := range out {
+		if o.err == nil && !o.res.Replayed {
+			executedAnswer = &out[i].res
+		}
+	}
+	switch {
+	case len(order) == 1 && order[0].err == "" && fresh == 1:
+		// n == 1: nothing to compare.
+	case fresh != 1:
+		t.Errorf("%s\n\t%d of the %d deliveries were answered without Idempotent-Replayed: true, want exactly 1; they ended:%s", ruleConcurrent, fresh, n, summary.String())
+	default:
+		for _, g := range order {
+			if g.err != "" || g.status != executedAnswer.StatusCode || g.body != string(executedAnswer.Body) {
+				t.Errorf("%s\n\tnot every delivery ended with the executed answer (%d %s); they ended:%s",
+					ruleConcurrent, executedAnswer.StatusCode, quote(executedAnswer.Body), summary.String())
+				break
+			}
+		}
+	}
+	t.Logf("%d concurrent deliveries, %d attempts in all, %d of them answered 409 in flight", n, len(snd.attempts.all()), conflicts)
+	executed(1)
+}
+
+func (s *suite) testKeyReuse(t *testing.T) {
+	executed := s.expectExecutions(t, ruleKeyReuse)
+	snd := s.sender(t, 10)
+	key, body, orig := s.first(t, snd, s.base)
+
+	other := s.payload()
+	before := len(snd.attempts.all())
+	res, err := snd.deliver(t, s.base, key, other)
+	tries := len(snd.attempts.all()) - before
+	var se *client.StatusError
+	switch {
+	case err == nil || !errors.As(err, &se) || se.StatusCode != http.StatusUnprocessableEntity:
+		t.Errorf("%s\n\tkey %q with another payload: %s, want 422", ruleKeyReuse, key, answer(res, err))
+	case !errors.Is(err, client.ErrPermanent) || tries != 1:
+		t.Errorf("%s\n\tthe sender made %d attempt(s) (want 1) and ended with %v (want a permanent failure)", ruleKeyReuse, tries, err)
+	default:
+		if fault := problemOf(err, middleware.ProblemKeyReused); fault != "" {
+			t.Errorf("%s\n\tthe 422 is not the key-reused problem document: %s\n\tanswer: %s", ruleKeyReuse, fault, answer(res, err))
+		}
+	}
+
+	again, err := snd.deliver(t, s.base, key, body)
+	if err != nil || !again.Replayed || again.StatusCode != orig.StatusCode || !bytes.Equal(again.Body, orig.Body) {
+		t.Errorf("%s\n\tafter the rejected reuse, the first payload under its key must still be replayed as first answered\n\tfirst answer: %s\n\tnow: %s",
+			ruleKeyReuse, answer(orig, nil), answer(again, err))
+	}
+	executed(1)
+}
+
+func (s *suite) testInvalidGeometry(t *testing.T) {
+	if s.skipInvalid {
+		t.Skip("Target.SkipInvalidGeometry: the receiver has no validator, so invalid payloads are not checked")
+	}
+	executed := s.expectExecutions(t, ruleInvalid)
+	snd := s.sender(t, 10)
+	key := s.key(t)
+	res, err := snd.deliver(t, s.base, key, s.invalid)
+	var se *client.StatusError
+	tries := len(snd.attempts.all())
+	switch {
+	case err == nil || !errors.As(err, &se) || se.StatusCode != http.StatusUnprocessableEntity:
+		t.Errorf("%s\n\tthe invalid payload %s: %s, want 422%s", ruleInvalid, quote(s.invalid), answer(res, err), snd.attempts)
+	case tries != 1 || !errors.Is(err, client.ErrPermanent):
+		t.Errorf("%s\n\tthe sender made %d attempts, want 1 (and a permanent failure, got %v)%s", ruleInvalid, tries, err, snd.attempts)
+	default:
+		if fault := problemOf(err, ""); fault != "" {
+			t.Errorf("%s\n\tthe 422 is not a problem document: %s\n\tanswer: %s", ruleInvalid, fault, answer(res, err))
+		}
+	}
+	executed(0)
+}
+
+func (s *suite) testRetryAfter(t *testing.T) {
+	cases := []struct {
+		name   string
+		status int
+		wait   time.Duration
+		// header returns the Retry-After value, and the Date header to send
+		// with it ("" for none).
+		header func() (retryAfter, date string)
+	}{
+		{"503DeltaSeconds", http.StatusServiceUnavailable, time.Second, func() (string, string) { return "1", "" }},
+		{"429HTTPDate", http.StatusTooManyRequests, 2 * time.Second, func() (string, string) {
+			// A date two seconds after the response's Date: the sender
+			// measures from Date, so neither clock's skew matters.
+			now := time.Now().UTC().Truncate(time.Second)
+			return now.Add(2 * time.Second).Format(http.TimeFormat), now.Format(http.TimeFormat)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			executed := s.expectExecutions(t, ruleRetryAfter)
+			p := newProxy(t, s.base, func(n int, w http.ResponseWriter) action {
+				if n > 1 {
+					return forward
+				}
+				ra, date := c.header()
+				w.Header().Set("Retry-After", ra)
+				if date != "" {
+					w.Header().Set("Date", date)
+				}
+				w.Header().Set("Content-Type", client.ProblemMediaType)
+				w.WriteHeader(c.status)
+				fmt.Fprintf(w, `{"type":"about:blank","title":%q,"status":%d}`, http.StatusText(c.status), c.status)
+				return answerSelf
+			})
+			snd := s.sender(t, 10)
+			key, body := s.key(t), s.payload()
+			res, err := snd.deliver(t, p.url, key, body)
+			show := fmt.Sprintf("\n\tdelivery: %s\n\tproxy:%s\n\tsender:%s\n\tsleeps requested: %v", answer(res, err), p, snd.attempts, snd.clock.requested())
+
+			ex := p.exchanges()
+			if err != nil || res.StatusCode < 200 || res.StatusCode > 299 {
+				t.Fatalf("%s\n\tthe delivery did not succeed after the %d%s", ruleRetryAfter, c.status, show)
+			}
+			if len(ex) != 2 {
+				t.Errorf("%s\n\tthe proxy saw %d requests, want 2 (the %d and one retry)%s", ruleRetryAfter, len(ex), c.status, show)
+			} else if !slices.Equal(ex[1].keys, ex[0].keys) || !bytes.Equal(ex[1].body, ex[0].body) {
+				t.Errorf("%s\n\tthe retry did not carry the first attempt's key and body%s", ruleRetryAfter, show)
+			}
+			if sl := snd.clock.requested(); len(sl) != 1 || sl[0] != c.wait {
+				t.Errorf("%s\n\tthe sender slept %v, want exactly [%v] (Retry-After), not its own backoff (%v to %v)%s",
+					ruleRetryAfter, sl, c.wait, backoff.Base, backoff.Cap, show)
+			}
+			if at := snd.attempts.all(); len(at) == 0 || !at[0].FromRetryAfter || at[0].Delay != c.wait {
+				t.Errorf("%s\n\tthe first attempt's delay was not taken from Retry-After%s", ruleRetryAfter, show)
+			}
+			if res.Replayed {
+				t.Errorf("%s\n\tthe retry was answered as a replay, but the receiver never saw the first attempt%s", ruleRetryAfter, show)
+			}
+			executed(1)
+		})
+	}
+}
+
+// plain sends body to the ingest path with net/http alone, with the given
+// Idempotency-Key field values (none for nil), and returns the answer.
+func (s *suite) plain(t *testing.T, keys []string, body []byte) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.ingestURL(s.base), bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("contracttest: %v", err)
+	}
+	for k, vs := range s.header {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	req.Header.Set("Content-Type", s.contentType)
+	for _, k := range keys {
+		req.Header.Add("Idempotency-Key", k)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatalf("contracttest: POST with Idempotency-Key %q: %v", keys, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("contracttest: reading the answer: %v", err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// expect400 checks one plain request's answer.
+func (s *suite) expect400(t *testing.T, rule string, keys []string, body []byte, wantType string) {
+	t.Helper()
+	status, h, b := s.plain(t, keys, body)
+	if status != http.StatusBadRequest {
+		t.Errorf("%s\n\tIdempotency-Key fields %s: answered %d, want 400; body %s", rule, showKeys(keys), status, quote(b))
+		return
+	}
+	if fault := checkProblem(status, h, b, wantType); fault != "" {
+		t.Errorf("%s\n\tIdempotency-Key fields %s: the 400 is not the expected problem document: %s; body %s", rule, showKeys(keys), fault, quote(b))
+	}
+}
+
+func showKeys(keys []string) string {
+	if keys == nil {
+		return "(none)"
+	}
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		if len(k) > 40 {
+			q[i] = strconv.Quote(k[:40]) + "… (" + strconv.Itoa(len(k)) + " bytes)"
+		} else {
+			q[i] = strconv.Quote(k)
+		}
+	}
+	return strings.Join(q, ", ")
+}
+
+// afterwards delivers body under key, properly, and requires it to be
+// executed: the rejected requests before it claimed nothing.
+func (s *suite) afterwards(t *testing.T, rule, key string, body []byte) {
+	t.Helper()
+	snd := s.sender(t, 10)
+	res, err := snd.deliver(t, s.base, key, body)
+	if err != nil || res.Replayed {
+		t.Errorf("%s\n\tthe same payload sent correctly afterwards under key %q must be executed, not replayed or refused: %s%s",
+			rule, key, answer(res, err), snd.attempts)
+	}
+}
+
+func (s *suite) testMissingKey(t *testing.T) {
+	executed := s.expectExecutions(t, ruleMissingKey)
+	body := s.payload()
+	s.expect400(t, ruleMissingKey, nil, body, middleware.ProblemMissingKey)
+	s.afterwards(t, ruleMissingKey, s.key(t), body)
+	executed(1)
+}
+
+func (s *suite) testMalformedKey(t *testing.T) {
+	executed := s.expectExecutions(t, ruleMalformed)
+	key, body := s.key(t), s.payload()
+	cases := []struct {
+		name string
+		keys []string
+	}{
+		{"Empty", []string{""}},
+		{"OnlySpaces", []string{"   "}},
+		{"ControlCharacter", []string{key[:8] + "\t" + key[8:]}},
+		{"NotASCII", []string{key + "-ключ"}},
+		{"Over255Characters", []string{key + strings.Repeat("x", 300-len(key))}},
+		{"Over255CharactersQuoted", []string{`"` + key + strings.Repeat("x", 300-len(key)) + `"`}},
+		{"SFStringUnterminated", []string{`"` + key}},
+		{"SFStringBadEscape", []string{`"` + key + `\n"`}},
+		{"SFStringTrailingCharacters", []string{`"` + key + `"x`}},
+		{"TwoKeyFields", []string{key, key}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s.expect400(t, ruleMalformed, c.keys, body, middleware.ProblemMalformedKey)
+		})
+	}
+	s.afterwards(t, ruleMalformed, key, body)
+	executed(1)
+}
+
+func (s *suite) testNoSetCookie(t *testing.T) {
+	executed := s.expectExecutions(t, ruleNoSetCookie)
+	snd := s.sender(t, 10)
+	key, body, orig := s.first(t, snd, s.base)
+	res, err := snd.deliver(t, s.base, key, body)
+	switch {
+	case err != nil || !res.Replayed:
+		t.Errorf("%s\n\tthe second delivery of key %q was not a replay, so there is nothing to check: %s\n\tfirst answer: %s",
+			ruleNoSetCookie, key, answer(res, err), answer(orig, nil))
+	case len(res.Header.Values("Set-Cookie")) > 0:
+		t.Errorf("%s\n\tthe replay carries Set-Cookie %q (the original carried %q)", ruleNoSetCookie, res.Header.Values("Set-Cookie"), orig.Header.Values("Set-Cookie"))
+	}
+	if len(orig.Header.Values("Set-Cookie")) == 0 {
+		t.Logf("the receiver set no cookie on the original answer, so this rule could not be broken here")
+	}
+	executed(1)
+}
