@@ -38,7 +38,9 @@ func TestTenantCannotReplayAnotherTenantsResponse(t *testing.T) {
 		fmt.Fprintf(w, "private to %s", r.Context().Value(tenantKey{}))
 	})
 	m := newMiddleware(t, new(memstore.Store), middleware.Config{
-		Scope: func(r *http.Request) string { return r.Context().Value(tenantKey{}).(string) + " " + r.Method + " " + r.URL.Path },
+		Scope: func(r *http.Request) string {
+			return r.Context().Value(tenantKey{}).(string) + " " + r.Method + " " + r.URL.Path
+		},
 	})
 	srv := authenticate(m.Handler(h))
 	as := func(user string) *httptest.ResponseRecorder {
