@@ -1,0 +1,99 @@
+// Package standardwebhooks signs and verifies webhooks as the Standard
+// Webhooks specification (https://www.standardwebhooks.com) defines them,
+// so that geoidem can receive from, and send to, any conforming service.
+//
+// A Standard Webhooks request carries three headers:
+//
+//	webhook-id:        msg_p5jXN8AQM9LWM0D4loKWxJek   the same on every attempt
+//	webhook-timestamp: 1614265330                     Unix seconds, fresh on every attempt
+//	webhook-signature: v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+//
+// The signature is "v1," followed by the base64 HMAC-SHA256, under a shared
+// secret, of id + "." + timestamp + "." + body ([Sign]). Several
+// signatures may be sent, space-separated, while a secret is rotated.
+// Secrets are written "whsec_" followed by base64 ([ParseSecret]).
+//
+// The package imports only the standard library.
+//
+// # Receiving
+//
+// A [Verifier] checks, in constant time, that at least one v1 signature
+// matches under at least one of its secrets (several secrets are accepted
+// at once, for rotation), and that the timestamp is within its tolerance (5
+// minutes by default, in the past or the future) of its clock.
+// [Verifier.Handler] is plain func(http.Handler) http.Handler middleware:
+// it answers 401 with an RFC 9457 problem document for a missing or wrong
+// signature or a stale or future timestamp, and otherwise runs the next
+// handler with the body, which it had to read, restored.
+// [Verifier.Verify] checks a body already read.
+//
+// # Verify before claiming the key
+//
+// The webhook-id is the natural idempotency key: the sender keeps it
+// stable across retries, and the geoidem middleware can take its key from
+// it (middleware.Config.KeyHeader). But the middleware claims a key, and
+// then records whatever answer follows, as the first things it does. If it
+// ran before the signature were checked, anyone who can reach the endpoint
+// could send a forged request under a real sender's next id (ids are not
+// secret): the forgery would claim the key, and its rejection would be
+// recorded under it. The real delivery would then be answered 422
+// key-reused (another payload) or replayed the forger's 401 (the same
+// payload) for the whole retention, and never executed. A forger could
+// burn keys and poison replays at will. So the Verifier goes outside, in
+// front of, the middleware: a request whose signature does not verify is
+// answered 401 before any key is claimed, and nothing is recorded for its
+// id.
+//
+//	secret, err := standardwebhooks.ParseSecret(os.Getenv("WEBHOOK_SECRET")) // "whsec_…"
+//	if err != nil { … }
+//	verify, err := standardwebhooks.NewVerifier(standardwebhooks.VerifierConfig{
+//		Secrets: []standardwebhooks.Secret{secret},
+//	})
+//	if err != nil { … }
+//	idem, err := middleware.New(store, middleware.Config{
+//		KeyHeader: standardwebhooks.HeaderID, // "webhook-id"
+//		// Keys are per sender: one sender's ids never meet another's.
+//		Scope: func(r *http.Request) string { return "acme " + r.Method + " " + r.URL.Path },
+//	})
+//	if err != nil { … }
+//	http.Handle("POST /webhooks/acme", verify.Handler(idem.Handler(ingest)))
+//
+// A sender's id is only unique among that sender's messages; when several
+// senders post to one service, give each its own Verifier (its own secret)
+// and route, and include the sender in the middleware's Scope, as above.
+//
+// # Sending
+//
+// A [Signer] sets the three headers on an outgoing request
+// ([Signer.SignRequest]). A receiver rejects a timestamp older than its
+// tolerance, so a sender must re-sign every attempt: a retry that reuses
+// the first attempt's signature is rejected by every conforming receiver
+// once the retries outlast five minutes (a long Backoff, a Retry-After, a
+// delivery re-sent from the dead letters). Call SignRequest once per
+// attempt with the same id; the id stays stable, the timestamp and the
+// signature are new. With the geoidem client, that is its per-attempt
+// hook:
+//
+//	signer, err := standardwebhooks.NewSigner(standardwebhooks.SignerConfig{
+//		Secrets: []standardwebhooks.Secret{secret},
+//	})
+//	if err != nil { … }
+//	sender, err := client.New(http.DefaultClient, client.Config{
+//		PrepareAttempt: func(req *http.Request, a client.AttemptStart) error {
+//			return signer.SignRequest(req, a.Key, a.Body) // webhook-id = the idempotency key
+//		},
+//	})
+//
+// # Problem types
+//
+// The Verifier's 401 answers have the types [ProblemSignatureMissing],
+// [ProblemSignatureInvalid] and [ProblemTimestampOutOfTolerance], under the
+// same base URI as the middleware's problems; its 413 and 400 answers for
+// the body share the middleware's body-too-large and body-unreadable types.
+//
+// # Not supported
+//
+// Asymmetric (ed25519, "v1a", "whpk_"/"whsk_") signatures: v1a signatures
+// in webhook-signature are ignored, and asymmetric keys are rejected by
+// ParseSecret.
+package standardwebhooks

@@ -1,0 +1,107 @@
+package standardwebhooks
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// SecretPrefix marks a serialized symmetric signing secret: "whsec_"
+// followed by the standard base64 encoding of the key bytes.
+const SecretPrefix = "whsec_"
+
+// MinSigningSecretLen is the shortest key, in bytes, that a [Signer]
+// accepts: the specification requires signing secrets of at least 24 random
+// bytes. Verification accepts shorter keys, since a receiver cannot choose
+// its sender's secret.
+const MinSigningSecretLen = 24
+
+// ErrInvalidSecret is wrapped by every error ParseSecret and NewSecret
+// return. The errors never contain the secret itself.
+var ErrInvalidSecret = errors.New("standardwebhooks: invalid secret")
+
+// A Secret is a symmetric (HMAC-SHA256) signing key shared by a sender and
+// its receiver. The zero Secret holds no key and is rejected wherever a
+// secret is required. A Secret is immutable and safe for concurrent use.
+//
+// Its String and GoString methods print a placeholder, never the key, so a
+// Secret that reaches a log or an error message does not leak; use
+// [Secret.Encode] to serialize it deliberately.
+type Secret struct {
+	key []byte
+}
+
+// ParseSecret parses a serialized secret: "whsec_" followed by the standard
+// base64 encoding of the key, as the specification presents secrets. Like
+// the reference libraries, it also accepts the base64 text without the
+// prefix, and it accepts base64 with or without padding. Surrounding white
+// space (a trailing newline from a file or an environment variable) is
+// ignored.
+//
+// Asymmetric keys ("whsk_", "whpk_": ed25519, signature version v1a) are
+// not supported and are rejected. Errors wrap [ErrInvalidSecret].
+func ParseSecret(s string) (Secret, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "whsk_") || strings.HasPrefix(s, "whpk_") {
+		return Secret{}, fmt.Errorf("%w: asymmetric (ed25519, v1a) keys are not supported", ErrInvalidSecret)
+	}
+	s = strings.TrimPrefix(s, SecretPrefix)
+	if s == "" {
+		return Secret{}, fmt.Errorf("%w: empty", ErrInvalidSecret)
+	}
+	enc := base64.StdEncoding
+	if !strings.HasSuffix(s, "=") && len(s)%4 != 0 {
+		enc = base64.RawStdEncoding
+	}
+	key, err := enc.DecodeString(s)
+	if err != nil {
+		// The base64 error names an offset only; it does not echo input.
+		return Secret{}, fmt.Errorf("%w: not base64: %v", ErrInvalidSecret, err)
+	}
+	return NewSecret(key)
+}
+
+// NewSecret returns a Secret holding a copy of key, the raw key bytes (not
+// base64). It returns an error, wrapping [ErrInvalidSecret], for an empty
+// key.
+func NewSecret(key []byte) (Secret, error) {
+	if len(key) == 0 {
+		return Secret{}, fmt.Errorf("%w: empty", ErrInvalidSecret)
+	}
+	return Secret{key: append([]byte(nil), key...)}, nil
+}
+
+// GenerateSecret returns a new random Secret of 32 bytes from crypto/rand,
+// for a sender to give to a new receiver (serialized with [Secret.Encode]).
+func GenerateSecret() Secret {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // never fails: crypto/rand.Read crashes the program instead
+	return Secret{key: key}
+}
+
+// Encode returns the secret in its serialized form, "whsec_" followed by
+// the standard base64 encoding of the key, which [ParseSecret] reads back.
+// The zero Secret encodes as "".
+func (s Secret) Encode() string {
+	if len(s.key) == 0 {
+		return ""
+	}
+	return SecretPrefix + base64.StdEncoding.EncodeToString(s.key)
+}
+
+// IsZero reports whether s holds no key.
+func (s Secret) IsZero() bool { return len(s.key) == 0 }
+
+// String returns a placeholder that does not reveal the key.
+func (s Secret) String() string {
+	if s.IsZero() {
+		return "standardwebhooks.Secret(none)"
+	}
+	return "standardwebhooks.Secret(redacted)"
+}
+
+// GoString returns the same placeholder as String, so that %#v does not
+// print the key either.
+func (s Secret) GoString() string { return s.String() }

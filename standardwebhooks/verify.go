@@ -1,0 +1,349 @@
+package standardwebhooks
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults for the zero fields of VerifierConfig.
+const (
+	DefaultTolerance    = 5 * time.Minute
+	DefaultMaxBodyBytes = 1 << 20
+)
+
+// The errors Verify returns wrap exactly one of these; test with errors.Is.
+var (
+	// ErrMissingHeaders: webhook-id, webhook-timestamp or
+	// webhook-signature is missing or empty.
+	ErrMissingHeaders = errors.New("standardwebhooks: missing webhook headers")
+	// ErrMalformedHeaders: webhook-timestamp is not a Unix time in
+	// decimal, webhook-id contains a full stop, or webhook-id or
+	// webhook-timestamp is sent more than once.
+	ErrMalformedHeaders = errors.New("standardwebhooks: malformed webhook headers")
+	// ErrTimestampOutOfTolerance: webhook-timestamp is more than the
+	// tolerance away from now, in the past or in the future.
+	ErrTimestampOutOfTolerance = errors.New("standardwebhooks: webhook timestamp out of tolerance")
+	// ErrInvalidSignature: no v1 signature in webhook-signature matches
+	// the message under any of the secrets.
+	ErrInvalidSignature = errors.New("standardwebhooks: invalid webhook signature")
+)
+
+// verifyError wraps one of the sentinels with a detail fit for a problem
+// document.
+type verifyError struct {
+	kind   error
+	detail string
+}
+
+func (e *verifyError) Error() string { return e.kind.Error() + ": " + e.detail }
+func (e *verifyError) Unwrap() error { return e.kind }
+
+func failf(kind error, format string, args ...any) error {
+	return &verifyError{kind: kind, detail: fmt.Sprintf(format, args...)}
+}
+
+// VerifierConfig configures a Verifier. Zero fields mean the documented
+// defaults.
+type VerifierConfig struct {
+	// Secrets are the keys a signature may be made with; a request is
+	// authentic when any of its v1 signatures matches under any of them.
+	// At least one is required. During a rotation list both the new and
+	// the old secret, then drop the old one.
+	Secrets []Secret
+
+	// Tolerance is how far webhook-timestamp may be from Now, in the past
+	// or in the future, before the request is rejected as a replay (or a
+	// pre-signed forgery). Default DefaultTolerance (5 minutes); negative
+	// is an error.
+	Tolerance time.Duration
+
+	// Now returns the current time. Default time.Now; tests pass a fake
+	// clock.
+	Now func() time.Time
+
+	// MaxBodyBytes bounds the request body the Handler reads and verifies;
+	// a larger body is answered 413 and next does not run. Default
+	// DefaultMaxBodyBytes (1 MiB); negative is an error.
+	MaxBodyBytes int64
+
+	// Logger receives one Warn record per rejected request and one Debug
+	// record per verified request. Default: no logging. Secrets and
+	// signatures are never logged.
+	Logger *slog.Logger
+}
+
+// A Verifier checks Standard Webhooks signatures. It is safe for
+// concurrent use. Use [Verifier.Handler] as HTTP middleware in front of
+// the idempotency middleware, or [Verifier.Verify] on a body already read.
+type Verifier struct {
+	secrets   []Secret
+	tolerance time.Duration
+	now       func() time.Time
+	maxBody   int64
+	log       *slog.Logger
+}
+
+// NewVerifier returns a Verifier, or an error when cfg has no secret, a
+// zero secret, or a negative Tolerance or MaxBodyBytes.
+func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
+	if len(cfg.Secrets) == 0 {
+		return nil, errors.New("standardwebhooks: VerifierConfig.Secrets is empty")
+	}
+	v := &Verifier{tolerance: cfg.Tolerance, now: cfg.Now, maxBody: cfg.MaxBodyBytes, log: cfg.Logger}
+	for i, s := range cfg.Secrets {
+		if s.IsZero() {
+			return nil, fmt.Errorf("standardwebhooks: VerifierConfig.Secrets[%d] is the zero Secret", i)
+		}
+		v.secrets = append(v.secrets, s)
+	}
+	switch {
+	case v.tolerance < 0:
+		return nil, errors.New("standardwebhooks: VerifierConfig.Tolerance must not be negative")
+	case v.tolerance == 0:
+		v.tolerance = DefaultTolerance
+	}
+	switch {
+	case v.maxBody < 0:
+		return nil, errors.New("standardwebhooks: VerifierConfig.MaxBodyBytes must not be negative")
+	case v.maxBody == 0:
+		v.maxBody = DefaultMaxBodyBytes
+	}
+	if v.now == nil {
+		v.now = time.Now
+	}
+	if v.log == nil {
+		v.log = slog.New(slog.DiscardHandler)
+	}
+	return v, nil
+}
+
+// message is what the headers of one request say, once checked.
+type message struct {
+	id, timestamp string
+	signatures    []string // the webhook-signature field values
+}
+
+// Verify reports whether header and body make an authentic, fresh Standard
+// Webhooks message. It returns nil when
+//
+//   - webhook-id, webhook-timestamp and webhook-signature are present and
+//     not empty, webhook-id and webhook-timestamp once each;
+//   - webhook-id contains no full stop;
+//   - webhook-timestamp is a Unix time in decimal digits at most the
+//     tolerance away from now (in either direction); and
+//   - at least one "v1,…" signature in webhook-signature (space-separated,
+//     in one or several fields) equals [Sign] of the id, the timestamp and
+//     body under at least one of the secrets, compared in constant time.
+//
+// Signatures of other versions ("v1a,…") and tokens without a comma are
+// ignored. Otherwise the error wraps ErrMissingHeaders,
+// ErrMalformedHeaders, ErrTimestampOutOfTolerance or ErrInvalidSignature,
+// checked in that order, so a stale or malformed request costs no HMAC.
+// body must be the raw bytes received, not re-serialized JSON.
+func (v *Verifier) Verify(header http.Header, body []byte) error {
+	m, err := v.checkHeaders(header)
+	if err != nil {
+		return err
+	}
+	return v.checkSignature(m, body)
+}
+
+func (v *Verifier) checkHeaders(h http.Header) (message, error) {
+	ids, stamps, sigs := nonEmpty(h.Values(HeaderID)), nonEmpty(h.Values(HeaderTimestamp)), nonEmpty(h.Values(HeaderSignature))
+	var missing []string
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{HeaderID, len(ids)}, {HeaderTimestamp, len(stamps)}, {HeaderSignature, len(sigs)}} {
+		if f.n == 0 {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return message{}, failf(ErrMissingHeaders, "The request carries no %s header; Standard Webhooks requests carry webhook-id, webhook-timestamp and webhook-signature.", strings.Join(missing, " or "))
+	}
+	if len(ids) > 1 || len(stamps) > 1 {
+		return message{}, failf(ErrMalformedHeaders, "The request carries webhook-id or webhook-timestamp more than once.")
+	}
+	m := message{id: ids[0], timestamp: stamps[0], signatures: sigs}
+	if strings.Contains(m.id, ".") {
+		return message{}, failf(ErrMalformedHeaders, "The webhook-id contains a full stop, which Standard Webhooks ids must not.")
+	}
+	secs, ok := parseUnix(m.timestamp)
+	if !ok {
+		return message{}, failf(ErrMalformedHeaders, "The webhook-timestamp is not a Unix time in whole seconds.")
+	}
+	now := v.now()
+	switch age := now.Sub(time.Unix(secs, 0)); {
+	case age > v.tolerance:
+		return message{}, failf(ErrTimestampOutOfTolerance, "The webhook-timestamp is %s in the past; at most %s is accepted. Sign every attempt afresh.", age.Truncate(time.Second), v.tolerance)
+	case age < -v.tolerance:
+		return message{}, failf(ErrTimestampOutOfTolerance, "The webhook-timestamp is %s in the future; at most %s is accepted.", (-age).Truncate(time.Second), v.tolerance)
+	}
+	return m, nil
+}
+
+func (v *Verifier) checkSignature(m message, body []byte) error {
+	seen := false
+	for _, sec := range v.secrets {
+		want := []byte(mac(sec, m.id, m.timestamp, body))
+		for _, field := range m.signatures {
+			for _, tok := range strings.Fields(field) {
+				version, sig, ok := strings.Cut(tok, ",")
+				if !ok || version != SignatureVersion {
+					continue
+				}
+				seen = true
+				if hmac.Equal([]byte(sig), want) {
+					return nil
+				}
+			}
+		}
+	}
+	if !seen {
+		return failf(ErrInvalidSignature, "The webhook-signature carries no %s signature.", SignatureVersion)
+	}
+	return failf(ErrInvalidSignature, "No %s signature in webhook-signature matches this request under any configured secret.", SignatureVersion)
+}
+
+// nonEmpty returns the values that are not empty or blank.
+func nonEmpty(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		if strings.TrimSpace(v) != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// parseUnix parses decimal digits without sign or leading zeros, so that
+// the text signed is exactly the text the number formats as.
+func parseUnix(s string) (int64, bool) {
+	if s == "" || len(s) > 1 && s[0] == '0' {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// Handler wraps next so that it runs only for requests whose Standard
+// Webhooks signature verifies (see [Verifier.Verify]), whatever their
+// method. It checks the headers first, then reads the body, at most
+// MaxBodyBytes of it, then checks the signature, all before next runs;
+// next receives the request with its body restored (Body, ContentLength
+// and GetBody over the bytes that were verified).
+//
+// Rejected requests are answered with an RFC 9457 problem document
+// (application/problem+json, Cache-Control: no-store), and next does not
+// run:
+//
+//	headers missing or empty                   401 webhook-signature-missing
+//	headers malformed, no signature matches    401 webhook-signature-invalid
+//	timestamp more than the tolerance away     401 webhook-timestamp-out-of-tolerance
+//	body over MaxBodyBytes                     413 body-too-large
+//	body could not be read in full             400 body-unreadable
+//
+// 401 answers carry WWW-Authenticate: Webhook-Signature.
+func (v *Verifier) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m, err := v.checkHeaders(r.Header)
+		if err != nil {
+			v.reject(w, r, err)
+			return
+		}
+		body, err := v.readBody(r)
+		if errors.Is(err, errBodyTooLarge) {
+			v.log.LogAttrs(r.Context(), slog.LevelWarn, "webhook rejected", slog.String("reason", "body_too_large"), slog.String("webhook_id", truncate(m.id, MaxIDLen)))
+			writeProblem(w, http.StatusRequestEntityTooLarge, problemBodyTooLarge, "Request body too large",
+				fmt.Sprintf("The request body is larger than %d bytes.", v.maxBody))
+			return
+		} else if err != nil {
+			v.log.LogAttrs(r.Context(), slog.LevelWarn, "webhook rejected", slog.String("reason", "body_unreadable"), slog.String("webhook_id", truncate(m.id, MaxIDLen)), slog.Any("error", err))
+			writeProblem(w, http.StatusBadRequest, problemBodyUnreadable, "Request body unreadable",
+				"The request body could not be read in full; nothing was processed, so retry.")
+			return
+		}
+		if err := v.checkSignature(m, body); err != nil {
+			v.reject(w, r, err)
+			return
+		}
+		v.log.LogAttrs(r.Context(), slog.LevelDebug, "webhook verified", slog.String("webhook_id", truncate(m.id, MaxIDLen)))
+
+		r2 := r.WithContext(r.Context()) // a shallow copy; the caller's request stays as it was
+		r2.Body = io.NopCloser(bytes.NewReader(body))
+		r2.ContentLength = int64(len(body))
+		r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		next.ServeHTTP(w, r2)
+	})
+}
+
+func (v *Verifier) reject(w http.ResponseWriter, r *http.Request, err error) {
+	var typ, title, reason string
+	switch {
+	case errors.Is(err, ErrMissingHeaders):
+		typ, title, reason = ProblemSignatureMissing, "Webhook signature missing", "signature_missing"
+	case errors.Is(err, ErrTimestampOutOfTolerance):
+		typ, title, reason = ProblemTimestampOutOfTolerance, "Webhook timestamp out of tolerance", "timestamp_out_of_tolerance"
+	default: // ErrMalformedHeaders, ErrInvalidSignature
+		typ, title, reason = ProblemSignatureInvalid, "Webhook signature invalid", "signature_invalid"
+	}
+	detail := err.Error()
+	var ve *verifyError
+	if errors.As(err, &ve) {
+		detail = ve.detail
+	}
+	attrs := []slog.Attr{slog.String("reason", reason)}
+	if id := r.Header.Get(HeaderID); id != "" {
+		attrs = append(attrs, slog.String("webhook_id", truncate(id, MaxIDLen)))
+	}
+	v.log.LogAttrs(r.Context(), slog.LevelWarn, "webhook rejected", append(attrs, slog.String("error", err.Error()))...)
+	writeProblem(w, http.StatusUnauthorized, typ, title, detail)
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+var errBodyTooLarge = errors.New("body too large")
+
+func (v *Verifier) readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > v.maxBody {
+		return nil, errBodyTooLarge
+	}
+	capHint := r.ContentLength
+	if capHint < 0 || capHint > 64<<10 {
+		capHint = 512
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, capHint+1))
+	n, err := buf.ReadFrom(io.LimitReader(r.Body, v.maxBody+1))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, errBodyTooLarge
+	case err != nil:
+		return nil, err
+	case n > v.maxBody:
+		return nil, errBodyTooLarge
+	}
+	return buf.Bytes(), nil
+}
