@@ -2,7 +2,16 @@
 // with an Idempotency-Key are stored exactly once, and every retry is
 // answered with the first response.
 //
-//	go run ./examples/ingest [-addr 127.0.0.1:8080] [-store memory]
+//	go run ./examples/ingest [-addr 127.0.0.1:8080] [-store memory|redis://…|postgres://…]
+//	                         [-webhook-secret whsec_…]
+//
+// With -store redis://host:port/db the keys live in Redis (a comma-separated
+// list of nodes, redis://h1:p1,h2:p2,h3:p3, selects the Cluster client); with
+// -store postgres://… keys and features live in PostgreSQL, and each
+// feature upsert into the PostGIS table commits in the same transaction as
+// its key's completion. With -webhook-secret the service accepts only
+// Standard Webhooks signed with that secret, verified before the key (then
+// taken from webhook-id) is claimed.
 //
 // Endpoints:
 //
@@ -20,7 +29,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -32,10 +40,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/promtext"
-	"github.com/geoidem/geoidem/keystore"
-	"github.com/geoidem/geoidem/keystore/memstore"
+	"github.com/geoidem/geoidem/internal/ingest"
+	"github.com/geoidem/geoidem/keystore/pgstore"
+	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/standardwebhooks"
 )
 
 func main() {
@@ -44,22 +53,29 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// repository stores features. Its upsert completes the request's key itself
-// when it can do so atomically with the write (PostGIS), and says so by
-// marking the request's keystore.Hold completed.
-type repository interface {
-	upsert(ctx context.Context, fs []feature) error
-	get(ctx context.Context, id string) (json.RawMessage, bool, error)
-}
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fl.SetOutput(stderr)
+	var cfg ingest.Config
 	addr := fl.String("addr", "127.0.0.1:8080", "listen address")
-	storeURL := fl.String("store", "memory", "key store: memory")
-	maxBody := fl.Int64("max-body", middleware.DefaultMaxBodyBytes, "largest request body, in bytes")
+	fl.StringVar(&cfg.Store, "store", "memory", "key store: memory, redis://host:port/db, redis://h1:p1,h2:p2 (Cluster) or postgres://…")
+	fl.DurationVar(&cfg.Lease, "lease", middleware.DefaultLease, "how long a claim holds its key without renewal")
+	fl.Int64Var(&cfg.MaxBodyBytes, "max-body", middleware.DefaultMaxBodyBytes, "largest request body, in bytes")
+	fl.StringVar(&cfg.KeyTable, "pg-key-table", pgstore.DefaultTable, "PostgreSQL: the key store's table")
+	fl.StringVar(&cfg.FeaturesTable, "pg-features-table", "features", "PostgreSQL: the PostGIS feature table")
+	fl.StringVar(&cfg.RedisPrefix, "redis-prefix", redisstore.DefaultKeyPrefix, "Redis: the key prefix")
+	fl.DurationVar(&cfg.WriteDelay, "write-delay", 0, "pause this long after writing features, before the write commits (for crash tests)")
+	fl.Func("webhook-secret", "accept only Standard Webhooks signed with this whsec_… secret (repeat for rotation); the key is then webhook-id", func(v string) error {
+		s, err := standardwebhooks.ParseSecret(v)
+		cfg.WebhookSecrets = append(cfg.WebhookSecrets, s)
+		return err
+	})
 	verbose := fl.Bool("v", false, "log every outcome")
 	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "ingest: unexpected arguments %q\n", fl.Args())
 		return 2
 	}
 	level := slog.LevelInfo
@@ -67,32 +83,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = log
 
-	store, repo, closeStore, err := open(ctx, *storeURL)
+	svc, err := ingest.New(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "ingest: %v\n", err)
-		return 2
+		return 1
 	}
-	defer closeStore()
-
-	reg := new(promtext.Registry)
-	metrics := newMetrics(reg)
-	timed := newTimedStore(store, reg)
-	idem, err := middleware.New(timed, middleware.Config{
-		MaxBodyBytes: *maxBody,
-		Logger:       log,
-		Observer:     metrics.observe,
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "ingest: %v\n", err)
-		return 2
-	}
-
-	mux := http.NewServeMux()
-	mux.Handle("POST /features", idem.Handler(postFeatures(repo)))
-	mux.Handle("GET /features/{id}", getFeature(repo))
-	mux.Handle("GET /metrics", reg)
-	mux.Handle("GET /healthz", health(timed))
+	defer svc.Close()
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -100,7 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           svc.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second, // slow bodies end here, before anything is claimed
 		WriteTimeout:      60 * time.Second,
@@ -108,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	fmt.Fprintf(stdout, "ingest: serving http://%s (store %s)\n", ln.Addr(), *storeURL)
+	fmt.Fprintf(stdout, "ingest: serving http://%s (store %s)\n", ln.Addr(), ingest.Redacted(cfg.Store))
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -126,70 +124,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "ingest: stopped")
 	return 0
-}
-
-// open returns the key store and the feature repository named by a -store
-// URL, and a function that closes them.
-func open(_ context.Context, storeURL string) (keystore.Store, repository, func(), error) {
-	switch storeURL {
-	case "", "memory", "mem":
-		return new(memstore.Store), newMemFeatures(), func() {}, nil
-	}
-	return nil, nil, nil, fmt.Errorf("-store %q: want memory", storeURL)
-}
-
-func postFeatures(repo repository) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body) // bounded by the middleware
-		if err != nil {
-			http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		fs, err := parseFeatures(body)
-		if err != nil {
-			writeProblem(w, http.StatusUnprocessableEntity, "Features not stored", err.Error())
-			return
-		}
-		if err := repo.upsert(r.Context(), fs); err != nil {
-			// 5xx: the middleware releases the key, so the sender's retry runs again.
-			writeProblem(w, http.StatusServiceUnavailable, "Features not stored", "the feature store failed; retry with the same key")
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		_, _ = w.Write(storedBody(fs))
-	})
-}
-
-// storedBody is the 201 answer: the ids stored, in order.
-func storedBody(fs []feature) []byte {
-	ids := make([]string, len(fs))
-	for i, f := range fs {
-		ids[i] = f.ID
-	}
-	b, _ := json.Marshal(map[string]any{"stored": ids})
-	return b
-}
-
-func getFeature(repo repository) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, ok, err := repo.get(r.Context(), r.PathValue("id"))
-		switch {
-		case err != nil:
-			writeProblem(w, http.StatusServiceUnavailable, "Feature store unavailable", err.Error())
-		case !ok:
-			writeProblem(w, http.StatusNotFound, "No such feature", "no feature has the id "+r.PathValue("id"))
-		default:
-			w.Header().Set("Content-Type", "application/geo+json")
-			_, _ = w.Write(f)
-		}
-	})
-}
-
-func writeProblem(w http.ResponseWriter, status int, title, detail string) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]any{"type": "about:blank", "title": title, "status": status, "detail": detail})
-	_, _ = w.Write(b)
 }

@@ -1,4 +1,4 @@
-package main
+package ingest
 
 import (
 	"bytes"
@@ -6,9 +6,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
+
+	"github.com/geoidem/geoidem/keystore"
 )
+
+// repository stores features. upsert writes fs and returns the response to
+// send, rec; a repository in the key store's own database records rec as the
+// key's response inside the transaction of its write, and marks the
+// request's keystore.Hold completed.
+type repository interface {
+	upsert(ctx context.Context, fs []feature, rec keystore.Record) (keystore.Record, error)
+	get(ctx context.Context, id string) (json.RawMessage, bool, error)
+	writes(ctx context.Context) (map[string]int, error)
+}
 
 // feature is one GeoJSON Feature as the ingest service stores it: its id
 // and its raw JSON (and, for PostGIS, its geometry's raw JSON).
@@ -83,17 +96,28 @@ func featureID(raw json.RawMessage) (string, error) {
 type memFeatures struct {
 	mu sync.RWMutex
 	m  map[string]json.RawMessage
+	n  map[string]int // writes per id
 }
 
-func newMemFeatures() *memFeatures { return &memFeatures{m: map[string]json.RawMessage{}} }
+func newMemFeatures() *memFeatures {
+	return &memFeatures{m: map[string]json.RawMessage{}, n: map[string]int{}}
+}
 
-func (s *memFeatures) upsert(_ context.Context, fs []feature) error {
+func (s *memFeatures) writes(context.Context) (map[string]int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return maps.Clone(s.n), nil
+}
+
+func (s *memFeatures) upsert(ctx context.Context, fs []feature, rec keystore.Record) (keystore.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, f := range fs {
 		s.m[f.ID] = append(json.RawMessage(nil), f.Raw...)
+		s.n[f.ID]++
 	}
-	return nil
+	pauseAfterWrite(ctx)
+	return rec, nil
 }
 
 func (s *memFeatures) get(_ context.Context, id string) (json.RawMessage, bool, error) {

@@ -1,0 +1,210 @@
+// Package ingest is the receiving service of examples/ingest and
+// examples/chaos: GeoJSON features posted with an idempotency key are
+// upserted by id exactly once, behind the geoidem middleware, on the store a
+// URL names.
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/geoidem/geoidem/internal/promtext"
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/pgstore"
+	"github.com/geoidem/geoidem/keystore/redisstore"
+	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/standardwebhooks"
+)
+
+// Config configures a Service. Zero fields mean the defaults shown.
+type Config struct {
+	// Store names the key store and feature repository (see Open): "memory"
+	// (default), redis://host:port/db, redis://h1:p1,h2:p2 (Cluster) or
+	// postgres://….
+	Store string
+	// Lease is the middleware's lease (middleware.DefaultLease).
+	Lease time.Duration
+	// StoreTimeout is the middleware's store timeout (middleware.DefaultStoreTimeout).
+	StoreTimeout time.Duration
+	// MaxBodyBytes bounds request bodies (middleware.DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// WebhookSecrets, if any, make the service accept only Standard
+	// Webhooks signed with one of them, verified before the key, then taken
+	// from webhook-id, is claimed.
+	WebhookSecrets []standardwebhooks.Secret
+	// Validator checks bodies after the claim (none by default).
+	Validator middleware.Validator
+	// KeyTable and FeaturesTable name the PostgreSQL tables
+	// (pgstore.DefaultTable, "features"); RedisPrefix the Redis key prefix
+	// (redisstore.DefaultKeyPrefix).
+	KeyTable, FeaturesTable, RedisPrefix string
+	// WriteDelay pauses each feature write before it commits, widening the
+	// window a crash test aims at. Default 0.
+	WriteDelay time.Duration
+	// Logger receives the middleware's and the service's logs (default: none).
+	Logger *slog.Logger
+}
+
+// Service is the receiving service: Handler serves POST /features,
+// GET /features/{id}, GET /metrics and GET /healthz.
+type Service struct {
+	backend *backend
+	handler http.Handler
+	metrics *metrics
+}
+
+// New opens the store cfg names and builds the service on it.
+func New(ctx context.Context, cfg Config) (*Service, error) {
+	be, err := Open(ctx, cfg.Store, BackendOptions{
+		KeyTable: orDefault(cfg.KeyTable, pgstore.DefaultTable), FeaturesTable: orDefault(cfg.FeaturesTable, "features"),
+		RedisPrefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix),
+	})
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	reg := new(promtext.Registry)
+	m := newMetrics(reg)
+	timed := newTimedStore(be.store, be.ping, reg)
+	keyHeader := middleware.DefaultKeyHeader
+	if len(cfg.WebhookSecrets) > 0 {
+		keyHeader = standardwebhooks.HeaderID
+	}
+	idem, err := middleware.New(timed, middleware.Config{
+		KeyHeader:    keyHeader,
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		Lease:        cfg.Lease,
+		StoreTimeout: cfg.StoreTimeout,
+		Validator:    cfg.Validator,
+		Logger:       log,
+		Observer:     m.observe,
+	})
+	if err != nil {
+		be.close()
+		return nil, err
+	}
+	post := idem.Handler(postFeatures(be.repo, cfg.WriteDelay))
+	if len(cfg.WebhookSecrets) > 0 {
+		// Verify before the claim: a forged request must not burn a key.
+		v, err := standardwebhooks.NewVerifier(standardwebhooks.VerifierConfig{Secrets: cfg.WebhookSecrets, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
+		if err != nil {
+			be.close()
+			return nil, err
+		}
+		post = v.Handler(post)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /features", post)
+	mux.Handle("GET /features/{id}", getFeature(be.repo))
+	mux.Handle("GET /metrics", reg)
+	mux.Handle("GET /healthz", health(timed))
+	return &Service{backend: be, handler: mux, metrics: m}, nil
+}
+
+// Handler returns the service's routes.
+func (s *Service) Handler() http.Handler { return s.handler }
+
+// Outcomes returns how many requests ended with each middleware outcome.
+func (s *Service) Outcomes() map[middleware.Outcome]int {
+	out := map[middleware.Outcome]int{}
+	for _, o := range middleware.Outcomes() {
+		out[o] = int(s.metrics.outcomes.Value(o.String()))
+	}
+	return out
+}
+
+// Writes returns, for every stored feature id, how many times it was
+// written: the proof that no delivery was applied twice.
+func (s *Service) Writes(ctx context.Context) (map[string]int, error) {
+	return s.backend.repo.writes(ctx)
+}
+
+// Close closes the store.
+func (s *Service) Close() { s.backend.close() }
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// Redacted returns a store URL fit to print: without its password.
+func Redacted(storeURL string) string {
+	if u, err := url.Parse(storeURL); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return storeURL
+}
+
+func postFeatures(repo repository, writeDelay time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body) // bounded by the middleware
+		if err != nil {
+			writeProblem(w, http.StatusBadRequest, "Body unreadable", err.Error())
+			return
+		}
+		fs, err := parseFeatures(body)
+		if err != nil {
+			writeProblem(w, http.StatusUnprocessableEntity, "Features not stored", err.Error())
+			return
+		}
+		rec := keystore.Record{
+			StatusCode: http.StatusCreated,
+			Header:     http.Header{"Content-Type": {"application/json"}},
+			Body:       storedBody(fs),
+		}
+		rec, err = repo.upsert(withWriteDelay(r.Context(), writeDelay), fs, rec)
+		if err != nil {
+			// 5xx: the middleware releases the key, so the sender's retry runs again.
+			writeProblem(w, http.StatusServiceUnavailable, "Features not stored", "the feature store failed; retry with the same key")
+			return
+		}
+		for k, vs := range rec.Header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(rec.StatusCode)
+		_, _ = w.Write(rec.Body)
+	})
+}
+
+// storedBody is the 201 answer: the ids stored, in order.
+func storedBody(fs []feature) []byte {
+	ids := make([]string, len(fs))
+	for i, f := range fs {
+		ids[i] = f.ID
+	}
+	b, _ := json.Marshal(map[string]any{"stored": ids})
+	return b
+}
+
+func getFeature(repo repository) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, ok, err := repo.get(r.Context(), r.PathValue("id"))
+		switch {
+		case err != nil:
+			writeProblem(w, http.StatusServiceUnavailable, "Feature store unavailable", err.Error())
+		case !ok:
+			writeProblem(w, http.StatusNotFound, "No such feature", "no feature has the id "+r.PathValue("id"))
+		default:
+			w.Header().Set("Content-Type", "application/geo+json")
+			_, _ = w.Write(f)
+		}
+	})
+}
+
+func writeProblem(w http.ResponseWriter, status int, title, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]any{"type": "about:blank", "title": title, "status": status, "detail": detail})
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,224 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/memstore"
+	"github.com/geoidem/geoidem/keystore/pgstore"
+	"github.com/geoidem/geoidem/keystore/redisstore"
+)
+
+// backend is what a -store URL selects: the key store, the feature
+// repository, a health probe and what closes them.
+type backend struct {
+	store keystore.Store
+	repo  repository
+	ping  func(ctx context.Context) error
+	close func()
+}
+
+// BackendOptions shape a backend.
+type BackendOptions struct {
+	KeyTable      string // PostgreSQL: the key store's table
+	FeaturesTable string // PostgreSQL: the PostGIS feature table
+	RedisPrefix   string // Redis: the key prefix
+}
+
+type writeDelayKey struct{}
+
+// withWriteDelay asks a repository to pause for d after writing and before
+// committing: it widens the window in which a crash test's SIGKILL finds a
+// write done but not committed.
+func withWriteDelay(ctx context.Context, d time.Duration) context.Context {
+	if d <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, writeDelayKey{}, d)
+}
+
+func pauseAfterWrite(ctx context.Context) {
+	if d, ok := ctx.Value(writeDelayKey{}).(time.Duration); ok {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// Open returns the backend named by a store URL:
+//
+//	memory                                 in-process keys and features (default)
+//	redis://127.0.0.1:6379/0               keys in Redis, features in process
+//	redis://h1:7000,h2:7001,h3:7002        the same on a Redis Cluster (any seed nodes)
+//	postgres://user@host:5432/db           keys and PostGIS features in PostgreSQL, the
+//	                                       feature write and the key's completion in one
+//	                                       transaction
+func Open(ctx context.Context, storeURL string, opt BackendOptions) (*backend, error) {
+	switch {
+	case storeURL == "" || storeURL == "memory":
+		return &backend{store: new(memstore.Store), repo: newMemFeatures(),
+			ping: func(context.Context) error { return nil }, close: func() {}}, nil
+	case strings.HasPrefix(storeURL, "redis://") || strings.HasPrefix(storeURL, "rediss://"):
+		return openRedis(storeURL, opt)
+	case strings.HasPrefix(storeURL, "postgres://") || strings.HasPrefix(storeURL, "postgresql://"):
+		return openPostgres(ctx, storeURL, opt)
+	}
+	return nil, fmt.Errorf("store %q: want memory, redis://… or postgres://…", storeURL)
+}
+
+// redisTimeout bounds every Redis command; the middleware's own store
+// timeout (2 s) is longer, so a stalled Redis surfaces as a command error.
+const redisTimeout = time.Second
+
+func openRedis(storeURL string, opt BackendOptions) (*backend, error) {
+	var client redis.UniversalClient
+	u, err := url.Parse(storeURL)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if strings.Contains(u.Host, ",") { // a list of seed nodes: a Cluster
+		copts := &redis.ClusterOptions{Addrs: strings.Split(u.Host, ",")}
+		if u.User != nil {
+			copts.Username = u.User.Username()
+			copts.Password, _ = u.User.Password()
+		}
+		copts.DialTimeout, copts.ReadTimeout, copts.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
+		copts.ContextTimeoutEnabled = true
+		client = redis.NewClusterClient(copts)
+	} else {
+		ropts, err := redis.ParseURL(storeURL)
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		ropts.DialTimeout, ropts.ReadTimeout, ropts.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
+		ropts.ContextTimeoutEnabled = true
+		client = redis.NewClient(ropts)
+	}
+	store, err := redisstore.New(client, redisstore.Config{KeyPrefix: opt.RedisPrefix})
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	return &backend{
+		store: store,
+		repo:  newMemFeatures(),
+		ping:  func(ctx context.Context) error { return client.Ping(ctx).Err() },
+		close: func() { client.Close() },
+	}, nil
+}
+
+func openPostgres(ctx context.Context, storeURL string, opt BackendOptions) (*backend, error) {
+	pool, err := pgxpool.New(ctx, storeURL)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	fail := func(err error) (*backend, error) { pool.Close(); return nil, err }
+	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	store, err := pgstore.New(ictx, pool, pgstore.Config{Table: opt.KeyTable})
+	if err != nil {
+		return fail(err)
+	}
+	repo := &pgFeatures{pool: pool, keys: store, table: pgx.Identifier{opt.FeaturesTable}.Sanitize()}
+	if err := repo.migrate(ictx); err != nil {
+		store.Close()
+		return fail(err)
+	}
+	return &backend{
+		store: store,
+		repo:  repo,
+		ping:  pool.Ping,
+		close: func() { store.Close(); pool.Close() },
+	}, nil
+}
+
+// pgFeatures keeps features in a PostGIS table. Its upsert runs in the same
+// transaction as the key's completion (pgstore.Store.InTx): a crash between
+// the write and the record can neither lose the answer nor apply the write
+// twice. The writes column counts how often a feature was written, so a
+// test can prove that no delivery was applied twice.
+type pgFeatures struct {
+	pool  *pgxpool.Pool
+	keys  *pgstore.Store
+	table string // quoted
+}
+
+func (p *pgFeatures) migrate(ctx context.Context) error {
+	tx, err := p.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	// Replicas starting together must not race to create the extension.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7946)`); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS postgis`); err != nil {
+		return fmt.Errorf("creating the postgis extension (is postgresql-15-postgis-3 installed?): %w", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+p.table+` (
+		id         text PRIMARY KEY,
+		geom       geometry(Geometry, 4326),
+		feature    jsonb NOT NULL,
+		writes     integer NOT NULL DEFAULT 1,
+		updated_at timestamptz NOT NULL DEFAULT now()
+	)`); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func (p *pgFeatures) upsert(ctx context.Context, fs []feature, rec keystore.Record) (keystore.Record, error) {
+	return p.keys.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
+		var b pgx.Batch
+		for _, f := range fs {
+			var geom any // SQL NULL for a null geometry
+			if len(f.Geometry) > 0 && string(f.Geometry) != "null" {
+				geom = string(f.Geometry)
+			}
+			b.Queue(`INSERT INTO `+p.table+` (id, geom, feature)
+				VALUES ($1, ST_SetSRID(ST_GeomFromGeoJSON($2::text), 4326), $3)
+				ON CONFLICT (id) DO UPDATE SET geom = EXCLUDED.geom, feature = EXCLUDED.feature,
+					writes = `+p.table+`.writes + 1, updated_at = now()`, f.ID, geom, string(f.Raw))
+		}
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return keystore.Record{}, err
+		}
+		pauseAfterWrite(ctx)
+		return rec, nil
+	})
+}
+
+func (p *pgFeatures) writes(ctx context.Context) (map[string]int, error) {
+	rows, err := p.pool.Query(ctx, `SELECT id, writes FROM `+p.table)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	var id string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error { out[id] = n; return nil })
+	return out, err
+}
+
+func (p *pgFeatures) get(ctx context.Context, id string) (json.RawMessage, bool, error) {
+	var f []byte
+	err := p.pool.QueryRow(ctx, `SELECT feature FROM `+p.table+` WHERE id = $1`, id).Scan(&f)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	return f, err == nil, err
+}

@@ -1,0 +1,315 @@
+package pgstore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/keystoretest"
+	"github.com/geoidem/geoidem/keystore/pgstore"
+	"github.com/geoidem/geoidem/middleware"
+)
+
+func BenchmarkStore(b *testing.B) {
+	pool := newPool(b, 16, nil)
+	keystoretest.RunBenchmarks(b, func(b *testing.B) keystore.Store {
+		return newStore(b, pool, pgstore.Config{})
+	})
+}
+
+// benchClients are the numbers of concurrent clients each comparison runs at.
+var benchClients = []int{16, 64}
+
+// benchSeq numbers the new keys of every benchmark round.
+var benchSeq atomic.Int64
+
+// next returns a number never returned before in this process.
+func next() int64 { return benchSeq.Add(1) }
+
+// parallel runs body from clients goroutines (b.SetParallelism rounds up to
+// a multiple of GOMAXPROCS; the metric reports the number used).
+func parallel(b *testing.B, clients int, body func() error) {
+	procs := runtime.GOMAXPROCS(0)
+	p := (clients + procs - 1) / procs
+	b.SetParallelism(p)
+	b.ReportMetric(float64(p*procs), "clients")
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := body(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+var benchRecord = keystore.Record{
+	StatusCode: http.StatusCreated,
+	Header:     http.Header{"Content-Type": {"application/json"}},
+	Body:       []byte(`{"stored":["feature-1"]}`),
+}
+
+// benchPool is a pool with one connection per client.
+func benchPool(b *testing.B, clients int) *pgxpool.Pool {
+	return newPool(b, int32(clients), nil)
+}
+
+// BenchmarkFirstCall compares a first delivery (claim, then complete) done
+// by pgstore with the same two statements written by hand with pgx.
+func BenchmarkFirstCall(b *testing.B) {
+	for _, clients := range benchClients {
+		pool := benchPool(b, clients)
+		s := newStore(b, pool, pgstore.Config{})
+		claimSQL, completeSQL := pgstore.ClaimSQL(s), pgstore.CompleteSQL(s)
+		header := pgstore.EncodeHeader(benchRecord.Header)
+		prefix := keystoretest.Key(b)[:40]
+		lease, retention := time.Minute.Microseconds(), time.Hour.Microseconds()
+
+		b.Run(fmt.Sprintf("hand/clients=%d", clients), func(b *testing.B) {
+			ctx := b.Context()
+			parallel(b, clients, func() error {
+				key := prefix + "h" + strconv.FormatInt(next(), 10)
+				var (
+					acquired, tookOver bool
+					token, remaining   int64
+					fpb, hdr, body     []byte
+					status             *int32
+				)
+				if err := pool.QueryRow(ctx, claimSQL, key, fp[:], lease).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &body, &remaining); err != nil {
+					return err
+				}
+				if !acquired {
+					return fmt.Errorf("not acquired")
+				}
+				tag, err := pool.Exec(ctx, completeSQL, key, token, int32(benchRecord.StatusCode), header, benchRecord.Body, retention)
+				if err == nil && tag.RowsAffected() != 1 {
+					err = fmt.Errorf("not completed")
+				}
+				return err
+			})
+		})
+		b.Run(fmt.Sprintf("pgstore/clients=%d", clients), func(b *testing.B) {
+			ctx := b.Context()
+			parallel(b, clients, func() error {
+				key := prefix + "s" + strconv.FormatInt(next(), 10)
+				c, err := s.Claim(ctx, key, fp, time.Minute)
+				if err != nil {
+					return err
+				}
+				return s.Complete(ctx, key, c.Token, benchRecord, time.Hour)
+			})
+		})
+	}
+}
+
+// BenchmarkFirstCallInTx compares a first delivery whose handler writes a
+// PostGIS feature and completes the key in its own transaction: by hand
+// (claim; begin, upsert, complete, commit) and with pgstore (Claim, InTx).
+func BenchmarkFirstCallInTx(b *testing.B) {
+	for _, clients := range benchClients {
+		pool := benchPool(b, clients)
+		schema := newSchema(b, pool)
+		features := newFeatures(b, pool, schema)
+		s := newStore(b, pool, pgstore.Config{Schema: schema})
+		claimSQL, completeSQL := pgstore.ClaimSQL(s), pgstore.CompleteSQL(s)
+		header := pgstore.EncodeHeader(benchRecord.Header)
+		prefix := keystoretest.Key(b)[:40]
+		lease, retention := time.Minute.Microseconds(), time.Hour.Microseconds()
+
+		b.Run(fmt.Sprintf("hand/clients=%d", clients), func(b *testing.B) {
+			ctx := b.Context()
+			parallel(b, clients, func() error {
+				id := "h" + strconv.FormatInt(next(), 10)
+				key := prefix + id
+				var (
+					acquired, tookOver bool
+					token, remaining   int64
+					fpb, hdr, body     []byte
+					status             *int32
+				)
+				if err := pool.QueryRow(ctx, claimSQL, key, fp[:], lease).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &body, &remaining); err != nil {
+					return err
+				}
+				return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+					if err := upsertFeature(ctx, tx, features, id, "x"); err != nil {
+						return err
+					}
+					tag, err := tx.Exec(ctx, completeSQL, key, token, int32(benchRecord.StatusCode), header, benchRecord.Body, retention)
+					if err == nil && tag.RowsAffected() != 1 {
+						err = fmt.Errorf("not completed")
+					}
+					return err
+				})
+			})
+		})
+		b.Run(fmt.Sprintf("pgstore/clients=%d", clients), func(b *testing.B) {
+			ctx := b.Context()
+			parallel(b, clients, func() error {
+				id := "s" + strconv.FormatInt(next(), 10)
+				key := prefix + id
+				c, err := s.Claim(ctx, key, fp, time.Minute)
+				if err != nil {
+					return err
+				}
+				hctx := keystore.ContextWithHold(ctx, &keystore.Hold{Key: key, Token: c.Token, Retention: time.Hour})
+				_, err = s.InTx(hctx, func(tx pgx.Tx) (keystore.Record, error) {
+					return benchRecord, upsertFeature(hctx, tx, features, id, "x")
+				})
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkHotKeyReplay replays one completed key from many clients with
+// pgstore, against two baselines: a plain SELECT of the row (the floor), and
+// the INSERT … ON CONFLICT DO UPDATE … WHERE false that a claim without the
+// snapshot read would run, which locks the row and so serialises the
+// replays.
+func BenchmarkHotKeyReplay(b *testing.B) {
+	for _, clients := range benchClients {
+		pool := benchPool(b, clients)
+		s := newStore(b, pool, pgstore.Config{})
+		key := keystoretest.Key(b)
+		c := claim(b, s, key, time.Minute, keystore.Acquired)
+		if err := s.Complete(context.Background(), key, c.Token, benchRecord, time.Hour); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("pgstore/clients=%d", clients), func(b *testing.B) {
+			ctx := b.Context()
+			parallel(b, clients, func() error {
+				c, err := s.Claim(ctx, key, fp, time.Minute)
+				if err == nil && c.State != keystore.Completed {
+					err = fmt.Errorf("state %v", c.State)
+				}
+				return err
+			})
+		})
+		b.Run(fmt.Sprintf("select/clients=%d", clients), func(b *testing.B) {
+			ctx := b.Context()
+			q := "SELECT fingerprint, status, header, body FROM " + s.Table() + " WHERE key = $1 AND expires_at > clock_timestamp()"
+			parallel(b, clients, func() error {
+				var (
+					fpb, hdr, body []byte
+					status         *int32
+				)
+				return pool.QueryRow(ctx, q, key).Scan(&fpb, &status, &hdr, &body)
+			})
+		})
+		b.Run(fmt.Sprintf("lockingUpsert/clients=%d", clients), func(b *testing.B) {
+			ctx := b.Context()
+			q := "INSERT INTO " + s.Table() + ` AS k (key, fingerprint, token, expires_at) VALUES ($1, $2, 0, clock_timestamp())
+				ON CONFLICT (key) DO UPDATE SET token = k.token WHERE k.expires_at <= clock_timestamp()`
+			parallel(b, clients, func() error {
+				_, err := pool.Exec(ctx, q, key, fp[:])
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkHandler compares, per HTTP request of a first delivery, an ingest
+// handler that does the claim and the in-transaction completion itself with
+// pgx (the same statements), and the same handler written with InTx behind
+// the geoidem middleware on pgstore. Requests go straight to ServeHTTP: the
+// ceiling is the database's commit rate, not HTTP.
+func BenchmarkHandler(b *testing.B) {
+	for _, clients := range benchClients {
+		pool := benchPool(b, clients)
+		schema := newSchema(b, pool)
+		features := newFeatures(b, pool, schema)
+		s := newStore(b, pool, pgstore.Config{Schema: schema})
+		claimSQL, completeSQL := pgstore.ClaimSQL(s), pgstore.CompleteSQL(s)
+		body := []byte(`{"type":"Feature","geometry":{"type":"Point","coordinates":[13.4,52.5]},"properties":{}}`)
+		respond := func(w http.ResponseWriter, rec keystore.Record) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(rec.StatusCode)
+			_, _ = w.Write(rec.Body)
+		}
+		response := func(id string) keystore.Record {
+			return keystore.Record{StatusCode: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"stored":["` + id + `"]}`)}
+		}
+
+		hand := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx := r.Context()
+			payload, _ := io.ReadAll(r.Body)
+			sum := sha256.Sum256(append([]byte(r.Method+" "+r.URL.Path+"\n"), payload...))
+			key := r.Header.Get("Idempotency-Key")
+			id := r.URL.Query().Get("id")
+			var (
+				acquired, tookOver bool
+				token, remaining   int64
+				fpb, hdr, rbody    []byte
+				status             *int32
+			)
+			if err := pool.QueryRow(ctx, claimSQL, key, sum[:], time.Minute.Microseconds()).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &rbody, &remaining); err != nil || !acquired {
+				http.Error(w, "claim", http.StatusServiceUnavailable)
+				return
+			}
+			rec := response(id)
+			header := pgstore.EncodeHeader(rec.Header)
+			err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				if err := upsertFeature(ctx, tx, features, id, "x"); err != nil {
+					return err
+				}
+				tag, err := tx.Exec(ctx, completeSQL, key, token, int32(rec.StatusCode), header, rec.Body, time.Hour.Microseconds())
+				if err == nil && tag.RowsAffected() != 1 {
+					err = keystore.ErrLeaseLost
+				}
+				return err
+			})
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			respond(w, rec)
+		})
+		m, err := middleware.New(s, middleware.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wrapped := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id := r.URL.Query().Get("id")
+			rec, err := s.InTx(r.Context(), func(tx pgx.Tx) (keystore.Record, error) {
+				return response(id), upsertFeature(r.Context(), tx, features, id, "x")
+			})
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			respond(w, rec)
+		}))
+
+		for _, h := range []struct {
+			name    string
+			handler http.Handler
+		}{{"hand", hand}, {"pgstore+middleware", wrapped}} {
+			b.Run(fmt.Sprintf("%s/clients=%d", h.name, clients), func(b *testing.B) {
+				parallel(b, clients, func() error {
+					id := strconv.FormatInt(next(), 10)
+					r := httptest.NewRequest(http.MethodPost, "/features?id="+id, bytes.NewReader(body))
+					r.Header.Set("Idempotency-Key", "bench-"+id)
+					w := httptest.NewRecorder()
+					h.handler.ServeHTTP(w, r)
+					if w.Code != http.StatusCreated {
+						return fmt.Errorf("%s: %d %s", h.name, w.Code, w.Body)
+					}
+					return nil
+				})
+			})
+		}
+	}
+}

@@ -1,0 +1,83 @@
+// Package pgstore is a [keystore.Store] on PostgreSQL, through a pgx v5
+// [pgxpool.Pool], whose keys can be completed inside the handler's own
+// database transaction.
+//
+// Every replica of a receiving service that shares the database shares the
+// keys, so a retry that lands on another replica is still replayed, and a
+// replica that crashes mid-request leaves a lease that the next claim takes
+// over when it ends.
+//
+// # Transactional completion
+//
+// For a handler that writes to the same database, the write and the key's
+// record can commit in one transaction: a crash between "written" and
+// "recorded" can then neither lose the answer nor apply the write twice. Call
+// [Store.InTx] in the handler, behind the geoidem middleware:
+//
+//	func (h *ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+//		rec, err := h.store.InTx(r.Context(), func(tx pgx.Tx) (keystore.Record, error) {
+//			if _, err := tx.Exec(r.Context(), upsertFeature, id, geometry); err != nil {
+//				return keystore.Record{}, err
+//			}
+//			return keystore.Record{StatusCode: http.StatusCreated, Body: body}, nil
+//		})
+//		if err != nil {
+//			http.Error(w, "not stored", http.StatusServiceUnavailable)
+//			return
+//		}
+//		w.WriteHeader(rec.StatusCode)
+//		w.Write(rec.Body)
+//	}
+//
+// InTx finds the request's [keystore.Hold] in the context, runs the function
+// in a transaction, records the returned response in that transaction,
+// fenced by the hold's token ([Store.CompleteTx]), commits, and marks the
+// hold completed, so that the middleware does not record the response a
+// second time. If the function fails, or the connection drops, nothing is
+// written and nothing recorded; the handler answers 5xx, the middleware
+// releases the key and the sender's retry runs the handler again. If the
+// request outlived its lease and another request took the key over, the late
+// transaction is refused with [keystore.ErrLeaseLost] and rolled back
+// instead of writing twice. Handlers that manage their transaction
+// themselves call CompleteTx just before Commit, and Hold.MarkCompleted after
+// it.
+//
+// # The database clock
+//
+// Leases and retention are judged by the database server's clock
+// (clock_timestamp()), never by the application servers', and the remaining
+// lease that Claim reports is computed in SQL. Replicas whose clocks disagree
+// by seconds therefore still agree on whether a lease has ended: no replica
+// takes over a lease that is still running because its own clock runs fast,
+// and an owner whose lease has ended is fenced even if nobody took its key
+// over yet.
+//
+// # Statements
+//
+// Each operation is one statement. Claim inserts the key, takes over an
+// expired lease or record, or reports the live entry, in one INSERT … ON
+// CONFLICT with a read of the key under the same snapshot: a first delivery
+// costs two statements (Claim and Complete, or Claim and CompleteTx inside
+// the handler's transaction), and a replay one, which is a plain index read
+// that takes no row lock, so replays of one hot key run in parallel. Extend,
+// Complete and Release each change the row only where the key, the token and
+// a running lease all match, and report [keystore.ErrLeaseLost] when no row
+// matched. Tokens come from a bigint sequence: never zero, never reused.
+//
+// The pool's sessions must use the READ COMMITTED isolation level, the
+// PostgreSQL default.
+//
+// # Schema and pruning
+//
+// [New] creates the table, its token sequence and an index on the expiry
+// time from migrations embedded in the package ([Store.Migrate]), in one
+// transaction under an advisory lock, so several replicas can start at once;
+// the applied versions are kept in a table of their own. The table name and
+// schema are configurable ([Config]).
+//
+// Claim ignores expired rows; deleting them is the janitor's job: New starts
+// one that runs [Store.Prune] every minute until [Store.Close]. Prune deletes
+// rows that expired more than a minute ago in bounded batches along the
+// expiry index, skipping rows locked by other transactions, so replicas can
+// all run their janitors.
+package pgstore

@@ -1,0 +1,226 @@
+package pgstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/pgstore"
+)
+
+// connString is the test database: GEOIDEM_TEST_POSTGRES, or the loopback
+// server with trust authentication that these machines run.
+func connString() string {
+	if s := os.Getenv("GEOIDEM_TEST_POSTGRES"); s != "" {
+		return s
+	}
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+}
+
+// newPool connects to the test database, failing (never skipping) the test
+// when it cannot. tracer may be nil.
+func newPool(t testing.TB, maxConns int32, tracer pgx.QueryTracer) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(connString())
+	if err != nil {
+		t.Fatalf("parse %s: %v", connString(), err)
+	}
+	cfg.MaxConns = maxConns
+	cfg.ConnConfig.Tracer = tracer
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s: %v (the tests need a running server; set GEOIDEM_TEST_POSTGRES)", connString(), err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		t.Fatalf("PostgreSQL at %s is unreachable: %v (the tests need a running server; set GEOIDEM_TEST_POSTGRES)", connString(), err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// newSchema creates a schema with a random name, dropped with everything in
+// it when the test ends.
+func newSchema(t testing.TB, pool *pgxpool.Pool) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "pgstore_test_" + hex.EncodeToString(b[:])
+	if _, err := pool.Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := pool.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// newStore returns a Store in a schema of its own on pool, without a
+// janitor. cfg.Schema and cfg.PruneInterval are filled in when zero.
+func newStore(t testing.TB, pool *pgxpool.Pool, cfg pgstore.Config) *pgstore.Store {
+	t.Helper()
+	if cfg.Schema == "" {
+		cfg.Schema = newSchema(t, pool)
+	}
+	if cfg.PruneInterval == 0 {
+		cfg.PruneInterval = -1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := pgstore.New(ctx, pool, cfg)
+	if err != nil {
+		t.Fatalf("pgstore.New: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// testCtx is a context for one test's database calls.
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// counter is a pgx.QueryTracer that records the statements run.
+type counter struct {
+	mu  sync.Mutex
+	sql []string
+}
+
+func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sql = append(c.sql, strings.Join(strings.Fields(d.SQL), " "))
+	return ctx
+}
+
+func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// take returns the statements recorded since the last take, and forgets them.
+func (c *counter) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sql
+	c.sql = nil
+	return s
+}
+
+var fp = keystore.Fingerprint{'p', 'g'}
+
+func claim(t testing.TB, s keystore.Store, key string, lease time.Duration, want keystore.State) keystore.Claim {
+	t.Helper()
+	c, err := s.Claim(testCtx(t), key, fp, lease)
+	if err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	if c.State != want {
+		t.Fatalf("Claim state = %v, want %v", c.State, want)
+	}
+	return c
+}
+
+// expireLease ends key's lease or retention now, by the database clock,
+// as if the time had passed.
+func expireLease(t testing.TB, pool *pgxpool.Pool, s *pgstore.Store, key string) {
+	t.Helper()
+	tag, err := pool.Exec(testCtx(t), "UPDATE "+s.Table()+" SET expires_at = clock_timestamp() - interval '1 millisecond' WHERE key = $1", key)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("expire %.8s…: %v (%d rows)", key, err, tag.RowsAffected())
+	}
+}
+
+// postgisOnce serialises CREATE EXTENSION across this process's tests; other
+// processes creating it at the same moment are handled by the retry.
+var postgisOnce sync.Mutex
+
+// ensurePostGIS creates the postgis extension in the test database if it is
+// missing. On Debian it comes from the postgresql-15-postgis-3 package.
+func ensurePostGIS(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	postgisOnce.Lock()
+	defer postgisOnce.Unlock()
+	var err error
+	for range 3 {
+		if _, err = pool.Exec(testCtx(t), "CREATE EXTENSION IF NOT EXISTS postgis"); err == nil {
+			return
+		}
+	}
+	t.Fatalf("CREATE EXTENSION postgis: %v (install it: apt-get install -y postgresql-15-postgis-3)", err)
+}
+
+// newFeatures creates a PostGIS feature table in schema, keyed by feature id,
+// with a count of the writes each row received. It returns its quoted name.
+func newFeatures(t testing.TB, pool *pgxpool.Pool, schema string) string {
+	t.Helper()
+	ensurePostGIS(t, pool)
+	table := pgx.Identifier{schema, "features"}.Sanitize()
+	_, err := pool.Exec(testCtx(t), `CREATE TABLE `+table+` (
+		id     text PRIMARY KEY,
+		geom   public.geometry(Geometry, 4326) NOT NULL,
+		props  text NOT NULL,
+		writes integer NOT NULL)`)
+	if err != nil {
+		t.Fatalf("create features: %v", err)
+	}
+	return table
+}
+
+// upsertFeature writes one point feature in tx, the way an ingest handler
+// does.
+func upsertFeature(ctx context.Context, tx pgx.Tx, table, id, props string) error {
+	_, err := tx.Exec(ctx, `INSERT INTO `+table+` AS f (id, geom, props, writes)
+		VALUES ($1, public.ST_SetSRID(public.ST_GeomFromGeoJSON($2), 4326), $3, 1)
+		ON CONFLICT (id) DO UPDATE SET geom = excluded.geom, props = excluded.props, writes = f.writes + 1`,
+		id, `{"type":"Point","coordinates":[13.4,52.5]}`, props)
+	return err
+}
+
+// feature returns the props of feature id and the writes it received, or
+// ("", 0) if it does not exist.
+func feature(t testing.TB, pool *pgxpool.Pool, table, id string) (string, int) {
+	t.Helper()
+	var (
+		props  string
+		writes int
+		srid   int
+	)
+	err := pool.QueryRow(testCtx(t), `SELECT props, writes, public.ST_SRID(geom) FROM `+table+` WHERE id = $1`, id).Scan(&props, &writes, &srid)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0
+	}
+	if err != nil {
+		t.Fatalf("read feature %s: %v", id, err)
+	}
+	if srid != 4326 {
+		t.Errorf("feature %s has SRID %d, want 4326", id, srid)
+	}
+	return props, writes
+}
+
+// holdCtx returns a context carrying a hold on c's key, as the middleware
+// hands it to a handler.
+func holdCtx(t testing.TB, key string, c keystore.Claim) (context.Context, *keystore.Hold) {
+	h := &keystore.Hold{Key: key, Token: c.Token, Retention: time.Hour}
+	return keystore.ContextWithHold(testCtx(t), h), h
+}
+
+func record(body string) keystore.Record {
+	return keystore.Record{StatusCode: 201, Header: map[string][]string{"Content-Type": {"application/json"}}, Body: []byte(body)}
+}

@@ -1,0 +1,296 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// Defaults, used where Config leaves a field zero.
+const (
+	DefaultTable         = "geoidem_keys"
+	DefaultPruneInterval = time.Minute
+	DefaultPruneBatch    = 1000
+)
+
+// abandonedGrace is how long a row outlives the end of its lease or
+// retention before Prune deletes it. Claim ignores an expired row at once;
+// keeping an abandoned in-flight row a little longer lets the claim that takes
+// it over report keystore.Claim.TookOver.
+const abandonedGrace = time.Minute
+
+// Config configures a Store. Zero fields mean the documented defaults.
+type Config struct {
+	// Schema is the schema that holds the store's table, sequence and
+	// migration table. It must exist. Default: the connection's current
+	// schema (the first existing schema of its search_path, normally
+	// "public").
+	Schema string
+
+	// Table is the name of the key table. The store also creates
+	// Table+"_token_seq", Table+"_expires_at_idx" and Table+"_migrations".
+	// Any name is accepted and always quoted (case and punctuation are
+	// kept); it must be valid UTF-8, without NUL, at most 48 bytes. Default
+	// DefaultTable.
+	Table string
+
+	// SkipMigrate, if true, stops New from running Migrate: the schema is
+	// then the operator's job (call Store.Migrate from a deploy step).
+	SkipMigrate bool
+
+	// PruneInterval is how often the janitor started by New calls Prune.
+	// Default DefaultPruneInterval; negative: no janitor (call Prune
+	// yourself).
+	PruneInterval time.Duration
+
+	// PruneBatch is the number of rows one pruning statement deletes at
+	// most. Default DefaultPruneBatch.
+	PruneBatch int
+
+	// Logger receives the janitor's errors. Default: discard.
+	Logger *slog.Logger
+}
+
+// Store is a [keystore.Store] on a PostgreSQL table, reached through a
+// [pgxpool.Pool]. It is safe for concurrent use by many goroutines and many
+// processes sharing the table. Create it with New and stop its janitor with
+// Close.
+type Store struct {
+	pool    *pgxpool.Pool
+	names   names
+	sql     statements
+	lockKey int64
+	batch   int
+	log     *slog.Logger
+
+	stop      context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+var _ keystore.Store = (*Store)(nil)
+
+// New returns a Store on pool's database. Unless cfg.SkipMigrate is set it
+// first runs Migrate, which is safe while other replicas do the same. Unless
+// cfg.PruneInterval is negative it starts a janitor goroutine that prunes
+// expired rows every interval until Close. The pool stays the caller's: Close
+// does not close it.
+//
+// The pool's connections must use the READ COMMITTED isolation level (the
+// PostgreSQL default): Claim relies on its rules for INSERT … ON CONFLICT.
+func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("pgstore: nil pool")
+	}
+	table := cfg.Table
+	if table == "" {
+		table = DefaultTable
+	}
+	n, err := newNames(cfg.Schema, table)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.PruneBatch < 0 || cfg.PruneBatch > math.MaxInt32 {
+		return nil, fmt.Errorf("pgstore: PruneBatch %d out of range", cfg.PruneBatch)
+	}
+	h := fnv.New64a()
+	h.Write([]byte("github.com/geoidem/geoidem/keystore/pgstore\x00" + n.table))
+	s := &Store{
+		pool:    pool,
+		names:   n,
+		sql:     newStatements(n),
+		lockKey: int64(h.Sum64()),
+		batch:   orDefault(cfg.PruneBatch, DefaultPruneBatch),
+		log:     cfg.Logger,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if !cfg.SkipMigrate {
+		if err := s.Migrate(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.PruneInterval >= 0 {
+		every := cfg.PruneInterval
+		if every == 0 {
+			every = DefaultPruneInterval
+		}
+		jctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		s.stop, s.done = stop, make(chan struct{})
+		go s.janitor(jctx, every)
+	}
+	return s, nil
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Close stops the janitor, waiting for a prune in progress to be canceled. It
+// does not close the pool. Close is idempotent; the Store's other methods
+// keep working after it.
+func (s *Store) Close() {
+	s.closeOnce.Do(func() {
+		if s.stop != nil {
+			s.stop()
+			<-s.done
+		}
+	})
+}
+
+// Table returns the quoted, schema-qualified name of the key table, for
+// queries of your own (monitoring, say).
+func (s *Store) Table() string { return s.names.table }
+
+// micros converts a positive duration to whole microseconds, the database's
+// resolution, rounding up.
+func micros(d time.Duration) (int64, error) {
+	if d <= 0 {
+		return 0, fmt.Errorf("pgstore: duration %v must be positive", d)
+	}
+	return int64((d + time.Microsecond - 1) / time.Microsecond), nil
+}
+
+// storeErr wraps err from operation op. When ctx is done, the result also
+// wraps ctx.Err(), whatever pgx made of the interruption.
+func storeErr(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("pgstore: %s: %w: %w", op, cerr, err)
+	}
+	return fmt.Errorf("pgstore: %s: %w", op, err)
+}
+
+func lost(op string) error {
+	return fmt.Errorf("pgstore: %s: %w", op, keystore.ErrLeaseLost)
+}
+
+// Claim implements [keystore.Store.Claim] in one statement. A key that is
+// live (in flight with its lease running, or completed within its retention)
+// is reported from a plain read: no write, no row lock, so any number of
+// replays of one key run in parallel. An absent or expired key is inserted
+// or taken over with a token from the table's sequence. Leases are judged and
+// LeaseRemaining computed by the database clock.
+func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return keystore.Claim{}, fmt.Errorf("pgstore: claim: %w", err)
+	}
+	us, err := micros(lease)
+	if err != nil {
+		return keystore.Claim{}, err
+	}
+	var (
+		acquired, tookOver bool
+		token, remaining   int64
+		fpb, header, body  []byte
+		status             *int32
+	)
+	err = s.pool.QueryRow(ctx, s.sql.claim, key, fp[:], us).
+		Scan(&acquired, &tookOver, &token, &fpb, &status, &header, &body, &remaining)
+	if err != nil {
+		return keystore.Claim{}, storeErr(ctx, "claim", err)
+	}
+	var c keystore.Claim
+	if len(fpb) != len(c.Fingerprint) {
+		return keystore.Claim{}, fmt.Errorf("pgstore: claim: stored fingerprint has %d bytes, want %d", len(fpb), len(c.Fingerprint))
+	}
+	copy(c.Fingerprint[:], fpb)
+	switch {
+	case acquired:
+		if token <= 0 {
+			return keystore.Claim{}, fmt.Errorf("pgstore: claim: sequence issued token %d", token)
+		}
+		c.State, c.Token, c.TookOver = keystore.Acquired, keystore.Token(token), tookOver
+	case status != nil:
+		c.State = keystore.Completed
+		h, err := decodeHeader(header)
+		if err != nil {
+			return keystore.Claim{}, err
+		}
+		c.Record = keystore.Record{StatusCode: int(*status), Header: h, Body: body}
+	default:
+		c.State = keystore.InFlight
+		c.LeaseRemaining = max(time.Duration(remaining)*time.Microsecond, time.Microsecond)
+	}
+	return c, nil
+}
+
+// Extend implements [keystore.Store.Extend]: one fenced UPDATE.
+func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, lease time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pgstore: extend: %w", err)
+	}
+	us, err := micros(lease)
+	if err != nil {
+		return err
+	}
+	if token == 0 || token > math.MaxInt64 {
+		return lost("extend") // never issued
+	}
+	return s.fenced(ctx, s.pool, "extend", s.sql.extend, key, int64(token), us)
+}
+
+// Complete implements [keystore.Store.Complete]: one fenced UPDATE. See
+// CompleteTx to complete inside a transaction of your own.
+func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec keystore.Record, retention time.Duration) error {
+	return s.complete(ctx, s.pool, key, token, rec, retention)
+}
+
+// Release implements [keystore.Store.Release]: one fenced DELETE. A completed
+// key is never deleted: Release with its token fails with ErrLeaseLost.
+func (s *Store) Release(ctx context.Context, key string, token keystore.Token) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pgstore: release: %w", err)
+	}
+	if token == 0 || token > math.MaxInt64 {
+		return lost("release")
+	}
+	return s.fenced(ctx, s.pool, "release", s.sql.release, key, int64(token))
+}
+
+// execer is what the fenced statements run on: the pool, or a transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func (s *Store) complete(ctx context.Context, db execer, key string, token keystore.Token, rec keystore.Record, retention time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pgstore: complete: %w", err)
+	}
+	us, err := micros(retention)
+	if err != nil {
+		return err
+	}
+	if rec.StatusCode < math.MinInt32 || rec.StatusCode > math.MaxInt32 {
+		return fmt.Errorf("pgstore: complete: status code %d out of range", rec.StatusCode)
+	}
+	header := encodeHeader(rec.Header)
+	if token == 0 || token > math.MaxInt64 {
+		return lost("complete")
+	}
+	return s.fenced(ctx, db, "complete", s.sql.complete, key, int64(token), int32(rec.StatusCode), header, rec.Body, us)
+}
+
+func (s *Store) fenced(ctx context.Context, db execer, op, sql string, args ...any) error {
+	tag, err := db.Exec(ctx, sql, args...)
+	if err != nil {
+		return storeErr(ctx, op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return lost(op)
+	}
+	return nil
+}

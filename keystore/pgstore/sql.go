@@ -1,0 +1,182 @@
+package pgstore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// maxTableLen keeps the names derived from the table name (the longest adds
+// "_expires_at_idx") within PostgreSQL's 63-byte identifier limit, so that
+// none is silently truncated into another.
+const maxTableLen = 48
+
+// names holds the quoted, schema-qualified names of a store's objects.
+type names struct {
+	qualified string // unquoted schema.table, for messages and the lock key
+	table     string
+	seq       string
+	seqLit    string // seq as a string literal, for nextval
+	index     string
+	versions  string
+}
+
+func newNames(schema, table string) (names, error) {
+	if table == "" {
+		return names{}, errors.New("pgstore: empty table name")
+	}
+	if len(table) > maxTableLen {
+		return names{}, fmt.Errorf("pgstore: table name %q is longer than %d bytes", table, maxTableLen)
+	}
+	if len(schema) > 63 {
+		return names{}, fmt.Errorf("pgstore: schema name %q is longer than 63 bytes", schema)
+	}
+	for _, s := range []string{schema, table} {
+		if strings.ContainsRune(s, 0) || !utf8.ValidString(s) {
+			return names{}, fmt.Errorf("pgstore: name %q is not valid UTF-8 without NUL", s)
+		}
+	}
+	ident := func(name string) string {
+		if schema == "" {
+			return pgx.Identifier{name}.Sanitize()
+		}
+		return pgx.Identifier{schema, name}.Sanitize()
+	}
+	n := names{
+		qualified: table,
+		table:     ident(table),
+		seq:       ident(table + "_token_seq"),
+		index:     pgx.Identifier{table + "_expires_at_idx"}.Sanitize(), // an index lives in its table's schema
+		versions:  ident(table + "_migrations"),
+	}
+	if schema != "" {
+		n.qualified = schema + "." + table
+	}
+	n.seqLit = "'" + strings.ReplaceAll(n.seq, "'", "''") + "'"
+	return n, nil
+}
+
+func (n names) expand(sql string) string {
+	return strings.NewReplacer(
+		"{{table}}", n.table,
+		"{{seq}}", n.seq,
+		"{{seqlit}}", n.seqLit,
+		"{{index}}", n.index,
+		"{{versions}}", n.versions,
+	).Replace(sql)
+}
+
+// statements holds a store's SQL, with its names filled in.
+type statements struct {
+	claim, extend, complete, release, prune string
+}
+
+func newStatements(n names) statements {
+	return statements{
+		claim:    n.expand(claimSQL),
+		extend:   n.expand(extendSQL),
+		complete: n.expand(completeSQL),
+		release:  n.expand(releaseSQL),
+		prune:    n.expand(pruneSQL),
+	}
+}
+
+// claimSQL is Claim, in one statement. $1 key, $2 fingerprint, $3 lease in
+// microseconds. It always returns exactly one row: acquired, took_over,
+// token, fingerprint, status, header, body, remaining (microseconds).
+//
+// clk fixes one instant of the database clock for every judgement the
+// statement makes. cur reads the key under the statement's snapshot: a live
+// row (lease or retention running) is the answer, with no write and no row
+// lock, so replays of a hot key never queue behind each other. Only when the
+// snapshot shows no live row does ins run. Its insert either creates the row,
+// or meets the row that is there now (possibly committed after the snapshot
+// was taken, or being changed by a transaction that it then waits for) and
+// updates it: if that row's lease or retention ended at clk, the update takes
+// it over with the new token; if not, the update writes the row back
+// unchanged and RETURNING reports it, so a concurrent first claim that lost
+// the race still sees the winner's row in this same statement. tok is
+// evaluated only when ins inserts, so replays draw no token.
+const claimSQL = `
+WITH clk AS MATERIALIZED (
+    SELECT clock_timestamp() AS ts
+), cur AS MATERIALIZED (
+    SELECT k.fingerprint, k.status, k.header, k.body, k.expires_at - clk.ts AS remaining
+    FROM {{table}} k, clk
+    WHERE k.key = $1::text AND k.expires_at > clk.ts
+), tok AS MATERIALIZED (
+    SELECT nextval({{seqlit}}) AS v
+), ins AS (
+    INSERT INTO {{table}} AS k (key, fingerprint, token, expires_at)
+    SELECT $1::text, $2::bytea, tok.v, clock_timestamp() + $3::bigint * interval '1 microsecond'
+    FROM tok
+    WHERE NOT EXISTS (SELECT FROM cur)
+    ON CONFLICT (key) DO UPDATE SET
+        fingerprint = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN excluded.fingerprint ELSE k.fingerprint END,
+        token       = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN excluded.token       ELSE k.token       END,
+        expires_at  = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN excluded.expires_at  ELSE k.expires_at  END,
+        took_over   = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN k.status IS NULL     ELSE k.took_over   END,
+        status      = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN NULL                 ELSE k.status      END,
+        header      = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN NULL                 ELSE k.header      END,
+        body        = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN NULL                 ELSE k.body        END
+    RETURNING k.token, k.took_over, k.fingerprint, k.status, k.header, k.body, k.expires_at
+)
+SELECT ins.token = (SELECT v FROM tok), ins.took_over, ins.token, ins.fingerprint, ins.status, ins.header, ins.body,
+       (extract(epoch FROM ins.expires_at - (SELECT ts FROM clk)) * 1000000)::bigint
+FROM ins
+UNION ALL
+SELECT false, false, 0, cur.fingerprint, cur.status, cur.header, cur.body,
+       (extract(epoch FROM cur.remaining) * 1000000)::bigint
+FROM cur`
+
+// The fenced statements: each changes the row only while token holds the key
+// (in flight, same token, lease running by the database clock), so zero rows
+// affected means the lease is lost. clock_timestamp(), not now(): inside a
+// long transaction now() is the transaction's start.
+
+// extendSQL: $1 key, $2 token, $3 lease in microseconds.
+const extendSQL = `
+UPDATE {{table}} SET expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
+WHERE key = $1::text AND token = $2::bigint AND status IS NULL AND expires_at > clock_timestamp()`
+
+// completeSQL: $1 key, $2 token, $3 status, $4 header (see encodeHeader), $5 body, $6
+// retention in microseconds.
+const completeSQL = `
+UPDATE {{table}} SET status = $3::integer, header = $4::bytea, body = $5::bytea,
+    expires_at = clock_timestamp() + $6::bigint * interval '1 microsecond'
+WHERE key = $1::text AND token = $2::bigint AND status IS NULL AND expires_at > clock_timestamp()`
+
+// releaseSQL: $1 key, $2 token.
+const releaseSQL = `
+DELETE FROM {{table}}
+WHERE key = $1::text AND token = $2::bigint AND status IS NULL AND expires_at > clock_timestamp()`
+
+// pruneSQL deletes one batch of rows that expired more than the grace ago,
+// oldest first along the expiry index, skipping rows that another
+// transaction has locked (a completion about to commit, or another
+// replica's janitor). $1 batch size, $2 grace in microseconds. now() is
+// right here: the statement is its own transaction, and a stable cutoff lets
+// the index bound the scan.
+const pruneSQL = `
+DELETE FROM {{table}}
+WHERE ctid = ANY (ARRAY(
+        SELECT ctid FROM {{table}}
+        WHERE expires_at < now() - $2::bigint * interval '1 microsecond'
+        ORDER BY expires_at
+        LIMIT $1::integer
+        FOR UPDATE SKIP LOCKED))
+    AND expires_at < now() - $2::bigint * interval '1 microsecond'`
+
+// Migration bookkeeping. $1 of lockSQL is the advisory lock key.
+const (
+	lockSQL     = `SELECT pg_advisory_xact_lock($1::bigint)`
+	versionsSQL = `CREATE TABLE IF NOT EXISTS {{versions}} (
+    version    integer     PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)`
+	currentSQL = `SELECT coalesce(max(version), 0) FROM {{versions}}`
+	recordSQL  = `INSERT INTO {{versions}} (version) VALUES ($1::integer)`
+)

@@ -1,0 +1,133 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// ErrNoHold reports that InTx found no [keystore.Hold] in its context: the
+// request did not come through the geoidem middleware (or its method is not
+// covered), so there is no key to complete. Nothing was run.
+var ErrNoHold = errors.New("pgstore: no idempotency hold in the context")
+
+// finishTimeout bounds the commit and rollback that InTx runs after the
+// request context may have been canceled.
+const finishTimeout = 10 * time.Second
+
+// CompleteTx records rec as key's response for retention, fenced by token,
+// inside tx: the record becomes visible, and the key completed, only if and
+// when tx commits, together with everything else tx wrote. It fails with an
+// error wrapping [keystore.ErrLeaseLost], and changes nothing, if token no
+// longer holds key (its lease ended, by the database clock, or another claim
+// took the key over); the caller must then roll tx back, so that its writes
+// are not applied on behalf of a request that no longer owns the key.
+//
+// From its UPDATE until tx ends, tx holds the key's row lock: a claim that
+// would take the expired lease over waits, and then finds the key completed
+// (tx committed) or takes it over (tx rolled back). Run CompleteTx as the
+// last statement before Commit, to keep that window short. tx must be a
+// transaction on the store's database, at the READ COMMITTED isolation level
+// (the default); under REPEATABLE READ or SERIALIZABLE a lease renewed while
+// tx ran makes it fail with a serialization error instead.
+//
+// After a successful Commit, call MarkCompleted on the request's
+// keystore.Hold so that the middleware does not complete the key again; InTx
+// does all of this for you.
+func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, key string, token keystore.Token, rec keystore.Record, retention time.Duration) error {
+	if tx == nil {
+		return errors.New("pgstore: complete: nil transaction")
+	}
+	return s.complete(ctx, tx, key, token, rec, retention)
+}
+
+// InTx runs fn in a new transaction on the store's pool and records the
+// response fn returns as the key's record in that same transaction, so that
+// fn's writes and the record commit together or not at all. It is meant for
+// an HTTP handler behind the geoidem middleware: the key, token and
+// retention come from the [keystore.Hold] in ctx (see
+// keystore.HoldFromContext), and after the commit InTx marks the hold
+// completed, so the middleware leaves the key alone.
+//
+// In order: InTx begins a transaction, calls fn, completes the key with
+// CompleteTx, commits, calls Hold.MarkCompleted, and returns fn's record,
+// which the handler then writes to the client: later retries are replayed
+// exactly this record. fn must use tx for every write that should be applied
+// exactly once, and must not commit or roll tx back.
+//
+// If fn returns an error, InTx rolls back and returns that error (wrapped
+// with keystore.ErrLeaseLost if ctx was canceled because the lease was
+// lost): nothing is written and nothing recorded. The handler should then answer
+// with a 5xx status, so that the middleware releases the key and a retry can
+// run again. fn should not return a record with a status that must not be
+// replayed (5xx, 408, 429): InTx records whatever fn returns.
+//
+// If the hold has lost its key (its lease ran out and, possibly, another
+// request took the key over; or the middleware, failing to renew the lease,
+// canceled ctx with keystore.ErrLeaseLost as its cause), InTx rolls back and
+// returns an error wrapping keystore.ErrLeaseLost: fn's writes are discarded
+// and the other request's work stands. Any other error (a dropped
+// connection, a failed commit) also leaves the hold uncompleted; if it
+// struck during the commit, the commit may nevertheless have happened, and
+// the sender's retry then gets the recorded response replayed.
+//
+// Once the record is in, the commit runs (and a failed transaction is rolled
+// back) even if ctx is canceled meanwhile, for at most ten seconds: the key is
+// fenced by then, and abandoning a commit whose outcome the client will
+// learn from its retry would only turn a success into an ambiguous error.
+//
+// It returns ErrNoHold, running nothing, if ctx carries no hold, and an
+// error if the hold was already completed.
+func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) (keystore.Record, error)) (keystore.Record, error) {
+	hold, ok := keystore.HoldFromContext(ctx)
+	if !ok {
+		return keystore.Record{}, ErrNoHold
+	}
+	if hold.Completed() {
+		return keystore.Record{}, fmt.Errorf("pgstore: key %.16s… already completed by this request", hold.Key)
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return keystore.Record{}, leaseCause(ctx, storeErr(ctx, "begin", err))
+	}
+	defer func() {
+		// A no-op after a successful commit; after a failure it returns the
+		// connection to the pool clean, or has the pool discard it.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}()
+	rec, err := fn(tx)
+	if err != nil {
+		return keystore.Record{}, leaseCause(ctx, err)
+	}
+	if err := s.CompleteTx(ctx, tx, hold.Key, hold.Token, rec, hold.Retention); err != nil {
+		return keystore.Record{}, leaseCause(ctx, err)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if err := tx.Commit(cctx); err != nil {
+		return keystore.Record{}, fmt.Errorf("pgstore: commit: %w", err)
+	}
+	hold.MarkCompleted()
+	return rec, nil
+}
+
+// leaseCause adds keystore.ErrLeaseLost to err when ctx was canceled with it
+// as the cause: the middleware cancels a handler's context that way when it
+// fails to renew the lease, and the handler should learn that its key is
+// lost, not merely that its context ended.
+func leaseCause(ctx context.Context, err error) error {
+	if ctx.Err() == nil || errors.Is(err, keystore.ErrLeaseLost) {
+		return err
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, keystore.ErrLeaseLost) {
+		return fmt.Errorf("%w (%w)", err, cause)
+	}
+	return err
+}

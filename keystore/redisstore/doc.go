@@ -1,0 +1,116 @@
+// Package redisstore is a [keystore.Store] on Redis 7 (or later), through
+// go-redis v9: one [Store] type serves a single node, Sentinel and Cluster,
+// because it takes any [redis.UniversalClient].
+//
+// Use it when several receiving processes must share their idempotency keys:
+//
+//	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+//	store, err := redisstore.New(client, redisstore.Config{})
+//
+// # Data layout
+//
+// Each idempotency key is one Redis string key, [Config.KeyPrefix] followed by
+// the key between braces ([Store.RedisKey]): the braces are a Cluster hash
+// tag, so all of one key's data lives on one slot. The value is a status
+// byte, the request's fingerprint and then either the fencing token (in
+// flight) or the recorded response (completed) in a compact binary encoding:
+// status, header fields and the body byte for byte, with no JSON or base64
+// around it.
+//
+// Leases and retention are millisecond key expiries (PX, PEXPIRE, PTTL),
+// judged by the Redis server's clock, never by the application servers'
+// clocks. A completed key expires at the end of its retention. An in-flight
+// key expires a minute after its lease: its lease has run out when its PTTL
+// is down to that minute. For that minute the claim taking it over can
+// report [keystore.Claim.TookOver], and the stale token is fenced by the
+// expiry; after it the key is gone. Every process sharing a KeyPrefix must
+// therefore run a version of this package with the same grace.
+//
+// # Round trips
+//
+// Every operation is one Lua script run by EVALSHA: exactly one round trip.
+// When a node does not have the script cached (after a restart, a failover to
+// a fresh replica or SCRIPT FLUSH), EVALSHA fails with NOSCRIPT and the store
+// falls back to EVAL, which also caches the script: two round trips, once per
+// script and node. Claim with [Config.WaitReplicas] set is the one exception
+// (see below).
+//
+// # Fencing tokens
+//
+// Tokens are 64 random bits from crypto/rand, never zero. A counter kept in
+// Redis would expire with its key and start again, handing a returning owner
+// a token that matches someone else's claim; random tokens cannot repeat in
+// practice (two claims of one key collide with probability 2⁻⁶⁴). Extend,
+// Complete and Release succeed only for the token that holds the key and
+// only while its lease runs; otherwise they return [keystore.ErrLeaseLost]
+// and change nothing.
+//
+// # Timeouts and errors
+//
+// The store adds no timeouts of its own: they come from the client's options.
+// A command that cannot reach Redis fails after the client's DialTimeout,
+// ReadTimeout or WriteTimeout (times MaxRetries+1 and the retry backoffs, as
+// go-redis retries network errors), and the store returns an error wrapping
+// go-redis's error; the middleware answers 503 for it, without running the
+// handler. A context that is already done fails the call at once with an
+// error wrapping ctx.Err(). go-redis applies a context's deadline to the
+// socket only when the client's ContextTimeoutEnabled option is set: set it,
+// so that the middleware's store timeout bounds each call, and keep
+// ReadTimeout and WriteTimeout short as well, since a cancellation without a
+// deadline is noticed only when the command returns.
+//
+// go-redis retries a command after a network error (MaxRetries, default 3).
+// If the first attempt took effect before the connection broke, the retried
+// Complete or Release reports ErrLeaseLost although it did complete or
+// release, and a retried Claim reports the key in flight (held by its own
+// first attempt, until the lease runs out). Both fail safe: nothing runs
+// twice. Set MaxRetries to -1 if you prefer an error over these answers.
+//
+// Configure the Redis server with maxmemory-policy noeviction (or enough
+// memory): every key this store writes has a TTL, so the volatile-* policies
+// as well as allkeys-* may evict a key that is in flight, and the next
+// request with that key would run the handler a second time. With noeviction,
+// a full Redis refuses the write and the request gets 503.
+//
+// # Failover
+//
+// Redis replicates asynchronously. When a master fails after acknowledging a
+// claim but before a replica received it, the promoted replica has never seen
+// the claim: a retry of the same request claims the key again and runs while
+// the first may still be running, so two requests can both execute. Likewise
+// a completed record can be lost, and a later retry executes again instead of
+// being replayed. Sentinel and Cluster cannot prevent this; they bound it to
+// the replication lag at the moment of the failover. Expiries replicate as
+// absolute times, so after a failover the new master judges the leases and
+// retention in flight by its own clock: keep the servers' clocks in step
+// (NTP), or leases grow or shrink by the skew.
+//
+// Fencing tokens limit the damage to the store itself: the owner whose claim
+// was lost holds a token the new master does not know, so its Complete fails
+// with ErrLeaseLost and it cannot overwrite the record of the request that
+// ran after the failover. They cannot undo the handler's own side effects.
+// Make those idempotent too: write them keyed by the idempotency key (an
+// upsert, a unique constraint on the event id), or commit them in the same
+// transaction as the record, as package pgstore allows. Then a duplicate
+// execution after a failover is harmless.
+//
+// Teams that prefer latency to that risk set [Config.WaitReplicas]: every
+// Claim that acquires a key then runs WAIT on the same connection and
+// succeeds only when that many replicas acknowledged the claim within
+// [Config.WaitTimeout]; otherwise it releases the claim and fails with an
+// error wrapping [ErrNotReplicated] (the middleware answers 503 and the
+// sender retries). This trades the one-round-trip property for a second
+// round trip plus the replication delay on every first delivery (replays and
+// Extend, Complete and Release are unchanged), and it narrows the window
+// rather than closing it: WAIT does not make Redis strongly consistent, and a
+// failover can still promote a replica that had not acknowledged.
+//
+// # Cluster
+//
+// With a *redis.ClusterClient every operation goes to the master of its key's
+// slot. During a resharding an operation may meet MOVED or ASK; go-redis
+// follows the redirection within the same call (one more round trip). With
+// WaitReplicas set a redirected claim fails instead, because the WAIT must
+// run on the connection that made the claim; the middleware answers 503 and
+// the sender's retry finds the new slot owner.
+package redisstore

@@ -1,0 +1,332 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// DefaultKeyPrefix is the prefix of every Redis key a Store writes when
+// Config.KeyPrefix is empty.
+const DefaultKeyPrefix = "geoidem:"
+
+// DefaultWaitTimeout is how long a claim waits for replicas to acknowledge it
+// when Config.WaitReplicas is set and Config.WaitTimeout is zero.
+const DefaultWaitTimeout = 500 * time.Millisecond
+
+// abandonedGrace is how long an in-flight entry is kept after its lease
+// expired, so that the claim which takes it over can report
+// keystore.Claim.TookOver.
+const abandonedGrace = time.Minute
+
+// ErrNotReplicated reports that a claim made with Config.WaitReplicas set was
+// acknowledged by fewer replicas than required within Config.WaitTimeout. The
+// store has released the claim (if it could reach Redis to do so), so the
+// request was not admitted; it is safe to retry later.
+var ErrNotReplicated = errors.New("redisstore: claim not acknowledged by enough replicas")
+
+// Config holds a Store's options. Zero fields mean the documented defaults.
+type Config struct {
+	// KeyPrefix is prepended to every Redis key the store writes, so that
+	// several stores (or applications) can share one Redis database.
+	// Default DefaultKeyPrefix. It must not contain '{' or '}': the store puts
+	// the idempotency key between braces, as the Cluster hash tag.
+	KeyPrefix string
+
+	// WaitReplicas, when positive, makes every Claim that acquires a key wait
+	// until that many replicas have acknowledged it (Redis WAIT), and fail
+	// with an error wrapping ErrNotReplicated, releasing the claim, if fewer
+	// do within WaitTimeout. It costs a second round trip per acquiring
+	// Claim, plus the replication delay; see the package documentation.
+	// Requires a *redis.Client (standalone or Sentinel) or a
+	// *redis.ClusterClient. Default 0: do not wait.
+	WaitReplicas int
+
+	// WaitTimeout bounds the wait for WaitReplicas, rounded up to a
+	// millisecond. Default DefaultWaitTimeout. Ignored when WaitReplicas is 0.
+	WaitTimeout time.Duration
+}
+
+// Store is a keystore.Store on Redis, through a go-redis
+// [redis.UniversalClient]: standalone, Sentinel or Cluster. It is safe for
+// concurrent use by multiple goroutines and by any number of processes
+// sharing the same Redis and KeyPrefix.
+//
+// Each method is one Lua script run by EVALSHA: one round trip (two, EVALSHA
+// then EVAL, the first time a Redis node meets the script after a restart or
+// SCRIPT FLUSH), except a Claim with Config.WaitReplicas set.
+//
+// A Store does not own its client: closing the client is the caller's job.
+//
+// Errors other than keystore.ErrLeaseLost wrap the go-redis error (a timeout,
+// a refused connection, a Redis error reply) or, when the context is done,
+// the context's error as well; see the package documentation for how the
+// client's options bound them in time.
+type Store struct {
+	client       redis.UniversalClient
+	prefix       string
+	waitReplicas int
+	waitTimeout  time.Duration
+}
+
+var _ keystore.Store = (*Store)(nil)
+
+// New returns a Store that keeps its keys in Redis through client. It fails
+// only on a nil client or an invalid Config.
+func New(client redis.UniversalClient, cfg Config) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("redisstore: nil client")
+	}
+	s := &Store{client: client, prefix: cfg.KeyPrefix, waitReplicas: cfg.WaitReplicas, waitTimeout: cfg.WaitTimeout}
+	if s.prefix == "" {
+		s.prefix = DefaultKeyPrefix
+	}
+	if strings.ContainsAny(s.prefix, "{}") {
+		return nil, fmt.Errorf("redisstore: KeyPrefix %q contains a brace; the store adds the hash tag itself", cfg.KeyPrefix)
+	}
+	if s.waitReplicas < 0 {
+		return nil, fmt.Errorf("redisstore: negative WaitReplicas %d", cfg.WaitReplicas)
+	}
+	if s.waitTimeout < 0 {
+		return nil, fmt.Errorf("redisstore: negative WaitTimeout %v", cfg.WaitTimeout)
+	}
+	if s.waitTimeout == 0 {
+		s.waitTimeout = DefaultWaitTimeout
+	}
+	s.waitTimeout = time.Duration(ceilMillis(s.waitTimeout)) * time.Millisecond
+	if s.waitReplicas > 0 {
+		switch client.(type) {
+		case *redis.Client, *redis.ClusterClient:
+		default:
+			return nil, fmt.Errorf("redisstore: WaitReplicas needs a *redis.Client or *redis.ClusterClient, not %T", client)
+		}
+	}
+	return s, nil
+}
+
+// RedisKey returns the Redis key that holds key's entry: the prefix, then key
+// between braces. The braces make key the Cluster hash tag, so everything the
+// store keeps for one idempotency key lives on one slot whatever the key
+// contains. It is exported for operators and tests (PTTL, OBJECT, DEL).
+func (s *Store) RedisKey(key string) string {
+	return s.prefix + "{" + key + "}"
+}
+
+// Claim implements keystore.Store. The lease is judged by the Redis server's
+// clock. A Claim that takes over an expired lease reports TookOver if the
+// lease expired less than a minute ago; after that the abandoned entry has
+// been deleted and the key is simply absent.
+func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return keystore.Claim{}, fmt.Errorf("redisstore: claim: %w", err)
+	}
+	leaseMs, err := durationMillis("lease", lease)
+	if err != nil {
+		return keystore.Claim{}, err
+	}
+	token, err := newToken()
+	if err != nil {
+		return keystore.Claim{}, err
+	}
+	if s.waitReplicas > 0 {
+		return s.claimReplicated(ctx, s.RedisKey(key), fp, token, leaseMs)
+	}
+	return s.claim(ctx, s.client, s.RedisKey(key), fp, token, leaseMs)
+}
+
+func (s *Store) claim(ctx context.Context, c redis.Scripter, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (keystore.Claim, error) {
+	var v [1 + len(keystore.Fingerprint{}) + 8]byte
+	v[0] = 'i'
+	copy(v[1:], fp[:])
+	binary.BigEndian.PutUint64(v[1+len(fp):], uint64(token))
+	grace := abandonedGrace.Milliseconds()
+	res, err := claimScript.Run(ctx, c, []string{rkey}, v[:], leaseMs+grace, grace).Result()
+	if err != nil {
+		return keystore.Claim{}, opError(ctx, "claim", err)
+	}
+	claim, ok := parseClaim(res)
+	if !ok {
+		return keystore.Claim{}, fmt.Errorf("redisstore: claim: unexpected reply %.80q", fmt.Sprint(res))
+	}
+	if claim.State == keystore.Acquired {
+		claim.Token = token
+		claim.Fingerprint = fp
+	}
+	return claim, nil
+}
+
+// parseClaim decodes claimScript's reply.
+func parseClaim(res any) (keystore.Claim, bool) {
+	switch res := res.(type) {
+	case int64: // acquired
+		return keystore.Claim{State: keystore.Acquired, TookOver: res == 1}, true
+	case []any: // in flight
+		if len(res) != 2 {
+			return keystore.Claim{}, false
+		}
+		fp, ok1 := res[0].(string)
+		rem, ok2 := res[1].(int64)
+		if !ok1 || !ok2 || len(fp) != len(keystore.Fingerprint{}) || rem <= 0 {
+			return keystore.Claim{}, false
+		}
+		c := keystore.Claim{State: keystore.InFlight, LeaseRemaining: time.Duration(rem) * time.Millisecond}
+		copy(c.Fingerprint[:], fp)
+		return c, true
+	case string: // completed: the stored value
+		const head = 1 + len(keystore.Fingerprint{})
+		if len(res) < head || res[0] != 'c' {
+			return keystore.Claim{}, false
+		}
+		rec, err := decodeRecord(res[head:])
+		if err != nil {
+			return keystore.Claim{}, false
+		}
+		c := keystore.Claim{State: keystore.Completed, Record: rec}
+		copy(c.Fingerprint[:], res[1:head])
+		return c, true
+	}
+	return keystore.Claim{}, false
+}
+
+// claimReplicated claims on one connection to the key's master, then runs
+// WAIT on the same connection (WAIT counts the replicas that acknowledged
+// the writes of its own connection).
+func (s *Store) claimReplicated(ctx context.Context, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (keystore.Claim, error) {
+	var node *redis.Client
+	switch c := s.client.(type) {
+	case *redis.Client:
+		node = c
+	case *redis.ClusterClient:
+		var err error
+		if node, err = c.MasterForKey(ctx, rkey); err != nil {
+			return keystore.Claim{}, opError(ctx, "claim", err)
+		}
+	}
+	conn := node.Conn()
+	defer conn.Close()
+	claim, err := s.claim(ctx, conn, rkey, fp, token, leaseMs)
+	if err != nil || claim.State != keystore.Acquired {
+		return claim, err
+	}
+	n, err := conn.Wait(ctx, s.waitReplicas, s.waitTimeout).Result()
+	if err == nil && n >= int64(s.waitReplicas) {
+		return claim, nil
+	}
+	// Not admitted: give the key back, so that a retry need not wait for the
+	// lease to run out, even if ctx has ended (the client's timeouts bound
+	// the attempt). If this fails too, the lease runs out on its own.
+	tok := tokenBytes(token)
+	_ = releaseScript.Run(context.WithoutCancel(ctx), conn, []string{rkey}, tok[:], abandonedGrace.Milliseconds()).Err()
+	if err != nil {
+		return keystore.Claim{}, opError(ctx, "claim: wait for replicas", err)
+	}
+	return keystore.Claim{}, fmt.Errorf("%w: %d of %d acknowledged within %v", ErrNotReplicated, n, s.waitReplicas, s.waitTimeout)
+}
+
+// Extend implements keystore.Store.
+func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, lease time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstore: extend: %w", err)
+	}
+	leaseMs, err := durationMillis("lease", lease)
+	if err != nil {
+		return err
+	}
+	tok := tokenBytes(token)
+	grace := abandonedGrace.Milliseconds()
+	return s.held(ctx, "extend", extendScript, key, tok[:], grace, leaseMs+grace)
+}
+
+// Complete implements keystore.Store. The record is stored in a compact
+// binary encoding, its body byte for byte; it expires retention from now by
+// the Redis server's clock.
+func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec keystore.Record, retention time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstore: complete: %w", err)
+	}
+	retMs, err := durationMillis("retention", retention)
+	if err != nil {
+		return err
+	}
+	tok := tokenBytes(token)
+	enc := appendRecord(make([]byte, 0, recordSize(rec)), rec)
+	return s.held(ctx, "complete", completeScript, key, tok[:], abandonedGrace.Milliseconds(), enc, retMs)
+}
+
+// Release implements keystore.Store.
+func (s *Store) Release(ctx context.Context, key string, token keystore.Token) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstore: release: %w", err)
+	}
+	tok := tokenBytes(token)
+	return s.held(ctx, "release", releaseScript, key, tok[:], abandonedGrace.Milliseconds())
+}
+
+// held runs one of the scripts that act only for the token holding key.
+func (s *Store) held(ctx context.Context, op string, script *redis.Script, key string, args ...any) error {
+	n, err := script.Run(ctx, s.client, []string{s.RedisKey(key)}, args...).Int64()
+	if err != nil {
+		return opError(ctx, op, err)
+	}
+	if n != 1 {
+		return keystore.ErrLeaseLost
+	}
+	return nil
+}
+
+// opError wraps a failed command's error, and the context's error too when
+// the context ended while the command ran.
+func opError(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("redisstore: %s: %w: %w", op, cerr, err)
+	}
+	return fmt.Errorf("redisstore: %s: %w", op, err)
+}
+
+// durationMillis returns d in milliseconds, rounded up; d must be positive.
+func durationMillis(what string, d time.Duration) (int64, error) {
+	if d <= 0 {
+		return 0, fmt.Errorf("redisstore: %s %v is not positive", what, d)
+	}
+	return ceilMillis(d), nil
+}
+
+func ceilMillis(d time.Duration) int64 {
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
+}
+
+// newToken returns a random nonzero token. Tokens are 64 random bits from
+// crypto/rand rather than a counter, because a counter kept in Redis would
+// expire with its key (and restart at 1), and a counter kept in the process
+// would repeat across processes; two claims of one key draw the same token
+// with probability 2⁻⁶⁴.
+func newToken() (keystore.Token, error) {
+	var b [8]byte
+	for range 8 {
+		if _, err := rand.Read(b[:]); err != nil {
+			return 0, fmt.Errorf("redisstore: fencing token: %w", err)
+		}
+		if t := keystore.Token(binary.BigEndian.Uint64(b[:])); t != 0 {
+			return t, nil
+		}
+	}
+	return 0, errors.New("redisstore: fencing token: random source returns zeros")
+}
+
+func tokenBytes(t keystore.Token) [8]byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(t))
+	return b
+}

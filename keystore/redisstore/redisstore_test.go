@@ -1,0 +1,330 @@
+package redisstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/keystoretest"
+	"github.com/geoidem/geoidem/keystore/redisstore"
+)
+
+// standaloneAddr is the shared Redis 7 of these machines (.ci/run starts it).
+const standaloneAddr = "127.0.0.1:6379"
+
+// standaloneClient returns a client of the shared Redis, failing the test
+// (never skipping it) when Redis cannot be reached.
+func standaloneClient(t testing.TB) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: standaloneAddr})
+	t.Cleanup(func() { c.Close() })
+	ping(t, c, standaloneAddr)
+	return c
+}
+
+// clusterClient returns a client of the test run's Redis Cluster.
+func clusterClient(t testing.TB) *redis.ClusterClient {
+	t.Helper()
+	addrs := clusterAddrs(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { c.Close() })
+	ping(t, c, strings.Join(addrs, ","))
+	return c
+}
+
+func ping(t testing.TB, c redis.UniversalClient, addr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("Redis at %s is unreachable (these tests need it and never skip): %v", addr, err)
+	}
+}
+
+// newStore returns a Store on client with a key prefix of its own, and
+// deletes the prefix's keys, through cleanup, when the test ends. cleanup
+// may differ from client when client's path to Redis is broken on purpose.
+func newStore(t testing.TB, client, cleanup redis.UniversalClient, cfg redisstore.Config) *redisstore.Store {
+	t.Helper()
+	if cfg.KeyPrefix == "" {
+		cfg.KeyPrefix = randomPrefix(t)
+	}
+	s, err := redisstore.New(client, cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { deletePrefix(t, cleanup, cfg.KeyPrefix) })
+	return s
+}
+
+func randomPrefix(t testing.TB) string {
+	t.Helper()
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return "geoidem-test:" + hex.EncodeToString(b[:]) + ":"
+}
+
+// deletePrefix deletes every key that starts with prefix, on every master.
+func deletePrefix(t testing.TB, c redis.UniversalClient, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	del := func(ctx context.Context, c redis.UniversalClient) error {
+		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		var batch []string
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, k := range batch {
+					p.Unlink(ctx, k)
+				}
+				return nil
+			})
+			batch = batch[:0]
+			return err
+		}
+		for iter.Next(ctx) {
+			batch = append(batch, iter.Val())
+			if len(batch) == 1000 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return err
+		}
+		return flush()
+	}
+	var err error
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return del(ctx, n) })
+	} else {
+		err = del(ctx, c)
+	}
+	if err != nil {
+		t.Errorf("deleting the test's keys (prefix %s): %v", prefix, err)
+	}
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	client := standaloneClient(t)
+	keystoretest.Run(t, func(t *testing.T) keystore.Store {
+		return newStore(t, client, client, redisstore.Config{})
+	})
+}
+
+func TestConformanceCluster(t *testing.T) {
+	t.Parallel()
+	client := clusterClient(t)
+	keystoretest.Run(t, func(t *testing.T) keystore.Store {
+		return newStore(t, client, client, redisstore.Config{})
+	})
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: standaloneAddr})
+	defer client.Close()
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": standaloneAddr}})
+	defer ring.Close()
+	for _, tc := range []struct {
+		name   string
+		client redis.UniversalClient
+		cfg    redisstore.Config
+	}{
+		{"NilClient", nil, redisstore.Config{}},
+		{"OpenBraceInPrefix", client, redisstore.Config{KeyPrefix: "app{"}},
+		{"HashTagInPrefix", client, redisstore.Config{KeyPrefix: "{app}:"}},
+		{"NegativeWaitReplicas", client, redisstore.Config{WaitReplicas: -1}},
+		{"NegativeWaitTimeout", client, redisstore.Config{WaitReplicas: 1, WaitTimeout: -time.Second}},
+		{"WaitReplicasOnRing", ring, redisstore.Config{WaitReplicas: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if s, err := redisstore.New(tc.client, tc.cfg); err == nil {
+				t.Errorf("New(%T, %+v) = %v, nil; want an error", tc.client, tc.cfg, s)
+			}
+		})
+	}
+	if _, err := redisstore.New(ring, redisstore.Config{}); err != nil {
+		t.Errorf("New(ring) without WaitReplicas: %v", err)
+	}
+}
+
+func TestRedisKeyCarriesHashTag(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: standaloneAddr})
+	defer client.Close()
+	s, err := redisstore.New(client, redisstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.RedisKey("abc"), redisstore.DefaultKeyPrefix+"{abc}"; got != want {
+		t.Errorf("RedisKey(abc) = %q, want %q", got, want)
+	}
+	s, err = redisstore.New(client, redisstore.Config{KeyPrefix: "tenant-7:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.RedisKey("abc"), "tenant-7:{abc}"; got != want {
+		t.Errorf("RedisKey(abc) = %q, want %q", got, want)
+	}
+}
+
+// In a Cluster the entry lands on the slot of the idempotency key itself,
+// whatever the prefix: the hash tag works.
+func TestClusterSlotIsKeySlot(t *testing.T) {
+	t.Parallel()
+	client := clusterClient(t)
+	s := newStore(t, client, client, redisstore.Config{})
+	ctx := t.Context()
+	for range 20 {
+		key := keystoretest.Key(t)
+		want, err := client.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := client.ClusterKeySlot(ctx, s.RedisKey(key)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("RedisKey(%s) hashes to slot %d, the key itself to %d", key, got, want)
+		}
+		c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+		if err != nil || c.State != keystore.Acquired {
+			t.Fatalf("Claim: %v %v", c.State, err)
+		}
+		if err := s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 200}, time.Minute); err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+	}
+	// Keys with braces of their own still map to one Redis key each.
+	suffix := keystoretest.Key(t)[:16]
+	for _, key := range []string{"{" + suffix, suffix + "}", "}{" + suffix, "{}" + suffix, "{" + suffix + "}x"} {
+		c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+		if err != nil || c.State != keystore.Acquired {
+			t.Fatalf("Claim(%q): %v %v", key, c.State, err)
+		}
+		if err := s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 200, Body: []byte(key)}, time.Minute); err != nil {
+			t.Fatalf("Complete(%q): %v", key, err)
+		}
+		r, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+		if err != nil || r.State != keystore.Completed || string(r.Record.Body) != key {
+			t.Fatalf("replay of %q: %v %v %q", key, r.State, err, r.Record.Body)
+		}
+	}
+}
+
+// The stored entry's expiry is the lease plus the takeover grace while in
+// flight, and the retention once completed, in milliseconds; the record is
+// stored compactly, its body byte for byte.
+func TestExpiriesAndEncoding(t *testing.T) {
+	t.Parallel()
+	client := standaloneClient(t)
+	s := newStore(t, client, client, redisstore.Config{})
+	ctx := t.Context()
+	key := keystoretest.Key(t)
+	c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, 10*time.Second+time.Nanosecond)
+	if err != nil || c.State != keystore.Acquired {
+		t.Fatalf("Claim: %v %v", c.State, err)
+	}
+	ttl, err := client.PTTL(ctx, s.RedisKey(key)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 10s+1ns rounds up to 10.001s, plus a minute of grace.
+	if want := 70*time.Second + time.Millisecond; ttl > want || ttl < want-5*time.Second {
+		t.Errorf("in-flight PTTL = %v, want about %v (lease, rounded up to a millisecond, plus grace)", ttl, want)
+	}
+	in, err := s.Claim(ctx, key, keystore.Fingerprint{2}, time.Minute)
+	if err != nil || in.State != keystore.InFlight {
+		t.Fatalf("second Claim: %v %v", in.State, err)
+	}
+	if in.LeaseRemaining > 10*time.Second+time.Millisecond || in.LeaseRemaining < 5*time.Second {
+		t.Errorf("LeaseRemaining = %v, want just under 10.001s", in.LeaseRemaining)
+	}
+	body := []byte(`{"id":"feature-1"}`)
+	rec := keystore.Record{StatusCode: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}
+	if err := s.Complete(ctx, key, c.Token, rec, 90*time.Minute); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	ttl, err = client.PTTL(ctx, s.RedisKey(key)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 90 * time.Minute; ttl > want || ttl < want-5*time.Second {
+		t.Errorf("completed PTTL = %v, want about %v", ttl, want)
+	}
+	v, err := client.Get(ctx, s.RedisKey(key)).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1 status byte, 32 of fingerprint, the record: status (2), one field
+	// (1), name (1+12), one value (1+1+16), body.
+	if want := 1 + 32 + 2 + 1 + 13 + 1 + 17 + len(body); len(v) != want {
+		t.Errorf("stored value is %d bytes, want %d", len(v), want)
+	}
+	if !strings.HasSuffix(string(v), string(body)) {
+		t.Errorf("stored value %q does not end with the body byte for byte", v)
+	}
+}
+
+// A Redis key under the store's prefix that holds something else is an
+// error, never mistaken for an absent key or a lost lease.
+func TestForeignValueIsAnError(t *testing.T) {
+	t.Parallel()
+	client := standaloneClient(t)
+	s := newStore(t, client, client, redisstore.Config{})
+	ctx := t.Context()
+	str, hash := keystoretest.Key(t), keystoretest.Key(t)
+	if err := client.Set(ctx, s.RedisKey(str), "hello", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.HSet(ctx, s.RedisKey(hash), "a", "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{str, hash} {
+		if c, err := s.Claim(ctx, key, keystore.Fingerprint{}, time.Minute); err == nil || errors.Is(err, keystore.ErrLeaseLost) {
+			t.Errorf("Claim of a key holding a foreign value = %v, %v; want an error that is not ErrLeaseLost", c.State, err)
+		}
+	}
+	if got, _ := client.Get(ctx, s.RedisKey(str)).Result(); got != "hello" {
+		t.Errorf("the foreign value became %q", got)
+	}
+}
+
+func TestNonPositiveDurations(t *testing.T) {
+	client := standaloneClient(t)
+	s := newStore(t, client, client, redisstore.Config{})
+	ctx := t.Context()
+	key := keystoretest.Key(t)
+	for _, d := range []time.Duration{0, -time.Second} {
+		if _, err := s.Claim(ctx, key, keystore.Fingerprint{}, d); err == nil {
+			t.Errorf("Claim with lease %v succeeded", d)
+		}
+	}
+	c, err := s.Claim(ctx, key, keystore.Fingerprint{}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Extend(ctx, key, c.Token, 0); err == nil || errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Extend with lease 0: %v, want a non-ErrLeaseLost error", err)
+	}
+	if err := s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 200}, 0); err == nil || errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Complete with retention 0: %v, want a non-ErrLeaseLost error", err)
+	}
+	if err := s.Release(ctx, key, c.Token); err != nil {
+		t.Errorf("Release after the refused calls: %v", err)
+	}
+}

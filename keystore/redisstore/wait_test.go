@@ -1,0 +1,113 @@
+package redisstore_test
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/keystoretest"
+	"github.com/geoidem/geoidem/keystore/redisstore"
+)
+
+// replicatedPair starts a private master and one replica of it, and returns
+// a client of the master once the replica is online.
+func replicatedPair(t *testing.T) *redis.Client {
+	t.Helper()
+	master := privateServer(t, "--repl-diskless-sync-delay", "0")
+	host, port, _ := strings.Cut(master.addr, ":")
+	privateServer(t, "--replicaof", host, port)
+	client := redis.NewClient(&redis.Options{Addr: master.addr})
+	t.Cleanup(func() { client.Close() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		info, err := client.Info(t.Context(), "replication").Result()
+		if err == nil && strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online") {
+			return client
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica not online after 20s: %v\n%s", err, info)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestWaitReplicas(t *testing.T) {
+	t.Parallel()
+	client := replicatedPair(t)
+	h := new(commandCounter)
+	client.AddHook(h)
+	ctx := t.Context()
+	prefix := randomPrefix(t)
+	plain := newStore(t, client, client, redisstore.Config{KeyPrefix: prefix})
+
+	t.Run("Acknowledged", func(t *testing.T) {
+		s := newStore(t, client, client, redisstore.Config{KeyPrefix: prefix, WaitReplicas: 1})
+		warmScripts(t, s)
+		key := keystoretest.Key(t)
+		var c keystore.Claim
+		expectCommands(t, h, "claim with WaitReplicas 1", []string{"evalsha", "wait"}, func() error {
+			var err error
+			c, err = s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+			if err == nil && c.State != keystore.Acquired {
+				err = errors.New(c.State.String())
+			}
+			return err
+		})
+		expectCommands(t, h, "in-flight claim with WaitReplicas 1", []string{"evalsha"}, func() error {
+			_, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+			return err
+		})
+		expectCommands(t, h, "complete with WaitReplicas 1", []string{"evalsha"}, func() error {
+			return s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 201}, time.Minute)
+		})
+		expectCommands(t, h, "replay with WaitReplicas 1", []string{"evalsha"}, func() error {
+			_, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+			return err
+		})
+	})
+
+	t.Run("NotAcknowledged", func(t *testing.T) {
+		const timeout = 100 * time.Millisecond
+		s := newStore(t, client, client, redisstore.Config{KeyPrefix: prefix, WaitReplicas: 2, WaitTimeout: timeout})
+		key := keystoretest.Key(t)
+		start := time.Now()
+		c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+		elapsed := time.Since(start)
+		if !errors.Is(err, redisstore.ErrNotReplicated) || errors.Is(err, keystore.ErrLeaseLost) {
+			t.Fatalf("Claim with WaitReplicas 2 and one replica = %v, %v; want ErrNotReplicated", c.State, err)
+		}
+		if elapsed < timeout || elapsed > 10*timeout {
+			t.Errorf("the failed claim took %v; WAIT's timeout is %v", elapsed, timeout)
+		}
+		// The refused claim was released: the key is absent, not in flight.
+		again, err := plain.Claim(ctx, key, keystore.Fingerprint{2}, time.Minute)
+		if err != nil || again.State != keystore.Acquired || again.TookOver {
+			t.Fatalf("Claim after the refused one = %v (took over %v), %v; want acquired from absent", again.State, again.TookOver, err)
+		}
+	})
+}
+
+// On a Cluster the WAIT runs on the key's master; this test cluster has no
+// replicas, so a claim that asks for one is refused and released.
+func TestWaitReplicasCluster(t *testing.T) {
+	t.Parallel()
+	client := clusterClient(t)
+	prefix := randomPrefix(t)
+	s := newStore(t, client, client, redisstore.Config{KeyPrefix: prefix, WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond})
+	plain := newStore(t, client, client, redisstore.Config{KeyPrefix: prefix})
+	ctx := t.Context()
+	for i := range 6 {
+		key := keystoretest.Key(t) + strconv.Itoa(i)
+		if _, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute); !errors.Is(err, redisstore.ErrNotReplicated) {
+			t.Fatalf("Claim needing a replica on a cluster without any: %v, want ErrNotReplicated", err)
+		}
+		if c, err := plain.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute); err != nil || c.State != keystore.Acquired || c.TookOver {
+			t.Fatalf("Claim after the refused one: %v %v", c.State, err)
+		}
+	}
+}
