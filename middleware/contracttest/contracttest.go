@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"mime"
 	"net/http"
@@ -287,6 +288,7 @@ var backoff = client.Backoff{Base: 5 * time.Millisecond, Cap: 50 * time.Millisec
 // and attempt log.
 type sender struct {
 	*client.Sender
+	hc       *http.Client
 	clock    *scaledClock
 	attempts *attempts
 	suite    *suite
@@ -297,9 +299,9 @@ func (s *suite) sender(t *testing.T, maxAttempts int) *sender {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	t.Cleanup(tr.CloseIdleConnections)
-	snd := &sender{clock: new(scaledClock), attempts: new(attempts), suite: s}
+	snd := &sender{hc: &http.Client{Transport: tr}, clock: new(scaledClock), attempts: new(attempts), suite: s}
 	var err error
-	snd.Sender, err = client.New(&http.Client{Transport: tr}, client.Config{
+	snd.Sender, err = client.New(snd.hc, client.Config{
 		Backoff:        backoff,
 		MaxAttempts:    maxAttempts,
 		AttemptTimeout: 10 * time.Second,
@@ -311,6 +313,36 @@ func (s *suite) sender(t *testing.T, maxAttempts int) *sender {
 		t.Fatalf("contracttest: client.New: %v", err)
 	}
 	return snd
+}
+
+// warm opens n connections to base and leaves them idle in the sender's
+// pool, so that n deliveries started together reach the receiver together
+// rather than one connection set-up apart. Each connection carries a
+// request with an empty key and no body, which the middleware answers 400
+// without claiming or running anything (even with Config.KeyOptional).
+func (snd *sender) warm(t *testing.T, base string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			<-gate
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, snd.suite.ingestURL(base), http.NoBody)
+			if err != nil {
+				return
+			}
+			for k, vs := range snd.suite.header {
+				req.Header[k] = append([]string(nil), vs...)
+			}
+			req.Header.Set("Idempotency-Key", "")
+			if resp, err := snd.hc.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+		})
+	}
+	close(gate)
+	wg.Wait()
 }
 
 // deliver delivers body under key to the ingest path at base.

@@ -45,14 +45,19 @@
 //     the same key and body, is answered with Idempotent-Replayed: true and
 //     the status and body the receiver answered first.
 //   - ConcurrentDuplicatesExecuteOnce: 50 concurrent deliveries of one
-//     payload under one key all end with the same status and body, and
-//     exactly one of them was not a replay (409 in flight is allowed on the
-//     way: the sender retries it after its Retry-After).
+//     payload under one key, on connections opened beforehand so that they
+//     arrive together, all end with the same status and body, and exactly
+//     one of them was not a replay (409 in flight is allowed on the way: the
+//     sender retries it after its Retry-After). The suite logs how many
+//     attempts met 409: a receiver whose handler finishes in microseconds
+//     may be done before any duplicate arrives.
 //   - KeyReuseWithAnotherPayloadIs422: another payload under a used key is
 //     answered 422 with a key-reused problem document, at once and without
 //     retries, and the first payload's answer is still replayed afterwards.
 //   - InvalidGeometryIs422AndNotRetried: [Target.InvalidPayload] is answered
-//     422 with a problem document after exactly one attempt.
+//     422 with a problem document after exactly one attempt, and the ingest
+//     handler does not run. [Target.SkipInvalidGeometry] skips it, visibly,
+//     for a receiver without a validator.
 //   - RetryAfterIsHonoured: a proxy answers the first attempt itself, 503
 //     with Retry-After in delta-seconds, and 429 with Retry-After as an
 //     HTTP-date; the sender waits that long (on a fake clock: nothing really

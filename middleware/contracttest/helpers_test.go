@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/geojson"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -21,6 +23,9 @@ import (
 // the feature and the execution.
 type ingest struct {
 	runs atomic.Int64
+	// work is how long each execution takes, so that concurrent duplicates
+	// really overlap it.
+	work time.Duration
 }
 
 func (h *ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -37,6 +42,7 @@ func (h *ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := h.runs.Add(1)
+	time.Sleep(h.work)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Location", "/features/1")
 	http.SetCookie(w, &http.Cookie{Name: "session", Value: "s3cret"})
@@ -46,11 +52,39 @@ func (h *ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *ingest) executions() int { return int(h.runs.Load()) }
 
-// wrapped returns h behind the middleware, with a memory store and the
-// GeoJSON validator, as the package documentation wires it.
+// ringValidator rejects a Feature whose Polygon has a ring that is not
+// closed: a stand-in for geojson.RequestValidator, which production wires
+// here, so that these tests do not depend on the geojson package.
+var ringValidator = middleware.ValidatorFunc(func(_ *http.Request, body []byte) error {
+	var f struct {
+		Geometry *struct {
+			Type        string          `json:"type"`
+			Coordinates json.RawMessage `json:"coordinates"`
+		} `json:"geometry"`
+	}
+	if err := json.Unmarshal(body, &f); err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	if f.Geometry == nil || f.Geometry.Type != "Polygon" {
+		return nil
+	}
+	var rings [][][]float64
+	if err := json.Unmarshal(f.Geometry.Coordinates, &rings); err != nil {
+		return fmt.Errorf("/geometry/coordinates: %w", err)
+	}
+	for i, ring := range rings {
+		if len(ring) < 4 || !slices.Equal(ring[0], ring[len(ring)-1]) {
+			return fmt.Errorf("/geometry/coordinates/%d: a linear ring needs 4 or more positions, the first and last identical", i)
+		}
+	}
+	return nil
+})
+
+// wrapped returns h behind the middleware, with store and a validator, as
+// the package documentation wires it.
 func wrapped(t testing.TB, store keystore.Store, h http.Handler) http.Handler {
 	t.Helper()
-	idem, err := middleware.New(store, middleware.Config{Validator: geojson.RequestValidator{}})
+	idem, err := middleware.New(store, middleware.Config{Validator: ringValidator})
 	if err != nil {
 		t.Fatalf("middleware.New: %v", err)
 	}
@@ -106,4 +140,89 @@ func (w *cookieWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w *cookieWriter) Write(p []byte) (int, error) { return w.ResponseWriter.Write(p) }
+// wrappedWithout is wrapped without the validator.
+func wrappedWithout(t testing.TB, h http.Handler) http.Handler {
+	t.Helper()
+	idem, err := middleware.New(newStore(), middleware.Config{})
+	if err != nil {
+		t.Fatalf("middleware.New: %v", err)
+	}
+	return idem.Handler(h)
+}
+
+// checkThenSetStore has the bug nearly every idempotency library has had:
+// Claim reads the key, and only later, in a separate step, takes it, so
+// concurrent Claims of an absent key can all acquire it.
+type checkThenSetStore struct {
+	mu    sync.Mutex
+	token keystore.Token
+	keys  map[string]*checkThenSetEntry
+}
+
+type checkThenSetEntry struct {
+	fp    keystore.Fingerprint
+	token keystore.Token // zero once completed
+	rec   keystore.Record
+}
+
+func (s *checkThenSetStore) Claim(_ context.Context, key string, fp keystore.Fingerprint, _ time.Duration) (keystore.Claim, error) {
+	s.mu.Lock()
+	e, ok := s.keys[key]
+	var c keystore.Claim
+	switch {
+	case ok && e.token != 0:
+		c = keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: time.Second}
+	case ok:
+		c = keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: e.rec.Clone()}
+	}
+	s.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	time.Sleep(20 * time.Millisecond) // the window between the check and the set
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		s.keys = map[string]*checkThenSetEntry{}
+	}
+	s.token++
+	s.keys[key] = &checkThenSetEntry{fp: fp, token: s.token}
+	return keystore.Claim{State: keystore.Acquired, Token: s.token, Fingerprint: fp}, nil
+}
+
+func (s *checkThenSetStore) held(key string, token keystore.Token) *checkThenSetEntry {
+	if e := s.keys[key]; e != nil && e.token == token {
+		return e
+	}
+	return nil
+}
+
+func (s *checkThenSetStore) Extend(_ context.Context, key string, token keystore.Token, _ time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held(key, token) == nil {
+		return keystore.ErrLeaseLost
+	}
+	return nil
+}
+
+func (s *checkThenSetStore) Complete(_ context.Context, key string, token keystore.Token, rec keystore.Record, _ time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.held(key, token)
+	if e == nil {
+		return keystore.ErrLeaseLost
+	}
+	e.token, e.rec = 0, rec.Clone()
+	return nil
+}
+
+func (s *checkThenSetStore) Release(_ context.Context, key string, token keystore.Token) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held(key, token) == nil {
+		return keystore.ErrLeaseLost
+	}
+	delete(s.keys, key)
+	return nil
+}

@@ -83,8 +83,9 @@ func (s *suite) testLostAcknowledgement(t *testing.T) {
 
 func (s *suite) testConcurrentDuplicates(t *testing.T) {
 	const n = 50
-	executed := s.expectExecutions(t, ruleConcurrent)
 	snd := s.sender(t, 20)
+	snd.warm(t, s.base, n)
+	executed := s.expectExecutions(t, ruleConcurrent)
 	key, body := s.key(t), s.payload()
 
 	type outcome struct {
@@ -113,6 +114,7 @@ func (s *suite) testConcurrentDuplicates(t *testing.T) {
 	counts := map[group]int{}
 	var order []group
 	fresh, conflicts := 0, 0
+	var executedAnswer client.Result
 	for _, o := range out {
 		g := group{status: o.res.StatusCode, replayed: o.res.Replayed, body: string(o.res.Body)}
 		if o.err != nil {
@@ -124,6 +126,7 @@ func (s *suite) testConcurrentDuplicates(t *testing.T) {
 		counts[g]++
 		if o.err == nil && !o.res.Replayed {
 			fresh++
+			executedAnswer = o.res
 		}
 	}
 	for _, a := range snd.attempts.all() {
@@ -132,24 +135,19 @@ func (s *suite) testConcurrentDuplicates(t *testing.T) {
 		}
 	}
 	var summary strings.Builder
-	for _, g := range order {
+	for i, g := range order {
+		if i == 8 {
+			fmt.Fprintf(&summary, "\n\t\t… and %d other answers", len(order)-i)
+			break
+		}
 		fmt.Fprintf(&summary, "\n\t\t%d× status %d, Idempotent-Replayed: %t, body %s", counts[g], g.status, g.replayed, quote([]byte(g.body)))
 		if g.err != "" {
 			fmt.Fprintf(&summary, ", error: %s", g.err)
 		}
 	}
-	var executedAnswer *client.Result
-	for i, o := range out {
-		if o.err == nil && !o.res.Replayed {
-			executedAnswer = &out[i].res
-		}
-	}
-	switch {
-	case len(order) == 1 && order[0].err == "" && fresh == 1:
-		// n == 1: nothing to compare.
-	case fresh != 1:
+	if fresh != 1 {
 		t.Errorf("%s\n\t%d of the %d deliveries were answered without Idempotent-Replayed: true, want exactly 1; they ended:%s", ruleConcurrent, fresh, n, summary.String())
-	default:
+	} else {
 		for _, g := range order {
 			if g.err != "" || g.status != executedAnswer.StatusCode || g.body != string(executedAnswer.Body) {
 				t.Errorf("%s\n\tnot every delivery ended with the executed answer (%d %s); they ended:%s",
@@ -159,6 +157,9 @@ func (s *suite) testConcurrentDuplicates(t *testing.T) {
 		}
 	}
 	t.Logf("%d concurrent deliveries, %d attempts in all, %d of them answered 409 in flight", n, len(snd.attempts.all()), conflicts)
+	if conflicts == 0 && fresh == 1 {
+		t.Logf("no duplicate overlapped the original, which finished first: against a receiver this fast the rule shows less")
+	}
 	executed(1)
 }
 
