@@ -132,6 +132,9 @@ func FuzzParseKey(f *testing.F) {
 				t.Fatalf("ParseKey(%q) accepted byte 0x%02x", field, key[i])
 			}
 		}
+		if !strings.HasPrefix(strings.TrimLeft(field, " \t"), `"`) && strings.Contains(key, ",") {
+			t.Fatalf("ParseKey(%q) accepted a bare key with a comma", field)
+		}
 		// Quoting the key as an sf-string gives it back.
 		quoted := `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(key) + `"`
 		if again, err := middleware.ParseKey(quoted); err != nil || again != key {

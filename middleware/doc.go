@@ -59,8 +59,8 @@
 //
 // # Fingerprints
 //
-// The store keeps a SHA-256 fingerprint of method, path and body with each
-// key; a retry must match it. With Config.CanonicalJSON the body's RFC 8785
+// The store keeps a SHA-256 fingerprint of method, path, query and body
+// with each key; a retry must match it. With Config.CanonicalJSON the body's RFC 8785
 // canonical form is hashed instead, so a sender that re-serialises its
 // payload (from a dead-letter queue, say) still matches.
 //

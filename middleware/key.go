@@ -21,8 +21,10 @@ var ErrMalformedKey = errors.New("malformed idempotency key")
 // The value may be an RFC 9651 structured-field String ("…", with \" and \\
 // as its only escapes), as the Idempotency-Key draft specifies, or a bare
 // value, as many senders send it. Surrounding spaces and tabs are ignored.
-// The key must be 1 to MaxKeyLen printable ASCII characters (0x20 to 0x7E);
-// a bare value must not start with a quote. Errors wrap ErrMalformedKey and
+// The key must be 1 to MaxKeyLen printable ASCII characters (0x20 to 0x7E).
+// A bare value must not start with a quote nor contain a comma: a comma is
+// what an intermediary puts between two Idempotency-Key fields it combined
+// into one (RFC 9110 section 5.3), so a key with a comma must be quoted. Errors wrap ErrMalformedKey and
 // say what is wrong without echoing the value.
 func ParseKey(field string) (string, error) {
 	v := strings.Trim(field, " \t")
@@ -30,6 +32,9 @@ func ParseKey(field string) (string, error) {
 		return "", fmt.Errorf("%w: the value is empty", ErrMalformedKey)
 	}
 	if v[0] != '"' {
+		if strings.IndexByte(v, ',') >= 0 {
+			return "", fmt.Errorf("%w: a bare key must not contain a comma (two keys combined into one field?); quote it as a structured-field string", ErrMalformedKey)
+		}
 		return checkKey(v)
 	}
 	// An sf-string: DQUOTE *( unescaped / "\" ( DQUOTE / "\" ) ) DQUOTE

@@ -351,7 +351,9 @@ func (m *Middleware) readBody(r *http.Request) ([]byte, error) {
 }
 
 // fingerprint hashes what must match between a request and its retries:
-// the method, the path and the body (or the body's canonical form).
+// the method, the path, the query and the body (or the body's canonical
+// form). The query is included so that, say, ?dry-run=1 and a real run
+// under one key are a mismatch, not a replay of each other.
 func (m *Middleware) fingerprint(r *http.Request, body []byte) keystore.Fingerprint {
 	content := body
 	if m.canonical && len(body) > 0 {
@@ -361,10 +363,11 @@ func (m *Middleware) fingerprint(r *http.Request, body []byte) keystore.Fingerpr
 	}
 	const prefix = "geoidem fingerprint v1\x00"
 	var stack [4096]byte // small requests hash from the stack, without allocating
-	if n := len(prefix) + len(r.Method) + len(r.URL.Path) + 2 + len(content); n <= len(stack) {
+	if n := len(prefix) + len(r.Method) + len(r.URL.Path) + len(r.URL.RawQuery) + 3 + len(content); n <= len(stack) {
 		b := append(stack[:0], prefix...)
 		b = append(append(b, r.Method...), 0)
 		b = append(append(b, r.URL.Path...), 0)
+		b = append(append(b, r.URL.RawQuery...), 0)
 		return sha256.Sum256(append(b, content...))
 	}
 	h := hashers.Get().(hash.Hash)
@@ -374,6 +377,8 @@ func (m *Middleware) fingerprint(r *http.Request, body []byte) keystore.Fingerpr
 	io.WriteString(h, r.Method)
 	h.Write([]byte{0})
 	io.WriteString(h, r.URL.Path)
+	h.Write([]byte{0})
+	io.WriteString(h, r.URL.RawQuery)
 	h.Write([]byte{0})
 	h.Write(content)
 	var fp keystore.Fingerprint

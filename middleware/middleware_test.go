@@ -75,6 +75,7 @@ func TestMalformedKeys(t *testing.T) {
 		"after closing quote":  `"abc"def`,
 		"sf-string over limit": `"` + strings.Repeat("k", 256) + `"`,
 		"tab inside":           "a\tb",
+		"two keys combined":    "key-1, key-2",
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := post("", feature)
@@ -102,7 +103,8 @@ func TestParseKeyAccepts(t *testing.T) {
 		"inner space":                            "inner space",
 		strings.Repeat("k", 255):                 strings.Repeat("k", 255),
 		`"` + strings.Repeat("k", 255) + `"`:     strings.Repeat("k", 255),
-		"~!#$%&'()*+,-./:;<=>?@[]^_`{|}":         "~!#$%&'()*+,-./:;<=>?@[]^_`{|}",
+		"~!#$%&'()*+-./:;<=>?@[]^_`{|}":          "~!#$%&'()*+-./:;<=>?@[]^_`{|}",
+		`"a, quoted, comma"`:                     "a, quoted, comma",
 	} {
 		got, err := middleware.ParseKey(field)
 		if err != nil || got != want {
@@ -296,8 +298,12 @@ func TestKeyReusedWithDifferentPayload(t *testing.T) {
 	m := newMiddleware(t, new(memstore.Store), middleware.Config{})
 	serve(m.Handler(h), post("k1", feature))
 	wantProblem(t, serve(m.Handler(h), post("k1", strings.Replace(feature, "13.4", "13.5", 1))), http.StatusUnprocessableEntity, middleware.ProblemKeyReused)
-	// The same body on another method or path is another scope: it runs.
+	// The same body under another query is a different request.
 	r := post("k1", feature)
+	r.URL.RawQuery = "dry-run=1"
+	wantProblem(t, serve(m.Handler(h), r), http.StatusUnprocessableEntity, middleware.ProblemKeyReused)
+	// The same body on another method or path is another scope: it runs.
+	r = post("k1", feature)
 	r.URL.Path = "/other"
 	if w := serve(m.Handler(h), r); w.Code != http.StatusCreated {
 		t.Fatalf("same key on another path: %d, want a fresh 201", w.Code)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,26 +11,30 @@ import (
 	"github.com/geoidem/geoidem/middleware/contracttest"
 )
 
-// contractStores are the -store URLs the contract suite runs against: every
-// store the service can open.
-//
-// TODO(lead): add the Redis and PostGIS rows once open() accepts them, e.g.
-//
-//	{"redis", "redis://127.0.0.1:6379/0"},
-//	{"postgres", "postgres://geoidem@127.0.0.1:5432/geoidem"},
-//
-// Each row starts its own service; the suite's keys are random per run, so
-// rows may share a server with other tests.
-var contractStores = []struct{ name, url string }{
-	{"memory", "memory"},
+// contractStores are the stores the contract suite runs against: every
+// store the service can open, each run with its own key prefix or tables.
+func contractStores(t *testing.T) []struct {
+	name string
+	args []string
+} {
+	suffix := strconv.FormatUint(rand.Uint64(), 36)
+	t.Cleanup(func() { dropTables(t, "contract_keys_"+suffix, "contract_features_"+suffix) })
+	return []struct {
+		name string
+		args []string
+	}{
+		{"memory", []string{"-store", "memory"}},
+		{"redis", []string{"-store", "redis://127.0.0.1:6379/0", "-redis-prefix", "geoidem-contract-" + suffix + ":"}},
+		{"postgres", []string{"-store", postgresURL(), "-pg-key-table", "contract_keys_" + suffix, "-pg-features-table", "contract_features_" + suffix}},
+	}
 }
 
 // TestContract runs the middleware's contract suite, with the paired sender,
 // against the service started in process, once per store.
 func TestContract(t *testing.T) {
-	for _, st := range contractStores {
+	for _, st := range contractStores(t) {
 		t.Run(st.name, func(t *testing.T) {
-			url := start(t, "-store", st.url)
+			url := start(t, st.args...)
 			contracttest.Run(t, contracttest.Target{
 				URL:        url,
 				Path:       "/features",

@@ -70,14 +70,7 @@ func TestCrashPostGIS(t *testing.T) {
 		t.Fatalf("PostgreSQL at %s: %v", pgURL, err)
 	}
 	defer conn.Close(context.Background())
-	t.Cleanup(func() {
-		for _, q := range []string{
-			"DROP TABLE IF EXISTS " + featuresTable, "DROP TABLE IF EXISTS " + keyTable + " CASCADE",
-			"DROP TABLE IF EXISTS " + keyTable + "_migrations", "DROP SEQUENCE IF EXISTS " + keyTable + "_token_seq",
-		} {
-			_, _ = conn.Exec(context.Background(), q)
-		}
-	})
+	t.Cleanup(func() { dropTables(t, keyTable, featuresTable) })
 
 	bin := filepath.Join(t.TempDir(), "ingest")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -213,6 +206,25 @@ deliver:
 	}
 	if rows != features || maxWrites != 1 || minWrites != 1 {
 		t.Fatalf("%d feature rows written between %d and %d times; want %d rows written exactly once each", rows, minWrites, maxWrites, features)
+	}
+}
+
+// dropTables drops what a PostgreSQL-backed service created: the key
+// store's table with its sequence and migration table, and the feature table.
+func dropTables(t *testing.T, keyTable, featuresTable string) {
+	conn, err := pgx.Connect(context.Background(), postgresURL())
+	if err != nil {
+		t.Errorf("dropping %s, %s: %v", keyTable, featuresTable, err)
+		return
+	}
+	defer conn.Close(context.Background())
+	for _, q := range []string{
+		"DROP TABLE IF EXISTS " + featuresTable, "DROP TABLE IF EXISTS " + keyTable + " CASCADE",
+		"DROP TABLE IF EXISTS " + keyTable + "_migrations", "DROP SEQUENCE IF EXISTS " + keyTable + "_token_seq",
+	} {
+		if _, err := conn.Exec(context.Background(), q); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
 	}
 }
 
