@@ -316,7 +316,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.done(Event{Outcome: InFlight, Key: storeKey, Status: http.StatusConflict}, start)
 		return
 	case keystore.Completed:
-		replay(w, claim.Record)
+		m.replay(w, claim.Record)
 		m.done(Event{Outcome: Replayed, Key: storeKey, Status: claim.Record.StatusCode}, start)
 		return
 	}
@@ -602,11 +602,18 @@ func (m *Middleware) release(ctx context.Context, hold *keystore.Hold) {
 	}
 }
 
-// replay writes a recorded response, marked as a replay.
-func replay(w http.ResponseWriter, rec keystore.Record) {
+// replay writes a recorded response, marked as a replay. Only allow-listed
+// headers are replayed, even from a record that a handler wrote itself
+// (keystore.Hold), so Set-Cookie and its kind can never be replayed.
+func (m *Middleware) replay(w http.ResponseWriter, rec keystore.Record) {
 	h := w.Header()
-	for k, vs := range rec.Header {
-		h[k] = append([]string(nil), vs...)
+	for _, k := range m.replayHeaders {
+		if vs, ok := rec.Header[k]; ok {
+			h[k] = append([]string(nil), vs...)
+		}
+	}
+	if vs, ok := rec.Header["Cache-Control"]; ok && len(vs) == 1 && vs[0] == "no-store" {
+		h.Set("Cache-Control", "no-store") // the middleware's own problem documents
 	}
 	h.Set("Idempotent-Replayed", "true")
 	h.Set("Content-Length", strconv.Itoa(len(rec.Body)))

@@ -618,7 +618,8 @@ func TestHandlerSeesItsHold(t *testing.T) {
 			t.Fatal("no hold in the handler's context")
 		}
 		// Record the response itself, as a transactional store would.
-		rec := keystore.Record{StatusCode: http.StatusCreated, Body: []byte("self-recorded")}
+		rec := keystore.Record{StatusCode: http.StatusCreated, Body: []byte("self-recorded"),
+			Header: http.Header{"Set-Cookie": {"session=1"}, "Location": {"/f1"}}}
 		if err := store.Store.Complete(r.Context(), hold.Key, hold.Token, rec, hold.Retention); err != nil {
 			t.Fatal(err)
 		}
@@ -628,6 +629,9 @@ func TestHandlerSeesItsHold(t *testing.T) {
 	})
 	m := newMiddleware(t, store, middleware.Config{Retention: time.Hour})
 	serve(m.Handler(h), post("k1", feature))
+	if w := serve(m.Handler(h), post("k1", feature)); w.Header().Get("Set-Cookie") != "" || w.Header().Get("Location") != "/f1" {
+		t.Errorf("replay of a self-recorded response: headers %v; want Location, and never Set-Cookie", w.Header())
+	}
 	if hold.Key != middleware.StoreKey("POST /features", "k1") || hold.Token == 0 || hold.Retention != time.Hour {
 		t.Errorf("hold = %+v", hold)
 	}

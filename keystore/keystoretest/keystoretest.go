@@ -59,6 +59,8 @@ func Run(t *testing.T, newStore NewStore) {
 	}{
 		{"ClaimAbsentAcquires", testClaimAbsentAcquires},
 		{"ConcurrentClaimsOneWinner", testConcurrentClaimsOneWinner},
+		{"ConcurrentTakeoverOneWinner", testConcurrentTakeover},
+		{"ConcurrentClaimsOfExpiredRecordOneWinner", testConcurrentExpiredRecord},
 		{"TokensAreUniqueAndNonZero", testTokensUnique},
 		{"InFlightReportsFingerprintAndLease", testInFlightReportsFingerprint},
 		{"CompletedReturnsRecordByteForByte", testCompletedRecord},
@@ -255,6 +257,80 @@ func testConcurrentClaimsOneWinner(t *testing.T, s keystore.Store) {
 	if acquired.Load() != 1 || inFlight.Load() != n-1 {
 		t.Fatalf("of %d concurrent claims, %d acquired and %d saw in flight; want exactly 1 and %d",
 			n, acquired.Load(), inFlight.Load(), n-1)
+	}
+}
+
+// race runs n concurrent claims of key and returns how many acquired (and
+// of those, how many took over) and how many saw the key in flight.
+func race(t *testing.T, s keystore.Store, key string, n int) (acquired, tookOver, inFlight int) {
+	t.Helper()
+	var (
+		start = make(chan struct{})
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			c, err := s.Claim(ctx(t), key, fpB, longLease)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				t.Errorf("claim %d: %v", i, err)
+			case c.State == keystore.Acquired:
+				acquired++
+				if c.TookOver {
+					tookOver++
+				}
+			case c.State == keystore.InFlight:
+				inFlight++
+			default:
+				t.Errorf("claim %d: state %v", i, c.State)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return acquired, tookOver, inFlight
+}
+
+// waitPast sleeps until d has passed since start, plus a margin for the
+// store's clock to have moved past it too.
+func waitPast(start time.Time, d time.Duration) {
+	time.Sleep(time.Until(start.Add(d + 50*time.Millisecond)))
+}
+
+// 64 concurrent claims of a key whose lease has just expired: exactly one
+// takes it over.
+func testConcurrentTakeover(t *testing.T, s keystore.Store) {
+	key := Key(t)
+	start := time.Now()
+	mustClaim(t, s, key, fpA, shortLease, keystore.Acquired)
+	waitPast(start, shortLease)
+	acquired, tookOver, inFlight := race(t, s, key, 64)
+	if acquired != 1 || tookOver != 1 || inFlight != 63 {
+		t.Fatalf("of 64 claims racing for an expired lease, %d acquired (%d by takeover) and %d saw in flight; want exactly 1 takeover and 63",
+			acquired, tookOver, inFlight)
+	}
+}
+
+// 64 concurrent claims of a key whose record has just expired: exactly one
+// acquires it, as a fresh claim.
+func testConcurrentExpiredRecord(t *testing.T, s keystore.Store) {
+	key := Key(t)
+	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	start := time.Now()
+	if err := s.Complete(ctx(t), key, c.Token, sampleRecord(), shortRetention); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	waitPast(start, shortRetention)
+	acquired, tookOver, inFlight := race(t, s, key, 64)
+	if acquired != 1 || tookOver != 0 || inFlight != 63 {
+		t.Fatalf("of 64 claims racing for an expired record, %d acquired (%d by takeover) and %d saw in flight; want exactly 1 fresh acquire and 63",
+			acquired, tookOver, inFlight)
 	}
 }
 

@@ -298,9 +298,11 @@ func BenchmarkHandler(b *testing.B) {
 			handler http.Handler
 		}{{"hand", hand}, {"pgstore+middleware", wrapped}} {
 			b.Run(fmt.Sprintf("%s/clients=%d", h.name, clients), func(b *testing.B) {
+				// A cancelable context, as net/http gives every request.
+				ctx := b.Context()
 				parallel(b, clients, func() error {
 					id := strconv.FormatInt(next(), 10)
-					r := httptest.NewRequest(http.MethodPost, "/features?id="+id, bytes.NewReader(body))
+					r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/features?id="+id, bytes.NewReader(body))
 					r.Header.Set("Idempotency-Key", "bench-"+id)
 					w := httptest.NewRecorder()
 					h.handler.ServeHTTP(w, r)

@@ -504,3 +504,18 @@ func TestHeaderEncoding(t *testing.T) {
 		t.Errorf("header claiming 2³² fields decoded without an error")
 	}
 }
+
+func FuzzDecodeHeader(f *testing.F) {
+	f.Add(pgstore.EncodeHeader(http.Header{"Link": {"</a>", "</b>"}, "Etag": {"\xff"}}))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := pgstore.DecodeHeader(b)
+		if err != nil {
+			return
+		}
+		again, err := pgstore.DecodeHeader(pgstore.EncodeHeader(h))
+		if err != nil || !reflect.DeepEqual(again, h) {
+			t.Fatalf("%q decoded to %q, which round-trips to %q, %v", b, h, again, err)
+		}
+	})
+}
