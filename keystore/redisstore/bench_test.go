@@ -26,7 +26,7 @@ import (
 // Run both in one go to compare the store with the bare commands it
 // replaces:
 //
-//	go test -run '^$' -bench 'Store$|BareSetNX|Concurrent64' -benchmem ./keystore/redisstore/
+//	go test -run '^$' -bench 'Store$|StoreCluster|BareSetNX|Concurrent64|HTTP64' -benchmem ./keystore/redisstore/
 
 func BenchmarkStore(b *testing.B) {
 	client := standaloneClient(b)

@@ -27,7 +27,13 @@ func replicatedPair(t *testing.T) *redis.Client {
 	for {
 		info, err := client.Info(t.Context(), "replication").Result()
 		if err == nil && strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online") {
-			return client
+			// Online is not yet acknowledging: wait until a write is.
+			if err := client.Set(t.Context(), "replication-probe", "1", time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := client.Wait(t.Context(), 1, time.Second).Result(); err == nil && n == 1 {
+				return client
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("replica not online after 20s: %v\n%s", err, info)
@@ -46,7 +52,9 @@ func TestWaitReplicas(t *testing.T) {
 	plain := newStore(t, client, client, redisstore.Config{KeyPrefix: prefix})
 
 	t.Run("Acknowledged", func(t *testing.T) {
-		s := newStore(t, client, client, redisstore.Config{KeyPrefix: prefix, WaitReplicas: 1})
+		// A generous timeout: the machine is shared, and an acknowledged
+		// WAIT returns as soon as the replica answers.
+		s := newStore(t, client, client, redisstore.Config{KeyPrefix: prefix, WaitReplicas: 1, WaitTimeout: 10 * time.Second})
 		warmScripts(t, s)
 		key := keystoretest.Key(t)
 		var c keystore.Claim
