@@ -1,0 +1,218 @@
+package geojson
+
+import (
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/twpayne/go-geom"
+)
+
+func TestDecodeFeatureCollection(t *testing.T) {
+	doc := `{"type":"FeatureCollection","features":[
+	  {"type":"Feature","id":7,"properties":{"name":"a","n":1.5,"tags":["x"]},"bbox":[0,0,4,4],
+	   "geometry":{"type":"Polygon","coordinates":[[[0,0],[4,0],[4,4],[0,4],[0,0]],[[1,1],[1,2],[2,2],[1,1]]]}},
+	  {"type":"Feature","id":"b","properties":null,"geometry":null},
+	  {"type":"Feature","properties":{},"geometry":{"type":"GeometryCollection","geometries":[
+	    {"type":"Point","coordinates":[1,2,3]},
+	    {"type":"MultiPolygon","coordinates":[[[[0,0],[1,0],[1,1],[0,0]]],[[[2,2],[3,2],[3,3],[2,2]]]]},
+	    {"type":"MultiLineString","coordinates":[[[0,0],[1,1]],[[2,2],[3,3],[4,4]]]},
+	    {"type":"MultiPoint","coordinates":[[0,0],[1,1]]},
+	    {"coordinates":[[0,0],[1,1]],"type":"LineString"}]}}]}`
+	fs, err := Decode([]byte(doc), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 3 {
+		t.Fatalf("got %d features, want 3", len(fs))
+	}
+	if fs[0].ID != json.Number("7") || fs[1].ID != "b" || fs[2].ID != nil {
+		t.Errorf("ids = %#v, %#v, %#v", fs[0].ID, fs[1].ID, fs[2].ID)
+	}
+	if fs[0].Properties["name"] != "a" || fs[0].Properties["n"] != 1.5 || len(fs[0].Properties["tags"].([]any)) != 1 {
+		t.Errorf("properties = %#v", fs[0].Properties)
+	}
+	if fs[1].Properties != nil || fs[1].Geometry != nil {
+		t.Errorf("null properties and geometry decoded as %#v, %#v", fs[1].Properties, fs[1].Geometry)
+	}
+	if len(fs[0].BBox) != 4 || fs[0].BBox[2] != 4 {
+		t.Errorf("bbox = %v", fs[0].BBox)
+	}
+	p, ok := fs[0].Geometry.(*geom.Polygon)
+	if !ok {
+		t.Fatalf("geometry is %T, want *geom.Polygon", fs[0].Geometry)
+	}
+	if p.Layout() != geom.XY || p.NumLinearRings() != 2 || p.LinearRing(1).NumCoords() != 4 {
+		t.Errorf("polygon = %v layout %v", p.Coords(), p.Layout())
+	}
+	if got := p.LinearRing(0).Coord(2); got[0] != 4 || got[1] != 4 {
+		t.Errorf("shell vertex 2 = %v", got)
+	}
+	// Appending to one geometry's coordinates must not touch another's.
+	_ = append(p.FlatCoords(), 99, 99)
+	gc := fs[2].Geometry.(*geom.GeometryCollection)
+	if gc.NumGeoms() != 5 {
+		t.Fatalf("collection has %d geometries", gc.NumGeoms())
+	}
+	if pt := gc.Geom(0).(*geom.Point); pt.Layout() != geom.XYZ || pt.Z() != 3 || pt.X() != 1 {
+		t.Errorf("point = %v %v", pt.Coords(), pt.Layout())
+	}
+	if mp := gc.Geom(1).(*geom.MultiPolygon); mp.NumPolygons() != 2 || mp.Polygon(1).LinearRing(0).Coord(1)[0] != 3 {
+		t.Errorf("multipolygon = %v", mp.Coords())
+	}
+	if ml := gc.Geom(2).(*geom.MultiLineString); ml.NumLineStrings() != 2 || ml.LineString(1).NumCoords() != 3 {
+		t.Errorf("multilinestring = %v", ml.Coords())
+	}
+	if mpt := gc.Geom(3).(*geom.MultiPoint); mpt.NumPoints() != 2 {
+		t.Errorf("multipoint = %v", mpt.Coords())
+	}
+	if ls := gc.Geom(4).(*geom.LineString); ls.NumCoords() != 2 || ls.Coord(1)[0] != 1 {
+		t.Errorf("linestring = %v", ls.Coords())
+	}
+}
+
+func TestDecodeBareGeometryAndMixedDimensions(t *testing.T) {
+	fs, err := Decode([]byte(`{"type":"LineString","coordinates":[[0,0,5],[1,1]]}`), Options{MixedDimensions: MixedDimensionsDropZ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := fs[0].Geometry.(*geom.LineString)
+	if ls.Layout() != geom.XY || ls.Coord(0)[0] != 0 || ls.Coord(1)[1] != 1 {
+		t.Errorf("normalised linestring = %v %v", ls.Coords(), ls.Layout())
+	}
+	if fs[0].ID != nil || fs[0].Properties != nil {
+		t.Errorf("bare geometry got id %v properties %v", fs[0].ID, fs[0].Properties)
+	}
+}
+
+func TestDecodeRejectsInvalid(t *testing.T) {
+	fs, err := Decode([]byte(poly(`[[0,0],[2,2],[2,0],[0,2],[0,0]]`)), Options{})
+	var verr *ValidationError
+	if !errors.As(err, &verr) || fs != nil {
+		t.Fatalf("Decode(bow tie) = %v, %v", fs, err)
+	}
+}
+
+func TestSyntaxErrors(t *testing.T) {
+	for _, doc := range []string{``, ` `, `{`, `{"type":}`, `{"type":"Point",}`, `[1,]`, `{"a":1}x`, `{"a":01}`,
+		`{"a":1.}`, `{"a":-}`, `{"a":tru}`, "{\"a\":\"\x01\"}", `{"a":"\x"}`, `{"a":"\u12"}`, `{'a':1}`, "\xef\xbb\xbf{}", `{"a" 1}`, `{"a":1 "b":2}`} {
+		err := Validate([]byte(doc), Options{})
+		var serr *SyntaxError
+		if !errors.As(err, &serr) {
+			t.Errorf("Validate(%q) = %v, want a *SyntaxError", doc, err)
+		}
+	}
+	// Malformed JSON wins over earlier GeoJSON problems.
+	err := Validate([]byte(`{"type":"Nope","coordinates":[1,2]`), Options{})
+	var serr *SyntaxError
+	if !errors.As(err, &serr) {
+		t.Errorf("got %v, want a *SyntaxError", err)
+	}
+}
+
+func TestNumbers(t *testing.T) {
+	// The fast path and strconv must agree on every number.
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		var s string
+		switch rng.IntN(4) {
+		case 0:
+			s = strconvFormat(rng.Float64()*360-180, 'f', rng.IntN(18))
+		case 1:
+			s = strconvFormat(rng.NormFloat64()*1e10, 'g', -1)
+		case 2:
+			s = strconvFormat(rng.Float64()*1e-5, 'e', rng.IntN(20))
+		default:
+			s = "0.0000" + itoa(rng.IntN(1<<30)) + itoa(rng.IntN(1<<30))
+		}
+		p := &parser{data: []byte(s)}
+		got, _ := p.num()
+		want := mustParseFloat(t, s)
+		if got != want || p.i != len(s) {
+			t.Fatalf("num(%q) = %v (read %d bytes), want %v", s, got, p.i, want)
+		}
+	}
+}
+
+func TestProblemCap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"type":"MultiPoint","coordinates":[`)
+	for i := range 50 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`[500,0]`)
+	}
+	b.WriteString(`]}`)
+	err := Validate([]byte(b.String()), Options{MaxProblems: 10})
+	var verr *ValidationError
+	if !errors.As(err, &verr) || len(verr.Problems) != 10 || !verr.Truncated {
+		t.Fatalf("got %v", err)
+	}
+	if verr.Problems[3].Pointer != "/coordinates/3" {
+		t.Errorf("problem 3 at %q", verr.Problems[3].Pointer)
+	}
+	if err := Validate([]byte(b.String()), Options{}); !errors.As(err, &verr) || len(verr.Problems) != 50 || verr.Truncated {
+		t.Fatalf("default cap: got %d problems, truncated %v", len(verr.Problems), verr.Truncated)
+	}
+}
+
+func TestPointerEscaping(t *testing.T) {
+	err := Validate([]byte(`{"type":"Feature","geometry":null,"properties":{"a/b~c":{"x":1,"x":2}}}`), Options{})
+	var verr *ValidationError
+	if !errors.As(err, &verr) || verr.Problems[0].Pointer != "/properties/a~1b~0c/x" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestHostileNesting checks that deep nesting is cut off by the depth
+// limit instead of recursing, for arrays, objects and collections.
+func TestHostileNesting(t *testing.T) {
+	for _, doc := range []string{
+		`{"type":"Feature","geometry":null,"properties":` + strings.Repeat(`[`, 100000) + strings.Repeat(`]`, 100000) + `}`,
+		`{"a":` + strings.Repeat(`{"a":`, 100000) + `1` + strings.Repeat(`}`, 100001),
+		strings.Repeat(`{"type":"GeometryCollection","geometries":[`, 10000),
+		`{"type":"Point","coordinates":` + strings.Repeat(`[`, 100000),
+	} {
+		err := Validate([]byte(doc), Options{})
+		var verr *ValidationError
+		if !errors.As(err, &verr) {
+			t.Fatalf("got %v, want a limit problem", err)
+		}
+		if r := verr.Problems[len(verr.Problems)-1].Rule; r != RuleLimitDepth && r != RuleLimitCollectionDepth {
+			t.Errorf("last problem %v, want a depth limit", verr.Problems[len(verr.Problems)-1])
+		}
+	}
+}
+
+// TestConcurrentValidate runs validations in parallel, sharing the pool
+// of sweep buffers (meaningful under -race).
+func TestConcurrentValidate(t *testing.T) {
+	docs := []struct {
+		doc   string
+		valid bool
+	}{
+		{string(benchPolygon(500, true)), true},
+		{poly(sq, `[[1,1],[1,2],[2,2],[1,1]]`), true},
+		{poly(`[[0,0],[2,2],[2,0],[0,2],[0,0]]`), false},
+		{`{"type":"MultiPolygon","coordinates":[[` + sq + `],[[[1,1],[2,1],[2,2],[1,1]]]]}`, false},
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				d := docs[(g+i)%len(docs)]
+				if err := Validate([]byte(d.doc), Options{}); (err == nil) != d.valid {
+					t.Errorf("doc %d: got %v, want valid=%v", (g+i)%len(docs), err, d.valid)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

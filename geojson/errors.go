@@ -1,0 +1,196 @@
+package geojson
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Rule identifiers. They are stable: callers may match on them and they
+// appear in problem documents. Each names one check; [Problem.Message]
+// says what exactly was wrong.
+const (
+	RuleDuplicateMember = "duplicate-member" // an object repeats a member name (I-JSON, RFC 7493)
+	RuleInvalidUTF8     = "invalid-utf8"     // a string is not valid UTF-8 or escapes a lone surrogate
+	RuleRootNotObject   = "root-not-object"  // the document is not a JSON object
+	RuleNumberTooLarge  = "number-too-large" // a number (outside coordinates) beyond float64 range (I-JSON, RFC 7493 section 2.2)
+
+	RuleLimitBytes           = "limit-bytes"            // the input exceeds Options.MaxBytes
+	RuleLimitDepth           = "limit-depth"            // nesting exceeds Options.MaxDepth
+	RuleLimitPositions       = "limit-positions"        // positions exceed Options.MaxPositions
+	RuleLimitCollectionDepth = "limit-collection-depth" // GeometryCollections nest deeper than Options.MaxCollectionDepth
+
+	RuleMissingMember   = "missing-member"   // a required member (type, coordinates, geometries, geometry, properties, features) is absent
+	RuleWrongType       = "wrong-type"       // a member or array element has the wrong JSON type
+	RuleUnknownType     = "unknown-type"     // "type" is not one of the nine GeoJSON types (matched with exact case)
+	RuleUnexpectedType  = "unexpected-type"  // a known GeoJSON type where another kind of object is required
+	RuleForbiddenMember = "forbidden-member" // a member that changes GeoJSON semantics (RFC 7946 section 7.1)
+	RuleCRS             = "crs"              // a "crs" member not allowed by Options.CRS
+
+	RuleCoordinatesNesting = "coordinates-nesting" // coordinates nested too deeply or not deeply enough for the type
+	RulePositionElement    = "position-element"    // a position element is not a number (null, string, ...)
+	RulePositionLength     = "position-length"     // a position has fewer than 2 or more than 3 elements
+	RulePositionNotFinite  = "position-not-finite" // a number too large to be a finite float64
+	RuleLongitudeRange     = "longitude-range"     // longitude outside [-180, 180]
+	RuleLatitudeRange      = "latitude-range"      // latitude outside [-90, 90]
+	RuleMixedDimensions    = "mixed-dimensions"    // 2D and 3D positions mixed in one geometry
+	RuleEmptyCoordinates   = "empty-coordinates"   // an empty coordinates array, or an empty part of one
+
+	RuleLineStringTooShort = "linestring-too-short" // a LineString with fewer than 2 positions
+	RuleRingTooShort       = "ring-too-short"       // a linear ring with fewer than 4 positions
+	RuleRingNotClosed      = "ring-not-closed"      // a linear ring whose first and last positions differ
+
+	RuleRingSelfIntersection = "ring-self-intersection" // a ring crosses, touches or retraces itself, or is degenerate
+	RuleRingIntersection     = "ring-intersection"      // two rings of one polygon cross or share a segment
+	RuleHoleOutsideShell     = "hole-outside-shell"     // a hole is not inside its polygon's exterior ring
+	RuleNestedHoles          = "nested-holes"           // a hole lies inside another hole
+	RuleInteriorDisconnected = "interior-disconnected"  // rings touch so that the polygon interior falls apart
+	RuleMultiPolygonOverlap  = "multipolygon-overlap"   // two polygons of a MultiPolygon overlap or share a segment
+	RuleRightHandRule        = "right-hand-rule"        // winding order (only with Options.StrictRightHandRule)
+	RuleBBoxLength           = "bbox-length"            // bbox length is not 4 or 6
+	RuleBBoxElement          = "bbox-element"           // a bbox element is not a finite number
+	RuleBBoxOrder            = "bbox-order"             // a bbox minimum exceeds its maximum (longitude may wrap, RFC 7946 section 5.2)
+	RuleBBoxRange            = "bbox-range"             // a bbox longitude or latitude is out of range
+	RuleBBoxExcludesGeometry = "bbox-excludes-geometry" // a position lies outside the object's bbox
+)
+
+// Problem is one reason a document is not valid GeoJSON.
+type Problem struct {
+	// Pointer is the RFC 6901 JSON pointer of the offending value, for
+	// example "/features/3/geometry/coordinates/0/7". The empty string
+	// is the whole document.
+	Pointer string `json:"pointer"`
+	// Rule is one of the Rule constants.
+	Rule string `json:"rule"`
+	// Message says, in English, what is wrong.
+	Message string `json:"detail"`
+}
+
+// String formats p as "POINTER: RULE: message", with "(root)" standing
+// for the empty pointer (the whole document).
+func (p Problem) String() string {
+	ptr := p.Pointer
+	if ptr == "" {
+		ptr = "(root)"
+	}
+	return ptr + ": " + p.Rule + ": " + p.Message
+}
+
+// Problem type URIs used in problem documents (RFC 9457).
+const (
+	ProblemTypeInvalidGeoJSON       = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#invalid-geojson"
+	ProblemTypeMalformedJSON        = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#malformed-json"
+	ProblemTypeUnsupportedMediaType = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#unsupported-media-type"
+)
+
+// SyntaxError reports input that is not JSON (RFC 8259). It is distinct
+// from [ValidationError]: the middleware answers it 400, not 422.
+type SyntaxError struct {
+	// Offset is the byte offset at which the error was detected.
+	Offset int
+	// Msg describes the error.
+	Msg string
+}
+
+// Error implements error.
+func (e *SyntaxError) Error() string {
+	return "geojson: malformed JSON at offset " + strconv.Itoa(e.Offset) + ": " + e.Msg
+}
+
+// HTTPStatus returns 400.
+func (e *SyntaxError) HTTPStatus() int { return http.StatusBadRequest }
+
+// ProblemJSON returns an RFC 9457 problem document of type
+// [ProblemTypeMalformedJSON].
+func (e *SyntaxError) ProblemJSON() []byte {
+	return problemDoc(ProblemTypeMalformedJSON, "Malformed JSON", http.StatusBadRequest,
+		"the body is not JSON: "+e.Msg+" at offset "+strconv.Itoa(e.Offset), nil)
+}
+
+// ValidationError reports well-formed JSON that is not valid GeoJSON.
+// The middleware answers it 422.
+type ValidationError struct {
+	// Problems lists the problems in document order, at most
+	// Options.MaxProblems of them; never empty.
+	Problems []Problem
+	// Truncated reports that more problems were found than listed.
+	Truncated bool
+}
+
+// Error implements error; it names the first problem and how many
+// there are.
+func (e *ValidationError) Error() string {
+	if len(e.Problems) == 0 {
+		return "geojson: invalid GeoJSON"
+	}
+	s := "geojson: invalid GeoJSON: " + e.Problems[0].String()
+	if n := len(e.Problems); n > 1 || e.Truncated {
+		more := ""
+		if e.Truncated {
+			more = " or more"
+		}
+		s += fmt.Sprintf(" (and %d%s other problems)", n-1, more)
+	}
+	return s
+}
+
+// HTTPStatus returns 422.
+func (e *ValidationError) HTTPStatus() int { return http.StatusUnprocessableEntity }
+
+// ProblemJSON returns an RFC 9457 problem document of type
+// [ProblemTypeInvalidGeoJSON] whose extension member "errors" lists
+// every problem as {"pointer", "rule", "detail"}.
+func (e *ValidationError) ProblemJSON() []byte {
+	detail := fmt.Sprintf("the body is not valid GeoJSON: %d problem(s)", len(e.Problems))
+	if e.Truncated {
+		detail += " listed, more were found"
+	}
+	probs := e.Problems
+	if probs == nil {
+		probs = []Problem{}
+	}
+	return problemDoc(ProblemTypeInvalidGeoJSON, "Invalid GeoJSON", http.StatusUnprocessableEntity, detail, probs)
+}
+
+// MediaTypeError reports a request whose Content-Type is neither
+// application/geo+json nor application/json.
+type MediaTypeError struct {
+	// ContentType is the request's Content-Type header as sent.
+	ContentType string
+}
+
+// Error implements error.
+func (e *MediaTypeError) Error() string {
+	return "geojson: unsupported media type " + strconv.Quote(e.ContentType)
+}
+
+// HTTPStatus returns 415.
+func (e *MediaTypeError) HTTPStatus() int { return http.StatusUnsupportedMediaType }
+
+// ProblemJSON returns an RFC 9457 problem document of type
+// [ProblemTypeUnsupportedMediaType].
+func (e *MediaTypeError) ProblemJSON() []byte {
+	ct := e.ContentType
+	if strings.TrimSpace(ct) == "" {
+		ct = "(none)"
+	}
+	return problemDoc(ProblemTypeUnsupportedMediaType, "Unsupported Media Type", http.StatusUnsupportedMediaType,
+		"Content-Type "+ct+" is not application/geo+json or application/json", nil)
+}
+
+func problemDoc(typ, title string, status int, detail string, errs []Problem) []byte {
+	doc := struct {
+		Type   string    `json:"type"`
+		Title  string    `json:"title"`
+		Status int       `json:"status"`
+		Detail string    `json:"detail"`
+		Errors []Problem `json:"errors,omitempty"`
+	}{typ, title, status, detail, errs}
+	b, err := json.Marshal(doc)
+	if err != nil { // cannot happen: every field is a string, int or string slice
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,40 @@
+package geojson_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/geoidem/geoidem/geojson"
+	"github.com/twpayne/go-geom"
+)
+
+func ExampleValidate() {
+	body := []byte(`{"type":"Feature","properties":null,"geometry":
+	  {"type":"Polygon","coordinates":[[[0,0],[2,2],[2,0],[0,2],[0,0]]]}}`)
+	err := geojson.Validate(body, geojson.Options{})
+	var verr *geojson.ValidationError
+	if errors.As(err, &verr) {
+		for _, p := range verr.Problems {
+			fmt.Println(p)
+		}
+	}
+	// Output:
+	// /geometry/coordinates/0/2: ring-self-intersection: the ring crosses itself
+}
+
+func ExampleDecode() {
+	body := []byte(`{"type":"FeatureCollection","features":[
+	  {"type":"Feature","id":1,"properties":{"name":"square"},
+	   "geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1],[0,0]]]}}]}`)
+	features, err := geojson.Decode(body, geojson.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, f := range features {
+		p := f.Geometry.(*geom.Polygon)
+		fmt.Println(f.ID, f.Properties["name"], p.Area())
+	}
+	// Output:
+	// 1 square 1
+}

@@ -1,0 +1,84 @@
+package geojson
+
+import "math"
+
+// sortEvents sorts s.evs lexicographically by point, x then y. It
+// distributes the events into len(s.evs) buckets by x, with a bucket
+// index that is a monotone function of x, and then sorts each bucket by
+// comparison: linear time for any reasonable spread of vertices, and
+// O(n log n) in the worst case (everything in one bucket).
+func (s *sweeper) sortEvents() {
+	n := len(s.evs)
+	if n < 64 {
+		sortEventsCmp(s.evs)
+		return
+	}
+	lo, hi := s.evs[0].p.x, s.evs[0].p.x
+	for _, e := range s.evs {
+		lo, hi = min(lo, e.p.x), max(hi, e.p.x)
+	}
+	scale := float64(n-1) / (hi - lo)
+	if hi == lo || math.IsInf(scale, 0) || math.IsNaN(scale) {
+		sortEventsCmp(s.evs)
+		return
+	}
+	// Floating-point subtraction, multiplication and truncation are
+	// monotone, so bucket(x) never decreases as x grows.
+	bucket := func(x float64) int {
+		return min(max(int((x-lo)*scale), 0), n-1)
+	}
+	count := growInt(s.count, n+1)
+	clear(count)
+	for _, e := range s.evs {
+		count[bucket(e.p.x)+1]++
+	}
+	for i := 1; i <= n; i++ {
+		count[i] += count[i-1]
+	}
+	out := growEv(s.evs2, n)
+	next := growInt(s.nextB, n)
+	copy(next, count[:n])
+	for _, e := range s.evs {
+		b := bucket(e.p.x)
+		out[next[b]] = e
+		next[b]++
+	}
+	for b := range n {
+		from, to := count[b], count[b+1]
+		switch {
+		case to-from < 2:
+		case to-from <= 12:
+			insertionSortEvents(out[from:to])
+		default:
+			sortEventsCmp(out[from:to])
+		}
+	}
+	s.count, s.nextB = count, next
+	s.evs, s.evs2 = out, s.evs
+}
+
+func lessEvent(a, b event) bool {
+	return a.p.x < b.p.x || (a.p.x == b.p.x && a.p.y < b.p.y)
+}
+
+func insertionSortEvents(evs []event) {
+	for i := 1; i < len(evs); i++ {
+		for j := i; j > 0 && lessEvent(evs[j], evs[j-1]); j-- {
+			evs[j], evs[j-1] = evs[j-1], evs[j]
+		}
+	}
+}
+
+func growInt(b []int, n int) []int {
+	if cap(b) < n {
+		return make([]int, n)
+	}
+	return b[:n]
+}
+
+func growEv(b []event, n int) []event {
+	if cap(b) < n {
+		return make([]event, n)
+	}
+	return b[:n]
+}

@@ -1,0 +1,445 @@
+package geojson
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+	"testing"
+)
+
+// naiveFault is the all-pairs reference for sweeper.run: it reports
+// whether the rings have a forbidden contact (a crossing, an overlap, a
+// ring touching itself, or touches between one polygon's rings that form
+// a cycle).
+func naiveFault(rings [][]pt, poly []int) bool {
+	type sg struct {
+		a, b    pt
+		ring, k int
+	}
+	var segs []sg
+	for r, ring := range rings {
+		for k := range ring {
+			segs = append(segs, sg{ring[k], ring[(k+1)%len(ring)], r, k})
+		}
+	}
+	type touchKey struct {
+		p    pt
+		poly int
+	}
+	touches := map[touchKey]map[int]bool{}
+	touchPts := map[pt]bool{}
+	add := func(p pt, r int) {
+		k := touchKey{p, poly[r]}
+		if touches[k] == nil {
+			touches[k] = map[int]bool{}
+		}
+		touches[k][r] = true
+	}
+	for i := range segs {
+		for j := i + 1; j < len(segs); j++ {
+			a, b := segs[i], segs[j]
+			c, p := intersect(a.a, a.b, b.a, b.b)
+			if c == cNone {
+				continue
+			}
+			if a.ring == b.ring {
+				n := len(rings[a.ring])
+				adjacent := (a.k+1)%n == b.k || (b.k+1)%n == a.k
+				if c == cTouch && adjacent {
+					continue
+				}
+				return true
+			}
+			if c != cTouch {
+				return true
+			}
+			add(p, a.ring)
+			add(p, b.ring)
+			touchPts[p] = true
+		}
+	}
+	// At each touch point, rings must touch, not cross: the directions
+	// in which each ring leaves the point must not interleave.
+	for p := range touchPts {
+		dirs := map[int]map[pt]bool{}
+		for _, sg := range segs {
+			if !onSegment(sg.a, sg.b, p) {
+				continue
+			}
+			if dirs[sg.ring] == nil {
+				dirs[sg.ring] = map[pt]bool{}
+			}
+			for _, q := range []pt{sg.a, sg.b} {
+				if q != p {
+					dirs[sg.ring][q] = true
+				}
+			}
+		}
+		type d struct {
+			q    pt
+			ring int
+		}
+		var all []d
+		for r, qs := range dirs {
+			for q := range qs {
+				all = append(all, d{q, r})
+			}
+		}
+		angle := func(q pt) float64 { return math.Atan2(q.y-p.y, q.x-p.x) }
+		sort.Slice(all, func(i, j int) bool { return angle(all[i].q) < angle(all[j].q) })
+		for i := range all {
+			a, b := all[i], all[(i+1)%len(all)]
+			if a.ring != b.ring && orient(p, a.q, b.q) == 0 && (a.q.x-p.x)*(b.q.x-p.x)+(a.q.y-p.y)*(b.q.y-p.y) > 0 {
+				return true // two rings leave p in the same direction
+			}
+		}
+		// Parenthesis matching of ring labels around p.
+		var stack []int
+		for _, e := range all {
+			if len(stack) > 0 && stack[len(stack)-1] == e.ring {
+				stack = stack[:len(stack)-1]
+			} else {
+				stack = append(stack, e.ring)
+			}
+		}
+		if len(stack) != 0 {
+			return true
+		}
+	}
+	// Bipartite graph of rings and touch points, per polygon: a cycle
+	// disconnects the interior.
+	parent := map[any]any{}
+	var find func(x any) any
+	find = func(x any) any {
+		if p, ok := parent[x]; ok && p != x {
+			r := find(p)
+			parent[x] = r
+			return r
+		}
+		parent[x] = x
+		return x
+	}
+	for k, rs := range touches {
+		if len(rs) < 2 {
+			continue
+		}
+		for r := range rs {
+			a, b := find(r), find(k)
+			if a == b {
+				return true
+			}
+			parent[a] = b
+		}
+	}
+	return false
+}
+
+// cleanRing drops repeated consecutive vertices, as checkPolygons does.
+func cleanRing(ring []pt) []pt {
+	var out []pt
+	for _, v := range ring {
+		if len(out) > 0 && out[len(out)-1] == v {
+			continue
+		}
+		out = append(out, v)
+	}
+	for len(out) > 1 && out[len(out)-1] == out[0] {
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// ringsFromBytes turns fuzz input into up to 4 small rings on a 6×6 grid
+// (so that collinear points and shared vertices are common), spread over
+// up to 2 polygons.
+func ringsFromBytes(data []byte) ([][]pt, []int, bool) {
+	if len(data) < 1 {
+		return nil, nil, false
+	}
+	nr := int(data[0]%4) + 1
+	data = data[1:]
+	var rings [][]pt
+	var poly []int
+	for r := 0; r < nr; r++ {
+		if len(data) < 1 {
+			return nil, nil, false
+		}
+		n := int(data[0]%6) + 3
+		pol := int(data[0]/6) % 2
+		data = data[1:]
+		if len(data) < n {
+			return nil, nil, false
+		}
+		var ring []pt
+		for _, b := range data[:n] {
+			ring = append(ring, pt{float64(b % 6), float64(b / 6 % 6)})
+		}
+		data = data[n:]
+		ring = cleanRing(ring)
+		if len(ring) < 3 {
+			return nil, nil, false
+		}
+		if r == 0 {
+			pol = 0
+		}
+		rings = append(rings, ring)
+		poly = append(poly, pol)
+	}
+	// Keep each polygon's rings together, as checkPolygons does.
+	var rs [][]pt
+	var ps []int
+	for want := range 2 {
+		for i := range rings {
+			if poly[i] == want {
+				rs = append(rs, rings[i])
+				ps = append(ps, want)
+			}
+		}
+	}
+	return rs, ps, true
+}
+
+func compareSweep(t *testing.T, rings [][]pt, poly []int) {
+	t.Helper()
+	s := sweeper{verify: true}
+	s.rings, s.poly = rings, poly
+	got := s.run() != nil
+	want := naiveFault(rings, poly)
+	if got != want {
+		t.Fatalf("sweep fault = %v, all-pairs fault = %v for rings %v (polygons %v)", got, want, rings, poly)
+	}
+	if !got && s.inconsistent != 0 {
+		t.Fatalf("sweep status order was inconsistent on valid rings %v", rings)
+	}
+	if got {
+		return
+	}
+	want2 := naiveParents(rings)
+	for r := range rings {
+		if int(s.parent[r]) != want2[r] {
+			t.Fatalf("ring %d: sweep parent %d, all-pairs parent %d, for rings %v", r, s.parent[r], want2[r], rings)
+		}
+	}
+}
+
+// naiveParents returns the innermost ring enclosing each ring (-1 for
+// none) of rings that neither cross nor overlap, testing every pair.
+func naiveParents(rings [][]pt) []int {
+	// Any boundary point of ring i off ring j decides, as the rings do
+	// not cross: try the vertices, then the edge midpoints.
+	inside := func(i, j int) bool {
+		ring := rings[i]
+		for k := range 2 * len(ring) {
+			v := ring[k/2]
+			if k%2 == 1 {
+				w := ring[(k/2+1)%len(ring)]
+				v = pt{(v.x + w.x) / 2, (v.y + w.y) / 2}
+			}
+			switch pointInRing(v, rings[j]) {
+			case 1:
+				return true
+			case -1:
+				return false
+			}
+		}
+		return false
+	}
+	parents := make([]int, len(rings))
+	depth := make([]int, len(rings))
+	for i := range rings {
+		for j := range rings {
+			if i != j && inside(i, j) {
+				depth[i]++
+			}
+		}
+	}
+	for i := range rings {
+		parents[i] = -1
+		for j := range rings {
+			if i != j && inside(i, j) && (parents[i] < 0 || depth[j] > depth[parents[i]]) {
+				parents[i] = j
+			}
+		}
+	}
+	return parents
+}
+
+func TestSweepMatchesAllPairs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := 30000
+	if testing.Short() {
+		n = 3000
+	}
+	buf := make([]byte, 64)
+	for range n {
+		for i := range buf {
+			buf[i] = byte(rng.Uint32())
+		}
+		if rings, poly, ok := ringsFromBytes(buf); ok {
+			compareSweep(t, rings, poly)
+		}
+	}
+}
+
+func TestSweepCases(t *testing.T) {
+	sq := func(x0, y0, x1, y1 float64) []pt { return []pt{{x0, y0}, {x1, y0}, {x1, y1}, {x0, y1}} }
+	cases := []struct {
+		name  string
+		rings [][]pt
+		poly  []int
+		fault string
+	}{
+		{"square", [][]pt{sq(0, 0, 4, 4)}, []int{0}, ""},
+		{"bowtie", [][]pt{{{0, 0}, {2, 2}, {2, 0}, {0, 2}}}, []int{0}, RuleRingSelfIntersection},
+		{"vertical edges", [][]pt{{{0, 0}, {0, 4}, {1, 2}}}, []int{0}, ""},
+		{"hole touching shell once", [][]pt{sq(0, 0, 4, 4), {{0, 2}, {2, 1}, {2, 3}}}, []int{0, 0}, ""},
+		{"hole touching shell twice", [][]pt{sq(0, 0, 4, 4), {{0, 2}, {2, 1}, {4, 2}, {2, 3}}}, []int{0, 0}, RuleInteriorDisconnected},
+		{"hole crossing shell", [][]pt{sq(0, 0, 4, 4), sq(2, 2, 6, 3)}, []int{0, 0}, RuleRingIntersection},
+		{"hole sharing an edge", [][]pt{sq(0, 0, 4, 4), sq(0, 1, 2, 2)}, []int{0, 0}, RuleRingIntersection},
+		{"three holes meeting at one point", [][]pt{sq(0, 0, 10, 10), sq(2, 2, 4, 4), sq(4, 4, 6, 6), {{4, 4}, {3, 6}, {2, 5}}}, []int{0, 0, 0, 0}, ""},
+		{"three holes touching in a cycle", [][]pt{sq(0, 0, 10, 10), sq(2, 2, 4, 4), {{4, 3}, {7, 3}, {6, 5}}, {{3, 4}, {6, 5}, {3, 7}}}, []int{0, 0, 0, 0}, RuleInteriorDisconnected},
+		{"holes touching twice", [][]pt{sq(0, 0, 10, 10), {{2, 2}, {5, 2}, {5, 5}}, {{2, 2}, {2, 5}, {5, 5}, {3, 3.5}}}, []int{0, 0, 0}, RuleInteriorDisconnected},
+		{"self-touching ring", [][]pt{{{0, 0}, {4, 0}, {2, 2}, {4, 4}, {0, 4}, {2, 2}}}, []int{0}, RuleRingSelfIntersection},
+		{"spike", [][]pt{{{0, 0}, {4, 0}, {4, 4}, {4, 6}, {4, 4}, {0, 4}}}, []int{0}, RuleRingSelfIntersection},
+		{"polygons touching twice", [][]pt{sq(0, 0, 2, 2), {{2, 0}, {4, 1}, {2, 2}, {3, 1}}}, []int{0, 1}, ""},
+		{"polygons crossing at shared vertices", [][]pt{sq(0, 0, 4, 4), {{0, 0}, {6, -2}, {4, 4}}}, []int{0, 1}, RuleMultiPolygonOverlap},
+		{"polygons crossing", [][]pt{sq(0, 0, 2, 2), sq(1, 1, 3, 3)}, []int{0, 1}, RuleMultiPolygonOverlap},
+		{"polygons touching at points", [][]pt{sq(0, 0, 2, 2), {{2, 2}, {4, 2}, {4, 4}}}, []int{0, 1}, ""},
+		{"polygons sharing an edge", [][]pt{sq(0, 0, 2, 2), sq(2, 0, 4, 2)}, []int{0, 1}, RuleMultiPolygonOverlap},
+		// 1e-17 is below float64 resolution near 1: a float orientation
+		// test calls these points collinear.
+		{"nearly collinear", [][]pt{{{0, 0}, {1, 1e-300}, {2, 0}, {1, 1}}}, []int{0}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var s sweeper
+			s.rings, s.poly = c.rings, c.poly
+			f := s.run()
+			got := ""
+			if f != nil {
+				got = f.rule
+			}
+			if got != c.fault {
+				t.Errorf("fault = %q (%+v), want %q", got, f, c.fault)
+			}
+			if want := naiveFault(c.rings, c.poly); want != (c.fault != "") {
+				t.Errorf("all-pairs reference disagrees with the expected result: fault %v", want)
+			}
+		})
+	}
+}
+
+func FuzzSweep(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 5, 35, 30})
+	f.Add([]byte{1, 1, 0, 14, 35, 21, 2, 7, 9, 27, 25})
+	f.Add([]byte{2, 3, 0, 5, 35, 30, 8, 9, 15, 14, 20, 9, 10, 16, 15})
+	f.Add([]byte{3, 9, 0, 1, 2, 3, 4, 5, 6, 7, 3, 8, 9, 10, 4, 11, 12, 13, 14, 15, 16})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rings, poly, ok := ringsFromBytes(data)
+		if !ok {
+			return
+		}
+		compareSweep(t, rings, poly)
+	})
+}
+
+func TestSortEvents(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{10, 300, 5000} {
+		var s sweeper
+		for i := range n {
+			var p pt
+			switch rng.IntN(3) {
+			case 0:
+				p = pt{float64(rng.IntN(20) - 10), float64(rng.IntN(5))}
+			case 1:
+				p = pt{rng.NormFloat64() * 100, rng.Float64()}
+			default:
+				p = pt{math.Copysign(0, -1), rng.NormFloat64()}
+			}
+			s.evs = append(s.evs, event{p, int32(i)})
+		}
+		want := append([]event(nil), s.evs...)
+		sortEventsCmp(want)
+		s.sortEvents()
+		for i := range want {
+			if want[i].p != s.evs[i].p {
+				t.Fatalf("n=%d: position %d: got %v, want %v", n, i, s.evs[i].p, want[i].p)
+			}
+		}
+	}
+}
+
+// TestStatusTreeBalanced checks the AVL invariants of the sweep status
+// under sorted insertions (the worst case for an unbalanced tree) and
+// removals, and that the in-order sequence stays right.
+func TestStatusTreeBalanced(t *testing.T) {
+	const n = 5000
+	var s sweeper
+	for i := range n {
+		s.segs = append(s.segs, seg{a: pt{0, float64(i)}, b: pt{1, float64(i)}})
+		s.nodes = append(s.nodes, tnode{l: nilNode, r: nilNode, par: nilNode, h: 1})
+	}
+	s.root = nilNode
+	var check func(x int32) int32
+	check = func(x int32) int32 {
+		if x == nilNode {
+			return 0
+		}
+		l, r := s.nodes[x].l, s.nodes[x].r
+		for _, c := range []int32{l, r} {
+			if c != nilNode && s.nodes[c].par != x {
+				t.Fatalf("node %d: child %d has parent %d", x, c, s.nodes[c].par)
+			}
+		}
+		hl, hr := check(l), check(r)
+		if hl-hr > 1 || hr-hl > 1 || s.nodes[x].h != 1+max(hl, hr) {
+			t.Fatalf("node %d: heights %d, %d, stored %d", x, hl, hr, s.nodes[x].h)
+		}
+		return s.nodes[x].h
+	}
+	inorder := func() []int32 {
+		var out []int32
+		if s.root == nilNode {
+			return nil
+		}
+		x := s.root
+		for s.nodes[x].l != nilNode {
+			x = s.nodes[x].l
+		}
+		for ; x != nilNode; x = s.next(x) {
+			out = append(out, x)
+		}
+		return out
+	}
+	after := int32(nilNode)
+	for i := range int32(n) {
+		s.insertAfter(i, after)
+		after = i
+	}
+	if h := check(s.root); float64(h) > 1.45*math.Log2(n+2) {
+		t.Fatalf("height %d after %d sorted insertions", h, n)
+	}
+	for i := int32(0); i < n; i += 2 {
+		s.remove(i)
+	}
+	check(s.root)
+	got := inorder()
+	if len(got) != n/2 {
+		t.Fatalf("%d nodes left, want %d", len(got), n/2)
+	}
+	for i, x := range got {
+		if x != int32(2*i+1) {
+			t.Fatalf("in-order position %d holds %d", i, x)
+		}
+		if p := s.prev(x); (i == 0) != (p == nilNode) || (i > 0 && p != got[i-1]) {
+			t.Fatalf("prev(%d) = %d", x, p)
+		}
+	}
+	for _, x := range got {
+		s.remove(x)
+	}
+	if s.root != nilNode {
+		t.Fatal("tree not empty after removing everything")
+	}
+}
