@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/keystore/memstore"
+	"github.com/geoidem/geoidem/middleware"
+)
+
+// tinyOptions are smaller still than -quick, so that the whole program runs
+// in seconds. Redis and PostgreSQL must be reachable on loopback: a missing
+// service fails the test.
+func tinyOptions(t *testing.T) options {
+	o := defaultOptions(true)
+	o.out = t.TempDir()
+	o.command = "go test ./bench"
+	o.log = testWriter{t}
+	o.httpRequests, o.httpTime, o.httpRounds = 60, 150*time.Millisecond, 1
+	o.clients = []int{1, 8}
+	o.stormRequests = 200
+	o.stormWork = 10 * time.Millisecond
+	o.vertices = []int{100, 1000}
+	o.valTime = 5 * time.Millisecond
+	o.occClients = []int{10, 50}
+	o.occTrials = 5
+	o.outageEvents, o.outageCapacity, o.outageDown = 100, 20, 5*time.Second
+	if addr := os.Getenv("GEOIDEM_REDIS_ADDR"); addr != "" {
+		o.redisAddr = addr
+	}
+	if url := os.Getenv("GEOIDEM_POSTGRES_URL"); url != "" {
+		o.postgresURL = url
+	}
+	return o
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// TestRun runs every section in the tiny mode and checks the report and
+// its figures.
+func TestRun(t *testing.T) {
+	o := tinyOptions(t)
+	start := time.Now()
+	rep, err := run(context.Background(), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("run took %v", time.Since(start))
+	md, err := os.ReadFile(rep.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.failed) > 0 {
+		t.Errorf("sections failed: %v\n%s", rep.failed, md)
+	}
+	for _, s := range sections {
+		if !strings.Contains(string(md), "## "+s.title) {
+			t.Errorf("REPORT.md lacks section %q", s.title)
+		}
+	}
+	for _, want := range []string{"## Summary", "runtime.NumCPU", "GOMAXPROCS", "go test ./bench", "handler ran 1 time(s)"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("REPORT.md lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"FAILED", "Not available", "NaN"} {
+		if strings.Contains(string(md), bad) {
+			t.Errorf("REPORT.md contains %q", bad)
+		}
+	}
+	figures, _ := filepath.Glob(filepath.Join(o.out, "*.svg"))
+	if len(figures) < 10 {
+		t.Errorf("%d figures, want at least 10: %v", len(figures), figures)
+	}
+	for _, f := range figures {
+		name := filepath.Base(f)
+		if !strings.Contains(string(md), "]("+name+")") {
+			t.Errorf("REPORT.md does not link %s", name)
+		}
+		checkSVG(t, f)
+	}
+}
+
+func checkSVG(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(strings.NewReader(string(b)))
+	var root bool
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Errorf("%s: not well-formed XML: %v", filepath.Base(path), err)
+			return
+		}
+		se, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, a := range se.Attr {
+			if seen[a.Name.Local] {
+				t.Errorf("%s: <%s> repeats attribute %s", filepath.Base(path), se.Name.Local, a.Name.Local)
+			}
+			seen[a.Name.Local] = true
+		}
+		if !root {
+			root = true
+			if se.Name.Local != "svg" {
+				t.Errorf("%s: root element %s, want svg", filepath.Base(path), se.Name.Local)
+			}
+		}
+	}
+	if strings.Contains(string(b), "00000") {
+		t.Errorf("%s: a label or coordinate with a floating-point artefact", filepath.Base(path))
+	}
+	if strings.Contains(string(b), "NaN") || strings.Contains(string(b), "Inf") {
+		t.Errorf("%s: contains NaN or Inf coordinates", filepath.Base(path))
+	}
+}
+
+// TestStormExecutesOnce checks the storm's own assertion independently.
+func TestStormExecutesOnce(t *testing.T) {
+	o := tinyOptions(t)
+	res, err := storm(context.Background(), &o, new(memstore.Store), middleware.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.executions != 1 {
+		t.Errorf("handler ran %d times, want 1", res.executions)
+	}
+	var answered int
+	for _, l := range res.byKind {
+		answered += len(l)
+	}
+	if answered != o.stormRequests || len(res.byKind["other"]) != 0 {
+		t.Errorf("%d answers (%d other: %v), want %d executed, replayed or 409", answered, len(res.byKind["other"]), res.others, o.stormRequests)
+	}
+}
+
+func TestOCCDeterministic(t *testing.T) {
+	ns := []int{10, 60}
+	a, err := runOCCGrid(context.Background(), ns, 3, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := runOCCGrid(context.Background(), ns, 3, 42)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("same seed, different results:\n%v\n%v", a, b)
+	}
+	c, _ := runOCCGrid(context.Background(), ns, 3, 43)
+	if reflect.DeepEqual(a, c) {
+		t.Errorf("seeds 42 and 43 gave identical results")
+	}
+}
+
+// TestOCCJitterBeatsNoBackoff asserts the article's qualitative result: for
+// N ≥ 50, full and decorrelated jitter make fewer calls than no backoff.
+func TestOCCJitterBeatsNoBackoff(t *testing.T) {
+	ns := []int{50, 100}
+	grid, err := runOCCGrid(context.Background(), ns, 10, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(st client.Strategy) []occCell {
+		for i, s := range occStrategies {
+			if s == st {
+				return grid[i]
+			}
+		}
+		t.Fatalf("no strategy %v", st)
+		return nil
+	}
+	none := row(client.None)
+	for _, st := range []client.Strategy{client.FullJitter, client.Decorrelated} {
+		for j, n := range ns {
+			if got := row(st)[j].calls; got >= none[j].calls {
+				t.Errorf("N=%d: %v made %.0f calls, no backoff %.0f; want fewer", n, st, got, none[j].calls)
+			}
+		}
+	}
+	// Every client writes at least once and exactly one write per client
+	// succeeds, so no strategy can make fewer than N calls.
+	for i, st := range occStrategies {
+		for j, n := range ns {
+			if grid[i][j].calls < float64(n) {
+				t.Errorf("N=%d: %v made %.0f calls, fewer than N", n, st, grid[i][j].calls)
+			}
+		}
+	}
+}
+
+func TestOutageDeterministic(t *testing.T) {
+	p := outageParams{events: 50, capacity: 10, down: 3 * time.Second, spread: time.Second, seed: 5}
+	for i, v := range outageVariants() {
+		a, b := simulateOutage(v, i, p), simulateOutage(v, i, p)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: same seed, different results", v.name)
+		}
+		var delivered int
+		for _, d := range a.delivered {
+			delivered += d
+		}
+		if delivered != p.events {
+			t.Errorf("%s: %d delivered, want %d", v.name, delivered, p.events)
+		}
+		if a.firstOK < p.down {
+			t.Errorf("%s: first delivery at %v, during the outage", v.name, a.firstOK)
+		}
+	}
+}
+
+// TestRetryableHTTPSchedule pins the go-retryablehttp delays the outage
+// simulation relies on: 1, 2, 4, 8, 16, then 30 s.
+func TestRetryableHTTPSchedule(t *testing.T) {
+	var got []time.Duration
+	var prev time.Duration
+	for n := 1; n <= 7; n++ {
+		prev = retryableHTTPVariant.next(prev, n, nil, nil)
+		got = append(got, prev)
+	}
+	want := []time.Duration{1, 2, 4, 8, 16, 30, 30}
+	for i := range want {
+		want[i] *= time.Second
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("delays %v, want %v", got, want)
+	}
+}
+
+func TestSlope(t *testing.T) {
+	x := []float64{100, 1e4, 1e5}
+	for _, k := range []float64{1, 1.5, 2} {
+		y := make([]float64, len(x))
+		for i := range x {
+			y[i] = 3 * math.Pow(x[i], k)
+		}
+		if got := slope(x, y); math.Abs(got-k) > 1e-9 {
+			t.Errorf("slope of x^%v = %v", k, got)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	lat := make([]time.Duration, 100)
+	for i := range lat {
+		lat[i] = time.Duration(i + 1)
+	}
+	for p, want := range map[float64]time.Duration{50: 50, 99: 99, 100: 100, 1: 1} {
+		if got := pct(lat, p); got != want {
+			t.Errorf("p%v = %v, want %v", p, got, want)
+		}
+	}
+}
+
+func TestParseOnly(t *testing.T) {
+	got, err := parseOnly("occ, 5,HTTP")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]bool{"occ": true, "outage": true, "http": true}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if _, err := parseOnly("plots"); err == nil {
+		t.Error("unknown section accepted")
+	}
+}
+
+func TestCharts(t *testing.T) {
+	dir := t.TempDir()
+	charts := map[string][]byte{
+		"line.svg":  lineChart{title: "t <&>", logY: true, series: []series{{name: "a", x: []float64{1, 2}, y: []float64{0, 10}}}}.render(),
+		"bar.svg":   barChart{title: "b", groups: []string{"g"}, names: []string{"s"}, values: [][]float64{{math.NaN()}}, ref: 1}.render(),
+		"empty.svg": lineChart{title: "empty"}.render(),
+		"ratio.svg": barChart{title: "r", groups: []string{"a", "b"}, names: []string{"s"}, values: [][]float64{{0.8, 0.87}}, ref: 1}.render(),
+	}
+	for name, b := range charts {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		checkSVG(t, p)
+	}
+}

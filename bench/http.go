@@ -1,0 +1,363 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/memstore"
+	"github.com/geoidem/geoidem/middleware"
+)
+
+// Section 1: what the middleware costs over loopback HTTP, against the bare
+// handler and against hand-written handlers that make the same store round
+// trips themselves.
+
+// measurement is one bounded run of requests against one server.
+type measurement struct {
+	n    int
+	wall time.Duration
+	lat  []time.Duration // sorted
+}
+
+func (m measurement) rps() float64 { return float64(m.n) / m.wall.Seconds() }
+
+// pct returns the p-th percentile (0 < p ≤ 100) by the nearest-rank method.
+func pct(lat []time.Duration, p float64) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p/100*float64(len(lat)))) - 1
+	return lat[max(0, min(i, len(lat)-1))]
+}
+
+func newClient(conns int) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		MaxIdleConns: conns + 16, MaxIdleConnsPerHost: conns + 16, IdleConnTimeout: time.Minute, DisableCompression: true,
+	}}
+}
+
+// post sends the feature with key (none if empty) and checks the answer: 201,
+// replayed or not as wanted.
+func post(ctx context.Context, c *http.Client, url, key string, wantReplay bool) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(feature))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/geo+json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
+	}
+	if replayed := resp.Header.Get("Idempotent-Replayed") == "true"; key != "" && replayed != wantReplay {
+		return fmt.Errorf("Idempotent-Replayed %v, want %v", replayed, wantReplay)
+	}
+	return nil
+}
+
+// measure runs conc clients against url until maxReq requests are done or
+// maxTime has passed, whichever comes first, after a short warm-up that
+// opens the connections. key(i) is the key of request i.
+func measure(ctx context.Context, url string, conc, maxReq int, maxTime time.Duration, key func(i int64) string, wantReplay bool) (measurement, error) {
+	c := newClient(conc)
+	defer c.CloseIdleConnections()
+	var next atomic.Int64
+	var failed atomic.Pointer[error]
+	phase := func(limit int64, deadline time.Time, record bool) [][]time.Duration {
+		lats := make([][]time.Duration, conc)
+		var wg sync.WaitGroup
+		for w := range conc {
+			wg.Go(func() {
+				for failed.Load() == nil && ctx.Err() == nil {
+					i := next.Add(1)
+					if i > limit || (record && time.Now().After(deadline)) {
+						return
+					}
+					t0 := time.Now()
+					if err := post(ctx, c, url, key(i), wantReplay); err != nil {
+						failed.CompareAndSwap(nil, &err)
+						return
+					}
+					if record {
+						lats[w] = append(lats[w], time.Since(t0))
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return lats
+	}
+	phase(int64(2*conc), time.Time{}, false) // warm-up: 2 requests per client
+	start := time.Now()
+	lats := phase(next.Load()+int64(maxReq), start.Add(maxTime), true)
+	m := measurement{wall: time.Since(start)}
+	if p := failed.Load(); p != nil {
+		return m, *p
+	}
+	if err := ctx.Err(); err != nil {
+		return m, err
+	}
+	m.lat = slices.Concat(lats...)
+	slices.Sort(m.lat)
+	m.n = len(m.lat)
+	return m, nil
+}
+
+// httpTarget is one server of section 1.
+type httpTarget struct {
+	name     string
+	h        http.Handler
+	baseline string // name of the hand-written baseline to compare with
+	hand     bool   // this is a hand-written baseline
+}
+
+func wrap(store keystore.Store, cfg middleware.Config, h http.Handler) (http.Handler, error) {
+	m, err := middleware.New(store, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return m.Handler(h), nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := slices.Sorted(slices.Values(v))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2f ms", ms(d))
+	}
+	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+}
+
+func runHTTP(ctx context.Context, s *section) (err error) {
+	o := s.o
+	sv, err := openServices(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, sv.close(ctx)) }()
+	rs, err := sv.redisStore()
+	if err != nil {
+		return err
+	}
+	ps, err := sv.pgStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer ps.Close()
+
+	targets := []httpTarget{{name: "memstore"}, {name: "redisstore", baseline: "Redis by hand"}, {name: "Redis by hand", hand: true},
+		{name: "pgstore", baseline: "PostgreSQL by hand"}, {name: "PostgreSQL by hand", hand: true}}
+	stores := map[string]keystore.Store{"memstore": new(memstore.Store), "redisstore": rs, "pgstore": ps}
+	for i := range targets {
+		t := &targets[i]
+		switch t.name {
+		case "Redis by hand":
+			t.h = sv.redisByHand()
+		case "PostgreSQL by hand":
+			t.h = sv.pgByHand()
+		default:
+			if t.h, err = wrap(stores[t.name], middleware.Config{}, ingestHandler); err != nil {
+				return err
+			}
+		}
+	}
+	bare := httptest.NewServer(ingestHandler)
+	defer bare.Close()
+	servers := map[string]*httptest.Server{}
+	for _, t := range targets {
+		srv := httptest.NewServer(t.h)
+		defer srv.Close()
+		servers[t.name] = srv
+	}
+
+	// The machine may be shared: measure in rounds, each round every
+	// handler once in turn, and take medians over the rounds, so that a
+	// burst of load elsewhere hits one round of every handler rather than
+	// every round of one.
+	type cell struct {
+		runs  []measurement
+		lat   []time.Duration // all rounds, sorted
+		rps   float64         // median over the rounds
+		ratio []float64       // per round: throughput ÷ that round's bare
+		vsBL  []float64       // per round: throughput ÷ that round's baseline
+	}
+	modes := []string{"first call", "replay"}
+	results := map[string]*cell{} // name|mode|conc; name "bare" for the bare handler
+	cellKey := func(name, mode string, conc int) string { return name + "|" + mode + "|" + strconv.Itoa(conc) }
+	rounds := max(1, o.httpRounds)
+	perReq, perTime := max(1, o.httpRequests/rounds), o.httpTime/time.Duration(rounds)
+	for _, conc := range o.clients {
+		hot := map[string]string{}
+		for _, t := range targets {
+			url := servers[t.name].URL + "/features"
+			hot[t.name] = fmt.Sprintf("%s-%d-%s-hot", sv.id, conc, strings.ReplaceAll(t.name, " ", "_"))
+			if err := post(ctx, http.DefaultClient, url, hot[t.name], false); err != nil {
+				return fmt.Errorf("%s: first call of the replayed key: %w", t.name, err)
+			}
+		}
+		for round := range rounds {
+			o.logf("http: %d clients, round %d of %d", conc, round+1, rounds)
+			m, err := measure(ctx, bare.URL+"/features", conc, perReq, perTime, func(int64) string { return "" }, false)
+			if err != nil {
+				return fmt.Errorf("bare, %d clients: %w", conc, err)
+			}
+			k := cellKey("bare", "", conc)
+			if results[k] == nil {
+				results[k] = &cell{}
+			}
+			results[k].runs = append(results[k].runs, m)
+			for _, t := range targets {
+				for _, mode := range modes {
+					url := servers[t.name].URL + "/features"
+					prefix := fmt.Sprintf("%s-%d-%d-%s-", sv.id, conc, round, strings.ReplaceAll(t.name, " ", "_"))
+					key := func(i int64) string { return prefix + strconv.FormatInt(i, 10) }
+					if mode == "replay" {
+						h := hot[t.name]
+						key = func(int64) string { return h }
+					}
+					m, err := measure(ctx, url, conc, perReq, perTime, key, mode == "replay")
+					if err != nil {
+						return fmt.Errorf("%s, %s, %d clients: %w", t.name, mode, conc, err)
+					}
+					k := cellKey(t.name, mode, conc)
+					if results[k] == nil {
+						results[k] = &cell{}
+					}
+					results[k].runs = append(results[k].runs, m)
+				}
+			}
+		}
+	}
+	for k, c := range results {
+		parts := strings.Split(k, "|")
+		conc, _ := strconv.Atoi(parts[2])
+		var rps []float64
+		for i, m := range c.runs {
+			rps = append(rps, m.rps())
+			c.lat = append(c.lat, m.lat...)
+			c.ratio = append(c.ratio, m.rps()/results[cellKey("bare", "", conc)].runs[i].rps())
+			for _, t := range targets {
+				if t.name == parts[0] && t.baseline != "" {
+					c.vsBL = append(c.vsBL, m.rps()/results[cellKey(t.baseline, parts[1], conc)].runs[i].rps())
+				}
+			}
+		}
+		slices.Sort(c.lat)
+		c.rps = median(rps)
+	}
+
+	s.line("Each server is an `httptest.Server` on 127.0.0.1; the clients are goroutines sharing one keep-alive `http.Transport`, each")
+	s.line("sending the next request as soon as its last one is answered. Every measurement stops at %d requests or after %v, whichever", o.httpRequests, o.httpTime)
+	s.line("comes first, after a warm-up of 2 requests per client. The body is a %d-byte Point Feature; the handler reads it and answers", len(feature))
+	s.line("201 with a small JSON document. The middleware runs with its default Config (no validator: this is the idempotency cost alone).")
+	s.line("*First call*: every request a new key (claim, handler, record). *Replay*: one key, completed before the measurement, sent by")
+	s.line("every request (claim finds the record; the handler does not run). Every answer is checked: 201, and `Idempotent-Replayed: true`")
+	s.line("exactly for replays.")
+	s.line("")
+	s.line("- **redisstore**: Redis %s, go-redis v9 default pool, a random key prefix removed afterwards. **Redis by hand**: the bare handler", o.redisAddr)
+	s.line("  doing `SET key - NX PX 30000 GET` before (one round trip; a replay gets the record from it) and `SET key record PX` after.")
+	s.line("- **pgstore**: PostgreSQL (`%s`), pgxpool with %d connections, a fresh table with a random name, dropped afterwards.", o.postgresURL, pgPoolSize)
+	s.line("  **PostgreSQL by hand**: the bare handler doing one `INSERT … ON CONFLICT DO NOTHING` claim (which also reads an existing row,")
+	s.line("  so that a replay is one statement, as with pgstore) and one `UPDATE` completion, with pgx on the same pool, on a table")
+	s.line("  with the columns key, expires_at, status, body and, like pgstore's, an index on expires_at.")
+	s.line("- The hand-written handlers skip everything else the middleware does (fingerprint, scoped and hashed keys, lease renewal, header")
+	s.line("  filtering, problem documents, fencing tokens): their cost is the inherent cost of the store round trips.")
+	s.line("")
+	s.line("The run is split into %d rounds (each measurement above is per round: at most %d requests or %v); every round measures the", rounds, perReq, perTime)
+	s.line("bare handler and then every handler and mode in turn. req/s is the median over the rounds, p50 and p99 are over all rounds'")
+	s.line("requests, and each ratio is the median over the rounds of the ratio within a round, followed by its range over the rounds.")
+	s.line("")
+	header := []string{"handler", "mode", "clients", "requests", "req/s", "p50", "p99", "× bare (req/s)", "× by-hand baseline (req/s)"}
+	var rows [][]string
+	ratioText := func(r []float64) string {
+		if len(r) == 0 {
+			return ""
+		}
+		if len(r) == 1 {
+			return fmt.Sprintf("%.2f", r[0])
+		}
+		return fmt.Sprintf("%.2f (%.2f–%.2f)", median(r), slices.Min(r), slices.Max(r))
+	}
+	for _, conc := range o.clients {
+		b := results[cellKey("bare", "", conc)]
+		rows = append(rows, []string{"bare", "–", fmt.Sprint(conc), fmt.Sprint(len(b.lat)), fmt.Sprintf("%.0f", b.rps),
+			fmtDur(pct(b.lat, 50)), fmtDur(pct(b.lat, 99)), "1", ""})
+		for _, t := range targets {
+			for _, mode := range modes {
+				c := results[cellKey(t.name, mode, conc)]
+				rows = append(rows, []string{t.name, mode, fmt.Sprint(conc), fmt.Sprint(len(c.lat)), fmt.Sprintf("%.0f", c.rps),
+					fmtDur(pct(c.lat, 50)), fmtDur(pct(c.lat, 99)), ratioText(c.ratio), ratioText(c.vsBL)})
+			}
+		}
+	}
+	s.table(header, rows)
+
+	// Figure: throughput relative to bare, per handler, at each client count.
+	var groups []string
+	for _, t := range targets {
+		groups = append(groups, t.name)
+	}
+	var names []string
+	var values [][]float64
+	for _, conc := range o.clients {
+		for _, mode := range modes {
+			names = append(names, fmt.Sprintf("%s, %d clients", mode, conc))
+			var v []float64
+			for _, t := range targets {
+				v = append(v, median(results[cellKey(t.name, mode, conc)].ratio))
+			}
+			values = append(values, v)
+		}
+	}
+	if err := s.figure("http-throughput.svg", "throughput relative to the bare handler", barChart{
+		title: "Throughput over loopback HTTP, relative to the bare handler (dashed: 1)", yLabel: "× bare handler req/s",
+		groups: groups, names: names, values: values, ref: 1,
+	}.render()); err != nil {
+		return err
+	}
+
+	for _, conc := range o.clients {
+		bare := results[cellKey("bare", "", conc)]
+		for _, name := range []string{"memstore", "redisstore", "pgstore"} {
+			f, r := results[cellKey(name, "first call", conc)], results[cellKey(name, "replay", conc)]
+			v := fmt.Sprintf("first call %.2f×, replay %.2f× bare req/s", median(f.ratio), median(r.ratio))
+			if len(f.vsBL) > 0 {
+				v += fmt.Sprintf("; %.2f× and %.2f× the by-hand baseline", median(f.vsBL), median(r.vsBL))
+			}
+			v += fmt.Sprintf("; p99 %s / %s (bare %s)", fmtDur(pct(f.lat, 99)), fmtDur(pct(r.lat, 99)), fmtDur(pct(bare.lat, 99)))
+			s.headline(fmt.Sprintf("%s at %d client(s)", name, conc), "%s", v)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+// Command bench measures geoidem against the baselines that matter, in one
+// run on one machine, and writes bench/REPORT.md with its SVG figures.
+//
+//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage]
+//
+// Sections (numbered as in issue 8):
+//
+//  1. http: the middleware's cost over loopback HTTP, bare handler against
+//     memstore, redisstore and pgstore, and against hand-written handlers
+//     that make the same Redis and PostgreSQL round trips themselves;
+//  2. storm: 1,000 concurrent requests with one key;
+//  3. validate: package geojson against go-geom and simplefeatures;
+//  4. occ: the AWS Architecture Blog's optimistic-concurrency retry
+//     simulation, driven by package client's backoff code;
+//  5. outage: webhook senders against a receiver that is down for 30 s.
+//
+// Sections 1 and 2 need Redis on 127.0.0.1:6379 and PostgreSQL at
+// postgres://postgres@127.0.0.1:5432/test (see -redis and -postgres); a
+// service that cannot be reached fails the run. Sections 4 and 5 are pure
+// simulations in virtual time, deterministic for a -seed.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+)
+
+// options are the knobs of one run. main fills them from the flags; the
+// test fills them directly, with even smaller sizes than -quick.
+type options struct {
+	out     string          // directory for REPORT.md and the figures
+	quick   bool            // -quick: smaller sizes
+	only    map[string]bool // sections to run; empty: all
+	seed    uint64          // seed of the simulations
+	command string          // the command line, quoted in the report
+	log     io.Writer       // progress messages
+
+	redisAddr   string
+	postgresURL string
+
+	// Section 1.
+	httpRequests int           // request bound of each measurement
+	httpTime     time.Duration // time bound of each measurement
+	httpRounds   int           // the bounds are split over this many interleaved rounds
+	clients      []int         // concurrent clients
+
+	// Section 2.
+	stormRequests int
+	stormWork     time.Duration // how long the storm's handler works
+
+	// Section 3.
+	vertices []int
+	valTime  time.Duration // time bound of each validation measurement
+
+	// Section 4.
+	occClients []int
+	occTrials  int
+
+	// Section 5.
+	outageEvents   int
+	outageCapacity int           // requests/s once the receiver is back
+	outageDown     time.Duration // how long the receiver is down
+	outageSpread   time.Duration // first attempts are spread over this
+}
+
+// sectionNames are the -only names, in report order; the issue's numbers
+// are accepted as well.
+var sectionNames = []string{"http", "storm", "validate", "occ", "outage"}
+
+func defaultOptions(quick bool) options {
+	o := options{
+		out:            "bench",
+		quick:          quick,
+		seed:           1,
+		log:            os.Stderr,
+		redisAddr:      "127.0.0.1:6379",
+		postgresURL:    "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
+		httpRequests:   20000,
+		httpTime:       3 * time.Second,
+		httpRounds:     5,
+		clients:        []int{1, 64},
+		stormRequests:  1000,
+		stormWork:      20 * time.Millisecond,
+		vertices:       []int{100, 10_000, 100_000},
+		valTime:        400 * time.Millisecond,
+		occClients:     steps(10, 190, 10),
+		occTrials:      100,
+		outageEvents:   1000,
+		outageCapacity: 100,
+		outageDown:     30 * time.Second,
+		outageSpread:   time.Second,
+	}
+	if quick {
+		o.httpRequests, o.httpTime, o.httpRounds = 2000, 600*time.Millisecond, 3
+		o.valTime = 50 * time.Millisecond
+		o.occClients = []int{10, 50, 100, 190}
+		o.occTrials = 20
+	}
+	return o
+}
+
+func steps(from, to, step int) []int {
+	var s []int
+	for n := from; n <= to; n += step {
+		s = append(s, n)
+	}
+	return s
+}
+
+func (o *options) wants(section string) bool { return len(o.only) == 0 || o.only[section] }
+
+func (o *options) logf(format string, args ...any) {
+	if o.log != nil {
+		fmt.Fprintf(o.log, "bench: "+format+"\n", args...)
+	}
+}
+
+func parseOnly(s string) (map[string]bool, error) {
+	only := map[string]bool{}
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(strings.ToLower(f))
+		if f == "" {
+			continue
+		}
+		known := false
+		for i, name := range sectionNames {
+			if f == name || f == fmt.Sprint(i+1) {
+				only[name], known = true, true
+			}
+		}
+		if !known {
+			return nil, fmt.Errorf("unknown section %q (want %s, or 1 to %d)", f, strings.Join(sectionNames, ", "), len(sectionNames))
+		}
+	}
+	return only, nil
+}
+
+func main() {
+	quick := flag.Bool("quick", false, "smaller sizes, for a quick look")
+	out := flag.String("out", "bench", "directory for REPORT.md and its figures")
+	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-5); default all")
+	seed := flag.Uint64("seed", 1, "seed of the simulations (sections occ and outage)")
+	redisAddr := flag.String("redis", "127.0.0.1:6379", "Redis address")
+	pgURL := flag.String("postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL connection string")
+	flag.Parse()
+
+	o := defaultOptions(*quick)
+	o.out, o.seed, o.redisAddr, o.postgresURL = *out, *seed, *redisAddr, *pgURL
+	var err error
+	if o.only, err = parseOnly(*only); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	o.command = strings.TrimSpace("go run ./bench " + strings.Join(os.Args[1:], " "))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rep, err := run(ctx, &o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	o.logf("wrote %s", rep.path)
+	if len(rep.failed) > 0 {
+		fmt.Fprintf(os.Stderr, "bench: sections failed: %s\n", strings.Join(rep.failed, ", "))
+		os.Exit(1)
+	}
+}

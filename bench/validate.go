@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/geoidem/geoidem/geojson"
+	sfgeom "github.com/peterstace/simplefeatures/geom"
+	gogeojson "github.com/twpayne/go-geom/encoding/geojson"
+)
+
+// Section 3: validation throughput on the polygons of geojson's own
+// benchmarks (geojson/bench_test.go): a circle and a zigzag star of n
+// vertices around (10, 50).
+
+// benchPolygon returns a Feature holding one Polygon of n vertices (plus the
+// closing one) around (10, 50): a circle, or a zigzag star whose radius
+// alternates between 0.8 and 1.0 from vertex to vertex. It is a copy of the
+// generator in geojson/bench_test.go, so both measure the same bytes.
+func benchPolygon(n int, zigzag bool) []byte {
+	b := []byte(`{"type":"Feature","properties":{"name":"bench"},"geometry":{"type":"Polygon","coordinates":[[`)
+	for i := 0; i <= n; i++ {
+		k := i % n
+		r := 1.0
+		if zigzag && k%2 == 1 {
+			r = 0.8
+		}
+		a := 2 * math.Pi * float64(k) / float64(n)
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendFloat(b, 10+r*math.Cos(a), 'f', 9, 64)
+		b = append(b, ',')
+		b = strconv.AppendFloat(b, 50+r*math.Sin(a), 'f', 9, 64)
+		b = append(b, ']')
+	}
+	return append(b, `]]}}`...)
+}
+
+// validator is one implementation under test.
+type validator struct {
+	name string
+	note string
+	run  func(data []byte) error
+}
+
+var validators = []validator{
+	{"geojson.Validate", "RFC 7946 and OGC validity, every problem with a JSON pointer", func(d []byte) error {
+		return geojson.Validate(d, geojson.Options{})
+	}},
+	{"geojson.Decode", "the same checks, then go-geom values", func(d []byte) error {
+		_, err := geojson.Decode(d, geojson.Options{})
+		return err
+	}},
+	{"go-geom decode only", "`json.Unmarshal` into go-geom's `geojson.Feature`; checks almost nothing", func(d []byte) error {
+		var f gogeojson.Feature
+		return json.Unmarshal(d, &f)
+	}},
+	{"simplefeatures validating", "`geom.UnmarshalGeoJSON` of the geometry, with its default validity check", func(d []byte) error {
+		return sfGeometry(d, false)
+	}},
+	{"simplefeatures decode only", "`geom.UnmarshalGeoJSON(…, geom.NoValidate{})`", func(d []byte) error {
+		return sfGeometry(d, true)
+	}},
+}
+
+// sfGeometry decodes the Feature's geometry with simplefeatures: the
+// Feature envelope with encoding/json, as simplefeatures' own
+// GeoJSONFeature does, then the geometry, validated unless noValidate.
+func sfGeometry(data []byte, noValidate bool) error {
+	var f struct {
+		Type     string          `json:"type"`
+		Geometry json.RawMessage `json:"geometry"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return err
+	}
+	if f.Type != "Feature" {
+		return errors.New("not a Feature")
+	}
+	var err error
+	if noValidate {
+		_, err = sfgeom.UnmarshalGeoJSON(f.Geometry, sfgeom.NoValidate{})
+	} else {
+		_, err = sfgeom.UnmarshalGeoJSON(f.Geometry)
+	}
+	return err
+}
+
+// timeOp returns the time of one call of fn on data: the best of a few
+// batches' means, because the minimum is the estimate least disturbed by
+// other processes on a shared machine. A first call checks the result; when
+// it alone takes half the budget, it is the only sample.
+func timeOp(ctx context.Context, fn func([]byte) error, data []byte, budget time.Duration) (time.Duration, error) {
+	const batches = 5
+	t0 := time.Now()
+	if err := fn(data); err != nil {
+		return 0, err
+	}
+	best := time.Since(t0)
+	if best >= budget/2 {
+		return best, nil
+	}
+	for range batches {
+		var n int
+		start := time.Now()
+		for n == 0 || time.Since(start) < budget/batches {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			if err := fn(data); err != nil {
+				return 0, err
+			}
+			n++
+		}
+		best = min(best, time.Since(start)/time.Duration(n))
+	}
+	return best, nil
+}
+
+// slope returns the least-squares slope of log(y) against log(x).
+func slope(x, y []float64) float64 {
+	var sx, sy, sxx, sxy float64
+	k := float64(len(x))
+	for i := range x {
+		lx, ly := math.Log(x[i]), math.Log(y[i])
+		sx, sy, sxx, sxy = sx+lx, sy+ly, sxx+lx*lx, sxy+lx*ly
+	}
+	d := k*sxx - sx*sx
+	if d == 0 {
+		return math.NaN()
+	}
+	return (k*sxy - sx*sy) / d
+}
+
+func runValidate(ctx context.Context, s *section) error {
+	o := s.o
+	shapes := []struct {
+		name   string
+		zigzag bool
+	}{{"circle", false}, {"zigzag", true}}
+	s.line("Time of one call on a Feature holding one Polygon of n vertices (the generators of `geojson/bench_test.go`: a circle,")
+	s.line("and a zigzag star whose radius alternates between 0.8 and 1.0), each the best of 5 batch means within %v after a checked first call (a call slower than half of that is timed once);", o.valTime)
+	s.line("throughput is input bytes per second. The exponent is the least-squares slope of log(time) against log(n) over n = %s:", intList(o.vertices))
+	s.line("1 is linear. simplefeatures is a comparison in the benchmark only; geoidem does not depend on it.")
+	s.line("")
+	for _, v := range validators {
+		s.line("- **%s**: %s", v.name, v.note)
+	}
+	s.line("")
+	header := []string{"implementation", "shape"}
+	for _, n := range o.vertices {
+		header = append(header, fmt.Sprintf("n=%d MB/s", n), fmt.Sprintf("n=%d time", n))
+	}
+	header = append(header, "exponent")
+	var rows [][]string
+	var chart []series
+	exps := map[string]float64{}
+	mbps := map[string]float64{}
+	for _, sh := range shapes {
+		inputs := make([][]byte, len(o.vertices))
+		for i, n := range o.vertices {
+			inputs[i] = benchPolygon(n, sh.zigzag)
+		}
+		for _, v := range validators {
+			row := []string{v.name, sh.name}
+			sr := series{name: v.name + " " + sh.name}
+			for i, n := range o.vertices {
+				d, err := timeOp(ctx, v.run, inputs[i], o.valTime)
+				if err != nil {
+					return fmt.Errorf("%s on %s-%d: %w", v.name, sh.name, n, err)
+				}
+				rate := float64(len(inputs[i])) / d.Seconds() / 1e6
+				row = append(row, fmt.Sprintf("%.1f", rate), fmtDur(d))
+				sr.x, sr.y = append(sr.x, float64(n)), append(sr.y, ms(d))
+				mbps[fmt.Sprintf("%s/%s/%d", v.name, sh.name, n)] = rate
+			}
+			e := slope(sr.x, sr.y)
+			exps[v.name+"/"+sh.name] = e
+			row = append(row, fmt.Sprintf("%.2f", e))
+			rows = append(rows, row)
+			chart = append(chart, sr)
+			o.logf("validate: %s %s done", v.name, sh.name)
+		}
+	}
+	s.table(header, rows)
+	for k, sh := range shapes {
+		if err := s.figure("validate-"+sh.name+".svg", "time per call vs vertices, "+sh.name, lineChart{
+			title: "Validation time per call, " + sh.name + " polygon", xLabel: "vertices (log)", yLabel: "ms per call (log)",
+			logX: true, logY: true, series: chart[k*len(validators) : (k+1)*len(validators)],
+		}.render()); err != nil {
+			return err
+		}
+	}
+	big := o.vertices[len(o.vertices)-1]
+	for _, sh := range shapes {
+		g := mbps[fmt.Sprintf("geojson.Validate/%s/%d", sh.name, big)]
+		gg := mbps[fmt.Sprintf("go-geom decode only/%s/%d", sh.name, big)]
+		sf := mbps[fmt.Sprintf("simplefeatures validating/%s/%d", sh.name, big)]
+		s.headline(fmt.Sprintf("geojson.Validate, %s of %d vertices", sh.name, big),
+			"%.0f MB/s = %.1f× go-geom decode-only, %.1f× simplefeatures validating; exponent %.2f (simplefeatures %.2f)",
+			g, g/gg, g/sf, exps["geojson.Validate/"+sh.name], exps["simplefeatures validating/"+sh.name])
+	}
+	return nil
+}
