@@ -39,12 +39,6 @@ func TestContract(t *testing.T) {
 				URL:        url,
 				Path:       "/features",
 				Executions: executions(t, url),
-				// TODO(lead): the service has no GeoJSON validator yet, so an
-				// unclosed Polygon ring is stored (201), not answered 422.
-				// Once run() sets middleware.Config.Validator to
-				// geojson.RequestValidator{}, delete this line so the rule
-				// InvalidGeometryIs422AndNotRetried runs.
-				SkipInvalidGeometry: true,
 			})
 		})
 	}

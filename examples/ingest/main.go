@@ -17,8 +17,9 @@
 //
 //	POST /features        a Feature or FeatureCollection (application/geo+json
 //	                      or application/json), Idempotency-Key required;
-//	                      upserts the features by id and answers 201
-//	                      {"stored":[ids…]}
+//	                      validated as RFC 7946 GeoJSON after the claim (422
+//	                      with a JSON pointer per problem); upserts the
+//	                      features by id and answers 201 {"stored":[ids…]}
 //	GET  /features/{id}   a stored feature
 //	GET  /metrics         outcome counters, store latency histograms and lease
 //	                      takeovers, in Prometheus text format

@@ -171,3 +171,23 @@ func TestIngestCommandShutsDownOnSignal(t *testing.T) {
 		t.Fatal("still running 15s after SIGTERM")
 	}
 }
+
+func TestIngestRejectsInvalidGeometry(t *testing.T) {
+	url := start(t)
+	bowtie := `{"type":"Feature","id":"b","geometry":{"type":"Polygon","coordinates":[[[0,0],[1,1],[1,0],[0,1],[0,0]]]},"properties":null}`
+	resp, body := do(t, http.MethodPost, url+"/features", "bow", bowtie)
+	if resp.StatusCode != http.StatusUnprocessableEntity || resp.Header.Get("Content-Type") != "application/problem+json" ||
+		!strings.Contains(body, `"pointer":"/geometry/coordinates/0`) || !strings.Contains(body, "ring-self-intersection") {
+		t.Fatalf("bow-tie polygon: %d %s", resp.StatusCode, body)
+	}
+	again, body2 := do(t, http.MethodPost, url+"/features", "bow", bowtie)
+	if again.StatusCode != http.StatusUnprocessableEntity || body2 != body || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry of the invalid delivery: %d replayed=%q; want the recorded 422", again.StatusCode, again.Header.Get("Idempotent-Replayed"))
+	}
+	if r, _ := do(t, http.MethodGet, url+"/features/b", "", ""); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("the invalid feature was stored: GET %d", r.StatusCode)
+	}
+	if r, b := do(t, http.MethodPost, url+"/features", "trunc", `{"type":"Feature",`); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("malformed JSON: %d %s, want 400", r.StatusCode, b)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/geoidem/geoidem/geojson"
 	"github.com/geoidem/geoidem/internal/promtext"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -37,7 +38,8 @@ type Config struct {
 	// Webhooks signed with one of them, verified before the key, then taken
 	// from webhook-id, is claimed.
 	WebhookSecrets []standardwebhooks.Secret
-	// Validator checks bodies after the claim (none by default).
+	// Validator checks bodies after the claim. Default: RFC 7946 validation
+	// (geojson.RequestValidator), so geometry no retry can fix is 422.
 	Validator middleware.Validator
 	// KeyTable and FeaturesTable name the PostgreSQL tables
 	// (pgstore.DefaultTable, "features"); RedisPrefix the Redis key prefix
@@ -74,6 +76,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	reg := new(promtext.Registry)
 	m := newMetrics(reg)
 	timed := newTimedStore(be.store, be.ping, reg)
+	validator := cfg.Validator
+	if validator == nil {
+		validator = geojson.RequestValidator{}
+	}
 	keyHeader := middleware.DefaultKeyHeader
 	if len(cfg.WebhookSecrets) > 0 {
 		keyHeader = standardwebhooks.HeaderID
@@ -83,7 +89,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Lease:        cfg.Lease,
 		StoreTimeout: cfg.StoreTimeout,
-		Validator:    cfg.Validator,
+		Validator:    validator,
 		Logger:       log,
 		Observer:     m.observe,
 	})
