@@ -181,3 +181,12 @@ type Store interface {
 type Pinger interface {
 	Ping(ctx context.Context) error
 }
+
+// NonBlocking is an optional capability of a Store whose operations never
+// wait: they run in process, under a lock held only for the operation, and
+// return at once. Callers may then skip the timeouts they would put around
+// a networked store's calls. Implementations must still honour a context
+// that is already done.
+type NonBlocking interface {
+	NonBlocking()
+}

@@ -37,10 +37,12 @@ func BenchmarkMiddleware(b *testing.B) {
 	type variant struct {
 		name    string
 		handler func(b *testing.B) http.Handler
-		key     func(n int64) string // "" sends no key
+		key     func(n int64) string
 	}
 	variants := []variant{
-		{"Bare", func(*testing.B) http.Handler { return ingestHandler }, func(int64) string { return "" }},
+		// The bare handler gets the same requests, key header included: only
+		// the middleware differs between the variants.
+		{"Bare", func(*testing.B) http.Handler { return ingestHandler }, func(n int64) string { return "key-" + strconv.FormatInt(n, 10) }},
 		{"FirstCall", newWrapped, func(n int64) string { return "key-" + strconv.FormatInt(n, 10) }},
 		{"Replay", newWrapped, func(int64) string { return "hot-key" }},
 	}
@@ -55,9 +57,7 @@ func BenchmarkMiddleware(b *testing.B) {
 				for b.Loop() {
 					n++
 					r := httptest.NewRequest(http.MethodPost, "/features", strings.NewReader(feature))
-					if k := v.key(n); k != "" {
-						r.Header.Set("Idempotency-Key", k)
-					}
+					r.Header.Set("Idempotency-Key", v.key(n))
 					w := httptest.NewRecorder()
 					h.ServeHTTP(w, r)
 					if w.Code != http.StatusCreated {
@@ -76,14 +76,22 @@ func BenchmarkMiddleware(b *testing.B) {
 				client := srv.Client()
 				client.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
 				var n atomic.Int64
+				if v.name == "Replay" { // complete the hot key before the clock starts
+					req, _ := http.NewRequest(http.MethodPost, srv.URL+"/features", strings.NewReader(feature))
+					req.Header.Set("Idempotency-Key", v.key(0))
+					resp, err := client.Do(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					resp.Body.Close()
+				}
 				b.ReportAllocs()
 				b.SetBytes(int64(len(feature)))
+				b.ResetTimer()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
 						req, _ := http.NewRequest(http.MethodPost, srv.URL+"/features", strings.NewReader(feature))
-						if k := v.key(n.Add(1)); k != "" {
-							req.Header.Set("Idempotency-Key", k)
-						}
+						req.Header.Set("Idempotency-Key", v.key(n.Add(1)))
 						resp, err := client.Do(req)
 						if err != nil {
 							b.Error(err)

@@ -147,6 +147,7 @@ type Config struct {
 // Middleware makes a handler idempotent: see the package documentation.
 type Middleware struct {
 	store         keystore.Store
+	nonBlocking   bool // the store never waits: no timeouts needed around it
 	methods       map[string]bool
 	keyHeader     string
 	keyOptional   bool
@@ -171,8 +172,10 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 	if store == nil {
 		return nil, errors.New("middleware: nil store")
 	}
+	_, nonBlocking := store.(keystore.NonBlocking)
 	m := &Middleware{
 		store:        store,
+		nonBlocking:  nonBlocking,
 		methods:      map[string]bool{},
 		keyHeader:    http.CanonicalHeaderKey(orDefault(cfg.KeyHeader, DefaultKeyHeader)),
 		keyOptional:  cfg.KeyOptional,
@@ -417,9 +420,18 @@ func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerpr
 }
 
 func (m *Middleware) storeClaim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.storeTimeout)
+	ctx, cancel := m.storeContext(ctx)
 	defer cancel()
 	return m.store.Claim(ctx, key, fp, m.lease)
+}
+
+// storeContext bounds one store operation by Config.StoreTimeout, unless
+// the store is keystore.NonBlocking and needs no bound.
+func (m *Middleware) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if m.nonBlocking {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, m.storeTimeout)
 }
 
 // exchange is the state of one request that acquired its key, allocated
@@ -553,7 +565,7 @@ func (rn *renewal) extend() {
 		return
 	}
 	m := rn.m
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(rn.ctx), m.storeTimeout)
+	ctx, cancel := m.storeContext(context.WithoutCancel(rn.ctx))
 	err := m.store.Extend(ctx, rn.hold.Key, rn.hold.Token, m.lease)
 	cancel()
 	switch {
@@ -581,7 +593,7 @@ func (rn *renewal) stop() {
 func (m *Middleware) complete(ctx context.Context, hold *keystore.Hold, rec keystore.Record) error {
 	var err error
 	for range 2 {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.storeTimeout)
+		cctx, cancel := m.storeContext(context.WithoutCancel(ctx))
 		err = m.store.Complete(cctx, hold.Key, hold.Token, rec, m.retention)
 		cancel()
 		if err == nil || errors.Is(err, keystore.ErrLeaseLost) {
@@ -594,7 +606,7 @@ func (m *Middleware) complete(ctx context.Context, hold *keystore.Hold, rec keys
 // release gives up hold's claim; a failure only means the key stays blocked
 // until its lease ends.
 func (m *Middleware) release(ctx context.Context, hold *keystore.Hold) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.storeTimeout)
+	rctx, cancel := m.storeContext(context.WithoutCancel(ctx))
 	defer cancel()
 	if err := m.store.Release(rctx, hold.Key, hold.Token); err != nil && !errors.Is(err, keystore.ErrLeaseLost) {
 		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency claim not released; the key stays blocked until its lease ends",

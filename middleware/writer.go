@@ -39,12 +39,21 @@ func (r *recorder) WriteHeader(code int) {
 
 func (r *recorder) snapshot() {
 	src := r.w.Header()
+	fields, values := 0, 0
 	for _, name := range r.allow {
 		if vs, ok := src[name]; ok {
-			if r.header == nil {
-				r.header = make(http.Header, len(r.allow))
-			}
-			r.header[name] = append([]string(nil), vs...)
+			fields, values = fields+1, values+len(vs)
+		}
+	}
+	if fields == 0 {
+		return
+	}
+	r.header = make(http.Header, fields)
+	all := make([]string, 0, values) // one backing array for every value
+	for _, name := range r.allow {
+		if vs, ok := src[name]; ok {
+			all = append(all, vs...)
+			r.header[name] = all[len(all)-len(vs) : len(all) : len(all)]
 		}
 	}
 }

@@ -27,8 +27,8 @@
 package memstore
 
 import (
-	"container/heap"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"sync"
 	"time"
@@ -76,9 +76,13 @@ type Stats struct {
 type Store struct {
 	mu        sync.Mutex
 	cfg       Config
-	entries   map[string]*entry
-	leases    expiryHeap // in-flight entries, by lease expiry
-	records   expiryHeap // completed entries, by end of retention
+	base      time.Time       // deadlines are nanoseconds since base, on the monotonic clock
+	index     map[keyID]int32 // key -> slot in entries and recs
+	entries   []entry         // a slab without pointers: the collector never scans it
+	recs      [][]byte        // encoded records, by slot: the only pointers per entry
+	free      []int32         // unused slots
+	leases    slotHeap        // in-flight slots, by lease expiry
+	records   slotHeap        // completed slots, by end of retention
 	bytes     int64
 	lastToken keystore.Token
 	evicted   uint64
@@ -89,27 +93,70 @@ func New(cfg Config) *Store {
 	return &Store{cfg: cfg}
 }
 
+// keyID identifies a key in the index: the 32 bytes that a 64-character
+// hexadecimal key (what the middleware passes) spells, or the SHA-256 of any
+// other key. Telling two keys apart by their IDs would take a SHA-256
+// preimage.
+type keyID [32]byte
+
+func idOf(key string) keyID {
+	var id keyID
+	if len(key) != 2*len(id) {
+		return sha256.Sum256([]byte(key))
+	}
+	for i := range id {
+		hi, ok1 := lowerHex(key[2*i])
+		lo, ok2 := lowerHex(key[2*i+1])
+		if !ok1 || !ok2 { // only lowercase digits: "AB" and "ab" must not share an ID
+			return sha256.Sum256([]byte(key))
+		}
+		id[i] = hi<<4 | lo
+	}
+	return id
+}
+
+func lowerHex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
 type entry struct {
-	key      string
+	id       keyID
 	fp       keystore.Fingerprint
 	token    keystore.Token // nonzero while in flight
-	deadline time.Time      // lease expiry while in flight, end of retention once completed
-	rec      []byte         // the encoded record, once completed
+	deadline int64          // lease expiry while in flight, end of retention once completed
 	size     int64
-	index    int // position in its heap
+	pos      int32 // position in its heap
 }
 
 func (e *entry) inFlight() bool { return e.token != 0 }
 
-var _ keystore.Store = (*Store)(nil)
+var (
+	_ keystore.Store       = (*Store)(nil)
+	_ keystore.NonBlocking = (*Store)(nil)
+)
+
+// NonBlocking marks Store as a keystore.NonBlocking store: no operation
+// waits, so the middleware needs no timeout around them.
+func (*Store) NonBlocking() {}
 
 var errDuration = errors.New("memstore: duration must be positive")
 
 func (s *Store) init() {
-	if s.entries == nil {
-		s.entries = make(map[string]*entry)
+	if s.index == nil {
+		s.index = make(map[keyID]int32)
+		s.base = time.Now()
+		s.leases.s, s.records.s = s, s
 	}
 }
+
+// now returns the current time as a deadline value.
+func (s *Store) now() int64 { return int64(time.Since(s.base)) }
 
 func (s *Store) limits() (int, int64) {
 	n, b := s.cfg.MaxEntries, s.cfg.MaxBytes
@@ -133,37 +180,55 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.init()
-	now := time.Now()
+	now := s.now()
+	id := idOf(key)
 	tookOver := false
-	if e, ok := s.entries[key]; ok && e.deadline.After(now) {
-		if e.inFlight() {
-			return keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: e.deadline.Sub(now)}, nil
+	if slot, ok := s.index[id]; ok {
+		e := &s.entries[slot]
+		if e.deadline > now {
+			if e.inFlight() {
+				return keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: time.Duration(e.deadline - now)}, nil
+			}
+			return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: decodeRecord(s.recs[slot])}, nil
 		}
-		return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: decodeRecord(e.rec)}, nil
-	} else if ok {
 		tookOver = e.inFlight()
-		s.remove(e)
+		s.remove(slot)
 	}
 	s.dropExpired(now)
-	e := &entry{key: key, fp: fp, deadline: now.Add(lease), size: entryOverhead + int64(len(key))}
-	if !s.makeRoom(1, e.size) {
+	size := entryOverhead + int64(len(key))
+	if !s.makeRoom(1, size, now) {
 		return keystore.Claim{}, keystore.ErrStoreFull
 	}
 	s.lastToken++
-	e.token = s.lastToken
-	s.entries[key] = e
-	s.bytes += e.size
-	heap.Push(&s.leases, e)
-	return keystore.Claim{State: keystore.Acquired, Token: e.token, TookOver: tookOver, Fingerprint: fp}, nil
+	slot := s.alloc()
+	s.entries[slot] = entry{id: id, fp: fp, token: s.lastToken, deadline: now + int64(lease), size: size}
+	s.index[id] = slot
+	s.bytes += size
+	s.leases.push(slot)
+	return keystore.Claim{State: keystore.Acquired, Token: s.lastToken, TookOver: tookOver, Fingerprint: fp}, nil
 }
 
-// held returns the in-flight entry that token holds, or nil.
-func (s *Store) held(key string, token keystore.Token, now time.Time) *entry {
-	e, ok := s.entries[key]
-	if !ok || !e.inFlight() || e.token != token || !e.deadline.After(now) {
-		return nil
+func (s *Store) alloc() int32 {
+	if n := len(s.free); n > 0 {
+		slot := s.free[n-1]
+		s.free = s.free[:n-1]
+		return slot
 	}
-	return e
+	s.entries = append(s.entries, entry{})
+	s.recs = append(s.recs, nil)
+	return int32(len(s.entries) - 1)
+}
+
+// held returns the slot of the in-flight entry that token holds, or -1.
+func (s *Store) held(key string, token keystore.Token, now int64) int32 {
+	slot, ok := s.index[idOf(key)]
+	if !ok {
+		return -1
+	}
+	if e := &s.entries[slot]; !e.inFlight() || e.token != token || e.deadline <= now {
+		return -1
+	}
+	return slot
 }
 
 // Extend implements keystore.Store.
@@ -176,13 +241,13 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
-	e := s.held(key, token, now)
-	if e == nil {
+	now := s.now()
+	slot := s.held(key, token, now)
+	if slot < 0 {
 		return keystore.ErrLeaseLost
 	}
-	e.deadline = now.Add(lease)
-	heap.Fix(&s.leases, e.index)
+	s.entries[slot].deadline = now + int64(lease)
+	s.leases.fix(s.entries[slot].pos)
 	return nil
 }
 
@@ -196,26 +261,27 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
-	e := s.held(key, token, now)
-	if e == nil {
+	now := s.now()
+	slot := s.held(key, token, now)
+	if slot < 0 {
 		return keystore.ErrLeaseLost
 	}
 	data := encodeRecord(rec)
 	grow := int64(len(data))
-	// Take e out of the lease heap first so that making room can never
-	// consider it; put it back unchanged if there is no room.
-	heap.Remove(&s.leases, e.index)
-	if !s.makeRoom(0, grow) {
-		heap.Push(&s.leases, e)
+	// Take the entry out of the lease heap first so that making room can
+	// never consider it; put it back unchanged if there is no room.
+	s.leases.remove(s.entries[slot].pos)
+	if !s.makeRoom(0, grow, now) {
+		s.leases.push(slot)
 		return keystore.ErrStoreFull
 	}
+	e := &s.entries[slot]
 	e.token = 0
-	e.rec = data
+	s.recs[slot] = data
 	e.size += grow
 	s.bytes += grow
-	e.deadline = now.Add(retention)
-	heap.Push(&s.records, e)
+	e.deadline = now + int64(retention)
+	s.records.push(slot)
 	return nil
 }
 
@@ -226,11 +292,11 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.held(key, token, time.Now())
-	if e == nil {
+	slot := s.held(key, token, s.now())
+	if slot < 0 {
 		return keystore.ErrLeaseLost
 	}
-	s.remove(e)
+	s.remove(slot)
 	return nil
 }
 
@@ -238,7 +304,7 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Entries: len(s.entries), Bytes: s.bytes, Evicted: s.evicted}
+	return Stats{Entries: len(s.index), Bytes: s.bytes, Evicted: s.evicted}
 }
 
 // Close drops every entry. It exists so that a Store can stand wherever a
@@ -247,29 +313,34 @@ func (s *Store) Stats() Stats {
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.entries, s.leases, s.records, s.bytes = nil, nil, nil, 0
+	s.index, s.entries, s.recs, s.free, s.leases.slots, s.records.slots, s.bytes = nil, nil, nil, nil, nil, nil, 0
 	return nil
 }
 
-// remove deletes e from the map and from whichever heap holds it.
-func (s *Store) remove(e *entry) {
+// remove deletes the entry in slot from the index and from whichever heap
+// holds it, and frees the slot.
+func (s *Store) remove(slot int32) {
+	e := &s.entries[slot]
 	if e.inFlight() {
-		heap.Remove(&s.leases, e.index)
+		s.leases.remove(e.pos)
 	} else {
-		heap.Remove(&s.records, e.index)
+		s.records.remove(e.pos)
 	}
-	delete(s.entries, e.key)
+	delete(s.index, e.id)
 	s.bytes -= e.size
+	*e = entry{}
+	s.recs[slot] = nil // drop the record for the collector
+	s.free = append(s.free, slot)
 }
 
 // dropExpired removes completed entries past their retention and in-flight
 // entries whose lease expired more than abandonedGrace ago.
-func (s *Store) dropExpired(now time.Time) {
-	for len(s.records) > 0 && !s.records[0].deadline.After(now) {
-		s.remove(s.records[0])
+func (s *Store) dropExpired(now int64) {
+	for len(s.records.slots) > 0 && s.entries[s.records.slots[0]].deadline <= now {
+		s.remove(s.records.slots[0])
 	}
-	for len(s.leases) > 0 && !s.leases[0].deadline.After(now.Add(-abandonedGrace)) {
-		s.remove(s.leases[0])
+	for len(s.leases.slots) > 0 && s.entries[s.leases.slots[0]].deadline <= now-int64(abandonedGrace) {
+		s.remove(s.leases.slots[0])
 	}
 }
 
@@ -277,46 +348,95 @@ func (s *Store) dropExpired(now time.Time) {
 // and reports whether they do. It drops expired leases first, then the
 // completed records closest to the end of their retention; it never drops a
 // live lease.
-func (s *Store) makeRoom(addEntries int, addBytes int64) bool {
+func (s *Store) makeRoom(addEntries int, addBytes int64, now int64) bool {
 	maxEntries, maxBytes := s.limits()
 	if addBytes > maxBytes {
 		return false // nothing could make room: evict nothing
 	}
 	fits := func() bool {
-		return len(s.entries)+addEntries <= maxEntries && s.bytes+addBytes <= maxBytes
+		return len(s.index)+addEntries <= maxEntries && s.bytes+addBytes <= maxBytes
 	}
-	now := time.Now()
-	for !fits() && len(s.leases) > 0 && !s.leases[0].deadline.After(now) {
-		s.remove(s.leases[0])
+	for !fits() && len(s.leases.slots) > 0 && s.entries[s.leases.slots[0]].deadline <= now {
+		s.remove(s.leases.slots[0])
 	}
-	for !fits() && len(s.records) > 0 {
-		s.remove(s.records[0])
+	for !fits() && len(s.records.slots) > 0 {
+		s.remove(s.records.slots[0])
 		s.evicted++
 	}
 	return fits()
 }
 
-// expiryHeap is a min-heap of entries by deadline that keeps each entry's
-// index current, so heap.Fix and heap.Remove work in O(log n).
-type expiryHeap []*entry
+// slotHeap is a min-heap of slots by their entries' deadlines that keeps
+// each entry's pos current, so fix and remove work in O(log n). It holds
+// int32s, not pointers: nothing in it for the collector to scan.
+type slotHeap struct {
+	s     *Store
+	slots []int32
+}
 
-func (h expiryHeap) Len() int           { return len(h) }
-func (h expiryHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
-func (h expiryHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = i
-	h[j].index = j
+func (h *slotHeap) less(i, j int) bool {
+	return h.s.entries[h.slots[i]].deadline < h.s.entries[h.slots[j]].deadline
 }
-func (h *expiryHeap) Push(x any) {
-	e := x.(*entry)
-	e.index = len(*h)
-	*h = append(*h, e)
+
+func (h *slotHeap) swap(i, j int) {
+	h.slots[i], h.slots[j] = h.slots[j], h.slots[i]
+	h.s.entries[h.slots[i]].pos = int32(i)
+	h.s.entries[h.slots[j]].pos = int32(j)
 }
-func (h *expiryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.index = -1
-	return e
+
+func (h *slotHeap) push(slot int32) {
+	h.slots = append(h.slots, slot)
+	i := len(h.slots) - 1
+	h.s.entries[slot].pos = int32(i)
+	h.up(i)
+}
+
+func (h *slotHeap) remove(pos int32) {
+	i, last := int(pos), len(h.slots)-1
+	if i != last {
+		h.swap(i, last)
+	}
+	h.slots = h.slots[:last]
+	if i != last {
+		h.fixAt(i)
+	}
+}
+
+func (h *slotHeap) fix(pos int32) { h.fixAt(int(pos)) }
+
+func (h *slotHeap) fixAt(i int) {
+	if !h.down(i) {
+		h.up(i)
+	}
+}
+
+func (h *slotHeap) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		j = i
+	}
+}
+
+// down sifts i down and reports whether it moved.
+func (h *slotHeap) down(i0 int) bool {
+	i, n := i0, len(h.slots)
+	for {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if r := j + 1; r < n && h.less(r, j) {
+			j = r
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		i = j
+	}
+	return i > i0
 }

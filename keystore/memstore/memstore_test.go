@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -247,4 +248,16 @@ func ExampleStore() {
 	// Output:
 	// acquired
 	// completed 201 {"ok":true}
+}
+
+// Keys that differ only in the case of their hex digits, or that are not
+// hex at all, are different keys.
+func TestKeysAreDistinct(t *testing.T) {
+	var s memstore.Store
+	lower := "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+	for _, key := range []string{lower, strings.ToUpper(lower), lower[:63] + "g", lower[:63], "", "k"} {
+		if c := claim(t, &s, key, time.Minute); c.State != keystore.Acquired {
+			t.Errorf("Claim(%q) = %v: it collided with an earlier key", key, c.State)
+		}
+	}
 }
