@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -34,11 +35,6 @@ func BenchmarkMiddleware(b *testing.B) {
 		}
 		return m.Handler(ingestHandler)
 	}
-	type variant struct {
-		name    string
-		handler func(b *testing.B) http.Handler
-		key     func(n int64) string
-	}
 	variants := []variant{
 		// The bare handler gets the same requests, key header included: only
 		// the middleware differs between the variants.
@@ -68,44 +64,63 @@ func BenchmarkMiddleware(b *testing.B) {
 		}
 	})
 
-	b.Run("HTTP", func(b *testing.B) {
-		for _, v := range variants {
-			b.Run(v.name, func(b *testing.B) {
-				srv := httptest.NewServer(v.handler(b))
-				defer srv.Close()
-				client := srv.Client()
-				client.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
-				var n atomic.Int64
-				if v.name == "Replay" { // complete the hot key before the clock starts
+	for _, clients := range []int{0, 64} { // 0: GOMAXPROCS clients
+		name := "HTTP"
+		if clients > 0 {
+			name = "HTTP" + strconv.Itoa(clients)
+		}
+		b.Run(name, func(b *testing.B) { httpBench(b, variants, clients) })
+	}
+}
+
+type variant struct {
+	name    string
+	handler func(b *testing.B) http.Handler
+	key     func(n int64) string
+}
+
+// httpBench runs each variant over loopback HTTP with the given number of
+// concurrent clients (0: GOMAXPROCS).
+func httpBench(b *testing.B, variants []variant, clients int) {
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			srv := httptest.NewServer(v.handler(b))
+			defer srv.Close()
+			client := srv.Client()
+			client.Transport.(*http.Transport).MaxIdleConnsPerHost = max(64, clients)
+			if clients > 0 {
+				b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			}
+			var n atomic.Int64
+			if v.name == "Replay" { // complete the hot key before the clock starts
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/features", strings.NewReader(feature))
+				req.Header.Set("Idempotency-Key", v.key(0))
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(feature)))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
 					req, _ := http.NewRequest(http.MethodPost, srv.URL+"/features", strings.NewReader(feature))
-					req.Header.Set("Idempotency-Key", v.key(0))
+					req.Header.Set("Idempotency-Key", v.key(n.Add(1)))
 					resp, err := client.Do(req)
 					if err != nil {
-						b.Fatal(err)
+						b.Error(err)
+						return
 					}
+					_, _ = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
-				}
-				b.ReportAllocs()
-				b.SetBytes(int64(len(feature)))
-				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						req, _ := http.NewRequest(http.MethodPost, srv.URL+"/features", strings.NewReader(feature))
-						req.Header.Set("Idempotency-Key", v.key(n.Add(1)))
-						resp, err := client.Do(req)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						_, _ = io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						if resp.StatusCode != http.StatusCreated {
-							b.Errorf("status %d", resp.StatusCode)
-							return
-						}
+					if resp.StatusCode != http.StatusCreated {
+						b.Errorf("status %d", resp.StatusCode)
+						return
 					}
-				})
+				}
 			})
-		}
-	})
+		})
+	}
 }
