@@ -92,15 +92,21 @@ func featureID(raw json.RawMessage) (string, error) {
 }
 
 // memFeatures keeps features in process: the repository of the memory and
-// Redis modes.
+// Redis modes. Its writes are idempotent per stored key: a request whose
+// key already wrote its features (its record was then lost, say to a Redis
+// outage between the write and the record, and a retry ran the handler
+// again after the lease) does not write them again. That is the
+// "idempotent handler writes" that make a store failure after the work,
+// or a Redis failover, harmless.
 type memFeatures struct {
-	mu sync.RWMutex
-	m  map[string]json.RawMessage
-	n  map[string]int // writes per id
+	mu      sync.RWMutex
+	m       map[string]json.RawMessage
+	n       map[string]int      // writes per id
+	applied map[string]struct{} // stored keys whose features were written
 }
 
 func newMemFeatures() *memFeatures {
-	return &memFeatures{m: map[string]json.RawMessage{}, n: map[string]int{}}
+	return &memFeatures{m: map[string]json.RawMessage{}, n: map[string]int{}, applied: map[string]struct{}{}}
 }
 
 func (s *memFeatures) writes(context.Context) (map[string]int, error) {
@@ -112,6 +118,12 @@ func (s *memFeatures) writes(context.Context) (map[string]int, error) {
 func (s *memFeatures) upsert(ctx context.Context, fs []feature, rec keystore.Record) (keystore.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if hold, ok := keystore.HoldFromContext(ctx); ok {
+		if _, done := s.applied[hold.Key]; done {
+			return rec, nil // this request's features are already written
+		}
+		s.applied[hold.Key] = struct{}{}
+	}
 	for _, f := range fs {
 		s.m[f.ID] = append(json.RawMessage(nil), f.Raw...)
 		s.n[f.ID]++

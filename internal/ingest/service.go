@@ -24,7 +24,7 @@ import (
 
 // Config configures a Service. Zero fields mean the defaults shown.
 type Config struct {
-	// Store names the key store and feature repository (see Open): "memory"
+	// Store names the key store and feature repository (see open): "memory"
 	// (default), redis://host:port/db, redis://h1:p1,h2:p2 (Cluster) or
 	// postgres://….
 	Store string
@@ -32,6 +32,9 @@ type Config struct {
 	Lease time.Duration
 	// StoreTimeout is the middleware's store timeout (middleware.DefaultStoreTimeout).
 	StoreTimeout time.Duration
+	// RetryAfter is the middleware's Retry-After for 409 and 503
+	// (middleware.DefaultRetryAfter).
+	RetryAfter time.Duration
 	// MaxBodyBytes bounds request bodies (middleware.DefaultMaxBodyBytes).
 	MaxBodyBytes int64
 	// WebhookSecrets, if any, make the service accept only Standard
@@ -62,7 +65,7 @@ type Service struct {
 
 // New opens the store cfg names and builds the service on it.
 func New(ctx context.Context, cfg Config) (*Service, error) {
-	be, err := Open(ctx, cfg.Store, BackendOptions{
+	be, err := open(ctx, cfg.Store, backendOptions{
 		KeyTable: orDefault(cfg.KeyTable, pgstore.DefaultTable), FeaturesTable: orDefault(cfg.FeaturesTable, "features"),
 		RedisPrefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix),
 	})
@@ -89,6 +92,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Lease:        cfg.Lease,
 		StoreTimeout: cfg.StoreTimeout,
+		RetryAfter:   cfg.RetryAfter,
 		Validator:    validator,
 		Logger:       log,
 		Observer:     m.observe,

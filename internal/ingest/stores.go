@@ -28,8 +28,8 @@ type backend struct {
 	close func()
 }
 
-// BackendOptions shape a backend.
-type BackendOptions struct {
+// backendOptions shape a backend.
+type backendOptions struct {
 	KeyTable      string // PostgreSQL: the key store's table
 	FeaturesTable string // PostgreSQL: the PostGIS feature table
 	RedisPrefix   string // Redis: the key prefix
@@ -58,7 +58,7 @@ func pauseAfterWrite(ctx context.Context) {
 	}
 }
 
-// Open returns the backend named by a store URL:
+// open returns the backend named by a store URL:
 //
 //	memory                                 in-process keys and features (default)
 //	redis://127.0.0.1:6379/0               keys in Redis, features in process
@@ -66,7 +66,7 @@ func pauseAfterWrite(ctx context.Context) {
 //	postgres://user@host:5432/db           keys and PostGIS features in PostgreSQL, the
 //	                                       feature write and the key's completion in one
 //	                                       transaction
-func Open(ctx context.Context, storeURL string, opt BackendOptions) (*backend, error) {
+func open(ctx context.Context, storeURL string, opt backendOptions) (*backend, error) {
 	switch {
 	case storeURL == "" || storeURL == "memory":
 		return &backend{store: new(memstore.Store), repo: newMemFeatures(),
@@ -83,7 +83,7 @@ func Open(ctx context.Context, storeURL string, opt BackendOptions) (*backend, e
 // timeout (2 s) is longer, so a stalled Redis surfaces as a command error.
 const redisTimeout = time.Second
 
-func openRedis(storeURL string, opt BackendOptions) (*backend, error) {
+func openRedis(storeURL string, opt backendOptions) (*backend, error) {
 	var client redis.UniversalClient
 	u, err := url.Parse(storeURL)
 	if err != nil {
@@ -120,7 +120,7 @@ func openRedis(storeURL string, opt BackendOptions) (*backend, error) {
 	}, nil
 }
 
-func openPostgres(ctx context.Context, storeURL string, opt BackendOptions) (*backend, error) {
+func openPostgres(ctx context.Context, storeURL string, opt backendOptions) (*backend, error) {
 	pool, err := pgxpool.New(ctx, storeURL)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)

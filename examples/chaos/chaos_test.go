@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve as the -kill-receiver child: the
+// harness re-executes os.Executable(), which under go test is this binary.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "-serve-receiver" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+const (
+	redisURL = "redis://127.0.0.1:6379/0"
+	pgURL    = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+)
+
+func storeURL(env, def string) string {
+	if u := os.Getenv(env); u != "" {
+		return u
+	}
+	return def
+}
+
+// table parses the printed table into row name -> value.
+func table(t *testing.T, out string) map[string]string {
+	t.Helper()
+	rows := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.Index(line, "  ")
+		if i < 0 {
+			continue
+		}
+		rows[line[:i]] = strings.TrimSpace(line[i:])
+	}
+	return rows
+}
+
+// count returns the leading integer of a row's value.
+func count(t *testing.T, rows map[string]string, name string) int {
+	t.Helper()
+	v, ok := rows[name]
+	if !ok {
+		t.Fatalf("the table has no row %q", name)
+	}
+	f := strings.Fields(v)
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		t.Fatalf("row %q = %q: %v", name, v, err)
+	}
+	return n
+}
+
+// proxyFaults returns the sum of the proxy's injected faults.
+func proxyFaults(t *testing.T, rows map[string]string) int {
+	t.Helper()
+	sum := 0
+	for _, f := range strings.Split(rows["proxy faults"], ",") {
+		n, err := strconv.Atoi(strings.Fields(f)[0])
+		if err != nil {
+			t.Fatalf("proxy faults %q: %v", rows["proxy faults"], err)
+		}
+		if n == 0 {
+			t.Errorf("proxy fault %q never injected", f)
+		}
+		sum += n
+	}
+	return sum
+}
+
+// runChaos runs the command and checks what every run must show: exit 0,
+// nothing written twice, nothing lost, and faults actually injected.
+func runChaos(t *testing.T, args ...string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, args, &stdout, &stderr)
+	t.Logf("chaos %s\n%s", strings.Join(args, " "), stdout.String())
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\nstderr:\n%s", code, stderr.String())
+	}
+	rows := table(t, stdout.String())
+	if n := count(t, rows, "features written twice"); n != 0 {
+		t.Errorf("%d features written twice", n)
+	}
+	if n := count(t, rows, "events lost"); n != 0 {
+		t.Errorf("%d events lost", n)
+	}
+	if proxyFaults(t, rows) == 0 {
+		t.Error("the proxy injected no faults")
+	}
+	if count(t, rows, "replays") == 0 || count(t, rows, "422s") == 0 {
+		t.Error("no replays or no 422s: the duplicate and invalid paths went unexercised")
+	}
+	if count(t, rows, "features stored") == 0 {
+		t.Error("nothing stored")
+	}
+	return rows
+}
+
+func TestMemory(t *testing.T) {
+	t.Parallel()
+	runChaos(t, "-events", "120")
+}
+
+func TestRedisStoreFaults(t *testing.T) {
+	t.Parallel()
+	rows := runChaos(t, "-store", storeURL("GEOIDEM_TEST_REDIS", redisURL), "-store-faults", "-events", "150")
+	if n := count(t, rows, "store cuts"); n != 2 {
+		t.Errorf("%d store cuts, want 2", n)
+	}
+	if n := count(t, rows, "store 503s (fail closed)"); n == 0 {
+		t.Error("no 503 from the middleware while Redis was cut")
+	}
+}
+
+func TestPostgresStoreFaults(t *testing.T) {
+	t.Parallel()
+	rows := runChaos(t, "-store", storeURL("GEOIDEM_TEST_POSTGRES", pgURL), "-store-faults", "-events", "150")
+	if n := count(t, rows, "store cuts"); n != 2 {
+		t.Errorf("%d store cuts, want 2", n)
+	}
+	if n := count(t, rows, "pg_terminate_backend"); n != 3 {
+		t.Errorf("%d pg_terminate_backend rounds, want 3", n)
+	}
+	if n := count(t, rows, "store 503s (fail closed)"); n == 0 {
+		t.Error("no 503 from the middleware while PostgreSQL was cut")
+	}
+}
+
+func TestPostgresKillReceiver(t *testing.T) {
+	t.Parallel()
+	rows := runChaos(t, "-store", storeURL("GEOIDEM_TEST_POSTGRES", pgURL), "-kill-receiver", "3", "-events", "150")
+	if n := count(t, rows, "receiver kills"); n != 3 {
+		t.Errorf("%d receiver kills, want 3", n)
+	}
+}
+
+// TestNaiveReceiverFails shows that the harness can fail: a receiver
+// without the middleware applies retries after lost acknowledgements
+// again, and the harness must see features written twice and exit 1.
+func TestNaiveReceiverFails(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	o := options{store: "memory", senders: 4, events: 80, attempts: 4, seed: 1, naive: true}
+	code := chaos(context.Background(), o, &stdout, &stderr)
+	t.Logf("%s", stdout.String())
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstderr:\n%s", code, stderr.String())
+	}
+	rows := table(t, stdout.String())
+	if n := count(t, rows, "features written twice"); n == 0 {
+		t.Error("the naive receiver wrote nothing twice, or the harness did not notice")
+	}
+	if !strings.HasPrefix(rows["result"], "FAIL") {
+		t.Errorf("result %q, want FAIL", rows["result"])
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"-kill-receiver", "2"},
+		{"-store-faults"},
+		{"-store", "redis://127.0.0.1:6379/0", "-kill-receiver", "1"},
+		{"-store", "postgres://db.example.com:5432/x"},
+		{"-store", "redis://127.0.0.1/0"},
+		{"-store", "mysql://127.0.0.1:3306/x"},
+		{"-senders", "0"},
+		{"-events", "-1"},
+		{"-nope"},
+		{"extra"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr); code != 2 {
+			t.Errorf("chaos %q: exit %d, want 2", args, code)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("chaos %q printed %q", args, stdout.String())
+		}
+	}
+}
+
+func TestMakeEventsSeeded(t *testing.T) {
+	a, b := makeEvents(200, 7, "r"), makeEvents(200, 7, "r")
+	invalid, twice := 0, 0
+	for i := range a {
+		if !bytes.Equal(a[i].body, b[i].body) || a[i].key != b[i].key || (a[i].twice == nil) != (b[i].twice == nil) {
+			t.Fatalf("event %d differs between two runs with the same seed", i)
+		}
+		if a[i].id == "" {
+			invalid++
+		} else if !bytes.Contains(a[i].body, []byte(`"id":"`+a[i].id+`"`)) {
+			t.Errorf("event %d: body %s lacks id %s", i, a[i].body, a[i].id)
+		}
+		if a[i].twice != nil {
+			twice++
+		}
+	}
+	if invalid != 6 || twice != 10 {
+		t.Errorf("%d invalid, %d sent twice; want 6 and 10", invalid, twice)
+	}
+}

@@ -1,0 +1,217 @@
+// Command chaos is the proof that geoidem ingests every GeoJSON webhook
+// exactly once while the network, the key store and the receiver fail on
+// purpose. It runs an ingest receiver (internal/ingest: the middleware in
+// front of a feature upsert), a seeded fault-injecting proxy in front of it
+// (lost acknowledgements, injected 503 and 429 with Retry-After, connection
+// resets, requests held past the senders' timeout), and several paired
+// senders (package client) that deliver many events through the proxy:
+//
+//	go run ./examples/chaos [-store memory|redis://…|postgres://…]
+//	                        [-senders 4] [-events 300] [-seed 1]
+//	                        [-store-faults] [-kill-receiver N] [-attempts 4] [-cut-for 400ms]
+//
+// Every event is one GeoJSON Feature with its own id and its own
+// idempotency key. A seeded few are invalid (a Feature without "id": the
+// receiver answers 422 and records that answer), and a seeded few are sent
+// twice, by two senders at the same moment (the same key and payload: 409s
+// and replays). A delivery that ends without success goes to an in-memory
+// dead-letter sink. After the first pass the faults stop, every request the
+// proxy held has landed, and every dead letter that did not fail
+// permanently is re-driven with its own key and payload, as an operator
+// would. Then the receiver's feature store is checked.
+//
+// With -store-faults the key store fails under load as well: a loopback TCP
+// proxy (internal/tcpcut) between the receiver and Redis or PostgreSQL
+// resets every connection and refuses new ones for a few hundred
+// milliseconds (-cut-for, longer than the receiver's 250 ms store timeout,
+// shorter than the two tries the middleware gives a record write), twice,
+// and with PostgreSQL the receiver's connections are
+// also killed with pg_terminate_backend, three times. The middleware then
+// answers 503 without running the handler (it fails closed) and the
+// senders retry. With -kill-receiver N (PostgreSQL only: memory features
+// die with the process) the receiver runs as a child process, this same
+// program in a hidden -serve-receiver mode, and is killed with SIGKILL N
+// times at seeded moments of the run and restarted on the same port.
+//
+// Each run against Redis or PostgreSQL uses its own key prefix or tables,
+// named with a random suffix, and removes them at the end. Every address is
+// on loopback.
+//
+// # Reading the table
+//
+// The run prints one table. "attempts" counts every HTTP attempt the
+// senders made; "replays" the answers that carried Idempotent-Replayed
+// (work done before, answered from the record); "409s" the answers "still
+// in flight"; "422s" the invalid events' answers, first or replayed.
+// "dead-lettered" counts the deliveries of the first pass that ended
+// without success (the invalid events among them, permanently), and
+// "re-driven" those sent again afterwards. The proxy's lines count the
+// faults it injected; "store 503s" the requests the middleware refused
+// because the key store was unreachable; "receiver kills" the SIGKILLs.
+//
+// The two lines that matter are last: "features written twice", the
+// feature ids the receiver wrote more than once (from its own write
+// counters, or the writes column of the PostGIS table), and "events lost",
+// the valid events whose feature is not stored after the re-drive. The
+// command exits 0 only if both are 0, 1 otherwise, and 2 on a usage error.
+// A run that injected no faults proves nothing: check the fault lines too.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options is what the flags select, plus what only tests set.
+type options struct {
+	store        string
+	senders      int
+	events       int
+	attempts     int
+	seed         uint64
+	storeFaults  bool
+	killReceiver int
+
+	// naive replaces the receiver by a handler without the middleware,
+	// which applies every delivery it gets: the harness must then fail.
+	naive  bool
+	cutFor time.Duration
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "-serve-receiver" {
+		return serveReceiver(ctx, args[1:], os.Stdin, stdout, stderr)
+	}
+	fl := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N]")
+		fl.PrintDefaults()
+	}
+	var o options
+	fl.StringVar(&o.store, "store", "memory", "key store and feature store: memory, redis://host:port/db or postgres://… (loopback only)")
+	fl.IntVar(&o.senders, "senders", 4, "concurrent senders")
+	fl.IntVar(&o.events, "events", 300, "events to deliver")
+	fl.IntVar(&o.attempts, "attempts", 4, "attempts per delivery before it is dead-lettered")
+	fl.Uint64Var(&o.seed, "seed", 1, "seed of the events, the proxy's faults, the senders' jitter and the store faults")
+	fl.BoolVar(&o.storeFaults, "store-faults", false, "also cut the receiver's connections to Redis or PostgreSQL under load (and, for PostgreSQL, pg_terminate_backend them)")
+	fl.DurationVar(&o.cutFor, "cut-for", cutFor, "with -store-faults: how long each cut of the store lasts")
+	fl.IntVar(&o.killReceiver, "kill-receiver", 0, "run the receiver as a child process and SIGKILL and restart it this many times (PostgreSQL only)")
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "chaos: unexpected arguments %q\n", fl.Args())
+		return 2
+	}
+	if err := o.check(); err != nil {
+		fmt.Fprintf(stderr, "chaos: %v\n", err)
+		return 2
+	}
+	return chaos(ctx, o, stdout, stderr)
+}
+
+// storeKind is what a -store value names.
+type storeKind int
+
+const (
+	memoryStore storeKind = iota
+	redisStore
+	postgresStore
+)
+
+func (o options) kind() storeKind {
+	switch {
+	case strings.HasPrefix(o.store, "redis://"):
+		return redisStore
+	case strings.HasPrefix(o.store, "postgres://"), strings.HasPrefix(o.store, "postgresql://"):
+		return postgresStore
+	}
+	return memoryStore
+}
+
+// Bounds on the flags, so that a typo cannot start a run of hours.
+const (
+	maxSenders  = 64
+	maxEvents   = 100_000
+	maxAttempts = 50
+	maxKills    = 50
+)
+
+func (o options) check() error {
+	switch {
+	case o.senders < 1 || o.senders > maxSenders:
+		return fmt.Errorf("-senders %d: want 1 to %d", o.senders, maxSenders)
+	case o.events < 1 || o.events > maxEvents:
+		return fmt.Errorf("-events %d: want 1 to %d", o.events, maxEvents)
+	case o.attempts < 1 || o.attempts > maxAttempts:
+		return fmt.Errorf("-attempts %d: want 1 to %d", o.attempts, maxAttempts)
+	case o.cutFor < 0 || o.cutFor > time.Minute:
+		return fmt.Errorf("-cut-for %v: want 0 to 1m", o.cutFor)
+	case o.killReceiver < 0 || o.killReceiver > maxKills:
+		return fmt.Errorf("-kill-receiver %d: want 0 to %d", o.killReceiver, maxKills)
+	}
+	kind := o.kind()
+	if kind == memoryStore && o.store != "memory" && o.store != "" {
+		return fmt.Errorf("-store %q: want memory, redis://host:port/db or postgres://…", o.store)
+	}
+	if kind == memoryStore && o.storeFaults {
+		return errors.New("-store-faults needs -store redis://… or postgres://…: the memory store cannot fail")
+	}
+	if o.killReceiver > 0 && kind != postgresStore {
+		return errors.New("-kill-receiver needs -store postgres://…: features kept in the receiver's memory die with it")
+	}
+	if o.naive && (kind != memoryStore || o.killReceiver > 0) {
+		return errors.New("the naive receiver runs only in process, on memory")
+	}
+	if kind == memoryStore {
+		return nil
+	}
+	u, err := url.Parse(o.store)
+	if err != nil {
+		return fmt.Errorf("-store: %w", err)
+	}
+	if strings.Contains(u.Host, ",") {
+		return errors.New("-store: one Redis node, not a Cluster")
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("-store: host %q is not on loopback; chaos only breaks loopback services", host)
+	}
+	if u.Port() == "" {
+		return errors.New("-store: the URL needs an explicit port")
+	}
+	return nil
+}
+
+// Timing of a run: short enough for a CI run of seconds, with every
+// relation the faults need (a held request outlives the sender's attempt
+// timeout; a lease is short, so a crashed owner's claim is taken over soon).
+const (
+	lease          = time.Second
+	attemptTimeout = 500 * time.Millisecond
+	delayFor       = 800 * time.Millisecond
+	deliveryLimit  = 30 * time.Second
+	maxRetryAfter  = 200 * time.Millisecond
+	storeTimeout   = 250 * time.Millisecond
+	cutFor         = 400 * time.Millisecond
+)

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geoidem/geoidem/internal/ingest"
+	"github.com/geoidem/geoidem/internal/tcpcut"
+)
+
+// storeSetup is a run's own corner of a store and the means to break it.
+type storeSetup struct {
+	kind storeKind
+	// cfg configures the receiver: its store URL (through cut, if any)
+	// and its own prefix or tables.
+	cfg ingest.Config
+	// direct is the store URL without the cut in between, for the
+	// harness's own connections (PostgreSQL: another application_name).
+	direct string
+	// appName is the receiver's PostgreSQL application_name.
+	appName string
+	cut     *tcpcut.Proxy // nil without -store-faults
+}
+
+// setupStore names the run's prefix or tables after suffix and, with
+// faults, puts a tcpcut proxy between the receiver and the store.
+func setupStore(o options, suffix string) (*storeSetup, error) {
+	s := &storeSetup{kind: o.kind(), cfg: ingest.Config{Store: "memory", Lease: lease, StoreTimeout: storeTimeout}}
+	if s.kind == memoryStore {
+		return s, nil
+	}
+	u, err := url.Parse(o.store)
+	if err != nil {
+		return nil, err
+	}
+	receiverURL := *u
+	if o.storeFaults {
+		if s.cut, err = tcpcut.New(u.Host); err != nil {
+			return nil, err
+		}
+		receiverURL.Host = s.cut.Addr()
+	}
+	switch s.kind {
+	case redisStore:
+		s.cfg.RedisPrefix = "geoidem-chaos-" + suffix + ":"
+		s.direct = u.String()
+	case postgresStore:
+		s.cfg.KeyTable, s.cfg.FeaturesTable = "chaos_keys_"+suffix, "chaos_features_"+suffix
+		s.appName = "geoidem-chaos-" + suffix
+		q := receiverURL.Query()
+		q.Set("application_name", s.appName)
+		receiverURL.RawQuery = q.Encode()
+		d := *u
+		q = d.Query()
+		q.Set("application_name", s.appName+"-harness")
+		d.RawQuery = q.Encode()
+		s.direct = d.String()
+	}
+	s.cfg.Store = receiverURL.String()
+	return s, nil
+}
+
+// harnessConfig is the receiver's Config for the harness's own service
+// on the same tables: connected directly, under another application_name.
+func (s *storeSetup) harnessConfig() ingest.Config {
+	cfg := s.cfg
+	cfg.Store = s.direct
+	return cfg
+}
+
+// terminate kills every PostgreSQL connection of the receiver and returns
+// how many it killed.
+func (s *storeSetup) terminate(ctx context.Context) (int, error) {
+	conn, err := pgx.Connect(ctx, s.direct)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE application_name = $1 AND pid <> pg_backend_pid()) t`, s.appName).Scan(&n)
+	return n, err
+}
+
+// cleanup removes the run's prefix or tables and closes the cut.
+func (s *storeSetup) cleanup() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var errs []error
+	if s.cut != nil {
+		errs = append(errs, s.cut.Close())
+	}
+	switch s.kind {
+	case redisStore:
+		opts, err := redis.ParseURL(s.direct)
+		if err != nil {
+			return err
+		}
+		c := redis.NewClient(opts)
+		defer c.Close()
+		iter := c.Scan(ctx, 0, s.cfg.RedisPrefix+"*", 500).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		errs = append(errs, iter.Err())
+		for len(keys) > 0 {
+			n := min(len(keys), 500)
+			errs = append(errs, c.Del(ctx, keys[:n]...).Err())
+			keys = keys[n:]
+		}
+	case postgresStore:
+		conn, err := pgx.Connect(ctx, s.direct)
+		if err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		defer conn.Close(ctx)
+		for _, t := range []string{s.cfg.FeaturesTable, s.cfg.KeyTable, s.cfg.KeyTable + "_migrations"} {
+			if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{t}.Sanitize()+" CASCADE"); err != nil {
+				errs = append(errs, fmt.Errorf("dropping %s: %w", t, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

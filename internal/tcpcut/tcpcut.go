@@ -1,0 +1,208 @@
+// Package tcpcut is a loopback TCP proxy that can cut every connection
+// through it on cue: a store outage for chaos tests. While cut, it resets
+// every connection it carries and every new one it accepts (SO_LINGER 0, so
+// the client reads a TCP RST); once restored, it forwards again.
+//
+//	p, err := tcpcut.New("127.0.0.1:6379")
+//	...
+//	defer p.Close()
+//	// point the client at p.Addr() ...
+//	p.Cut()     // the store is gone: resets, refused connections
+//	p.Restore() // the store is back
+//
+// It listens on 127.0.0.1 and forwards only to a loopback target. It uses
+// the standard library only.
+package tcpcut
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// ErrNotLoopback is returned (wrapped) by New for a target that is not on
+// loopback.
+var ErrNotLoopback = errors.New("tcpcut: target is not a loopback address")
+
+// dialTimeout bounds the dial to the target.
+const dialTimeout = 2 * time.Second
+
+// Stats counts what a Proxy did.
+type Stats struct {
+	Accepted uint64 // connections accepted
+	Refused  uint64 // connections reset at once because the proxy was cut
+	Severed  uint64 // live connections reset by Cut
+	Cuts     uint64 // calls to Cut that found the proxy restored
+}
+
+// Proxy forwards TCP connections from its own loopback address to a target
+// until it is cut. Its methods are safe for concurrent use.
+type Proxy struct {
+	target string
+	ln     net.Listener
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	cut    bool
+	closed bool
+	pairs  map[*pair]struct{} // every live connection pair
+	stats  Stats
+}
+
+// New starts a proxy on 127.0.0.1 (a free port) in front of target, a
+// host:port whose host is a loopback IP address or "localhost".
+func New(target string) (*Proxy, error) {
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		return nil, fmt.Errorf("tcpcut: target %q: %w", target, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("%w: %q", ErrNotLoopback, target)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("tcpcut: %w", err)
+	}
+	p := &Proxy{target: target, ln: ln, pairs: map[*pair]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr returns the proxy's address, "127.0.0.1:port".
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Cut resets every connection through the proxy and makes it reset every
+// new one until Restore.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.cut {
+		p.stats.Cuts++
+	}
+	p.cut = true
+	for pr := range p.pairs {
+		p.stats.Severed++
+		pr.abort()
+		delete(p.pairs, pr)
+	}
+}
+
+// Restore ends a Cut: new connections are forwarded again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+}
+
+// Stats returns what the proxy has done so far.
+func (p *Proxy) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
+
+// Close stops the proxy, resets every connection through it and waits for
+// its goroutines to end.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	for pr := range p.pairs {
+		pr.abort()
+		delete(p.pairs, pr)
+	}
+	p.mu.Unlock()
+	err := p.ln.Close()
+	p.wg.Wait()
+	return err
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(5 * time.Millisecond) // a transient accept error (e.g. EMFILE)
+			continue
+		}
+		p.mu.Lock()
+		p.stats.Accepted++
+		switch {
+		case p.closed:
+			p.mu.Unlock()
+			abort(c)
+			continue
+		case p.cut:
+			p.stats.Refused++
+			p.mu.Unlock()
+			abort(c)
+			continue
+		}
+		p.mu.Unlock()
+		p.wg.Add(1)
+		go p.serve(c)
+	}
+}
+
+// serve dials the target for client connection c and copies both ways
+// until either side ends or the proxy is cut.
+func (p *Proxy) serve(c net.Conn) {
+	defer p.wg.Done()
+	t, err := net.DialTimeout("tcp", p.target, dialTimeout)
+	if err != nil {
+		abort(c)
+		return
+	}
+	pr := &pair{client: c, target: t}
+	p.mu.Lock()
+	if p.cut || p.closed {
+		p.mu.Unlock()
+		pr.abort()
+		return
+	}
+	p.pairs[pr] = struct{}{}
+	p.mu.Unlock()
+
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if tc, ok := dst.(*net.TCPConn); ok {
+			_ = tc.CloseWrite() // pass the half-close on
+		}
+		done <- struct{}{}
+	}
+	go pipe(t, c)
+	go pipe(c, t)
+	<-done
+	<-done
+	p.mu.Lock()
+	_, live := p.pairs[pr]
+	delete(p.pairs, pr)
+	p.mu.Unlock()
+	if live { // ended by its peers, not aborted: close gracefully
+		c.Close()
+		t.Close()
+	}
+}
+
+// pair is one client connection and its connection to the target.
+type pair struct{ client, target net.Conn }
+
+func (pr *pair) abort() {
+	abort(pr.client)
+	abort(pr.target)
+}
+
+// abort closes c with SO_LINGER 0, so that the peer reads a reset.
+func abort(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
+}

@@ -1,0 +1,127 @@
+package tcpcut
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// echo serves a line echo on loopback.
+func echo(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func roundTrip(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(c, "ping\n"); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "ping\n" {
+		return errors.New("echo answered " + line)
+	}
+	return nil
+}
+
+func TestCutAndRestore(t *testing.T) {
+	p, err := New(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := roundTrip(p.Addr()); err != nil {
+		t.Fatalf("before the cut: %v", err)
+	}
+
+	// A live connection is reset by Cut.
+	live, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if _, err := io.WriteString(live, "a\n"); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(live)
+	if _, err := r.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	_ = live.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := r.ReadString('\n'); err == nil {
+		t.Error("a live connection survived the cut")
+	}
+	if err := roundTrip(p.Addr()); err == nil {
+		t.Error("a new connection was served while cut")
+	}
+	p.Restore()
+	if err := roundTrip(p.Addr()); err != nil {
+		t.Fatalf("after the restore: %v", err)
+	}
+	s := p.Stats()
+	if s.Cuts != 1 || s.Severed < 1 || s.Refused < 1 || s.Accepted < 4 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestNotLoopback(t *testing.T) {
+	for _, target := range []string{"192.0.2.1:80", "example.com:80", "nope"} {
+		if _, err := New(target); err == nil {
+			t.Errorf("New(%q) succeeded", target)
+		}
+	}
+	if _, err := New("192.0.2.1:80"); !errors.Is(err, ErrNotLoopback) {
+		t.Errorf("err = %v, want ErrNotLoopback", err)
+	}
+}
+
+func TestCloseEndsConnections(t *testing.T) {
+	p, err := New(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "x\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Close() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return")
+	}
+}
