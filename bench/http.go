@@ -228,7 +228,7 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 		}
 		for round := range rounds {
 			o.logf("http: %d clients, round %d of %d", conc, round+1, rounds)
-			m, err := measure(ctx, bare.URL+"/features", conc, perReq, perTime, func(int64) string { return "" }, false)
+			m, err := measure(ctx, bare.URL+"/features", conc, perReq, perTime, func(i int64) string { return "bare-" + strconv.FormatInt(i, 10) }, false)
 			if err != nil {
 				return fmt.Errorf("bare, %d clients: %w", conc, err)
 			}
@@ -283,7 +283,7 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	s.line("201 with a small JSON document. The middleware runs with its default Config (no validator: this is the idempotency cost alone).")
 	s.line("*First call*: every request a new key (claim, handler, record). *Replay*: one key, completed before the measurement, sent by")
 	s.line("every request (claim finds the record; the handler does not run). Every answer is checked: 201, and `Idempotent-Replayed: true`")
-	s.line("exactly for replays.")
+	s.line("exactly for replays. The bare handler gets the same requests, a new key header on each, so only the middleware differs.")
 	s.line("")
 	s.line("- **redisstore**: Redis %s, go-redis v9 default pool, a random key prefix removed afterwards. **Redis by hand**: the bare handler", o.redisAddr)
 	s.line("  doing `SET key - NX PX 30000 GET` before (one round trip; a replay gets the record from it) and `SET key record PX` after.")
