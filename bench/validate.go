@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/geoidem/geoidem/geojson"
+	"github.com/geoidem/geoidem/internal/benchshape"
 	sfgeom "github.com/peterstace/simplefeatures/geom"
 	gogeojson "github.com/twpayne/go-geom/encoding/geojson"
 )
@@ -18,30 +18,8 @@ import (
 // benchmarks (geojson/bench_test.go): a circle and a zigzag star of n
 // vertices around (10, 50).
 
-// benchPolygon returns a Feature holding one Polygon of n vertices (plus the
-// closing one) around (10, 50): a circle, or a zigzag star whose radius
-// alternates between 0.8 and 1.0 from vertex to vertex. It is a copy of the
-// generator in geojson/bench_test.go, so both measure the same bytes.
-func benchPolygon(n int, zigzag bool) []byte {
-	b := []byte(`{"type":"Feature","properties":{"name":"bench"},"geometry":{"type":"Polygon","coordinates":[[`)
-	for i := 0; i <= n; i++ {
-		k := i % n
-		r := 1.0
-		if zigzag && k%2 == 1 {
-			r = 0.8
-		}
-		a := 2 * math.Pi * float64(k) / float64(n)
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '[')
-		b = strconv.AppendFloat(b, 10+r*math.Cos(a), 'f', 9, 64)
-		b = append(b, ',')
-		b = strconv.AppendFloat(b, 50+r*math.Sin(a), 'f', 9, 64)
-		b = append(b, ']')
-	}
-	return append(b, `]]}}`...)
-}
+// benchPolygon is the shape both validation benchmarks measure.
+var benchPolygon = benchshape.Polygon
 
 // validator is one implementation under test.
 type validator struct {

@@ -2,36 +2,15 @@ package geojson
 
 import (
 	"encoding/json"
-	"math"
-	"strconv"
 	"testing"
 
 	gogeojson "github.com/twpayne/go-geom/encoding/geojson"
+
+	"github.com/geoidem/geoidem/internal/benchshape"
 )
 
-// benchPolygon returns a Feature holding one Polygon of n vertices (plus
-// the closing one) around (10, 50): a circle, or a zigzag star whose
-// radius alternates between 0.8 and 1.0 from vertex to vertex.
-func benchPolygon(n int, zigzag bool) []byte {
-	b := []byte(`{"type":"Feature","properties":{"name":"bench"},"geometry":{"type":"Polygon","coordinates":[[`)
-	for i := 0; i <= n; i++ {
-		k := i % n
-		r := 1.0
-		if zigzag && k%2 == 1 {
-			r = 0.8
-		}
-		a := 2 * math.Pi * float64(k) / float64(n)
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '[')
-		b = strconv.AppendFloat(b, 10+r*math.Cos(a), 'f', 9, 64)
-		b = append(b, ',')
-		b = strconv.AppendFloat(b, 50+r*math.Sin(a), 'f', 9, 64)
-		b = append(b, ']')
-	}
-	return append(b, `]]}}`...)
-}
+// benchPolygon is the shape both validation benchmarks measure.
+var benchPolygon = benchshape.Polygon
 
 var benchShapes = []struct {
 	name   string
