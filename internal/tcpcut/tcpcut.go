@@ -1,14 +1,22 @@
-// Package tcpcut is a loopback TCP proxy that can cut every connection
-// through it on cue: a store outage for chaos tests. While cut, it resets
-// every connection it carries and every new one it accepts (SO_LINGER 0, so
-// the client reads a TCP RST); once restored, it forwards again.
+// Package tcpcut is a loopback TCP proxy that can break the path to a store
+// on cue, for outage and chaos tests:
 //
-//	p, err := tcpcut.New("127.0.0.1:6379")
-//	...
-//	defer p.Close()
-//	// point the client at p.Addr() ...
-//	p.Cut()     // the store is gone: resets, refused connections
-//	p.Restore() // the store is back
+//   - Cut resets every connection it carries and every new one it accepts
+//     (SO_LINGER 0, so the client reads a TCP RST): the store is down;
+//
+//   - Stall keeps every connection, old and new, open but forwards nothing
+//     either way: what clients send is swallowed and nothing comes back, so
+//     only their timeouts end the wait (a partition or a hung server);
+//
+//   - Restore forwards again, resetting what a stall left open so that
+//     clients reconnect through a working path.
+//
+//     p, err := tcpcut.New("127.0.0.1:6379")
+//     ...
+//     defer p.Close()
+//     // point the client at p.Addr() ...
+//     p.Cut()     // the store is gone: resets, refused connections
+//     p.Restore() // the store is back
 //
 // It listens on 127.0.0.1 and forwards only to a loopback target. It uses
 // the standard library only.
@@ -20,6 +28,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,6 +45,7 @@ type Stats struct {
 	Refused  uint64 // connections reset at once because the proxy was cut
 	Severed  uint64 // live connections reset by Cut
 	Cuts     uint64 // calls to Cut that found the proxy restored
+	Stalls   uint64 // calls to Stall that found the proxy forwarding
 }
 
 // Proxy forwards TCP connections from its own loopback address to a target
@@ -45,11 +55,12 @@ type Proxy struct {
 	ln     net.Listener
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	cut    bool
-	closed bool
-	pairs  map[*pair]struct{} // every live connection pair
-	stats  Stats
+	mu      sync.Mutex
+	cut     bool
+	stalled bool
+	closed  bool
+	pairs   map[*pair]struct{} // every live connection pair
+	stats   Stats
 }
 
 // New starts a proxy on 127.0.0.1 (a free port) in front of target, a
@@ -91,11 +102,33 @@ func (p *Proxy) Cut() {
 	}
 }
 
-// Restore ends a Cut: new connections are forwarded again.
+// Stall stops forwarding until Restore: connections stay open, what
+// clients send is swallowed and nothing comes back. Their connections to
+// the target are reset.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stalled && !p.cut {
+		p.stats.Stalls++
+	}
+	p.stalled = true
+	for pr := range p.pairs {
+		pr.stall()
+	}
+}
+
+// Restore ends a Cut or a Stall: new connections are forwarded again, and
+// those a stall left open are reset so that their clients reconnect.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cut = false
+	p.cut, p.stalled = false, false
+	for pr := range p.pairs {
+		if pr.stalled.Load() {
+			pr.abort()
+			delete(p.pairs, pr)
+		}
+	}
 }
 
 // Stats returns what the proxy has done so far.
@@ -150,53 +183,95 @@ func (p *Proxy) accept() {
 	}
 }
 
-// serve dials the target for client connection c and copies both ways
-// until either side ends or the proxy is cut.
+// serve dials the target for client connection c, unless the proxy is
+// stalled, and copies both ways until either side ends or the proxy is cut;
+// while the pair is stalled it swallows what the client sends instead.
 func (p *Proxy) serve(c net.Conn) {
 	defer p.wg.Done()
-	t, err := net.DialTimeout("tcp", p.target, dialTimeout)
-	if err != nil {
-		abort(c)
-		return
+	pr := &pair{client: c}
+	p.mu.Lock()
+	stalled := p.stalled
+	p.mu.Unlock()
+	if !stalled {
+		t, err := net.DialTimeout("tcp", p.target, dialTimeout)
+		if err != nil {
+			abort(c)
+			return
+		}
+		pr.target = t
 	}
-	pr := &pair{client: c, target: t}
 	p.mu.Lock()
 	if p.cut || p.closed {
 		p.mu.Unlock()
 		pr.abort()
 		return
 	}
+	if p.stalled { // stalled before or while dialing
+		pr.stall()
+	}
 	p.pairs[pr] = struct{}{}
 	p.mu.Unlock()
 
-	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		if tc, ok := dst.(*net.TCPConn); ok {
-			_ = tc.CloseWrite() // pass the half-close on
-		}
-		done <- struct{}{}
+	down := make(chan struct{})
+	if pr.target != nil {
+		go func() { // target to client
+			_, _ = io.Copy(c, pr.target)
+			if tc, ok := c.(*net.TCPConn); ok && !pr.stalled.Load() {
+				_ = tc.CloseWrite() // pass the half-close on
+			}
+			close(down)
+		}()
+	} else {
+		close(down)
 	}
-	go pipe(t, c)
-	go pipe(c, t)
-	<-done
-	<-done
+	buf := make([]byte, 32<<10)
+	for { // client to target, or into the void while stalled
+		n, err := c.Read(buf)
+		if n > 0 && !pr.stalled.Load() {
+			if _, werr := pr.target.Write(buf[:n]); werr != nil && !pr.stalled.Load() {
+				break
+			}
+		}
+		if err != nil {
+			if tc, ok := pr.target.(*net.TCPConn); ok && !pr.stalled.Load() {
+				_ = tc.CloseWrite()
+			}
+			break
+		}
+	}
+	<-down
 	p.mu.Lock()
 	_, live := p.pairs[pr]
 	delete(p.pairs, pr)
 	p.mu.Unlock()
 	if live { // ended by its peers, not aborted: close gracefully
 		c.Close()
-		t.Close()
+		if pr.target != nil {
+			pr.target.Close()
+		}
 	}
 }
 
-// pair is one client connection and its connection to the target.
-type pair struct{ client, target net.Conn }
+// pair is one client connection and, unless it was accepted while the
+// proxy was stalled, its connection to the target.
+type pair struct {
+	client, target net.Conn
+	stalled        atomic.Bool
+}
+
+// stall makes pr swallow what its client sends, and resets its target.
+func (pr *pair) stall() {
+	pr.stalled.Store(true)
+	if pr.target != nil {
+		abort(pr.target)
+	}
+}
 
 func (pr *pair) abort() {
 	abort(pr.client)
-	abort(pr.target)
+	if pr.target != nil {
+		abort(pr.target)
+	}
 }
 
 // abort closes c with SO_LINGER 0, so that the peer reads a reset.

@@ -125,3 +125,58 @@ func TestCloseEndsConnections(t *testing.T) {
 		t.Fatal("Close did not return")
 	}
 }
+
+// While stalled, connections old and new stay open but nothing is
+// answered: only the client's own deadline ends its wait. Restore resets
+// what the stall left open and serves again.
+func TestStallAndRestore(t *testing.T) {
+	p, err := New(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	live, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	r := bufio.NewReader(live)
+	if _, err := io.WriteString(live, "a\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadString('\n'); err != nil {
+		t.Fatalf("before the stall: %v", err)
+	}
+	p.Stall()
+	if _, err := io.WriteString(live, "b\n"); err != nil {
+		t.Fatalf("the live connection refused a write while stalled: %v", err)
+	}
+	_ = live.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	_, err = r.ReadString('\n')
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("a live connection while stalled: %v, want a timeout (no answer, no reset)", err)
+	}
+	fresh, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatalf("a new connection while stalled was refused: %v", err)
+	}
+	defer fresh.Close()
+	_, _ = io.WriteString(fresh, "c\n")
+	_ = fresh.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, err := bufio.NewReader(fresh).ReadString('\n'); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("a new connection while stalled: %v, want a timeout", err)
+	}
+
+	p.Restore()
+	_ = live.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := r.ReadString('\n'); err == nil || (errors.As(err, &ne) && ne.Timeout()) {
+		t.Errorf("the stalled connection after Restore: %v, want it reset", err)
+	}
+	if err := roundTrip(p.Addr()); err != nil {
+		t.Fatalf("after the restore: %v", err)
+	}
+	if s := p.Stats(); s.Stalls != 1 {
+		t.Errorf("stats %+v, want 1 stall", s)
+	}
+}

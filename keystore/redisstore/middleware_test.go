@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/tcpcut"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -136,10 +137,10 @@ func TestMiddlewareOutage(t *testing.T) {
 	direct := standaloneClient(t)
 	for _, mode := range []struct {
 		name      string
-		breakPath func(*tcpProxy)
+		breakPath func(*tcpcut.Proxy)
 	}{
-		{"Cut", (*tcpProxy).Cut},
-		{"Stall", (*tcpProxy).Stall},
+		{"Cut", (*tcpcut.Proxy).Cut},
+		{"Stall", (*tcpcut.Proxy).Stall},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,20 @@
+package redisstore_test
+
+import (
+	"testing"
+
+	"github.com/geoidem/geoidem/internal/tcpcut"
+)
+
+// newTCPProxy puts an internal/tcpcut proxy in front of target, closed in
+// t.Cleanup: Cut makes Redis unreachable (resets), Stall makes it hang (no
+// answer, only timeouts), Restore brings it back.
+func newTCPProxy(t testing.TB, target string) *tcpcut.Proxy {
+	t.Helper()
+	p, err := tcpcut.New(target)
+	if err != nil {
+		t.Fatalf("proxy: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
