@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -72,10 +71,7 @@ func TestCrashPostGIS(t *testing.T) {
 	defer conn.Close(context.Background())
 	t.Cleanup(func() { dropTables(t, keyTable, featuresTable) })
 
-	bin := filepath.Join(t.TempDir(), "ingest")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := ingestBinary(t)
 	addr := freePort(t)
 	args := []string{"-addr", addr, "-store", pgURL, "-lease", "1s", "-write-delay", "30ms", "-pg-key-table", keyTable, "-pg-features-table", featuresTable}
 

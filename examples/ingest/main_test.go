@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -132,14 +134,36 @@ func TestIngestMemory(t *testing.T) {
 	}
 }
 
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// ingestBinary builds the command once per test run and returns its path.
+func ingestBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "geoidem-ingest-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "ingest")
+		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
 // The command itself, as the README runs it: it prints its URL, serves, and
 // exits 0 on SIGTERM.
 func TestIngestCommandShutsDownOnSignal(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "ingest")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
+	cmd := exec.Command(ingestBinary(t), "-addr", "127.0.0.1:0")
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -190,4 +214,12 @@ func TestIngestRejectsInvalidGeometry(t *testing.T) {
 	if r, b := do(t, http.MethodPost, url+"/features", "trunc", `{"type":"Feature",`); r.StatusCode != http.StatusBadRequest {
 		t.Fatalf("malformed JSON: %d %s, want 400", r.StatusCode, b)
 	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
 }
