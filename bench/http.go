@@ -161,20 +161,11 @@ func fmtDur(d time.Duration) string {
 
 func runHTTP(ctx context.Context, s *section) (err error) {
 	o := s.o
-	sv, err := openServices(ctx, o)
+	sv, rs, ps, err := openStores(ctx, o)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, sv.close(ctx)) }()
-	rs, err := sv.redisStore()
-	if err != nil {
-		return err
-	}
-	ps, err := sv.pgStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer ps.Close()
+	defer func() { ps.Close(); err = errors.Join(err, sv.close(ctx)) }()
 
 	targets := []httpTarget{{name: "memstore"}, {name: "redisstore", baseline: "Redis by hand"}, {name: "Redis by hand", hand: true},
 		{name: "pgstore", baseline: "PostgreSQL by hand"}, {name: "PostgreSQL by hand", hand: true}}

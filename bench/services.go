@@ -102,6 +102,24 @@ func openServices(ctx context.Context, o *options) (*services, error) {
 }
 
 // redisStore returns a redisstore.Store under this run's prefix.
+// openStores opens the services and a Redis and a PostgreSQL key store on
+// them. The caller closes the pgstore, then the services.
+func openStores(ctx context.Context, o *options) (*services, *redisstore.Store, *pgstore.Store, error) {
+	sv, err := openServices(ctx, o)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rs, err := sv.redisStore()
+	if err != nil {
+		return nil, nil, nil, errors.Join(err, sv.close(ctx))
+	}
+	ps, err := sv.pgStore(ctx)
+	if err != nil {
+		return nil, nil, nil, errors.Join(err, sv.close(ctx))
+	}
+	return sv, rs, ps, nil
+}
+
 func (sv *services) redisStore() (*redisstore.Store, error) {
 	return redisstore.New(sv.redis, redisstore.Config{KeyPrefix: sv.prefix + "store:"})
 }

@@ -144,20 +144,11 @@ func storm(ctx context.Context, o *options, store keystore.Store, cfg middleware
 
 func runStorm(ctx context.Context, s *section) (err error) {
 	o := s.o
-	sv, err := openServices(ctx, o)
+	sv, rs, ps, err := openStores(ctx, o)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, sv.close(ctx)) }()
-	rs, err := sv.redisStore()
-	if err != nil {
-		return err
-	}
-	ps, err := sv.pgStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer ps.Close()
+	defer func() { ps.Close(); err = errors.Join(err, sv.close(ctx)) }()
 	wait := 10 * time.Second
 	runs := []struct {
 		name  string
