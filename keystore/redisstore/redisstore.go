@@ -60,9 +60,10 @@ type Config struct {
 // concurrent use by multiple goroutines and by any number of processes
 // sharing the same Redis and KeyPrefix.
 //
-// Each method is one Lua script run by EVALSHA: one round trip (two, EVALSHA
-// then EVAL, the first time a Redis node meets the script after a restart or
-// SCRIPT FLUSH), except a Claim with Config.WaitReplicas set.
+// Each method is one round trip: Claim a pipeline of two plain commands,
+// Extend, Complete and Release a Lua script run by EVALSHA. The package
+// documentation lists the exceptions (taking over an expired lease, a
+// script missing from a node's cache, Config.WaitReplicas).
 //
 // A Store does not own its client: closing the client is the caller's job.
 //
@@ -142,13 +143,71 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 	return s.claim(ctx, s.client, s.RedisKey(key), fp, token, leaseMs)
 }
 
-func (s *Store) claim(ctx context.Context, c redis.Scripter, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (keystore.Claim, error) {
+// conn is what a claim runs on: the store's client, or, with WaitReplicas,
+// one connection to the key's master.
+type conn interface {
+	redis.Scripter
+	Pipeline() redis.Pipeliner
+}
+
+// claim claims rkey in one round trip of two plain commands, pipelined:
+//
+//	PTTL rkey
+//	SET rkey 'i'|fp|token PX lease+grace NX GET
+//
+// The SET acquires an absent key and returns the value of a present one
+// unchanged: a completed record, or an in-flight entry whose lease the PTTL
+// tells. Only when that PTTL shows the lease run out, or no key at all (the
+// entry appeared between the two commands), does claim run claimScript,
+// which decides again atomically and takes an expired lease over: a second
+// round trip, on the path that follows a crashed or stalled holder. The two
+// commands are not a transaction, so an in-flight answer's LeaseRemaining
+// may be a moment stale; the answer itself is the SET's, made atomically.
+func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (keystore.Claim, error) {
 	var v [1 + len(keystore.Fingerprint{}) + 8]byte
 	v[0] = 'i'
 	copy(v[1:], fp[:])
 	binary.BigEndian.PutUint64(v[1+len(fp):], uint64(token))
 	grace := abandonedGrace.Milliseconds()
-	res, err := claimScript.Run(ctx, c, []string{rkey}, v[:], leaseMs+grace, grace).Result()
+
+	// PTTL goes first: go-redis judges whether to retry a pipeline by its
+	// first command's error, and SET's "no old value" reply (redis.Nil, the
+	// common case) is costly to judge.
+	pipe := c.Pipeline()
+	pttl := redis.NewIntCmd(ctx, "pttl", rkey)
+	set := redis.NewStringCmd(ctx, "set", rkey, v[:], "px", leaseMs+grace, "nx", "get")
+	_ = pipe.Process(ctx, pttl)
+	_ = pipe.Process(ctx, set)
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return keystore.Claim{}, opError(ctx, "claim", err)
+	}
+	old, err := set.Result()
+	switch {
+	case err == redis.Nil: // absent: acquired
+		return keystore.Claim{State: keystore.Acquired, Token: token, Fingerprint: fp}, nil
+	case err != nil:
+		return keystore.Claim{}, opError(ctx, "claim", err)
+	}
+	if len(old) > 0 && old[0] == 'i' {
+		if rem, err := pttl.Result(); err == nil && rem > grace && len(old) == len(v) {
+			claim := keystore.Claim{State: keystore.InFlight, LeaseRemaining: time.Duration(rem-grace) * time.Millisecond}
+			copy(claim.Fingerprint[:], old[1:])
+			return claim, nil
+		}
+		// The lease has run out: take the key over, atomically.
+		return s.claimScripted(ctx, c, rkey, fp, token, v[:], leaseMs+grace, grace)
+	}
+	claim, ok := parseClaim(old)
+	if !ok {
+		return keystore.Claim{}, fmt.Errorf("redisstore: claim: key holds a value that is not an idempotency entry: %.80q", old)
+	}
+	return claim, nil
+}
+
+// claimScripted runs claimScript, for a key found in flight with its lease
+// run out.
+func (s *Store) claimScripted(ctx context.Context, c redis.Scripter, rkey string, fp keystore.Fingerprint, token keystore.Token, v []byte, ttlMs, graceMs int64) (keystore.Claim, error) {
+	res, err := claimScript.Run(ctx, c, []string{rkey}, v, ttlMs, graceMs).Result()
 	if err != nil {
 		return keystore.Claim{}, opError(ctx, "claim", err)
 	}

@@ -3,7 +3,9 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,55 +17,63 @@ import (
 	"github.com/geoidem/geoidem/keystore/redisstore"
 )
 
-// commandCounter is a go-redis hook that records the name of every command
-// a client sends, pipelined or not.
+// commandCounter is a go-redis hook that records every round trip a client
+// makes: a single command by its name, a pipeline by its commands' names
+// joined with "+".
 type commandCounter struct {
 	mu    sync.Mutex
-	names []string
+	trips []string
 }
 
 func (h *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.add(cmd)
+		h.add(cmd.Name())
 		return next(ctx, cmd)
 	}
 }
 
 func (h *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			h.add(cmd)
+		names := make([]string, len(cmds))
+		for i, cmd := range cmds {
+			names[i] = cmd.Name()
 		}
+		h.add(strings.Join(names, "+"))
 		return next(ctx, cmds)
 	}
 }
 
-func (h *commandCounter) add(cmd redis.Cmder) {
+func (h *commandCounter) add(trip string) {
 	h.mu.Lock()
-	h.names = append(h.names, cmd.Name())
+	h.trips = append(h.trips, trip)
 	h.mu.Unlock()
 }
 
-// take returns the names recorded since the last take, and forgets them.
+// take returns the round trips recorded since the last take, and forgets
+// them.
 func (h *commandCounter) take() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := h.names
-	h.names = nil
+	n := h.trips
+	h.trips = nil
 	return n
 }
 
-// expectCommands runs op and checks the commands it sent.
-func expectCommands(t *testing.T, h *commandCounter, what string, want []string, op func() error) {
+// claimTrip is the round trip of a Claim that needs no script: a new key, a
+// completed key, a key in flight.
+const claimTrip = "pttl+set"
+
+// expectRoundTrips runs op and checks the round trips it made.
+func expectRoundTrips(t *testing.T, h *commandCounter, what string, want []string, op func() error) {
 	t.Helper()
 	h.take()
 	if err := op(); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 	if got := h.take(); !slices.Equal(got, want) {
-		t.Errorf("%s sent %d commands %v, want %d %v", what, len(got), got, len(want), want)
+		t.Errorf("%s made %d round trips %q, want %d %q", what, len(got), got, len(want), want)
 	}
 }
 
@@ -93,8 +103,8 @@ func warmScripts(t *testing.T, s *redisstore.Store) {
 }
 
 // firstCallAndReplay checks that, with the scripts cached, a first call
-// (Claim, Complete) sends 2 commands and a replay 1, and that Extend and
-// Release send one each.
+// (Claim, Complete) makes 2 round trips and a replay 1, and that Extend,
+// Release and a claim of a key in flight make one each.
 func firstCallAndReplay(t *testing.T, s *redisstore.Store, h *commandCounter) {
 	t.Helper()
 	warmScripts(t, s)
@@ -102,7 +112,7 @@ func firstCallAndReplay(t *testing.T, s *redisstore.Store, h *commandCounter) {
 	for range 10 {
 		key := keystoretest.Key(t)
 		var c keystore.Claim
-		expectCommands(t, h, "first call", []string{"evalsha", "evalsha"}, func() error {
+		expectRoundTrips(t, h, "first call", []string{claimTrip, "evalsha"}, func() error {
 			var err error
 			if c, err = s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute); err != nil {
 				return err
@@ -112,7 +122,7 @@ func firstCallAndReplay(t *testing.T, s *redisstore.Store, h *commandCounter) {
 			}
 			return s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 201, Body: []byte("ok")}, time.Minute)
 		})
-		expectCommands(t, h, "replay", []string{"evalsha"}, func() error {
+		expectRoundTrips(t, h, "replay", []string{claimTrip}, func() error {
 			r, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
 			if err == nil && (r.State != keystore.Completed || string(r.Record.Body) != "ok") {
 				err = errors.New("replay did not return the record")
@@ -120,17 +130,45 @@ func firstCallAndReplay(t *testing.T, s *redisstore.Store, h *commandCounter) {
 			return err
 		})
 		other := keystoretest.Key(t)
-		expectCommands(t, h, "claim, extend, release", []string{"evalsha", "evalsha", "evalsha"}, func() error {
+		var held keystore.Claim
+		expectRoundTrips(t, h, "claim, extend", []string{claimTrip, "evalsha"}, func() error {
+			var err error
+			if held, err = s.Claim(ctx, other, keystore.Fingerprint{1}, time.Minute); err != nil {
+				return err
+			}
+			return s.Extend(ctx, other, held.Token, time.Minute)
+		})
+		expectRoundTrips(t, h, "claim in flight", []string{claimTrip}, func() error {
 			c, err := s.Claim(ctx, other, keystore.Fingerprint{1}, time.Minute)
-			if err != nil {
-				return err
+			if err == nil && (c.State != keystore.InFlight || c.LeaseRemaining <= 0 || c.LeaseRemaining > time.Minute) {
+				err = fmt.Errorf("claim of a held key: %v, lease remaining %v", c.State, c.LeaseRemaining)
 			}
-			if err := s.Extend(ctx, other, c.Token, time.Minute); err != nil {
-				return err
-			}
-			return s.Release(ctx, other, c.Token)
+			return err
+		})
+		expectRoundTrips(t, h, "release", []string{"evalsha"}, func() error {
+			return s.Release(ctx, other, held.Token)
 		})
 	}
+	takeover(t, s, h, []string{claimTrip, "evalsha"})
+}
+
+// takeover checks that claiming a key whose lease has run out takes it over
+// in two round trips, the second the claim script (want).
+func takeover(t *testing.T, s *redisstore.Store, h *commandCounter, want []string) {
+	t.Helper()
+	ctx := t.Context()
+	key := keystoretest.Key(t)
+	if c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, 20*time.Millisecond); err != nil || c.State != keystore.Acquired {
+		t.Fatalf("Claim: %v %v", c.State, err)
+	}
+	time.Sleep(60 * time.Millisecond) // the lease is judged by the Redis server's clock
+	expectRoundTrips(t, h, "takeover of an expired lease", want, func() error {
+		c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+		if err == nil && (c.State != keystore.Acquired || !c.TookOver) {
+			err = fmt.Errorf("claim after the lease ran out: %v, TookOver %v", c.State, c.TookOver)
+		}
+		return err
+	})
 }
 
 func TestRoundTrips(t *testing.T) {
@@ -152,7 +190,8 @@ func TestRoundTripsCluster(t *testing.T) {
 }
 
 // After SCRIPT FLUSH (or a restart), EVALSHA fails with NOSCRIPT and the
-// store falls back to EVAL, once per script; every operation still works.
+// store falls back to EVAL, once per script; every operation still works,
+// and a claim that needs no script is unaffected.
 // It flushes a private server, not the shared one.
 func TestScriptFlushFallback(t *testing.T) {
 	t.Parallel()
@@ -169,21 +208,25 @@ func TestScriptFlushFallback(t *testing.T) {
 	}
 	key := keystoretest.Key(t)
 	var c keystore.Claim
-	expectCommands(t, h, "claim after SCRIPT FLUSH", []string{"evalsha", "eval"}, func() error {
+	expectRoundTrips(t, h, "claim after SCRIPT FLUSH", []string{claimTrip}, func() error {
 		var err error
 		c, err = s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
 		return err
 	})
-	expectCommands(t, h, "complete after SCRIPT FLUSH", []string{"evalsha", "eval"}, func() error {
+	expectRoundTrips(t, h, "complete after SCRIPT FLUSH", []string{"evalsha", "eval"}, func() error {
 		return s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 201}, time.Minute)
 	})
-	expectCommands(t, h, "replay once the claim script is cached again", []string{"evalsha"}, func() error {
+	expectRoundTrips(t, h, "replay after SCRIPT FLUSH", []string{claimTrip}, func() error {
 		r, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
 		if err == nil && r.State != keystore.Completed {
 			err = errors.New("replay: " + r.State.String())
 		}
 		return err
 	})
+	if err := client.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	takeover(t, s, h, []string{claimTrip, "evalsha", "eval"})
 	if err := client.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}

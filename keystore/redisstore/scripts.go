@@ -18,8 +18,9 @@ import "github.com/redis/go-redis/v9"
 // TookOver, and the expiry, not the key's absence, fences the stale token.
 // A completed key expires at the end of its retention.
 //
-// The scripts call no TIME and format no numbers: the common cases (a new
-// key, a replay) cost one SET ... NX GET.
+// The scripts call no TIME and format no numbers. Claim runs claimScript
+// only to take over a key whose lease has run out; a new key, a replay and
+// a key in flight are answered by the plain commands of Store.claim.
 
 // holdCheck returns 0 (lease lost) unless the entry in v is in flight, held by
 // the token in ARGV[1], with its lease still running (PTTL above the grace in
@@ -34,7 +35,7 @@ if redis.call('PTTL', KEYS[1]) <= tonumber(ARGV[2]) then
 end
 `
 
-// claimScript: KEYS[1] the key; ARGV[1] the new in-flight value
+// claimScript, the takeover path of Store.claim: KEYS[1] the key; ARGV[1] the new in-flight value
 // ('i' | fingerprint | token), ARGV[2] lease+grace (ms), ARGV[3] grace (ms).
 // Returns
 //

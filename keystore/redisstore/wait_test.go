@@ -58,7 +58,7 @@ func TestWaitReplicas(t *testing.T) {
 		warmScripts(t, s)
 		key := keystoretest.Key(t)
 		var c keystore.Claim
-		expectCommands(t, h, "claim with WaitReplicas 1", []string{"evalsha", "wait"}, func() error {
+		expectRoundTrips(t, h, "claim with WaitReplicas 1", []string{claimTrip, "wait"}, func() error {
 			var err error
 			c, err = s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
 			if err == nil && c.State != keystore.Acquired {
@@ -66,14 +66,14 @@ func TestWaitReplicas(t *testing.T) {
 			}
 			return err
 		})
-		expectCommands(t, h, "in-flight claim with WaitReplicas 1", []string{"evalsha"}, func() error {
+		expectRoundTrips(t, h, "in-flight claim with WaitReplicas 1", []string{claimTrip}, func() error {
 			_, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
 			return err
 		})
-		expectCommands(t, h, "complete with WaitReplicas 1", []string{"evalsha"}, func() error {
+		expectRoundTrips(t, h, "complete with WaitReplicas 1", []string{"evalsha"}, func() error {
 			return s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 201}, time.Minute)
 		})
-		expectCommands(t, h, "replay with WaitReplicas 1", []string{"evalsha"}, func() error {
+		expectRoundTrips(t, h, "replay with WaitReplicas 1", []string{claimTrip}, func() error {
 			_, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
 			return err
 		})
