@@ -78,12 +78,27 @@ func expectRoundTrips(t *testing.T, h *commandCounter, what string, want []strin
 }
 
 // warmScripts makes sure every node s may use has the store's scripts
-// cached, by running each operation once.
+// cached, by running each operation, and a takeover, on 64 keys.
 func warmScripts(t *testing.T, s *redisstore.Store) {
 	t.Helper()
 	ctx := t.Context()
 	// On a cluster, 64 random keys miss one of three masters with
 	// probability 3·(2/3)⁶⁴ < 10⁻¹⁰.
+	// The claim script runs only to take over an expired lease: let 64
+	// short leases run out and take them over.
+	expired := make([]string, 64)
+	for i := range expired {
+		expired[i] = keystoretest.Key(t)
+		if _, err := s.Claim(ctx, expired[i], keystore.Fingerprint{1}, 10*time.Millisecond); err != nil {
+			t.Fatalf("warm-up Claim: %v", err)
+		}
+	}
+	time.Sleep(40 * time.Millisecond)
+	for _, key := range expired {
+		if c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute); err != nil || !c.TookOver {
+			t.Fatalf("warm-up takeover: %v, TookOver %v", err, c.TookOver)
+		}
+	}
 	for range 64 {
 		key := keystoretest.Key(t)
 		c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
