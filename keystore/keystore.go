@@ -49,8 +49,10 @@ import (
 var ErrLeaseLost = errors.New("keystore: lease lost")
 
 // ErrStoreFull reports that a store with a bounded capacity could not make
-// room for a new claim without evicting keys that are still in flight. The
-// claim was not made; it is safe to retry later.
+// room without dropping an unexpired entry: a key still in flight, or a
+// record before the end of its retention (which would let a retry of that
+// request run again). A bounded store refuses instead. The operation changed
+// nothing; from Claim, nothing was claimed and it is safe to retry later.
 var ErrStoreFull = errors.New("keystore: store full")
 
 // MaxKeyLen is the longest key, in bytes, that every Store must accept. The

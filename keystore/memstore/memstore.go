@@ -10,15 +10,28 @@
 // # Bounded memory
 //
 // A Store holds at most [Config.MaxEntries] keys and about [Config.MaxBytes]
-// bytes of keys and records. When a new claim or record would exceed either
-// limit, the store first drops expired entries, then the completed records
-// closest to the end of their retention. It never drops a key that is in
-// flight, because that would let a second request run while the first one
-// still does; when only in-flight keys remain, Claim fails with
-// [keystore.ErrStoreFull] (the middleware answers 503, and the sender
-// retries). Dropping a completed record early means a retry of that request
-// would run the handler again, so size the limits for the sender's whole
-// retry window; [Store.Stats] reports evictions.
+// bytes of keys and records, and it never drops an entry before its time to
+// make room: not a key in flight, because that would let a second request
+// run while the first one still does, and not a completed record before the
+// end of its retention, because a retry of that request would then run the
+// handler again. When a new claim finds no room, the store drops expired
+// entries; if that is not enough, Claim fails with [keystore.ErrStoreFull]
+// (the middleware answers 503 with Retry-After, nothing runs, and the sender
+// retries later). A full store therefore refuses new keys until records
+// reach the end of their retention: size the limits for the traffic of a
+// whole retention period, and rate-limit before the middleware.
+// [Store.Stats] counts the refusals.
+//
+// Each claim is charged, from Claim until Complete or Release, for
+// [Config.ReserveBytes] as well as its key: room for the record it will
+// complete with. Complete then charges the record's real size instead, so a
+// record no larger than the reservation always fits, and the answer of a
+// handler that ran is never lost for want of room. A larger record takes
+// the difference from the free budget (dropping expired entries if it must)
+// and is refused with ErrStoreFull when there is none. Set ReserveBytes to
+// at least the middleware's MaxRecordBytes plus the replayed headers (the
+// default covers the middleware's defaults); it also bounds the claims in
+// flight at once to MaxBytes / ReserveBytes.
 //
 // # Scope
 //
@@ -39,7 +52,10 @@ import (
 // Default limits, used where Config leaves a field zero.
 const (
 	DefaultMaxEntries = 100_000
-	DefaultMaxBytes   = 64 << 20
+	DefaultMaxBytes   = 128 << 20
+	// DefaultReserveBytes is the middleware's default MaxRecordBytes (1 MiB)
+	// plus 8 KiB for the replayed headers and the record's encoding.
+	DefaultReserveBytes = 1<<20 + 8<<10
 )
 
 // entryOverhead approximates the bytes an entry costs beyond its key and
@@ -56,15 +72,24 @@ type Config struct {
 	// MaxEntries bounds the number of keys held. Default DefaultMaxEntries.
 	MaxEntries int
 	// MaxBytes bounds the bytes of keys and records held, approximately
-	// (each entry is charged a fixed overhead too). Default DefaultMaxBytes.
+	// (each entry is charged a fixed overhead too), reservations of the
+	// claims in flight included. Default DefaultMaxBytes.
 	MaxBytes int64
+	// ReserveBytes is charged for each claim in flight, as room for its
+	// record: see "Bounded memory" above. Default DefaultReserveBytes, or
+	// MaxBytes/16 when that is smaller; negative means no reservation (a
+	// record is charged only at Complete, which may then refuse it).
+	ReserveBytes int64
 }
 
 // Stats is a snapshot of a Store's contents.
 type Stats struct {
-	Entries int    // keys held, in flight or completed
-	Bytes   int64  // bytes charged against Config.MaxBytes
-	Evicted uint64 // completed records dropped before their retention ended
+	Entries int   // keys held, in flight or completed
+	Bytes   int64 // bytes charged against Config.MaxBytes, reservations included
+	// Refused counts the calls that failed with keystore.ErrStoreFull: claims
+	// of new keys, and completions with a record larger than its reservation,
+	// that found no room. A store never drops an unexpired entry instead.
+	Refused uint64
 }
 
 // Store is an in-memory keystore.Store. The zero value is an empty store with
@@ -85,7 +110,7 @@ type Store struct {
 	records   slotHeap        // completed slots, by end of retention
 	bytes     int64
 	lastToken keystore.Token
-	evicted   uint64
+	refused   uint64
 }
 
 // New returns an empty Store with the given limits.
@@ -158,8 +183,8 @@ func (s *Store) init() {
 // now returns the current time as a deadline value.
 func (s *Store) now() int64 { return int64(time.Since(s.base)) }
 
-func (s *Store) limits() (int, int64) {
-	n, b := s.cfg.MaxEntries, s.cfg.MaxBytes
+func (s *Store) limits() (n int, b int64) {
+	n, b = s.cfg.MaxEntries, s.cfg.MaxBytes
 	if n <= 0 {
 		n = DefaultMaxEntries
 	}
@@ -167,6 +192,20 @@ func (s *Store) limits() (int, int64) {
 		b = DefaultMaxBytes
 	}
 	return n, b
+}
+
+// reserve returns the bytes charged for a claim's record while it is in
+// flight.
+func (s *Store) reserve() int64 {
+	r := s.cfg.ReserveBytes
+	switch {
+	case r < 0:
+		return 0
+	case r == 0:
+		_, b := s.limits()
+		return min(DefaultReserveBytes, b/16)
+	}
+	return r
 }
 
 // Claim implements keystore.Store.
@@ -195,8 +234,9 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 		s.remove(slot)
 	}
 	s.dropExpired(now)
-	size := entryOverhead + int64(len(key))
+	size := entryOverhead + int64(len(key)) + s.reserve()
 	if !s.makeRoom(1, size, now) {
+		s.refused++
 		return keystore.Claim{}, keystore.ErrStoreFull
 	}
 	s.lastToken++
@@ -267,12 +307,14 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 		return keystore.ErrLeaseLost
 	}
 	data := encodeRecord(rec)
-	grow := int64(len(data))
+	// The record's real size replaces the claim's reservation.
+	grow := entryOverhead + int64(len(key)) + int64(len(data)) - s.entries[slot].size
 	// Take the entry out of the lease heap first so that making room can
 	// never consider it; put it back unchanged if there is no room.
 	s.leases.remove(s.entries[slot].pos)
-	if !s.makeRoom(0, grow, now) {
+	if grow > 0 && !s.makeRoom(0, grow, now) {
 		s.leases.push(slot)
+		s.refused++
 		return keystore.ErrStoreFull
 	}
 	e := &s.entries[slot]
@@ -304,7 +346,7 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Entries: len(s.index), Bytes: s.bytes, Evicted: s.evicted}
+	return Stats{Entries: len(s.index), Bytes: s.bytes, Refused: s.refused}
 }
 
 // Close drops every entry. It exists so that a Store can stand wherever a
@@ -344,24 +386,24 @@ func (s *Store) dropExpired(now int64) {
 	}
 }
 
-// makeRoom evicts until addEntries more entries and addBytes more bytes fit,
-// and reports whether they do. It drops expired leases first, then the
-// completed records closest to the end of their retention; it never drops a
-// live lease.
+// makeRoom drops expired entries until addEntries more entries and addBytes
+// more bytes fit, and reports whether they do. It drops completed records
+// past their retention and leases past their grace period, then leases that
+// expired within it; it never drops an unexpired entry.
 func (s *Store) makeRoom(addEntries int, addBytes int64, now int64) bool {
 	maxEntries, maxBytes := s.limits()
-	if addBytes > maxBytes {
-		return false // nothing could make room: evict nothing
-	}
 	fits := func() bool {
 		return len(s.index)+addEntries <= maxEntries && s.bytes+addBytes <= maxBytes
 	}
+	if fits() {
+		return true
+	}
+	if addBytes > maxBytes {
+		return false // nothing could make room: drop nothing
+	}
+	s.dropExpired(now)
 	for !fits() && len(s.leases.slots) > 0 && s.entries[s.leases.slots[0]].deadline <= now {
 		s.remove(s.leases.slots[0])
-	}
-	for !fits() && len(s.records.slots) > 0 {
-		s.remove(s.records.slots[0])
-		s.evicted++
 	}
 	return fits()
 }

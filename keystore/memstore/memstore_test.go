@@ -21,7 +21,11 @@ func TestConformance(t *testing.T) {
 }
 
 func BenchmarkStore(b *testing.B) {
-	keystoretest.RunBenchmarks(b, func(b *testing.B) keystore.Store { return memstore.New(memstore.Config{}) })
+	// FirstCall keeps every record it makes: room for b.N of them, since a
+	// full store refuses new keys rather than drop unexpired records.
+	keystoretest.RunBenchmarks(b, func(b *testing.B) keystore.Store {
+		return memstore.New(memstore.Config{MaxEntries: 1 << 26, MaxBytes: 1 << 40})
+	})
 }
 
 var fp = keystore.Fingerprint{1}
@@ -88,33 +92,30 @@ func TestExpiredEntriesAreDropped(t *testing.T) {
 		}
 		time.Sleep(time.Minute + time.Second + time.Minute) // retention, lease, grace
 		claim(t, &s, "trigger", time.Minute)
-		if st := s.Stats(); st.Entries != 1 || st.Evicted != 0 {
-			t.Fatalf("after expiry: %+v, want 1 entry (the new one) and no evictions", st)
+		if st := s.Stats(); st.Entries != 1 || st.Refused != 0 {
+			t.Fatalf("after expiry: %+v, want 1 entry (the new one) and no refusals", st)
 		}
 	})
 }
 
-func TestMaxEntriesEvictsSoonestToExpireFirst(t *testing.T) {
+func TestMaxEntriesDropsOnlyExpiredRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := memstore.New(memstore.Config{MaxEntries: 3})
 		complete(t, s, "long", 3*time.Hour, "a")
 		complete(t, s, "short", time.Hour, "b")
 		complete(t, s, "mid", 2*time.Hour, "c")
-		claim(t, s, "new", time.Minute) // full: evicts "short", the soonest to expire
+		if _, err := s.Claim(context.Background(), "new", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+			t.Fatalf("full of unexpired records: err = %v, want ErrStoreFull", err)
+		}
+		time.Sleep(time.Hour) // "short" reaches the end of its retention
+		claim(t, s, "new", time.Minute)
 		for key, want := range map[string]keystore.State{"long": keystore.Completed, "mid": keystore.Completed, "new": keystore.InFlight} {
 			if got := claim(t, s, key, time.Minute); got.State != want {
 				t.Errorf("%s: %v, want %v", key, got.State, want)
 			}
 		}
-		if st := s.Stats(); st.Entries != 3 || st.Evicted != 1 {
-			t.Fatalf("stats %+v, want 3 entries and 1 eviction", st)
-		}
-		claim(t, s, "newer", time.Minute) // full again: evicts "mid" before "long"
-		if got := claim(t, s, "long", time.Minute); got.State != keystore.Completed {
-			t.Errorf("long: %v, want completed (it expires last)", got.State)
-		}
-		if st := s.Stats(); st.Entries != 3 || st.Evicted != 2 {
-			t.Fatalf("stats %+v, want 3 entries and 2 evictions", st)
+		if st := s.Stats(); st.Entries != 3 || st.Refused != 1 {
+			t.Fatalf("stats %+v, want 3 entries and 1 refusal", st)
 		}
 	})
 }
@@ -140,32 +141,86 @@ func TestNeverEvictsInFlight(t *testing.T) {
 }
 
 func TestMaxBytes(t *testing.T) {
-	s := memstore.New(memstore.Config{MaxBytes: 64 << 10})
+	s := memstore.New(memstore.Config{MaxBytes: 64 << 10, ReserveBytes: 11 << 10})
 	body := string(make([]byte, 10<<10))
+	stored := 0
 	for i := range 20 {
-		complete(t, s, fmt.Sprint("k", i), time.Duration(i+1)*time.Hour, body)
+		key := fmt.Sprint("k", i)
+		c, err := s.Claim(context.Background(), key, fp, time.Minute)
+		if errors.Is(err, keystore.ErrStoreFull) {
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(context.Background(), key, c.Token, keystore.Record{StatusCode: 200, Body: []byte(body)}, time.Duration(i+1)*time.Hour); err != nil {
+			t.Fatalf("Complete of a record within its reservation: %v", err)
+		}
+		stored++
 		if st := s.Stats(); st.Bytes > 64<<10 {
-			t.Fatalf("after %d records: %d bytes held, over the 64 KiB budget", i+1, st.Bytes)
+			t.Fatalf("after %d records: %d bytes held, over the 64 KiB budget", stored, st.Bytes)
 		}
 	}
-	if st := s.Stats(); st.Entries > 6 || st.Evicted == 0 {
-		t.Fatalf("stats %+v: want at most 6 records of 10 KiB and some evictions", st)
+	if st := s.Stats(); stored < 5 || stored > 6 || st.Entries != stored || st.Refused != uint64(20-stored) {
+		t.Fatalf("stats %+v with %d stored: want 5 or 6 records of 10 KiB, the rest refused", st, stored)
 	}
-	// A record bigger than the whole budget is refused and evicts nothing.
-	before := s.Stats()
+	for i := range stored {
+		if got := claim(t, s, fmt.Sprint("k", i), time.Minute); got.State != keystore.Completed {
+			t.Fatalf("k%d: %v, want its record kept", i, got.State)
+		}
+	}
+	// A record bigger than the whole budget is refused and drops nothing.
+	s = memstore.New(memstore.Config{MaxBytes: 64 << 10, ReserveBytes: 1 << 10})
+	complete(t, s, "small", time.Hour, "x")
 	c := claim(t, s, "huge", time.Minute)
 	err := s.Complete(context.Background(), "huge", c.Token, keystore.Record{StatusCode: 200, Body: make([]byte, 65<<10)}, time.Hour)
 	if !errors.Is(err, keystore.ErrStoreFull) {
 		t.Fatalf("Complete of a record over the budget: %v, want ErrStoreFull", err)
 	}
-	if after := s.Stats(); after.Evicted != before.Evicted {
-		t.Fatalf("a refused record evicted %d others", after.Evicted-before.Evicted)
+	if got := claim(t, s, "small", time.Minute); got.State != keystore.Completed {
+		t.Fatalf("a refused record dropped another: small is %v", got.State)
 	}
 	if got := claim(t, s, "huge", time.Minute); got.State != keystore.InFlight {
 		t.Fatalf("after a refused Complete: %v, want still in flight (the owner may Release)", got.State)
 	}
 	if err := s.Release(context.Background(), "huge", c.Token); err != nil {
 		t.Fatalf("Release after a refused Complete: %v", err)
+	}
+	if st := s.Stats(); st.Entries != 1 || st.Refused != 1 {
+		t.Fatalf("stats %+v, want the small record and one refusal", st)
+	}
+}
+
+// A claim is charged its reservation while in flight, so Complete with a
+// record that fits the reservation succeeds even when the store has filled
+// up in the meantime, and the reservation is returned at Complete.
+func TestReservationKeepsRoomForTheRecord(t *testing.T) {
+	const reserve = 16 << 10
+	s := memstore.New(memstore.Config{MaxBytes: 64 << 10, ReserveBytes: reserve})
+	var tokens []keystore.Token
+	for i := range 3 {
+		c := claim(t, s, fmt.Sprint("k", i), time.Minute)
+		tokens = append(tokens, c.Token)
+	}
+	if st := s.Stats(); st.Bytes < 3*reserve {
+		t.Fatalf("3 claims charged %d bytes, want at least 3 reservations of %d", st.Bytes, reserve)
+	}
+	if _, err := s.Claim(context.Background(), "k3", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+		t.Fatalf("a fourth reservation of 16 KiB in 64 KiB: err = %v, want ErrStoreFull", err)
+	}
+	rec := keystore.Record{StatusCode: 201, Body: make([]byte, reserve-1<<10)}
+	for i, tok := range tokens {
+		if err := s.Complete(context.Background(), fmt.Sprint("k", i), tok, rec, time.Hour); err != nil {
+			t.Fatalf("Complete of k%d within its reservation: %v", i, err)
+		}
+	}
+	small := keystore.Record{StatusCode: 201, Body: []byte("ok")}
+	before := s.Stats().Bytes
+	c := claim(t, s, "k3", time.Minute)
+	if err := s.Complete(context.Background(), "k3", c.Token, small, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if after := s.Stats().Bytes; after-before > 1<<10 {
+		t.Fatalf("a 2-byte record still charged %d bytes after Complete: the reservation was not returned", after-before)
 	}
 }
 

@@ -1,0 +1,105 @@
+package memstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/memstore"
+	"github.com/geoidem/geoidem/middleware"
+)
+
+// A store full of unexpired records refuses a new key instead of dropping
+// one of them: the earlier keys still replay.
+func TestFullStoreRefusesNewClaimsInsteadOfEvicting(t *testing.T) {
+	s := memstore.New(memstore.Config{MaxEntries: 3})
+	for _, key := range []string{"a", "b", "c"} {
+		complete(t, s, key, time.Hour, "answer "+key)
+	}
+	if _, err := s.Claim(context.Background(), "d", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+		t.Fatalf("Claim of a new key in a store full of unexpired records: err = %v, want ErrStoreFull", err)
+	}
+	for _, key := range []string{"a", "b", "c"} {
+		if got := claim(t, s, key, time.Minute); got.State != keystore.Completed || string(got.Record.Body) != "answer "+key {
+			t.Errorf("retry of %s after the store filled: %v %q, want completed %q", key, got.State, got.Record.Body, "answer "+key)
+		}
+	}
+}
+
+// The attack of issue 16: requests with large answers fill the byte budget;
+// an earlier client's retry must replay its answer, never run again, and the
+// new keys that find no room are answered 503 with Retry-After.
+func TestFullStoreThroughMiddlewareReplaysEarlierKeys(t *testing.T) {
+	store := memstore.New(memstore.Config{MaxBytes: 4 << 20, ReserveBytes: 520 << 10})
+	var runs atomic.Int64
+	big := strings.Repeat("x", 512<<10)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := runs.Add(1)
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, "run %d\n%s", n, big)
+	})
+	m, err := middleware.New(store, middleware.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := m.Handler(h)
+	send := func(key string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "/features", strings.NewReader(`{"k":"`+key+`"}`))
+		r.Header.Set("Idempotency-Key", key)
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, r)
+		return w
+	}
+	first := send("victim")
+	if first.Code != http.StatusCreated {
+		t.Fatalf("first request: %d", first.Code)
+	}
+	refused := 0
+	for i := range 20 { // 20 × 512 KiB answers: five times the budget
+		w := send("flood-" + strconv.Itoa(i))
+		switch w.Code {
+		case http.StatusCreated:
+		case http.StatusServiceUnavailable:
+			refused++
+			if w.Header().Get("Retry-After") == "" {
+				t.Fatalf("503 for a full store without Retry-After")
+			}
+		default:
+			t.Fatalf("flood request %d: %d %s", i, w.Code, w.Body.String()[:min(200, w.Body.Len())])
+		}
+	}
+	before := runs.Load()
+	again := send("victim")
+	if runs.Load() != before {
+		t.Fatalf("the victim's retry ran the handler again after %d large answers filled the store", 20-refused)
+	}
+	if again.Code != http.StatusCreated || again.Header().Get("Idempotent-Replayed") != "true" || !strings.HasPrefix(again.Body.String(), "run 1\n") {
+		t.Fatalf("the victim's retry: %d replayed=%q %q, want the replay of run 1", again.Code, again.Header().Get("Idempotent-Replayed"), again.Body.String()[:min(20, again.Body.Len())])
+	}
+	if refused == 0 {
+		t.Fatalf("20 answers of 512 KiB fit a 4 MiB store: no refusal")
+	}
+	if st := store.Stats(); st.Refused != uint64(refused) {
+		t.Fatalf("Stats().Refused = %d, want the %d refused claims (no completion refused)", st.Refused, refused)
+	}
+}
+
+// The zero Store reserves room for a record of the middleware's default
+// MaxRecordBytes with every claim.
+func TestZeroStoreReservesDefault(t *testing.T) {
+	var s memstore.Store
+	claim(t, &s, "k", time.Minute)
+	if st := s.Stats(); st.Bytes < memstore.DefaultReserveBytes || memstore.DefaultReserveBytes < middleware.DefaultMaxRecordBytes {
+		t.Fatalf("one claim charged %d bytes; want at least DefaultReserveBytes %d, itself at least the middleware's %d",
+			st.Bytes, memstore.DefaultReserveBytes, middleware.DefaultMaxRecordBytes)
+	}
+}
