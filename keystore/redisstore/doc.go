@@ -79,7 +79,10 @@
 // memory): every key this store writes has a TTL, so the volatile-* policies
 // as well as allkeys-* may evict a key that is in flight, and the next
 // request with that key would run the handler a second time. With noeviction,
-// a full Redis refuses the write and the request gets 503.
+// a full Redis refuses the write and the request gets 503. [New] reads the
+// policy (CONFIG GET, or INFO memory where CONFIG is not allowed) and logs a
+// warning through [Config.Logger] when it evicts; set [Config.Eviction] to
+// [RefuseEviction] to make New fail instead.
 //
 // # Failover
 //

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -53,6 +54,16 @@ type Config struct {
 	// WaitTimeout bounds the wait for WaitReplicas, rounded up to a
 	// millisecond. Default DefaultWaitTimeout. Ignored when WaitReplicas is 0.
 	WaitTimeout time.Duration
+
+	// Eviction says what New does when the server's maxmemory-policy lets
+	// Redis evict the store's keys before their retention (every allkeys-*
+	// and volatile-* policy): warn through Logger (the default), refuse, or
+	// skip the check. See EvictionCheck.
+	Eviction EvictionCheck
+
+	// Logger receives the warning of the eviction check. Default: no
+	// logging.
+	Logger *slog.Logger
 }
 
 // Store is a keystore.Store on Redis, through a go-redis
@@ -76,12 +87,17 @@ type Store struct {
 	prefix       string
 	waitReplicas int
 	waitTimeout  time.Duration
+	policy       string // maxmemory-policy read at New
 }
 
 var _ keystore.Store = (*Store)(nil)
 
 // New returns a Store that keeps its keys in Redis through client. It fails
-// only on a nil client or an invalid Config.
+// on a nil client or an invalid Config, and, with Config.Eviction set to
+// RefuseEviction, when the server's maxmemory-policy lets Redis evict keys
+// with a TTL or cannot be read. Unless Config.Eviction is
+// SkipEvictionCheck, New reads that policy (one command per node, bounded
+// by EvictionCheckTimeout) and, by default, logs a warning when it evicts.
 func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("redisstore: nil client")
@@ -109,6 +125,9 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 		default:
 			return nil, fmt.Errorf("redisstore: WaitReplicas needs a *redis.Client or *redis.ClusterClient, not %T", client)
 		}
+	}
+	if err := s.checkEviction(client, cfg.Eviction, cfg.Logger); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
