@@ -326,33 +326,6 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	m.execute(w, r, next, body, storeKey, claim, start)
 }
 
-var errBodyTooLarge = errors.New("body too large")
-
-func (m *Middleware) readBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
-	}
-	if r.ContentLength > m.maxBody {
-		return nil, errBodyTooLarge
-	}
-	if r.ContentLength >= 0 { // declared: read exactly that, in one allocation
-		body := make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(r.Body, body); err != nil {
-			return nil, err
-		}
-		return body, nil
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, 512))
-	n, err := buf.ReadFrom(io.LimitReader(r.Body, m.maxBody+1))
-	if err != nil {
-		return nil, err
-	}
-	if n > m.maxBody {
-		return nil, errBodyTooLarge
-	}
-	return buf.Bytes(), nil
-}
-
 // fingerprint hashes what must match between a request and its retries:
 // the method, the path, the query and the body (or the body's canonical
 // form). The query is included so that, say, ?dry-run=1 and a real run
