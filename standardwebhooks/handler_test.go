@@ -2,6 +2,8 @@ package standardwebhooks_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -300,7 +302,8 @@ func TestHandlerNeverLogsSecretsOrSignatures(t *testing.T) {
 			t.Errorf("the log contains %q:\n%s", s, logs)
 		}
 	}
-	if !strings.Contains(logs, "webhook_id=msg_2") || !strings.Contains(logs, "reason=signature_invalid") {
+	msg2 := sha256.Sum256([]byte("msg_2"))
+	if !strings.Contains(logs, "webhook_id_sha256="+hex.EncodeToString(msg2[:])) || !strings.Contains(logs, "reason=signature_invalid") {
 		t.Errorf("the rejection record lacks the id or the reason:\n%s", logs)
 	}
 }

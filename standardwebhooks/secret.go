@@ -12,10 +12,11 @@ import (
 // followed by the standard base64 encoding of the key bytes.
 const SecretPrefix = "whsec_"
 
-// MinSigningSecretLen is the shortest key, in bytes, that a [Signer]
-// accepts: the specification requires signing secrets of at least 24 random
-// bytes. Verification accepts shorter keys, since a receiver cannot choose
-// its sender's secret.
+// MinSigningSecretLen is the shortest key, in bytes, of any Secret:
+// the specification requires secrets of at least 24 random bytes, and
+// [NewSecret] and [ParseSecret] refuse shorter ones, so neither a [Signer]
+// nor a [Verifier] can run on a key an attacker could guess ("whsec_AA" is
+// one zero byte).
 const MinSigningSecretLen = 24
 
 // ErrInvalidSecret is wrapped by every error ParseSecret and NewSecret
@@ -38,7 +39,7 @@ type Secret struct {
 // the reference libraries, it also accepts the base64 text without the
 // prefix, and it accepts base64 with or without padding. Surrounding white
 // space (a trailing newline from a file or an environment variable) is
-// ignored.
+// ignored. A key shorter than MinSigningSecretLen bytes is refused.
 //
 // Asymmetric keys ("whsk_", "whpk_": ed25519, signature version v1a) are
 // not supported and are rejected. Errors wrap [ErrInvalidSecret].
@@ -64,11 +65,14 @@ func ParseSecret(s string) (Secret, error) {
 }
 
 // NewSecret returns a Secret holding a copy of key, the raw key bytes (not
-// base64). It returns an error, wrapping [ErrInvalidSecret], for an empty
-// key.
+// base64). It returns an error, wrapping [ErrInvalidSecret], for a key
+// shorter than MinSigningSecretLen bytes.
 func NewSecret(key []byte) (Secret, error) {
 	if len(key) == 0 {
 		return Secret{}, fmt.Errorf("%w: empty", ErrInvalidSecret)
+	}
+	if len(key) < MinSigningSecretLen {
+		return Secret{}, fmt.Errorf("%w: %d bytes long; secrets must be at least %d", ErrInvalidSecret, len(key), MinSigningSecretLen)
 	}
 	return Secret{key: append([]byte(nil), key...)}, nil
 }

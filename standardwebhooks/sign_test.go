@@ -88,9 +88,8 @@ func TestSignRequestRejectsAClockBeforeTheEpoch(t *testing.T) {
 
 func TestNewSignerRejectsBadConfig(t *testing.T) {
 	for name, cfg := range map[string]standardwebhooks.SignerConfig{
-		"no secrets":   {},
-		"zero secret":  {Secrets: []standardwebhooks.Secret{{}}},
-		"short secret": {Secrets: []standardwebhooks.Secret{rawSecret(t, 's', 32), rawSecret(t, 's', standardwebhooks.MinSigningSecretLen-1)}},
+		"no secrets":  {},
+		"zero secret": {Secrets: []standardwebhooks.Secret{{}}}, // a short one cannot be made: TestShortSecretsAreRefused
 	} {
 		if s, err := standardwebhooks.NewSigner(cfg); err == nil || s != nil {
 			t.Errorf("%s: NewSigner = %v, %v; want an error", name, s, err)

@@ -3,6 +3,8 @@ package standardwebhooks
 import (
 	"bytes"
 	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -76,7 +78,9 @@ type VerifierConfig struct {
 
 	// Logger receives one Warn record per rejected request and one Debug
 	// record per verified request. Default: no logging. Secrets and
-	// signatures are never logged.
+	// signatures are never logged, nor is the raw webhook-id (the
+	// idempotency key): records carry webhook_id_sha256, its SHA-256 in
+	// hexadecimal.
 	Logger *slog.Logger
 }
 
@@ -247,6 +251,15 @@ func parseUnix(s string) (int64, bool) {
 // next receives the request with its body restored (Body, ContentLength
 // and GetBody over the bytes that were verified).
 //
+// webhook-id is an opaque string, signed byte for byte, and next must take
+// it literally: `"msg_1"` (quotes included) is another message than msg_1.
+// The geoidem middleware keyed by webhook-id (middleware.Config.KeyHeader)
+// would read a value that starts with a quote as a structured-field string,
+// and refuse a bare one with a comma; for such an id (only), next receives
+// webhook-id quoted as a structured-field string ("\"msg_1\"" for
+// "msg_1"), which the middleware reads back as exactly the id that was
+// verified. Every other id reaches next unchanged.
+//
 // Rejected requests are answered with an RFC 9457 problem document
 // (application/problem+json, Cache-Control: no-store), and next does not
 // run:
@@ -267,12 +280,12 @@ func (v *Verifier) Handler(next http.Handler) http.Handler {
 		}
 		body, err := v.readBody(r)
 		if errors.Is(err, errBodyTooLarge) {
-			v.log.LogAttrs(r.Context(), slog.LevelWarn, "webhook rejected", slog.String("reason", "body_too_large"), slog.String("webhook_id", truncate(m.id, MaxIDLen)))
+			v.log.LogAttrs(r.Context(), slog.LevelWarn, "webhook rejected", slog.String("reason", "body_too_large"), idAttr(m.id))
 			writeProblem(w, http.StatusRequestEntityTooLarge, problemBodyTooLarge, "Request body too large",
 				fmt.Sprintf("The request body is larger than %d bytes.", v.maxBody))
 			return
 		} else if err != nil {
-			v.log.LogAttrs(r.Context(), slog.LevelWarn, "webhook rejected", slog.String("reason", "body_unreadable"), slog.String("webhook_id", truncate(m.id, MaxIDLen)), slog.Any("error", err))
+			v.log.LogAttrs(r.Context(), slog.LevelWarn, "webhook rejected", slog.String("reason", "body_unreadable"), idAttr(m.id), slog.Any("error", err))
 			writeProblem(w, http.StatusBadRequest, problemBodyUnreadable, "Request body unreadable",
 				"The request body could not be read in full; nothing was processed, so retry.")
 			return
@@ -281,9 +294,13 @@ func (v *Verifier) Handler(next http.Handler) http.Handler {
 			v.reject(w, r, err)
 			return
 		}
-		v.log.LogAttrs(r.Context(), slog.LevelDebug, "webhook verified", slog.String("webhook_id", truncate(m.id, MaxIDLen)))
+		v.log.LogAttrs(r.Context(), slog.LevelDebug, "webhook verified", idAttr(m.id))
 
 		r2 := r.WithContext(r.Context()) // a shallow copy; the caller's request stays as it was
+		if field, changed := keyField(m.id); changed {
+			r2.Header = r.Header.Clone()
+			r2.Header.Set(HeaderID, field)
+		}
 		r2.Body = io.NopCloser(bytes.NewReader(body))
 		r2.ContentLength = int64(len(body))
 		r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
@@ -308,17 +325,41 @@ func (v *Verifier) reject(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	attrs := []slog.Attr{slog.String("reason", reason)}
 	if id := r.Header.Get(HeaderID); id != "" {
-		attrs = append(attrs, slog.String("webhook_id", truncate(id, MaxIDLen)))
+		attrs = append(attrs, idAttr(id))
 	}
 	v.log.LogAttrs(r.Context(), slog.LevelWarn, "webhook rejected", append(attrs, slog.String("error", err.Error()))...)
 	writeProblem(w, http.StatusUnauthorized, typ, title, detail)
 }
 
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
+// idAttr is how a webhook-id is logged: as webhook_id_sha256, the
+// hexadecimal SHA-256 of its bytes, never raw, since it is the idempotency
+// key (compute it with `printf %s "$id" | sha256sum` to find a message).
+func idAttr(id string) slog.Attr {
+	sum := sha256.Sum256([]byte(id))
+	return slog.String("webhook_id_sha256", hex.EncodeToString(sum[:]))
+}
+
+// keyField returns the webhook-id field value to pass on to the next
+// handler, and whether it differs from id. The geoidem middleware, keyed
+// by webhook-id, reads its field as an RFC 9651 structured-field string
+// when it starts with a quote, and refuses a bare value with a comma or
+// trims its surrounding spaces and tabs: for such an id, the value passed
+// on is id quoted as a structured-field string, which the middleware reads
+// back as exactly id. Any other id is passed on as it came.
+func keyField(id string) (string, bool) {
+	if !strings.HasPrefix(id, `"`) && !strings.ContainsRune(id, ',') && strings.Trim(id, " \t") == id {
+		return id, false
 	}
-	return s
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c == '"' || c == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(id[i])
+	}
+	b.WriteByte('"')
+	return b.String(), true
 }
 
 var errBodyTooLarge = errors.New("body too large")
