@@ -77,6 +77,7 @@ func TestFullStoreThroughMiddlewareReplaysEarlierKeys(t *testing.T) {
 			t.Fatalf("flood request %d: %d %s", i, w.Code, w.Body.String()[:min(200, w.Body.Len())])
 		}
 	}
+	t.Logf("4 MiB store, 520 KiB reservations: %d of 20 answers of 512 KiB recorded, %d claims refused with 503", 20-refused, refused)
 	before := runs.Load()
 	again := send("victim")
 	if runs.Load() != before {
