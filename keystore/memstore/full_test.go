@@ -104,3 +104,28 @@ func TestZeroStoreReservesDefault(t *testing.T) {
 			st.Bytes, memstore.DefaultReserveBytes, middleware.DefaultMaxRecordBytes)
 	}
 }
+
+// A record larger than its claim's reservation takes the difference from
+// the free budget, and is refused, changing nothing, when there is none.
+func TestRecordLargerThanReservation(t *testing.T) {
+	s := memstore.New(memstore.Config{MaxBytes: 64 << 10, ReserveBytes: 1 << 10})
+	ctx := context.Background()
+	c := claim(t, s, "big", time.Minute)
+	if err := s.Complete(ctx, "big", c.Token, keystore.Record{StatusCode: 200, Body: make([]byte, 40<<10)}, time.Hour); err != nil {
+		t.Fatalf("a 40 KiB record over a 1 KiB reservation, with room free: %v", err)
+	}
+	c = claim(t, s, "big2", time.Minute)
+	err := s.Complete(ctx, "big2", c.Token, keystore.Record{StatusCode: 200, Body: make([]byte, 40<<10)}, time.Hour)
+	if !errors.Is(err, keystore.ErrStoreFull) {
+		t.Fatalf("a second 40 KiB record in 64 KiB: %v, want ErrStoreFull", err)
+	}
+	if got := claim(t, s, "big", time.Minute); got.State != keystore.Completed || len(got.Record.Body) != 40<<10 {
+		t.Fatalf("the first record after the refusal: %v with %d bytes, want it kept", got.State, len(got.Record.Body))
+	}
+	if err := s.Complete(ctx, "big2", c.Token, keystore.Record{StatusCode: 200, Body: []byte("small")}, time.Hour); err != nil {
+		t.Fatalf("Complete with a small record after the refusal (the claim is still held): %v", err)
+	}
+	if st := s.Stats(); st.Refused != 1 || st.Entries != 2 || st.Bytes > 64<<10 {
+		t.Fatalf("stats %+v, want 2 entries, 1 refusal, within 64 KiB", st)
+	}
+}
