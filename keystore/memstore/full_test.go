@@ -129,3 +129,13 @@ func TestRecordLargerThanReservation(t *testing.T) {
 		t.Fatalf("stats %+v, want 2 entries, 1 refusal, within 64 KiB", st)
 	}
 }
+
+// A negative ReserveBytes reserves nothing: a claim costs its key and the
+// entry's overhead only, and its record is charged at Complete.
+func TestNegativeReserveReservesNothing(t *testing.T) {
+	s := memstore.New(memstore.Config{ReserveBytes: -1})
+	claim(t, s, "k", time.Minute)
+	if st := s.Stats(); st.Bytes <= 0 || st.Bytes > 1<<10 {
+		t.Fatalf("a claim without a reservation charged %d bytes, want its key and overhead only", st.Bytes)
+	}
+}
