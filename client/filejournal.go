@@ -75,7 +75,7 @@ type FileJournal struct {
 	cond     *sync.Cond
 	f        *os.File
 	entries  map[identity]*journalSlot
-	order    []*journalSlot // in the order recorded; slots marked gone are skipped
+	order    []*journalSlot // in the order recorded
 	lines    int            // lines in the file
 	baseline int            // lines right after the last compaction (or open)
 	appended uint64         // appends so far
@@ -87,9 +87,8 @@ type FileJournal struct {
 
 // journalSlot is one remembered entry.
 type journalSlot struct {
-	e    JournalEntry
-	seq  uint64 // the append that recorded it
-	gone bool   // forgotten by a compaction
+	e   JournalEntry
+	seq uint64 // the append that recorded it
 }
 
 // journalLine is one line of the file.
@@ -307,11 +306,23 @@ func (j *FileJournal) Pending(context.Context) ([]JournalEntry, error) {
 	}
 	var out []JournalEntry
 	for _, s := range j.order {
-		if !s.gone && s.e.Outcome == "" {
+		if s.e.Outcome == "" {
 			out = append(out, copyEntry(s.e))
 		}
 	}
 	return out, nil
+}
+
+// Entries returns every entry the journal remembers, pending or done, in
+// the order recorded.
+func (j *FileJournal) Entries() []JournalEntry {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make([]JournalEntry, 0, len(j.order))
+	for _, s := range j.order {
+		out = append(out, copyEntry(s.e))
+	}
+	return out
 }
 
 // Lines returns how many lines the file holds: a measure of its growth.
@@ -399,9 +410,6 @@ func (j *FileJournal) compact() error {
 		kept []*journalSlot
 	)
 	for _, s := range j.order {
-		if s.gone {
-			continue
-		}
 		if s.e.Outcome != "" && (j.retention < 0 || s.e.Ended.Before(forget)) {
 			continue
 		}
@@ -439,12 +447,6 @@ func (j *FileJournal) compact() error {
 	old := j.f
 	j.f = f
 	_ = old.Close()
-	for _, s := range j.order {
-		s.gone = true
-	}
-	for _, s := range kept {
-		s.gone = false
-	}
 	j.order = kept
 	j.entries = make(map[identity]*journalSlot, len(kept))
 	for _, s := range kept {
