@@ -81,7 +81,9 @@ type FileJournal struct {
 	appended uint64         // appends so far
 	synced   uint64         // appends known to be on stable storage
 	syncing  bool
-	err      error // sticky: a failed write or sync leaves the file unknown
+	buf      []byte // lines appended but not yet written (while a sync runs)
+	spare    []byte // the previous batch, reused
+	err      error  // sticky: a failed write or sync leaves the file unknown
 	closed   bool
 }
 
@@ -332,8 +334,9 @@ func (j *FileJournal) Lines() int {
 	return j.lines
 }
 
-// Close closes the file; later calls fail with [ErrJournalClosed]. It
-// waits for a sync in progress, and is a no-op the second time.
+// Close writes and syncs what is buffered and closes the file; later calls
+// fail with [ErrJournalClosed]. It waits for a sync in progress, and is a
+// no-op the second time.
 func (j *FileJournal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -345,7 +348,14 @@ func (j *FileJournal) Close() error {
 	}
 	j.closed = true
 	j.cond.Broadcast()
-	return j.f.Close()
+	var err error
+	if j.err == nil && len(j.buf) > 0 {
+		if _, err = j.f.Write(j.buf); err == nil {
+			err = j.f.Sync()
+		}
+		j.buf = nil
+	}
+	return errors.Join(err, j.f.Close())
 }
 
 func (j *FileJournal) usable() error {
@@ -355,20 +365,38 @@ func (j *FileJournal) usable() error {
 	return j.err
 }
 
-// append writes one line with a single Write. j.mu is held.
+// append adds one line to the buffer, and writes the buffer at once
+// unless a sync is in progress: then the next sync writes it. (Writing
+// while the file syncs can block on the page under writeback, and with
+// j.mu held that would stall every delivery.) j.mu is held.
 func (j *FileJournal) append(line []byte) error {
-	if _, err := j.f.Write(line); err != nil {
+	j.buf = append(j.buf, line...)
+	j.lines++
+	j.appended++
+	if j.syncing {
+		return nil
+	}
+	return j.writeBuf()
+}
+
+// writeBuf writes the buffered lines with one Write. j.mu is held.
+func (j *FileJournal) writeBuf() error {
+	if len(j.buf) == 0 {
+		return nil
+	}
+	if _, err := j.f.Write(j.buf); err != nil {
 		j.err = fmt.Errorf("client: journal write: %w", err)
 		return j.err
 	}
-	j.lines++
-	j.appended++
+	j.buf = j.buf[:0]
 	return nil
 }
 
-// waitSynced returns once append seq is on stable storage, syncing the
-// file itself unless another goroutine is already doing so (then the next
-// sync covers seq). j.mu is held, and released during the sync.
+// waitSynced returns once append seq is on stable storage. Unless another
+// goroutine is syncing already (then it waits for the next sync, which
+// covers seq), it becomes the leader: it takes every line buffered so far,
+// writes them and syncs the file with j.mu released, so that the lines
+// other goroutines append meanwhile form the next batch. j.mu is held.
 func (j *FileJournal) waitSynced(seq uint64) error {
 	for j.synced < seq {
 		if err := j.usable(); err != nil {
@@ -379,10 +407,15 @@ func (j *FileJournal) waitSynced(seq uint64) error {
 			continue
 		}
 		j.syncing = true
-		target, f := j.appended, j.f
+		batch, target, f := j.buf, j.appended, j.f
+		j.buf = j.spare[:0]
 		j.mu.Unlock()
-		err := f.Sync()
+		_, err := f.Write(batch)
+		if err == nil {
+			err = f.Sync()
+		}
 		j.mu.Lock()
+		j.spare = batch
 		j.syncing = false
 		if err != nil {
 			j.err = fmt.Errorf("client: journal sync: %w", err)
@@ -446,6 +479,7 @@ func (j *FileJournal) compact() error {
 	}
 	old := j.f
 	j.f = f
+	j.buf = j.buf[:0] // their effect is in the compacted file
 	_ = old.Close()
 	j.order = kept
 	j.entries = make(map[identity]*journalSlot, len(kept))
