@@ -123,9 +123,13 @@ func OpenFileJournal(path string, cfg FileJournalConfig) (*FileJournal, error) {
 		j.clock = SystemClock{}
 	}
 	j.cond = sync.NewCond(&j.mu)
+	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("client: journal: %w", err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		syncDir(path) // a new file's name must survive a crash too
 	}
 	if err := j.load(f); err != nil {
 		f.Close()
@@ -437,6 +441,9 @@ func (j *FileJournal) compact() error {
 	if err := j.usable(); err != nil {
 		return err
 	}
+	if j.lines < j.compactAt || j.lines < 2*j.baseline {
+		return nil // another goroutine compacted while this one waited
+	}
 	forget := j.clock.Now().Add(-j.retention)
 	var (
 		buf  bytes.Buffer
@@ -473,10 +480,7 @@ func (j *FileJournal) compact() error {
 	if err := os.Rename(tmp, j.path); err != nil {
 		return fail(err)
 	}
-	if d, err := os.Open(filepath.Dir(j.path)); err == nil {
-		_ = d.Sync() // make the rename durable where the platform allows
-		d.Close()
-	}
+	syncDir(j.path) // make the rename durable
 	old := j.f
 	j.f = f
 	j.buf = j.buf[:0] // their effect is in the compacted file
@@ -489,6 +493,15 @@ func (j *FileJournal) compact() error {
 	j.lines, j.baseline = len(kept), len(kept)
 	j.synced = j.appended // everything remembered is in the synced file
 	return nil
+}
+
+// syncDir syncs the directory holding path, where the platform allows it,
+// so that a file created or renamed there survives a crash.
+func syncDir(path string) {
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
 }
 
 // copyEntry returns e with its own body and header.
