@@ -35,9 +35,11 @@
 // re-drive sends the bytes the journal holds under that key, never a new
 // stamp: a re-run (after a crash, a SIGKILL, or a run that ended) is a
 // replay of what was delivered and a delivery of what was not, never a 422
-// for key reuse and never a second execution. The journal remembers a
-// delivered event for 24 hours (the receiver's default retention); a run
-// later than that stamps and records the event anew.
+// for key reuse and never a second execution. The journal tells deliveries
+// apart by key, URL and method: the same input sent to another -url is
+// another delivery, stamped anew. It remembers a delivered event for 24
+// hours (the receiver's default retention); a run later than that stamps
+// and records the event anew.
 //
 // # Re-drive
 //
