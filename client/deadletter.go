@@ -13,9 +13,10 @@ import (
 	"time"
 )
 
-// DeadLetter describes a delivery that ended without success, with what is
-// needed to send it again later: the URL, the key and the exact payload
-// bytes.
+// DeadLetter describes a delivery that ended without success, with
+// everything needed to send it again later ([DeadLetter.Delivery],
+// [Sender.Redrive]): the URL, the method, the key, the content type, the
+// headers and the exact payload bytes.
 type DeadLetter struct {
 	Time        time.Time // when the sender gave up, on the sender's clock
 	URL         string
@@ -24,7 +25,9 @@ type DeadLetter struct {
 	ContentType string
 	// Header holds the delivery's extra headers (Delivery.Header), as
 	// every attempt sent them before Config.PrepareAttempt, which a
-	// re-drive runs again.
+	// re-drive runs again. They are written out as they are: put
+	// credentials in the http.Client's transport or in PrepareAttempt,
+	// which are never recorded.
 	Header     http.Header
 	Payload    []byte   // the body every attempt sent, byte for byte
 	Attempts   int      // attempts made, 0 if none was
