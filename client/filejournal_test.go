@@ -213,3 +213,24 @@ func TestFileJournalConcurrent(t *testing.T) {
 		t.Errorf("%d pending after reopen, want %d", len(p), 8*25+1)
 	}
 }
+
+// TestFileJournalNegativeRetention: with a negative Retention a done entry
+// is forgotten at the next compaction, and only pending ones are kept.
+func TestFileJournalNegativeRetention(t *testing.T) {
+	ctx := context.Background()
+	j := openJournal(t, filepath.Join(t.TempDir(), "journal"), client.FileJournalConfig{Retention: -1, CompactAt: 8})
+	pending, _ := j.Record(ctx, entry("pending", "{}"))
+	for i := range 20 {
+		e, _ := j.Record(ctx, entry(fmt.Sprint("k", i), "{}"))
+		if err := j.Done(ctx, e, client.OutcomeDelivered); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := j.Lines(); n > 16 {
+		t.Errorf("%d lines after 20 done deliveries, want at most 16", n)
+	}
+	es := j.Entries()
+	if len(es) > 8 || es[0].Key != pending.Key {
+		t.Errorf("remembered %d entries, first %q; want the pending one and few done", len(es), es[0].Key)
+	}
+}
