@@ -148,8 +148,10 @@ func crashRun(t *testing.T, senderBin, ingestBin string, storeArgs []string, che
 	// for the default lease.
 	base := startIngest(t, ingestBin, append([]string{"-lease", "1s"}, storeArgs...))
 	target, _ := url.Parse(base)
+	seed := rand.Uint64()
+	t.Logf("seed %d (the proxy's faults and the kill points)", seed)
 	proxy, err := faultproxy.New(target, faultproxy.Config{
-		Seed: rand.Uint64(), LostAck: 0.25, Reset: 0.05, Inject503: 0.05,
+		Seed: seed, LostAck: 0.25, Reset: 0.05, Inject503: 0.05,
 		RetryAfterForm: faultproxy.RetryAfterSeconds,
 	})
 	if err != nil {
@@ -180,7 +182,7 @@ func crashRun(t *testing.T, senderBin, ingestBin string, storeArgs []string, che
 	// Kill the sender at random points of its journal: after a random
 	// number of lines past where the run started (a run writes a line per
 	// event at least, so each kill lands before the run could finish).
-	rng := rand.New(rand.NewPCG(rand.Uint64(), 0))
+	rng := rand.New(rand.NewPCG(seed, 0))
 	for k := range crashKills {
 		start := journalLines(journal)
 		at := start + 1 + rng.IntN(crashEvents)
