@@ -7,26 +7,34 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sync"
 	"time"
 )
 
-// DeadLetter describes a delivery that ended without success, with what is
-// needed to send it again later: the URL, the key and the exact payload
-// bytes.
+// DeadLetter describes a delivery that ended without success, with
+// everything needed to send it again later ([DeadLetter.Delivery],
+// [Sender.Redrive]): the URL, the method, the key, the content type, the
+// headers and the exact payload bytes.
 type DeadLetter struct {
 	Time        time.Time // when the sender gave up, on the sender's clock
 	URL         string
 	Method      string
 	Key         string // the idempotency key, unencoded
 	ContentType string
-	Payload     []byte   // the body every attempt sent, byte for byte
-	Attempts    int      // attempts made, 0 if none was
-	LastStatus  int      // status of the last answer, 0 if there was none
-	Reason      string   // "permanent", "exhausted", "deadline", "budget" or "canceled"
-	Error       string   // the error Deliver returned
-	Problem     *Problem // the last answer's problem document, if any
+	// Header holds the delivery's extra headers (Delivery.Header), as
+	// every attempt sent them before Config.PrepareAttempt, which a
+	// re-drive runs again. They are written out as they are: put
+	// credentials in the http.Client's transport or in PrepareAttempt,
+	// which are never recorded.
+	Header     http.Header
+	Payload    []byte   // the body every attempt sent, byte for byte
+	Attempts   int      // attempts made, 0 if none was
+	LastStatus int      // status of the last answer, 0 if there was none
+	Reason     string   // "permanent", "exhausted", "deadline", "budget" or "canceled"
+	Error      string   // the error Deliver returned
+	Problem    *Problem // the last answer's problem document, if any
 }
 
 // deadLetterJSON is the JSON form of a DeadLetter. The payload is embedded
@@ -37,6 +45,7 @@ type deadLetterJSON struct {
 	Method        string          `json:"method,omitempty"`
 	Key           string          `json:"key"`
 	ContentType   string          `json:"content_type,omitempty"`
+	Header        http.Header     `json:"header,omitempty"`
 	Payload       json.RawMessage `json:"payload,omitempty"`
 	PayloadBase64 []byte          `json:"payload_base64,omitempty"`
 	Attempts      int             `json:"attempts"`
@@ -55,7 +64,7 @@ type deadLetterJSON struct {
 // receiver sees the same fingerprint.
 func (d DeadLetter) MarshalJSON() ([]byte, error) {
 	j := deadLetterJSON{
-		Time: d.Time, URL: d.URL, Method: d.Method, Key: d.Key, ContentType: d.ContentType,
+		Time: d.Time, URL: d.URL, Method: d.Method, Key: d.Key, ContentType: d.ContentType, Header: d.Header,
 		Attempts: d.Attempts, LastStatus: d.LastStatus, Reason: d.Reason, Error: d.Error, Problem: d.Problem,
 	}
 	if embeddable(d.Payload) {
@@ -79,7 +88,7 @@ func (d *DeadLetter) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*d = DeadLetter{
-		Time: j.Time, URL: j.URL, Method: j.Method, Key: j.Key, ContentType: j.ContentType,
+		Time: j.Time, URL: j.URL, Method: j.Method, Key: j.Key, ContentType: j.ContentType, Header: j.Header,
 		Attempts: j.Attempts, LastStatus: j.LastStatus, Reason: j.Reason, Error: j.Error, Problem: j.Problem,
 	}
 	switch {

@@ -56,6 +56,26 @@
 // [DeadLetterSink], if any, with its payload, key, attempts, last status and
 // error. [JSONLinesSink] writes them as JSON lines to a file.
 //
+// # The outbox: re-runs, crashes and re-drives
+//
+// A sender that crashes between the receiver's commit and its own
+// bookkeeping, or is simply run again, must send the same bytes under the
+// same key, or the receiver refuses them (422, key reused with another
+// payload) or executes them twice (a new key). An [Outbox] records each
+// delivery's method, URL, key, headers and exact body bytes in a [Journal],
+// durably (written and synced), before the first attempt, and sends what
+// the journal holds: the bytes first recorded under that identity, on every
+// attempt, every re-run and every re-drive. It marks the entry done when
+// the delivery ends (delivered, replayed, refused permanently or
+// dead-lettered); [Outbox.Resume] delivers what a crash left pending.
+//
+// [FileJournal] is the embedded journal: JSON lines, synced per record with
+// group commit across concurrent deliveries, a torn last line dropped on
+// open, done entries forgotten after a retention and the file compacted.
+// [DeadLetter] carries what a re-drive needs; [Sender.Redrive] and
+// [Outbox.Redrive] send it again under its original key, byte for byte,
+// and [ReadDeadLetters] reads the file a [JSONLinesSink] wrote.
+//
 // # Hooks and tests
 //
 // Config.OnAttempt observes every attempt; Config.PrepareAttempt may add

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -177,4 +178,40 @@ func ExampleNewJSONLinesSink() {
 	})
 	// Output:
 	// {"time":"2026-03-01T12:00:00Z","url":"https://receiver.example/features","method":"POST","key":"k1","content_type":"application/geo+json","payload":{"type":"Feature","geometry":null,"properties":null},"attempts":6,"last_status":503,"reason":"exhausted","error":"client: delivery of key \"k1\": attempts exhausted after 6 attempts: client: 503 Service Unavailable"}
+}
+
+// An Outbox records each delivery in a journal before its first attempt;
+// a second run (or a sender restarted after a crash) that stamps the event
+// anew still sends the bytes first recorded, and the receiver replays.
+func ExampleOutbox() {
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		fmt.Printf("received %s\n", body)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer receiver.Close()
+	dir, _ := os.MkdirTemp("", "outbox")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "sender.journal")
+
+	for run, stamp := range []string{"12:00", "13:30"} {
+		journal, err := client.OpenFileJournal(path, client.FileJournalConfig{})
+		if err != nil {
+			panic(err)
+		}
+		sender, _ := client.New(nil, client.Config{})
+		outbox := client.NewOutbox(sender, journal)
+		_, err = outbox.Deliver(context.Background(), client.Delivery{
+			URL:  receiver.URL,
+			Key:  "event-42",
+			Body: []byte(`{"observation_time":"` + stamp + `"}`),
+		})
+		fmt.Println("run", run+1, "error", err)
+		journal.Close()
+	}
+	// Output:
+	// received {"observation_time":"12:00"}
+	// run 1 error <nil>
+	// received {"observation_time":"12:00"}
+	// run 2 error <nil>
 }

@@ -174,13 +174,15 @@ type report struct {
 	cuts, refused, severed        uint64
 	terminations, terminated      int
 	kills                         int
+	senderKills                   int
+	journalPending                int // -1: no journal
 	storeErrors, released         int // -1: unknown
 	writtenTwice, lost, stored    int
 	twiceIDs, lostIDs             []string
 	firstPass, redrive, totalTime time.Duration
 }
 
-func (r *report) ok() bool { return r.writtenTwice == 0 && r.lost == 0 }
+func (r *report) ok() bool { return r.writtenTwice == 0 && r.lost == 0 && r.journalPending <= 0 }
 
 func (r *report) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -208,6 +210,8 @@ func (r *report) print(w io.Writer) {
 	row("store cuts", "%d (%d connections reset, %d refused)", r.cuts, r.severed, r.refused)
 	row("pg_terminate_backend", "%d (%d connections)", r.terminations, r.terminated)
 	row("receiver kills", "%d", r.kills)
+	row("sender kills", "%d", r.senderKills)
+	row("journal pending", "%s", unknown(r.journalPending))
 	row("store 503s (fail closed)", "%s", unknown(r.storeErrors))
 	row("handler 5xx (released)", "%s", unknown(r.released))
 	row("features stored", "%d", r.stored)
@@ -309,7 +313,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 
 	evs := makeEvents(o.events, o.seed, suffix)
 	var jobs []*event
-	rep := report{store: label, senders: o.senders, events: len(evs), storeErrors: -1, released: -1}
+	rep := report{store: label, senders: o.senders, events: len(evs), storeErrors: -1, released: -1, journalPending: -1}
 	for i := range evs {
 		e := &evs[i]
 		jobs = append(jobs, e)
@@ -343,6 +347,14 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	// The first pass.
 	queue := make(chan *event)
 	var wg sync.WaitGroup
+	if o.killSender > 0 {
+		rep.senderKills, rep.journalPending, err = killedSenderPass(ctx, o, proxyURL, jobs, &t, &dl, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "chaos: sender: %v\n", err)
+			return 1
+		}
+		jobs = nil
+	}
 	for _, s := range senders {
 		wg.Add(1)
 		go func() {

@@ -8,7 +8,8 @@
 //
 //	go run ./examples/chaos [-store memory|redis://…|postgres://…]
 //	                        [-senders 4] [-events 300] [-seed 1]
-//	                        [-store-faults] [-kill-receiver N] [-attempts 4] [-cut-for 400ms]
+//	                        [-store-faults] [-kill-receiver N] [-kill-sender N]
+//	                        [-attempts 4] [-cut-for 400ms]
 //
 // Every event is one GeoJSON Feature with its own id and its own
 // idempotency key. A seeded few are invalid (a Feature without "id": the
@@ -32,6 +33,17 @@
 // die with the process) the receiver runs as a child process, this same
 // program in a hidden -serve-receiver mode, and is killed with SIGKILL N
 // times at seeded moments of the run and restarted on the same port.
+//
+// With -kill-sender N (memory, Redis or PostgreSQL; not combined with the
+// store or receiver faults) it is the sender that crashes: the first pass
+// runs in a child process, this same program in a hidden -run-sender mode,
+// whose senders deliver through a client.Outbox with a FileJournal (each
+// key and body recorded, synced, before the first attempt). The child is
+// killed with SIGKILL N times at seeded points of its journal and run
+// again over the same events each time, then once to the end; a re-run
+// sends what the journal holds, so the receiver replays what it executed.
+// The table's attempt counts are then those of the last, complete run, and
+// "journal pending" (entries never marked done) must be 0.
 //
 // Each run against Redis or PostgreSQL uses its own key prefix or tables,
 // named with a random suffix, and removes them at the end. Every address is
@@ -87,6 +99,7 @@ type options struct {
 	seed         uint64
 	storeFaults  bool
 	killReceiver int
+	killSender   int
 
 	// naive replaces the receiver by a handler without the middleware,
 	// which applies every delivery it gets: the harness must then fail.
@@ -98,10 +111,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "-serve-receiver" {
 		return serveReceiver(ctx, args[1:], os.Stdin, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "-run-sender" {
+		return runSenderChild(ctx, args[1:], stdout, stderr)
+	}
 	fl := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N]")
+		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N]")
 		fl.PrintDefaults()
 	}
 	var o options
@@ -113,6 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.BoolVar(&o.storeFaults, "store-faults", false, "also cut the receiver's connections to Redis or PostgreSQL under load (and, for PostgreSQL, pg_terminate_backend them)")
 	fl.DurationVar(&o.cutFor, "cut-for", cutFor, "with -store-faults: how long each cut of the store lasts")
 	fl.IntVar(&o.killReceiver, "kill-receiver", 0, "run the receiver as a child process and SIGKILL and restart it this many times (PostgreSQL only)")
+	fl.IntVar(&o.killSender, "kill-sender", 0, "run the senders, journaled, in a child process and SIGKILL and re-run it this many times")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -169,6 +186,10 @@ func (o options) check() error {
 		return fmt.Errorf("-cut-for %v: want 0 to 1m", o.cutFor)
 	case o.killReceiver < 0 || o.killReceiver > maxKills:
 		return fmt.Errorf("-kill-receiver %d: want 0 to %d", o.killReceiver, maxKills)
+	case o.killSender < 0 || o.killSender > maxKills:
+		return fmt.Errorf("-kill-sender %d: want 0 to %d", o.killSender, maxKills)
+	case o.killSender > 0 && (o.storeFaults || o.killReceiver > 0 || o.naive):
+		return errors.New("-kill-sender runs alone: not with -store-faults, -kill-receiver or the naive receiver")
 	}
 	kind := o.kind()
 	if kind == memoryStore && o.store != "memory" && o.store != "" {

@@ -1,38 +1,61 @@
 // Command sender delivers GeoJSON features to a receiver, one delivery per
-// feature, with the retry contract of package client.
+// feature, with the retry contract of package client, through a journal
+// that makes a re-run, a crash and a re-drive safe.
 //
 // Usage:
 //
 //	go run ./examples/sender -url URL [-base 500ms] [-cap 30s] [-attempts 6]
-//	    [-deadline 5m] [-dead-letter FILE] FILE...
+//	    [-deadline 5m] [-dead-letter FILE] [-journal FILE] FILE...
+//	go run ./examples/sender -redrive DEAD-LETTERS [-dead-letter FILE] [-journal FILE]
 //
 // Each FILE (or "-" for standard input) holds GeoJSON: a FeatureCollection,
 // a single Feature, or NDJSON with one Feature (or FeatureCollection) per
 // line. Every input is read and checked before anything is sent; a file
 // that does not parse stops the command before the first delivery.
 //
-// Each feature is sent as its own application/geo+json POST. Its
-// idempotency key is client.FeatureKey of the feature as read: the SHA-256,
-// in hex, of its compact JSON. So the same source feature gets the same key
-// in every run, whether it came from a FeatureCollection or an NDJSON line,
-// and two observations that differ in any member get different keys (the
-// "id" alone would not do: it names the feature, not the observation). When
-// the feature has no "observation_time" property, the sender sets it to the
-// time it read the feature, once: every retry sends the same bytes, and a
-// feature that appears twice in one run is sent twice with the same key and
-// bytes (the receiver replays the first answer). Running the command again
-// over a file without observation times stamps new ones: a receiver that
-// already has those features refuses them as key reuse with another
-// payload (422) instead of applying them twice. To re-send what failed,
-// re-send the dead letters (their payload is the stamped bytes), not the
-// source.
+// # What identifies an event
+//
+// Each feature is sent as its own application/geo+json POST. An event is
+// the feature's bytes as first read: its idempotency key is
+// client.FeatureKey of the feature as read, the SHA-256, in hex, of its
+// compact JSON, before any observation_time is stamped. So the same source
+// feature gets the same key in every run, whether it came from a
+// FeatureCollection or an NDJSON line, and two observations that differ in
+// any member get different keys (the "id" alone would not do: it names the
+// feature, not the observation).
+//
+// # The journal, and observation_time stamped once per event
+//
+// When the feature has no "observation_time" property, the sender sets it
+// to the time it first read the feature, and records the key and the
+// stamped bytes in the journal (-journal, default
+// $XDG_STATE_HOME/geoidem/sender.journal, else
+// ~/.local/state/geoidem/sender.journal), synced to disk, before the first
+// attempt. Every attempt, every later run over the same input and every
+// re-drive sends the bytes the journal holds under that key, never a new
+// stamp: a re-run (after a crash, a SIGKILL, or a run that ended) is a
+// replay of what was delivered and a delivery of what was not, never a 422
+// for key reuse and never a second execution. The journal tells deliveries
+// apart by key, URL and method: the same input sent to another -url is
+// another delivery, stamped anew. It remembers a delivered event for 24
+// hours (the receiver's default retention); a run later than that stamps
+// and records the event anew.
+//
+// # Re-drive
+//
+// With -redrive FILE the command reads the dead letters of an earlier run
+// (FILE is what -dead-letter wrote) and sends each again, byte for byte,
+// under its original key, URL, method and headers: the receiver executes
+// what it never executed and replays what it did. -url and input files are
+// then not used.
 //
 // On a terminal, a progress line shows how far it got. At the end it prints
 // a summary (delivered, replayed, permanent failures, gave up,
-// dead-lettered) and exits 0 only when every feature was delivered, 1
-// otherwise, and 2 on usage errors. With -dead-letter, every feature that
-// was not delivered is appended to FILE as a JSON line (client.DeadLetter),
-// with its key and the exact bytes sent, ready to be sent again.
+// dead-lettered, still pending in the journal) and exits 0 only when every
+// feature was delivered, 1 otherwise, and 2 on usage errors. With
+// -dead-letter, every feature that was not delivered is appended to FILE as
+// a JSON line (client.DeadLetter), with its key, the exact bytes sent and
+// the headers, ready to be re-driven.
 package main
 
 import (
@@ -47,6 +70,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -67,7 +91,7 @@ const (
 	exitOK      = 0
 	exitFailed  = 1
 	exitUsage   = 2
-	usageHeader = "usage: sender -url URL [flags] FILE...\n\nDelivers every GeoJSON feature in FILE (FeatureCollection, Feature or NDJSON; - for stdin).\n\n"
+	usageHeader = "usage: sender -url URL [flags] FILE...\n       sender -redrive DEAD-LETTERS [flags]\n\nDelivers every GeoJSON feature in FILE (FeatureCollection, Feature or NDJSON; - for stdin),\nor re-drives the dead letters of an earlier run.\n\n"
 )
 
 // run is the command with its environment made explicit.
@@ -93,7 +117,22 @@ type options struct {
 	maxRetryAfter  time.Duration
 	concurrency    int
 	deadLetter     string
+	journal        string
+	redrive        string
 	files          []string
+}
+
+// defaultJournal is where the journal lives unless -journal says
+// otherwise: $XDG_STATE_HOME/geoidem/sender.journal, else
+// ~/.local/state/geoidem/sender.journal.
+func defaultJournal() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "geoidem", "sender.journal")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state", "geoidem", "sender.journal")
+	}
+	return "geoidem-sender.journal"
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -114,17 +153,27 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.maxRetryAfter, "max-retry-after", client.DefaultMaxRetryAfter, "longest Retry-After honoured")
 	fs.IntVar(&o.concurrency, "concurrency", 1, "features delivered at once")
 	fs.StringVar(&o.deadLetter, "dead-letter", "", "append undelivered features to `FILE` (JSON lines)")
+	fs.StringVar(&o.journal, "journal", defaultJournal(), "the journal `FILE`: key and bytes of every event, recorded before its first attempt")
+	fs.StringVar(&o.redrive, "redrive", "", "re-send the dead letters in `FILE` under their original keys, byte for byte")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	o.files = fs.Args()
 	var problems []error
-	if o.url == "" {
+	switch {
+	case o.redrive != "" && len(o.files) > 0:
+		problems = append(problems, errors.New("-redrive takes no input FILE"))
+	case o.redrive != "":
+	case o.url == "":
 		problems = append(problems, errors.New("-url is required"))
-	} else if u, err := url.Parse(o.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	}
+	if o.journal == "" {
+		problems = append(problems, errors.New("-journal is required"))
+	}
+	if u, err := url.Parse(o.url); o.url != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		problems = append(problems, fmt.Errorf("-url %q is not an absolute http or https URL", o.url))
 	}
-	if len(o.files) == 0 {
+	if len(o.files) == 0 && o.redrive == "" {
 		problems = append(problems, errors.New("no input FILE"))
 	}
 	if o.attempts < 1 {
@@ -154,6 +203,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 type feature struct {
 	source   string // file:line or file:line#index, for messages
 	delivery client.Delivery
+	redrive  *client.DeadLetter // a dead letter to re-drive instead
 }
 
 // outcome tallies the deliveries.
@@ -198,11 +248,30 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		terminal = isTerminal
 	}
 
-	features, err := readInputs(o.files, o.url, clock)
+	var (
+		features []feature
+		target   = o.url
+	)
+	if o.redrive != "" {
+		features, err = readDeadLetters(o.redrive)
+		target = "their URLs"
+	} else {
+		features, err = readInputs(o.files, o.url, clock)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sender: %v\n", err)
 		return exitFailed
 	}
+	if err := os.MkdirAll(filepath.Dir(o.journal), 0o700); err != nil {
+		fmt.Fprintf(stderr, "sender: journal: %v\n", err)
+		return exitFailed
+	}
+	journal, err := client.OpenFileJournal(o.journal, client.FileJournalConfig{Clock: clock})
+	if err != nil {
+		fmt.Fprintf(stderr, "sender: %v\n", err)
+		return exitFailed
+	}
+	defer journal.Close()
 
 	var sink *countingSink
 	cfg := client.Config{
@@ -228,6 +297,7 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "sender: %v\n", err)
 		return exitUsage
 	}
+	outbox := client.NewOutbox(sender, journal)
 
 	start := clock.Now()
 	out := &outcome{total: len(features)}
@@ -239,7 +309,15 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	for range o.concurrency {
 		wg.Go(func() {
 			for f := range jobs {
-				res, err := sender.Deliver(ctx, f.delivery)
+				var (
+					res client.Result
+					err error
+				)
+				if f.redrive != nil {
+					res, err = outbox.Redrive(ctx, *f.redrive)
+				} else {
+					res, err = outbox.Deliver(ctx, f.delivery)
+				}
 				out.record(f, res, err, stderr)
 			}
 		})
@@ -261,7 +339,11 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 	}
 
-	fmt.Fprintf(stdout, "%d features to %s in %v\n", len(features), o.url, clock.Now().Sub(start).Round(time.Millisecond))
+	what := "features"
+	if o.redrive != "" {
+		what = "dead letters of " + o.redrive
+	}
+	fmt.Fprintf(stdout, "%d %s to %s in %v\n", len(features), what, target, clock.Now().Sub(start).Round(time.Millisecond))
 	fmt.Fprintf(stdout, "  delivered           %d\n", out.delivered)
 	fmt.Fprintf(stdout, "    replayed          %d\n", out.replayed)
 	fmt.Fprintf(stdout, "  permanent failures  %d\n", out.permanent)
@@ -271,7 +353,12 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	} else {
 		fmt.Fprintf(stdout, "  dead-lettered       %d (no -dead-letter file)\n", out.deadLettered)
 	}
-	if out.delivered != len(features) || sinkFailed {
+	pending, err := journal.Pending(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "sender: journal: %v\n", err)
+	}
+	fmt.Fprintf(stdout, "  pending in journal  %d (%s)\n", len(pending), o.journal)
+	if out.delivered != len(features) || sinkFailed || err != nil {
 		return exitFailed
 	}
 	return exitOK
@@ -347,6 +434,26 @@ func readInputs(files []string, target string, clock client.Clock) ([]feature, e
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no features in the input")
+	}
+	return out, nil
+}
+
+// readDeadLetters reads the dead letters to re-drive.
+func readDeadLetters(name string) ([]feature, error) {
+	data, err := readFile(name)
+	if err != nil {
+		return nil, err
+	}
+	dls, err := client.ReadDeadLetters(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(dls) == 0 {
+		return nil, fmt.Errorf("%s: no dead letters", name)
+	}
+	out := make([]feature, len(dls))
+	for i := range dls {
+		out[i] = feature{source: fmt.Sprintf("%s: dead letter %d (key %s)", name, i+1, dls[i].Key), redrive: &dls[i]}
 	}
 	return out, nil
 }

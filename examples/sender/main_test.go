@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +53,35 @@ type receiver struct {
 	attempts map[string]int    // by key
 	requests int
 	bodies   map[string][]byte // first body by key
+	executed int               // handler runs: first answers that were not replays
+	healed   bool              // "down" features are accepted
+	mismatch int               // 422 key reused with another payload
+}
+
+func (rv *receiver) executions() int {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	return rv.executed
+}
+
+func (rv *receiver) heal() {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	rv.healed = true
+}
+
+func (rv *receiver) mismatches() int {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	return rv.mismatch
+}
+
+// newServer serves rv on loopback until the test ends.
+func newServer(t *testing.T, rv *receiver) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(rv)
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 type record struct {
@@ -78,6 +108,7 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if rec, ok := rv.records[key]; ok {
 		if rec.sum != sum {
+			rv.mismatch++
 			problem(w, http.StatusUnprocessableEntity, "Key reused with another payload")
 			return
 		}
@@ -107,10 +138,14 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case "down":
+		if rv.healed {
+			break
+		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
 	rv.bodies[key] = body
+	rv.executed++
 	rec := record{sum, http.StatusCreated, fmt.Sprintf(`{"stored":%q}`, f.ID)}
 	rv.records[key] = rec
 	w.WriteHeader(rec.status)
@@ -142,6 +177,9 @@ func runApp(t *testing.T, a app, args ...string) runResult {
 	var stdout, stderr bytes.Buffer
 	if a.clock == nil {
 		a.clock = &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	}
+	if !slices.Contains(args, "-journal") { // never the user's own journal
+		args = append([]string{"-journal", filepath.Join(t.TempDir(), "sender.journal")}, args...)
 	}
 	code := a.run(context.Background(), args, &stdout, &stderr)
 	return runResult{code, stdout.String(), stderr.String()}
@@ -256,6 +294,8 @@ func TestRunUsage(t *testing.T) {
 		"bad strategy":    {"-url", "http://127.0.0.1:1/", "-strategy", "random", in},
 		"zero deadline":   {"-url", "http://127.0.0.1:1/", "-deadline", "0", in},
 		"zero concurrent": {"-url", "http://127.0.0.1:1/", "-concurrency", "0", in},
+		"redrive + input": {"-redrive", in, in},
+		"empty journal":   {"-url", "http://127.0.0.1:1/", "-journal", "", in},
 	} {
 		r := runApp(t, app{}, args...)
 		if r.code != 2 {
@@ -324,7 +364,8 @@ func TestRunCanceled(t *testing.T) {
 	cancel() // as if SIGINT arrived before the first delivery
 	var stdout, stderr bytes.Buffer
 	a := app{hc: srv.Client(), clock: &fakeClock{}}
-	if code := a.run(ctx, []string{"-url", srv.URL, "-dead-letter", dead, in}, &stdout, &stderr); code != 1 {
+	journal := filepath.Join(t.TempDir(), "journal")
+	if code := a.run(ctx, []string{"-url", srv.URL, "-journal", journal, "-dead-letter", dead, in}, &stdout, &stderr); code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
 	if !strings.Contains(stdout.String(), "dead-lettered       2") {

@@ -1,0 +1,108 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Journal is the sender's durable outbox: the record of which key and which
+// body bytes each delivery was first sent with, kept so that a sender that
+// crashes, is run again or re-drives a dead letter sends those bytes under
+// that key again, and the receiver answers from its record instead of
+// executing the payload a second time.
+//
+// An entry is identified by its method, URL and key (the receiver's scope
+// is at least method and path). Implementations must be safe for concurrent
+// use by multiple goroutines. [FileJournal] is the embedded default.
+type Journal interface {
+	// Record makes e durable (written and synced to stable storage) before
+	// it returns, and returns it. If an entry with e's identity is already
+	// recorded, Record records nothing and returns that entry: the bytes
+	// first recorded under an identity win, for as long as the journal
+	// remembers it. The caller sends what Record returned, never e.
+	Record(ctx context.Context, e JournalEntry) (JournalEntry, error)
+
+	// Done marks the entry with e's identity as ended, with outcome (one
+	// of the Outcome constants). It need not be synced: a mark lost in a
+	// crash leaves the entry pending, and its re-send is answered from the
+	// receiver's record. Done for an identity that is not recorded does
+	// nothing.
+	Done(ctx context.Context, e JournalEntry, outcome string) error
+
+	// Pending returns the entries not marked done, in the order they were
+	// recorded.
+	Pending(ctx context.Context) ([]JournalEntry, error)
+}
+
+// Outcomes of a journal entry, as [Outbox] marks them.
+const (
+	OutcomeDelivered    = "delivered"     // a 2xx answer executed by this send
+	OutcomeReplayed     = "replayed"      // a 2xx answer replayed from the receiver's record
+	OutcomePermanent    = "permanent"     // refused by an answer no retry can fix
+	OutcomeDeadLettered = "dead-lettered" // handed to the dead-letter sink
+)
+
+// ErrJournalClosed is returned by a closed [FileJournal].
+var ErrJournalClosed = errors.New("client: journal closed")
+
+// ErrJournalConflict reports a re-drive whose payload differs from the
+// bytes the journal recorded under the same method, URL and key: sending
+// it would make the receiver refuse it as key reuse. Nothing was sent.
+var ErrJournalConflict = errors.New("client: journal holds other bytes under this key")
+
+// JournalEntry is one delivery as a [Journal] records it: everything needed
+// to send it again, byte for byte.
+type JournalEntry struct {
+	Method      string // default POST
+	URL         string
+	Key         string // the idempotency key, unencoded
+	ContentType string // default application/json
+	// Header holds the delivery's extra headers. They are written to the
+	// journal as they are: put credentials in the http.Client's transport
+	// or in Config.PrepareAttempt, which are never recorded.
+	Header http.Header
+	Body   []byte
+	// Recorded is when the entry was first recorded; Outcome is "" while
+	// it is pending, and Ended when it was marked done.
+	Recorded time.Time
+	Outcome  string
+	Ended    time.Time
+}
+
+// Delivery returns the delivery that sends the entry again: its method,
+// URL, key, content type, headers and exact body.
+func (e JournalEntry) Delivery() Delivery {
+	return Delivery{
+		URL: e.URL, Method: e.Method, Key: e.Key, Body: e.Body,
+		ContentType: e.ContentType, Header: e.Header.Clone(),
+	}
+}
+
+// journalEntry returns the entry of d, normalized: its method and content
+// type defaulted, its body and header copied.
+func journalEntry(d Delivery) JournalEntry {
+	e := JournalEntry{
+		Method: d.Method, URL: d.URL, Key: d.Key, ContentType: d.ContentType,
+		Header: d.Header.Clone(), Body: append([]byte{}, d.Body...),
+	}
+	if e.Method == "" {
+		e.Method = http.MethodPost
+	}
+	if e.ContentType == "" {
+		e.ContentType = DefaultContentType
+	}
+	return e
+}
+
+// identity is what tells journal entries apart.
+type identity struct{ method, url, key string }
+
+func (e JournalEntry) identity() identity {
+	m := e.Method
+	if m == "" {
+		m = http.MethodPost
+	}
+	return identity{m, e.URL, e.Key}
+}

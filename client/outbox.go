@@ -1,0 +1,114 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Outbox delivers through a [Sender] after recording each delivery in a
+// [Journal], so that the key and the exact body bytes of a delivery survive
+// the sender's own crash and are the ones every attempt, every re-run and
+// every re-drive sends. It is safe for concurrent use.
+type Outbox struct {
+	sender  *Sender
+	journal Journal
+}
+
+// NewOutbox returns an outbox that records in j and delivers with s.
+func NewOutbox(s *Sender, j Journal) *Outbox {
+	return &Outbox{sender: s, journal: j}
+}
+
+// Deliver records d in the journal, durably, before its first attempt, and
+// then delivers what the journal holds under d's method, URL and key: d
+// itself the first time, and the bytes first recorded when the identity is
+// already there (a re-run, or a resumed crash), so that the receiver
+// replays its answer rather than refusing another payload under the same
+// key or executing it again.
+//
+// The entry is marked done when the delivery ends: delivered or replayed
+// (a 2xx answer), refused permanently, or handed to the dead-letter sink.
+// A delivery that ends otherwise (retries exhausted with no sink, or the
+// sink failed) stays pending in the journal, to be resumed
+// ([Outbox.Resume]) or sent again by a re-run.
+//
+// It fails before any I/O, recording nothing, for an invalid key, method or
+// URL (as [Sender.Deliver]), and when the journal cannot record.
+func (o *Outbox) Deliver(ctx context.Context, d Delivery) (Result, error) {
+	return o.deliver(ctx, d, false)
+}
+
+// Redrive sends a dead letter again under its original key, byte for byte
+// (see [DeadLetter.Delivery]), through the journal like [Outbox.Deliver].
+// If the journal holds other bytes under the dead letter's method, URL and
+// key, it sends nothing and fails with [ErrJournalConflict].
+func (o *Outbox) Redrive(ctx context.Context, dl DeadLetter) (Result, error) {
+	return o.deliver(ctx, dl.Delivery(), true)
+}
+
+// Resume delivers every pending entry of the journal, one after another,
+// and returns how many it delivered (2xx) and the errors of the others,
+// joined.
+func (o *Outbox) Resume(ctx context.Context) (delivered int, err error) {
+	pending, err := o.journal.Pending(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	for _, e := range pending {
+		if _, err := o.Deliver(ctx, e.Delivery()); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delivered++
+	}
+	return delivered, errors.Join(errs...)
+}
+
+func (o *Outbox) deliver(ctx context.Context, d Delivery, strict bool) (Result, error) {
+	if _, err := EncodeKey(d.Key); err != nil {
+		return Result{}, err
+	}
+	e := journalEntry(d)
+	if err := checkTarget(e.Method, e.URL); err != nil {
+		return Result{}, err
+	}
+	rec, err := o.journal.Record(ctx, e)
+	if err != nil {
+		return Result{}, fmt.Errorf("client: journal: %w", err)
+	}
+	if strict && !bytes.Equal(rec.Body, e.Body) {
+		return Result{}, fmt.Errorf("%w: key %q", ErrJournalConflict, d.Key)
+	}
+	res, err := o.sender.Deliver(ctx, rec.Delivery())
+	if outcome := o.outcome(res, err); outcome != "" {
+		if derr := o.journal.Done(context.WithoutCancel(ctx), rec, outcome); derr != nil {
+			// The entry stays pending: a later re-send is a replay.
+			o.sender.log.WarnContext(ctx, "client: journal", "key", rec.Key, "error", derr)
+		}
+	}
+	return res, err
+}
+
+// outcome is how a delivery ended for the journal, or "" when it must stay
+// pending.
+func (o *Outbox) outcome(res Result, err error) string {
+	if err == nil {
+		if res.Replayed {
+			return OutcomeReplayed
+		}
+		return OutcomeDelivered
+	}
+	if errors.Is(err, ErrPermanent) {
+		return OutcomePermanent
+	}
+	var derr *DeliveryError
+	// Deliver returns the *DeliveryError itself when the sink took the
+	// dead letter, and joins it with the sink's error when it did not.
+	if o.sender.sink != nil && errors.As(err, &derr) && err == error(derr) {
+		return OutcomeDeadLettered
+	}
+	return ""
+}

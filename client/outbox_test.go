@@ -1,0 +1,237 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/geoidem/geoidem/client"
+)
+
+// replayer stands in for the geoidem middleware: the first request under
+// a key executes (counted), a later one with the same bytes is replayed,
+// one with other bytes is refused 422. Until heal, it answers 503.
+type replayer struct {
+	mu        sync.Mutex
+	down      bool
+	refuse    bool // answer 400 to new keys, recorded
+	sums      map[string][32]byte
+	status    map[string]int
+	executed  map[string]int
+	mismatch  int
+	lastHeads http.Header
+}
+
+func newReplayer() *replayer {
+	return &replayer{sums: map[string][32]byte{}, status: map[string]int{}, executed: map[string]int{}}
+}
+
+func (rv *replayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	key, sum := r.Header.Get("Idempotency-Key"), sha256.Sum256(body)
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	rv.lastHeads = r.Header.Clone()
+	if rv.down {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	if s, ok := rv.sums[key]; ok {
+		if s != sum {
+			rv.mismatch++
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			return
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.WriteHeader(rv.status[key])
+		return
+	}
+	rv.sums[key] = sum
+	rv.status[key] = http.StatusCreated
+	if rv.refuse {
+		rv.status[key] = http.StatusBadRequest
+	} else {
+		rv.executed[key]++
+	}
+	w.WriteHeader(rv.status[key])
+}
+
+func (rv *replayer) set(f func(*replayer)) {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	f(rv)
+}
+
+func newOutbox(t *testing.T, url, path string, sink client.DeadLetterSink) (*client.Outbox, *client.FileJournal) {
+	t.Helper()
+	s, err := client.New(nil, client.Config{MaxAttempts: 2, Clock: newFakeClock(), Rand: newSource(1), DeadLetter: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := openJournal(t, path, client.FileJournalConfig{})
+	return client.NewOutbox(s, j), j
+}
+
+// TestOutboxRerun: a second outbox on the same journal (a re-run, or the
+// sender restarted after a crash) sends the bytes first recorded under the
+// key, whatever it is given: the receiver replays, never refuses, never
+// executes twice.
+func TestOutboxRerun(t *testing.T) {
+	ctx := context.Background()
+	rv := newReplayer()
+	srv := httptest.NewServer(rv)
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal")
+	d := client.Delivery{URL: srv.URL + "/features", Key: "event-1", Body: []byte(`{"observation_time":"first"}`)}
+
+	ob, j := newOutbox(t, srv.URL, path, nil)
+	if res, err := ob.Deliver(ctx, d); err != nil || res.Replayed {
+		t.Fatalf("first delivery: %+v, %v", res, err)
+	}
+	if p, _ := j.Pending(ctx); len(p) != 0 {
+		t.Errorf("%d entries pending after a delivery", len(p))
+	}
+	j.Close()
+
+	ob, _ = newOutbox(t, srv.URL, path, nil)
+	d.Body = []byte(`{"observation_time":"second"}`) // stamped anew by a re-run
+	res, err := ob.Deliver(ctx, d)
+	if err != nil || !res.Replayed {
+		t.Fatalf("re-run: %+v, %v; want a replay", res, err)
+	}
+	if rv.mismatch != 0 || rv.executed["event-1"] != 1 {
+		t.Errorf("%d key reuses, %d executions; want 0 and 1", rv.mismatch, rv.executed["event-1"])
+	}
+}
+
+// TestOutboxCrashResume: an entry recorded before a crash (no attempt, or
+// an attempt whose answer was lost) is pending when the journal is opened
+// again, and Resume delivers it under its key with its bytes.
+func TestOutboxCrashResume(t *testing.T) {
+	ctx := context.Background()
+	rv := newReplayer()
+	srv := httptest.NewServer(rv)
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal")
+	j := openJournal(t, path, client.FileJournalConfig{})
+	body := []byte(`{"n":1}`)
+	if _, err := j.Record(ctx, client.JournalEntry{URL: srv.URL, Key: "k", Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close() // the crash: recorded, never marked done
+
+	ob, j := newOutbox(t, srv.URL, path, nil)
+	n, err := ob.Resume(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("Resume = %d, %v", n, err)
+	}
+	if rv.sums["k"] != sha256.Sum256(body) {
+		t.Error("Resume sent other bytes")
+	}
+	if p, _ := j.Pending(ctx); len(p) != 0 {
+		t.Errorf("%d pending after Resume", len(p))
+	}
+}
+
+// TestOutboxOutcomes: an entry is marked done when the delivery ends
+// (delivered, refused permanently, dead-lettered) and stays pending when
+// it ends with nobody holding it (no dead-letter sink).
+func TestOutboxOutcomes(t *testing.T) {
+	ctx := context.Background()
+	rv := newReplayer()
+	srv := httptest.NewServer(rv)
+	defer srv.Close()
+	dir := t.TempDir()
+
+	rv.set(func(rv *replayer) { rv.refuse = true })
+	ob, j := newOutbox(t, srv.URL, filepath.Join(dir, "a"), nil)
+	if _, err := ob.Deliver(ctx, client.Delivery{URL: srv.URL, Key: "bad", Body: []byte("{}")}); !errors.Is(err, client.ErrPermanent) {
+		t.Fatalf("err = %v, want permanent", err)
+	}
+	rv.set(func(rv *replayer) { rv.refuse, rv.down = false, true })
+	if _, err := ob.Deliver(ctx, client.Delivery{URL: srv.URL, Key: "down", Body: []byte("{}")}); !errors.Is(err, client.ErrExhausted) {
+		t.Fatalf("err = %v, want exhausted", err)
+	}
+	p, _ := j.Pending(ctx)
+	if len(p) != 1 || p[0].Key != "down" {
+		t.Errorf("pending = %v, want only the exhausted delivery without a sink", p)
+	}
+
+	sink := &memSink{}
+	ob, j = newOutbox(t, srv.URL, filepath.Join(dir, "b"), sink)
+	ob.Deliver(ctx, client.Delivery{URL: srv.URL, Key: "down", Body: []byte("{}")})
+	if p, _ := j.Pending(ctx); len(p) != 0 || len(sink.All()) != 1 {
+		t.Errorf("pending %v with %d dead letters; want the dead-lettered entry done", p, len(sink.All()))
+	}
+	sink.fail = errors.New("disk full")
+	ob.Deliver(ctx, client.Delivery{URL: srv.URL, Key: "down2", Body: []byte("{}")})
+	if p, _ := j.Pending(ctx); len(p) != 1 || p[0].Key != "down2" {
+		t.Errorf("pending = %v, want the entry the sink failed to take", p)
+	}
+}
+
+// TestOutboxRedrive: a dead letter is re-driven under its key with its
+// payload and headers; a journal that holds other bytes under that key
+// sends nothing.
+func TestOutboxRedrive(t *testing.T) {
+	ctx := context.Background()
+	rv := newReplayer()
+	srv := httptest.NewServer(rv)
+	defer srv.Close()
+	sink := &memSink{}
+	ob, _ := newOutbox(t, srv.URL, filepath.Join(t.TempDir(), "j"), sink)
+	rv.set(func(rv *replayer) { rv.down = true })
+	d := client.Delivery{URL: srv.URL + "/features", Key: "k", Body: []byte(`{"n":1}`), Header: http.Header{"X-Tenant": {"t1"}}}
+	ob.Deliver(ctx, d)
+	dls := sink.All()
+	if len(dls) != 1 || dls[0].Header.Get("X-Tenant") != "t1" {
+		t.Fatalf("dead letters = %+v", dls)
+	}
+	var buf bytes.Buffer
+	sinkFile := client.NewJSONLinesSink(&buf)
+	sinkFile.Put(ctx, dls[0])
+	read, err := client.ReadDeadLetters(&buf)
+	if err != nil || len(read) != 1 {
+		t.Fatalf("ReadDeadLetters = %v, %v", read, err)
+	}
+
+	rv.set(func(rv *replayer) { rv.down = false })
+	if _, err := ob.Redrive(ctx, read[0]); err != nil {
+		t.Fatal(err)
+	}
+	if rv.sums["k"] != sha256.Sum256(d.Body) || rv.lastHeads.Get("X-Tenant") != "t1" {
+		t.Errorf("re-drive sent other bytes or lost the header %v", rv.lastHeads)
+	}
+	other := read[0]
+	other.Payload = []byte(`{"n":2}`)
+	if _, err := ob.Redrive(ctx, other); !errors.Is(err, client.ErrJournalConflict) {
+		t.Errorf("re-drive of other bytes: %v, want ErrJournalConflict", err)
+	}
+	if rv.mismatch != 0 {
+		t.Error("a conflicting re-drive reached the receiver")
+	}
+	s, _ := client.New(nil, client.Config{})
+	res, err := s.Redrive(ctx, read[0])
+	if err != nil || !res.Replayed {
+		t.Errorf("Sender.Redrive: %+v, %v; want a replay", res, err)
+	}
+}
+
+func TestReadDeadLettersErrors(t *testing.T) {
+	for in, want := range map[string]string{
+		"{}\n":         "line 1: no url or key",
+		"\n\nnot json": "line 3",
+	} {
+		_, err := client.ReadDeadLetters(bytes.NewReader([]byte(in)))
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
+}

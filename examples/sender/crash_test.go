@@ -1,0 +1,436 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/internal/faultproxy"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// binaries builds examples/sender and examples/ingest once per test run.
+func binaries(t *testing.T) (sender, ingest string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "geoidem-sender-crash-")
+		if buildErr != nil {
+			return
+		}
+		for _, pkg := range []string{".", "../ingest"} {
+			name := filepath.Join(binDir, filepath.Base(filepath.Clean(pkg)))
+			if pkg == "." {
+				name = filepath.Join(binDir, "sender")
+			}
+			if out, err := exec.Command("go", "build", "-o", name, pkg).CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "sender"), filepath.Join(binDir, "ingest")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+const (
+	crashRedisURL = "redis://127.0.0.1:6379/0"
+	crashPgURL    = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+)
+
+func envOr(env, def string) string {
+	if v := os.Getenv(env); v != "" {
+		return v
+	}
+	return def
+}
+
+// TestSenderCrash is the sender side of exactly-once. examples/ingest runs
+// as a child process on each store, behind a fault proxy that loses
+// acknowledgements (the receiver committed, the sender never heard) and
+// resets connections. examples/sender, another child process, delivers
+// features without observation_time and is SIGKILLed at random points of
+// its journal, several times, and run again over the same input each time.
+// In the end every event is stored, the handler executed exactly once per
+// event (the service's outcome counters, and for PostgreSQL the writes
+// column of every row), the stored bytes are the ones first journaled (one
+// observation_time per event, not per run), nothing is pending in the
+// journal, and one more run is all replays.
+func TestSenderCrash(t *testing.T) {
+	senderBin, ingestBin := binaries(t)
+	suffix := fmt.Sprintf("%08x", rand.Uint32())
+	for _, tc := range []struct {
+		name  string
+		args  func(t *testing.T) []string
+		check func(t *testing.T, n int) // store-specific proof
+	}{
+		{name: "memory", args: func(*testing.T) []string { return []string{"-store", "memory"} }},
+		{name: "redis", args: func(t *testing.T) []string {
+			prefix := "geoidem-i15-crash-" + suffix + ":"
+			u := envOr("GEOIDEM_TEST_REDIS", crashRedisURL)
+			t.Cleanup(func() { dropRedisPrefix(t, u, prefix) })
+			return []string{"-store", u, "-redis-prefix", prefix}
+		}},
+		{name: "postgres", args: func(t *testing.T) []string {
+			keys, features := "sender_crash_keys_"+suffix, "sender_crash_features_"+suffix
+			u := envOr("GEOIDEM_TEST_POSTGRES", crashPgURL)
+			t.Cleanup(func() { dropPgTables(t, u, keys, features) })
+			return []string{"-store", u, "-pg-key-table", keys, "-pg-features-table", features}
+		}, check: func(t *testing.T, n int) {
+			u := envOr("GEOIDEM_TEST_POSTGRES", crashPgURL)
+			conn, err := pgx.Connect(context.Background(), u)
+			if err != nil {
+				t.Fatalf("PostgreSQL at %s: %v", u, err)
+			}
+			defer conn.Close(context.Background())
+			var rows, minW, maxW int
+			err = conn.QueryRow(context.Background(), "SELECT count(*), coalesce(min(writes), 0), coalesce(max(writes), 0) FROM "+
+				pgx.Identifier{"sender_crash_features_" + suffix}.Sanitize()).Scan(&rows, &minW, &maxW)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rows != n || minW != 1 || maxW != 1 {
+				t.Errorf("%d feature rows written between %d and %d times; want %d rows written exactly once", rows, minW, maxW, n)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			crashRun(t, senderBin, ingestBin, tc.args(t), tc.check)
+		})
+	}
+}
+
+// Shape of a crash run: events, kills, and the sender's flags.
+const (
+	crashEvents = 60
+	crashKills  = 5
+)
+
+func crashRun(t *testing.T, senderBin, ingestBin string, storeArgs []string, check func(*testing.T, int)) {
+	// A short lease: a claim whose request died with a killed sender (in
+	// PostgreSQL, a claim that committed while its request was canceled) is
+	// taken over within the sender's retry window instead of answering 409
+	// for the default lease.
+	base := startIngest(t, ingestBin, append([]string{"-lease", "1s"}, storeArgs...))
+	target, _ := url.Parse(base)
+	seed := rand.Uint64()
+	t.Logf("seed %d (the proxy's faults and the kill points)", seed)
+	proxy, err := faultproxy.New(target, faultproxy.Config{
+		Seed: seed, LostAck: 0.25, Reset: 0.05, Inject503: 0.05,
+		RetryAfterForm: faultproxy.RetryAfterSeconds,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	proxyURL, err := proxy.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	var in bytes.Buffer
+	ids := make([]string, crashEvents)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("crash-%d-%08x", i, rand.Uint32())
+		fmt.Fprintf(&in, `{"type":"Feature","id":%q,"geometry":{"type":"Point","coordinates":[%d.5,%d.25]},"properties":{"n":%d}}`+"\n", ids[i], i%180, i%90, i)
+	}
+	input := filepath.Join(dir, "events.ndjson")
+	journal := filepath.Join(dir, "sender.journal")
+	dead := filepath.Join(dir, "dead.jsonl")
+	if err := os.WriteFile(input, in.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-url", proxyURL + "/features", "-journal", journal, "-dead-letter", dead, "-concurrency", "4",
+		"-base", "5ms", "-cap", "100ms", "-attempts", "60", "-attempt-timeout", "5s", "-deadline", "60s", "-max-retry-after", "100ms", input}
+
+	// Kill the sender at random points of its journal: after a random
+	// number of lines past where the run started (a run writes a line per
+	// event at least, so each kill lands before the run could finish).
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for k := range crashKills {
+		start := journalLines(journal)
+		at := start + 1 + rng.IntN(crashEvents)
+		if !runKilled(t, senderBin, args, journal, at) {
+			t.Fatalf("kill %d: the sender finished before its journal reached line %d", k+1, at)
+		}
+		t.Logf("kill %d at journal line %d", k+1, journalLines(journal))
+	}
+
+	out, code := runSender(t, senderBin, args)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("delivered           %d", crashEvents)) {
+		t.Fatalf("the run after the kills: exit %d\n%s", code, out)
+	}
+	if data, _ := os.ReadFile(dead); len(data) > 0 {
+		t.Errorf("dead letters after the final run:\n%s", data)
+	}
+	proxy.Pause()
+	// One more run: every event was delivered, so every one is a replay.
+	if out, code := runSender(t, senderBin, args); code != 0 || !strings.Contains(out, fmt.Sprintf("replayed          %d", crashEvents)) {
+		t.Errorf("a run after everything was delivered: exit %d, want every event replayed\n%s", code, out)
+	}
+	st := proxy.Stats()
+	t.Logf("proxy: %d requests, %d lost acknowledgements, %d resets, %d 503", st.Requests, st.LostAck, st.Reset, st.Inject503)
+	if st.LostAck == 0 {
+		t.Error("no acknowledgement was lost: the run proves nothing")
+	}
+
+	// The receiver: each event executed once, none refused as key reuse.
+	m := metrics(t, base)
+	t.Logf("receiver outcomes: %v", m)
+	if m["executed"] != crashEvents || m["mismatch"] != 0 || m["lease_lost"] != 0 || m["invalid"] != 0 {
+		t.Errorf("outcomes %v: want executed %d, and no mismatch, lease_lost or invalid", m, crashEvents)
+	}
+	if check != nil {
+		check(t, crashEvents)
+	} else if m["released"] != 0 { // memory features: a released run wrote nothing, so none may happen
+		t.Errorf("%d handler runs released", m["released"])
+	}
+
+	// The journal: nothing pending; every stored feature carries the
+	// observation_time first journaled for it.
+	j, err := client.OpenFileJournal(journal, client.FileJournalConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if p, _ := j.Pending(context.Background()); len(p) != 0 {
+		t.Errorf("%d entries still pending in the journal", len(p))
+	}
+	stamps := map[string]string{}
+	for _, e := range j.Entries() {
+		id, stamp := observation(t, e.Body)
+		stamps[id] = stamp
+	}
+	for _, id := range ids {
+		resp, err := http.Get(base + "/features/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("feature %s: %d %s", id, resp.StatusCode, body)
+			continue
+		}
+		if _, stamp := observation(t, body); stamp != stamps[id] || stamp == "" {
+			t.Errorf("feature %s stored with observation_time %q, journaled with %q", id, stamp, stamps[id])
+		}
+	}
+}
+
+// observation returns a feature's id and observation_time.
+func observation(t *testing.T, body []byte) (id, stamp string) {
+	t.Helper()
+	var f struct {
+		ID         string `json:"id"`
+		Properties struct {
+			ObservationTime string `json:"observation_time"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(body, &f); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	return f.ID, f.Properties.ObservationTime
+}
+
+// journalLines counts the journal's lines (0 if it does not exist).
+func journalLines(path string) int {
+	data, _ := os.ReadFile(path)
+	return bytes.Count(data, []byte("\n"))
+}
+
+// runKilled starts the sender and SIGKILLs it once its journal reaches at
+// lines. It reports false if the sender exited on its own first.
+func runKilled(t *testing.T, bin string, args []string, journal string, at int) bool {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	limit := time.NewTimer(30 * time.Second)
+	defer limit.Stop()
+	for {
+		select {
+		case <-exited:
+			return false
+		case <-limit.C:
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Fatalf("the journal did not reach line %d in 30s", at)
+		case <-tick.C:
+		}
+		if journalLines(journal) >= at {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			err := <-exited
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				return false
+			}
+			ws, ok := ee.Sys().(syscall.WaitStatus)
+			return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+		}
+	}
+}
+
+// runSender runs the sender to the end and returns its output and exit code.
+func runSender(t *testing.T, bin string, args []string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return string(out), 0
+	case errors.As(err, &ee):
+		return string(out), ee.ExitCode()
+	}
+	t.Fatalf("sender: %v\n%s", err, out)
+	return "", -1
+}
+
+var servingRE = regexp.MustCompile(`serving (http://\S+)`)
+
+// startIngest runs examples/ingest on a free loopback port until the test
+// ends, and returns its base URL.
+func startIngest(t *testing.T, bin string, storeArgs []string) string {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0"}, storeArgs...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+		close(found)
+	}()
+	select {
+	case u, ok := <-found:
+		if !ok {
+			t.Fatal("ingest exited before serving")
+		}
+		return u
+	case <-time.After(30 * time.Second):
+		t.Fatal("ingest did not serve within 30s")
+	}
+	return ""
+}
+
+var metricRE = regexp.MustCompile(`^geoidem_requests_total\{outcome="([a-z_]+)"\} (\d+)`)
+
+// metrics reads the service's outcome counters.
+func metrics(t *testing.T, base string) map[string]int {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]int{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if m := metricRE.FindStringSubmatch(sc.Text()); m != nil {
+			out[m[1]], _ = strconv.Atoi(m[2])
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no geoidem_requests_total series in /metrics")
+	}
+	return out
+}
+
+func dropRedisPrefix(t *testing.T, u, prefix string) {
+	opts, err := redis.ParseURL(u)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	c := redis.NewClient(opts)
+	defer c.Close()
+	ctx := context.Background()
+	iter := c.Scan(ctx, 0, prefix+"*", 500).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Errorf("Redis at %s: %v", u, err)
+	}
+	if len(keys) > 0 {
+		if err := c.Del(ctx, keys...).Err(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func dropPgTables(t *testing.T, u, keys, features string) {
+	conn, err := pgx.Connect(context.Background(), u)
+	if err != nil {
+		t.Errorf("PostgreSQL at %s: %v", u, err)
+		return
+	}
+	defer conn.Close(context.Background())
+	for _, name := range []string{features, keys, keys + "_migrations"} {
+		if _, err := conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("dropping %s: %v", name, err)
+		}
+	}
+	if _, err := conn.Exec(context.Background(), "DROP SEQUENCE IF EXISTS "+pgx.Identifier{keys + "_token_seq"}.Sanitize()); err != nil {
+		t.Errorf("dropping the sequence: %v", err)
+	}
+}
