@@ -14,6 +14,19 @@ func (p *parser) coordinates(typ gtype) *gnode {
 		return nil
 	}
 	g := &gnode{typ: typ, start: len(p.arena)}
+	if p.emptyArray() {
+		// RFC 7946 section 3.1 allows it; an empty geometry, decoded as one.
+		p.i++
+		p.ws()
+		p.i++
+		g.stride = 2
+		if p.o.RejectEmptyCoordinates {
+			p.report(RuleEmptyCoordinates, "a "+typ.String()+" with empty coordinates (Options.RejectEmptyCoordinates)")
+			g.bad = true
+		}
+		p.leaves = append(p.leaves, g)
+		return g
+	}
 	before := p.nerr
 	firstPos := p.npos
 	p.dims, p.mixed = 0, false
@@ -38,6 +51,15 @@ func (p *parser) coordinates(typ gtype) *gnode {
 	}
 	p.leaves = append(p.leaves, g)
 	return g
+}
+
+// emptyArray reports whether the value at p.i (a '[') is an empty array.
+func (p *parser) emptyArray() bool {
+	j := p.i + 1
+	for j < len(p.data) && (p.data[j] == ' ' || p.data[j] == '\t' || p.data[j] == '\n' || p.data[j] == '\r') {
+		j++
+	}
+	return j < len(p.data) && p.data[j] == ']'
 }
 
 // level parses one array level of coordinates; level 0 is a position.

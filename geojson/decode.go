@@ -33,7 +33,7 @@ type Feature struct {
 // limit problem. Validate never panics and allocates memory proportional
 // to len(data).
 func Validate(data []byte, opts Options) error {
-	_, err := parse(data, opts, false)
+	_, err := parse(data, opts, buildNone)
 	return err
 }
 
@@ -47,7 +47,7 @@ func Validate(data []byte, opts Options) error {
 // data of the returned geometries shares one backing array, each
 // geometry's slice capped so that appending to it never affects another.
 func Decode(data []byte, opts Options) ([]Feature, error) {
-	p, err := parse(data, opts, true)
+	p, err := parse(data, opts, buildMaps)
 	if err != nil {
 		return nil, err
 	}

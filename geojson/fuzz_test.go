@@ -88,6 +88,10 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fs, err := Decode(data, Options{MaxPositions: 10000})
 		checkErr(t, err)
+		doc, derr := DecodeDocument(data, Options{MaxPositions: 10000})
+		if (err == nil) != (derr == nil) || (doc != nil && len(doc.Features) != len(fs)) {
+			t.Fatalf("Decode and DecodeDocument disagree: %v, %v", err, derr)
+		}
 		if err != nil {
 			return
 		}

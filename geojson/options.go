@@ -43,6 +43,15 @@ type Options struct {
 	// with [RulePositionLength].
 	AllowExtraDimensions bool
 
+	// RejectEmptyCoordinates rejects a geometry whose "coordinates" is an
+	// empty array with [RuleEmptyCoordinates]. By default such a geometry
+	// is accepted, as RFC 7946 section 3.1 allows, and decoded as an empty
+	// go-geom geometry (its Empty method reports true), which is not the
+	// same as a null geometry. An empty part inside coordinates (a
+	// MultiPolygon's [[]], a LineString inside a MultiLineString with no
+	// positions) is rejected either way.
+	RejectEmptyCoordinates bool
+
 	// CRS says what to do with a "crs" member, which RFC 7946 removed.
 	// The default, [CRSAllowWGS84], accepts only a named CRS84 or
 	// EPSG:4326 crs.
