@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -90,5 +91,5 @@ func benchHandler(b *testing.B) http.Handler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return idem.Handler(postFeatures(newMemFeatures(), 0))
+	return idem.Handler(postFeatures(newMemFeatures(0, 0), 0, time.Second, slog.New(slog.DiscardHandler)))
 }
