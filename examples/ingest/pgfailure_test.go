@@ -102,3 +102,40 @@ func TestIngestKilledConnectionIsReleased(t *testing.T) {
 		t.Fatalf("writes = %d (%v), want 1: the killed transaction wrote nothing", writes, err)
 	}
 }
+
+// A feature table of an earlier version (geometry(Geometry, 4326) and
+// jsonb) is migrated at start: its rows stay readable and 3D geometry and
+// NUL escapes are then stored.
+func TestIngestMigratesEarlierFeatureTable(t *testing.T) {
+	suffix := strconv.FormatUint(rand.Uint64(), 36)
+	keys, features := "migrate_keys_"+suffix, "migrate_features_"+suffix
+	t.Cleanup(func() { dropTables(t, keys, features) })
+	conn, err := pgx.Connect(context.Background(), postgresURL())
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s: %v", postgresURL(), err)
+	}
+	defer conn.Close(context.Background())
+	for _, q := range []string{
+		`CREATE EXTENSION IF NOT EXISTS postgis`,
+		`CREATE TABLE ` + features + ` (id text PRIMARY KEY, geom geometry(Geometry, 4326), feature jsonb NOT NULL,
+			writes integer NOT NULL DEFAULT 1, updated_at timestamptz NOT NULL DEFAULT now())`,
+		`INSERT INTO ` + features + ` (id, geom, feature) VALUES ('old', ST_SetSRID(ST_MakePoint(1, 2), 4326),
+			'{"type":"Feature","id":"old","geometry":{"type":"Point","coordinates":[1,2]},"properties":null}')`,
+	} {
+		if _, err := conn.Exec(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	url := start(t, "-store", postgresURL(), "-pg-key-table", keys, "-pg-features-table", features)
+	if r, b := do(t, http.MethodGet, url+"/features/old", "", ""); r.StatusCode != http.StatusOK || !strings.Contains(b, `"old"`) {
+		t.Errorf("GET of a row written before the migration: %d %s", r.StatusCode, b)
+	}
+	body := `{"type":"Feature","id":"new","geometry":{"type":"Point","coordinates":[1,2,3]},"properties":{"s":"a\u0000b"}}`
+	if r, b := do(t, http.MethodPost, url+"/features", "m1", body); r.StatusCode != http.StatusCreated {
+		t.Fatalf("POST after the migration: %d %s", r.StatusCode, b)
+	}
+	if r, b := do(t, http.MethodGet, url+"/features/new", "", ""); b != body {
+		t.Errorf("GET /features/new: %d %s, want the bytes posted", r.StatusCode, b)
+	}
+	checkPostGIS(t, conn, features, "migrated", "new", 3)
+}

@@ -58,3 +58,21 @@ func TestFullFeatureStoreAnswers503(t *testing.T) {
 		}
 	}
 }
+
+// With a Validator that does not decode, the handler decodes the body
+// itself with geojson's strict parser: still case-sensitive.
+func TestHandlerDecodesWithoutDecodingValidator(t *testing.T) {
+	svc, err := New(context.Background(), Config{Validator: middleware.ValidatorFunc(func(*http.Request, []byte) error { return nil })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	h := svc.Handler()
+	body := `{"type":"Feature","id":"real","ID":"spoof","geometry":null,"properties":null}`
+	if w := postTo(h, "k1", body); w.Code != http.StatusCreated || w.Body.String() != `{"stored":["real"]}` {
+		t.Fatalf("POST: %d %s", w.Code, w.Body)
+	}
+	if w := postTo(h, "k2", `{"type":`); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "malformed-json") {
+		t.Fatalf("malformed body: %d %s, want geojson's 400", w.Code, w.Body)
+	}
+}
