@@ -107,9 +107,10 @@
 //     [Options.StrictRightHandRule] is set: the RFC says parsers SHOULD
 //     NOT reject on winding order.
 //   - Positions with more than three elements are rejected unless
-//     [Options.AllowExtraDimensions] is set, and then the extra elements
-//     are dropped: RFC 7946 leaves their meaning undefined and go-geom has
-//     no layout for them.
+//     [Options.AllowExtraDimensions] is set: RFC 7946 leaves their meaning
+//     undefined. With it, a fourth element present on every position of a
+//     geometry is kept as M (layout XYZM); other extra elements are
+//     dropped.
 //   - A geometry mixing 2D and 3D positions is rejected by default
 //     ([Options.MixedDimensions]): go-geom needs one layout per geometry,
 //     and filling in a missing altitude would invent data.

@@ -31,7 +31,8 @@ type RawFeature struct {
 	// with exact case: "ID" or "Id" is a foreign member, never the id.
 	ID any
 	// Geometry is the Feature's geometry as a go-geom value, as for
-	// [Feature.Geometry]: layout geom.XY or geom.XYZ, Z kept as written (a
+	// [Feature.Geometry]: layout geom.XY or geom.XYZ, Z (and M, see
+	// [Options.AllowExtraDimensions]) kept as written (a
 	// GeometryCollection's members keep their own layouts, so a collection
 	// may mix 2D and 3D); nil when "geometry" is null. A geometry with an
 	// empty "coordinates" array is an empty go-geom geometry: its Empty

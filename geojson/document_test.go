@@ -170,3 +170,30 @@ func TestCheckHeaders(t *testing.T) {
 		t.Errorf("DecodeRequest with text/plain: %v, want a *MediaTypeError", err)
 	}
 }
+
+// With Options.AllowExtraDimensions, a geometry whose every position has a
+// fourth element keeps it as M (layout XYZM); a geometry where only some
+// positions have one drops it.
+func TestMeasureKept(t *testing.T) {
+	opts := Options{AllowExtraDimensions: true}
+	body := []byte(`{"type":"Feature","id":"m","bbox":[0,0,0,5,5,9],"geometry":{"type":"Polygon","coordinates":[[[0,0,1,10],[4,0,2,11],[4,4,3,12],[0,4,4,13],[0,0,1,10]]]},"properties":null}`)
+	doc, err := DecodeDocument(body, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, ok := doc.Features[0].Geometry.(*geom.Polygon)
+	want := []float64{0, 0, 1, 10, 4, 0, 2, 11, 4, 4, 3, 12, 0, 4, 4, 13, 0, 0, 1, 10}
+	if !ok || pg.Layout() != geom.XYZM || !equalFloats(pg.FlatCoords(), want) || pg.Ends()[0] != 20 {
+		t.Fatalf("geometry %#v, want an XYZM polygon with M kept", doc.Features[0].Geometry)
+	}
+	fs, err := Decode([]byte(`{"type":"MultiPoint","coordinates":[[1,2,3,4],[5,6,7]]}`), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mp := fs[0].Geometry; mp.Layout() != geom.XYZ || !equalFloats(mp.FlatCoords(), []float64{1, 2, 3, 5, 6, 7}) {
+		t.Errorf("partly measured MultiPoint %v %v, want XYZ with M dropped", mp.Layout(), mp.FlatCoords())
+	}
+	if err := Validate([]byte(`{"type":"Point","coordinates":[1,2,3,4]}`), Options{}); err == nil {
+		t.Error("a 4-element position accepted without AllowExtraDimensions")
+	}
+}

@@ -38,9 +38,11 @@ type Options struct {
 	StrictRightHandRule bool
 
 	// AllowExtraDimensions accepts positions with more than three
-	// elements; the elements after the third are checked to be finite
-	// numbers and then dropped. By default such positions are rejected
-	// with [RulePositionLength].
+	// elements, checked to be finite numbers. When every position of a
+	// geometry has a fourth element, it is kept as M (go-geom layout
+	// XYZM), the "measure" RFC 7946 section 3.1.1 mentions; otherwise,
+	// and for any element after the fourth, it is dropped. By default such
+	// positions are rejected with [RulePositionLength].
 	AllowExtraDimensions bool
 
 	// RejectEmptyCoordinates rejects a geometry whose "coordinates" is an

@@ -76,7 +76,7 @@ type gnode struct {
 	typ      gtype
 	start    int   // arena offset of the first coordinate
 	npos     int   // number of positions
-	stride   int   // 2 or 3 once finished
+	stride   int   // 2, 3 or 4 (XYZM) once finished
 	ends     []int // cumulative position counts of lines or rings (level >= 2)
 	polyEnds []int // cumulative ring counts of polygons (MultiPolygon)
 	children []*gnode
@@ -133,8 +133,9 @@ type parser struct {
 	leaves []*gnode // coordinate-bearing geometries in document order
 	ends   []int    // scratch for the geometry being parsed
 	pends  []int
-	dims   int  // dimensions of the current geometry's first good position
-	mixed  bool // the current geometry mixes dimensions
+	dims   int       // dimensions of the current geometry's first good position
+	mixed  bool      // the current geometry mixes dimensions
+	ms     []float64 // M of each position of the current geometry, while all have one
 
 	feats       []fnode
 	rootGeo     *gnode
@@ -607,7 +608,7 @@ func (p *parser) checkBBoxContains(b []float64, leaves []*gnode) {
 			} else {
 				in = in && (x >= w || x <= e)
 			}
-			if in && n == 3 && g.stride == 3 {
+			if in && n == 3 && g.stride >= 3 {
 				z := p.arena[o+2]
 				in = z >= b[2] && z <= b[5]
 			}
