@@ -92,6 +92,10 @@ func FuzzDecode(f *testing.F) {
 		if (err == nil) != (derr == nil) || (doc != nil && len(doc.Features) != len(fs)) {
 			t.Fatalf("Decode and DecodeDocument disagree: %v, %v", err, derr)
 		}
+		// Extra dimensions (M kept when on every position) accept a superset.
+		if _, xerr := DecodeDocument(data, Options{MaxPositions: 10000, AllowExtraDimensions: true}); err == nil && xerr != nil {
+			t.Fatalf("accepted by default but not with AllowExtraDimensions: %v", xerr)
+		}
 		if err != nil {
 			return
 		}
