@@ -217,13 +217,13 @@ func postFeatures(repo repository, writeDelay, retryAfter time.Duration, log *sl
 			return
 		case err != nil && Transient(err):
 			// 5xx: the middleware releases the key, so the sender's retry runs again.
-			log.LogAttrs(r.Context(), slog.LevelWarn, "features not stored; the sender will retry", slog.Any("error", err))
+			log.LogAttrs(r.Context(), slog.LevelWarn, "features not stored; the sender will retry", heldKey(r), slog.Any("error", err))
 			writeProblem(w, http.StatusServiceUnavailable, problemStoreUnavailable, "Feature store unavailable",
 				"The feature store failed; nothing was stored. Retry later with the same key.", retryAfter)
 			return
 		case err != nil:
 			// Permanent: recorded, so every retry is answered the same.
-			log.LogAttrs(r.Context(), slog.LevelError, "features refused permanently; answered 422 and recorded", slog.Any("error", err))
+			log.LogAttrs(r.Context(), slog.LevelError, "features refused permanently; answered 422 and recorded", heldKey(r), slog.Any("error", err))
 			writeProblem(w, http.StatusUnprocessableEntity, problemRejected, "Features refused", refusal(err), 0)
 			return
 		}
@@ -233,6 +233,14 @@ func postFeatures(repo repository, writeDelay, retryAfter time.Duration, log *sl
 		w.WriteHeader(rec.StatusCode)
 		_, _ = w.Write(rec.Body)
 	})
+}
+
+// heldKey is the request's stored key (a hash, never the raw key) for logs.
+func heldKey(r *http.Request) slog.Attr {
+	if hold, ok := keystore.HoldFromContext(r.Context()); ok {
+		return slog.String("key", hold.Key)
+	}
+	return slog.String("key", "")
 }
 
 // storedBody is the 201 answer: the ids stored, in order.
