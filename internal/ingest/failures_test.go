@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
 )
@@ -75,5 +78,49 @@ func TestTransient(t *testing.T) {
 	}
 	if Transient(nil) {
 		t.Error("Transient(nil) = true")
+	}
+}
+
+// The errors PostgreSQL and PostGIS really raise are classified as the
+// table above says.
+func TestTransientOnRealPostgresErrors(t *testing.T) {
+	url := os.Getenv("GEOIDEM_TEST_POSTGRES")
+	if url == "" {
+		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s: %v", url, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS postgis`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, sql string
+		transient bool
+	}{
+		{"truncated EWKB", `SELECT ST_GeomFromEWKB('\x0103000000'::bytea)`, false},
+		{"polygon ring too short", `SELECT ST_GeomFromEWKB('\x010300000001000000020000000000000000000000000000000000000000000000000000000000000000000000'::bytea)`, false},
+		{"mixed-dimension collection", `SELECT ST_GeomFromText('GEOMETRYCOLLECTION(POINT(0 0), POINT Z(1 1 1))')`, false},
+		{"division by zero (22012)", `SELECT 1/0`, false},
+		{"check violation (23514)", `CREATE TEMP TABLE t_check (x int CHECK (x > 0)); INSERT INTO t_check VALUES (-1)`, false},
+		{"value too large (54000)", `SELECT repeat('x', 1 << 30)::text || repeat('x', 1 << 30)`, false},
+		{"statement timeout (57014)", `SET statement_timeout = 10; SELECT pg_sleep(1)`, true},
+	} {
+		_, err := conn.Exec(ctx, c.sql)
+		if err == nil {
+			t.Errorf("%s: no error", c.name)
+			continue
+		}
+		t.Logf("%s: %v", c.name, err)
+		if got := Transient(err); got != c.transient {
+			t.Errorf("%s: Transient(%v) = %v, want %v", c.name, err, got, c.transient)
+		}
+		if postgis := strings.Contains(c.sql, "ST_"); postgis != strings.HasPrefix(refusal(err), "PostGIS refused the geometry") {
+			t.Errorf("%s: the 422 says %q", c.name, refusal(err))
+		}
+		_, _ = conn.Exec(ctx, `RESET statement_timeout`)
 	}
 }
