@@ -135,7 +135,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	mux.Handle("GET /features/{id}", getFeature(be.repo))
 	mux.Handle("GET /metrics", reg)
 	mux.Handle("GET /healthz", health(timed))
-	return &Service{backend: be, handler: mux, metrics: m}, nil
+	return &Service{backend: be, handler: problemRoutes(mux), metrics: m}, nil
 }
 
 // Handler returns the service's routes.

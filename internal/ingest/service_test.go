@@ -76,3 +76,34 @@ func TestHandlerDecodesWithoutDecodingValidator(t *testing.T) {
 		t.Fatalf("malformed body: %d %s, want geojson's 400", w.Code, w.Body)
 	}
 }
+
+// The router's own errors are problem documents too: 404 for an unknown
+// path, 405 (with Allow) for a known path with another method.
+func TestRouterErrorsAreProblems(t *testing.T) {
+	svc, err := New(context.Background(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	for _, c := range []struct {
+		method, path string
+		status       int
+		typ, allow   string
+	}{
+		{http.MethodGet, "/nope", http.StatusNotFound, "not-found", ""},
+		{http.MethodDelete, "/features", http.StatusMethodNotAllowed, "method-not-allowed", "POST"},
+	} {
+		w := httptest.NewRecorder()
+		svc.Handler().ServeHTTP(w, httptest.NewRequest(c.method, c.path, nil))
+		if w.Code != c.status || w.Header().Get("Content-Type") != "application/problem+json" ||
+			!strings.Contains(w.Body.String(), `"type":"https://github.com/geoidem/geoidem/blob/main/docs/problems.md#`+c.typ+`"`) ||
+			w.Header().Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d %q %s Allow=%q; want %d %s", c.method, c.path, w.Code, w.Header().Get("Content-Type"), w.Body, w.Header().Get("Allow"), c.status, c.typ)
+		}
+	}
+	w := httptest.NewRecorder()
+	svc.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if w.Code != http.StatusOK {
+		t.Errorf("GET /healthz through the router: %d", w.Code)
+	}
+}
