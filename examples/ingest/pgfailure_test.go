@@ -59,7 +59,7 @@ func TestIngestPermanentPostgresErrorIsRecorded(t *testing.T) {
 // (pg_terminate_backend) is transient: 503 with Retry-After, the key
 // released, and the retry with the same key stores the feature, once.
 func TestIngestKilledConnectionIsReleased(t *testing.T) {
-	url, table, conn := pgService(t, "-write-delay", "1s")
+	url, table, conn := pgService(t, "-write-delay", "2s")
 	body := `{"type":"Feature","id":"killed","geometry":{"type":"Point","coordinates":[1,2]},"properties":null}`
 	type answer struct {
 		resp *http.Response
