@@ -59,7 +59,8 @@ type decodedKey struct{}
 //	doc, ok := middleware.Decoded[*geojson.Document](r.Context())
 //
 // It reports false when no value was decoded (no Validator, or one without
-// the capability) or the value is not a T.
+// the capability) or the value is not a T; Decoded[any] returns the value
+// whatever its type.
 func Decoded[T any](ctx context.Context) (T, bool) {
 	v, ok := ctx.Value(decodedKey{}).(T)
 	return v, ok
