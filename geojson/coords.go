@@ -14,9 +14,23 @@ func (p *parser) coordinates(typ gtype) *gnode {
 		return nil
 	}
 	g := &gnode{typ: typ, start: len(p.arena)}
+	if p.emptyArray() {
+		// RFC 7946 section 3.1 allows it; an empty geometry, decoded as one.
+		p.i++
+		p.ws()
+		p.i++
+		g.stride = 2
+		if p.o.RejectEmptyCoordinates {
+			p.report(RuleEmptyCoordinates, "a "+typ.String()+" with empty coordinates (Options.RejectEmptyCoordinates)")
+			g.bad = true
+		}
+		p.leaves = append(p.leaves, g)
+		return g
+	}
 	before := p.nerr
 	firstPos := p.npos
 	p.dims, p.mixed = 0, false
+	p.ms = p.ms[:0]
 	p.ends, p.pends = p.ends[:0], p.pends[:0]
 	p.level(typ.level(), firstPos)
 	g.npos = p.npos - firstPos
@@ -30,6 +44,8 @@ func (p *parser) coordinates(typ gtype) *gnode {
 	g.stride = 3
 	if p.dims != 3 || p.mixed {
 		p.compact(g)
+	} else if len(p.ms) == g.npos && g.npos > 0 {
+		p.widen(g)
 	}
 	g.bad = p.nerr != before
 	if !g.bad && (typ == tPolygon || typ == tMultiPolygon) {
@@ -38,6 +54,15 @@ func (p *parser) coordinates(typ gtype) *gnode {
 	}
 	p.leaves = append(p.leaves, g)
 	return g
+}
+
+// emptyArray reports whether the value at p.i (a '[') is an empty array.
+func (p *parser) emptyArray() bool {
+	j := p.i + 1
+	for j < len(p.data) && (p.data[j] == ' ' || p.data[j] == '\t' || p.data[j] == '\n' || p.data[j] == '\r') {
+		j++
+	}
+	return j < len(p.data) && p.data[j] == ']'
 }
 
 // level parses one array level of coordinates; level 0 is a position.
@@ -84,7 +109,7 @@ func (p *parser) level(level, firstPos int) {
 // position parses one position and appends x, y, z (z = 0 for 2D) to
 // the arena.
 func (p *parser) position() {
-	var v [3]float64
+	var v [4]float64
 	n := 0
 	ok := true
 	p.npos++
@@ -116,7 +141,7 @@ func (p *parser) position() {
 					p.report(RulePositionNotFinite, "number "+string(raw)+" is not a finite float64", n)
 					ok = false
 				}
-				if n < 3 {
+				if n < 4 {
 					v[n] = f
 				}
 			case c == '[':
@@ -168,6 +193,9 @@ func (p *parser) position() {
 				p.report(RuleMixedDimensions, "position has "+strconv.Itoa(d)+" dimensions but the geometry's first position has "+strconv.Itoa(p.dims))
 			}
 		}
+	}
+	if ok && n >= 4 && p.o.AllowExtraDimensions {
+		p.ms = append(p.ms, v[3]) // kept when every position of the geometry has one
 	}
 	p.arena = append(p.arena, v[0], v[1], v[2])
 }
@@ -242,6 +270,20 @@ func (p *parser) structure(g *gnode) {
 			r0 = r1
 		}
 	}
+}
+
+// widen rewrites g's positions from stride 3 to stride 4, with the M
+// values of p.ms: every position of g had a fourth element, and
+// Options.AllowExtraDimensions keeps it. g is the last geometry in the
+// arena.
+func (p *parser) widen(g *gnode) {
+	p.arena = append(p.arena, make([]float64, g.npos)...)
+	a := p.arena[g.start:]
+	for k := g.npos - 1; k >= 0; k-- { // from the end: no position is overwritten before it is read
+		x, y, z := a[3*k], a[3*k+1], a[3*k+2]
+		a[4*k], a[4*k+1], a[4*k+2], a[4*k+3] = x, y, z, p.ms[k]
+	}
+	g.stride = 4
 }
 
 // compact rewrites g's positions from stride 3 to stride 2 in place. g

@@ -12,8 +12,9 @@ type Feature struct {
 	// Geometry is the Feature's geometry as a go-geom value (*geom.Point,
 	// *geom.LineString, *geom.Polygon, *geom.MultiPoint,
 	// *geom.MultiLineString, *geom.MultiPolygon or
-	// *geom.GeometryCollection), with layout geom.XY or geom.XYZ; nil
-	// when "geometry" is null.
+	// *geom.GeometryCollection), with layout geom.XY or geom.XYZ (or
+	// geom.XYZM, see [Options.AllowExtraDimensions]); nil when "geometry"
+	// is null.
 	Geometry geom.T
 	// Properties is the Feature's "properties" as encoding/json would
 	// decode it into a map[string]any (numbers as float64); nil when
@@ -33,7 +34,7 @@ type Feature struct {
 // limit problem. Validate never panics and allocates memory proportional
 // to len(data).
 func Validate(data []byte, opts Options) error {
-	_, err := parse(data, opts, false)
+	_, err := parse(data, opts, buildNone)
 	return err
 }
 
@@ -47,7 +48,7 @@ func Validate(data []byte, opts Options) error {
 // data of the returned geometries shares one backing array, each
 // geometry's slice capped so that appending to it never affects another.
 func Decode(data []byte, opts Options) ([]Feature, error) {
-	p, err := parse(data, opts, true)
+	p, err := parse(data, opts, buildMaps)
 	if err != nil {
 		return nil, err
 	}
@@ -76,8 +77,11 @@ func (p *parser) geometry(g *gnode) geom.T {
 		return gc
 	}
 	layout := geom.XY
-	if g.stride == 3 {
+	switch g.stride {
+	case 3:
 		layout = geom.XYZ
+	case 4:
+		layout = geom.XYZM
 	}
 	end := g.start + g.npos*g.stride
 	flat := p.arena[g.start:end:end]

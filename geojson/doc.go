@@ -5,7 +5,9 @@
 // [Validate] reports every problem of a document (up to a cap), each with
 // an RFC 6901 JSON pointer to the offending value, a stable rule id (the
 // Rule constants) and a message. [Decode] runs the same parse and, only for
-// a valid document, returns its [Feature] values. Malformed JSON is a
+// a valid document, returns its [Feature] values; [DecodeDocument] returns
+// a [Document] whose properties and raw feature bytes are sub-slices of
+// the input, never copied or re-encoded. Malformed JSON is a
 // [*SyntaxError]; well-formed JSON that is not valid GeoJSON is a
 // [*ValidationError]. [RequestValidator] plugs both into the idempotency
 // middleware, which answers them 400 and 422 with RFC 9457 problem
@@ -82,11 +84,12 @@
 // ST_IsValid and by any RFC 7946 parser, so that a 422 is final. Where
 // the package differs:
 //
-//   - Empty coordinates (an empty MultiPoint, LineString, Polygon or
-//     MultiPolygon, or an empty part) are rejected. RFC 7946 section 3.1
-//     lets a processor read them as null; a webhook receiver gains
-//     nothing from an empty geometry and they are a common producer bug.
-//     Empty GeometryCollections and FeatureCollections are accepted.
+//   - A geometry whose "coordinates" is an empty array is accepted, as
+//     RFC 7946 section 3.1 allows, and decoded as an empty go-geom
+//     geometry (not as null); [Options.RejectEmptyCoordinates] refuses
+//     it. An empty part inside coordinates (a MultiPolygon's [[]]) is
+//     always rejected. Empty GeometryCollections and FeatureCollections
+//     are accepted.
 //   - Coordinates outside [-180, 180] × [-90, 90] are rejected. RFC 7946
 //     does not spell out the range, but its CRS is geographic and GEOS
 //     does not care; out-of-range values are almost always swapped axes
@@ -104,9 +107,10 @@
 //     [Options.StrictRightHandRule] is set: the RFC says parsers SHOULD
 //     NOT reject on winding order.
 //   - Positions with more than three elements are rejected unless
-//     [Options.AllowExtraDimensions] is set, and then the extra elements
-//     are dropped: RFC 7946 leaves their meaning undefined and go-geom has
-//     no layout for them.
+//     [Options.AllowExtraDimensions] is set: RFC 7946 leaves their meaning
+//     undefined. With it, a fourth element present on every position of a
+//     geometry is kept as M (layout XYZM); other extra elements are
+//     dropped.
 //   - A geometry mixing 2D and 3D positions is rejected by default
 //     ([Options.MixedDimensions]): go-geom needs one layout per geometry,
 //     and filling in a missing altitude would invent data.

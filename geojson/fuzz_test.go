@@ -88,6 +88,14 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fs, err := Decode(data, Options{MaxPositions: 10000})
 		checkErr(t, err)
+		doc, derr := DecodeDocument(data, Options{MaxPositions: 10000})
+		if (err == nil) != (derr == nil) || (doc != nil && len(doc.Features) != len(fs)) {
+			t.Fatalf("Decode and DecodeDocument disagree: %v, %v", err, derr)
+		}
+		// Extra dimensions (M kept when on every position) accept a superset.
+		if _, xerr := DecodeDocument(data, Options{MaxPositions: 10000, AllowExtraDimensions: true}); err == nil && xerr != nil {
+			t.Fatalf("accepted by default but not with AllowExtraDimensions: %v", xerr)
+		}
 		if err != nil {
 			return
 		}

@@ -38,10 +38,21 @@ type Options struct {
 	StrictRightHandRule bool
 
 	// AllowExtraDimensions accepts positions with more than three
-	// elements; the elements after the third are checked to be finite
-	// numbers and then dropped. By default such positions are rejected
-	// with [RulePositionLength].
+	// elements, checked to be finite numbers. When every position of a
+	// geometry has a fourth element, it is kept as M (go-geom layout
+	// XYZM), the "measure" RFC 7946 section 3.1.1 mentions; otherwise,
+	// and for any element after the fourth, it is dropped. By default such
+	// positions are rejected with [RulePositionLength].
 	AllowExtraDimensions bool
+
+	// RejectEmptyCoordinates rejects a geometry whose "coordinates" is an
+	// empty array with [RuleEmptyCoordinates]. By default such a geometry
+	// is accepted, as RFC 7946 section 3.1 allows, and decoded as an empty
+	// go-geom geometry (its Empty method reports true), which is not the
+	// same as a null geometry. An empty part inside coordinates (a
+	// MultiPolygon's [[]], a LineString inside a MultiLineString with no
+	// positions) is rejected either way.
+	RejectEmptyCoordinates bool
 
 	// CRS says what to do with a "crs" member, which RFC 7946 removed.
 	// The default, [CRSAllowWGS84], accepts only a named CRS84 or

@@ -76,7 +76,7 @@ type gnode struct {
 	typ      gtype
 	start    int   // arena offset of the first coordinate
 	npos     int   // number of positions
-	stride   int   // 2 or 3 once finished
+	stride   int   // 2, 3 or 4 (XYZM) once finished
 	ends     []int // cumulative position counts of lines or rings (level >= 2)
 	polyEnds []int // cumulative ring counts of polygons (MultiPolygon)
 	children []*gnode
@@ -85,11 +85,22 @@ type gnode struct {
 
 // fnode is a parsed Feature.
 type fnode struct {
-	id    any // nil, string or json.Number
-	geom  *gnode
-	props map[string]any
-	bbox  []float64
+	id       any // nil, string or json.Number
+	geom     *gnode
+	props    map[string]any
+	bbox     []float64
+	raw      []byte // the Feature object as in the input
+	rawProps []byte // its "properties" value as in the input
 }
+
+// buildMode is what a parse builds besides checking.
+type buildMode uint8
+
+const (
+	buildNone  buildMode = iota // Validate: nothing
+	buildMaps                   // Decode: properties as map[string]any
+	buildSpans                  // DecodeDocument: properties as raw sub-slices only
+)
 
 // ctx is what the enclosing value requires an object to be.
 type ctx uint8
@@ -105,7 +116,7 @@ type parser struct {
 	data  []byte
 	i     int
 	o     Options
-	build bool
+	build buildMode
 
 	depth     int
 	collDepth int
@@ -122,17 +133,19 @@ type parser struct {
 	leaves []*gnode // coordinate-bearing geometries in document order
 	ends   []int    // scratch for the geometry being parsed
 	pends  []int
-	dims   int  // dimensions of the current geometry's first good position
-	mixed  bool // the current geometry mixes dimensions
+	dims   int       // dimensions of the current geometry's first good position
+	mixed  bool      // the current geometry mixes dimensions
+	ms     []float64 // M of each position of the current geometry, while all have one
 
-	feats   []fnode
-	rootGeo *gnode
-	rootBB  []float64
+	feats       []fnode
+	rootGeo     *gnode
+	rootBB      []float64
+	rootFeature bool // the root is a Feature, not a FeatureCollection
 }
 
 // parse runs the single pass over data. It returns a *SyntaxError for
 // malformed JSON, a *ValidationError for invalid GeoJSON, or nil.
-func parse(data []byte, o Options, build bool) (p *parser, err error) {
+func parse(data []byte, o Options, build buildMode) (p *parser, err error) {
 	p = &parser{data: data, o: o.resolved(), build: build}
 	if len(data) > p.o.MaxBytes {
 		p.report(RuleLimitBytes, "input of "+strconv.Itoa(len(data))+" bytes exceeds the limit of "+strconv.Itoa(p.o.MaxBytes))
@@ -234,6 +247,7 @@ type objResult struct {
 // geometries and features hold self-describing objects and are parsed
 // at once), so each byte is parsed at most twice.
 func (p *parser) object(c ctx) objResult {
+	start := p.i
 	p.enter()
 	p.i++
 	s := dupSet{mark: len(p.names)}
@@ -247,6 +261,7 @@ func (p *parser) object(c ctx) objResult {
 		geometry   *gnode
 		feats      []fnode
 		props      map[string]any
+		rawProps   []byte
 		id         any
 		bbox       []float64
 		bboxOK     bool
@@ -374,8 +389,10 @@ func (p *parser) object(c ctx) objResult {
 				}
 				p.leave()
 			case mProperties:
-				v := p.value(p.build && kind == '{')
+				at := p.i
+				v := p.value(p.build == buildMaps && kind == '{')
 				props, _ = v.(map[string]any)
+				rawProps = p.data[at:p.i:p.i]
 			case mID:
 				switch kind {
 				case '"':
@@ -462,7 +479,7 @@ func (p *parser) object(c ctx) objResult {
 		if seen[mID] && id == nil {
 			p.report(RuleWrongType, `"id" must be a string or a number, not `+kindOf(kinds[mID]), "id")
 		}
-		res.feat = fnode{id: id, geom: geometry, props: props, bbox: bbox}
+		res.feat = fnode{id: id, geom: geometry, props: props, bbox: bbox, raw: p.data[start:p.i:p.i], rawProps: rawProps}
 	case typ == tFeatureCollection:
 		forbid(mCoordinates, mGeometries, mGeometry, mProperties)
 		if require(mFeatures) && kinds[mFeatures] != '[' {
@@ -479,6 +496,7 @@ func (p *parser) object(c ctx) objResult {
 		switch {
 		case typ == tFeature:
 			p.feats = []fnode{res.feat}
+			p.rootFeature = true
 		case typ.isGeometry():
 			p.rootGeo = res.geom
 		}
@@ -590,7 +608,7 @@ func (p *parser) checkBBoxContains(b []float64, leaves []*gnode) {
 			} else {
 				in = in && (x >= w || x <= e)
 			}
-			if in && n == 3 && g.stride == 3 {
+			if in && n == 3 && g.stride >= 3 {
 				z := p.arena[o+2]
 				in = z >= b[2] && z <= b[5]
 			}

@@ -106,12 +106,15 @@ var ruleCases = []struct {
 	{"mixed dimensions dropped", `{"type":"LineString","coordinates":[[0,0],[1,1,5]]}`, Options{MixedDimensions: MixedDimensionsDropZ}, "", ""},
 	{"mixed in a collection is fine", `{"type":"GeometryCollection","geometries":[` + pt2(`[1,2]`) + `,` + pt2(`[1,2,3]`) + `]}`, Options{}, "", ""},
 
-	{"empty multipoint", `{"type":"MultiPoint","coordinates":[]}`, Options{}, RuleEmptyCoordinates, "/coordinates"},
-	{"empty polygon", `{"type":"Polygon","coordinates":[]}`, Options{}, RuleEmptyCoordinates, "/coordinates"},
+	{"empty multipoint refused", `{"type":"MultiPoint","coordinates":[]}`, Options{RejectEmptyCoordinates: true}, RuleEmptyCoordinates, "/coordinates"},
+	{"empty polygon refused", `{"type":"Polygon","coordinates":[]}`, Options{RejectEmptyCoordinates: true}, RuleEmptyCoordinates, "/coordinates"},
+	{"empty multipoint (RFC 7946 section 3.1)", `{"type":"MultiPoint","coordinates":[]}`, Options{}, "", ""},
+	{"empty polygon (RFC 7946 section 3.1)", `{"type":"Polygon","coordinates":[]}`, Options{}, "", ""},
 	{"empty multipolygon member", `{"type":"MultiPolygon","coordinates":[[` + sq + `],[]]}`, Options{}, RuleEmptyCoordinates, "/coordinates/1"},
 	{"multipoint", `{"type":"MultiPoint","coordinates":[[1,2]]}`, Options{}, "", ""},
 	{"one-position linestring", `{"type":"LineString","coordinates":[[1,2]]}`, Options{}, RuleLineStringTooShort, "/coordinates"},
-	{"empty linestring", `{"type":"LineString","coordinates":[]}`, Options{}, RuleEmptyCoordinates, "/coordinates"},
+	{"empty linestring refused", `{"type":"LineString","coordinates":[]}`, Options{RejectEmptyCoordinates: true}, RuleEmptyCoordinates, "/coordinates"},
+	{"empty linestring (RFC 7946 section 3.1)", `{"type":"LineString","coordinates":[]}`, Options{}, "", ""},
 	{"short line in multilinestring", `{"type":"MultiLineString","coordinates":[[[0,0],[1,1]],[[1,2]]]}`, Options{}, RuleLineStringTooShort, "/coordinates/1"},
 	{"multilinestring", `{"type":"MultiLineString","coordinates":[[[0,0],[1,1]],[[1,2],[3,4]]]}`, Options{}, "", ""},
 

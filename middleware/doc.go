@@ -30,6 +30,7 @@
 //	no key (key required)                            400 missing-key
 //	malformed key, or more than one key header       400 malformed-key
 //	body over Config.MaxBodyBytes                    413 body-too-large
+//	headers refused by the Validator's CheckHeaders  its problem (geojson: 415), not recorded; nothing claimed
 //	body could not be read (client gone, truncated)  400 body-unreadable; nothing claimed
 //	store failed or slower than Config.StoreTimeout  503 store-unavailable with Retry-After; handler not run
 //	new key                                          claim, validate, run the handler, record
@@ -63,6 +64,22 @@
 // with each key; a retry must match it. With Config.CanonicalJSON the body's RFC 8785
 // canonical form is hashed instead, so a sender that re-serialises its
 // payload (from a dead-letter queue, say) still matches.
+//
+// # The body and the decoded value in the handler
+//
+// The handler can read the request body again, in full: r.Body yields the
+// bytes the middleware read and fingerprinted, and r.ContentLength is their
+// length. When Config.Validator also implements [RequestDecoder] (package
+// geojson's RequestValidator does), the body is parsed once, by the
+// validator, and the handler gets the decoded value from its request
+// context with [Decoded], instead of parsing the body a second time
+// (possibly with a laxer parser than the validator's):
+//
+//	doc, ok := middleware.Decoded[*geojson.Document](r.Context())
+//
+// A Validator that implements [HeaderChecker] has its header checks run
+// before the claim, so that a sender who fixes its Content-Type can retry
+// with the same key.
 //
 // # Handlers that record their own response
 //

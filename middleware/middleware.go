@@ -154,6 +154,8 @@ type Middleware struct {
 	scope         func(*http.Request) string
 	canonical     bool
 	validator     Validator
+	decoder       RequestDecoder // validator, when it can decode
+	headers       HeaderChecker  // validator, when it checks headers before the claim
 	maxBody       int64
 	maxRecord     int
 	replayHeaders []string
@@ -228,6 +230,8 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
+	m.decoder, _ = cfg.Validator.(RequestDecoder)
+	m.headers, _ = cfg.Validator.(HeaderChecker)
 	return m, nil
 }
 
@@ -278,6 +282,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 
+	if m.refuseHeaders(w, r, start) {
+		return
+	}
 	body, err := m.readBody(r)
 	if errors.Is(err, errBodyTooLarge) {
 		reject(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge, "Request body too large",
@@ -457,7 +464,7 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	outcome := Executed
 	var verr error
 	if m.validator != nil {
-		verr = m.validator.ValidateRequest(r2, body)
+		r2, verr = m.validate(r2, body)
 	}
 	if verr != nil {
 		outcome = Invalid

@@ -9,18 +9,28 @@
 // list of nodes, redis://h1:p1,h2:p2,h3:p3, selects the Cluster client); with
 // -store postgres://… keys and features live in PostgreSQL, and each
 // feature upsert into the PostGIS table commits in the same transaction as
-// its key's completion. With -webhook-secret the service accepts only
-// Standard Webhooks signed with that secret, verified before the key (then
-// taken from webhook-id) is claimed.
+// its key's completion: each geometry goes to PostGIS as EWKB (2D, 3D and
+// mixed collections, SRID 4326) and each feature's bytes are kept exactly
+// as received. In the memory and Redis modes the features live in process,
+// bounded by -max-features and -max-feature-bytes: when full, a write is
+// answered 503 with Retry-After, and nothing stored is evicted. With
+// -webhook-secret the service accepts only Standard Webhooks signed with
+// that secret, verified before the key (then taken from webhook-id) is
+// claimed.
 //
 // Endpoints:
 //
 //	POST /features        a Feature or FeatureCollection (application/geo+json
-//	                      or application/json), Idempotency-Key required;
+//	                      or application/json, else 415 before the claim, so
+//	                      a corrected retry runs), Idempotency-Key required;
 //	                      validated as RFC 7946 GeoJSON after the claim (422
-//	                      with a JSON pointer per problem); upserts the
-//	                      features by id and answers 201 {"stored":[ids…]}
-//	GET  /features/{id}   a stored feature
+//	                      with a JSON pointer per problem) and parsed only
+//	                      then: the handler stores what the validator decoded.
+//	                      Upserts the features by id (exactly as written, "ID"
+//	                      is not "id") and answers 201 {"stored":[ids…]}; a
+//	                      store error no retry can fix is 422 (recorded), a
+//	                      transient one 503 with Retry-After (key released)
+//	GET  /features/{id}   a stored feature, byte for byte as posted
 //	GET  /metrics         outcome counters, store latency histograms and lease
 //	                      takeovers, in Prometheus text format
 //	GET  /healthz         200 when the key store answers, 503 when it does not
@@ -65,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&cfg.KeyTable, "pg-key-table", pgstore.DefaultTable, "PostgreSQL: the key store's table")
 	fl.StringVar(&cfg.FeaturesTable, "pg-features-table", "features", "PostgreSQL: the PostGIS feature table")
 	fl.StringVar(&cfg.RedisPrefix, "redis-prefix", redisstore.DefaultKeyPrefix, "Redis: the key prefix")
+	fl.IntVar(&cfg.MaxFeatures, "max-features", ingest.DefaultMaxFeatures, "memory and Redis modes: most features kept in process")
+	fl.Int64Var(&cfg.MaxFeatureBytes, "max-feature-bytes", ingest.DefaultMaxFeatureBytes, "memory and Redis modes: most bytes of features kept in process")
 	fl.DurationVar(&cfg.WriteDelay, "write-delay", 0, "pause this long after writing features, before the write commits (for crash tests)")
 	fl.Func("webhook-secret", "accept only Standard Webhooks signed with this whsec_… secret (repeat for rotation); the key is then webhook-id", func(v string) error {
 		s, err := standardwebhooks.ParseSecret(v)

@@ -1,95 +1,82 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
 	"sync"
 
+	"github.com/twpayne/go-geom"
+
+	"github.com/geoidem/geoidem/geojson"
 	"github.com/geoidem/geoidem/keystore"
 )
 
 // repository stores features. upsert writes fs and returns the response to
 // send, rec; a repository in the key store's own database records rec as the
 // key's response inside the transaction of its write, and marks the
-// request's keystore.Hold completed.
+// request's keystore.Hold completed. An error is classified by [Transient].
 type repository interface {
 	upsert(ctx context.Context, fs []feature, rec keystore.Record) (keystore.Record, error)
-	get(ctx context.Context, id string) (json.RawMessage, bool, error)
+	get(ctx context.Context, id string) ([]byte, bool, error)
 	writes(ctx context.Context) (map[string]int, error)
 }
 
-// feature is one GeoJSON Feature as the ingest service stores it: its id
-// and its raw JSON (and, for PostGIS, its geometry's raw JSON).
+// feature is one GeoJSON Feature as the ingest service stores it: its id as
+// text, its bytes exactly as received (a sub-slice of the request body) and
+// its geometry as decoded by the validator (nil for a null geometry).
 type feature struct {
 	ID       string
-	Raw      json.RawMessage
-	Geometry json.RawMessage
+	Raw      []byte
+	Geometry geom.T
 }
 
-// errNoID is answered 422: a feature without an id cannot be upserted.
-var errNoID = errors.New("every feature needs an \"id\" to be upserted by")
+// Problems of a valid GeoJSON document that the service still cannot store.
+var (
+	errNotFeatures = errors.New("the body is a bare geometry: post a Feature or a FeatureCollection")
+	errNoID        = errors.New("every feature needs an \"id\" (a non-empty string or a number) to be upserted by")
+)
 
-// parseFeatures returns the features of a Feature or FeatureCollection. The
-// body has already been validated as GeoJSON when a validator is in front;
-// this only extracts what the service stores.
-func parseFeatures(body []byte) ([]feature, error) {
-	var doc struct {
-		Type     string            `json:"type"`
-		Features []json.RawMessage `json:"features"`
+// featuresOf returns the features of a decoded Feature or
+// FeatureCollection, without copying their bytes. The id is the string as
+// written or the number's text as written ("12.50" stays "12.50").
+func featuresOf(doc *geojson.Document) ([]feature, error) {
+	if doc.Type != "Feature" && doc.Type != "FeatureCollection" {
+		return nil, errNotFeatures
 	}
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
-	}
-	raws := doc.Features
-	switch doc.Type {
-	case "Feature":
-		raws = []json.RawMessage{body}
-	case "FeatureCollection":
-	default:
-		return nil, fmt.Errorf("type %q: want a Feature or a FeatureCollection", doc.Type)
-	}
-	out := make([]feature, 0, len(raws))
-	for i, raw := range raws {
-		var f struct {
-			ID       json.RawMessage `json:"id"`
-			Geometry json.RawMessage `json:"geometry"`
+	out := make([]feature, len(doc.Features))
+	for i, f := range doc.Features {
+		var id string
+		switch v := f.ID.(type) {
+		case string:
+			id = v
+		case json.Number:
+			id = string(v)
 		}
-		if err := json.Unmarshal(raw, &f); err != nil {
-			return nil, fmt.Errorf("feature %d: %w", i, err)
+		if id == "" {
+			return nil, fmt.Errorf("feature %d: %w", i, errNoID)
 		}
-		id, err := featureID(f.ID)
-		if err != nil {
-			return nil, fmt.Errorf("feature %d: %w", i, err)
-		}
-		out = append(out, feature{ID: id, Raw: bytes.TrimSpace(raw), Geometry: f.Geometry})
+		out[i] = feature{ID: id, Raw: f.Raw, Geometry: f.Geometry}
 	}
 	return out, nil
 }
 
-// featureID returns a feature's id as text: a string as it is, a number in
-// its JSON spelling.
-func featureID(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", errNoID
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil || s == "" {
-			return "", errNoID
-		}
-		return s, nil
-	}
-	if _, err := strconv.ParseFloat(string(raw), 64); err != nil {
-		return "", errNoID
-	}
-	return string(raw), nil
-}
+// Bounds of the in-memory feature store (Config.MaxFeatures and
+// Config.MaxFeatureBytes).
+const (
+	DefaultMaxFeatures     = 100_000
+	DefaultMaxFeatureBytes = 64 << 20
+)
+
+var (
+	// errStoreFull is transient: the in-memory store has no room now; it
+	// never evicts a stored feature to make some.
+	errStoreFull = errors.New("the in-memory feature store is full")
+	// errTooLarge is permanent: the request alone exceeds the store's bound.
+	errTooLarge = errors.New("the features are larger than the whole in-memory feature store")
+)
 
 // memFeatures keeps features in process: the repository of the memory and
 // Redis modes. Its writes are idempotent per stored key: a request whose
@@ -98,15 +85,32 @@ func featureID(raw json.RawMessage) (string, error) {
 // again after the lease) does not write them again. That is the
 // "idempotent handler writes" that make a store failure after the work,
 // or a Redis failover, harmless.
+//
+// It is bounded: at most maxEntries features, and at most maxBytes of ids,
+// feature bytes and applied keys. A write that does not fit is refused
+// whole (errStoreFull, or errTooLarge when it could never fit); nothing
+// stored is ever evicted, since a feature acknowledged with 201 must stay.
 type memFeatures struct {
+	maxEntries int
+	maxBytes   int64
+
 	mu      sync.RWMutex
-	m       map[string]json.RawMessage
+	bytes   int64
+	m       map[string][]byte
 	n       map[string]int      // writes per id
 	applied map[string]struct{} // stored keys whose features were written
 }
 
-func newMemFeatures() *memFeatures {
-	return &memFeatures{m: map[string]json.RawMessage{}, n: map[string]int{}, applied: map[string]struct{}{}}
+// newMemFeatures returns an empty store; zero bounds mean the defaults.
+func newMemFeatures(maxEntries int, maxBytes int64) *memFeatures {
+	if maxEntries <= 0 {
+		maxEntries = DefaultMaxFeatures
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxFeatureBytes
+	}
+	return &memFeatures{maxEntries: maxEntries, maxBytes: maxBytes,
+		m: map[string][]byte{}, n: map[string]int{}, applied: map[string]struct{}{}}
 }
 
 func (s *memFeatures) writes(context.Context) (map[string]int, error) {
@@ -118,21 +122,63 @@ func (s *memFeatures) writes(context.Context) (map[string]int, error) {
 func (s *memFeatures) upsert(ctx context.Context, fs []feature, rec keystore.Record) (keystore.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if hold, ok := keystore.HoldFromContext(ctx); ok {
+	hold, hasHold := keystore.HoldFromContext(ctx)
+	if hasHold {
 		if _, done := s.applied[hold.Key]; done {
 			return rec, nil // this request's features are already written
 		}
+	}
+	// What the write adds to the store (added bytes, new entries), and what
+	// it needs on its own (need bytes, distinct ids), with an id repeated
+	// within the request counted once, at its last size.
+	var added, need int64
+	entries, distinct := 0, 0
+	var seen map[string]int // id -> size of its latest bytes in this request
+	if len(fs) > 1 {
+		seen = make(map[string]int, len(fs))
+	}
+	for _, f := range fs {
+		old, stored := s.m[f.ID]
+		prev, counted := len(old), stored
+		if n, again := seen[f.ID]; again {
+			prev, counted = n, true
+			need -= int64(len(f.ID) + n)
+		} else {
+			distinct++
+		}
+		if !counted {
+			entries++
+			added += int64(len(f.ID))
+		}
+		added += int64(len(f.Raw) - prev)
+		need += int64(len(f.ID) + len(f.Raw))
+		if seen != nil {
+			seen[f.ID] = len(f.Raw)
+		}
+	}
+	if hasHold {
+		added += int64(len(hold.Key))
+		need += int64(len(hold.Key))
+	}
+	switch {
+	case distinct > s.maxEntries || need > s.maxBytes:
+		return keystore.Record{}, errTooLarge
+	case len(s.m)+entries > s.maxEntries || s.bytes+added > s.maxBytes:
+		return keystore.Record{}, errStoreFull
+	}
+	if hasHold {
 		s.applied[hold.Key] = struct{}{}
 	}
 	for _, f := range fs {
-		s.m[f.ID] = append(json.RawMessage(nil), f.Raw...)
+		s.m[f.ID] = append([]byte(nil), f.Raw...) // a copy: the body is not kept
 		s.n[f.ID]++
 	}
+	s.bytes += added
 	pauseAfterWrite(ctx)
 	return rec, nil
 }
 
-func (s *memFeatures) get(_ context.Context, id string) (json.RawMessage, bool, error) {
+func (s *memFeatures) get(_ context.Context, id string) ([]byte, bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	f, ok := s.m[id]

@@ -7,10 +7,13 @@ package ingest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/geoidem/geoidem/geojson"
@@ -48,6 +51,14 @@ type Config struct {
 	// (pgstore.DefaultTable, "features"); RedisPrefix the Redis key prefix
 	// (redisstore.DefaultKeyPrefix).
 	KeyTable, FeaturesTable, RedisPrefix string
+	// MaxFeatures and MaxFeatureBytes bound the in-memory feature store of
+	// the memory and Redis modes (DefaultMaxFeatures, DefaultMaxFeatureBytes:
+	// ids, feature bytes and applied keys). When a write does not fit it is
+	// refused with 503 and Retry-After (feature-store-full) and its key
+	// released; no stored feature is ever evicted. A request that alone
+	// exceeds a bound is answered 422 (feature-rejected).
+	MaxFeatures     int
+	MaxFeatureBytes int64
 	// WriteDelay pauses each feature write before it commits, widening the
 	// window a crash test aims at. Default 0.
 	WriteDelay time.Duration
@@ -68,6 +79,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	be, err := open(ctx, cfg.Store, backendOptions{
 		KeyTable: orDefault(cfg.KeyTable, pgstore.DefaultTable), FeaturesTable: orDefault(cfg.FeaturesTable, "features"),
 		RedisPrefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix),
+		MaxFeatures: cfg.MaxFeatures, MaxFeatureBytes: cfg.MaxFeatureBytes,
 	})
 	if err != nil {
 		return nil, err
@@ -94,14 +106,21 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		StoreTimeout: cfg.StoreTimeout,
 		RetryAfter:   cfg.RetryAfter,
 		Validator:    validator,
-		Logger:       log,
-		Observer:     m.observe,
+		// The handler's own problem documents keep Cache-Control: no-store
+		// when replayed.
+		ReplayHeaders: append(slices.Clone(middleware.DefaultReplayHeaders), "Cache-Control"),
+		Logger:        log,
+		Observer:      m.observe,
 	})
 	if err != nil {
 		be.close()
 		return nil, err
 	}
-	post := idem.Handler(postFeatures(be.repo, cfg.WriteDelay))
+	retryAfter := cfg.RetryAfter
+	if retryAfter <= 0 {
+		retryAfter = middleware.DefaultRetryAfter
+	}
+	post := idem.Handler(postFeatures(be.repo, cfg.WriteDelay, retryAfter, log))
 	if len(cfg.WebhookSecrets) > 0 {
 		// Verify before the claim: a forged request must not burn a key.
 		v, err := standardwebhooks.NewVerifier(standardwebhooks.VerifierConfig{Secrets: cfg.WebhookSecrets, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
@@ -116,7 +135,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	mux.Handle("GET /features/{id}", getFeature(be.repo))
 	mux.Handle("GET /metrics", reg)
 	mux.Handle("GET /healthz", health(timed))
-	return &Service{backend: be, handler: mux, metrics: m}, nil
+	return &Service{backend: be, handler: problemRoutes(mux), metrics: m}, nil
 }
 
 // Handler returns the service's routes.
@@ -155,16 +174,34 @@ func Redacted(storeURL string) string {
 	return storeURL
 }
 
-func postFeatures(repo repository, writeDelay time.Duration) http.Handler {
+// postFeatures is the ingest handler. It works from the document the
+// validator decoded (middleware.Decoded): no second read of the body and no
+// second parse. A store error is answered by the rule of [Transient]: 503
+// with Retry-After (the key is released, the sender retries) or 422
+// (recorded: no retry can fix it).
+func postFeatures(repo repository, writeDelay, retryAfter time.Duration, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body) // bounded by the middleware
-		if err != nil {
-			writeProblem(w, http.StatusBadRequest, "Body unreadable", err.Error())
-			return
+		doc, ok := middleware.Decoded[*geojson.Document](r.Context())
+		if !ok {
+			// A Config.Validator that does not decode: parse here, with
+			// the same strict parser.
+			body, err := io.ReadAll(r.Body) // bounded by the middleware
+			if err != nil {
+				writeProblem(w, http.StatusBadRequest, problemBodyUnreadable, "Body unreadable", err.Error(), 0)
+				return
+			}
+			if doc, err = geojson.DecodeDocument(body, geojson.Options{}); err != nil {
+				writeHTTPProblem(w, err)
+				return
+			}
 		}
-		fs, err := parseFeatures(body)
-		if err != nil {
-			writeProblem(w, http.StatusUnprocessableEntity, "Features not stored", err.Error())
+		fs, err := featuresOf(doc)
+		switch {
+		case errors.Is(err, errNotFeatures):
+			writeProblem(w, http.StatusUnprocessableEntity, problemNotFeatures, "Not a Feature or FeatureCollection", err.Error(), 0)
+			return
+		case err != nil:
+			writeProblem(w, http.StatusUnprocessableEntity, problemIDMissing, "Feature id missing", err.Error(), 0)
 			return
 		}
 		rec := keystore.Record{
@@ -173,9 +210,21 @@ func postFeatures(repo repository, writeDelay time.Duration) http.Handler {
 			Body:       storedBody(fs),
 		}
 		rec, err = repo.upsert(withWriteDelay(r.Context(), writeDelay), fs, rec)
-		if err != nil {
+		switch {
+		case errors.Is(err, errStoreFull):
+			writeProblem(w, http.StatusServiceUnavailable, problemStoreFull, "Feature store full",
+				"The feature store has no room now; nothing was stored. Retry later with the same key.", retryAfter)
+			return
+		case err != nil && Transient(err):
 			// 5xx: the middleware releases the key, so the sender's retry runs again.
-			writeProblem(w, http.StatusServiceUnavailable, "Features not stored", "the feature store failed; retry with the same key")
+			log.LogAttrs(r.Context(), slog.LevelWarn, "features not stored; the sender will retry", heldKey(r), slog.Any("error", err))
+			writeProblem(w, http.StatusServiceUnavailable, problemStoreUnavailable, "Feature store unavailable",
+				"The feature store failed; nothing was stored. Retry later with the same key.", retryAfter)
+			return
+		case err != nil:
+			// Permanent: recorded, so every retry is answered the same.
+			log.LogAttrs(r.Context(), slog.LevelError, "features refused permanently; answered 422 and recorded", heldKey(r), slog.Any("error", err))
+			writeProblem(w, http.StatusUnprocessableEntity, problemRejected, "Features refused", refusal(err), 0)
 			return
 		}
 		for k, vs := range rec.Header {
@@ -184,6 +233,14 @@ func postFeatures(repo repository, writeDelay time.Duration) http.Handler {
 		w.WriteHeader(rec.StatusCode)
 		_, _ = w.Write(rec.Body)
 	})
+}
+
+// heldKey is the request's stored key (a hash, never the raw key) for logs.
+func heldKey(r *http.Request) slog.Attr {
+	if hold, ok := keystore.HoldFromContext(r.Context()); ok {
+		return slog.String("key", hold.Key)
+	}
+	return slog.String("key", "")
 }
 
 // storedBody is the 201 answer: the ids stored, in order.
@@ -201,20 +258,13 @@ func getFeature(repo repository) http.Handler {
 		f, ok, err := repo.get(r.Context(), r.PathValue("id"))
 		switch {
 		case err != nil:
-			writeProblem(w, http.StatusServiceUnavailable, "Feature store unavailable", err.Error())
+			writeProblem(w, http.StatusServiceUnavailable, problemStoreUnavailable, "Feature store unavailable",
+				"The feature store failed; try again later.", time.Second)
 		case !ok:
-			writeProblem(w, http.StatusNotFound, "No such feature", "no feature has the id "+r.PathValue("id"))
+			writeProblem(w, http.StatusNotFound, problemNotFound, "No such feature", "No feature has the id "+strconv.Quote(r.PathValue("id"))+".", 0)
 		default:
 			w.Header().Set("Content-Type", "application/geo+json")
 			_, _ = w.Write(f)
 		}
 	})
-}
-
-func writeProblem(w http.ResponseWriter, status int, title, detail string) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]any{"type": "about:blank", "title": title, "status": status, "detail": detail})
-	_, _ = w.Write(b)
 }

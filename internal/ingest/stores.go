@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -33,6 +32,9 @@ type backendOptions struct {
 	KeyTable      string // PostgreSQL: the key store's table
 	FeaturesTable string // PostgreSQL: the PostGIS feature table
 	RedisPrefix   string // Redis: the key prefix
+
+	MaxFeatures     int   // memory and Redis: the in-memory feature store's bound in features
+	MaxFeatureBytes int64 // memory and Redis: its bound in bytes
 }
 
 type writeDelayKey struct{}
@@ -69,7 +71,7 @@ func pauseAfterWrite(ctx context.Context) {
 func open(ctx context.Context, storeURL string, opt backendOptions) (*backend, error) {
 	switch {
 	case storeURL == "" || storeURL == "memory":
-		return &backend{store: new(memstore.Store), repo: newMemFeatures(),
+		return &backend{store: new(memstore.Store), repo: newMemFeatures(opt.MaxFeatures, opt.MaxFeatureBytes),
 			ping: func(context.Context) error { return nil }, close: func() {}}, nil
 	case strings.HasPrefix(storeURL, "redis://") || strings.HasPrefix(storeURL, "rediss://"):
 		return openRedis(storeURL, opt)
@@ -114,7 +116,7 @@ func openRedis(storeURL string, opt backendOptions) (*backend, error) {
 	}
 	return &backend{
 		store: store,
-		repo:  newMemFeatures(),
+		repo:  newMemFeatures(opt.MaxFeatures, opt.MaxFeatureBytes),
 		ping:  func(ctx context.Context) error { return client.Ping(ctx).Err() },
 		close: func() { client.Close() },
 	}, nil
@@ -150,6 +152,13 @@ func openPostgres(ctx context.Context, storeURL string, opt backendOptions) (*ba
 // the write and the record can neither lose the answer nor apply the write
 // twice. The writes column counts how often a feature was written, so a
 // test can prove that no delivery was applied twice.
+//
+// The geometry column is a plain geometry with a CHECK on SRID 4326, so it
+// takes 2D, 3D and mixed collections alike (geometry(Geometry, 4326)
+// refuses Z); each geometry arrives as EWKB, encoded from the validator's
+// go-geom value, never as GeoJSON text to parse again. The feature itself
+// is kept as bytea, exactly the bytes received: jsonb would refuse the
+// escape \u0000 and would reorder members and respell numbers.
 type pgFeatures struct {
 	pool  *pgxpool.Pool
 	keys  *pgstore.Store
@@ -171,12 +180,26 @@ func (p *pgFeatures) migrate(ctx context.Context) error {
 	}
 	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+p.table+` (
 		id         text PRIMARY KEY,
-		geom       geometry(Geometry, 4326),
-		feature    jsonb NOT NULL,
+		geom       geometry CHECK (ST_SRID(geom) = 4326),
+		feature    bytea NOT NULL,
 		writes     integer NOT NULL DEFAULT 1,
 		updated_at timestamptz NOT NULL DEFAULT now()
 	)`); err != nil {
 		return err
+	}
+	// A table of an earlier version: geometry(Geometry, 4326) and jsonb.
+	var featureType string
+	if err := tx.QueryRow(ctx, `SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+		WHERE attrelid = $1::regclass AND attname = 'feature'`, p.table).Scan(&featureType); err != nil {
+		return err
+	}
+	if featureType == "jsonb" {
+		if _, err := tx.Exec(ctx, `ALTER TABLE `+p.table+`
+			ALTER COLUMN geom TYPE geometry USING geom::geometry,
+			ADD CHECK (ST_SRID(geom) = 4326),
+			ALTER COLUMN feature TYPE bytea USING convert_to(feature::text, 'UTF8')`); err != nil {
+			return fmt.Errorf("migrating %s to geometry and bytea columns: %w", p.table, err)
+		}
 	}
 	return tx.Commit(ctx)
 }
@@ -185,14 +208,17 @@ func (p *pgFeatures) upsert(ctx context.Context, fs []feature, rec keystore.Reco
 	return p.keys.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
 		var b pgx.Batch
 		for _, f := range fs {
-			var geom any // SQL NULL for a null geometry
-			if len(f.Geometry) > 0 && string(f.Geometry) != "null" {
-				geom = string(f.Geometry)
+			var wkb []byte // SQL NULL for a null geometry
+			if f.Geometry != nil {
+				var err error
+				if wkb, err = ewkbOf(f.Geometry); err != nil {
+					return keystore.Record{}, err
+				}
 			}
 			b.Queue(`INSERT INTO `+p.table+` (id, geom, feature)
-				VALUES ($1, ST_SetSRID(ST_GeomFromGeoJSON($2::text), 4326), $3)
+				VALUES ($1, ST_SetSRID(ST_GeomFromEWKB($2::bytea), 4326), $3::bytea)
 				ON CONFLICT (id) DO UPDATE SET geom = EXCLUDED.geom, feature = EXCLUDED.feature,
-					writes = `+p.table+`.writes + 1, updated_at = now()`, f.ID, geom, string(f.Raw))
+					writes = `+p.table+`.writes + 1, updated_at = now()`, f.ID, wkb, f.Raw)
 		}
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return keystore.Record{}, err
@@ -214,7 +240,7 @@ func (p *pgFeatures) writes(ctx context.Context) (map[string]int, error) {
 	return out, err
 }
 
-func (p *pgFeatures) get(ctx context.Context, id string) (json.RawMessage, bool, error) {
+func (p *pgFeatures) get(ctx context.Context, id string) ([]byte, bool, error) {
 	var f []byte
 	err := p.pool.QueryRow(ctx, `SELECT feature FROM `+p.table+` WHERE id = $1`, id).Scan(&f)
 	if errors.Is(err, pgx.ErrNoRows) {

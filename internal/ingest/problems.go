@@ -1,0 +1,57 @@
+package ingest
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/geoidem/geoidem/middleware"
+)
+
+// The problem types the ingest service answers with, listed in
+// docs/problems.md. Every error it writes is one of these, the
+// middleware's, or package geojson's: never about:blank.
+const (
+	problemIDMissing        = middleware.ProblemTypeBase + "feature-id-missing"        // 422
+	problemNotFeatures      = middleware.ProblemTypeBase + "not-features"              // 422
+	problemRejected         = middleware.ProblemTypeBase + "feature-rejected"          // 422, permanent
+	problemStoreUnavailable = middleware.ProblemTypeBase + "feature-store-unavailable" // 503, transient
+	problemStoreFull        = middleware.ProblemTypeBase + "feature-store-full"        // 503, transient
+	problemNotFound         = middleware.ProblemTypeBase + "feature-not-found"         // 404
+	problemBodyUnreadable   = middleware.ProblemBodyUnreadable                         // 400
+)
+
+// writeProblem answers an RFC 9457 problem document, not to be cached; a
+// positive retryAfter adds Retry-After in whole seconds, rounded up.
+func writeProblem(w http.ResponseWriter, status int, typ, title, detail string, retryAfter time.Duration) {
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	if retryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
+	}
+	w.WriteHeader(status)
+	b, _ := json.Marshal(struct {
+		Type   string `json:"type"`
+		Title  string `json:"title"`
+		Status int    `json:"status"`
+		Detail string `json:"detail"`
+	}{typ, title, status, detail})
+	_, _ = w.Write(b)
+}
+
+// writeHTTPProblem answers an error that carries its own problem document
+// (package geojson's), or a 422 feature-rejected one.
+func writeHTTPProblem(w http.ResponseWriter, err error) {
+	var hp middleware.HTTPProblem
+	if !errors.As(err, &hp) {
+		writeProblem(w, http.StatusUnprocessableEntity, problemRejected, "Features refused", err.Error(), 0)
+		return
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(hp.HTTPStatus())
+	_, _ = w.Write(hp.ProblemJSON())
+}

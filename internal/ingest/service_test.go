@@ -1,0 +1,109 @@
+package ingest
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/geoidem/geoidem/middleware"
+)
+
+func postTo(h http.Handler, key, body string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodPost, "/features", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/geo+json")
+	r.Header.Set("Idempotency-Key", key)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// When the in-memory feature store is full, a new write is answered 503
+// with Retry-After and its key released: the sender retries later, and
+// nothing stored is evicted to make room.
+func TestFullFeatureStoreAnswers503(t *testing.T) {
+	svc, err := New(context.Background(), Config{MaxFeatures: 2, MaxFeatureBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	h := svc.Handler()
+	f := func(id string) string {
+		return `{"type":"Feature","id":"` + id + `","geometry":{"type":"Point","coordinates":[1,2]},"properties":null}`
+	}
+	for i, id := range []string{"a", "b"} {
+		if w := postTo(h, "k"+strconv.Itoa(i), f(id)); w.Code != http.StatusCreated {
+			t.Fatalf("POST %s: %d %s", id, w.Code, w.Body)
+		}
+	}
+	for range 2 { // the retry runs again: the key was released, not recorded
+		w := postTo(h, "k-full", f("c"))
+		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" ||
+			!strings.Contains(w.Body.String(), "docs/problems.md#feature-store-full") || w.Header().Get("Idempotent-Replayed") != "" {
+			t.Fatalf("POST into a full store: %d %s Retry-After=%q; want 503 feature-store-full with Retry-After, not a replay",
+				w.Code, w.Body, w.Header().Get("Retry-After"))
+		}
+	}
+	if n := svc.Outcomes()[middleware.Released]; n != 2 {
+		t.Errorf("%d released outcomes, want 2", n)
+	}
+	for _, id := range []string{"a", "b"} {
+		r := httptest.NewRequest(http.MethodGet, "/features/"+id, nil)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusOK || w.Body.String() != f(id) {
+			t.Errorf("GET %s after the refusal: %d %s", id, w.Code, w.Body)
+		}
+	}
+}
+
+// With a Validator that does not decode, the handler decodes the body
+// itself with geojson's strict parser: still case-sensitive.
+func TestHandlerDecodesWithoutDecodingValidator(t *testing.T) {
+	svc, err := New(context.Background(), Config{Validator: middleware.ValidatorFunc(func(*http.Request, []byte) error { return nil })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	h := svc.Handler()
+	body := `{"type":"Feature","id":"real","ID":"spoof","geometry":null,"properties":null}`
+	if w := postTo(h, "k1", body); w.Code != http.StatusCreated || w.Body.String() != `{"stored":["real"]}` {
+		t.Fatalf("POST: %d %s", w.Code, w.Body)
+	}
+	if w := postTo(h, "k2", `{"type":`); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "malformed-json") {
+		t.Fatalf("malformed body: %d %s, want geojson's 400", w.Code, w.Body)
+	}
+}
+
+// The router's own errors are problem documents too: 404 for an unknown
+// path, 405 (with Allow) for a known path with another method.
+func TestRouterErrorsAreProblems(t *testing.T) {
+	svc, err := New(context.Background(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	for _, c := range []struct {
+		method, path string
+		status       int
+		typ, allow   string
+	}{
+		{http.MethodGet, "/nope", http.StatusNotFound, "not-found", ""},
+		{http.MethodDelete, "/features", http.StatusMethodNotAllowed, "method-not-allowed", "POST"},
+	} {
+		w := httptest.NewRecorder()
+		svc.Handler().ServeHTTP(w, httptest.NewRequest(c.method, c.path, nil))
+		if w.Code != c.status || w.Header().Get("Content-Type") != "application/problem+json" ||
+			!strings.Contains(w.Body.String(), `"type":"https://github.com/geoidem/geoidem/blob/main/docs/problems.md#`+c.typ+`"`) ||
+			w.Header().Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d %q %s Allow=%q; want %d %s", c.method, c.path, w.Code, w.Header().Get("Content-Type"), w.Body, w.Header().Get("Allow"), c.status, c.typ)
+		}
+	}
+	w := httptest.NewRecorder()
+	svc.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if w.Code != http.StatusOK {
+		t.Errorf("GET /healthz through the router: %d", w.Code)
+	}
+}
