@@ -128,6 +128,8 @@ type parser struct {
 	feats   []fnode
 	rootGeo *gnode
 	rootBB  []float64
+
+	relSteps int // steps of checkPolygons' ring relation pass, for tests
 }
 
 // parse runs the single pass over data. It returns a *SyntaxError for
