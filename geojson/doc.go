@@ -63,9 +63,14 @@
 //
 // # Geometry predicates
 //
-// Orientation is decided exactly: a floating-point evaluation with
-// Shewchuk's error bound settles almost every test, and the rest are
-// computed with math/big rationals. Segment intersection is built on it,
+// Orientation is decided exactly and at the same cost at every scale: a
+// floating-point evaluation with Shewchuk's error bound settles almost
+// every test; when its products underflow (coordinates or differences
+// near 1e-200) the differences are rescaled by powers of two, which is
+// exact, and filtered again; nearly collinear points are summed exactly
+// with Shewchuk's expansion arithmetic. math/big rationals remain only
+// for triples mixing scales some 270 orders of magnitude apart that are
+// also nearly collinear. Segment intersection is built on it,
 // so nearly collinear points are never misjudged. Ring checks run one
 // Shamos–Hoey plane sweep over all segments of a polygon (or of all
 // polygons of a MultiPolygon), with a balanced (AVL) tree as sweep

@@ -1,0 +1,122 @@
+package geojson
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/geoidem/geoidem/internal/benchshape"
+)
+
+// scaledTriples returns nearly collinear (and some plainly oriented)
+// triples of the kinds issue 16, item 5 is about: the same shapes at unit
+// scale, at 1e-200, 1e-300 and among subnormals, flat shapes (x at unit
+// scale, y tiny), and tiny offsets from unit-scale points.
+func scaledTriples(seed uint64, n int) [][3]pt {
+	rng := rand.New(rand.NewPCG(seed, 5))
+	scales := []float64{1, 1e-200, 1e-300, 1e-310, 0x1p-1060}
+	var out [][3]pt
+	for range n {
+		a := pt{rng.Float64()*2 - 1, rng.Float64()*2 - 1}
+		b := pt{rng.Float64()*2 - 1, rng.Float64()*2 - 1}
+		s := rng.Float64()*3 - 1
+		c := pt{a.x + s*(b.x-a.x), a.y + s*(b.y-a.y)} // collinear up to rounding
+		if rng.IntN(3) == 0 {
+			c.y = math.Nextafter(c.y, math.Inf(1))
+		}
+		if rng.IntN(8) == 0 {
+			c = pt{rng.Float64()*2 - 1, rng.Float64()*2 - 1}
+		}
+		tr := [3]pt{a, b, c}
+		switch k := rng.IntN(len(scales) + 2); {
+		case k < len(scales): // the same triple at another scale
+			for i := range tr {
+				tr[i] = pt{tr[i].x * scales[k], tr[i].y * scales[k]}
+			}
+		case k == len(scales): // flat: y squeezed to 1e-300
+			for i := range tr {
+				tr[i].y *= 1e-300
+			}
+		default: // tiny offsets from a unit-scale point
+			o := pt{rng.Float64()*360 - 180, rng.Float64()*180 - 90}
+			for i := range tr {
+				tr[i] = pt{o.x + tr[i].x*1e-12, o.y + tr[i].y*1e-12}
+			}
+		}
+		out = append(out, tr)
+	}
+	return out
+}
+
+// TestOrientAtEveryScale compares orient with exact rational arithmetic
+// on triples at every scale, mixed scales included.
+func TestOrientAtEveryScale(t *testing.T) {
+	zeros := 0
+	for _, tr := range scaledTriples(1, 20000) {
+		a, b, c := tr[0], tr[1], tr[2]
+		want := orientExact(a, b, c)
+		if want == 0 {
+			zeros++
+		}
+		for _, q := range [][3]pt{{a, b, c}, {b, c, a}, {c, a, b}} {
+			if got := orient(q[0], q[1], q[2]); got != want {
+				t.Fatalf("orient(%v, %v, %v) = %d, exact %d", q[0], q[1], q[2], got, want)
+			}
+		}
+		if got := orient(b, a, c); got != -want {
+			t.Fatalf("orient(%v, %v, %v) = %d, exact %d", b, a, c, got, -want)
+		}
+	}
+	t.Logf("%d of 20000 triples exactly collinear", zeros)
+	// Mixed scales within one triple, and extremes.
+	tiny := math.SmallestNonzeroFloat64
+	for _, tr := range [][3]pt{
+		{{1, 1}, {1e-300, 1e-300}, {0, 0}},
+		{{1, 1}, {tiny, tiny}, {0, 0}},
+		{{1, 1 + 0x1p-52}, {1e-300, 1e-300}, {0, 0}},
+		{{1, 1e-300}, {2, 2e-300}, {3, 3e-300}},
+		{{1, 1e-300}, {2, 2e-300}, {3, math.Nextafter(3e-300, 1)}},
+		{{0, 0}, {tiny, 0}, {0, tiny}},
+		{{180, 90}, {-180, -90}, {tiny, 0}},
+		{{180, 90}, {-180, -90}, {0, 0}},
+		{{1e-300, 1}, {1e-300, 2}, {1e-300 + 1e-316, 3}},
+	} {
+		if got, want := orient(tr[0], tr[1], tr[2]), orientExact(tr[0], tr[1], tr[2]); got != want {
+			t.Errorf("orient(%v, %v, %v) = %d, exact %d", tr[0], tr[1], tr[2], got, want)
+		}
+	}
+}
+
+// TestOrientTinyScaleAllocates checks that orientation at tiny scales
+// stays in floating point: no allocation on nearly collinear triples at
+// any scale (before, every one at 1e-200 went to math/big).
+func TestOrientTinyScaleAllocates(t *testing.T) {
+	trs := scaledTriples(2, 2000)
+	allocs := testing.AllocsPerRun(3, func() {
+		for _, tr := range trs {
+			orient(tr[0], tr[1], tr[2])
+		}
+	})
+	if allocs > 0 {
+		t.Errorf("orient allocated %.0f times over %d triples at tiny and unit scales, want 0", allocs, len(trs))
+	}
+}
+
+// TestTinyCircleAllocations is issue 16, item 5: the 21,000-vertex circle
+// at scale 1e-200 made 6 million allocations (751 MB) against 39 at unit
+// scale. It must allocate no more than twice as often as the unit-scale
+// circle, plus a few.
+func TestTinyCircleAllocations(t *testing.T) {
+	allocs := func(data []byte) float64 {
+		if err := Validate(data, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		return testing.AllocsPerRun(2, func() { _ = Validate(data, Options{}) })
+	}
+	unit := allocs(benchshape.Circle(21_000, 1))
+	tiny := allocs(benchshape.Circle(21_000, 1e-200))
+	if tiny > 2*unit+10 {
+		t.Errorf("Validate of the 21,000-vertex circle: %.0f allocations at scale 1e-200, %.0f at scale 1; want at most %.0f",
+			tiny, unit, 2*unit+10)
+	}
+}
