@@ -34,7 +34,10 @@
 //   - Member names and type names match with exact case.
 //   - Object structure: "type" present and one of the nine types; a
 //     Feature has "geometry" (object or null) and "properties" (object or
-//     null), and "id" if present is a string or number; a FeatureCollection
+//     null), and "id" if present is a string or number (a number within
+//     float64 range, as for every number outside coordinates: "id":1e400
+//     is [RuleNumberTooLarge]; ids beyond float64 precision, such as
+//     large integers, are accepted and kept as written); a FeatureCollection
 //     has a "features" array of Features; a GeometryCollection has a
 //     "geometries" array of geometries.
 //   - RFC 7946 section 7.1: "coordinates" or "geometries" on a Feature or

@@ -384,7 +384,10 @@ func (p *parser) object(c ctx) objResult {
 					r, _ := p.str()
 					id = string(unescapeName(r))
 				case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-					_, r := p.num()
+					f, r := p.num()
+					if math.IsInf(f, 0) { // as in value: I-JSON, RFC 7493 section 2.2
+						p.report(RuleNumberTooLarge, "number "+string(r)+" does not fit a float64")
+					}
 					id = json.Number(r)
 				default:
 					p.value(false)
