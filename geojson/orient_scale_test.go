@@ -120,3 +120,38 @@ func TestTinyCircleAllocations(t *testing.T) {
 			tiny, unit, 2*unit+10)
 	}
 }
+
+// FuzzOrient compares orient with exact rational arithmetic on any finite
+// coordinates.
+//
+//	go test -run '^$' -fuzz FuzzOrient -fuzztime 60s ./geojson
+func FuzzOrient(f *testing.F) {
+	for _, tr := range scaledTriples(3, 64) {
+		f.Add(tr[0].x, tr[0].y, tr[1].x, tr[1].y, tr[2].x, tr[2].y)
+	}
+	f.Add(1.0, 1.0, 1e-300, 1e-300, 0.0, 0.0)
+	f.Fuzz(func(t *testing.T, ax, ay, bx, by, cx, cy float64) {
+		a, b, c := pt{ax, ay}, pt{bx, by}, pt{cx, cy}
+		for _, v := range []float64{ax, ay, bx, by, cx, cy} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return
+			}
+		}
+		if got, want := orient(a, b, c), orientExact(a, b, c); got != want {
+			t.Fatalf("orient(%v, %v, %v) = %d, exact %d", a, b, c, got, want)
+		}
+		// And a nearly collinear triple made from the inputs: c on the
+		// line ab up to rounding, at a's scale, nudged by cx's last bits.
+		frac := math.Mod(math.Abs(cx), 4) - 1
+		d := pt{ax + frac*(bx-ax), ay + frac*(by-ay)}
+		if k := math.Float64bits(cx) % 4; k > 0 {
+			d.y = math.Nextafter(d.y, math.Inf(int(k)-2))
+		}
+		if math.IsNaN(d.x) || math.IsInf(d.x, 0) || math.IsNaN(d.y) || math.IsInf(d.y, 0) {
+			return
+		}
+		if got, want := orient(a, b, d), orientExact(a, b, d); got != want {
+			t.Fatalf("orient(%v, %v, %v) = %d, exact %d", a, b, d, got, want)
+		}
+	})
+}

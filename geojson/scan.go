@@ -73,7 +73,7 @@ func (p *parser) pointer(extra ...any) string {
 		case int:
 			b = strconv.AppendInt(b, int64(e), 10)
 		case string:
-			b = appendPointerToken(b, []byte(e))
+			b = appendPointerToken(b, []byte(e[:min(len(e), MaxPointerBytes+1)]))
 		}
 	}
 	return string(b)
