@@ -71,9 +71,10 @@
 // every test; when its products underflow (coordinates or differences
 // near 1e-200) the differences are rescaled by powers of two, which is
 // exact, and filtered again; nearly collinear points are summed exactly
-// with Shewchuk's expansion arithmetic. math/big rationals remain only
-// for triples mixing scales some 270 orders of magnitude apart that are
-// also nearly collinear. Segment intersection is built on it,
+// with Shewchuk's expansion arithmetic, in floating point down to the
+// subnormals and without allocating. math/big rationals remain only for
+// differences of 2^500 or more, far outside GeoJSON's coordinate range.
+// Segment intersection is built on it,
 // so nearly collinear points are never misjudged. Ring checks run one
 // Shamos–Hoey plane sweep over all segments of a polygon (or of all
 // polygons of a MultiPolygon), with a balanced (AVL) tree as sweep

@@ -42,10 +42,8 @@ func up2(m float64) int {
 
 // orientAdaptive decides orient(a, b, c) when the plain filter could not,
 // and the differences are not all zero on one axis. It reports false only
-// when floating-point arithmetic cannot make the answer exact: when a
-// difference overflows, or when the rounding error of a difference is
-// some 900 binary orders of magnitude below the difference itself (mixed
-// scales within one triple, such as 1 and 1e-300).
+// when a difference is 2^500 or more (or overflows), far beyond GeoJSON
+// coordinates: then orientExact decides.
 //
 // The determinant is det(u, v) = ux·vy − uy·vx with u = a−c, v = b−c.
 // Scaling the x components of both vectors by 2^kx, the y components by
@@ -90,8 +88,13 @@ func orientAdaptive(a, b, c pt) (int, bool) {
 		return -1, true
 	}
 
-	// Nearly collinear: sum the eight partial products exactly.
+	// Nearly collinear: sum the eight partial products exactly. A product
+	// below minExactProduct may have lost its rounding error to
+	// underflow; it is set aside ("small") and, unless the rest decides,
+	// summed again after scaling everything left by 2^tailShift.
 	var e expansion
+	var small [8][2]float64
+	ns := 0
 	for _, t := range [8][3]float64{
 		{uxh, vyh, 1}, {uxh, vyl, 1}, {uxl, vyh, 1}, {uxl, vyl, 1},
 		{uyh, vxh, -1}, {uyh, vxl, -1}, {uyl, vxh, -1}, {uyl, vxl, -1},
@@ -101,20 +104,50 @@ func orientAdaptive(a, b, c pt) (int, bool) {
 		}
 		x, y := twoProduct(t[0], t[1])
 		if math.Abs(x) < minExactProduct {
-			return 0, false // its error may have underflowed
+			small[ns] = [2]float64{t[2] * t[0], t[1]}
+			ns++
+			continue
 		}
 		e.add(t[2] * x)
 		e.add(t[2] * y)
 	}
+	// Each small product is below 2^-967 (its rounded value is below
+	// 2^-968, its error below 2^-1074), so all eight below 2^-964; the
+	// exact sum e is more than half its largest component.
+	if ns == 0 || (e.n > 0 && math.Abs(e.c[e.n-1]) > 0x1p-963) {
+		return e.sign(), true
+	}
+	// Everything left is below 2^-963 and, being a product of two floats,
+	// at least 2^-2148: scaled by 2^1964 it lies in [2^-184, 2^1001],
+	// where products are exact. Scaling the expansion is exact; each small
+	// product's factors are scaled so that neither overflows.
+	for i := range e.n {
+		e.c[i] = math.Ldexp(e.c[i], tailShift)
+	}
+	for _, f := range small[:ns] {
+		_, ef := math.Frexp(f[0]) // |f[0]| < 2^ef
+		sf := min(tailShift, 1020-ef)
+		x, y := twoProduct(math.Ldexp(f[0], sf), math.Ldexp(f[1], tailShift-sf))
+		if math.Abs(x) < minExactProduct || math.IsInf(x, 0) {
+			return 0, false // cannot happen, by the bounds above
+		}
+		e.add(x)
+		e.add(y)
+	}
 	return e.sign(), true
 }
 
+// tailShift scales the sub-2^-963 tail of a determinant into the range
+// where products are exact.
+const tailShift = 1964
+
 // expansion is a sum of floating-point components that do not overlap,
 // in increasing order of magnitude (Shewchuk's GROW-EXPANSION with zero
-// elimination): its sign is the sign of its last component. Sixteen
-// components hold any sum of sixteen floats.
+// elimination): its sign is the sign of its last component. Each add
+// adds at most one component: 32 hold the 16 parts of the eight products
+// of orientAdaptive and their 16 rescaled parts.
 type expansion struct {
-	c [16]float64
+	c [32]float64
 	n int
 }
 

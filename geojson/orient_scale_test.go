@@ -68,22 +68,85 @@ func TestOrientAtEveryScale(t *testing.T) {
 		}
 	}
 	t.Logf("%d of 20000 triples exactly collinear", zeros)
-	// Mixed scales within one triple, and extremes.
+	// Random mixed scales: a unit-scale point and two points near the
+	// line from it through the origin, at scales down to subnormal.
+	rng := rand.New(rand.NewPCG(9, 9))
+	mixed := 0
+	for range 20000 {
+		a := pt{rng.Float64()*360 - 180, rng.Float64()*180 - 90}
+		sc := []float64{1e-300, 1e-310, 0x1p-1070, 1e-150, 1}
+		s1, s2 := rng.Float64()*sc[rng.IntN(len(sc))], rng.Float64()*sc[rng.IntN(len(sc))]
+		b, c := pt{a.x * s1, a.y * s1}, pt{a.x * s2, a.y * s2}
+		if rng.IntN(2) == 0 {
+			c.x = math.Nextafter(c.x, math.Inf(1))
+		}
+		if rng.IntN(4) == 0 {
+			a.y = math.Nextafter(a.y, 0)
+		}
+		want := orientExact(a, b, c)
+		if got := orient(a, b, c); got != want {
+			t.Fatalf("orient(%v, %v, %v) = %d, exact %d", a, b, c, got, want)
+		}
+		if got := orient(c, a, b); got != want {
+			t.Fatalf("orient(%v, %v, %v) = %d, exact %d", c, a, b, got, want)
+		}
+		if want == 0 {
+			mixed++
+		}
+	}
+	t.Logf("%d of 20000 mixed-scale triples exactly collinear", mixed)
+	for _, tr := range mixedTriples() {
+		for _, q := range [][3]pt{{tr[0], tr[1], tr[2]}, {tr[1], tr[2], tr[0]}, {tr[2], tr[0], tr[1]}, {tr[1], tr[0], tr[2]}} {
+			if got, want := orient(q[0], q[1], q[2]), orientExact(q[0], q[1], q[2]); got != want {
+				t.Errorf("orient(%v, %v, %v) = %d, exact %d", q[0], q[1], q[2], got, want)
+			}
+		}
+	}
+}
+
+// mixedTriples are nearly or exactly collinear triples mixing scales
+// within one triple: the rounding errors of their differences lie far
+// below the differences, near or in the subnormal range.
+func mixedTriples() [][3]pt {
 	tiny := math.SmallestNonzeroFloat64
-	for _, tr := range [][3]pt{
+	e := 1e-300
+	return [][3]pt{
 		{{1, 1}, {1e-300, 1e-300}, {0, 0}},
+		{{1, 1}, {1e-300, 1e-300}, {2e-300, 2e-300}},
+		{{1, 1}, {3e-300, 3e-300}, {1e-300, 1e-300}},
 		{{1, 1}, {tiny, tiny}, {0, 0}},
+		{{1, 1}, {tiny, tiny}, {2 * tiny, 2 * tiny}},
+		{{1, 1}, {3 * tiny, 3 * tiny}, {2 * tiny, 2 * tiny}},
 		{{1, 1 + 0x1p-52}, {1e-300, 1e-300}, {0, 0}},
+		{{1, 1 + 0x1p-52}, {1e-300, 1e-300}, {5e-301, 5e-301}},
+		{{180, 90}, {2 * e, e}, {4 * e, 2 * e}},
+		{{180, 90}, {2 * tiny, tiny}, {4 * tiny, 2 * tiny}},
+		{{180, 90}, {2 * tiny, tiny}, {4 * tiny, 3 * tiny}},
 		{{1, 1e-300}, {2, 2e-300}, {3, 3e-300}},
 		{{1, 1e-300}, {2, 2e-300}, {3, math.Nextafter(3e-300, 1)}},
 		{{0, 0}, {tiny, 0}, {0, tiny}},
 		{{180, 90}, {-180, -90}, {tiny, 0}},
 		{{180, 90}, {-180, -90}, {0, 0}},
+		{{180, 90}, {-180, -90}, {2 * tiny, tiny}},
 		{{1e-300, 1}, {1e-300, 2}, {1e-300 + 1e-316, 3}},
-	} {
-		if got, want := orient(tr[0], tr[1], tr[2]), orientExact(tr[0], tr[1], tr[2]); got != want {
-			t.Errorf("orient(%v, %v, %v) = %d, exact %d", tr[0], tr[1], tr[2], got, want)
+		{{1 + 0x1p-52, 1}, {e, e}, {0.5 + 0x1p-53, 0.5}},
+		{{90, 45}, {e, 1e-300 / 2}, {tiny * 6, tiny * 3}},
+	}
+}
+
+// TestOrientMixedScalesAllocate: even triples mixing scales some 300
+// orders of magnitude apart are decided in floating point.
+func TestOrientMixedScalesAllocate(t *testing.T) {
+	trs := mixedTriples()
+	allocs := testing.AllocsPerRun(3, func() {
+		for _, tr := range trs {
+			orient(tr[0], tr[1], tr[2])
+			orient(tr[1], tr[2], tr[0])
+			orient(tr[2], tr[0], tr[1])
 		}
+	})
+	if allocs > 0 {
+		t.Errorf("orient allocated %.0f times over %d mixed-scale triples, want 0", allocs, len(trs))
 	}
 }
 

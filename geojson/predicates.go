@@ -32,8 +32,7 @@ const hugeProduct = 0x1p1000
 // points are nearly collinear), orientAdaptive rescales the differences
 // by powers of two, filters again and, if need be, sums the determinant
 // exactly as a floating-point expansion. Rationals (math/big) remain only
-// for the cases that arithmetic cannot make exact, which valid GeoJSON
-// coordinates rarely reach (see orientAdaptive).
+// for differences of 2^500 or more, which GeoJSON coordinates never reach.
 func orient(a, b, c pt) int {
 	acx, bcx := a.x-c.x, b.x-c.x
 	acy, bcy := a.y-c.y, b.y-c.y
