@@ -124,7 +124,7 @@ func (e *SyntaxError) HTTPStatus() int { return http.StatusBadRequest }
 // [ProblemTypeMalformedJSON].
 func (e *SyntaxError) ProblemJSON() []byte {
 	return problemDoc(ProblemTypeMalformedJSON, "Malformed JSON", http.StatusBadRequest,
-		func(int) string { return "the body is not JSON: " + e.Msg + " at offset " + strconv.Itoa(e.Offset) }, nil, false)
+		"the body is not JSON: "+e.Msg+" at offset "+strconv.Itoa(e.Offset), nil)
 }
 
 // ValidationError reports well-formed JSON that is not valid GeoJSON.
@@ -173,11 +173,7 @@ func (e *ValidationError) ProblemJSON() []byte {
 		}
 		return s
 	}
-	probs := e.Problems
-	if probs == nil {
-		probs = []Problem{}
-	}
-	return problemDoc(ProblemTypeInvalidGeoJSON, "Invalid GeoJSON", http.StatusUnprocessableEntity, detail, probs, e.Truncated)
+	return problemDocFit(ProblemTypeInvalidGeoJSON, "Invalid GeoJSON", http.StatusUnprocessableEntity, detail, e.Problems, e.Truncated)
 }
 
 // MediaTypeError reports a request whose Content-Type is neither
@@ -203,5 +199,5 @@ func (e *MediaTypeError) ProblemJSON() []byte {
 		ct = "(none)"
 	}
 	return problemDoc(ProblemTypeUnsupportedMediaType, "Unsupported Media Type", http.StatusUnsupportedMediaType,
-		func(int) string { return "Content-Type " + ct + " is not application/geo+json or application/json" }, nil, false)
+		"Content-Type "+ct+" is not application/geo+json or application/json", nil)
 }

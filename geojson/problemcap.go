@@ -76,15 +76,21 @@ func appendJSON(b *bytes.Buffer, v any) {
 	b.Truncate(b.Len() - 1) // the encoder's newline
 }
 
-// problemDoc renders an RFC 9457 problem document of at most
+// problemDoc renders an RFC 9457 problem document as problemDocFit does,
+// with a fixed detail.
+func problemDoc(typ, title string, status int, detail string, errs []Problem) []byte {
+	return problemDocFit(typ, title, status, func(int) string { return detail }, errs, false)
+}
+
+// problemDocFit renders an RFC 9457 problem document of at most
 // MaxProblemDocumentBytes, without HTML escaping. It lists the problems
-// of errs that fit (errs nil leaves "errors" out), each cut as by
+// of errs that fit (no errs leaves "errors" out), each cut as by
 // newProblem, and adds "truncated": true when truncated is set or some
 // problems did not fit. detail is called with the number listed.
-func problemDoc(typ, title string, status int, detail func(listed int) string, errs []Problem, truncated bool) []byte {
+func problemDocFit(typ, title string, status int, detail func(listed int) string, errs []Problem, truncated bool) []byte {
 	var list bytes.Buffer
 	listed := 0
-	if errs != nil {
+	if len(errs) > 0 {
 		list.WriteByte('[')
 		for _, pr := range errs {
 			n := list.Len()
@@ -113,7 +119,7 @@ func problemDoc(typ, title string, status int, detail func(listed int) string, e
 	out.WriteString(itoa(status))
 	out.WriteString(`,"detail":`)
 	appendJSON(&out, newProblem("", "", detail(listed)).Message)
-	if errs != nil {
+	if len(errs) > 0 {
 		out.WriteString(`,"errors":`)
 		out.Write(list.Bytes())
 	}
