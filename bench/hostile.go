@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/geoidem/geoidem/geojson"
 	"github.com/geoidem/geoidem/internal/benchshape"
@@ -87,11 +88,14 @@ type hostileCost struct {
 	timeString string
 }
 
-func measureHostile(ctx context.Context, o *options, data []byte) (hostileCost, error) {
-	d, err := timeOp(ctx, answer, data, o.valTime)
-	if err != nil {
-		return hostileCost{}, err
-	}
+// hostileRounds is how many times each pair is timed, hostile and benign
+// in turn, keeping each one's best: on a shared machine the ratio of two
+// measurements taken seconds apart is otherwise mostly noise.
+const hostileRounds = 3
+
+// measureHostile completes the measurement of data, timed at d, with its
+// allocation.
+func measureHostile(data []byte, d time.Duration) (hostileCost, error) {
 	a, err := allocated(answer, data)
 	if err != nil {
 		return hostileCost{}, err
@@ -104,7 +108,8 @@ func runHostile(ctx context.Context, s *section) error {
 	o := s.o
 	pairs := hostilePairs(o)
 	s.line("The inputs of issue 16 whose cost used to be far out of proportion to their size, each next to a benign document of about the same size.")
-	s.line("Each call is `geojson.Validate` and, when the document is rejected, `ProblemJSON` (the 422 body the middleware sends): the best of 5 batch means within %v after a checked first call.", o.valTime)
+	s.line("Each call is `geojson.Validate` and, when the document is rejected, `ProblemJSON` (the 422 body the middleware sends).")
+	s.line("Each input is timed %d times, hostile and benign in turn, each time the best of 5 batch means within %v after a checked first call; the table keeps each input's best.", hostileRounds, o.valTime/hostileRounds)
 	s.line("Allocation is `runtime.MemStats.TotalAlloc` over one cold call (after two collections, which empty geojson's pool of sweep buffers): the total allocated, which bounds the peak heap the call can add.")
 	s.line("Cost is given per input byte; the ratios divide the hostile input's by the benign one's.")
 	s.line("")
@@ -119,11 +124,23 @@ func runHostile(ctx context.Context, s *section) error {
 	allocs := [][]float64{nil, nil}
 	worstT, worstA := 0.0, 0.0
 	for _, p := range pairs {
-		h, err := measureHostile(ctx, o, p.hostile)
+		var best [2]time.Duration
+		for range hostileRounds {
+			for i, data := range [2][]byte{p.hostile, p.benign} {
+				d, err := timeOp(ctx, answer, data, o.valTime/hostileRounds)
+				if err != nil {
+					return fmt.Errorf("%s: %w", p.name, err)
+				}
+				if best[i] == 0 || d < best[i] {
+					best[i] = d
+				}
+			}
+		}
+		h, err := measureHostile(p.hostile, best[0])
 		if err != nil {
 			return fmt.Errorf("%s, hostile: %w", p.name, err)
 		}
-		b, err := measureHostile(ctx, o, p.benign)
+		b, err := measureHostile(p.benign, best[1])
 		if err != nil {
 			return fmt.Errorf("%s, benign: %w", p.name, err)
 		}
