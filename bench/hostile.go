@@ -18,7 +18,7 @@ import (
 
 // hostilePair is a hostile input and its benign twin.
 type hostilePair struct {
-	name            string
+	name, short     string // short: the chart's group label
 	hostile, benign []byte
 	hostileNote     string
 	benignNote      string
@@ -29,6 +29,7 @@ func hostilePairs(o *options) []hostilePair {
 	bomb := benchshape.ProblemBomb(o.hostileBody, 100)
 	ps = append(ps, hostilePair{
 		name:    fmt.Sprintf("problem document, %d KiB body", o.hostileBody>>10),
+		short:   fmt.Sprintf("422, %d KiB", o.hostileBody>>10),
 		hostile: bomb, hostileNote: "one member name of '<' filling the body, then 100 numbers 1e400 (100 problems whose pointers repeat the name)",
 		benign: benchshape.BigString(len(bomb)), benignNote: "a valid Feature with one string property filling the body",
 	})
@@ -36,12 +37,14 @@ func hostilePairs(o *options) []hostilePair {
 		h := benchshape.Holes(n)
 		ps = append(ps, hostilePair{
 			name:    fmt.Sprintf("%d holes", n),
+			short:   fmt.Sprintf("%dk holes", n/1000),
 			hostile: h, hostileNote: fmt.Sprintf("a valid Polygon: a square shell with %d triangular holes", n),
 			benign: benchshape.CircleOfSize(len(h), 1), benignNote: "a valid Polygon: a circle of the same size",
 		})
 	}
 	ps = append(ps, hostilePair{
 		name:    fmt.Sprintf("circle of %d vertices at 1e-200", o.hostileCircle),
+		short:   "circle 1e-200",
 		hostile: benchshape.Circle(o.hostileCircle, 1e-200), hostileNote: "a valid Polygon: a circle of radius 1e-200 around (1e-199, 5e-199)",
 		benign: benchshape.Circle(o.hostileCircle, 1), benignNote: "the same circle at scale 1",
 	})
@@ -150,7 +153,7 @@ func runHostile(ctx context.Context, s *section) error {
 			fmt.Sprint(h.bytes), h.timeString, fmt.Sprintf("%.1f", h.perByte), fmt.Sprintf("%.2f", h.allocPerB),
 			fmt.Sprint(b.bytes), b.timeString, fmt.Sprintf("%.1f", b.perByte), fmt.Sprintf("%.2f", b.allocPerB),
 			fmt.Sprintf("%.1f×", rt), fmt.Sprintf("%.1f×", ra)})
-		groups = append(groups, p.name)
+		groups = append(groups, p.short)
 		times[0], times[1] = append(times[0], h.perByte), append(times[1], b.perByte)
 		allocs[0], allocs[1] = append(allocs[0], h.allocPerB), append(allocs[1], b.allocPerB)
 		o.logf("hostile: %s done", p.name)
