@@ -43,13 +43,15 @@ func cutUTF8(s string, n int) string {
 	return s[:n]
 }
 
-// rawPrefix returns a prefix of the raw (still escaped, already checked)
-// string raw that decodes to at least n bytes when raw does, without
-// cutting an escape sequence: pointers are built from it without
-// decoding a whole huge member name for every problem.
+// rawPrefix returns the shortest prefix of the raw (still escaped,
+// already checked) string raw that decodes to at least n bytes, or raw
+// when it decodes to fewer, without cutting an escape sequence: pointers
+// are built from it without decoding a whole huge member name for every
+// problem. Every byte and every escape decodes to at least one byte, so
+// the prefix is at most 6n bytes long.
 func rawPrefix(raw []byte, n int) []byte {
 	i := 0
-	for i < len(raw) && i < n {
+	for dec := 0; i < len(raw) && dec < n; dec++ {
 		switch {
 		case raw[i] != '\\':
 			i++

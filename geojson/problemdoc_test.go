@@ -164,3 +164,27 @@ func FuzzProblemDocument(f *testing.F) {
 		}
 	})
 }
+
+// TestLongEscapedNamePointer: a pointer built from a long name written
+// with escapes is cut and marked like any other, and is a prefix of the
+// real pointer.
+func TestLongEscapedNamePointer(t *testing.T) {
+	for _, esc := range []string{`\u003c`, `\ud83d\ude00`, `\/`, `a`} {
+		name := strings.Repeat(esc, 2000)
+		var decoded string
+		if err := json.Unmarshal([]byte(`"`+name+`"`), &decoded); err != nil {
+			t.Fatal(err)
+		}
+		real := "/properties/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(decoded) + "/0"
+		err := Validate([]byte(`{"type":"Feature","geometry":null,"properties":{"`+name+`":[1e400]}}`), Options{})
+		var verr *ValidationError
+		if !errors.As(err, &verr) || len(verr.Problems) != 1 {
+			t.Fatalf("%s: %v, want one problem", esc, err)
+		}
+		pr := verr.Problems[0]
+		if !pr.Truncated || len(pr.Pointer) > MaxPointerBytes || len(pr.Pointer) < MaxPointerBytes-4 || !strings.HasPrefix(real, pr.Pointer) {
+			t.Errorf("%s: pointer of %d bytes, truncated %v, prefix of the real one: %v; want a prefix of %d bytes, marked truncated",
+				esc, len(pr.Pointer), pr.Truncated, strings.HasPrefix(real, pr.Pointer), MaxPointerBytes)
+		}
+	}
+}
