@@ -35,6 +35,7 @@ func tinyOptions(t *testing.T) options {
 	o.occClients = []int{10, 50}
 	o.occTrials = 5
 	o.outageEvents, o.outageCapacity, o.outageDown = 100, 20, 5*time.Second
+	o.hostileBody, o.hostileHoles, o.hostileCircle = 64<<10, []int{1000}, 1000
 	if addr := os.Getenv("GEOIDEM_REDIS_ADDR"); addr != "" {
 		o.redisAddr = addr
 	}

@@ -1,7 +1,7 @@
 // Command bench measures geoidem against the baselines that matter, in one
 // run on one machine, and writes bench/REPORT.md with its SVG figures.
 //
-//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage]
+//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage,hostile]
 //
 // Sections (numbered as in issue 8):
 //
@@ -12,7 +12,9 @@
 //  3. validate: package geojson against go-geom and simplefeatures;
 //  4. occ: the AWS Architecture Blog's optimistic-concurrency retry
 //     simulation, driven by package client's backoff code;
-//  5. outage: webhook senders against a receiver that is down for 30 s.
+//  5. outage: webhook senders against a receiver that is down for 30 s;
+//  6. hostile: the hostile inputs of issue 16 against benign ones of the
+//     same size, time and allocation per byte.
 //
 // Sections 1 and 2 need Redis on 127.0.0.1:6379 and PostgreSQL at
 // postgres://postgres@127.0.0.1:5432/test (see -redis and -postgres); a
@@ -67,11 +69,16 @@ type options struct {
 	outageCapacity int           // requests/s once the receiver is back
 	outageDown     time.Duration // how long the receiver is down
 	outageSpread   time.Duration // first attempts are spread over this
+
+	// Section 6 (its time bound is valTime).
+	hostileBody   int   // size of the problem-document body
+	hostileHoles  []int // hole counts
+	hostileCircle int   // vertices of the tiny circle
 }
 
 // sectionNames are the -only names, in report order; the issue's numbers
 // are accepted as well.
-var sectionNames = []string{"http", "storm", "validate", "occ", "outage"}
+var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile"}
 
 func defaultOptions(quick bool) options {
 	o := options{
@@ -95,6 +102,9 @@ func defaultOptions(quick bool) options {
 		outageCapacity: 100,
 		outageDown:     30 * time.Second,
 		outageSpread:   time.Second,
+		hostileBody:    1 << 20,
+		hostileHoles:   []int{20_000, 50_000},
+		hostileCircle:  21_000,
 	}
 	if quick {
 		o.httpRequests, o.httpTime, o.httpRounds = 2000, 600*time.Millisecond, 3
@@ -144,7 +154,7 @@ func parseOnly(s string) (map[string]bool, error) {
 func main() {
 	quick := flag.Bool("quick", false, "smaller sizes, for a quick look")
 	out := flag.String("out", "bench", "directory for REPORT.md and its figures")
-	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-5); default all")
+	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-6); default all")
 	seed := flag.Uint64("seed", 1, "seed of the simulations (sections occ and outage)")
 	redisAddr := flag.String("redis", "127.0.0.1:6379", "Redis address")
 	pgURL := flag.String("postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL connection string")

@@ -77,6 +77,7 @@ var sections = []struct {
 	{"validate", "3. Validation throughput", runValidate},
 	{"occ", "4. Retry storms, reproduced (AWS \"Exponential Backoff And Jitter\")", runOCC},
 	{"outage", "5. Webhook outage and recovery", runOutage},
+	{"hostile", "6. Hostile inputs", runHostile},
 }
 
 // environment describes the machine and the moment of a run.

@@ -36,7 +36,10 @@
 //   - Member names and type names match with exact case.
 //   - Object structure: "type" present and one of the nine types; a
 //     Feature has "geometry" (object or null) and "properties" (object or
-//     null), and "id" if present is a string or number; a FeatureCollection
+//     null), and "id" if present is a string or number (a number within
+//     float64 range, as for every number outside coordinates: "id":1e400
+//     is [RuleNumberTooLarge]; ids beyond float64 precision, such as
+//     large integers, are accepted and kept as written); a FeatureCollection
 //     has a "features" array of Features; a GeometryCollection has a
 //     "geometries" array of geometries.
 //   - RFC 7946 section 7.1: "coordinates" or "geometries" on a Feature or
@@ -65,9 +68,15 @@
 //
 // # Geometry predicates
 //
-// Orientation is decided exactly: a floating-point evaluation with
-// Shewchuk's error bound settles almost every test, and the rest are
-// computed with math/big rationals. Segment intersection is built on it,
+// Orientation is decided exactly and at the same cost at every scale: a
+// floating-point evaluation with Shewchuk's error bound settles almost
+// every test; when its products underflow (coordinates or differences
+// near 1e-200) the differences are rescaled by powers of two, which is
+// exact, and filtered again; nearly collinear points are summed exactly
+// with Shewchuk's expansion arithmetic, in floating point down to the
+// subnormals and without allocating. math/big rationals remain only for
+// differences of 2^500 or more, far outside GeoJSON's coordinate range.
+// Segment intersection is built on it,
 // so nearly collinear points are never misjudged. Ring checks run one
 // Shamos–Hoey plane sweep over all segments of a polygon (or of all
 // polygons of a MultiPolygon), with a balanced (AVL) tree as sweep

@@ -1,7 +1,6 @@
 package geojson
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -56,6 +55,20 @@ const (
 	RuleBBoxExcludesGeometry = "bbox-excludes-geometry" // a position lies outside the object's bbox
 )
 
+// Bounds of problem documents. A problem document is built from the
+// input (pointers repeat member names, details quote numbers and names), so
+// without bounds a small body could make a huge answer. Each
+// [Problem.Pointer] is cut to at most MaxPointerBytes and each
+// [Problem.Message] to at most MaxDetailBytes, with [Problem.Truncated]
+// set; the ProblemJSON methods never return more than
+// MaxProblemDocumentBytes, listing fewer problems (and setting the
+// document's "truncated" member) when all would not fit.
+const (
+	MaxProblemDocumentBytes = 64 << 10
+	MaxPointerBytes         = 512
+	MaxDetailBytes          = 512
+)
+
 // Problem is one reason a document is not valid GeoJSON.
 type Problem struct {
 	// Pointer is the RFC 6901 JSON pointer of the offending value, for
@@ -66,6 +79,11 @@ type Problem struct {
 	Rule string `json:"rule"`
 	// Message says, in English, what is wrong.
 	Message string `json:"detail"`
+	// Truncated reports that Pointer was cut to MaxPointerBytes (it is
+	// then a prefix of the real pointer) or Message to MaxDetailBytes
+	// (it then ends with "…"). The parser cuts them as it records a
+	// problem, so a problem costs at most a fixed size whatever the input.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // String formats p as "POINTER: RULE: message", with "(root)" standing
@@ -140,18 +158,22 @@ func (e *ValidationError) Error() string {
 func (e *ValidationError) HTTPStatus() int { return http.StatusUnprocessableEntity }
 
 // ProblemJSON returns an RFC 9457 problem document of type
-// [ProblemTypeInvalidGeoJSON] whose extension member "errors" lists
-// every problem as {"pointer", "rule", "detail"}.
+// [ProblemTypeInvalidGeoJSON] whose extension member "errors" lists the
+// problems as {"pointer", "rule", "detail"}, each with "truncated": true
+// when its pointer or detail was cut (see [Problem.Truncated]). The
+// document is at most [MaxProblemDocumentBytes] long and is not
+// HTML-escaped; when e.Truncated is set or not every problem fits, it
+// lists the first problems that fit and has the member "truncated": true,
+// and its "detail" says how many it lists.
 func (e *ValidationError) ProblemJSON() []byte {
-	detail := fmt.Sprintf("the body is not valid GeoJSON: %d problem(s)", len(e.Problems))
-	if e.Truncated {
-		detail += " listed, more were found"
+	detail := func(listed int) string {
+		s := fmt.Sprintf("the body is not valid GeoJSON: %d problem(s)", listed)
+		if e.Truncated || listed < len(e.Problems) {
+			s += " listed, more were found"
+		}
+		return s
 	}
-	probs := e.Problems
-	if probs == nil {
-		probs = []Problem{}
-	}
-	return problemDoc(ProblemTypeInvalidGeoJSON, "Invalid GeoJSON", http.StatusUnprocessableEntity, detail, probs)
+	return problemDocFit(ProblemTypeInvalidGeoJSON, "Invalid GeoJSON", http.StatusUnprocessableEntity, detail, e.Problems, e.Truncated)
 }
 
 // MediaTypeError reports a request whose Content-Type is neither
@@ -178,19 +200,4 @@ func (e *MediaTypeError) ProblemJSON() []byte {
 	}
 	return problemDoc(ProblemTypeUnsupportedMediaType, "Unsupported Media Type", http.StatusUnsupportedMediaType,
 		"Content-Type "+ct+" is not application/geo+json or application/json", nil)
-}
-
-func problemDoc(typ, title string, status int, detail string, errs []Problem) []byte {
-	doc := struct {
-		Type   string    `json:"type"`
-		Title  string    `json:"title"`
-		Status int       `json:"status"`
-		Detail string    `json:"detail"`
-		Errors []Problem `json:"errors,omitempty"`
-	}{typ, title, status, detail, errs}
-	b, err := json.Marshal(doc)
-	if err != nil { // cannot happen: every field is a string, int or string slice
-		panic(err)
-	}
-	return b
 }

@@ -141,6 +141,8 @@ type parser struct {
 	rootGeo     *gnode
 	rootBB      []float64
 	rootFeature bool // the root is a Feature, not a FeatureCollection
+
+	relSteps int // steps of checkPolygons' ring relation pass, for tests
 }
 
 // parse runs the single pass over data. It returns a *SyntaxError for
@@ -399,7 +401,10 @@ func (p *parser) object(c ctx) objResult {
 					r, _ := p.str()
 					id = string(unescapeName(r))
 				case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-					_, r := p.num()
+					f, r := p.num()
+					if math.IsInf(f, 0) { // as in value: I-JSON, RFC 7493 section 2.2
+						p.report(RuleNumberTooLarge, "number "+string(r)+" does not fit a float64")
+					}
 					id = json.Number(r)
 				default:
 					p.value(false)

@@ -23,7 +23,8 @@ func (p *parser) checkPolygons(g *gnode) {
 	defer sweeperPool.Put(s)
 	s.rings = s.rings[:0]
 	s.poly = s.poly[:0]
-	var refs []ringRef
+	s.shell = s.shell[:0]
+	refs := make([]ringRef, 0, len(g.ends))
 	multi := g.typ == tMultiPolygon
 	at := func(ref ringRef, k int) []any {
 		var e []any
@@ -42,6 +43,10 @@ func (p *parser) checkPolygons(g *gnode) {
 	if !multi {
 		polys = []int{len(g.ends)}
 	}
+	// The vertices of all rings share one buffer, and their input
+	// indices another: two allocations at most, however many rings.
+	s.pts = slices.Grow(s.pts[:0], g.npos)
+	origs := make([]int32, 0, g.npos)
 	r0 := 0
 	degenerate := false
 	for k, r1 := range polys {
@@ -51,23 +56,20 @@ func (p *parser) checkPolygons(g *gnode) {
 				from = g.ends[r-1]
 			}
 			to := g.ends[r] - 1 // drop the closing position
-			var ring []pt
-			if len(s.rings) < cap(s.rings) {
-				ring = s.rings[:len(s.rings)+1][len(s.rings)][:0]
-			}
-			ring = slices.Grow(ring, to-from)
-			orig := make([]int32, 0, to-from)
+			start := len(s.pts)
 			for i := from; i < to; i++ {
 				v := pt{a[i*st], a[i*st+1]}
-				if len(ring) > 0 && ring[len(ring)-1] == v {
+				if len(s.pts) > start && s.pts[len(s.pts)-1] == v {
 					continue
 				}
-				ring = append(ring, v)
-				orig = append(orig, int32(i-from))
+				s.pts = append(s.pts, v)
+				origs = append(origs, int32(i-from))
 			}
+			ring, orig := s.pts[start:len(s.pts):len(s.pts)], origs[start:len(origs):len(origs)]
 			for len(ring) > 1 && ring[len(ring)-1] == ring[0] {
 				ring, orig = ring[:len(ring)-1], orig[:len(orig)-1]
 			}
+			s.pts, origs = s.pts[:start+len(ring)], origs[:start+len(ring)]
 			ref := ringRef{poly: k, ring: r - r0, orig: orig}
 			if len(ring) < 3 {
 				p.report(RuleRingSelfIntersection, "the ring is degenerate: it has fewer than 3 distinct positions", at(ref, -1)...)
@@ -75,6 +77,7 @@ func (p *parser) checkPolygons(g *gnode) {
 			}
 			s.rings = append(s.rings, ring)
 			s.poly = append(s.poly, k)
+			s.shell = append(s.shell, int32(len(s.rings)-1-(r-r0)))
 			refs = append(refs, ref)
 		}
 		r0 = r1
@@ -87,24 +90,23 @@ func (p *parser) checkPolygons(g *gnode) {
 		return
 	}
 	// No crossings or overlaps and a tree of touches: what remains is
-	// where the rings lie relative to one another, which the sweep found.
-	shellOf := func(r int) int { // sweeper index of the shell of r's polygon
-		for r > 0 && s.poly[r-1] == s.poly[r] {
-			r--
-		}
-		return r
-	}
-	isShell := func(r int) bool { return shellOf(r) == r }
+	// where the rings lie relative to one another, which the sweep found
+	// (s.parent, a forest). Each ring's shell is known from the loop above
+	// and ancestry in the forest is read from one depth-first numbering,
+	// so this pass is O(1) per ring.
+	s.number()
+	p.relSteps += len(s.rings)
 	for r := range s.rings {
+		p.relSteps++
 		par := int(s.parent[r])
-		if isShell(r) {
-			if par >= 0 && isShell(par) {
+		shell := int(s.shell[r])
+		if shell == r {
+			if par >= 0 && int(s.shell[par]) == par {
 				p.report(RuleMultiPolygonOverlap, "the polygon lies inside polygon "+itoa(refs[par].poly)+", so they overlap", refs[r].poly)
 				return
 			}
 			continue
 		}
-		shell := shellOf(r)
 		if par == shell {
 			continue
 		}
@@ -114,14 +116,7 @@ func (p *parser) checkPolygons(g *gnode) {
 		}
 		// Inside a ring of another polygon that lies inside this shell:
 		// that polygon overlaps this one, which its own check reports.
-		inShell := false
-		for q := par; q >= 0; q = int(s.parent[q]) {
-			if q == shell {
-				inShell = true
-				break
-			}
-		}
-		if !inShell {
+		if par < 0 || !s.encloses(int32(shell), int32(par)) {
 			p.report(RuleHoleOutsideShell, "the hole is not inside the polygon's exterior ring", at(refs[r], -1)...)
 			return
 		}

@@ -26,8 +26,13 @@ const hugeProduct = 0x1p1000
 
 // orient returns +1 if c lies to the left of the directed line a→b
 // (a, b, c counterclockwise), -1 if to the right, and 0 if the three
-// points are collinear. The answer is exact: a floating-point filter
-// settles almost every call, and the rest are computed with rationals.
+// points are collinear. The answer is exact at every scale, in three
+// stages: a floating-point filter with Shewchuk's error bound settles
+// almost every call; when it cannot (its products underflow, or the
+// points are nearly collinear), orientAdaptive rescales the differences
+// by powers of two, filters again and, if need be, sums the determinant
+// exactly as a floating-point expansion. Rationals (math/big) remain only
+// for differences of 2^500 or more, which GeoJSON coordinates never reach.
 func orient(a, b, c pt) int {
 	acx, bcx := a.x-c.x, b.x-c.x
 	acy, bcy := a.y-c.y, b.y-c.y
@@ -45,6 +50,9 @@ func orient(a, b, c pt) int {
 	// so these products are exactly zero.
 	if (acx == 0 || bcy == 0) && (acy == 0 || bcx == 0) {
 		return 0
+	}
+	if o, ok := orientAdaptive(a, b, c); ok {
+		return o
 	}
 	return orientExact(a, b, c)
 }

@@ -50,22 +50,30 @@ func (p *parser) pop()             { p.path = p.path[:len(p.path)-1] }
 // pointer renders the current path, followed by extra (string keys or
 // int indices), as an RFC 6901 JSON pointer.
 func (p *parser) pointer(extra ...any) string {
+	// Past MaxPointerBytes the pointer is cut (newProblem): build little
+	// more than that, however long the names.
 	var b []byte
 	for _, e := range p.path {
+		if len(b) > MaxPointerBytes {
+			break
+		}
 		b = append(b, '/')
 		if e.key == nil {
 			b = strconv.AppendInt(b, int64(e.idx), 10)
 		} else {
-			b = appendPointerToken(b, unescapeName(e.key))
+			b = appendPointerToken(b, unescapeName(rawPrefix(e.key, MaxPointerBytes+1)))
 		}
 	}
 	for _, e := range extra {
+		if len(b) > MaxPointerBytes {
+			break
+		}
 		b = append(b, '/')
 		switch e := e.(type) {
 		case int:
 			b = strconv.AppendInt(b, int64(e), 10)
 		case string:
-			b = appendPointerToken(b, []byte(e))
+			b = appendPointerToken(b, []byte(e[:min(len(e), MaxPointerBytes+1)]))
 		}
 	}
 	return string(b)
@@ -95,7 +103,7 @@ func (p *parser) report(rule, msg string, extra ...any) {
 		p.truncated = true
 		return
 	}
-	p.probs = append(p.probs, Problem{Pointer: p.pointer(extra...), Rule: rule, Message: msg})
+	p.probs = append(p.probs, newProblem(p.pointer(extra...), rule, msg))
 }
 
 func (p *parser) ws() {

@@ -62,6 +62,7 @@ const unknownParent = -2
 // sweeper holds reusable buffers for sweeps.
 type sweeper struct {
 	rings  [][]pt
+	pts    []pt  // backing array of rings
 	poly   []int // polygon of each ring
 	segOff []int // first segment of each ring
 	segs   []seg
@@ -84,6 +85,13 @@ type sweeper struct {
 
 	ccw    []bool  // orientation of each ring
 	parent []int32 // innermost ring containing each ring, -1 for none
+	shell  []int32 // the shell (first ring) of each ring's polygon
+
+	// A depth-first numbering of the parent forest: ring a encloses ring
+	// d exactly when tin[a] <= tin[d] and tout[d] <= tout[a].
+	tin, tout   []int32
+	child, sibl []int32 // first child and next sibling of each ring
+	stack, kids []int32 // depth-first search: rings, and the next child of each
 
 	verify       bool // check the status order after every insertion
 	inconsistent int  // status order violations seen when verifying

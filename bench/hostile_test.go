@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestHostileSection runs section 6 alone in the tiny mode and checks its
+// table, headline and figures.
+func TestHostileSection(t *testing.T) {
+	o := tinyOptions(t)
+	o.only = map[string]bool{"hostile": true}
+	rep, err := run(context.Background(), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(rep.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.failed) > 0 {
+		t.Fatalf("sections failed: %v\n%s", rep.failed, md)
+	}
+	for _, want := range []string{"## 6. Hostile inputs", "| problem document, 64 KiB body |", "| 1000 holes |",
+		"| circle of 1000 vertices at 1e-200 |", "hostile inputs (issue 16)", "hostile-time.svg", "hostile-alloc.svg"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("REPORT.md lacks %q:\n%s", want, md)
+		}
+	}
+	for _, f := range []string{"hostile-time.svg", "hostile-alloc.svg"} {
+		checkSVG(t, filepath.Join(o.out, f))
+	}
+}
