@@ -62,7 +62,21 @@
 // that takes no row lock, so replays of one hot key run in parallel. Extend,
 // Complete and Release each change the row only where the key, the token and
 // a running lease all match, and report [keystore.ErrLeaseLost] when no row
-// matched. Tokens come from a bigint sequence: never zero, never reused.
+// matched.
+
+// # Fencing tokens
+//
+// Tokens come from one bigint sequence for the whole table (Table+"_token_seq"),
+// which no column owns: never zero, and never issued twice for a key, not even
+// for a key that was released, pruned and claimed again. What an operator may
+// do without breaking that: DELETE rows, TRUNCATE the table (with or without
+// RESTART IDENTITY, which restarts only the sequences a column owns), let
+// [Store.Prune] run, dump and restore the schema with pg_dump (which keeps the
+// sequence's position). What breaks it: ALTER SEQUENCE … RESTART, setval to a
+// lower value, or dropping and re-creating the sequence while a request holds
+// a key; a stale owner's token may then be issued again and its late Complete
+// would pass the fence. Dropping the table does not drop the sequence: drop
+// both, and the migration table, only when no replica runs.
 //
 // The pool's sessions must use the READ COMMITTED isolation level, the
 // PostgreSQL default.
