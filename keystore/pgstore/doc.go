@@ -63,7 +63,7 @@
 // Complete and Release each change the row only where the key, the token and
 // a running lease all match, and report [keystore.ErrLeaseLost] when no row
 // matched.
-
+//
 // # Fencing tokens
 //
 // Tokens come from one bigint sequence for the whole table (Table+"_token_seq"),
