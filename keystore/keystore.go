@@ -71,7 +71,9 @@ type Token uint64
 
 // Record is a recorded response: what the middleware replays to every retry.
 type Record struct {
-	// StatusCode is the HTTP status of the response.
+	// StatusCode is the HTTP status of the response: a final status, from
+	// MinStatusCode to MaxStatusCode (200–599). Stores refuse any other
+	// with ErrInvalidStatus (see Record.Validate).
 	StatusCode int
 	// Header holds the response headers chosen for replay. It may be nil.
 	Header http.Header
@@ -166,7 +168,9 @@ type Store interface {
 
 	// Complete stores rec as the key's record, kept for retention from now,
 	// and ends token's hold. It fails with ErrLeaseLost, storing nothing, if
-	// token no longer holds key.
+	// token no longer holds key. It fails with an error wrapping
+	// ErrInvalidStatus, storing nothing and leaving token's hold as it was,
+	// if rec.StatusCode is outside 200–599.
 	Complete(ctx context.Context, key string, token Token, rec Record, retention time.Duration) error
 
 	// Release deletes the in-flight entry held by token, so the next Claim

@@ -76,6 +76,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RecordExpiresAfterRetention", testRecordExpires},
 		{"CanceledContext", testCanceledContext},
 		{"MaxKeyLen", testMaxKeyLen},
+		{"CompleteRefusesInvalidStatus", testCompleteRefusesInvalidStatus},
 	}
 	for _, r := range rules {
 		t.Run(r.name, func(t *testing.T) {

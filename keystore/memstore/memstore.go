@@ -30,6 +30,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -71,8 +72,9 @@ type Stats struct {
 // the default limits. A Store must not be copied after first use.
 //
 // Store never returns an error other than keystore.ErrLeaseLost,
-// keystore.ErrStoreFull, an error for a non-positive duration, or the
-// context's error when the context is already done.
+// keystore.ErrStoreFull, an error for a non-positive duration, one wrapping
+// keystore.ErrInvalidStatus for a record whose status is outside 200–599, or
+// the context's error when the context is already done.
 type Store struct {
 	mu        sync.Mutex
 	cfg       Config
@@ -258,6 +260,9 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	}
 	if retention <= 0 {
 		return errDuration
+	}
+	if err := rec.Validate(); err != nil {
+		return fmt.Errorf("memstore: complete: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -274,8 +274,8 @@ func (s *Store) complete(ctx context.Context, db execer, key string, token keyst
 	if err != nil {
 		return err
 	}
-	if rec.StatusCode < math.MinInt32 || rec.StatusCode > math.MaxInt32 {
-		return fmt.Errorf("pgstore: complete: status code %d out of range", rec.StatusCode)
+	if err := rec.Validate(); err != nil {
+		return fmt.Errorf("pgstore: complete: %w", err)
 	}
 	header := encodeHeader(rec.Header)
 	if token == 0 || token > math.MaxInt64 {

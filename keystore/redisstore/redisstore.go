@@ -315,6 +315,9 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if err != nil {
 		return err
 	}
+	if err := rec.Validate(); err != nil {
+		return fmt.Errorf("redisstore: complete: %w", err)
+	}
 	tok := tokenBytes(token)
 	enc := appendRecord(make([]byte, 0, recordSize(rec)), rec)
 	return s.held(ctx, "complete", completeScript, key, tok[:], abandonedGrace.Milliseconds(), enc, retMs)
