@@ -22,8 +22,8 @@ func (s *Store) check(t *testing.T) {
 			if int(e.pos) != i {
 				t.Fatalf("%s[%d] = slot %d whose pos is %d", name, i, slot, e.pos)
 			}
-			if (name == "leases") != e.inFlight() {
-				t.Fatalf("slot %d (in flight %v) is in the %s heap", slot, e.inFlight(), name)
+			if (name == "leases") != e.inLeaseHeap() {
+				t.Fatalf("slot %d (state %d) is in the %s heap", slot, e.state, name)
 			}
 			if i > 0 && h.less(i, (i-1)/2) {
 				t.Fatalf("%s heap order broken at %d", name, i)
