@@ -62,7 +62,13 @@
 // that takes no row lock, so replays of one hot key run in parallel. Extend,
 // Complete and Release each change the row only where the key, the token and
 // a running lease all match, and report [keystore.ErrLeaseLost] when no row
-// matched.
+// matched. Each also accepts, changing nothing, the row its own token has
+// already completed (Extend; Complete with an equal record) or released
+// (Release; a released row is kept until Prune deletes it, and Claim takes
+// it over without TookOver). Being single UPDATEs, they judge the row as it
+// is after any transaction they waited for: a lease renewal that waits on
+// the row lock of its own request's CompleteTx and then meets the committed
+// record succeeds.
 //
 // # Fencing tokens
 //
