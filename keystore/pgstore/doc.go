@@ -84,8 +84,20 @@
 // would pass the fence. Dropping the table does not drop the sequence: drop
 // both, and the migration table, only when no replica runs.
 //
-// The pool's sessions must use the READ COMMITTED isolation level, the
-// PostgreSQL default.
+// # Isolation
+//
+// The store's own statements work whatever default_transaction_isolation
+// the pool's sessions use. Each runs as a transaction of its own; under
+// REPEATABLE READ or SERIALIZABLE, claims of one key that race (and a fenced
+// UPDATE that waited for another transaction on the row) can fail with a
+// serialization failure, SQLSTATE 40001, which changed nothing: the store
+// runs such a statement again with a fresh snapshot, up to eight times
+// after short random pauses, so every caller gets its answer (acquired, in
+// flight or completed) instead of an error the middleware would answer with
+// 503. InTx begins its transaction at READ COMMITTED explicitly; a
+// transaction of your own that calls CompleteTx must be READ COMMITTED too,
+// since a serialization failure inside it aborts it and cannot be retried
+// by the store.
 //
 // # Schema and pruning
 //
