@@ -63,7 +63,7 @@ type Config struct {
 
 // Stats is a snapshot of a Store's contents.
 type Stats struct {
-	Entries int    // keys held, in flight or completed
+	Entries int    // keys held: in flight, completed, or released within the last minute
 	Bytes   int64  // bytes charged against Config.MaxBytes
 	Evicted uint64 // completed records dropped before their retention ended
 }

@@ -94,7 +94,9 @@
 // runs such a statement again with a fresh snapshot, up to eight times
 // after short random pauses, so every caller gets its answer (acquired, in
 // flight or completed) instead of an error the middleware would answer with
-// 503. InTx begins its transaction at READ COMMITTED explicitly; a
+// 503. InTx and Migrate begin their transactions at READ COMMITTED
+// explicitly (Migrate must see, after waiting for its lock, what another
+// replica's migration committed meanwhile); a
 // transaction of your own that calls CompleteTx must be READ COMMITTED too,
 // since a serialization failure inside it aborts it and cannot be retried
 // by the store.

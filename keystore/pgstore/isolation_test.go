@@ -119,3 +119,31 @@ func claimRace(t *testing.T, s keystore.Store, key string, wantTookOver bool) {
 		t.Errorf("TookOver = %v, want %v", acquired[0].TookOver, wantTookOver)
 	}
 }
+
+// Replicas starting at once migrate under the stricter defaults too: each
+// must see what the replica before it committed while it waited for the
+// migration lock.
+func TestMigrateConcurrentlyUnderStricterIsolation(t *testing.T) {
+	for _, level := range isolationLevels {
+		t.Run(level, func(t *testing.T) {
+			pool := isolationPool(t, level)
+			schema := newSchema(t, pool)
+			const n = 4
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range n {
+				wg.Go(func() {
+					<-start
+					s, err := pgstore.New(testCtx(t), pool, pgstore.Config{Schema: schema, PruneInterval: -1})
+					if err != nil {
+						t.Errorf("replica %d: New: %v", i, err)
+						return
+					}
+					s.Close()
+				})
+			}
+			close(start)
+			wg.Wait()
+		})
+	}
+}
