@@ -35,14 +35,21 @@ func (s *Store) check(t *testing.T) {
 		}
 	}
 	var bytes int64
+	nReleased := 0
 	for id, slot := range s.index {
 		if s.entries[slot].id != id || !seen[slot] {
 			t.Fatalf("index[%x] = %d, which holds %x (in a heap: %v)", id[:4], slot, s.entries[slot].id[:4], seen[slot])
 		}
 		bytes += s.entries[slot].size
+		if s.entries[slot].state == released {
+			nReleased++
+		}
 	}
 	if len(seen) != len(s.index) || bytes != s.bytes {
 		t.Fatalf("%d slots in heaps, %d indexed, %d bytes counted, %d recorded", len(seen), len(s.index), bytes, s.bytes)
+	}
+	if nReleased != s.released {
+		t.Fatalf("%d released entries, %d counted", nReleased, s.released)
 	}
 }
 

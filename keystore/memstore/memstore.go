@@ -63,7 +63,7 @@ type Config struct {
 
 // Stats is a snapshot of a Store's contents.
 type Stats struct {
-	Entries int    // keys held: in flight, completed, or released within the last minute
+	Entries int    // keys held, in flight or completed
 	Bytes   int64  // bytes charged against Config.MaxBytes
 	Evicted uint64 // completed records dropped before their retention ended
 }
@@ -88,6 +88,7 @@ type Store struct {
 	bytes     int64
 	lastToken keystore.Token
 	evicted   uint64
+	released  int // entries kept after Release (see Release), not counted as held
 }
 
 // New returns an empty Store with the given limits.
@@ -349,6 +350,11 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 	e.state = released
 	e.deadline = now
 	s.leases.fix(e.pos)
+	// A released entry is charged only its key, whatever its claim was charged.
+	keep := entryOverhead + int64(len(key))
+	s.bytes -= e.size - keep
+	e.size = keep
+	s.released++
 	return nil
 }
 
@@ -356,7 +362,7 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Entries: len(s.index), Bytes: s.bytes, Evicted: s.evicted}
+	return Stats{Entries: len(s.index) - s.released, Bytes: s.bytes, Evicted: s.evicted}
 }
 
 // Close drops every entry. It exists so that a Store can stand wherever a
@@ -365,7 +371,7 @@ func (s *Store) Stats() Stats {
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.index, s.entries, s.recs, s.free, s.leases.slots, s.records.slots, s.bytes = nil, nil, nil, nil, nil, nil, 0
+	s.index, s.entries, s.recs, s.free, s.leases.slots, s.records.slots, s.bytes, s.released = nil, nil, nil, nil, nil, nil, 0, 0
 	return nil
 }
 
@@ -373,6 +379,9 @@ func (s *Store) Close() error {
 // holds it, and frees the slot.
 func (s *Store) remove(slot int32) {
 	e := &s.entries[slot]
+	if e.state == released {
+		s.released--
+	}
 	if e.inLeaseHeap() {
 		s.leases.remove(e.pos)
 	} else {
