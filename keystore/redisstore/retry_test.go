@@ -115,3 +115,29 @@ func TestRetriedOperationsSucceed(t *testing.T) {
 		t.Fatalf("claim after the retried Release: %v %v TookOver %v, want a fresh acquire", r.State, err, r.TookOver)
 	}
 }
+
+// A key that begins with '}' gives its Redis key an empty hash tag, so the
+// release marker could live on another Cluster slot: such keys get none.
+// Release still works (once), and so does every other operation.
+func TestReleaseOfKeyWithEmptyHashTagCluster(t *testing.T) {
+	t.Parallel()
+	client := clusterClient(t)
+	s := newStore(t, client, client, redisstore.Config{})
+	ctx := t.Context()
+	for range 5 {
+		key := "}{" + keystoretest.Key(t)[:16]
+		c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+		if err != nil || c.State != keystore.Acquired {
+			t.Fatalf("Claim(%q): %v %v", key, c.State, err)
+		}
+		if err := s.Extend(ctx, key, c.Token, time.Minute); err != nil {
+			t.Fatalf("Extend(%q): %v", key, err)
+		}
+		if err := s.Release(ctx, key, c.Token); err != nil {
+			t.Fatalf("Release(%q): %v", key, err)
+		}
+		if c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute); err != nil || c.State != keystore.Acquired || c.TookOver {
+			t.Fatalf("claim after Release(%q): %v %v TookOver %v", key, c.State, err, c.TookOver)
+		}
+	}
+}
