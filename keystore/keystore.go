@@ -30,6 +30,26 @@
 // and change nothing. This is the fencing rule: an owner whose lease ran out
 // can never overwrite the work of the request that took the key over.
 //
+// # Repeats of a token's own work
+//
+// Three repeats are not lost leases, because the token's work is done, not
+// undone: each succeeds and changes nothing.
+//
+//   - Extend by the token that completed the key, while its record is kept:
+//     a lease renewal that meets its own request's commit (a record stored by
+//     pgstore's InTx or CompleteTx in the handler's transaction) succeeds,
+//     and the record keeps its retention.
+//   - Complete by the token that completed the key, with an equal record
+//     (same status, header fields and values in order, and body): a client
+//     library's retry of a Complete that was applied before the connection
+//     broke succeeds. With a different record it fails with ErrLeaseLost.
+//   - Release by the token that released the key, until the key is claimed
+//     again (stores keep the mark for a short grace, at least a minute for
+//     those in this module).
+//
+// So ErrLeaseLost always means: this token's hold was ended by something
+// other than its own Complete or Release, and the call changed nothing.
+//
 // Leases and retention are judged by the store's clock (the database or
 // Redis server clock for networked stores), never by the clocks of the
 // application servers, which may disagree.
@@ -44,7 +64,9 @@ import (
 
 // ErrLeaseLost reports that a token no longer holds its key: the lease
 // expired, another claim took the key over, or the token was already used to
-// complete or release it. The operation that returned it changed nothing.
+// complete or release it (and the call is not one of the repeats of its own
+// work that succeed, see the package documentation). The operation that
+// returned it changed nothing.
 // Stores may wrap it; compare with errors.Is.
 var ErrLeaseLost = errors.New("keystore: lease lost")
 
@@ -66,14 +88,21 @@ const MaxKeyLen = 255
 type Fingerprint [32]byte
 
 // Token is a fencing token: the proof that a caller holds a key. A store never
-// issues the same token twice for the same key, not even after the key has
-// expired, been released or been taken over, and never issues the zero Token.
-// Callers treat tokens as opaque values compared for equality.
+// issues the zero Token, and never issues the same token twice for the same
+// key, not even after the key has expired, been released or been taken over:
+// memstore and pgstore draw tokens from a counter (pgstore's survives
+// TRUNCATE … RESTART IDENTITY); a store that draws tokens at random
+// (redisstore: 64 bits from crypto/rand) keeps the promise with overwhelming
+// probability instead, two claims of one key sharing a token with
+// probability 2⁻⁶⁴. Callers treat tokens as opaque values compared for
+// equality.
 type Token uint64
 
 // Record is a recorded response: what the middleware replays to every retry.
 type Record struct {
-	// StatusCode is the HTTP status of the response.
+	// StatusCode is the HTTP status of the response: a final status, from
+	// MinStatusCode to MaxStatusCode (200–599). Stores refuse any other
+	// with ErrInvalidStatus (see Record.Validate).
 	StatusCode int
 	// Header holds the response headers chosen for replay. It may be nil.
 	Header http.Header
@@ -163,17 +192,25 @@ type Store interface {
 	Claim(ctx context.Context, key string, fp Fingerprint, lease time.Duration) (Claim, error)
 
 	// Extend renews the lease held by token so that it expires lease from now.
-	// It fails with ErrLeaseLost if token no longer holds key.
+	// It fails with ErrLeaseLost if token no longer holds key, except that
+	// Extend by the token that completed key succeeds and changes nothing
+	// while the record is kept (see Repeats of a token's own work).
 	Extend(ctx context.Context, key string, token Token, lease time.Duration) error
 
 	// Complete stores rec as the key's record, kept for retention from now,
 	// and ends token's hold. It fails with ErrLeaseLost, storing nothing, if
-	// token no longer holds key.
+	// token no longer holds key, except that a repeat by the token that
+	// completed key with an equal record succeeds and changes nothing. It
+	// fails with an error wrapping
+	// ErrInvalidStatus, storing nothing and leaving token's hold as it was,
+	// if rec.StatusCode is outside 200–599.
 	Complete(ctx context.Context, key string, token Token, rec Record, retention time.Duration) error
 
 	// Release deletes the in-flight entry held by token, so the next Claim
-	// acquires the key. It fails with ErrLeaseLost, deleting nothing, if token
-	// no longer holds key.
+	// acquires the key (without TookOver). It fails with ErrLeaseLost,
+	// deleting nothing, if token no longer holds key, except that a repeat by
+	// the token that released key succeeds and changes nothing until key is
+	// claimed again.
 	Release(ctx context.Context, key string, token Token) error
 }
 

@@ -1,8 +1,10 @@
 package memstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net/http"
+	"slices"
 
 	"github.com/geoidem/geoidem/keystore"
 )
@@ -75,4 +77,20 @@ func uvarint(b []byte) (uint64, []byte) {
 func str(b []byte) (string, []byte) {
 	n, b := uvarint(b)
 	return string(b[:n]), b[n:]
+}
+
+// sameRecord reports whether data, written by encodeRecord, encodes a record
+// equal to r: the same status, header fields and values in order, and body
+// (nil and empty alike).
+func sameRecord(data []byte, r keystore.Record) bool {
+	got := decodeRecord(data)
+	if got.StatusCode != r.StatusCode || !bytes.Equal(got.Body, r.Body) || len(got.Header) != len(r.Header) {
+		return false
+	}
+	for name, vs := range r.Header {
+		if !slices.Equal(got.Header[name], vs) {
+			return false
+		}
+	}
+	return true
 }

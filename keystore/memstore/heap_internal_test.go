@@ -22,8 +22,8 @@ func (s *Store) check(t *testing.T) {
 			if int(e.pos) != i {
 				t.Fatalf("%s[%d] = slot %d whose pos is %d", name, i, slot, e.pos)
 			}
-			if (name == "leases") != e.inFlight() {
-				t.Fatalf("slot %d (in flight %v) is in the %s heap", slot, e.inFlight(), name)
+			if (name == "leases") != e.inLeaseHeap() {
+				t.Fatalf("slot %d (state %d) is in the %s heap", slot, e.state, name)
 			}
 			if i > 0 && h.less(i, (i-1)/2) {
 				t.Fatalf("%s heap order broken at %d", name, i)
@@ -35,14 +35,21 @@ func (s *Store) check(t *testing.T) {
 		}
 	}
 	var bytes int64
+	nReleased := 0
 	for id, slot := range s.index {
 		if s.entries[slot].id != id || !seen[slot] {
 			t.Fatalf("index[%x] = %d, which holds %x (in a heap: %v)", id[:4], slot, s.entries[slot].id[:4], seen[slot])
 		}
 		bytes += s.entries[slot].size
+		if s.entries[slot].state == released {
+			nReleased++
+		}
 	}
 	if len(seen) != len(s.index) || bytes != s.bytes {
 		t.Fatalf("%d slots in heaps, %d indexed, %d bytes counted, %d recorded", len(seen), len(s.index), bytes, s.bytes)
+	}
+	if nReleased != s.released {
+		t.Fatalf("%d released entries, %d counted", nReleased, s.released)
 	}
 }
 

@@ -43,6 +43,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -96,8 +97,9 @@ type Stats struct {
 // the default limits. A Store must not be copied after first use.
 //
 // Store never returns an error other than keystore.ErrLeaseLost,
-// keystore.ErrStoreFull, an error for a non-positive duration, or the
-// context's error when the context is already done.
+// keystore.ErrStoreFull, an error for a non-positive duration, one wrapping
+// keystore.ErrInvalidStatus for a record whose status is outside 200–599, or
+// the context's error when the context is already done.
 type Store struct {
 	mu        sync.Mutex
 	cfg       Config
@@ -111,6 +113,7 @@ type Store struct {
 	bytes     int64
 	lastToken keystore.Token
 	refused   uint64
+	released  int // entries kept after Release (see Release), not counted as held
 }
 
 // New returns an empty Store with the given limits.
@@ -153,13 +156,28 @@ func lowerHex(c byte) (byte, bool) {
 type entry struct {
 	id       keyID
 	fp       keystore.Fingerprint
-	token    keystore.Token // nonzero while in flight
-	deadline int64          // lease expiry while in flight, end of retention once completed
+	token    keystore.Token // the token that holds the key, or that completed or released it
+	deadline int64          // lease expiry while in flight, end of retention once completed, the release once released
 	size     int64
 	pos      int32 // position in its heap
+	state    entryState
 }
 
-func (e *entry) inFlight() bool { return e.token != 0 }
+// entryState says what an entry is. A released entry stays in the lease heap
+// as a lease that ended when it was released, so that a repeated Release by
+// its token succeeds until the key is claimed again or the entry is dropped
+// like any expired lease.
+type entryState uint8
+
+const (
+	inFlight entryState = iota
+	completed
+	released
+)
+
+// inLeaseHeap reports whether the entry belongs in the lease heap (in flight
+// or released) rather than the record heap (completed).
+func (e *entry) inLeaseHeap() bool { return e.state != completed }
 
 var (
 	_ keystore.Store       = (*Store)(nil)
@@ -224,13 +242,13 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 	tookOver := false
 	if slot, ok := s.index[id]; ok {
 		e := &s.entries[slot]
-		if e.deadline > now {
-			if e.inFlight() {
+		if e.deadline > now && e.state != released {
+			if e.state == inFlight {
 				return keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: time.Duration(e.deadline - now)}, nil
 			}
 			return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: decodeRecord(s.recs[slot])}, nil
 		}
-		tookOver = e.inFlight()
+		tookOver = e.state == inFlight
 		s.remove(slot)
 	}
 	s.dropExpired(now)
@@ -265,13 +283,28 @@ func (s *Store) held(key string, token keystore.Token, now int64) int32 {
 	if !ok {
 		return -1
 	}
-	if e := &s.entries[slot]; !e.inFlight() || e.token != token || e.deadline <= now {
+	if e := &s.entries[slot]; e.state != inFlight || e.token != token || e.deadline <= now {
 		return -1
 	}
 	return slot
 }
 
-// Extend implements keystore.Store.
+// ended returns the slot of the entry that token completed (with its record
+// still kept) or released, whichever state is, or -1.
+func (s *Store) ended(key string, token keystore.Token, state entryState, now int64) int32 {
+	slot, ok := s.index[idOf(key)]
+	if !ok {
+		return -1
+	}
+	e := &s.entries[slot]
+	if e.state != state || e.token != token || (state == completed && e.deadline <= now) {
+		return -1
+	}
+	return slot
+}
+
+// Extend implements keystore.Store. Extend by the token that completed the
+// key succeeds and changes nothing while the record is kept.
 func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, lease time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -284,6 +317,9 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	now := s.now()
 	slot := s.held(key, token, now)
 	if slot < 0 {
+		if s.ended(key, token, completed, now) >= 0 {
+			return nil
+		}
 		return keystore.ErrLeaseLost
 	}
 	s.entries[slot].deadline = now + int64(lease)
@@ -291,7 +327,8 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	return nil
 }
 
-// Complete implements keystore.Store.
+// Complete implements keystore.Store. Complete repeated by the token that
+// completed the key, with an equal record, succeeds and changes nothing.
 func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec keystore.Record, retention time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -299,11 +336,17 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if retention <= 0 {
 		return errDuration
 	}
+	if err := rec.Validate(); err != nil {
+		return fmt.Errorf("memstore: complete: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	slot := s.held(key, token, now)
 	if slot < 0 {
+		if done := s.ended(key, token, completed, now); done >= 0 && sameRecord(s.recs[done], rec) {
+			return nil
+		}
 		return keystore.ErrLeaseLost
 	}
 	data := encodeRecord(rec)
@@ -318,7 +361,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 		return keystore.ErrStoreFull
 	}
 	e := &s.entries[slot]
-	e.token = 0
+	e.state = completed
 	s.recs[slot] = data
 	e.size += grow
 	s.bytes += grow
@@ -327,18 +370,33 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	return nil
 }
 
-// Release implements keystore.Store.
+// Release implements keystore.Store. The released entry is kept as a lease
+// that has ended, without TookOver for the claim that replaces it, so that
+// Release repeated by the same token succeeds and changes nothing until the
+// key is claimed again (or, at most, for a minute).
 func (s *Store) Release(ctx context.Context, key string, token keystore.Token) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	slot := s.held(key, token, s.now())
+	now := s.now()
+	slot := s.held(key, token, now)
 	if slot < 0 {
+		if s.ended(key, token, released, now) >= 0 {
+			return nil
+		}
 		return keystore.ErrLeaseLost
 	}
-	s.remove(slot)
+	e := &s.entries[slot]
+	e.state = released
+	e.deadline = now
+	s.leases.fix(e.pos)
+	// A released entry is charged only its key, whatever its claim was charged.
+	keep := entryOverhead + int64(len(key))
+	s.bytes -= e.size - keep
+	e.size = keep
+	s.released++
 	return nil
 }
 
@@ -346,7 +404,7 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Entries: len(s.index), Bytes: s.bytes, Refused: s.refused}
+	return Stats{Entries: len(s.index) - s.released, Bytes: s.bytes, Refused: s.refused}
 }
 
 // Close drops every entry. It exists so that a Store can stand wherever a
@@ -355,7 +413,7 @@ func (s *Store) Stats() Stats {
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.index, s.entries, s.recs, s.free, s.leases.slots, s.records.slots, s.bytes = nil, nil, nil, nil, nil, nil, 0
+	s.index, s.entries, s.recs, s.free, s.leases.slots, s.records.slots, s.bytes, s.released = nil, nil, nil, nil, nil, nil, 0, 0
 	return nil
 }
 
@@ -363,7 +421,10 @@ func (s *Store) Close() error {
 // holds it, and frees the slot.
 func (s *Store) remove(slot int32) {
 	e := &s.entries[slot]
-	if e.inFlight() {
+	if e.state == released {
+		s.released--
+	}
+	if e.inLeaseHeap() {
 		s.leases.remove(e.pos)
 	} else {
 		s.records.remove(e.pos)

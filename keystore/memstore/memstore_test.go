@@ -316,3 +316,25 @@ func TestKeysAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+// A released key is kept for a repeated Release, but it is not held: Stats
+// does not count it, and it is charged only its key.
+func TestReleasedKeyIsNotCounted(t *testing.T) {
+	s := memstore.New(memstore.Config{})
+	c := claim(t, s, "k", time.Minute)
+	before := s.Stats()
+	for range 2 {
+		if err := s.Release(context.Background(), "k", c.Token); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	}
+	if st := s.Stats(); st.Entries != 0 || st.Bytes > before.Bytes {
+		t.Fatalf("after Release: %+v, want no entries and no more bytes than the claim's %d", st, before.Bytes)
+	}
+	if got := claim(t, s, "k", time.Minute); got.State != keystore.Acquired || got.TookOver {
+		t.Fatalf("claim after Release: %+v, want a fresh acquire", got)
+	}
+	if st := s.Stats(); st.Entries != 1 {
+		t.Fatalf("after the new claim: %+v, want one entry", st)
+	}
+}

@@ -62,10 +62,44 @@
 // that takes no row lock, so replays of one hot key run in parallel. Extend,
 // Complete and Release each change the row only where the key, the token and
 // a running lease all match, and report [keystore.ErrLeaseLost] when no row
-// matched. Tokens come from a bigint sequence: never zero, never reused.
+// matched. Each also accepts, changing nothing, the row its own token has
+// already completed (Extend; Complete with an equal record) or released
+// (Release; a released row is kept until Prune deletes it, and Claim takes
+// it over without TookOver). Being single UPDATEs, they judge the row as it
+// is after any transaction they waited for: a lease renewal that waits on
+// the row lock of its own request's CompleteTx and then meets the committed
+// record succeeds.
 //
-// The pool's sessions must use the READ COMMITTED isolation level, the
-// PostgreSQL default.
+// # Fencing tokens
+//
+// Tokens come from one bigint sequence for the whole table (Table+"_token_seq"),
+// which no column owns: never zero, and never issued twice for a key, not even
+// for a key that was released, pruned and claimed again. What an operator may
+// do without breaking that: DELETE rows, TRUNCATE the table (with or without
+// RESTART IDENTITY, which restarts only the sequences a column owns), let
+// [Store.Prune] run, dump and restore the schema with pg_dump (which keeps the
+// sequence's position). What breaks it: ALTER SEQUENCE … RESTART, setval to a
+// lower value, or dropping and re-creating the sequence while a request holds
+// a key; a stale owner's token may then be issued again and its late Complete
+// would pass the fence. Dropping the table does not drop the sequence: drop
+// both, and the migration table, only when no replica runs.
+//
+// # Isolation
+//
+// The store's own statements work whatever default_transaction_isolation
+// the pool's sessions use. Each runs as a transaction of its own; under
+// REPEATABLE READ or SERIALIZABLE, claims of one key that race (and a fenced
+// UPDATE that waited for another transaction on the row) can fail with a
+// serialization failure, SQLSTATE 40001, which changed nothing: the store
+// runs such a statement again with a fresh snapshot, up to eight times
+// after short random pauses, so every caller gets its answer (acquired, in
+// flight or completed) instead of an error the middleware would answer with
+// 503. InTx and Migrate begin their transactions at READ COMMITTED
+// explicitly (Migrate must see, after waiting for its lock, what another
+// replica's migration committed meanwhile); a
+// transaction of your own that calls CompleteTx must be READ COMMITTED too,
+// since a serialization failure inside it aborts it and cannot be retried
+// by the store.
 //
 // # Schema and pruning
 //

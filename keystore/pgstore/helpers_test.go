@@ -224,3 +224,29 @@ func holdCtx(t testing.TB, key string, c keystore.Claim) (context.Context, *keys
 func record(body string) keystore.Record {
 	return keystore.Record{StatusCode: 201, Header: map[string][]string{"Content-Type": {"application/json"}}, Body: []byte(body)}
 }
+
+// waitBlockedBy waits until some session waits for a lock held by the
+// backend pid, failing the test if done delivers first (the operation did
+// not wait) or nothing waits within ten seconds.
+func waitBlockedBy[T any](t testing.TB, pool *pgxpool.Pool, pid uint32, done <-chan T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := pool.QueryRow(testCtx(t), "SELECT count(*) FROM pg_stat_activity WHERE $1::integer = ANY (pg_blocking_pids(pid))", pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the operation did not wait for the transaction's row lock: %v", r)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nothing waited for the transaction's row lock")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -52,7 +52,7 @@ func migrations() ([]migration, error) {
 }
 
 // SchemaVersion is the schema version this package's migrations produce.
-const SchemaVersion = 1
+const SchemaVersion = 3
 
 // Migrate brings the store's schema up to SchemaVersion, applying each
 // embedded migration that the table's migration record lacks, all in one
@@ -66,7 +66,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// READ COMMITTED whatever the sessions' default: each statement after the
+	// lock must see what the replica that held it before committed, which a
+	// snapshot taken by the lock statement itself (REPEATABLE READ,
+	// SERIALIZABLE) would not.
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, lockSQL, s.lockKey); err != nil {
 			return err
 		}

@@ -86,8 +86,12 @@ var _ keystore.Store = (*Store)(nil)
 // expired rows every interval until Close. The pool stays the caller's: Close
 // does not close it.
 //
-// The pool's connections must use the READ COMMITTED isolation level (the
-// PostgreSQL default): Claim relies on its rules for INSERT … ON CONFLICT.
+// The store's statements work under any default_transaction_isolation of
+// the pool's sessions: each runs as a transaction of its own, and a
+// serialization failure (SQLSTATE 40001), which REPEATABLE READ or
+// SERIALIZABLE produce when claims of one key race, is retried a bounded
+// number of times, so that every caller gets its answer (acquired, in flight
+// or completed) as under READ COMMITTED.
 func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("pgstore: nil pool")
@@ -198,8 +202,10 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 		fpb, header, body  []byte
 		status             *int32
 	)
-	err = s.pool.QueryRow(ctx, s.sql.claim, key, fp[:], us).
-		Scan(&acquired, &tookOver, &token, &fpb, &status, &header, &body, &remaining)
+	err = retrySerialization(ctx, func() error {
+		return s.pool.QueryRow(ctx, s.sql.claim, key, fp[:], us).
+			Scan(&acquired, &tookOver, &token, &fpb, &status, &header, &body, &remaining)
+	})
 	if err != nil {
 		return keystore.Claim{}, storeErr(ctx, "claim", err)
 	}
@@ -274,8 +280,8 @@ func (s *Store) complete(ctx context.Context, db execer, key string, token keyst
 	if err != nil {
 		return err
 	}
-	if rec.StatusCode < math.MinInt32 || rec.StatusCode > math.MaxInt32 {
-		return fmt.Errorf("pgstore: complete: status code %d out of range", rec.StatusCode)
+	if err := rec.Validate(); err != nil {
+		return fmt.Errorf("pgstore: complete: %w", err)
 	}
 	header := encodeHeader(rec.Header)
 	if token == 0 || token > math.MaxInt64 {
@@ -284,8 +290,22 @@ func (s *Store) complete(ctx context.Context, db execer, key string, token keyst
 	return s.fenced(ctx, db, "complete", s.sql.complete, key, int64(token), int32(rec.StatusCode), header, rec.Body, us)
 }
 
+// fenced runs one of the fenced statements on db. On the pool, each
+// statement is its own transaction, and a serialization failure is retried
+// (see retrySerialization); inside a caller's transaction it cannot be, as
+// the failure has aborted that transaction.
 func (s *Store) fenced(ctx context.Context, db execer, op, sql string, args ...any) error {
-	tag, err := db.Exec(ctx, sql, args...)
+	var tag pgconn.CommandTag
+	exec := func() (err error) {
+		tag, err = db.Exec(ctx, sql, args...)
+		return err
+	}
+	var err error
+	if db == execer(s.pool) {
+		err = retrySerialization(ctx, exec)
+	} else {
+		err = exec()
+	}
 	if err != nil {
 		return storeErr(ctx, op, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // maxPruneBatches bounds the statements one Prune call runs, so that a table
@@ -27,7 +29,11 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return total, storeErr(ctx, "prune", err)
 		}
-		tag, err := s.pool.Exec(ctx, s.sql.prune, s.batch, grace)
+		var tag pgconn.CommandTag
+		err := retrySerialization(ctx, func() (err error) {
+			tag, err = s.pool.Exec(ctx, s.sql.prune, s.batch, grace)
+			return err
+		})
 		if err != nil {
 			return total, storeErr(ctx, "prune", err)
 		}

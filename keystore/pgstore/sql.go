@@ -118,7 +118,8 @@ WITH clk AS MATERIALIZED (
         fingerprint = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN excluded.fingerprint ELSE k.fingerprint END,
         token       = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN excluded.token       ELSE k.token       END,
         expires_at  = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN excluded.expires_at  ELSE k.expires_at  END,
-        took_over   = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN k.status IS NULL     ELSE k.took_over   END,
+        took_over   = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN k.status IS NULL AND NOT k.released ELSE k.took_over END,
+        released    = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN false                ELSE k.released    END,
         status      = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN NULL                 ELSE k.status      END,
         header      = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN NULL                 ELSE k.header      END,
         body        = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN NULL                 ELSE k.body        END
@@ -136,23 +137,38 @@ FROM cur`
 // (in flight, same token, lease running by the database clock), so zero rows
 // affected means the lease is lost. clock_timestamp(), not now(): inside a
 // long transaction now() is the transaction's start.
+//
+// Each also matches, and leaves as it is, the row that token itself has
+// already completed (Extend, and Complete with the same record) or released
+// (Release), so that a repeat of an applied operation succeeds. Being
+// single UPDATEs, they judge the row as it is after any transaction they
+// waited for: an Extend that waits on the row lock of its own request's
+// CompleteTx sees the committed record, not the in-flight row of its
+// snapshot.
 
 // extendSQL: $1 key, $2 token, $3 lease in microseconds.
 const extendSQL = `
-UPDATE {{table}} SET expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
-WHERE key = $1::text AND token = $2::bigint AND status IS NULL AND expires_at > clock_timestamp()`
+UPDATE {{table}} SET expires_at = CASE WHEN status IS NULL
+        THEN clock_timestamp() + $3::bigint * interval '1 microsecond' ELSE expires_at END
+WHERE key = $1::text AND token = $2::bigint AND NOT released AND expires_at > clock_timestamp()`
 
 // completeSQL: $1 key, $2 token, $3 status, $4 header (see encodeHeader), $5 body, $6
 // retention in microseconds.
 const completeSQL = `
 UPDATE {{table}} SET status = $3::integer, header = $4::bytea, body = $5::bytea,
-    expires_at = clock_timestamp() + $6::bigint * interval '1 microsecond'
-WHERE key = $1::text AND token = $2::bigint AND status IS NULL AND expires_at > clock_timestamp()`
+    expires_at = CASE WHEN status IS NULL
+        THEN clock_timestamp() + $6::bigint * interval '1 microsecond' ELSE expires_at END
+WHERE key = $1::text AND token = $2::bigint AND NOT released AND expires_at > clock_timestamp()
+    AND (status IS NULL OR (status = $3::integer AND header IS NOT DISTINCT FROM $4::bytea
+        AND body IS NOT DISTINCT FROM $5::bytea))`
 
-// releaseSQL: $1 key, $2 token.
+// releaseSQL: $1 key, $2 token. It ends the lease now and marks the row
+// released; Claim takes it over without TookOver, Prune deletes it.
 const releaseSQL = `
-DELETE FROM {{table}}
-WHERE key = $1::text AND token = $2::bigint AND status IS NULL AND expires_at > clock_timestamp()`
+UPDATE {{table}} SET released = true,
+    expires_at = CASE WHEN released THEN expires_at ELSE clock_timestamp() END
+WHERE key = $1::text AND token = $2::bigint AND status IS NULL
+    AND (released OR expires_at > clock_timestamp())`
 
 // pruneSQL deletes one batch of rows that expired more than the grace ago,
 // oldest first along the expiry index, skipping rows that another

@@ -26,7 +26,9 @@ const finishTimeout = 10 * time.Second
 // error wrapping [keystore.ErrLeaseLost], and changes nothing, if token no
 // longer holds key (its lease ended, by the database clock, or another claim
 // took the key over); the caller must then roll tx back, so that its writes
-// are not applied on behalf of a request that no longer owns the key.
+// are not applied on behalf of a request that no longer owns the key. It
+// fails with an error wrapping [keystore.ErrInvalidStatus], before running
+// any statement (tx stays usable), if rec.StatusCode is outside 200–599.
 //
 // From its UPDATE until tx ends, tx holds the key's row lock: a claim that
 // would take the expired lease over waits, and then finds the key completed
@@ -65,7 +67,12 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, key string, token key
 // lost): nothing is written and nothing recorded. The handler should then answer
 // with a 5xx status, so that the middleware releases the key and a retry can
 // run again. fn should not return a record with a status that must not be
-// replayed (5xx, 408, 429): InTx records whatever fn returns.
+// replayed (5xx, 408, 429): InTx records whatever fn returns within
+// 200–599. A record with any other status (an unset StatusCode, a 1xx) is
+// refused: InTx rolls back and returns an error wrapping
+// [keystore.ErrInvalidStatus], nothing is written or recorded, and the key
+// stays held, so that the middleware releases it when the handler answers
+// 5xx.
 //
 // If the hold has lost its key (its lease ran out and, possibly, another
 // request took the key over; or the middleware, failing to renew the lease,

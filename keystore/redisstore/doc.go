@@ -12,10 +12,17 @@
 // Each idempotency key is one Redis string key, [Config.KeyPrefix] followed by
 // the key between braces ([Store.RedisKey]): the braces are a Cluster hash
 // tag, so all of one key's data lives on one slot. The value is a status
-// byte, the request's fingerprint and then either the fencing token (in
-// flight) or the recorded response (completed) in a compact binary encoding:
-// status, header fields and the body byte for byte, with no JSON or base64
-// around it.
+// byte, the request's fingerprint, the fencing token (of the holder while in
+// flight, of the request that completed it once completed) and, once
+// completed, the recorded response in a compact binary encoding: status,
+// header fields and the body byte for byte, with no JSON or base64 around
+// it. Release deletes the value and leaves the releasing token under a
+// second key with the same hash tag (RedisKey + ":released") for a minute.
+// Completed entries written by earlier versions, which lack the token, are
+// still read and replayed; earlier versions cannot read this version's
+// completed entries and fail such a Claim with an error (the middleware
+// answers 503), so finish a rolling upgrade of the processes sharing a
+// KeyPrefix quickly, or drain the old ones first.
 //
 // Leases and retention are millisecond key expiries (PX, PEXPIRE, PTTL),
 // judged by the Redis server's clock, never by the application servers'
@@ -46,13 +53,21 @@
 //
 // # Fencing tokens
 //
-// Tokens are 64 random bits from crypto/rand, never zero. A counter kept in
-// Redis would expire with its key and start again, handing a returning owner
-// a token that matches someone else's claim; random tokens cannot repeat in
-// practice (two claims of one key collide with probability 2⁻⁶⁴). Extend,
-// Complete and Release succeed only for the token that holds the key and
-// only while its lease runs; otherwise they return [keystore.ErrLeaseLost]
-// and change nothing.
+// Tokens are 64 random bits from crypto/rand, never zero, drawn by the
+// claiming process so that Claim needs no script. A counter kept in Redis
+// would expire with its key and start again, handing a returning owner a
+// token that matches someone else's claim. Random tokens are unique with
+// overwhelming probability, not with certainty: two claims of one key draw
+// the same token with probability 2⁻⁶⁴, and among n claims of one key some
+// two do with probability below n²/2⁶⁵; this is the exact form that
+// keystore's "never issues the same token twice" takes for this store.
+// Extend, Complete and Release succeed only for the token that holds the key
+// and only while its lease runs; otherwise they return
+// [keystore.ErrLeaseLost] and change nothing. The exceptions are the
+// repeats keystore allows: Extend by the token that completed the key,
+// Complete by it with an equal record, and Release by the token that
+// released the key while nobody has claimed it since; each succeeds and
+// changes nothing.
 //
 // # Timeouts and errors
 //
@@ -70,10 +85,11 @@
 //
 // go-redis retries a command after a network error (MaxRetries, default 3).
 // If the first attempt took effect before the connection broke, the retried
-// Complete or Release reports ErrLeaseLost although it did complete or
-// release, and a retried Claim reports the key in flight (held by its own
-// first attempt, until the lease runs out). Both fail safe: nothing runs
-// twice. Set MaxRetries to -1 if you prefer an error over these answers.
+// Complete or Release finds its own work done and succeeds (see Fencing
+// tokens), so ErrLeaseLost still means that nothing changed. A retried Claim
+// reports the key in flight (held by its own first attempt, until the lease
+// runs out): that fails safe, nothing runs twice. Set MaxRetries to -1 if
+// you prefer an error over that answer.
 //
 // Configure the Redis server with maxmemory-policy noeviction (or enough
 // memory): every key this store writes has a TTL, so the volatile-* policies

@@ -3,7 +3,9 @@ package redisstore
 import (
 	"encoding/binary"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/geoidem/geoidem/keystore"
@@ -13,13 +15,15 @@ import (
 //
 //	status   varint (zigzag, as encoding/binary.AppendVarint)
 //	fields   uvarint: the number of header fields
-//	per field:
+//	per field, in name order:
 //	  name     uvarint length, bytes
 //	  values   uvarint count; per value: uvarint length, bytes
 //	body     every remaining byte
 //
 // so a typical JSON answer costs a few bytes more than its body and header
-// text, and the body is stored byte for byte (no base64, no escaping).
+// text, and the body is stored byte for byte (no base64, no escaping). Equal
+// records have equal encodings (the fields are sorted), so the complete
+// script can tell a repeated Complete by comparing bytes.
 
 var errCorrupt = errors.New("redisstore: corrupt record")
 
@@ -27,7 +31,8 @@ var errCorrupt = errors.New("redisstore: corrupt record")
 func appendRecord(dst []byte, rec keystore.Record) []byte {
 	dst = binary.AppendVarint(dst, int64(rec.StatusCode))
 	dst = binary.AppendUvarint(dst, uint64(len(rec.Header)))
-	for name, values := range rec.Header {
+	for _, name := range slices.Sorted(maps.Keys(rec.Header)) {
+		values := rec.Header[name]
 		dst = appendString(dst, name)
 		dst = binary.AppendUvarint(dst, uint64(len(values)))
 		for _, v := range values {

@@ -259,8 +259,12 @@ func parseClaim(res any) (keystore.Claim, bool) {
 		copy(c.Fingerprint[:], fp)
 		return c, true
 	case string: // completed: the stored value
-		const head = 1 + len(keystore.Fingerprint{})
-		if len(res) < head || res[0] != 'c' {
+		const fpEnd = 1 + len(keystore.Fingerprint{})
+		head := fpEnd + 8 // 'd' | fingerprint | token
+		if len(res) > 0 && res[0] == 'c' {
+			head = fpEnd // written by an earlier version: no token
+		}
+		if len(res) < head || (res[0] != 'c' && res[0] != 'd') {
 			return keystore.Claim{}, false
 		}
 		rec, err := decodeRecord(res[head:])
@@ -268,7 +272,7 @@ func parseClaim(res any) (keystore.Claim, bool) {
 			return keystore.Claim{}, false
 		}
 		c := keystore.Claim{State: keystore.Completed, Record: rec}
-		copy(c.Fingerprint[:], res[1:head])
+		copy(c.Fingerprint[:], res[1:fpEnd])
 		return c, true
 	}
 	return keystore.Claim{}, false
@@ -302,7 +306,7 @@ func (s *Store) claimReplicated(ctx context.Context, rkey string, fp keystore.Fi
 	// lease to run out, even if ctx has ended (the client's timeouts bound
 	// the attempt). If this fails too, the lease runs out on its own.
 	tok := tokenBytes(token)
-	_ = releaseScript.Run(context.WithoutCancel(ctx), conn, []string{rkey}, tok[:], abandonedGrace.Milliseconds()).Err()
+	_ = releaseScript.Run(context.WithoutCancel(ctx), conn, scriptKeys(rkey), tok[:], abandonedGrace.Milliseconds()).Err()
 	if err != nil {
 		return keystore.Claim{}, opError(ctx, "claim: wait for replicas", err)
 	}
@@ -334,6 +338,9 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if err != nil {
 		return err
 	}
+	if err := rec.Validate(); err != nil {
+		return fmt.Errorf("redisstore: complete: %w", err)
+	}
 	tok := tokenBytes(token)
 	enc := appendRecord(make([]byte, 0, recordSize(rec)), rec)
 	return s.held(ctx, "complete", completeScript, key, tok[:], abandonedGrace.Milliseconds(), enc, retMs)
@@ -348,9 +355,24 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 	return s.held(ctx, "release", releaseScript, key, tok[:], abandonedGrace.Milliseconds())
 }
 
+// scriptKeys returns the keys the held scripts take: rkey, and the key under
+// which Release leaves its token for the grace (see scripts.go), rkey with
+// ":released" appended. That key has rkey's hash tag, so it lives on the
+// same Cluster slot, unless the idempotency key begins with '}': then rkey's
+// hash tag is empty, Redis hashes the whole name, and the two could land on
+// different slots. Such keys (the middleware never passes one: its keys are
+// hexadecimal) get no release marker, so a repeated Release of one reports
+// ErrLeaseLost.
+func scriptKeys(rkey string) []string {
+	if i := strings.IndexByte(rkey, '{'); i >= 0 && strings.HasPrefix(rkey[i+1:], "}") {
+		return []string{rkey}
+	}
+	return []string{rkey, rkey + ":released"}
+}
+
 // held runs one of the scripts that act only for the token holding key.
 func (s *Store) held(ctx context.Context, op string, script *redis.Script, key string, args ...any) error {
-	n, err := script.Run(ctx, s.client, []string{s.RedisKey(key)}, args...).Int64()
+	n, err := script.Run(ctx, s.client, scriptKeys(s.RedisKey(key)), args...).Int64()
 	if err != nil {
 		return opError(ctx, op, err)
 	}

@@ -270,9 +270,10 @@ func TestExpiriesAndEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 1 status byte, 32 of fingerprint, the record: status (2), one field
-	// (1), name (1+12), one value (1+1+16), body.
-	if want := 1 + 32 + 2 + 1 + 13 + 1 + 17 + len(body); len(v) != want {
+	// 1 status byte, 32 of fingerprint, 8 of the completing token, the
+	// record: status (2), one field (1), name (1+12), one value (1+1+16),
+	// body.
+	if want := 1 + 32 + 8 + 2 + 1 + 13 + 1 + 17 + len(body); len(v) != want {
 		t.Errorf("stored value is %d bytes, want %d", len(v), want)
 	}
 	if !strings.HasSuffix(string(v), string(body)) {

@@ -5,10 +5,13 @@ import "github.com/redis/go-redis/v9"
 // The value stored under an idempotency key's Redis key is one string:
 //
 //	in flight:  'i' | fingerprint (32 bytes) | token (8 bytes, big endian)
-//	completed:  'c' | fingerprint (32 bytes) | record (see record.go)
+//	completed:  'd' | fingerprint (32 bytes) | token (8 bytes) | record (see record.go)
 //
-// In Lua's 1-based string indexing the fingerprint is bytes 2..33 and the
-// token bytes 34..41.
+// where the completed entry's token is the one that completed it. Entries
+// written by earlier versions of this package, 'c' | fingerprint | record,
+// carry no token; they are read and replayed like the others. In Lua's
+// 1-based string indexing the fingerprint is bytes 2..33, the token bytes
+// 34..41 and a completed entry's record bytes 42 onwards.
 //
 // The lease deadline is not stored in the value: it is the key's expiry
 // minus the grace. An in-flight key expires lease+grace after its last claim
@@ -18,21 +21,24 @@ import "github.com/redis/go-redis/v9"
 // TookOver, and the expiry, not the key's absence, fences the stale token.
 // A completed key expires at the end of its retention.
 //
+// Release deletes the entry and leaves a marker, the releasing token, under
+// the key's release key (Store.RedisKey + ":released", the same hash tag and
+// so the same Cluster slot; see scriptKeys for the exception) for the grace: a Release repeated by the same
+// token while the key is still absent (a go-redis retry of one that was
+// applied) then succeeds instead of reporting the lease lost.
+//
 // The scripts call no TIME and format no numbers. Claim runs claimScript
 // only to take over a key whose lease has run out; a new key, a replay and
 // a key in flight are answered by the plain commands of Store.claim.
 
-// holdCheck returns 0 (lease lost) unless the entry in v is in flight, held by
-// the token in ARGV[1], with its lease still running (PTTL above the grace in
-// ARGV[2]).
+// holdCheck sets v to the entry, held to whether the token in ARGV[1] holds
+// it (in flight, its lease still running: PTTL above the grace in ARGV[2]),
+// and done to whether that token completed it.
 const holdCheck = `
 local v = redis.call('GET', KEYS[1])
-if not v or string.sub(v, 1, 1) ~= 'i' or string.sub(v, 34) ~= ARGV[1] then
-  return 0
-end
-if redis.call('PTTL', KEYS[1]) <= tonumber(ARGV[2]) then
-  return 0
-end
+local st = v and string.sub(v, 1, 1)
+local held = st == 'i' and string.sub(v, 34) == ARGV[1] and redis.call('PTTL', KEYS[1]) > tonumber(ARGV[2])
+local done = st == 'd' and string.sub(v, 34, 41) == ARGV[1]
 `
 
 // claimScript, the takeover path of Store.claim: KEYS[1] the key; ARGV[1] the new in-flight value
@@ -48,7 +54,7 @@ if not v then
   return 0
 end
 local st = string.sub(v, 1, 1)
-if st == 'c' then
+if st == 'd' or st == 'c' then
   return v
 end
 if st ~= 'i' then
@@ -63,23 +69,49 @@ return 1
 `)
 
 // extendScript: KEYS[1] the key; ARGV[1] token, ARGV[2] grace (ms),
-// ARGV[3] lease+grace (ms). Returns 1 if extended, 0 if the lease was lost.
+// ARGV[3] lease+grace (ms). Returns 1 if extended, or if the token completed
+// the key (nothing changes), 0 if the lease was lost.
 var extendScript = redis.NewScript(holdCheck + `
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
+if held then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 1
+end
+if done then
+  return 1
+end
+return 0
 `)
 
 // completeScript: KEYS[1] the key; ARGV[1] token, ARGV[2] grace (ms),
-// ARGV[3] encoded record, ARGV[4] retention (ms). Returns 1 if completed, 0
-// if the lease was lost.
+// ARGV[3] encoded record, ARGV[4] retention (ms). Returns 1 if completed, or
+// if the token already completed the key with the same record (nothing
+// changes), 0 if the lease was lost.
 var completeScript = redis.NewScript(holdCheck + `
-redis.call('SET', KEYS[1], 'c' .. string.sub(v, 2, 33) .. ARGV[3], 'PX', ARGV[4])
-return 1
+if held then
+  redis.call('SET', KEYS[1], 'd' .. string.sub(v, 2, 33) .. ARGV[1] .. ARGV[3], 'PX', ARGV[4])
+  return 1
+end
+if done and string.sub(v, 42) == ARGV[3] then
+  return 1
+end
+return 0
 `)
 
-// releaseScript: KEYS[1] the key; ARGV[1] token, ARGV[2] grace (ms).
-// Returns 1 if released, 0 if the lease was lost.
+// releaseScript: KEYS[1] the key, KEYS[2] its release key (absent for the
+// rare keys that have none, see scriptKeys); ARGV[1] token,
+// ARGV[2] grace (ms). Returns 1 if released, or if the token released the
+// key and nobody has claimed it since (nothing changes), 0 if the lease was
+// lost.
 var releaseScript = redis.NewScript(holdCheck + `
-redis.call('DEL', KEYS[1])
-return 1
+if held then
+  redis.call('DEL', KEYS[1])
+  if KEYS[2] then
+    redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+  end
+  return 1
+end
+if not v and KEYS[2] and redis.call('GET', KEYS[2]) == ARGV[1] then
+  return 1
+end
+return 0
 `)

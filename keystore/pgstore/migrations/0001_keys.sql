@@ -17,7 +17,7 @@ CREATE TABLE {{table}} (
 
 -- Tokens come from one sequence for the whole table, so a token is never
 -- issued twice, not even for a key that was released, pruned and claimed
--- again. Dropping the table drops the sequence.
+-- again. (Dropping the table dropped the sequence; see 0002.)
 CREATE SEQUENCE {{seq}} AS bigint MINVALUE 1 OWNED BY {{table}}.token;
 
 -- Pruning walks this index from the oldest expiry.

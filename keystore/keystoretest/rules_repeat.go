@@ -1,0 +1,117 @@
+package keystoretest
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// The rules in this file pin down what a token may still do after it has
+// completed or released its key. A client library may resend an operation
+// that was applied when the connection broke before the answer (go-redis
+// retries network errors), and a lease renewal may meet the commit of its own
+// request's record: those repeats succeed and change nothing, so that
+// keystore.ErrLeaseLost keeps meaning "this token lost the key to something
+// else, and nothing changed".
+
+// Extend by the token that completed the key succeeds and changes nothing:
+// the record stays, for its retention, not for the lease. The renewal of a
+// request whose handler committed the record in its own transaction must not
+// report the lease lost. Any other token's Extend still fails.
+func testExtendAfterOwnComplete(t *testing.T, s keystore.Store) {
+	key := Key(t)
+	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	want := sampleRecord()
+	if err := s.Complete(ctx(t), key, c.Token, want, longRetention); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	start := time.Now()
+	for range 2 {
+		if err := s.Extend(ctx(t), key, c.Token, shortLease); err != nil {
+			t.Fatalf("Extend by the token that completed the key: err = %v, want nil (its work is recorded, nothing was lost)", err)
+		}
+	}
+	if err := s.Extend(ctx(t), key, c.Token+1, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Extend of a completed key by another token: err = %v, want ErrLeaseLost", err)
+	}
+	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Release after Complete and Extend: err = %v, want ErrLeaseLost (a completed record must not be deletable)", err)
+	}
+	// The record outlives the short lease that Extend asked for.
+	waitPast(start, shortLease)
+	got := mustClaim(t, s, key, fpB, longLease, keystore.Completed)
+	equalRecords(t, got.Record, want)
+}
+
+// Complete repeated by the same token with the same record succeeds and
+// changes nothing; with another record it fails with ErrLeaseLost and the
+// first record stays. A stale token is fenced even when it sends the record
+// that is stored.
+func testRepeatedComplete(t *testing.T, s keystore.Store) {
+	key := Key(t)
+	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	want := sampleRecord()
+	for i := range 3 {
+		if err := s.Complete(ctx(t), key, c.Token, want, longRetention); err != nil {
+			t.Fatalf("Complete #%d by the same token with the same record: err = %v, want nil (a repeat of an applied Complete must succeed)", i+1, err)
+		}
+	}
+	got := mustClaim(t, s, key, fpB, longLease, keystore.Completed)
+	equalRecords(t, got.Record, want)
+	other := keystore.Record{StatusCode: http.StatusTeapot, Body: []byte("other")}
+	if err := s.Complete(ctx(t), key, c.Token, other, longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Complete by the same token with another record: err = %v, want ErrLeaseLost", err)
+	}
+	got = mustClaim(t, s, key, fpB, longLease, keystore.Completed)
+	equalRecords(t, got.Record, want)
+
+	// A stale owner sending the very record the new owner stored is fenced.
+	key = Key(t)
+	old := mustClaim(t, s, key, fpA, shortLease, keystore.Acquired)
+	cur := takeOver(t, s, key)
+	if err := s.Complete(ctx(t), key, cur.Token, want, longRetention); err != nil {
+		t.Fatalf("Complete by the new owner: %v", err)
+	}
+	if err := s.Complete(ctx(t), key, old.Token, want, longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("stale Complete with the stored record: err = %v, want ErrLeaseLost", err)
+	}
+	if err := s.Extend(ctx(t), key, old.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("stale Extend of a key another token completed: err = %v, want ErrLeaseLost", err)
+	}
+}
+
+// Release repeated by the same token succeeds and changes nothing until the
+// key is claimed again; after that it fails with ErrLeaseLost and the new
+// holder keeps the key.
+func testRepeatedRelease(t *testing.T, s keystore.Store) {
+	key := Key(t)
+	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	for i := range 3 {
+		if err := s.Release(ctx(t), key, c.Token); err != nil {
+			t.Fatalf("Release #%d by the same token: err = %v, want nil (a repeat of an applied Release must succeed)", i+1, err)
+		}
+	}
+	if err := s.Extend(ctx(t), key, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Extend after Release: err = %v, want ErrLeaseLost", err)
+	}
+	if err := s.Complete(ctx(t), key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Complete after Release: err = %v, want ErrLeaseLost", err)
+	}
+	again := mustClaim(t, s, key, fpB, longLease, keystore.Acquired)
+	if again.TookOver {
+		t.Errorf("claim after a repeated Release reports TookOver; the key was absent")
+	}
+	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Release by the old token after a new claim: err = %v, want ErrLeaseLost", err)
+	}
+	in := mustClaim(t, s, key, fpA, longLease, keystore.InFlight)
+	if in.Fingerprint != fpB {
+		t.Errorf("after the old token's Release the key reports fingerprint %x, want the new holder's %x", in.Fingerprint[:4], fpB[:4])
+	}
+	if err := s.Complete(ctx(t), key, again.Token, sampleRecord(), longRetention); err != nil {
+		t.Fatalf("Complete by the new holder: %v", err)
+	}
+}
