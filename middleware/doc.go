@@ -39,7 +39,13 @@
 //	same key and payload, original finished          the recorded response, with Idempotent-Replayed: true
 //	same key, different payload                      422 key-reused
 //	handler answered 5xx, 408 or 429                 passed on; the claim is released so a retry runs again
-//	handler panicked                                 the claim is released; the panic propagates
+//	handler panicked before a final answer,          the claim is released; the panic propagates
+//	or after a 5xx, 408 or 429
+//	handler panicked after another final answer      the key is completed with a response-not-recorded
+//	(http.ErrAbortHandler included)                  problem under the status sent, never released;
+//	                                                 the panic propagates
+//	handler returned without writing anything        the claim is released (it did no work to replay)
+//	after its request context was done
 //	lease lost while the handler ran                 the handler's context is canceled (cause
 //	                                                 keystore.ErrLeaseLost); its late record is refused
 //

@@ -466,19 +466,17 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	r2.Body = &x.body
 	r2.ContentLength = int64(len(body))
 
-	// If the validator or the handler panics, release the claim, so that a
-	// retry can run again, and let the panic go on to net/http's recovery.
+	// If the validator or the handler panics before a final answer that is
+	// not retryable was sent, release the claim, so that a retry can run
+	// again; after such an answer, the work is done: record that it was
+	// interrupted, never release. Either way the panic goes on to
+	// net/http's recovery.
 	finished := false
 	defer func() {
-		if finished {
-			return
+		if !finished {
+			x.renewal.stop()
+			m.settlePanic(r.Context(), hold, rec, claim.TookOver, start)
 		}
-		x.renewal.stop()
-		if !hold.Completed() {
-			m.release(r.Context(), hold)
-		}
-		m.log.LogAttrs(r.Context(), slog.LevelError, "handler panicked; idempotency claim released", slog.String("key", key))
-		m.done(Event{Outcome: Released, Key: key, Status: http.StatusInternalServerError, TookOver: claim.TookOver}, start)
 	}()
 
 	outcome := Executed
@@ -502,6 +500,7 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	}
 	finished = true
 	x.renewal.stop()
+	gaveUp := rec.status == 0 && rec.size == 0 && ctx.Err() != nil
 	if rec.status == 0 {
 		rec.snapshot() // headers set without a write are still sent
 	}
@@ -510,23 +509,66 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	switch {
 	case hold.Completed():
 		// The handler recorded its response itself, in its own transaction.
+	case gaveUp:
+		// The handler returned without a word because its request was
+		// canceled (the client left) or its lease was lost: it did no work
+		// that could be replayed, so a retry must run it again.
+		ev.Outcome = Released
+		m.release(r.Context(), hold)
 	case retryable(ev.Status):
 		ev.Outcome = Released
 		m.release(r.Context(), hold)
 	default:
-		if err := m.complete(r.Context(), hold, rec.record()); err != nil {
-			ev.Err = err
-			if errors.Is(err, keystore.ErrLeaseLost) {
-				ev.Outcome = LeaseLost
-				m.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency lease lost before the response was recorded", slog.String("key", key))
-			} else {
-				ev.Outcome = StoreError
-				m.log.LogAttrs(r.Context(), slog.LevelError, "idempotency record not written; a retry after the lease ends will run the handler again",
-					slog.String("key", key), slog.Any("error", err))
-			}
-		}
+		m.record(r.Context(), hold, rec.record(), &ev)
 	}
 	m.done(ev, start)
+}
+
+// settlePanic settles a hold whose validator or handler panicked. Before a
+// final status, or after a retryable one, the claim is released. After a
+// final status that is not retryable, the client has its answer and the
+// work may have taken effect, so the key is completed with a problem
+// document under that status saying the response was not recorded: a retry
+// learns the outcome and never runs the handler again. The observer
+// reports the status actually sent (500 when none was).
+func (m *Middleware) settlePanic(ctx context.Context, hold *keystore.Hold, rec *recorder, tookOver bool, start time.Time) {
+	ev := Event{Outcome: Released, Key: hold.Key, Status: rec.status, TookOver: tookOver, Err: errHandlerPanicked}
+	switch {
+	case hold.Completed():
+		ev.Outcome = Executed
+		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked after recording its response", slog.String("key", hold.Key))
+	case rec.status == 0 || retryable(rec.status):
+		if ev.Status == 0 {
+			ev.Status = http.StatusInternalServerError
+		}
+		m.release(ctx, hold)
+		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked; idempotency claim released", slog.String("key", hold.Key))
+	default:
+		ev.Outcome = Executed
+		m.record(ctx, hold, rec.interrupted(), &ev)
+		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked after its answer was sent; recorded as not replayable", slog.String("key", hold.Key), slog.Int("status", rec.status))
+	}
+	m.done(ev, start)
+}
+
+// errHandlerPanicked is the Event.Err of a request whose handler panicked.
+var errHandlerPanicked = errors.New("middleware: handler panicked")
+
+// record completes hold with rec and reports a failure in ev.
+func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rec keystore.Record, ev *Event) {
+	err := m.complete(ctx, hold, rec)
+	if err == nil {
+		return
+	}
+	ev.Err = err
+	if errors.Is(err, keystore.ErrLeaseLost) {
+		ev.Outcome = LeaseLost
+		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency lease lost before the response was recorded", slog.String("key", hold.Key))
+	} else {
+		ev.Outcome = StoreError
+		m.log.LogAttrs(ctx, slog.LevelError, "idempotency record not written; a retry after the lease ends will run the handler again",
+			slog.String("key", hold.Key), slog.Any("error", err))
+	}
 }
 
 // retryable reports whether a status tells the sender to try again, so the

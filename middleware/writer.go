@@ -110,3 +110,15 @@ func (r *recorder) record() keystore.Record {
 	}
 	return keystore.Record{StatusCode: status, Header: r.header, Body: r.body}
 }
+
+// interrupted returns what to store for a response whose handler panicked
+// after sending a final status: a problem document under that status saying
+// the response was not recorded, since its body may be incomplete.
+func (r *recorder) interrupted() keystore.Record {
+	return keystore.Record{
+		StatusCode: r.status,
+		Header:     http.Header{"Content-Type": {"application/problem+json"}, "Cache-Control": {"no-store"}},
+		Body: problemJSON(ProblemNotRecorded, "Response not recorded", r.status,
+			"The request was executed once and answered with this status, but the handler failed while sending its response, so it cannot be replayed."),
+	}
+}
