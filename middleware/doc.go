@@ -46,8 +46,8 @@
 //	                                                 the panic propagates
 //	handler returned without writing anything        the claim is released (it did no work to replay)
 //	after its request context was done
-//	lease lost while the handler ran                 the handler's context is canceled (cause
-//	                                                 keystore.ErrLeaseLost); its late record is refused
+//	lease lost, or may have ended, while the         the handler's context is canceled (cause
+//	handler ran                                      keystore.ErrLeaseLost); its late record is refused
 //
 // Every error the middleware itself writes is an RFC 9457 problem document
 // (application/problem+json, Cache-Control: no-store) whose type is one of
@@ -62,6 +62,19 @@
 // retry learns the outcome rather than running the handler twice. The
 // recording happens after the handler returns, even when the client has
 // already hung up.
+//
+// # Leases
+//
+// A claim holds its key for Config.Lease, renewed every Lease/3 while the
+// validator and the handler run. The middleware keeps its own conservative
+// reckoning of the lease on the monotonic clock: the key is surely held until
+// the time the last successful claim or extension was sent, plus the lease.
+// When that time comes without a successful renewal, whatever the store
+// answered (errors, timeouts, nothing), the handler's context is canceled
+// with cause [keystore.ErrLeaseLost], because another replica may take the
+// key over from then on; a handler that writes must stop when its context
+// is done. [New] refuses a Config.StoreTimeout of Lease/3 or more, which
+// would leave no room for a renewal inside the lease.
 //
 // # Fingerprints
 //

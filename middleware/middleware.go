@@ -112,8 +112,11 @@ type Config struct {
 
 	// Lease is how long a claim holds its key without renewal; the
 	// middleware renews it every Lease/3 while the handler runs, so it only
-	// bounds how long a crashed process blocks its keys. Default
-	// DefaultLease.
+	// bounds how long a crashed process blocks its keys. If no renewal
+	// succeeds, the handler's context is canceled, with cause
+	// keystore.ErrLeaseLost, once Lease has passed since the last successful
+	// claim or extension was sent (see the package documentation, "Leases").
+	// Default DefaultLease.
 	Lease time.Duration
 
 	// Retention is how long a response is kept for replay. It must outlast
@@ -121,8 +124,9 @@ type Config struct {
 	Retention time.Duration
 
 	// StoreTimeout bounds each store operation; a store slower than this is
-	// treated as unavailable (503, handler not run). Default
-	// DefaultStoreTimeout.
+	// treated as unavailable (503, handler not run). It must be less than
+	// Lease/3, so that a renewal sent at Lease/3 can be answered well inside
+	// the lease. Default: DefaultStoreTimeout, or Lease/4 if that is less.
 	StoreTimeout time.Duration
 
 	// RetryAfter is the Retry-After sent with 409 (in flight) and 503 (store
@@ -206,6 +210,12 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 	}
 	if m.lease < 3*time.Millisecond {
 		return nil, errors.New("middleware: Config.Lease must be at least 3ms")
+	}
+	if cfg.StoreTimeout == 0 {
+		m.storeTimeout = min(DefaultStoreTimeout, m.lease/4)
+	}
+	if m.storeTimeout >= m.lease/3 {
+		return nil, fmt.Errorf("middleware: Config.StoreTimeout (%v) must be less than Lease/3 (%v), so that a renewal fits inside the lease", m.storeTimeout, m.lease/3)
 	}
 	methods := cfg.Methods
 	if len(methods) == 0 {
@@ -296,7 +306,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		storeKey = StoreKey(m.scope(r), key)
 	}
 	fp := m.fingerprint(r, body)
-	claim, err := m.claim(r.Context(), storeKey, fp)
+	claim, sent, err := m.claim(r.Context(), storeKey, fp)
 	if err != nil {
 		writeProblem(w, http.StatusServiceUnavailable, problemJSON(ProblemStoreDown, "Idempotency store unavailable", http.StatusServiceUnavailable,
 			"The request was not executed; retry later with the same key."), m.retryAfter)
@@ -323,7 +333,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.done(Event{Outcome: Replayed, Key: storeKey, Status: claim.Record.StatusCode}, start)
 		return
 	}
-	m.execute(w, r, next, body, storeKey, claim, start)
+	m.execute(w, r, next, body, storeKey, claim, sent, start)
 }
 
 var errBodyTooLarge = errors.New("body too large")
@@ -392,27 +402,29 @@ func (m *Middleware) fingerprint(r *http.Request, body []byte) keystore.Fingerpr
 var hashers = sync.Pool{New: func() any { return sha256.New() }}
 
 // claim claims key, and, with WaitInFlight, waits for an in-flight original
-// with the same fingerprint to finish.
-func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, error) {
+// with the same fingerprint to finish. It also returns when the last Claim
+// was sent: an acquired lease may end at that time plus the lease.
+func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, time.Time, error) {
 	var deadline time.Time
 	if m.waitInFlight > 0 {
 		deadline = time.Now().Add(m.waitInFlight)
 	}
 	pause := 10 * time.Millisecond
 	for {
+		sent := time.Now()
 		c, err := m.storeClaim(ctx, key, fp)
 		if err != nil || c.State != keystore.InFlight || c.Fingerprint != fp {
-			return c, err
+			return c, sent, err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return c, nil
+			return c, sent, nil
 		}
 		t := time.NewTimer(min(pause, left, c.LeaseRemaining))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return c, nil
+			return c, sent, nil
 		case <-t.C:
 		}
 		pause = min(2*pause, 250*time.Millisecond)
@@ -451,7 +463,7 @@ func (*bodyReader) Close() error { return nil }
 
 // execute runs the validator and the handler for an acquired claim, renews
 // the lease while they run, and records or releases afterwards.
-func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, key string, claim keystore.Claim, start time.Time) {
+func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, key string, claim keystore.Claim, sent, start time.Time) {
 	x := &exchange{
 		hold: keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention},
 		rec:  recorder{w: w, allow: m.replayHeaders, limit: m.maxRecord},
@@ -459,7 +471,7 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	hold, rec := &x.hold, &x.rec
 	ctx, cancel := context.WithCancelCause(keystore.ContextWithHold(r.Context(), hold))
 	defer cancel(nil)
-	x.renewal.start(m, ctx, hold, cancel)
+	x.renewal.start(m, ctx, hold, cancel, sent)
 
 	r2 := r.WithContext(ctx)
 	x.body.Reset(body)
@@ -575,58 +587,6 @@ func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rec keysto
 // response must not be recorded.
 func retryable(status int) bool {
 	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
-}
-
-// renewal extends a hold's lease every lease/3 while the handler runs. If
-// the store reports the lease lost, it cancels the handler's context with
-// keystore.ErrLeaseLost as the cause. It runs on a timer, not a goroutine of
-// its own, so a handler that finishes within lease/3 costs no more than
-// arming and stopping that timer.
-type renewal struct {
-	m    *Middleware
-	ctx  context.Context // the handler's: for its values, and to cancel
-	hold *keystore.Hold
-	lost context.CancelCauseFunc
-
-	mu      sync.Mutex // held while extending, so stop waits for an extension under way
-	stopped bool
-	t       *time.Timer
-}
-
-func (rn *renewal) start(m *Middleware, ctx context.Context, hold *keystore.Hold, lost context.CancelCauseFunc) {
-	rn.m, rn.ctx, rn.hold, rn.lost = m, ctx, hold, lost
-	rn.mu.Lock() // extend must not run before t is assigned
-	defer rn.mu.Unlock()
-	rn.t = time.AfterFunc(m.lease/3, rn.extend)
-}
-
-func (rn *renewal) extend() {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	if rn.stopped || rn.hold.Completed() {
-		return
-	}
-	m := rn.m
-	ctx, cancel := m.storeContext(context.WithoutCancel(rn.ctx))
-	err := m.store.Extend(ctx, rn.hold.Key, rn.hold.Token, m.lease)
-	cancel()
-	switch {
-	case errors.Is(err, keystore.ErrLeaseLost) && !rn.hold.Completed():
-		m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease lost while the handler ran", slog.String("key", rn.hold.Key))
-		rn.lost(keystore.ErrLeaseLost)
-		return
-	case err != nil:
-		m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease not extended", slog.String("key", rn.hold.Key), slog.Any("error", err))
-	}
-	rn.t.Reset(m.lease / 3)
-}
-
-// stop ends the renewal; an extension under way finishes first.
-func (rn *renewal) stop() {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	rn.stopped = true
-	rn.t.Stop()
 }
 
 // complete records rec, trying twice on a store error other than a lost
