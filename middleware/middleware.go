@@ -87,7 +87,10 @@ type Config struct {
 	// CanonicalJSON fingerprints a JSON body by its RFC 8785 canonical form
 	// instead of its bytes, so a payload re-serialised with another member
 	// order or whitespace still matches. Bodies that are not I-JSON are
-	// fingerprinted by their bytes.
+	// fingerprinted by their bytes: among them, bodies with a number that
+	// float64 does not represent exactly (9007199254740993) or a lone
+	// surrogate escape ("\ud800"), whose canonical forms would otherwise
+	// equal those of other payloads.
 	CanonicalJSON bool
 
 	// Validator, if set, checks each body after the claim and before the
