@@ -14,7 +14,7 @@
 //  1. parses the key (400 when missing, unless Config.KeyOptional, or
 //     malformed) and reads the body up to Config.MaxBodyBytes (413);
 //  2. claims the key in the [keystore.Store], before any other work. The
-//     stored key is [StoreKey] of the request's scope (method and path by
+//     stored key is [StoreKey] of the request's scope (method and escaped path by
 //     default; see Config.Scope) and its key, so keys of different paths or
 //     tenants never meet, and the store never sees raw client input;
 //  3. runs the Validator, if any, and then the handler, renewing the lease
@@ -78,7 +78,7 @@
 //
 // # Fingerprints
 //
-// The store keeps a SHA-256 fingerprint of method, path, query and body
+// The store keeps a SHA-256 fingerprint of method, escaped path, query and body
 // with each key; a retry must match it. With Config.CanonicalJSON the body's RFC 8785
 // canonical form is hashed instead, so a sender that re-serialises its
 // payload (from a dead-letter queue, say) still matches.

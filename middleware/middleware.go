@@ -66,8 +66,9 @@ func (f ValidatorFunc) ValidateRequest(r *http.Request, body []byte) error { ret
 
 // Config configures a Middleware. Zero fields mean the documented defaults.
 type Config struct {
-	// Methods are the request methods the middleware covers; requests with
-	// other methods pass through untouched. Default DefaultMethods.
+	// Methods are the request methods the middleware covers, matched
+	// case-insensitively ("post" is covered by POST); requests with other
+	// methods pass through untouched. Default DefaultMethods.
 	Methods []string
 
 	// KeyHeader is the request header that carries the key. Default
@@ -80,7 +81,8 @@ type Config struct {
 
 	// Scope returns the scope of a request's key: requests share a stored key
 	// only when both their scope and their key are equal. Default: the method
-	// and the URL path. Include the caller's authenticated identity, so that
+	// and the escaped URL path (URL.EscapedPath: /a%2Fb and /a/b are
+	// different routes for http.ServeMux, so they are different scopes). Include the caller's authenticated identity, so that
 	// one tenant can never replay another's response.
 	Scope func(r *http.Request) string
 
@@ -256,7 +258,7 @@ func orDefault[T comparable](v, def T) T {
 // key: see the package documentation for every answer it gives.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !m.methods[r.Method] {
+		if !m.methods[r.Method] && !m.methods[strings.ToUpper(r.Method)] {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -304,7 +306,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 
 	var storeKey string
 	if m.scope == nil { // the default scope, without building its string
-		storeKey = storeKey3(r.Method, " ", r.URL.Path, key)
+		storeKey = storeKey3(r.Method, " ", r.URL.EscapedPath(), key)
 	} else {
 		storeKey = StoreKey(m.scope(r), key)
 	}
@@ -378,11 +380,12 @@ func (m *Middleware) fingerprint(r *http.Request, body []byte) keystore.Fingerpr
 		}
 	}
 	const prefix = "geoidem fingerprint v1\x00"
-	var stack [4096]byte // small requests hash from the stack, without allocating
-	if n := len(prefix) + len(r.Method) + len(r.URL.Path) + len(r.URL.RawQuery) + 3 + len(content); n <= len(stack) {
+	path := r.URL.EscapedPath() // /a%2Fb and /a/b may be different routes
+	var stack [4096]byte        // small requests hash from the stack, without allocating
+	if n := len(prefix) + len(r.Method) + len(path) + len(r.URL.RawQuery) + 3 + len(content); n <= len(stack) {
 		b := append(stack[:0], prefix...)
 		b = append(append(b, r.Method...), 0)
-		b = append(append(b, r.URL.Path...), 0)
+		b = append(append(b, path...), 0)
 		b = append(append(b, r.URL.RawQuery...), 0)
 		return sha256.Sum256(append(b, content...))
 	}
@@ -392,7 +395,7 @@ func (m *Middleware) fingerprint(r *http.Request, body []byte) keystore.Fingerpr
 	io.WriteString(h, prefix)
 	io.WriteString(h, r.Method)
 	h.Write([]byte{0})
-	io.WriteString(h, r.URL.Path)
+	io.WriteString(h, path)
 	h.Write([]byte{0})
 	io.WriteString(h, r.URL.RawQuery)
 	h.Write([]byte{0})
