@@ -46,6 +46,8 @@
 //	                                                 the panic propagates
 //	handler returned without writing anything        the claim is released (it did no work to replay)
 //	after its request context was done
+//	handler answered 101 or hijacked the connection  the key is completed with a 422
+//	                                                 response-not-replayable problem, never a fake 200
 //	lease lost, or may have ended, while the         the handler's context is canceled (cause
 //	handler ran                                      keystore.ErrLeaseLost); its late record is refused
 //
@@ -56,7 +58,10 @@
 // # Replayed responses
 //
 // Only the headers in Config.ReplayHeaders are recorded and replayed;
-// Set-Cookie, Authorization and hop-by-hop headers never are. A response body
+// Set-Cookie, Authorization and hop-by-hop headers never are. A header in
+// Config.ReplayHeaders that the handler sends as a trailer (declared in the
+// Trailer header, or set with [http.TrailerPrefix]) is recorded as it stands
+// when the handler returns and replayed as a trailer. A response body
 // larger than Config.MaxRecordBytes is sent in full but recorded as a problem
 // document saying it was too large, under the original status, so that a
 // retry learns the outcome rather than running the handler twice. The
@@ -75,6 +80,13 @@
 // key over from then on; a handler that writes must stop when its context
 // is done. [New] refuses a Config.StoreTimeout of Lease/3 or more, which
 // would leave no room for a renewal inside the lease.
+//
+// # The handler's ResponseWriter
+//
+// The handler writes through to the client: nothing is buffered. Its
+// ResponseWriter is an [http.Flusher], and an [http.Hijacker] exactly when
+// the server's writer (or one it unwraps to) is one; it unwraps to the
+// server's writer, so [http.ResponseController] keeps working.
 //
 // # Fingerprints
 //

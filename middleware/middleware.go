@@ -110,7 +110,8 @@ type Config struct {
 	// DefaultMaxRecordBytes.
 	MaxRecordBytes int
 
-	// ReplayHeaders are the response headers recorded and replayed. Default
+	// ReplayHeaders are the response headers recorded and replayed; those
+	// the handler sends as trailers are replayed as trailers. Default
 	// DefaultReplayHeaders. Naming Set-Cookie, a hop-by-hop header or an
 	// authentication header is an error.
 	ReplayHeaders []string
@@ -456,7 +457,7 @@ func (m *Middleware) storeContext(ctx context.Context) (context.Context, context
 // in one piece.
 type exchange struct {
 	hold    keystore.Hold
-	rec     recorder
+	rec     hijacker
 	body    bodyReader
 	renewal renewal
 }
@@ -472,9 +473,10 @@ func (*bodyReader) Close() error { return nil }
 func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, key string, claim keystore.Claim, sent, start time.Time) {
 	x := &exchange{
 		hold: keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention},
-		rec:  recorder{w: w, allow: m.replayHeaders, limit: m.maxRecord},
+		rec:  hijacker{recorder{w: w, allow: m.replayHeaders, limit: m.maxRecord}},
 	}
-	hold, rec := &x.hold, &x.rec
+	hold, rec := &x.hold, &x.rec.recorder
+	rw := x.rec.writer()
 	ctx, cancel := context.WithCancelCause(keystore.ContextWithHold(r.Context(), hold))
 	defer cancel(nil)
 	x.renewal.start(m, ctx, hold, cancel, sent)
@@ -514,12 +516,12 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		writeProblem(rec, status, doc, 0)
 		rec.keepNoStore()
 	} else {
-		next.ServeHTTP(rec, r2)
+		next.ServeHTTP(rw, r2)
 	}
 	finished = true
 	x.renewal.stop()
-	gaveUp := rec.status == 0 && rec.size == 0 && ctx.Err() != nil
-	if rec.status == 0 {
+	gaveUp := rec.status == 0 && rec.size == 0 && !rec.hijacked && ctx.Err() != nil
+	if rec.status == 0 && !rec.hijacked {
 		rec.snapshot() // headers set without a write are still sent
 	}
 
@@ -533,7 +535,7 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		// that could be replayed, so a retry must run it again.
 		ev.Outcome = Released
 		m.release(r.Context(), hold)
-	case retryable(ev.Status):
+	case retryable(ev.Status) && rec.replayable():
 		ev.Outcome = Released
 		m.release(r.Context(), hold)
 	default:
@@ -555,7 +557,7 @@ func (m *Middleware) settlePanic(ctx context.Context, hold *keystore.Hold, rec *
 	case hold.Completed():
 		ev.Outcome = Executed
 		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked after recording its response", slog.String("key", hold.Key))
-	case rec.status == 0 || retryable(rec.status):
+	case !rec.hijacked && (rec.status == 0 || retryable(rec.status)):
 		if ev.Status == 0 {
 			ev.Status = http.StatusInternalServerError
 		}
@@ -636,9 +638,21 @@ func (m *Middleware) replay(w http.ResponseWriter, rec keystore.Record) {
 		h.Set("Cache-Control", "no-store") // the middleware's own problem documents
 	}
 	h.Set("Idempotent-Replayed", "true")
-	h.Set("Content-Length", strconv.Itoa(len(rec.Body)))
+	var trailers []string // recorded under http.TrailerPrefix; sent as trailers, so chunked
+	for _, k := range m.replayHeaders {
+		if _, ok := rec.Header[http.TrailerPrefix+k]; ok {
+			trailers = append(trailers, k)
+			h.Add("Trailer", k)
+		}
+	}
+	if trailers == nil {
+		h.Set("Content-Length", strconv.Itoa(len(rec.Body)))
+	}
 	w.WriteHeader(rec.StatusCode)
 	_, _ = w.Write(rec.Body)
+	for _, k := range trailers {
+		h[k] = append([]string(nil), rec.Header[http.TrailerPrefix+k]...)
+	}
 }
 
 func (m *Middleware) done(ev Event, start time.Time) {

@@ -58,7 +58,8 @@ type Event struct {
 	Key string
 	// Status is the HTTP status the client was answered: the status the
 	// handler actually sent, even when it panicked afterwards (500 when it
-	// panicked before sending any).
+	// panicked before sending any, 0 when it hijacked the connection without
+	// writing a status).
 	Status int
 	// Latency is the time from the middleware receiving the request to its
 	// outcome being settled (after the record was written, for Executed).
