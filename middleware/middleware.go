@@ -182,7 +182,7 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 	if store == nil {
 		return nil, errors.New("middleware: nil store")
 	}
-	_, nonBlocking := store.(keystore.NonBlocking)
+	nonBlocking := keystore.IsNonBlocking(store)
 	m := &Middleware{
 		store:        store,
 		nonBlocking:  nonBlocking,
