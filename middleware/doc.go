@@ -37,6 +37,8 @@
 //	same key and payload, original running           409 request-in-flight with Retry-After
 //	                                                 (or, with Config.WaitInFlight, wait and replay)
 //	same key and payload, original finished          the recorded response, with Idempotent-Replayed: true
+//	same key and payload, record's status outside    500 response-not-recorded (a replay never panics)
+//	200–599
 //	same key, different payload                      422 key-reused
 //	handler answered 5xx, 408 or 429                 passed on; the claim is released so a retry runs again
 //	handler panicked before a final answer,          the claim is released; the panic propagates

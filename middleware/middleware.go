@@ -335,8 +335,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.done(Event{Outcome: InFlight, Key: storeKey, Status: http.StatusConflict}, start)
 		return
 	case keystore.Completed:
-		m.replay(w, claim.Record)
-		m.done(Event{Outcome: Replayed, Key: storeKey, Status: claim.Record.StatusCode}, start)
+		status := m.replay(r.Context(), w, storeKey, claim.Record)
+		m.done(Event{Outcome: Replayed, Key: storeKey, Status: status}, start)
 		return
 	}
 	m.execute(w, r, next, body, storeKey, claim, sent, start)
@@ -624,10 +624,21 @@ func (m *Middleware) release(ctx context.Context, hold *keystore.Hold) {
 	}
 }
 
-// replay writes a recorded response, marked as a replay. Only allow-listed
-// headers are replayed, even from a record that a handler wrote itself
-// (keystore.Hold), so Set-Cookie and its kind can never be replayed.
-func (m *Middleware) replay(w http.ResponseWriter, rec keystore.Record) {
+// replay writes a recorded response, marked as a replay, and returns its
+// status. Only allow-listed headers are replayed, even from a record that a
+// handler wrote itself (keystore.Hold), so Set-Cookie and its kind can never
+// be replayed. A record whose status is outside 200–599 cannot be a final
+// answer (net/http would panic on some): it is answered 500 with a
+// response-not-recorded problem instead, never a panic.
+func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key string, rec keystore.Record) int {
+	if rec.StatusCode < 200 || rec.StatusCode > 599 {
+		m.log.LogAttrs(ctx, slog.LevelError, "idempotency record has an invalid status; answered 500", slog.String("key", key), slog.Int("status", rec.StatusCode))
+		status := http.StatusInternalServerError
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeProblem(w, status, problemJSON(ProblemNotRecorded, "Recorded response unusable", status,
+			fmt.Sprintf("The request was executed once, but the response recorded for it has status %d, which cannot be replayed.", rec.StatusCode)), 0)
+		return status
+	}
 	h := w.Header()
 	for _, k := range m.replayHeaders {
 		if vs, ok := rec.Header[k]; ok {
@@ -653,6 +664,7 @@ func (m *Middleware) replay(w http.ResponseWriter, rec keystore.Record) {
 	for _, k := range trailers {
 		h[k] = append([]string(nil), rec.Header[http.TrailerPrefix+k]...)
 	}
+	return rec.StatusCode
 }
 
 func (m *Middleware) done(ev Event, start time.Time) {
