@@ -82,8 +82,9 @@ type Config struct {
 	// Scope returns the scope of a request's key: requests share a stored key
 	// only when both their scope and their key are equal. Default: the method
 	// and the escaped URL path (URL.EscapedPath: /a%2Fb and /a/b are
-	// different routes for http.ServeMux, so they are different scopes). Include the caller's authenticated identity, so that
-	// one tenant can never replay another's response.
+	// different routes for http.ServeMux, so they are different scopes).
+	// Include the caller's authenticated identity, so that one tenant can
+	// never replay another's response.
 	Scope func(r *http.Request) string
 
 	// CanonicalJSON fingerprints a JSON body by its RFC 8785 canonical form
@@ -544,6 +545,12 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	m.done(ev, start)
 }
 
+// retryable reports whether a status tells the sender to try again, so the
+// response must not be recorded.
+func retryable(status int) bool {
+	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
+}
+
 // settlePanic settles a hold whose validator or handler panicked. Before a
 // final status, or after a retryable one, the claim is released. After a
 // final status that is not retryable, the client has its answer and the
@@ -589,12 +596,6 @@ func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rec keysto
 		m.log.LogAttrs(ctx, slog.LevelError, "idempotency record not written; a retry after the lease ends will run the handler again",
 			slog.String("key", hold.Key), slog.Any("error", err))
 	}
-}
-
-// retryable reports whether a status tells the sender to try again, so the
-// response must not be recorded.
-func retryable(status int) bool {
-	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
 }
 
 // complete records rec, trying twice on a store error other than a lost
