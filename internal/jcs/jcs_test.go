@@ -85,7 +85,8 @@ func TestCanonicalizeRejects(t *testing.T) {
 }
 
 func FuzzCanonicalize(f *testing.F) {
-	for _, s := range []string{`{"b":1,"a":[1.5e300,"x"]}`, `[null,true,false,-0.0]`, `"\u00e9"`} {
+	for _, s := range []string{`{"b":1,"a":[1.5e300,"x"]}`, `[null,true,false,-0.0]`, `"\u00e9"`,
+		`{"to":9007199254740993}`, `{"a":"\ud800"}`, `"\ud83d\ude00"`, `"\\ud800"`, `[1e21,0.1,5e-324,1E-7]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
