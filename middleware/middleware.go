@@ -559,7 +559,7 @@ func retryable(status int) bool {
 // learns the outcome and never runs the handler again. The observer
 // reports the status actually sent (500 when none was).
 func (m *Middleware) settlePanic(ctx context.Context, hold *keystore.Hold, rec *recorder, tookOver bool, start time.Time) {
-	ev := Event{Outcome: Released, Key: hold.Key, Status: rec.status, TookOver: tookOver, Err: errHandlerPanicked}
+	ev := Event{Outcome: Released, Key: hold.Key, Status: rec.status, TookOver: tookOver, Err: ErrHandlerPanicked}
 	switch {
 	case hold.Completed():
 		ev.Outcome = Executed
@@ -578,8 +578,9 @@ func (m *Middleware) settlePanic(ctx context.Context, hold *keystore.Hold, rec *
 	m.done(ev, start)
 }
 
-// errHandlerPanicked is the Event.Err of a request whose handler panicked.
-var errHandlerPanicked = errors.New("middleware: handler panicked")
+// ErrHandlerPanicked is the Event.Err of a request whose validator or
+// handler panicked.
+var ErrHandlerPanicked = errors.New("middleware: handler panicked")
 
 // record completes hold with rec and reports a failure in ev.
 func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rec keystore.Record, ev *Event) {

@@ -67,6 +67,7 @@ type Event struct {
 	// TookOver is true when the request acquired its key by taking over the
 	// expired lease of an earlier one.
 	TookOver bool
-	// Err is the store or validation error behind the outcome, if any.
+	// Err is the store or validation error behind the outcome, if any, or
+	// ErrHandlerPanicked.
 	Err error
 }

@@ -60,8 +60,9 @@ func TestPanicAfterFinalStatusIsRecorded(t *testing.T) {
 			if again.Header().Get("Idempotent-Replayed") != "true" {
 				t.Error("the retry is not marked as a replay")
 			}
-			if len(ev.all) == 0 || ev.all[0].Outcome != middleware.Executed || ev.all[0].Status != http.StatusCreated {
-				t.Errorf("first event %+v, want executed with the status sent, 201", ev.all)
+			if len(ev.all) == 0 || ev.all[0].Outcome != middleware.Executed || ev.all[0].Status != http.StatusCreated ||
+				!errors.Is(ev.all[0].Err, middleware.ErrHandlerPanicked) {
+				t.Errorf("first event %+v, want executed with the status sent, 201, and ErrHandlerPanicked", ev.all)
 			}
 		})
 	}
