@@ -114,7 +114,8 @@ type Config struct {
 	// ReplayHeaders are the response headers recorded and replayed; those
 	// the handler sends as trailers are replayed as trailers. Default
 	// DefaultReplayHeaders. Naming Set-Cookie, a hop-by-hop header or an
-	// authentication header is an error.
+	// authentication header is an error, and so is a name that is not a
+	// header field name (such as "Trailer:X", net/http's TrailerPrefix form).
 	ReplayHeaders []string
 
 	// Lease is how long a claim holds its key without renewal; the
@@ -236,6 +237,9 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 		headers = DefaultReplayHeaders
 	}
 	for _, h := range headers {
+		if !isToken(h) {
+			return nil, fmt.Errorf("middleware: Config.ReplayHeaders names %q, which is not a header field name", h)
+		}
 		c := http.CanonicalHeaderKey(h)
 		if neverReplayed[c] {
 			return nil, fmt.Errorf("middleware: Config.ReplayHeaders names %s, which is never replayed", c)
@@ -246,6 +250,17 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 		m.log = slog.New(slog.DiscardHandler)
 	}
 	return m, nil
+}
+
+// isToken reports whether s is an RFC 9110 token, as a field name must be.
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func orDefault[T comparable](v, def T) T {

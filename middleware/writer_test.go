@@ -197,3 +197,17 @@ func TestReplayHeaderTrailersAreReplayed(t *testing.T) {
 		})
 	}
 }
+
+// A ReplayHeaders entry must be a header field name: "Trailer:X" (net/http's
+// TrailerPrefix form) or a name with spaces would be replayed in a form the
+// handler never sent.
+func TestNewRefusesInvalidReplayHeaderNames(t *testing.T) {
+	for _, name := range []string{http.TrailerPrefix + "X-Checksum", "X Checksum", "", "X-Ä"} {
+		if _, err := middleware.New(new(memstore.Store), middleware.Config{ReplayHeaders: []string{name}}); err == nil {
+			t.Errorf("New accepted ReplayHeaders %q", name)
+		}
+	}
+	if _, err := middleware.New(new(memstore.Store), middleware.Config{ReplayHeaders: []string{"x-checksum", "ETag", "X_Odd.Name~1"}}); err != nil {
+		t.Errorf("New refused valid names: %v", err)
+	}
+}
