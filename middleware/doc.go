@@ -43,9 +43,10 @@
 //	handler answered 5xx, 408 or 429                 passed on; the claim is released so a retry runs again
 //	handler panicked before a final answer,          the claim is released; the panic propagates
 //	or after a 5xx, 408 or 429
-//	handler panicked after another final answer      the key is completed with a response-not-recorded
-//	(http.ErrAbortHandler included)                  problem under the status sent, never released;
-//	                                                 the panic propagates
+//	handler panicked after another final answer      the key is completed, never released: with the
+//	(http.ErrAbortHandler included)                  response if its body is as long as its declared
+//	                                                 Content-Length, else with a response-not-recorded
+//	                                                 problem under the status sent; the panic propagates
 //	handler returned without writing anything        the claim is released (it did no work to replay)
 //	after its request context was done
 //	handler answered 101 or hijacked the connection  the key is completed with a 422

@@ -569,9 +569,9 @@ func retryable(status int) bool {
 // settlePanic settles a hold whose validator or handler panicked. Before a
 // final status, or after a retryable one, the claim is released. After a
 // final status that is not retryable, the client has its answer and the
-// work may have taken effect, so the key is completed with a problem
-// document under that status saying the response was not recorded: a retry
-// learns the outcome and never runs the handler again. The observer
+// work may have taken effect, so the key is completed (see
+// recorder.interrupted): a retry learns the outcome and never runs the
+// handler again. The observer
 // reports the status actually sent (500 when none was).
 func (m *Middleware) settlePanic(ctx context.Context, hold *keystore.Hold, rec *recorder, tookOver bool, start time.Time) {
 	ev := Event{Outcome: Released, Key: hold.Key, Status: rec.status, TookOver: tookOver, Err: ErrHandlerPanicked}

@@ -172,3 +172,26 @@ func TestHandlerThatGivesUpIsReleased(t *testing.T) {
 		t.Fatalf("retry: %d, handler runs %d; want the handler run (201)", w.Code, h.total.Load())
 	}
 }
+
+// A panic after a body that is provably complete (as long as the
+// Content-Length the handler declared) records the response itself.
+func TestPanicAfterCompleteBodyRecordsIt(t *testing.T) {
+	store := &spyStore{}
+	m := newMiddleware(t, store, middleware.Config{})
+	var runs atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "11")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"f1"}`)
+		panic(http.ErrAbortHandler) // in a deferred cleanup, say
+	})
+	if p := serveRecovering(m.Handler(h), httptest.NewRecorder(), post("k1", feature)); p != http.ErrAbortHandler {
+		t.Fatalf("recovered %v, want http.ErrAbortHandler", p)
+	}
+	again := serve(m.Handler(h), post("k1", feature))
+	if runs.Load() != 1 || again.Code != http.StatusCreated || again.Body.String() != `{"id":"f1"}` || again.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry: runs %d, %d %q replayed=%q; want the recorded 201 and its body", runs.Load(), again.Code, again.Body, again.Header().Get("Idempotent-Replayed"))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/geoidem/geoidem/keystore"
@@ -33,6 +34,7 @@ type recorder struct {
 	size     int64 // bytes the handler wrote in all
 	tooLong  bool  // size exceeded limit: body is incomplete
 	hijacked bool  // the handler took the connection over
+	declared int64 // the Content-Length at WriteHeader; -1 if none
 }
 
 // hijacker is a recorder whose writer, or a writer it unwraps to, is an
@@ -93,6 +95,12 @@ func (r *recorder) WriteHeader(code int) {
 
 func (r *recorder) snapshot() {
 	src := r.w.Header()
+	r.declared = -1
+	if cl := src["Content-Length"]; len(cl) == 1 {
+		if n, err := strconv.ParseInt(cl[0], 10, 64); err == nil && n >= 0 {
+			r.declared = n
+		}
+	}
 	for _, v := range src["Trailer"] {
 		for name := range strings.SplitSeq(v, ",") {
 			if name = http.CanonicalHeaderKey(strings.TrimSpace(name)); slices.Contains(r.allow, name) {
@@ -212,11 +220,16 @@ func (r *recorder) record() keystore.Record {
 }
 
 // interrupted returns what to store for a response whose handler panicked
-// after sending a final status: a problem document under that status saying
-// the response was not recorded, since its body may be incomplete.
+// after sending a final status: the response itself when its body is
+// provably complete (as long as the Content-Length declared at WriteHeader),
+// else a problem document under that status saying the response was not
+// recorded, since its body may be incomplete.
 func (r *recorder) interrupted() keystore.Record {
 	if !r.replayable() {
 		return notReplayable()
+	}
+	if r.declared >= 0 && r.size == r.declared && !r.tooLong {
+		return r.record()
 	}
 	return keystore.Record{
 		StatusCode: r.status,
