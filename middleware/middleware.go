@@ -588,7 +588,7 @@ func (m *Middleware) settlePanic(ctx context.Context, hold *keystore.Hold, rec *
 	default:
 		ev.Outcome = Executed
 		m.record(ctx, hold, rec.interrupted(), &ev)
-		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked after its answer was sent; recorded as not replayable", slog.String("key", hold.Key), slog.Int("status", rec.status))
+		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked after its answer was sent; idempotency key completed, not released", slog.String("key", hold.Key), slog.Int("status", rec.status))
 	}
 	m.done(ev, start)
 }
