@@ -96,7 +96,10 @@
 // The store keeps a SHA-256 fingerprint of method, escaped path, query and body
 // with each key; a retry must match it. With Config.CanonicalJSON the body's RFC 8785
 // canonical form is hashed instead, so a sender that re-serialises its
-// payload (from a dead-letter queue, say) still matches.
+// payload (from a dead-letter queue, say) still matches. A body that is not
+// I-JSON is hashed by its bytes: among them, a body with a number that
+// float64 does not represent exactly (9007199254740993) or a lone surrogate
+// escape, which would otherwise share a canonical form with another payload.
 //
 // # Handlers that record their own response
 //
