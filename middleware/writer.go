@@ -22,7 +22,7 @@ import (
 // no-op), and it lets http.ResponseController reach the writer beneath
 // (Unwrap). It is never an http.Hijacker itself: a request whose writer can
 // be hijacked gets a hijacker instead, chosen once per request by
-// newRecorder, so that type assertions see what the server offers.
+// hijacker.writer, so that type assertions see what the server offers.
 type recorder struct {
 	w        http.ResponseWriter
 	allow    []string // canonical header names to record
