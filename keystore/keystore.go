@@ -226,6 +226,40 @@ type Pinger interface {
 // return at once. Callers may then skip the timeouts they would put around
 // a networked store's calls. Implementations must still honour a context
 // that is already done.
+//
+// The capability belongs to one concrete store, never to what wraps it: a
+// wrapper that embeds a NonBlocking store inherits its method but may add
+// waits of its own, and a wrapper that embeds the Store interface hides the
+// method. So NonBlocking returns the store it vouches for, and callers
+// trust it only through [IsNonBlocking], which requires that store to be the
+// very value asked about: an inherited method vouches for the embedded
+// store, not for the wrapper. A wrapper that adds no waits keeps the
+// capability by declaring it itself:
+//
+//	func (w *wrapper) NonBlocking() keystore.Store {
+//		if keystore.IsNonBlocking(w.inner) {
+//			return w
+//		}
+//		return nil
+//	}
 type NonBlocking interface {
-	NonBlocking()
+	NonBlocking() Store
+}
+
+// IsNonBlocking reports whether s is a [NonBlocking] store: s has the method
+// and it returns s itself.
+func IsNonBlocking(s Store) bool {
+	nb, ok := s.(NonBlocking)
+	return ok && sameStore(nb.NonBlocking(), s)
+}
+
+// sameStore reports whether a and b are the same value; false where their
+// dynamic type cannot be compared.
+func sameStore(a, b Store) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }

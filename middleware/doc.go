@@ -14,7 +14,7 @@
 //  1. parses the key (400 when missing, unless Config.KeyOptional, or
 //     malformed) and reads the body up to Config.MaxBodyBytes (413);
 //  2. claims the key in the [keystore.Store], before any other work. The
-//     stored key is [StoreKey] of the request's scope (method and path by
+//     stored key is [StoreKey] of the request's scope (method and escaped path by
 //     default; see Config.Scope) and its key, so keys of different paths or
 //     tenants never meet, and the store never sees raw client input;
 //  3. runs the Validator, if any, and then the handler, renewing the lease
@@ -38,11 +38,22 @@
 //	same key and payload, original running           409 request-in-flight with Retry-After
 //	                                                 (or, with Config.WaitInFlight, wait and replay)
 //	same key and payload, original finished          the recorded response, with Idempotent-Replayed: true
+//	same key and payload, record's status outside    500 response-not-recorded (a replay never panics)
+//	200–599
 //	same key, different payload                      422 key-reused
 //	handler answered 5xx, 408 or 429                 passed on; the claim is released so a retry runs again
-//	handler panicked                                 the claim is released; the panic propagates
-//	lease lost while the handler ran                 the handler's context is canceled (cause
-//	                                                 keystore.ErrLeaseLost); its late record is refused
+//	handler panicked before a final answer,          the claim is released; the panic propagates
+//	or after a 5xx, 408 or 429
+//	handler panicked after another final answer      the key is completed, never released: with the
+//	(http.ErrAbortHandler included)                  response if its body is as long as its declared
+//	                                                 Content-Length, else with a response-not-recorded
+//	                                                 problem under the status sent; the panic propagates
+//	handler returned without writing anything        the claim is released (it did no work to replay)
+//	after its request context was done
+//	handler answered 101 or hijacked the connection  the key is completed with a 422
+//	                                                 response-not-replayable problem, never a fake 200
+//	lease lost, or may have ended, while the         the handler's context is canceled (cause
+//	handler ran                                      keystore.ErrLeaseLost); its late record is refused
 //
 // Every error the middleware itself writes is an RFC 9457 problem document
 // (application/problem+json, Cache-Control: no-store) whose type is one of
@@ -51,19 +62,45 @@
 // # Replayed responses
 //
 // Only the headers in Config.ReplayHeaders are recorded and replayed;
-// Set-Cookie, Authorization and hop-by-hop headers never are. A response body
+// Set-Cookie, Authorization and hop-by-hop headers never are. A header in
+// Config.ReplayHeaders that the handler sends as a trailer (declared in the
+// Trailer header, or set with [http.TrailerPrefix]) is recorded as it stands
+// when the handler returns and replayed as a trailer. A response body
 // larger than Config.MaxRecordBytes is sent in full but recorded as a problem
 // document saying it was too large, under the original status, so that a
 // retry learns the outcome rather than running the handler twice. The
 // recording happens after the handler returns, even when the client has
 // already hung up.
 //
+// # Leases
+//
+// A claim holds its key for Config.Lease, renewed every Lease/3 while the
+// validator and the handler run. The middleware keeps its own conservative
+// reckoning of the lease on the monotonic clock: the key is surely held until
+// the time the last successful claim or extension was sent, plus the lease.
+// When that time comes without a successful renewal, whatever the store
+// answered (errors, timeouts, nothing), the handler's context is canceled
+// with cause [keystore.ErrLeaseLost], because another replica may take the
+// key over from then on; a handler that writes must stop when its context
+// is done. [New] refuses a Config.StoreTimeout of Lease/3 or more, which
+// would leave no room for a renewal inside the lease.
+//
+// # The handler's ResponseWriter
+//
+// The handler writes through to the client: nothing is buffered. Its
+// ResponseWriter is an [http.Flusher], and an [http.Hijacker] exactly when
+// the server's writer (or one it unwraps to) is one; it unwraps to the
+// server's writer, so [http.ResponseController] keeps working.
+//
 // # Fingerprints
 //
-// The store keeps a SHA-256 fingerprint of method, path, query and body
+// The store keeps a SHA-256 fingerprint of method, escaped path, query and body
 // with each key; a retry must match it. With Config.CanonicalJSON the body's RFC 8785
 // canonical form is hashed instead, so a sender that re-serialises its
-// payload (from a dead-letter queue, say) still matches.
+// payload (from a dead-letter queue, say) still matches. A body that is not
+// I-JSON is hashed by its bytes: among them, a body with a number that
+// float64 does not represent exactly (9007199254740993) or a lone surrogate
+// escape, which would otherwise share a canonical form with another payload.
 //
 // # The body and the decoded value in the handler
 //

@@ -66,8 +66,9 @@ func (f ValidatorFunc) ValidateRequest(r *http.Request, body []byte) error { ret
 
 // Config configures a Middleware. Zero fields mean the documented defaults.
 type Config struct {
-	// Methods are the request methods the middleware covers; requests with
-	// other methods pass through untouched. Default DefaultMethods.
+	// Methods are the request methods the middleware covers, matched
+	// case-insensitively ("post" is covered by POST); requests with other
+	// methods pass through untouched. Default DefaultMethods.
 	Methods []string
 
 	// KeyHeader is the request header that carries the key. Default
@@ -80,14 +81,19 @@ type Config struct {
 
 	// Scope returns the scope of a request's key: requests share a stored key
 	// only when both their scope and their key are equal. Default: the method
-	// and the URL path. Include the caller's authenticated identity, so that
-	// one tenant can never replay another's response.
+	// and the escaped URL path (URL.EscapedPath: /a%2Fb and /a/b are
+	// different routes for http.ServeMux, so they are different scopes).
+	// Include the caller's authenticated identity, so that one tenant can
+	// never replay another's response.
 	Scope func(r *http.Request) string
 
 	// CanonicalJSON fingerprints a JSON body by its RFC 8785 canonical form
 	// instead of its bytes, so a payload re-serialised with another member
 	// order or whitespace still matches. Bodies that are not I-JSON are
-	// fingerprinted by their bytes.
+	// fingerprinted by their bytes: among them, bodies with a number that
+	// float64 does not represent exactly (9007199254740993) or a lone
+	// surrogate escape ("\ud800"), whose canonical forms would otherwise
+	// equal those of other payloads.
 	CanonicalJSON bool
 
 	// Validator, if set, checks each body after the claim and before the
@@ -105,15 +111,20 @@ type Config struct {
 	// DefaultMaxRecordBytes.
 	MaxRecordBytes int
 
-	// ReplayHeaders are the response headers recorded and replayed. Default
+	// ReplayHeaders are the response headers recorded and replayed; those
+	// the handler sends as trailers are replayed as trailers. Default
 	// DefaultReplayHeaders. Naming Set-Cookie, a hop-by-hop header or an
-	// authentication header is an error.
+	// authentication header is an error, and so is a name that is not a
+	// header field name (such as "Trailer:X", net/http's TrailerPrefix form).
 	ReplayHeaders []string
 
 	// Lease is how long a claim holds its key without renewal; the
 	// middleware renews it every Lease/3 while the handler runs, so it only
-	// bounds how long a crashed process blocks its keys. Default
-	// DefaultLease.
+	// bounds how long a crashed process blocks its keys. If no renewal
+	// succeeds, the handler's context is canceled, with cause
+	// keystore.ErrLeaseLost, once Lease has passed since the last successful
+	// claim or extension was sent (see the package documentation, "Leases").
+	// Default DefaultLease.
 	Lease time.Duration
 
 	// Retention is how long a response is kept for replay. It must outlast
@@ -121,8 +132,9 @@ type Config struct {
 	Retention time.Duration
 
 	// StoreTimeout bounds each store operation; a store slower than this is
-	// treated as unavailable (503, handler not run). Default
-	// DefaultStoreTimeout.
+	// treated as unavailable (503, handler not run). It must be less than
+	// Lease/3, so that a renewal sent at Lease/3 can be answered well inside
+	// the lease. Default: DefaultStoreTimeout, or Lease/4 if that is less.
 	StoreTimeout time.Duration
 
 	// RetryAfter is the Retry-After sent with 409 (in flight) and 503 (store
@@ -174,7 +186,7 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 	if store == nil {
 		return nil, errors.New("middleware: nil store")
 	}
-	_, nonBlocking := store.(keystore.NonBlocking)
+	nonBlocking := keystore.IsNonBlocking(store)
 	m := &Middleware{
 		store:        store,
 		nonBlocking:  nonBlocking,
@@ -209,6 +221,12 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 	if m.lease < 3*time.Millisecond {
 		return nil, errors.New("middleware: Config.Lease must be at least 3ms")
 	}
+	if cfg.StoreTimeout == 0 {
+		m.storeTimeout = min(DefaultStoreTimeout, m.lease/4)
+	}
+	if m.storeTimeout >= m.lease/3 {
+		return nil, fmt.Errorf("middleware: Config.StoreTimeout (%v) must be less than Lease/3 (%v), so that a renewal fits inside the lease", m.storeTimeout, m.lease/3)
+	}
 	methods := cfg.Methods
 	if len(methods) == 0 {
 		methods = DefaultMethods
@@ -221,6 +239,9 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 		headers = DefaultReplayHeaders
 	}
 	for _, h := range headers {
+		if !isToken(h) {
+			return nil, fmt.Errorf("middleware: Config.ReplayHeaders names %q, which is not a header field name", h)
+		}
 		c := http.CanonicalHeaderKey(h)
 		if neverReplayed[c] {
 			return nil, fmt.Errorf("middleware: Config.ReplayHeaders names %s, which is never replayed", c)
@@ -235,6 +256,17 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 	return m, nil
 }
 
+// isToken reports whether s is an RFC 9110 token, as a field name must be.
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
+}
+
 func orDefault[T comparable](v, def T) T {
 	var zero T
 	if v == zero {
@@ -247,7 +279,7 @@ func orDefault[T comparable](v, def T) T {
 // key: see the package documentation for every answer it gives.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !m.methods[r.Method] {
+		if !m.methods[r.Method] && !m.methods[strings.ToUpper(r.Method)] {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -298,12 +330,12 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 
 	var storeKey string
 	if m.scope == nil { // the default scope, without building its string
-		storeKey = storeKey3(r.Method, " ", r.URL.Path, key)
+		storeKey = storeKey3(r.Method, " ", r.URL.EscapedPath(), key)
 	} else {
 		storeKey = StoreKey(m.scope(r), key)
 	}
 	fp := m.fingerprint(r, body)
-	claim, err := m.claim(r.Context(), storeKey, fp)
+	claim, sent, err := m.claim(r.Context(), storeKey, fp)
 	if err != nil {
 		writeProblem(w, http.StatusServiceUnavailable, problemJSON(ProblemStoreDown, "Idempotency store unavailable", http.StatusServiceUnavailable,
 			"The request was not executed; retry later with the same key."), m.retryAfter)
@@ -326,11 +358,11 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.done(Event{Outcome: InFlight, Key: storeKey, Status: http.StatusConflict}, start)
 		return
 	case keystore.Completed:
-		m.replay(w, claim.Record)
-		m.done(Event{Outcome: Replayed, Key: storeKey, Status: claim.Record.StatusCode}, start)
+		status := m.replay(r.Context(), w, storeKey, claim.Record)
+		m.done(Event{Outcome: Replayed, Key: storeKey, Status: status}, start)
 		return
 	}
-	m.execute(w, r, next, body, storeKey, claim, start)
+	m.execute(w, r, next, body, storeKey, claim, sent, start)
 }
 
 // fingerprint hashes what must match between a request and its retries:
@@ -345,11 +377,12 @@ func (m *Middleware) fingerprint(r *http.Request, body []byte) keystore.Fingerpr
 		}
 	}
 	const prefix = "geoidem fingerprint v1\x00"
-	var stack [4096]byte // small requests hash from the stack, without allocating
-	if n := len(prefix) + len(r.Method) + len(r.URL.Path) + len(r.URL.RawQuery) + 3 + len(content); n <= len(stack) {
+	path := r.URL.EscapedPath() // /a%2Fb and /a/b may be different routes
+	var stack [4096]byte        // small requests hash from the stack, without allocating
+	if n := len(prefix) + len(r.Method) + len(path) + len(r.URL.RawQuery) + 3 + len(content); n <= len(stack) {
 		b := append(stack[:0], prefix...)
 		b = append(append(b, r.Method...), 0)
-		b = append(append(b, r.URL.Path...), 0)
+		b = append(append(b, path...), 0)
 		b = append(append(b, r.URL.RawQuery...), 0)
 		return sha256.Sum256(append(b, content...))
 	}
@@ -359,7 +392,7 @@ func (m *Middleware) fingerprint(r *http.Request, body []byte) keystore.Fingerpr
 	io.WriteString(h, prefix)
 	io.WriteString(h, r.Method)
 	h.Write([]byte{0})
-	io.WriteString(h, r.URL.Path)
+	io.WriteString(h, path)
 	h.Write([]byte{0})
 	io.WriteString(h, r.URL.RawQuery)
 	h.Write([]byte{0})
@@ -372,27 +405,29 @@ func (m *Middleware) fingerprint(r *http.Request, body []byte) keystore.Fingerpr
 var hashers = sync.Pool{New: func() any { return sha256.New() }}
 
 // claim claims key, and, with WaitInFlight, waits for an in-flight original
-// with the same fingerprint to finish.
-func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, error) {
+// with the same fingerprint to finish. It also returns when the last Claim
+// was sent: an acquired lease may end at that time plus the lease.
+func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, time.Time, error) {
 	var deadline time.Time
 	if m.waitInFlight > 0 {
 		deadline = time.Now().Add(m.waitInFlight)
 	}
 	pause := 10 * time.Millisecond
 	for {
+		sent := time.Now()
 		c, err := m.storeClaim(ctx, key, fp)
 		if err != nil || c.State != keystore.InFlight || c.Fingerprint != fp {
-			return c, err
+			return c, sent, err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return c, nil
+			return c, sent, nil
 		}
 		t := time.NewTimer(min(pause, left, c.LeaseRemaining))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return c, nil
+			return c, sent, nil
 		case <-t.C:
 		}
 		pause = min(2*pause, 250*time.Millisecond)
@@ -418,7 +453,7 @@ func (m *Middleware) storeContext(ctx context.Context) (context.Context, context
 // in one piece.
 type exchange struct {
 	hold    keystore.Hold
-	rec     recorder
+	rec     hijacker
 	body    bodyReader
 	renewal renewal
 }
@@ -431,34 +466,33 @@ func (*bodyReader) Close() error { return nil }
 
 // execute runs the validator and the handler for an acquired claim, renews
 // the lease while they run, and records or releases afterwards.
-func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, key string, claim keystore.Claim, start time.Time) {
+func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, key string, claim keystore.Claim, sent, start time.Time) {
 	x := &exchange{
 		hold: keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention},
-		rec:  recorder{w: w, allow: m.replayHeaders, limit: m.maxRecord},
+		rec:  hijacker{recorder{w: w, allow: m.replayHeaders, limit: m.maxRecord}},
 	}
-	hold, rec := &x.hold, &x.rec
+	hold, rec := &x.hold, &x.rec.recorder
+	rw := x.rec.writer()
 	ctx, cancel := context.WithCancelCause(keystore.ContextWithHold(r.Context(), hold))
 	defer cancel(nil)
-	x.renewal.start(m, ctx, hold, cancel)
+	x.renewal.start(m, ctx, hold, cancel, sent)
 
 	r2 := r.WithContext(ctx)
 	x.body.Reset(body)
 	r2.Body = &x.body
 	r2.ContentLength = int64(len(body))
 
-	// If the validator or the handler panics, release the claim, so that a
-	// retry can run again, and let the panic go on to net/http's recovery.
+	// If the validator or the handler panics before a final answer that is
+	// not retryable was sent, release the claim, so that a retry can run
+	// again; after such an answer, the work is done: record that it was
+	// interrupted, never release. Either way the panic goes on to
+	// net/http's recovery.
 	finished := false
 	defer func() {
-		if finished {
-			return
+		if !finished {
+			x.renewal.stop()
+			m.settlePanic(r.Context(), hold, rec, claim.TookOver, start)
 		}
-		x.renewal.stop()
-		if !hold.Completed() {
-			m.release(r.Context(), hold)
-		}
-		m.log.LogAttrs(r.Context(), slog.LevelError, "handler panicked; idempotency claim released", slog.String("key", key))
-		m.done(Event{Outcome: Released, Key: key, Status: http.StatusInternalServerError, TookOver: claim.TookOver}, start)
 	}()
 
 	outcome := Executed
@@ -478,11 +512,12 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		writeProblem(rec, status, doc, 0)
 		rec.keepNoStore()
 	} else {
-		next.ServeHTTP(rec, r2)
+		next.ServeHTTP(rw, r2)
 	}
 	finished = true
 	x.renewal.stop()
-	if rec.status == 0 {
+	gaveUp := rec.status == 0 && rec.size == 0 && !rec.hijacked && ctx.Err() != nil
+	if rec.status == 0 && !rec.hijacked {
 		rec.snapshot() // headers set without a write are still sent
 	}
 
@@ -490,21 +525,17 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	switch {
 	case hold.Completed():
 		// The handler recorded its response itself, in its own transaction.
-	case retryable(ev.Status):
+	case gaveUp:
+		// The handler returned without a word because its request was
+		// canceled (the client left) or its lease was lost: it did no work
+		// that could be replayed, so a retry must run it again.
+		ev.Outcome = Released
+		m.release(r.Context(), hold)
+	case retryable(ev.Status) && rec.replayable():
 		ev.Outcome = Released
 		m.release(r.Context(), hold)
 	default:
-		if err := m.complete(r.Context(), hold, rec.record()); err != nil {
-			ev.Err = err
-			if errors.Is(err, keystore.ErrLeaseLost) {
-				ev.Outcome = LeaseLost
-				m.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency lease lost before the response was recorded", slog.String("key", key))
-			} else {
-				ev.Outcome = StoreError
-				m.log.LogAttrs(r.Context(), slog.LevelError, "idempotency record not written; a retry after the lease ends will run the handler again",
-					slog.String("key", key), slog.Any("error", err))
-			}
-		}
+		m.record(r.Context(), hold, rec.record(), &ev)
 	}
 	m.done(ev, start)
 }
@@ -515,56 +546,52 @@ func retryable(status int) bool {
 	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
 }
 
-// renewal extends a hold's lease every lease/3 while the handler runs. If
-// the store reports the lease lost, it cancels the handler's context with
-// keystore.ErrLeaseLost as the cause. It runs on a timer, not a goroutine of
-// its own, so a handler that finishes within lease/3 costs no more than
-// arming and stopping that timer.
-type renewal struct {
-	m    *Middleware
-	ctx  context.Context // the handler's: for its values, and to cancel
-	hold *keystore.Hold
-	lost context.CancelCauseFunc
-
-	mu      sync.Mutex // held while extending, so stop waits for an extension under way
-	stopped bool
-	t       *time.Timer
-}
-
-func (rn *renewal) start(m *Middleware, ctx context.Context, hold *keystore.Hold, lost context.CancelCauseFunc) {
-	rn.m, rn.ctx, rn.hold, rn.lost = m, ctx, hold, lost
-	rn.mu.Lock() // extend must not run before t is assigned
-	defer rn.mu.Unlock()
-	rn.t = time.AfterFunc(m.lease/3, rn.extend)
-}
-
-func (rn *renewal) extend() {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	if rn.stopped || rn.hold.Completed() {
-		return
-	}
-	m := rn.m
-	ctx, cancel := m.storeContext(context.WithoutCancel(rn.ctx))
-	err := m.store.Extend(ctx, rn.hold.Key, rn.hold.Token, m.lease)
-	cancel()
+// settlePanic settles a hold whose validator or handler panicked. Before a
+// final status, or after a retryable one, the claim is released. After a
+// final status that is not retryable, the client has its answer and the
+// work may have taken effect, so the key is completed (see
+// recorder.interrupted): a retry learns the outcome and never runs the
+// handler again. The observer
+// reports the status actually sent (500 when none was).
+func (m *Middleware) settlePanic(ctx context.Context, hold *keystore.Hold, rec *recorder, tookOver bool, start time.Time) {
+	ev := Event{Outcome: Released, Key: hold.Key, Status: rec.status, TookOver: tookOver, Err: ErrHandlerPanicked}
 	switch {
-	case errors.Is(err, keystore.ErrLeaseLost) && !rn.hold.Completed():
-		m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease lost while the handler ran", slog.String("key", rn.hold.Key))
-		rn.lost(keystore.ErrLeaseLost)
-		return
-	case err != nil:
-		m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease not extended", slog.String("key", rn.hold.Key), slog.Any("error", err))
+	case hold.Completed():
+		ev.Outcome = Executed
+		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked after recording its response", slog.String("key", hold.Key))
+	case !rec.hijacked && (rec.status == 0 || retryable(rec.status)):
+		if ev.Status == 0 {
+			ev.Status = http.StatusInternalServerError
+		}
+		m.release(ctx, hold)
+		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked; idempotency claim released", slog.String("key", hold.Key))
+	default:
+		ev.Outcome = Executed
+		m.record(ctx, hold, rec.interrupted(), &ev)
+		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked after its answer was sent; idempotency key completed, not released", slog.String("key", hold.Key), slog.Int("status", rec.status))
 	}
-	rn.t.Reset(m.lease / 3)
+	m.done(ev, start)
 }
 
-// stop ends the renewal; an extension under way finishes first.
-func (rn *renewal) stop() {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	rn.stopped = true
-	rn.t.Stop()
+// ErrHandlerPanicked is the Event.Err of a request whose validator or
+// handler panicked.
+var ErrHandlerPanicked = errors.New("middleware: handler panicked")
+
+// record completes hold with rec and reports a failure in ev.
+func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rec keystore.Record, ev *Event) {
+	err := m.complete(ctx, hold, rec)
+	if err == nil {
+		return
+	}
+	ev.Err = err
+	if errors.Is(err, keystore.ErrLeaseLost) {
+		ev.Outcome = LeaseLost
+		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency lease lost before the response was recorded", slog.String("key", hold.Key))
+	} else {
+		ev.Outcome = StoreError
+		m.log.LogAttrs(ctx, slog.LevelError, "idempotency record not written; a retry after the lease ends will run the handler again",
+			slog.String("key", hold.Key), slog.Any("error", err))
+	}
 }
 
 // complete records rec, trying twice on a store error other than a lost
@@ -594,10 +621,21 @@ func (m *Middleware) release(ctx context.Context, hold *keystore.Hold) {
 	}
 }
 
-// replay writes a recorded response, marked as a replay. Only allow-listed
-// headers are replayed, even from a record that a handler wrote itself
-// (keystore.Hold), so Set-Cookie and its kind can never be replayed.
-func (m *Middleware) replay(w http.ResponseWriter, rec keystore.Record) {
+// replay writes a recorded response, marked as a replay, and returns its
+// status. Only allow-listed headers are replayed, even from a record that a
+// handler wrote itself (keystore.Hold), so Set-Cookie and its kind can never
+// be replayed. A record whose status is outside 200–599 cannot be a final
+// answer (net/http would panic on some): it is answered 500 with a
+// response-not-recorded problem instead, never a panic.
+func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key string, rec keystore.Record) int {
+	if rec.StatusCode < 200 || rec.StatusCode > 599 {
+		m.log.LogAttrs(ctx, slog.LevelError, "idempotency record has an invalid status; answered 500", slog.String("key", key), slog.Int("status", rec.StatusCode))
+		status := http.StatusInternalServerError
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeProblem(w, status, problemJSON(ProblemNotRecorded, "Recorded response unusable", status,
+			fmt.Sprintf("The request was executed once, but the response recorded for it has status %d, which cannot be replayed.", rec.StatusCode)), 0)
+		return status
+	}
 	h := w.Header()
 	for _, k := range m.replayHeaders {
 		if vs, ok := rec.Header[k]; ok {
@@ -608,9 +646,22 @@ func (m *Middleware) replay(w http.ResponseWriter, rec keystore.Record) {
 		h.Set("Cache-Control", "no-store") // the middleware's own problem documents
 	}
 	h.Set("Idempotent-Replayed", "true")
-	h.Set("Content-Length", strconv.Itoa(len(rec.Body)))
+	var trailers []string // recorded under http.TrailerPrefix; sent as trailers, so chunked
+	for _, k := range m.replayHeaders {
+		if _, ok := rec.Header[http.TrailerPrefix+k]; ok {
+			trailers = append(trailers, k)
+			h.Add("Trailer", k)
+		}
+	}
+	if trailers == nil {
+		h.Set("Content-Length", strconv.Itoa(len(rec.Body)))
+	}
 	w.WriteHeader(rec.StatusCode)
 	_, _ = w.Write(rec.Body)
+	for _, k := range trailers {
+		h[k] = append([]string(nil), rec.Header[http.TrailerPrefix+k]...)
+	}
+	return rec.StatusCode
 }
 
 func (m *Middleware) done(ev Event, start time.Time) {

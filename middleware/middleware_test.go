@@ -719,3 +719,19 @@ func TestProblemBodiesAreJSON(t *testing.T) {
 		}
 	}
 }
+
+// With CanonicalJSON, payloads that a float64 or a decoder's U+FFFD would
+// merge are still told apart: reusing the key is a mismatch, never a replay.
+func TestCanonicalJSONKeepsDistinctPayloadsApart(t *testing.T) {
+	for _, pair := range [][2]string{
+		{`{"to":9007199254740993}`, `{"to":9007199254740992}`},
+		{`{"a":"\ud800"}`, `{"a":"\ufffd"}`},
+	} {
+		for _, order := range [][2]string{pair, {pair[1], pair[0]}} {
+			h := newCounter()
+			m := newMiddleware(t, new(memstore.Store), middleware.Config{CanonicalJSON: true})
+			serve(m.Handler(h), post("k1", order[0]))
+			wantProblem(t, serve(m.Handler(h), post("k1", order[1])), http.StatusUnprocessableEntity, middleware.ProblemKeyReused)
+		}
+	}
+}

@@ -8,8 +8,10 @@ type Outcome int
 const (
 	// Executed: the handler ran and its response was recorded for replay.
 	Executed Outcome = iota + 1
-	// Released: the handler ran and answered 5xx, 408 or 429, or panicked;
-	// its claim was released so that a retry runs it again.
+	// Released: the handler ran and answered 5xx, 408 or 429, or panicked
+	// before a final answer that is not retryable, or returned without
+	// writing anything after its request context was done; its claim was
+	// released so that a retry runs it again.
 	Released
 	// Replayed: a recorded response was replayed.
 	Replayed
@@ -54,7 +56,10 @@ type Event struct {
 	Outcome Outcome
 	// Key is the stored (hashed) key; empty for Rejected requests.
 	Key string
-	// Status is the HTTP status the client was answered.
+	// Status is the HTTP status the client was answered: the status the
+	// handler actually sent, even when it panicked afterwards (500 when it
+	// panicked before sending any, 0 when it hijacked the connection without
+	// writing a status).
 	Status int
 	// Latency is the time from the middleware receiving the request to its
 	// outcome being settled (after the record was written, for Executed).
@@ -62,6 +67,7 @@ type Event struct {
 	// TookOver is true when the request acquired its key by taking over the
 	// expired lease of an earlier one.
 	TookOver bool
-	// Err is the store or validation error behind the outcome, if any.
+	// Err is the store or validation error behind the outcome, if any, or
+	// ErrHandlerPanicked.
 	Err error
 }

@@ -14,15 +14,16 @@ const ProblemTypeBase = "https://github.com/geoidem/geoidem/blob/main/docs/probl
 // The problem types the middleware answers with. Each is ProblemTypeBase
 // followed by its name, stable across releases.
 const (
-	ProblemMissingKey     = ProblemTypeBase + "missing-key"           // 400
-	ProblemMalformedKey   = ProblemTypeBase + "malformed-key"         // 400
-	ProblemBodyTooLarge   = ProblemTypeBase + "body-too-large"        // 413
-	ProblemBodyUnreadable = ProblemTypeBase + "body-unreadable"       // 400
-	ProblemStoreDown      = ProblemTypeBase + "store-unavailable"     // 503
-	ProblemInFlight       = ProblemTypeBase + "request-in-flight"     // 409
-	ProblemKeyReused      = ProblemTypeBase + "key-reused"            // 422
-	ProblemInvalid        = ProblemTypeBase + "invalid-request"       // 422
-	ProblemNotRecorded    = ProblemTypeBase + "response-not-recorded" // the original status
+	ProblemMissingKey     = ProblemTypeBase + "missing-key"             // 400
+	ProblemMalformedKey   = ProblemTypeBase + "malformed-key"           // 400
+	ProblemBodyTooLarge   = ProblemTypeBase + "body-too-large"          // 413
+	ProblemBodyUnreadable = ProblemTypeBase + "body-unreadable"         // 400
+	ProblemStoreDown      = ProblemTypeBase + "store-unavailable"       // 503
+	ProblemInFlight       = ProblemTypeBase + "request-in-flight"       // 409
+	ProblemKeyReused      = ProblemTypeBase + "key-reused"              // 422
+	ProblemInvalid        = ProblemTypeBase + "invalid-request"         // 422
+	ProblemNotRecorded    = ProblemTypeBase + "response-not-recorded"   // the original status
+	ProblemNotReplayable  = ProblemTypeBase + "response-not-replayable" // 422
 )
 
 // HTTPProblem is an error that carries its own RFC 9457 answer. When a

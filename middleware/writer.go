@@ -1,32 +1,88 @@
 package middleware
 
 import (
+	"bufio"
+	"net"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/geoidem/geoidem/keystore"
 )
 
 // recorder passes a handler's response through to the client and keeps a
 // copy to record: the status and the allow-listed headers as they stood at
-// WriteHeader, and the body up to a limit. It writes through rather than
-// buffering, so streaming and Flush keep working (through Unwrap and
-// http.ResponseController), and it keeps what the handler wrote even when
-// the client has gone.
+// WriteHeader, allow-listed trailers as they stand when the handler returns,
+// and the body up to a limit. It writes through rather than buffering, so
+// streaming keeps working, and it keeps what the handler wrote even when the
+// client has gone.
+//
+// It is an http.Flusher (a flush that the writers beneath cannot do is a
+// no-op), and it lets http.ResponseController reach the writer beneath
+// (Unwrap). It is never an http.Hijacker itself: a request whose writer can
+// be hijacked gets a hijacker instead, chosen once per request by
+// hijacker.writer, so that type assertions see what the server offers.
 type recorder struct {
-	w       http.ResponseWriter
-	allow   []string // canonical header names to record
-	limit   int
-	status  int // 0 until the final status is written
-	header  http.Header
-	body    []byte
-	size    int64 // bytes the handler wrote in all
-	tooLong bool  // size exceeded limit: body is incomplete
+	w        http.ResponseWriter
+	allow    []string // canonical header names to record
+	limit    int
+	status   int // 0 until the final status is written
+	header   http.Header
+	trailers []string // names declared in the Trailer header at WriteHeader
+	body     []byte
+	size     int64 // bytes the handler wrote in all
+	tooLong  bool  // size exceeded limit: body is incomplete
+	hijacked bool  // the handler took the connection over
+	declared int64 // the Content-Length at WriteHeader; -1 if none
 }
+
+// hijacker is a recorder whose writer, or a writer it unwraps to, is an
+// http.Hijacker: it is one too, and notes the hijack.
+type hijacker struct{ recorder }
+
+// writer returns the ResponseWriter to hand to the handler: h itself when
+// the writer beneath can be hijacked, else its recorder.
+func (h *hijacker) writer() http.ResponseWriter {
+	for w, depth := h.w, 0; w != nil && depth < 32; depth++ {
+		if _, ok := w.(http.Hijacker); ok {
+			return h
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
+	return &h.recorder
+}
+
+// Hijack hijacks the connection beneath; once it has, the response can
+// never be replayed.
+func (h *hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(h.w).Hijack()
+	if err == nil {
+		h.hijacked = true
+	}
+	return c, rw, err
+}
+
+// FlushError flushes the writer beneath, writing a 200 status first if none
+// was written, as net/http does. http.ResponseController uses it.
+func (r *recorder) FlushError() error {
+	if r.status == 0 && !r.hijacked {
+		r.WriteHeader(http.StatusOK)
+	}
+	return http.NewResponseController(r.w).Flush()
+}
+
+// Flush is FlushError without its error, for http.Flusher.
+func (r *recorder) Flush() { _ = r.FlushError() }
 
 func (r *recorder) Header() http.Header { return r.w.Header() }
 
 func (r *recorder) WriteHeader(code int) {
-	if code >= 100 && code < 200 { // informational: not the final answer
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols { // informational: not the final answer
 		r.w.WriteHeader(code)
 		return
 	}
@@ -39,9 +95,22 @@ func (r *recorder) WriteHeader(code int) {
 
 func (r *recorder) snapshot() {
 	src := r.w.Header()
+	r.declared = -1
+	if cl := src["Content-Length"]; len(cl) == 1 {
+		if n, err := strconv.ParseInt(cl[0], 10, 64); err == nil && n >= 0 {
+			r.declared = n
+		}
+	}
+	for _, v := range src["Trailer"] {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = http.CanonicalHeaderKey(strings.TrimSpace(name)); slices.Contains(r.allow, name) {
+				r.trailers = append(r.trailers, name)
+			}
+		}
+	}
 	fields, values := 0, 0
 	for _, name := range r.allow {
-		if vs, ok := src[name]; ok {
+		if vs, ok := src[name]; ok && !slices.Contains(r.trailers, name) {
 			fields, values = fields+1, values+len(vs)
 		}
 	}
@@ -51,7 +120,7 @@ func (r *recorder) snapshot() {
 	r.header = make(http.Header, fields)
 	all := make([]string, 0, values) // one backing array for every value
 	for _, name := range r.allow {
-		if vs, ok := src[name]; ok {
+		if vs, ok := src[name]; ok && !slices.Contains(r.trailers, name) {
 			all = append(all, vs...)
 			r.header[name] = all[len(all)-len(vs) : len(all) : len(all)]
 		}
@@ -87,18 +156,43 @@ func (r *recorder) keepNoStore() {
 func (r *recorder) Unwrap() http.ResponseWriter { return r.w }
 
 // finalStatus is the status the client received: 200 when the handler wrote
-// nothing at all, as net/http answers then.
+// nothing at all, as net/http answers then, and 0 when it hijacked the
+// connection before writing a status.
 func (r *recorder) finalStatus() int {
-	if r.status == 0 {
+	if r.status == 0 && !r.hijacked {
 		return http.StatusOK
 	}
 	return r.status
 }
 
+// replayable reports whether the response can be replayed: not after a 101
+// Switching Protocols or a hijacked connection, whose answer went past the
+// recorder in another protocol.
+func (r *recorder) replayable() bool {
+	return !r.hijacked && r.status != http.StatusSwitchingProtocols
+}
+
+// notReplayable is what to store for a response that cannot be replayed: a
+// terminal 422 problem saying so, so that a retry learns that the request
+// was executed and never runs it again.
+func notReplayable() keystore.Record {
+	status := http.StatusUnprocessableEntity
+	return keystore.Record{
+		StatusCode: status,
+		Header:     http.Header{"Content-Type": {"application/problem+json"}, "Cache-Control": {"no-store"}},
+		Body: problemJSON(ProblemNotReplayable, "Response cannot be replayed", status,
+			"The request was executed once, but its response switched protocols or took the connection over, so it cannot be replayed; use a new key for a new request."),
+	}
+}
+
 // record returns what to store. A body over the limit is replaced by a
 // problem document that says so, under the original status, so that a retry
-// learns the outcome instead of running the handler again.
+// learns the outcome instead of running the handler again. Allow-listed
+// trailers are recorded under http.TrailerPrefix.
 func (r *recorder) record() keystore.Record {
+	if !r.replayable() {
+		return notReplayable()
+	}
 	status := r.finalStatus()
 	if r.tooLong {
 		return keystore.Record{
@@ -108,5 +202,39 @@ func (r *recorder) record() keystore.Record {
 				"The request was executed once and answered with this status, but its response body was larger than the middleware records, so it cannot be replayed."),
 		}
 	}
-	return keystore.Record{StatusCode: status, Header: r.header, Body: r.body}
+	rec := keystore.Record{StatusCode: status, Header: r.header, Body: r.body}
+	src := r.w.Header()
+	for _, name := range r.allow {
+		vs, ok := src[http.TrailerPrefix+name]
+		if !ok && slices.Contains(r.trailers, name) {
+			vs, ok = src[name]
+		}
+		if ok {
+			if rec.Header == nil {
+				rec.Header = http.Header{}
+			}
+			rec.Header[http.TrailerPrefix+name] = slices.Clone(vs)
+		}
+	}
+	return rec
+}
+
+// interrupted returns what to store for a response whose handler panicked
+// after sending a final status: the response itself when its body is
+// provably complete (as long as the Content-Length declared at WriteHeader),
+// else a problem document under that status saying the response was not
+// recorded, since its body may be incomplete.
+func (r *recorder) interrupted() keystore.Record {
+	if !r.replayable() {
+		return notReplayable()
+	}
+	if r.declared >= 0 && r.size == r.declared && !r.tooLong {
+		return r.record()
+	}
+	return keystore.Record{
+		StatusCode: r.status,
+		Header:     http.Header{"Content-Type": {"application/problem+json"}, "Cache-Control": {"no-store"}},
+		Body: problemJSON(ProblemNotRecorded, "Response not recorded", r.status,
+			"The request was executed once and answered with this status, but the handler failed while sending its response, so it cannot be replayed."),
+	}
 }

@@ -59,6 +59,15 @@ func (s *timedStore) Release(ctx context.Context, key string, tok keystore.Token
 	return err
 }
 
+// NonBlocking keeps the wrapped store's keystore.NonBlocking capability:
+// timing adds no wait. A store that waits stays one behind the wrapper.
+func (s *timedStore) NonBlocking() keystore.Store {
+	if keystore.IsNonBlocking(s.Store) {
+		return s
+	}
+	return nil
+}
+
 // Ping probes the store's server, without touching any key.
 func (s *timedStore) Ping(ctx context.Context) error {
 	if p, ok := s.Store.(keystore.Pinger); ok {

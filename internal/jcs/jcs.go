@@ -19,8 +19,15 @@ import (
 )
 
 // ErrInvalid reports input that is not one I-JSON (RFC 7493) value: malformed
-// JSON, invalid UTF-8, duplicate member names, numbers outside the range of
-// IEEE 754 double precision, or data after the value.
+// JSON, invalid UTF-8, a lone surrogate escape (\ud800 without its pair),
+// duplicate member names, a number that IEEE 754 double precision does not
+// represent exactly (9007199254740993, 1e-400, 0.30000000000000001: its
+// value is not that of the shortest decimal that round-trips its float64),
+// or data after the value.
+//
+// Refusing these keeps Canonicalize injective: two documents with different
+// values never share a canonical form, which a decoder's U+FFFD or a
+// float64's rounding would otherwise give them.
 var ErrInvalid = errors.New("jcs: not a canonicalizable I-JSON value")
 
 // MaxDepth bounds the nesting of arrays and objects that Canonicalize accepts.
@@ -30,6 +37,9 @@ const MaxDepth = 512
 func Canonicalize(data []byte) ([]byte, error) {
 	if !utf8.Valid(data) {
 		return nil, fmt.Errorf("%w: invalid UTF-8", ErrInvalid)
+	}
+	if err := checkSurrogates(data); err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -179,7 +189,82 @@ func formatNumber(lit string) (string, error) {
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return "", fmt.Errorf("%w: number %s outside IEEE 754 double precision", ErrInvalid, lit)
 	}
+	ld, le, lok := decimal(lit)
+	fd, fe, _ := decimal(strconv.FormatFloat(math.Abs(f), 'e', -1, 64))
+	if !lok || ld != fd || (ld != "" && le != fe) {
+		return "", fmt.Errorf("%w: number %s not exactly representable in IEEE 754 double precision", ErrInvalid, lit)
+	}
 	return FormatFloat(f), nil
+}
+
+// decimal returns the value of the JSON number lit, without its sign, as
+// significant digits (no leading or trailing zeros; empty for zero) times
+// ten to exp. ok is false when the exponent does not fit an int.
+func decimal(lit string) (digits string, exp int, ok bool) {
+	lit = strings.TrimPrefix(lit, "-")
+	mant, e, hasExp := lit, "", false
+	if i := strings.IndexAny(lit, "eE"); i >= 0 {
+		mant, e, hasExp = lit[:i], lit[i+1:], true
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits = strings.TrimLeft(intPart+frac, "0")
+	if digits == "" {
+		return "", 0, true
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	exp = len(digits) - len(trimmed) - len(frac)
+	if hasExp {
+		x, err := strconv.Atoi(strings.TrimPrefix(e, "+"))
+		if err != nil || x > math.MaxInt32 || x < math.MinInt32 {
+			return "", 0, false
+		}
+		exp += x
+	}
+	return trimmed, exp, true
+}
+
+// checkSurrogates reports a \u escape of a UTF-16 surrogate, inside a
+// string of data, that is not the first half of a high-low pair: such a
+// string has no Unicode value (a decoder would substitute U+FFFD).
+// Malformed JSON is left to the decoder.
+func checkSurrogates(data []byte) error {
+	in := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case !in:
+			in = c == '"'
+		case c == '"':
+			in = false
+		case c == '\\' && i+1 < len(data) && data[i+1] == 'u':
+			r, ok := hex4(data, i+2)
+			if !ok {
+				return nil // malformed: the decoder says so
+			}
+			switch {
+			case r >= 0xd800 && r < 0xdc00:
+				if lo, ok := hex4(data, i+8); ok && data[i+6] == '\\' && data[i+7] == 'u' && lo >= 0xdc00 && lo < 0xe000 {
+					i += 11
+					continue
+				}
+				return fmt.Errorf("%w: lone surrogate \\u%04x at offset %d", ErrInvalid, r, i)
+			case r >= 0xdc00 && r < 0xe000:
+				return fmt.Errorf("%w: lone surrogate \\u%04x at offset %d", ErrInvalid, r, i)
+			}
+			i += 5
+		case c == '\\':
+			i++ // the escaped character
+		}
+	}
+	return nil
+}
+
+// hex4 decodes the four hexadecimal digits at data[i:i+4].
+func hex4(data []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(data) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(data[i:i+4]), 16, 16)
+	return rune(v), err == nil
 }
 
 // FormatFloat formats a finite f as ECMAScript's Number.prototype.toString.

@@ -85,7 +85,8 @@ func TestCanonicalizeRejects(t *testing.T) {
 }
 
 func FuzzCanonicalize(f *testing.F) {
-	for _, s := range []string{`{"b":1,"a":[1.5e300,"x"]}`, `[null,true,false,-0.0]`, `"\u00e9"`} {
+	for _, s := range []string{`{"b":1,"a":[1.5e300,"x"]}`, `[null,true,false,-0.0]`, `"\u00e9"`,
+		`{"to":9007199254740993}`, `{"a":"\ud800"}`, `"\ud83d\ude00"`, `"\\ud800"`, `[1e21,0.1,5e-324,1E-7]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -102,4 +103,39 @@ func FuzzCanonicalize(f *testing.F) {
 			t.Fatalf("not idempotent: %q -> %q", c, again)
 		}
 	})
+}
+
+// Two different payloads must never share a canonical form: a number that
+// does not survive float64 exactly, and a lone surrogate (which a decoder
+// would replace with U+FFFD), make a document not I-JSON.
+func TestNotIJSONIsRefused(t *testing.T) {
+	for _, in := range []string{
+		`{"to":9007199254740993}`,
+		`{"a":"\ud800"}`,
+		`{"a":"\udc00"}`,
+		`{"a":"x\ud800\u0041"}`,
+		`{"\ud800":1}`,
+		`[0.30000000000000001]`,
+		`[1e-400]`,
+		`[123456789012345678901234567890]`,
+	} {
+		if got, err := Canonicalize([]byte(in)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Canonicalize(%s) = %s, %v; want ErrInvalid", in, got, err)
+		}
+	}
+	// Their neighbours are I-JSON and keep their canonical forms.
+	for in, want := range map[string]string{
+		`{"to":9007199254740992}`:        `{"to":9007199254740992}`,
+		`{"a":"\ufffd"}`:                 "{\"a\":\"\ufffd\"}",
+		`{"a":"\ud83d\ude00"}`:           "{\"a\":\"\U0001F600\"}",
+		`{"a":"\\ud800"}`:                `{"a":"\\ud800"}`,
+		`[0.3, 1.50, 1E2, 2e-7]`:         `[0.3,1.5,100,2e-7]`,
+		`[-0.0, 100e-2, 0.1e1]`:          `[0,1,1]`,
+		`[1e21, 1.7976931348623157e308]`: `[1e+21,1.7976931348623157e+308]`,
+	} {
+		got, err := Canonicalize([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("Canonicalize(%s) = %s, %v; want %s", in, got, err, want)
+		}
+	}
 }

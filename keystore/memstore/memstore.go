@@ -185,8 +185,9 @@ var (
 )
 
 // NonBlocking marks Store as a keystore.NonBlocking store: no operation
-// waits, so the middleware needs no timeout around them.
-func (*Store) NonBlocking() {}
+// waits, so the middleware needs no timeout around them. It vouches for s
+// only, not for a type that embeds it (see keystore.IsNonBlocking).
+func (s *Store) NonBlocking() keystore.Store { return s }
 
 var errDuration = errors.New("memstore: duration must be positive")
 

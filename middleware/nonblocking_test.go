@@ -1,0 +1,37 @@
+package middleware_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/memstore"
+	"github.com/geoidem/geoidem/middleware"
+)
+
+// waitingMem embeds *memstore.Store, and so its NonBlocking method, but adds
+// a wait to Claim (a remote call, a queue): it must not pass for a
+// NonBlocking store, or its calls run without Config.StoreTimeout.
+type waitingMem struct {
+	*memstore.Store
+}
+
+func (s waitingMem) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
+	<-ctx.Done() // the remote end never answers
+	return keystore.Claim{}, ctx.Err()
+}
+
+func TestEmbeddedNonBlockingIsNotInherited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &waitingMem{Store: new(memstore.Store)}
+		m := newMiddleware(t, store, middleware.Config{StoreTimeout: 300 * time.Millisecond})
+		start := time.Now()
+		wantProblem(t, serve(m.Handler(newCounter()), post("k1", feature)), http.StatusServiceUnavailable, middleware.ProblemStoreDown)
+		if took := time.Since(start); took > 300*time.Millisecond {
+			t.Errorf("answered after %v, want within the 300ms StoreTimeout", took)
+		}
+	})
+}

@@ -1,0 +1,131 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// renewal keeps a hold's lease while the handler runs, and stops the
+// handler when the lease may have ended.
+//
+// The middleware keeps its own conservative reckoning of the lease: it
+// surely holds the key until the time the last successful Claim or Extend
+// was sent, plus the lease, on the monotonic clock. Whatever the store
+// answers (an error, a timeout, nothing at all), once that time comes the
+// handler's context is canceled with keystore.ErrLeaseLost as its cause,
+// because another request may take the key over from then on. Extensions
+// are sent every lease/3 (and lease/6 after one fails), each bounded by
+// StoreTimeout, which New keeps below lease/3 so that at least one fits.
+//
+// until is also what a later use of the token (a Complete or Release
+// retried in the background) can consult: from then on another request
+// may hold the key, and the store fences the token.
+//
+// It runs on one timer, not a goroutine of its own, so a handler that
+// finishes within lease/3 costs no more than arming and stopping it. The
+// timer fires for the next extension or, while one is under way, for the
+// expiry; no lock is held while the store is called, so the expiry is never
+// delayed by a store that hangs.
+type renewal struct {
+	m    *Middleware
+	ctx  context.Context // the handler's: for its values, and to cancel
+	hold *keystore.Hold
+	lost context.CancelCauseFunc
+
+	mu        sync.Mutex // guards the fields below
+	stopped   bool       // the handler returned, or the lease is gone
+	extending bool       // an Extend is under way
+	until     time.Time  // the lease may have ended from then on
+	next      time.Time  // the next extension is due
+	t         *time.Timer
+}
+
+func (rn *renewal) start(m *Middleware, ctx context.Context, hold *keystore.Hold, lost context.CancelCauseFunc, sent time.Time) {
+	rn.m, rn.ctx, rn.hold, rn.lost = m, ctx, hold, lost
+	rn.mu.Lock() // tick must not run before t is assigned
+	defer rn.mu.Unlock()
+	rn.until, rn.next = sent.Add(m.lease), sent.Add(m.lease/3)
+	rn.t = time.AfterFunc(time.Until(rn.next), rn.tick)
+}
+
+// arm sets the timer for the next extension, or for the expiry if that
+// comes first or an extension is under way. rn.mu is held.
+func (rn *renewal) arm() {
+	at := rn.until
+	if !rn.extending && rn.next.Before(at) {
+		at = rn.next
+	}
+	rn.t.Reset(time.Until(at))
+}
+
+func (rn *renewal) tick() {
+	rn.mu.Lock()
+	if rn.stopped || rn.hold.Completed() {
+		rn.mu.Unlock()
+		return
+	}
+	if !time.Now().Before(rn.until) {
+		rn.stopped = true
+		rn.mu.Unlock()
+		rn.m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease may have ended (no renewal succeeded in time); handler canceled",
+			slog.String("key", rn.hold.Key))
+		rn.lost(keystore.ErrLeaseLost)
+		return
+	}
+	if rn.extending || time.Now().Before(rn.next) {
+		rn.arm()
+		rn.mu.Unlock()
+		return
+	}
+	rn.extending = true
+	rn.arm() // watch the expiry while the store is called
+	until := rn.until
+	rn.mu.Unlock()
+
+	m := rn.m
+	sent := time.Now()
+	ctx, cancel := m.storeContext(context.WithoutCancel(rn.ctx))
+	ctx, cancel2 := context.WithDeadline(ctx, until) // no use after the lease may have ended
+	err := m.store.Extend(ctx, rn.hold.Key, rn.hold.Token, m.lease)
+	cancel2()
+	cancel()
+
+	rn.mu.Lock()
+	rn.extending = false
+	if rn.stopped {
+		rn.mu.Unlock()
+		return
+	}
+	switch {
+	case err == nil:
+		rn.until, rn.next = sent.Add(m.lease), sent.Add(m.lease/3)
+	case errors.Is(err, keystore.ErrLeaseLost) && !rn.hold.Completed():
+		rn.stopped = true
+		rn.t.Stop()
+		rn.mu.Unlock()
+		m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease lost while the handler ran", slog.String("key", rn.hold.Key))
+		rn.lost(keystore.ErrLeaseLost)
+		return
+	default:
+		rn.next = time.Now().Add(m.lease / 6)
+		if !rn.hold.Completed() {
+			m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease not extended; retrying", slog.String("key", rn.hold.Key), slog.Any("error", err))
+		}
+	}
+	rn.arm()
+	rn.mu.Unlock()
+}
+
+// stop ends the renewal when the handler returns. It does not wait for an
+// extension under way: its answer is ignored, and the store fences it.
+func (rn *renewal) stop() {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.stopped = true
+	rn.t.Stop()
+}

@@ -1,0 +1,123 @@
+package middleware_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geoidem/geoidem/internal/tcpcut"
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/redisstore"
+	"github.com/geoidem/geoidem/middleware"
+)
+
+// Two replicas share one Redis; replica a's path to it is cut (TCP resets)
+// while its handler runs, so its renewals fail with network errors. Replica
+// b takes the key over once the lease has expired in Redis. Replica a's
+// handler must have been stopped (context canceled, cause
+// keystore.ErrLeaseLost) before b's handler starts: never both at once.
+func TestCutOffReplicaStopsBeforeTakeoverOnRedis(t *testing.T) {
+	for _, mode := range []struct {
+		name      string
+		breakPath func(*tcpcut.Proxy)
+	}{
+		{"Cut", (*tcpcut.Proxy).Cut},
+		{"Stall", (*tcpcut.Proxy).Stall},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			const (
+				lease   = 600 * time.Millisecond
+				timeout = 100 * time.Millisecond
+			)
+			proxy, err := tcpcut.New("127.0.0.1:6379")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { proxy.Close() })
+			opts := func(addr string) *redis.Options {
+				return &redis.Options{Addr: addr, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
+					PoolTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1}
+			}
+			viaProxy, direct := redis.NewClient(opts(proxy.Addr())), redis.NewClient(opts("127.0.0.1:6379"))
+			t.Cleanup(func() { viaProxy.Close(); direct.Close() })
+			if err := direct.Ping(t.Context()).Err(); err != nil {
+				t.Fatalf("Redis at 127.0.0.1:6379: %v", err)
+			}
+			var b [8]byte
+			rand.Read(b[:])
+			prefix := "geoidem-test:" + hex.EncodeToString(b[:]) + ":"
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				keys, _ := direct.Keys(ctx, prefix+"*").Result()
+				if len(keys) > 0 {
+					direct.Del(ctx, keys...)
+				}
+			})
+			storeA, err := redisstore.New(viaProxy, redisstore.Config{KeyPrefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			storeB, err := redisstore.New(direct, redisstore.Config{KeyPrefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := middleware.Config{Lease: lease, StoreTimeout: timeout}
+			a, bm := newMiddleware(t, storeA, cfg), newMiddleware(t, storeB, cfg)
+
+			// The handler on a still runs, as far as it can know, until its
+			// context is done: b's handler must not start before then.
+			var ctxA atomic.Pointer[context.Context]
+			var overlap atomic.Bool
+			started := make(chan struct{})
+			var cause error
+			slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ctx := r.Context()
+				ctxA.Store(&ctx)
+				close(started)
+				select {
+				case <-ctx.Done():
+					cause = context.Cause(ctx)
+				case <-time.After(5 * time.Second):
+				}
+				w.WriteHeader(http.StatusCreated)
+			})
+			quick := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if (*ctxA.Load()).Err() == nil {
+					overlap.Store(true)
+				}
+				w.WriteHeader(http.StatusCreated)
+			})
+			done := make(chan struct{})
+			go func() { serve(a.Handler(slow), post("k1", feature)); close(done) }()
+			<-started
+			mode.breakPath(proxy)
+
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				w := serve(bm.Handler(quick), post("k1", feature))
+				if w.Code == http.StatusCreated {
+					break
+				}
+				if w.Code != http.StatusConflict || time.Now().After(deadline) {
+					t.Fatalf("replica b: %d %s, want 409 until the lease expires, then 201", w.Code, w.Body)
+				}
+				time.Sleep(10 * time.Millisecond) // Redis's clock decides when the lease ends
+			}
+			<-done
+			if overlap.Load() {
+				t.Error("replica b ran its handler while replica a's context was not yet done")
+			}
+			if !errors.Is(cause, keystore.ErrLeaseLost) {
+				t.Errorf("replica a's handler: context cause %v, want keystore.ErrLeaseLost", cause)
+			}
+		})
+	}
+}
