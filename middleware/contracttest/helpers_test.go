@@ -154,9 +154,10 @@ func wrappedWithout(t testing.TB, h http.Handler) http.Handler {
 // Claim reads the key, and only later, in a separate step, takes it, so
 // concurrent Claims of an absent key can all acquire it.
 type checkThenSetStore struct {
-	mu    sync.Mutex
-	token keystore.Token
-	keys  map[string]*checkThenSetEntry
+	mu      sync.Mutex
+	token   keystore.Token
+	keys    map[string]*checkThenSetEntry
+	checked map[string]int // claims of each key that found it absent
 }
 
 type checkThenSetEntry struct {
@@ -179,7 +180,24 @@ func (s *checkThenSetStore) Claim(_ context.Context, key string, fp keystore.Fin
 	if ok {
 		return c, nil
 	}
-	time.Sleep(20 * time.Millisecond) // the window between the check and the set
+	// The window between the check and the set: held open until a second
+	// claim of the key has passed the check too (or half a second has gone by),
+	// so that the bug shows however slowly a loaded machine schedules the
+	// concurrent duplicates.
+	s.mu.Lock()
+	if s.checked == nil {
+		s.checked = map[string]int{}
+	}
+	s.checked[key]++
+	s.mu.Unlock()
+	for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		both := s.checked[key] >= 2
+		s.mu.Unlock()
+		if both {
+			break
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keys == nil {
