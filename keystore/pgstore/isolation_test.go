@@ -55,13 +55,13 @@ func TestConcurrentClaimsUnderStricterIsolation(t *testing.T) {
 			s := newStore(t, pool, pgstore.Config{})
 			for round := range 3 {
 				t.Run(fmt.Sprintf("Absent/%d", round), func(t *testing.T) {
-					claimRace(t, s, keystoretest.Key(t), false)
+					claimRace(t, s, 32, keystoretest.Key(t), false)
 				})
 				t.Run(fmt.Sprintf("ExpiredLease/%d", round), func(t *testing.T) {
 					key := keystoretest.Key(t)
 					claim(t, s, key, time.Minute, keystore.Acquired)
 					expireLease(t, pool, s, key)
-					claimRace(t, s, key, true)
+					claimRace(t, s, 32, key, true)
 				})
 			}
 		})
@@ -80,11 +80,10 @@ func TestConformanceUnderStricterIsolation(t *testing.T) {
 	}
 }
 
-// claimRace runs 32 concurrent claims of key: exactly one acquires (taking
+// claimRace runs n concurrent claims of key: exactly one acquires (taking
 // the key over if wantTookOver), the others see it in flight, none fails.
-func claimRace(t *testing.T, s keystore.Store, key string, wantTookOver bool) {
+func claimRace(t *testing.T, s keystore.Store, n int, key string, wantTookOver bool) {
 	t.Helper()
-	const n = 32
 	var (
 		wg       sync.WaitGroup
 		start    = make(chan struct{})

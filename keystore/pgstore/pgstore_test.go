@@ -96,42 +96,7 @@ func TestStatementsPerCallInTx(t *testing.T) {
 func TestConcurrentClaimsRace(t *testing.T) {
 	pool := newPool(t, 16, nil)
 	s := newStore(t, pool, pgstore.Config{})
-	const n = 64
-	race := func(t *testing.T, key string, wantTookOver bool) {
-		var (
-			wg       sync.WaitGroup
-			start    = make(chan struct{})
-			mu       sync.Mutex
-			acquired []keystore.Claim
-			inFlight int
-		)
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				c, err := s.Claim(testCtx(t), key, keystore.Fingerprint{byte(i)}, time.Minute)
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err != nil:
-					t.Errorf("claim %d: %v", i, err)
-				case c.State == keystore.Acquired:
-					acquired = append(acquired, c)
-				case c.State == keystore.InFlight && c.LeaseRemaining > 0:
-					inFlight++
-				default:
-					t.Errorf("claim %d: %+v", i, c)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
-		if len(acquired) != 1 || inFlight != n-1 {
-			t.Fatalf("%d acquired, %d in flight; want 1 and %d", len(acquired), inFlight, n-1)
-		}
-		if acquired[0].TookOver != wantTookOver {
-			t.Errorf("TookOver = %v, want %v", acquired[0].TookOver, wantTookOver)
-		}
-	}
+	race := func(t *testing.T, key string, wantTookOver bool) { claimRace(t, s, 64, key, wantTookOver) }
 	for round := range 5 {
 		t.Run(fmt.Sprintf("Absent/%d", round), func(t *testing.T) {
 			race(t, keystoretest.Key(t), false)
