@@ -84,7 +84,7 @@ const (
 // lose the store's records on a restart more than Config.Durability accepts,
 // or whose persistence could not be read when Config.Durability asks for
 // proof.
-var ErrNotDurable = errors.New("redisstore: Redis server does not keep records across a restart")
+var ErrNotDurable = errors.New("redisstore: Redis would lose records on a restart")
 
 // DurabilityCheckTimeout bounds the check New makes of the server's
 // persistence, on top of the client's own timeouts.
@@ -175,7 +175,7 @@ func (s *Store) checkDurability(client redis.UniversalClient, mode Durability, l
 	const accept = "enable AOF (appendonly yes, appendfsync always or everysec), or set Config.Durability to AcceptVolatile to accept the loss"
 	switch {
 	case known && l == lossEverything:
-		return fmt.Errorf("%w: %s keeps nothing across a restart: every completed record and every claim would be lost, and every retry after a restart would run its handler again; %s",
+		return fmt.Errorf("%w: %s keeps nothing: every completed record and every claim would be lost, and every retry after a restart would run its handler again; %s",
 			ErrNotDurable, worst, accept)
 	case known && l == lossMaybeAll:
 		return fmt.Errorf("%w: %s: nothing shows that it keeps anything across a restart; %s, or allow CONFIG GET so that RDB save points can be read",

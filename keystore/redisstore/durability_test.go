@@ -44,7 +44,7 @@ func TestNewChecksPersistence(t *testing.T) {
 		errWords []string
 	}{
 		{name: "Volatile", persistence: `appendonly no, save ""`, dflt: refuse, requireAOF: refuse,
-			errWords: []string{"keeps nothing across a restart", "every completed record and every claim", "AcceptVolatile"}},
+			errWords: []string{"would lose records on a restart", `appendonly no, save "" keeps nothing`, "every completed record and every claim", "AcceptVolatile"}},
 		{name: "AOFAlways", extra: []string{"--appendonly", "yes", "--appendfsync", "always"},
 			persistence: "appendonly yes, appendfsync always", dflt: ok, requireAOF: ok},
 		{name: "AOFEverysec", extra: []string{"--appendonly", "yes", "--appendfsync", "everysec"},
