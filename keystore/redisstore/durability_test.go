@@ -171,3 +171,50 @@ func TestNewRejectsUnknownDurability(t *testing.T) {
 		t.Fatalf("New with Durability 99 = %v, %v; want an error naming Durability", s, err)
 	}
 }
+
+// With several nodes (a Ring here, read like a Cluster's) New judges by the
+// weakest node and names it.
+func TestNewJudgesByTheWeakestNode(t *testing.T) {
+	t.Parallel()
+	always := privateServer(t, "--appendonly", "yes", "--appendfsync", "always")
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		want  string // "refuse", "warn" or "ok"
+		words string // in the error, the warning or Persistence()
+	}{
+		{"Volatile", nil, "refuse", `appendonly no, save ""`},
+		{"RDBOnly", []string{"--save", "60 1"}, "warn", `appendonly no, save \"60 1\"`},
+		{"AOFEverysec", []string{"--appendonly", "yes", "--appendfsync", "everysec"}, "ok", "appendonly yes, appendfsync everysec"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			weak := privateServer(t, tc.extra...)
+			ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"always": always.addr, "weak": weak.addr}})
+			t.Cleanup(func() { ring.Close() })
+			log, buf := logBuffer()
+			s, err := redisstore.New(ring, redisstore.Config{Eviction: redisstore.SkipEvictionCheck, Logger: log})
+			var said string
+			switch tc.want {
+			case "refuse":
+				if !errors.Is(err, redisstore.ErrNotDurable) {
+					t.Fatalf("New: %v, want ErrNotDurable", err)
+				}
+				said = err.Error()
+			case "warn":
+				if err != nil || !strings.Contains(buf.String(), "level=WARN") {
+					t.Fatalf("New: %v, log %q; want a store and a warning", err, buf.String())
+				}
+				said = buf.String()
+			default:
+				if err != nil || buf.Len() != 0 {
+					t.Fatalf("New: %v, log %q; want a store and no warning", err, buf.String())
+				}
+				said = s.Persistence()
+			}
+			if !strings.Contains(said, weak.addr+": "+tc.words) {
+				t.Errorf("New said %q, want it to name the weakest node: %q", said, weak.addr+": "+tc.words)
+			}
+		})
+	}
+}
