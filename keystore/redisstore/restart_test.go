@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,7 +44,18 @@ type restartOutcome struct {
 func restartRun(t *testing.T, cfg redisstore.Config, extra ...string) restartOutcome {
 	t.Helper()
 	srv := privateServer(t, extra...)
-	client := redis.NewClient(&redis.Options{Addr: srv.addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
+	// The client dials wherever the server is now: the restart reuses its
+	// port, or takes another if that one was taken in the meantime.
+	var addr atomic.Value
+	addr.Store(srv.addr)
+	var d net.Dialer
+	client := redis.NewClient(&redis.Options{
+		Addr: srv.addr,
+		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr.Load().(string))
+		},
+		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
+	})
 	t.Cleanup(func() { client.Close() })
 	ping(t, client, srv.addr)
 	cfg.KeyPrefix = randomPrefix(t)
@@ -85,7 +97,7 @@ func restartRun(t *testing.T, cfg redisstore.Config, extra ...string) restartOut
 		}
 	}
 
-	restartServer(t, srv, extra...)
+	addr.Store(restartServer(t, srv, extra...).addr)
 
 	var out restartOutcome
 	out.retryStatuses = map[int]int{}
@@ -154,9 +166,10 @@ func sendAllFunc(h http.Handler, n int, key func(int) string, each func(int, htt
 	return statuses
 }
 
-// restartServer SIGKILLs s and starts redis-server again with extra on the
-// same port and directory, so that it loads whatever it persisted there.
-func restartServer(t *testing.T, s *redisServer, extra ...string) {
+// restartServer SIGKILLs s and starts redis-server again with extra in the
+// same directory, so that it loads whatever it persisted there: on the same
+// port, or on another if that one was taken meanwhile.
+func restartServer(t *testing.T, s *redisServer, extra ...string) *redisServer {
 	t.Helper()
 	if err := s.cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
@@ -166,9 +179,13 @@ func restartServer(t *testing.T, s *redisServer, extra ...string) {
 	p, _ := strconv.Atoi(port)
 	again, err := startServerOn(s.dir, p, extra...)
 	if err != nil {
-		t.Fatalf("restarting redis-server on %s: %v", s.addr, err)
+		t.Logf("restarting redis-server on %s: %v; trying another port", s.addr, err)
+		if again, err = startServer(s.dir, extra...); err != nil {
+			t.Fatalf("restarting redis-server in %s: %v", s.dir, err)
+		}
 	}
 	t.Cleanup(again.stop)
+	return again
 }
 
 // With appendonly yes and appendfsync always, a restart loses nothing:
