@@ -183,15 +183,18 @@ func (s *Store) checkDurability(client redis.UniversalClient, mode Durability, l
 	case known && mode == RequireAOF && l > lossSecond:
 		return fmt.Errorf("%w: %s; RequireAOF wants appendonly yes with appendfsync always or everysec on every node", ErrNotDurable, worst)
 	case err != nil && (refused || mode == RequireAOF):
-		return fmt.Errorf("%w: its persistence cannot be read (CONFIG GET and INFO persistence both failed), so nothing shows that it keeps records across a restart; %s: %w",
+		return fmt.Errorf("%w: its persistence cannot be read, so nothing shows that it keeps records across a restart; %s: %w",
 			ErrNotDurable, accept, err)
-	case err != nil:
+	}
+	if err != nil {
 		log.LogAttrs(ctx, slog.LevelWarn, "redisstore: could not read Redis persistence; a Redis without AOF or RDB snapshots loses every record and claim on a restart, and every retry after it runs its handler again",
 			slog.Any("error", err))
-	case l == lossSnapshot:
+	}
+	switch {
+	case known && l == lossSnapshot:
 		log.LogAttrs(ctx, slog.LevelWarn, "redisstore: Redis persists only RDB snapshots: a crash or kill loses every record and claim written since the last snapshot, and their retries run their handlers again; set appendonly yes",
 			slog.String("persistence", worst.String()))
-	case l == lossUnwritten:
+	case known && l == lossUnwritten:
 		log.LogAttrs(ctx, slog.LevelWarn, "redisstore: Redis AOF with appendfsync no: a host crash loses the records the kernel had not yet written (typically up to 30 s), and their retries run their handlers again; set appendfsync everysec or always",
 			slog.String("persistence", worst.String()))
 	}
