@@ -24,10 +24,12 @@ import (
 //   - appendonly yes, appendfsync always: nothing. Redis writes and fsyncs
 //     the AOF before it replies.
 //   - appendonly yes, appendfsync everysec (Redis's default fsync): nothing
-//     when only the redis-server process dies, since Redis writes the AOF
-//     before it replies and the kernel keeps what was written; a host crash
-//     or power loss loses about the last second of writes (up to two when
-//     the disk stalls an fsync). Accepted: those keys run again.
+//     expected when only the redis-server process dies, since Redis writes
+//     the AOF before it replies and the kernel keeps what was written (the
+//     tests measure 0; Redis may postpone that write by up to two seconds
+//     while a slow fsync runs); a host crash or power loss loses about the
+//     last second of writes (up to two when the disk stalls an fsync).
+//     Accepted: those keys run again.
 //   - appendonly yes, appendfsync no: nothing when only the process dies; a
 //     host crash loses what the kernel had not yet written back (typically
 //     up to 30 s). New logs a warning.
