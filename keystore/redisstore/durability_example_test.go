@@ -1,7 +1,6 @@
 package redisstore_test
 
 import (
-	"errors"
 	"log"
 	"log/slog"
 	"os"
@@ -11,28 +10,30 @@ import (
 	"github.com/geoidem/geoidem/keystore/redisstore"
 )
 
-// New refuses a Redis that keeps nothing across a restart. A test setup
-// whose Redis runs without persistence accepts that explicitly; a
-// production setup can ask for AOF on every node instead.
+// By default New refuses a Redis that keeps nothing across a restart and
+// warns (through Logger) about one that keeps only RDB snapshots or uses
+// appendfsync no. RequireAOF refuses all but AOF with appendfsync always or
+// everysec, on every node.
 func ExampleConfig_durability() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	defer client.Close()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)) // warnings: RDB only, appendfsync no
-
-	store, err := redisstore.New(client, redisstore.Config{Logger: logger})
-	if errors.Is(err, redisstore.ErrNotDurable) {
-		// A restart would lose every record and claim: every retry after
-		// it would run its handler again. Tests may accept that:
-		store, err = redisstore.New(client, redisstore.Config{Durability: redisstore.AcceptVolatile})
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	store, err := redisstore.New(client, redisstore.Config{Durability: redisstore.RequireAOF, Logger: logger})
+	if err != nil {
+		log.Fatal(err) // wraps redisstore.ErrNotDurable, naming the node and its persistence
 	}
+	log.Printf("Redis persistence: %s", store.Persistence()) // e.g. appendonly yes, appendfsync everysec
+}
+
+// A test whose Redis runs without persistence accepts, explicitly, that a
+// restart of that Redis loses every record and claim, so that every retry
+// after it runs its handler again.
+func ExampleConfig_acceptVolatile() {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer client.Close()
+	store, err := redisstore.New(client, redisstore.Config{KeyPrefix: "test:", Durability: redisstore.AcceptVolatile})
 	if err != nil {
 		log.Fatal(err)
 	}
-	log.Printf("Redis persistence: %q", store.Persistence())
-
-	// Production: AOF (appendfsync always or everysec) on every node, or
-	// New fails.
-	if _, err := redisstore.New(client, redisstore.Config{Durability: redisstore.RequireAOF, Logger: logger}); err != nil {
-		log.Fatal(err)
-	}
+	_ = store
 }
