@@ -1,10 +1,12 @@
 package redisstore_test
 
 import (
+	"context"
 	"errors"
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -214,6 +216,54 @@ func TestNewJudgesByTheWeakestNode(t *testing.T) {
 			}
 			if !strings.Contains(said, weak.addr+": "+tc.words) {
 				t.Errorf("New said %q, want it to name the weakest node: %q", said, weak.addr+": "+tc.words)
+			}
+		})
+	}
+}
+
+// Where an ACL forbids CONFIG (as managed services do), New reads INFO
+// persistence; where it forbids INFO too (-@dangerous), nothing shows that
+// the server keeps anything, and New refuses.
+func TestNewChecksPersistenceUnderACL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, rules string
+		extra       []string
+		want        string // "" for a store; else words of the refusal
+		persistence string
+	}{
+		{"NoConfigAOF", "+@all -config", []string{"--appendonly", "yes"}, "", "appendonly yes (from INFO persistence; appendfsync unknown)"},
+		{"NoConfigVolatile", "+@all -config", nil, "nothing shows that it keeps anything", ""},
+		{"NoDangerousAOF", "+@all -@dangerous", []string{"--appendonly", "yes"}, "cannot be read", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := privateServer(t, tc.extra...)
+			admin := privateClient(t, srv)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			args := []any{"acl", "setuser", "app", "on", ">secret", "~*", "&*"}
+			for _, r := range strings.Fields(tc.rules) {
+				args = append(args, r)
+			}
+			if err := admin.Do(ctx, args...).Err(); err != nil {
+				t.Fatalf("ACL SETUSER: %v", err)
+			}
+			app := redis.NewClient(&redis.Options{Addr: srv.addr, Username: "app", Password: "secret"})
+			t.Cleanup(func() { app.Close() })
+			if err := app.ConfigGet(ctx, "appendonly").Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+				t.Fatalf("CONFIG GET as the restricted user: %v, want NOPERM", err)
+			}
+			s, err := redisstore.New(app, redisstore.Config{Eviction: redisstore.SkipEvictionCheck})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("New: %v, want a store", err)
+			case tc.want == "":
+				if s.Persistence() != tc.persistence {
+					t.Errorf("Persistence() = %q, want %q", s.Persistence(), tc.persistence)
+				}
+			case !errors.Is(err, redisstore.ErrNotDurable) || !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("New: %v, want ErrNotDurable saying %q", err, tc.want)
 			}
 		})
 	}
