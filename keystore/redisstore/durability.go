@@ -55,12 +55,14 @@ type Durability int
 const (
 	// RefuseVolatile (the default) makes New fail with an error wrapping
 	// ErrNotDurable when a server keeps nothing across a restart (no AOF and
-	// no save points), or when it answers but lets New read neither CONFIG
-	// nor INFO persistence, or reads AOF off without the save points. It
-	// logs a warning through Config.Logger for RDB snapshots without AOF,
-	// for appendfsync no, and when Redis cannot be reached at New (the
-	// store works once Redis is back, unchecked). AOF with appendfsync
-	// always or everysec passes silently.
+	// no save points), when it refuses both CONFIG GET and INFO (an unknown,
+	// renamed command or an ACL's NOPERM), or when INFO shows AOF off and
+	// CONFIG cannot show the save points. It logs a warning through
+	// Config.Logger for RDB snapshots without AOF, for appendfsync no, and
+	// when the persistence cannot be read for a passing reason (Redis
+	// unreachable at New, a timeout, a BUSY or LOADING reply): the store
+	// works once Redis answers, unchecked. AOF with appendfsync always or
+	// everysec passes silently.
 	RefuseVolatile Durability = iota
 
 	// AcceptVolatile says the caller accepts a Redis that keeps nothing
@@ -255,6 +257,18 @@ func readAllPersistence(ctx context.Context, client redis.UniversalClient) (wors
 // persistence: Redis error replies, as opposed to a network failure.
 type refusedError struct{ err error }
 
+// isRefusal reports whether err is a Redis reply that refuses the command
+// for good: an unknown (renamed) command or an ACL's NOPERM. Other replies
+// (LOADING, BUSY, MASTERDOWN, …) pass, like a network failure.
+func isRefusal(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	msg := rerr.Error()
+	return strings.HasPrefix(msg, "NOPERM") || strings.HasPrefix(msg, "ERR unknown command")
+}
+
 func (e *refusedError) Error() string { return "refused: " + e.err.Error() }
 func (e *refusedError) Unwrap() error { return e.err }
 
@@ -284,7 +298,7 @@ func readPersistence(ctx context.Context, c redis.Cmdable) (persistence, error) 
 	info, ierr := c.Info(ctx, "persistence").Result()
 	if ierr != nil {
 		err := errors.Join(cerr, ierr)
-		if rerr := redis.Error(nil); errors.As(ierr, &rerr) {
+		if isRefusal(ierr) {
 			err = &refusedError{err}
 		}
 		return persistence{}, err

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -266,5 +267,32 @@ func TestNewChecksPersistenceUnderACL(t *testing.T) {
 				t.Fatalf("New: %v, want ErrNotDurable saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A transient error reply (BUSY: a script runs past busy-reply-threshold)
+// is not a refusal: New warns, as for an unreachable Redis, rather than
+// failing for good.
+func TestNewWithBusyServerWarns(t *testing.T) {
+	t.Parallel()
+	srv := privateServer(t, "--busy-reply-threshold", "50")
+	client := privateClient(t, srv) // connected (one idle connection) before the script starts
+	script := privateClient(t, srv)
+	go script.Eval(context.Background(), "while true do end", nil) // until SCRIPT KILL
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for !strings.HasPrefix(fmt.Sprint(client.Get(ctx, "x").Err()), "BUSY") {
+		if ctx.Err() != nil {
+			t.Fatal("the script never made the server BUSY")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer client.ScriptKill(context.Background())
+	log, buf := logBuffer()
+	if _, err := redisstore.New(client, redisstore.Config{Eviction: redisstore.SkipEvictionCheck, Logger: log}); err != nil {
+		t.Fatalf("New on a BUSY server: %v, want a store and a warning", err)
+	}
+	if !strings.Contains(buf.String(), "could not read Redis persistence") || !strings.Contains(buf.String(), "BUSY") {
+		t.Errorf("log %q, want a warning with the BUSY reply", buf.String())
 	}
 }
