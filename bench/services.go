@@ -121,7 +121,9 @@ func openStores(ctx context.Context, o *options) (*services, *redisstore.Store, 
 }
 
 func (sv *services) redisStore() (*redisstore.Store, error) {
-	return redisstore.New(sv.redis, redisstore.Config{KeyPrefix: sv.prefix + "store:"})
+	// The bench's Redis runs without persistence: it measures speed, and a
+	// restart during a run would lose only the run's own keys.
+	return redisstore.New(sv.redis, redisstore.Config{KeyPrefix: sv.prefix + "store:", Durability: redisstore.AcceptVolatile})
 }
 
 // pgStore returns a pgstore.Store on this run's fresh table, without a

@@ -13,12 +13,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/geoidem/geoidem/internal/ingest"
+	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
 )
 
@@ -145,8 +147,12 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fl.DurationVar(&cfg.Lease, "lease", lease, "lease")
 	fl.DurationVar(&cfg.StoreTimeout, "store-timeout", storeTimeout, "store timeout")
 	fl.DurationVar(&cfg.WriteDelay, "write-delay", 0, "pause before each write commits")
+	volatile := fl.Bool("redis-volatile", false, "accept a Redis without persistence")
 	if err := fl.Parse(args); err != nil {
 		return 2
+	}
+	if *volatile {
+		cfg.RedisDurability = redisstore.AcceptVolatile
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil || host != "127.0.0.1" {
@@ -339,7 +345,8 @@ func newChild(ctx context.Context, st *storeSetup, stderr io.Writer) (*child, er
 	c := &child{
 		exe: exe,
 		args: []string{"-store", st.cfg.Store, "-key-table", st.cfg.KeyTable, "-features-table", st.cfg.FeaturesTable,
-			"-redis-prefix", st.cfg.RedisPrefix, "-lease", lease.String(), "-store-timeout", storeTimeout.String(), "-write-delay", childWriteDelay.String()},
+			"-redis-prefix", st.cfg.RedisPrefix, "-lease", lease.String(), "-store-timeout", storeTimeout.String(), "-write-delay", childWriteDelay.String(),
+			"-redis-volatile=" + strconv.FormatBool(st.cfg.RedisDurability == redisstore.AcceptVolatile)},
 		stderr: stderr,
 		writes: own,
 	}

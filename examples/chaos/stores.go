@@ -12,6 +12,7 @@ import (
 
 	"github.com/geoidem/geoidem/internal/ingest"
 	"github.com/geoidem/geoidem/internal/tcpcut"
+	"github.com/geoidem/geoidem/keystore/redisstore"
 )
 
 // storeSetup is a run's own corner of a store and the means to break it.
@@ -49,6 +50,9 @@ func setupStore(o options, suffix string) (*storeSetup, error) {
 	switch s.kind {
 	case redisStore:
 		s.cfg.RedisPrefix = "geoidem-chaos-" + suffix + ":"
+		// The harness measures what faults do, on test servers: it accepts
+		// a Redis that keeps nothing across a restart.
+		s.cfg.RedisDurability = redisstore.AcceptVolatile
 		s.direct = u.String()
 	case postgresStore:
 		s.cfg.KeyTable, s.cfg.FeaturesTable = "chaos_keys_"+suffix, "chaos_features_"+suffix

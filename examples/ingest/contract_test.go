@@ -24,7 +24,7 @@ func contractStores(t *testing.T) []struct {
 		args []string
 	}{
 		{"memory", []string{"-store", "memory"}},
-		{"redis", []string{"-store", "redis://127.0.0.1:6379/0", "-redis-prefix", "geoidem-contract-" + suffix + ":"}},
+		{"redis", []string{"-store", "redis://127.0.0.1:6379/0", "-redis-prefix", "geoidem-contract-" + suffix + ":", "-redis-volatile"}},
 		{"postgres", []string{"-store", postgresURL(), "-pg-key-table", "contract_keys_" + suffix, "-pg-features-table", "contract_features_" + suffix}},
 	}
 }

@@ -6,7 +6,10 @@
 //	                         [-webhook-secret whsec_…]
 //
 // With -store redis://host:port/db the keys live in Redis (a comma-separated
-// list of nodes, redis://h1:p1,h2:p2,h3:p3, selects the Cluster client); with
+// list of nodes, redis://h1:p1,h2:p2,h3:p3, selects the Cluster client); the
+// service then refuses to start on a Redis that keeps nothing across a
+// restart (no AOF, no RDB save points) unless -redis-volatile accepts it
+// (see redisstore.Durability); with
 // -store postgres://… keys and features live in PostgreSQL, and each
 // feature upsert into the PostGIS table commits in the same transaction as
 // its key's completion: each geometry goes to PostGIS as EWKB (2D, 3D and
@@ -40,6 +43,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -64,6 +68,9 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// volatileMeaning says what -redis-volatile accepts.
+const volatileMeaning = "a Redis restart then loses every completed record and every claim in flight, so every retry that arrives after it runs its handler again"
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fl.SetOutput(stderr)
@@ -83,6 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.WebhookSecrets = append(cfg.WebhookSecrets, s)
 		return err
 	})
+	volatile := fl.Bool("redis-volatile", false, "Redis: accept a server without persistence (no AOF, no RDB save points); "+volatileMeaning)
 	verbose := fl.Bool("v", false, "log every outcome")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -97,10 +105,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = log
+	if *volatile {
+		cfg.RedisDurability = redisstore.AcceptVolatile
+		fmt.Fprintln(stderr, "ingest: -redis-volatile: "+volatileMeaning)
+	}
 
 	svc, err := ingest.New(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "ingest: %v\n", err)
+		if errors.Is(err, redisstore.ErrNotDurable) {
+			fmt.Fprintln(stderr, "ingest: to accept that, pass -redis-volatile: "+volatileMeaning)
+		}
 		return 1
 	}
 	defer svc.Close()

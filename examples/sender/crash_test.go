@@ -104,7 +104,7 @@ func TestSenderCrash(t *testing.T) {
 			prefix := "geoidem-i15-crash-" + suffix + ":"
 			u := envOr("GEOIDEM_TEST_REDIS", crashRedisURL)
 			t.Cleanup(func() { dropRedisPrefix(t, u, prefix) })
-			return []string{"-store", u, "-redis-prefix", prefix}
+			return []string{"-store", u, "-redis-prefix", prefix, "-redis-volatile"}
 		}},
 		{name: "postgres", args: func(t *testing.T) []string {
 			keys, features := "sender_crash_keys_"+suffix, "sender_crash_features_"+suffix

@@ -51,6 +51,10 @@ type Config struct {
 	// (pgstore.DefaultTable, "features"); RedisPrefix the Redis key prefix
 	// (redisstore.DefaultKeyPrefix).
 	KeyTable, FeaturesTable, RedisPrefix string
+	// RedisDurability is what the Redis store accepts of the server's
+	// persistence (redisstore.RefuseVolatile: it refuses a Redis that keeps
+	// nothing across a restart); see redisstore.Durability.
+	RedisDurability redisstore.Durability
 	// MaxFeatures and MaxFeatureBytes bound the in-memory feature store of
 	// the memory and Redis modes (DefaultMaxFeatures, DefaultMaxFeatureBytes:
 	// ids, feature bytes and applied keys). When a write does not fit it is
@@ -78,7 +82,7 @@ type Service struct {
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	be, err := open(ctx, cfg.Store, backendOptions{
 		KeyTable: orDefault(cfg.KeyTable, pgstore.DefaultTable), FeaturesTable: orDefault(cfg.FeaturesTable, "features"),
-		RedisPrefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix),
+		RedisPrefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix), RedisDurability: cfg.RedisDurability, Logger: cfg.Logger,
 		MaxFeatures: cfg.MaxFeatures, MaxFeatureBytes: cfg.MaxFeatureBytes,
 	})
 	if err != nil {

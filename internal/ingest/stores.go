@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -32,6 +33,10 @@ type backendOptions struct {
 	KeyTable      string // PostgreSQL: the key store's table
 	FeaturesTable string // PostgreSQL: the PostGIS feature table
 	RedisPrefix   string // Redis: the key prefix
+	// Redis: what the store accepts of the server's persistence, and the
+	// logger of its checks' warnings.
+	RedisDurability redisstore.Durability
+	Logger          *slog.Logger
 
 	MaxFeatures     int   // memory and Redis: the in-memory feature store's bound in features
 	MaxFeatureBytes int64 // memory and Redis: its bound in bytes
@@ -109,7 +114,7 @@ func openRedis(storeURL string, opt backendOptions) (*backend, error) {
 		ropts.ContextTimeoutEnabled = true
 		client = redis.NewClient(ropts)
 	}
-	store, err := redisstore.New(client, redisstore.Config{KeyPrefix: opt.RedisPrefix})
+	store, err := redisstore.New(client, redisstore.Config{KeyPrefix: opt.RedisPrefix, Durability: opt.RedisDurability, Logger: opt.Logger})
 	if err != nil {
 		client.Close()
 		return nil, err

@@ -7,6 +7,9 @@
 //	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 //	store, err := redisstore.New(client, redisstore.Config{})
 //
+// New refuses a Redis that keeps nothing across a restart unless
+// [Config.Durability] accepts it; see Restarts and persistence.
+//
 // # Data layout
 //
 // Each idempotency key is one Redis string key, [Config.KeyPrefix] followed by
@@ -99,6 +102,49 @@
 // policy (CONFIG GET, or INFO memory where CONFIG is not allowed) and logs a
 // warning through [Config.Logger] when it evicts; set [Config.Eviction] to
 // [RefuseEviction] to make New fail instead.
+//
+// # Restarts and persistence
+//
+// A record is only as durable as the Redis that holds it. When a Redis
+// without persistence restarts (a crash, a kill, a redeploy), it comes back
+// empty: every completed record and every claim in flight is gone, every
+// retry that arrives afterwards runs its handler again, and a retry of a
+// request that was still running runs alongside it. Measured before this
+// check existed (SIGKILL, empty restart, 3,000 keys re-sent; issue 17):
+// 1,202 handlers ran twice, about every key completed before the fault. Replicas do not
+// help: a master without persistence that restarts empty before a failover
+// happens (an automatic restart) is replicated empty to its replicas too.
+//
+// [New] therefore reads the server's persistence (CONFIG GET appendonly,
+// appendfsync and save; INFO persistence where CONFIG is not allowed; every
+// node of a Cluster or Ring) and, by default, fails with an error wrapping
+// [ErrNotDurable] on a server with no AOF and no RDB save points. Set
+// [Config.Durability] to [AcceptVolatile] to accept that loss (tests, work
+// that is idempotent anyway), or to [RequireAOF] to refuse RDB-only servers
+// too. What each configuration keeps, as [Durability] details:
+//
+//	appendonly yes, appendfsync always    a restart loses nothing
+//	appendonly yes, appendfsync everysec  a killed process loses nothing; a host
+//	                                      crash about the last second
+//	appendonly yes, appendfsync no        a killed process loses nothing; a host
+//	                                      crash what the kernel had not written
+//	                                      (warning)
+//	appendonly no, save points            everything since the last snapshot
+//	                                      (warning)
+//	appendonly no, save ""                everything (refused unless accepted)
+//
+// Claims survive with the AOF too: their expiries are absolute times, so a
+// lease keeps running while Redis is down, and a claim whose lease outlives
+// the restart is still in flight afterwards. The tests SIGKILL a private
+// redis-server between the completion of 300 keys and their retries, and
+// restart it on the same directory: with appendfsync always no handler ran
+// twice and all 20 claims in flight stayed in flight; with everysec none ran
+// twice either (Redis writes the AOF before it replies, and a killed process
+// leaves what it wrote to the kernel; only a host crash, which a test cannot
+// make, opens the one-second window); without persistence all 300 ran twice
+// and no claim survived. Killed in the middle of a stream of Claim and
+// Complete calls from 8 goroutines, Redis lost 0 of about 500 acknowledged
+// completions with always and with everysec, in each of 5 runs.
 //
 // # Failover
 //

@@ -45,7 +45,7 @@ func TestNewChecksMaxmemoryPolicy(t *testing.T) {
 			t.Parallel()
 			client := privateClient(t, privateServer(t, tc.extra...))
 			log, buf := logBuffer()
-			s, err := redisstore.New(client, redisstore.Config{Logger: log})
+			s, err := redisstore.New(client, redisstore.Config{Logger: log, Durability: redisstore.AcceptVolatile})
 			if err != nil {
 				t.Fatalf("New with the default check: %v, want a store and a warning", err)
 			}
@@ -60,7 +60,7 @@ func TestNewChecksMaxmemoryPolicy(t *testing.T) {
 				t.Fatalf("New with RefuseEviction on a volatile-lru server: %v, want ErrEvictionPolicy naming the policy", err)
 			}
 			buf.Reset()
-			if _, err := redisstore.New(client, redisstore.Config{Eviction: redisstore.SkipEvictionCheck, Logger: log}); err != nil || buf.Len() != 0 {
+			if _, err := redisstore.New(client, redisstore.Config{Eviction: redisstore.SkipEvictionCheck, Durability: redisstore.AcceptVolatile, Logger: log}); err != nil || buf.Len() != 0 {
 				t.Fatalf("New with SkipEvictionCheck: %v, log %q; want no check at all", err, buf.String())
 			}
 		})
@@ -73,7 +73,7 @@ func TestNewAcceptsNoeviction(t *testing.T) {
 	t.Parallel()
 	for name, client := range map[string]redis.UniversalClient{"Standalone": standaloneClient(t), "Cluster": clusterClient(t)} {
 		log, buf := logBuffer()
-		s, err := redisstore.New(client, redisstore.Config{Eviction: redisstore.RefuseEviction, Logger: log})
+		s, err := redisstore.New(client, redisstore.Config{Eviction: redisstore.RefuseEviction, Durability: redisstore.AcceptVolatile, Logger: log})
 		if err != nil {
 			t.Fatalf("%s: New with RefuseEviction on noeviction: %v", name, err)
 		}

@@ -61,8 +61,14 @@ type Config struct {
 	// skip the check. See EvictionCheck.
 	Eviction EvictionCheck
 
-	// Logger receives the warning of the eviction check. Default: no
-	// logging.
+	// Durability says what New accepts of the server's persistence, that
+	// is, of what a Redis restart loses: by default (RefuseVolatile) New
+	// fails on a server with no AOF and no RDB save points, which loses
+	// every record and claim on a restart. See Durability.
+	Durability Durability
+
+	// Logger receives the warnings of the eviction and durability checks.
+	// Default: no logging.
 	Logger *slog.Logger
 }
 
@@ -88,6 +94,7 @@ type Store struct {
 	waitReplicas int
 	waitTimeout  time.Duration
 	policy       string // maxmemory-policy read at New
+	persistence  string // persistence read at New
 }
 
 var _ keystore.Store = (*Store)(nil)
@@ -98,6 +105,10 @@ var _ keystore.Store = (*Store)(nil)
 // with a TTL or cannot be read. Unless Config.Eviction is
 // SkipEvictionCheck, New reads that policy (one command per node, bounded
 // by EvictionCheckTimeout) and, by default, logs a warning when it evicts.
+// Unless Config.Durability is AcceptVolatile, New also reads the server's
+// persistence (one round trip per node, two where CONFIG is not allowed,
+// bounded by DurabilityCheckTimeout) and fails with an error wrapping
+// ErrNotDurable on a server that keeps nothing across a restart.
 func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("redisstore: nil client")
@@ -127,6 +138,9 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 		}
 	}
 	if err := s.checkEviction(client, cfg.Eviction, cfg.Logger); err != nil {
+		return nil, err
+	}
+	if err := s.checkDurability(client, cfg.Durability, cfg.Logger); err != nil {
 		return nil, err
 	}
 	return s, nil

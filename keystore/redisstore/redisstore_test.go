@@ -52,10 +52,15 @@ func ping(t testing.TB, c redis.UniversalClient, addr string) {
 // newStore returns a Store on client with a key prefix of its own, and
 // deletes the prefix's keys, through cleanup, when the test ends. cleanup
 // may differ from client when client's path to Redis is broken on purpose.
+// Unless cfg asks for a durability check, the store accepts a volatile
+// server: the shared Redis and the private ones run without persistence.
 func newStore(t testing.TB, client, cleanup redis.UniversalClient, cfg redisstore.Config) *redisstore.Store {
 	t.Helper()
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = randomPrefix(t)
+	}
+	if cfg.Durability == redisstore.RefuseVolatile {
+		cfg.Durability = redisstore.AcceptVolatile
 	}
 	s, err := redisstore.New(client, cfg)
 	if err != nil {
@@ -157,7 +162,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 			}
 		})
 	}
-	if _, err := redisstore.New(ring, redisstore.Config{}); err != nil {
+	if _, err := redisstore.New(ring, redisstore.Config{Durability: redisstore.AcceptVolatile}); err != nil {
 		t.Errorf("New(ring) without WaitReplicas: %v", err)
 	}
 }
@@ -165,14 +170,14 @@ func TestNewRejectsBadConfig(t *testing.T) {
 func TestRedisKeyCarriesHashTag(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: standaloneAddr})
 	defer client.Close()
-	s, err := redisstore.New(client, redisstore.Config{})
+	s, err := redisstore.New(client, redisstore.Config{Durability: redisstore.AcceptVolatile})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := s.RedisKey("abc"), redisstore.DefaultKeyPrefix+"{abc}"; got != want {
 		t.Errorf("RedisKey(abc) = %q, want %q", got, want)
 	}
-	s, err = redisstore.New(client, redisstore.Config{KeyPrefix: "tenant-7:"})
+	s, err = redisstore.New(client, redisstore.Config{KeyPrefix: "tenant-7:", Durability: redisstore.AcceptVolatile})
 	if err != nil {
 		t.Fatal(err)
 	}
