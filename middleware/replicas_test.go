@@ -61,11 +61,11 @@ func TestCutOffReplicaStopsBeforeTakeoverOnRedis(t *testing.T) {
 					direct.Del(ctx, keys...)
 				}
 			})
-			storeA, err := redisstore.New(viaProxy, redisstore.Config{KeyPrefix: prefix})
+			storeA, err := redisstore.New(viaProxy, redisstore.Config{KeyPrefix: prefix, Durability: redisstore.AcceptVolatile})
 			if err != nil {
 				t.Fatal(err)
 			}
-			storeB, err := redisstore.New(direct, redisstore.Config{KeyPrefix: prefix})
+			storeB, err := redisstore.New(direct, redisstore.Config{KeyPrefix: prefix, Durability: redisstore.AcceptVolatile})
 			if err != nil {
 				t.Fatal(err)
 			}
