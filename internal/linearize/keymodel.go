@@ -131,14 +131,33 @@ type KeyModel struct {
 	// Slack is how far the store's judgement of a deadline may differ from
 	// the test's clock (see Time above).
 	Slack time.Duration
-	// OwnClaimInFlight lets a Claim report the key in flight with its own
-	// fingerprint: the answer a client library's resend of a Claim gets
-	// when the first attempt acquired the key but its reply was lost
-	// (redisstore with go-redis's MaxRetries documents it). The key is then
-	// held, until the lease runs out, by a token nobody knows. Use it only
-	// with fingerprints unique to each Claim, so that no other Claim's
-	// entry can be mistaken for one's own.
-	OwnClaimInFlight bool
+}
+
+// ErrEarlierAttempt is the outcome of the attempts that [WithResends] adds.
+var ErrEarlierAttempt = errors.New("linearize: an earlier attempt of this call, whose reply was lost (effect unknown)")
+
+// WithResends returns a copy of h in which each operation may have been
+// sent more than once, as a client library does when a connection breaks
+// (go-redis retries a command after a network error, MaxRetries times by
+// default): before each operation it adds an earlier attempt of the same
+// call, in the same interval, whose outcome is unknown. Two attempts stand
+// for any number, since the model's operations are idempotent once
+// repeated by the same caller, except Claim, which the added attempt lets
+// hold the key for a token nobody knows (the resent Claim then reports its
+// own first attempt in flight, as redisstore documents).
+//
+// Accepting a history only WithResends is weaker than accepting it as it
+// is: it says the store is linearizable per attempt, not per call. In
+// particular it accepts a Release reported lost because its applied first
+// attempt let another Claim in before the resend.
+func WithResends(h []KeyOp) []KeyOp {
+	out := make([]KeyOp, 0, 2*len(h))
+	for _, op := range h {
+		a := op
+		a.Output = KeyOutput{Err: ErrEarlierAttempt}
+		out = append(out, a, op)
+	}
+	return out
 }
 
 // RecordKey is a canonical, comparable form of rec: records are equal, in
@@ -313,9 +332,6 @@ func (km KeyModel) claim(v view, in KeyInput, out KeyOutput, unknown, lost bool,
 		}
 		if v.s.Status == Held && !v.expired && c.Fingerprint == v.s.Fingerprint && c.LeaseRemaining <= v.s.Dur+km.Slack {
 			add(v.s)
-		}
-		if km.OwnClaimInFlight && acq && c.Fingerprint == in.Fingerprint && c.LeaseRemaining <= in.Duration+km.Slack {
-			add(held(0))
 		}
 	case c.State == keystore.Completed:
 		if v.s.Status == Completed && !v.expired && c.Fingerprint == v.s.Fingerprint && RecordKey(c.Record) == v.s.Record {

@@ -222,11 +222,30 @@ func TestKeyModel(t *testing.T) {
 		{"a claim reporting its own entry in flight, strict", linearize.KeyModel{}, []linearize.KeyOp{
 			claim(1, 0, 1, "a", lease, inFlight("a", 99*ms), nil),
 		}, linearize.Illegal},
-		{"a claim reporting its own entry in flight, resent by the client", linearize.KeyModel{OwnClaimInFlight: true}, []linearize.KeyOp{
+		{"a claim reporting its own entry in flight, resent by the client", linearize.KeyModel{}, linearize.WithResends([]linearize.KeyOp{
 			claim(1, 0, 1, "a", lease, inFlight("a", 99*ms), nil),
 			claim(2, 10, 11, "b", lease, inFlight("a", 89*ms), nil),
 			claim(3, 150, 151, "c", lease, acquired(3, "c", true), nil),
-		}, linearize.Linearizable},
+		}), linearize.Linearizable},
+		{"a release reported lost after its first attempt let a claim in", linearize.KeyModel{}, linearize.WithResends([]linearize.KeyOp{
+			claim(1, 0, 1, "a", lease, acquired(1, "a", false), nil),
+			release(1, 10, 50, 1, errLost),
+			claim(2, 20, 21, "b", lease, acquired(2, "b", false), nil),
+		}), linearize.Linearizable},
+		{"the same without resends", linearize.KeyModel{}, []linearize.KeyOp{
+			claim(1, 0, 1, "a", lease, acquired(1, "a", false), nil),
+			release(1, 10, 50, 1, errLost),
+			claim(2, 20, 21, "b", lease, acquired(2, "b", false), nil),
+		}, linearize.Illegal},
+		{"resends do not excuse two owners", linearize.KeyModel{}, linearize.WithResends([]linearize.KeyOp{
+			claim(1, 0, 3, "a", lease, acquired(1, "a", false), nil),
+			claim(2, 1, 2, "b", lease, acquired(2, "b", false), nil),
+		}), linearize.Illegal},
+		{"resends do not excuse a stale complete", linearize.KeyModel{}, linearize.WithResends([]linearize.KeyOp{
+			claim(1, 0, 1, "a", lease, acquired(1, "a", false), nil),
+			claim(2, 150, 151, "b", lease, acquired(2, "b", true), nil),
+			complete(1, 160, 161, 1, rec("one"), nil),
+		}), linearize.Illegal},
 		{"record kept for its retention, then gone", linearize.KeyModel{}, []linearize.KeyOp{
 			claim(1, 0, 1, "a", lease, acquired(1, "a", false), nil),
 			op(1, 10, 11, linearize.KeyInput{Kind: linearize.Complete, Token: 1, Record: rec("one"), Duration: 50 * ms}, linearize.KeyOutput{}),
