@@ -29,8 +29,9 @@ type LinearizableConfig struct {
 	// Duration bounds the time spent calling. Default 2 s.
 	Duration time.Duration
 	// Lease is the typical lease: each Claim and Extend asks for half of
-	// it, it, or twice it, and holders pause up to one and a half leases
-	// between calls, so that many leases run out. Default 40 ms.
+	// it, it, or twice it. Holders pause between calls within their lease,
+	// except that in one session out of four they once pause for 1.2 to 2
+	// times it, so that many leases run out. Default 40 ms.
 	Lease time.Duration
 	// Retention of every record, short so that keys are claimed again.
 	// Default 100 ms.
@@ -258,10 +259,10 @@ func (c *client) lease() time.Duration {
 	return []time.Duration{c.rec.cfg.Lease / 2, c.rec.cfg.Lease, 2 * c.rec.cfg.Lease}[c.rng.IntN(3)]
 }
 
-// pause sleeps up to frac times the typical lease: the time a handler works.
-func (c *client) pause(ctx context.Context, frac float64) {
-	d := time.Duration(c.rng.Float64() * frac * float64(c.rec.cfg.Lease))
-	t := time.NewTimer(d)
+// pause sleeps for a random time between lo and hi times d: the time a
+// handler works.
+func (c *client) pause(ctx context.Context, d time.Duration, lo, hi float64) {
+	t := time.NewTimer(time.Duration((lo + c.rng.Float64()*(hi-lo)) * float64(d)))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -318,7 +319,7 @@ func (c *client) session(ctx context.Context, k int) bool {
 		return false
 	}
 	if out.Err != nil || out.Claim.State != keystore.Acquired {
-		c.pause(ctx, 1)
+		c.pause(ctx, c.rec.cfg.Lease, 0, 1)
 		return true
 	}
 	tok := out.Claim.Token
@@ -327,17 +328,26 @@ func (c *client) session(ctx context.Context, k int) bool {
 		c.old[k] = c.old[k][1:]
 	}
 
-	// Work, renewing the lease now and then; sometimes for too long.
+	// Work, renewing the lease now and then; in one session out of four,
+	// for longer than the lease at some point, so that the lease runs out
+	// while the holder still works and its next call must be fenced.
+	overrun := c.rng.IntN(4) == 0
 	for c.rng.IntN(3) > 0 {
-		c.pause(ctx, 0.6)
-		if c.rng.IntN(8) == 0 {
-			c.pause(ctx, 1.5)
+		c.pause(ctx, lease, 0, 0.6)
+		if overrun && c.rng.IntN(2) == 0 {
+			c.pause(ctx, lease, 1.2, 2)
+			overrun = false
 		}
-		if _, ok := call(linearize.KeyInput{Kind: linearize.Extend, Token: tok, Duration: c.lease()}); !ok {
+		lease = c.lease()
+		if _, ok := call(linearize.KeyInput{Kind: linearize.Extend, Token: tok, Duration: lease}); !ok {
 			return false
 		}
 	}
-	c.pause(ctx, 0.5)
+	if overrun {
+		c.pause(ctx, lease, 1.2, 2)
+	} else {
+		c.pause(ctx, lease, 0, 0.5)
+	}
 
 	switch n := c.rng.IntN(10); {
 	case n < 6:
