@@ -90,7 +90,7 @@ func (v Verdict) String() string {
 
 // DefaultBudget bounds the pairs (set linearized, state) that Check
 // explores before it gives up with Unknown.
-const DefaultBudget = 1 << 20
+const DefaultBudget = 1 << 18
 
 // Result is what Check found.
 type Result[S comparable, I, O any] struct {
