@@ -230,9 +230,13 @@ func (c *checker[S, I, O]) search(s S, n int) bool {
 	return false
 }
 
+// showLast is how many of the last steps of Result.Longest String shows.
+const showLast = 30
+
 // String reports the verdict and, unless the history is linearizable, the
-// whole history in call order followed by the longest order the model
-// accepts and the operations that could not follow it.
+// whole history in call order, the end of the longest order the model
+// accepts (its last 30 steps, each with the state after it) and the
+// operations that could not follow it.
 func (r Result[S, I, O]) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v: %d operations, %d states explored\n", r.Verdict, len(r.history), r.Explored)
@@ -267,13 +271,28 @@ func (r Result[S, I, O]) String() string {
 	in := make(map[int]bool, len(r.Longest))
 	for k, i := range r.Longest {
 		in[i] = true
-		fmt.Fprintf(&b, "  #%-4d %s\n        -> %s\n", i, descOp(r.history[i]), descS(r.States[k]))
-	}
-	b.WriteString("operations left over (none of those that real time allows next is possible in the last state):\n")
-	for _, i := range order {
-		if !in[i] {
-			fmt.Fprintf(&b, "  #%-4d %s\n", i, descOp(r.history[i]))
+		switch {
+		case k == len(r.Longest)-showLast-1:
+			fmt.Fprintf(&b, "  … %d steps before these\n", k+1)
+		case k >= len(r.Longest)-showLast:
+			fmt.Fprintf(&b, "  #%-4d %s\n        -> %s\n", i, descOp(r.history[i]), descS(r.States[k]))
 		}
 	}
+	// The operations that real time allowed next, after Longest: the model
+	// accepts none of them in the last state.
+	b.WriteString("operations that real time allows next, none of which the model accepts in that state:\n")
+	minRet, later := int64(math.MaxInt64), 0
+	for _, i := range order {
+		if in[i] {
+			continue
+		}
+		if r.history[i].Call > minRet {
+			later++
+			continue
+		}
+		minRet = min(minRet, r.history[i].Return)
+		fmt.Fprintf(&b, "  #%-4d %s\n", i, descOp(r.history[i]))
+	}
+	fmt.Fprintf(&b, "and %d later operations.\n", later)
 	return b.String()
 }

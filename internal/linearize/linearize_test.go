@@ -77,7 +77,7 @@ func TestReportShowsHistory(t *testing.T) {
 		t.Errorf("Longest = %v, want [0 1]", res.Longest)
 	}
 	out := res.String()
-	for _, want := range []string{"not linearizable", "#0", "#1", "#2", "longest order", "left over"} {
+	for _, want := range []string{"not linearizable", "#0", "#1", "#2", "longest order", "allows next", "and 0 later operations"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
