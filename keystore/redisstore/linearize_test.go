@@ -100,3 +100,60 @@ func TestLinearizableFaultsRetried(t *testing.T) {
 		t.Errorf("no connection was cut, none stalled, or nothing was acquired: %+v; %v", ps, st)
 	}
 }
+
+// The same on the test run's Redis Cluster, where each key's entry and its
+// release marker share a slot.
+func TestLinearizableCluster(t *testing.T) {
+	t.Parallel()
+	c := clusterClient(t)
+	s := newStore(t, c, c, redisstore.Config{})
+	st := keystoretest.Linearizable(t, s, keystoretest.LinearizableConfig{Duration: time.Second})
+	if st.Acquired == 0 || st.InFlight == 0 {
+		t.Errorf("the workload missed a case: %v", st)
+	}
+}
+
+// The same on a Redis of the test's own whose script cache is flushed and
+// whose clients' connections are killed again and again (SCRIPT FLUSH,
+// CLIENT KILL TYPE normal): the store falls back from EVALSHA to EVAL, and a
+// command cut off by the kill may or may not have run. go-redis's retries
+// are off, so the history is checked per call.
+func TestLinearizableScriptFlushAndClientKill(t *testing.T) {
+	t.Parallel()
+	srv := privateServer(t)
+	admin := privateClient(t, srv)
+	c := redis.NewClient(&redis.Options{Addr: srv.addr, MaxRetries: -1, ReadTimeout: 200 * time.Millisecond, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	s := newStore(t, c, admin, redisstore.Config{})
+	var flushes, killed int64
+	faults := func(ctx context.Context) {
+		for {
+			tm := time.NewTimer(30*time.Millisecond + rand.N(120*time.Millisecond))
+			select {
+			case <-ctx.Done():
+				tm.Stop()
+				return
+			case <-tm.C:
+			}
+			actx := context.WithoutCancel(ctx)
+			if err := admin.ScriptFlush(actx).Err(); err != nil {
+				t.Errorf("SCRIPT FLUSH: %v", err)
+				return
+			}
+			flushes++
+			if rand.IntN(2) == 0 {
+				n, err := admin.ClientKillByFilter(actx, "TYPE", "normal", "SKIPME", "yes").Result()
+				if err != nil {
+					t.Errorf("CLIENT KILL: %v", err)
+					return
+				}
+				killed += n
+			}
+		}
+	}
+	st := keystoretest.Linearizable(t, s, keystoretest.LinearizableConfig{Duration: 2 * time.Second, Faults: faults})
+	t.Logf("%d script flushes, %d connections killed", flushes, killed)
+	if flushes == 0 || killed == 0 || st.Acquired == 0 {
+		t.Errorf("no flush, no connection killed, or nothing acquired: %v", st)
+	}
+}
