@@ -12,46 +12,6 @@ import (
 	"github.com/geoidem/geoidem/keystore"
 )
 
-// This file is the sequential model of one key of a [keystore.Store], as
-// the package keystore documentation defines it, for checking a store's
-// history one key at a time (per-key partitioning: the Store contract makes
-// every key independent).
-//
-// # Time
-//
-// A lease or a retention runs on the store's clock, which the test cannot
-// read: it only knows, for the operation that set a deadline, the wall-time
-// interval [Start, End] in which the store acted, and for every later
-// operation its own interval. The model assumes the store's clock runs at
-// the rate of the test's (true of a store on the same machine) and lets the
-// two clocks differ by Slack (clock resolution, rounding of durations to
-// whole milliseconds, clock reads cached for the length of a command). A
-// deadline of duration D set by an operation in [S1, E1] is then judged by
-// an operation in [S2, E2] as follows:
-//
-//   - it MAY have passed when E2 - S1 >= D - Slack: the latest the later
-//     operation can act minus the earliest the first can have;
-//   - it MUST have passed when S2 - E1 > D + Slack;
-//   - otherwise it has not passed.
-//
-// Where both are possible the model branches: that is the only
-// nondeterminism, apart from operations with an unknown outcome. This
-// accepts every history that a correct store can produce under the
-// assumption above and still rejects a lease that ends far too early (a
-// takeover while the holder's lease runs) or never (a key blocked past its
-// lease). It does not require the linearization points themselves to be
-// consistent with the judgements of time, which would make the state carry
-// times of the search; the bounds above are implied by them.
-//
-// # Unknown outcomes
-//
-// An operation that failed with an error other than keystore.ErrLeaseLost
-// (a timeout, a broken connection) may or may not have taken effect, now or
-// later: its Return is Pending, its End is Forever, and the model allows
-// both. A Claim that may have acquired the key leaves it held by a token
-// nobody knows (token 0, which no store issues, so every Extend, Complete
-// and Release of a known token is fenced by it).
-
 // Forever is the End of an operation whose outcome is unknown.
 const Forever = time.Duration(math.MaxInt64)
 
@@ -126,10 +86,63 @@ type KeyState struct {
 	From, To, Dur time.Duration
 }
 
-// KeyModel is the sequential model of one key.
+// KeyModel is the sequential model of one key of a [keystore.Store], as the
+// package keystore documentation defines it, for checking a store's history
+// one key at a time (per-key partitioning: the Store contract makes every
+// key independent). Its state is a [KeyState]: absent, held, completed or
+// released, with the token, fingerprint, record and deadline that go with
+// it. What it checks, beyond the states: a Claim's fingerprint is the
+// holder's (in flight, completed) or the caller's (acquired); TookOver is
+// set exactly when an expired lease is taken over (not after a Release or
+// the end of a record's retention); LeaseRemaining is positive and at most
+// the holder's lease plus Slack; Extend, Complete and Release succeed for the
+// token that holds the key while its lease runs, and for the repeats of a
+// token's own work (Extend and an equal Complete after its Complete while
+// the record is kept, Release after its Release until the key is claimed
+// again), and fail with ErrLeaseLost otherwise, changing nothing. The
+// marks that make those repeats succeed are assumed to outlast the history
+// (stores in this module keep them at least a minute); tokens must be
+// unique, which the caller checks apart, as the state does not remember
+// every token.
+//
+// Time. A lease or a retention runs on the store's clock, which the test
+// cannot read: it only knows, for the operation that set a deadline, the
+// wall-time interval [Start, End] in which the store acted, and for every
+// later operation its own interval. The model assumes that the store's
+// clock runs at the rate of the test's (true of a store on the same
+// machine) and lets the two differ by Slack (clock resolution, durations
+// rounded to whole milliseconds, clock reads cached for the length of a
+// command). A deadline of duration D set by an operation in [S1, E1] is
+// then judged by an operation in [S2, E2] as follows:
+//
+//   - it MAY have passed when E2 - S1 >= D - Slack (the latest the later
+//     operation can act, minus the earliest the first can have);
+//   - it MUST have passed when S2 - E1 > D + Slack;
+//   - otherwise it has not passed.
+//
+// Where both are possible the model branches: apart from operations of
+// unknown outcome, that is its only nondeterminism. Allowing expiry
+// whenever enough time MAY have passed alone would accept a store whose
+// leases never end (a key blocked for the whole retention: bug 2 of
+// DESIGN.md); the MUST rule rejects it, and a lease that ends too early (a
+// takeover while the holder works) is rejected by the MAY rule. The rules
+// do not tie the instants at which operations take effect to the
+// judgements of time (the state would have to carry the times of the
+// search); the bounds above follow from any such instants, so no history
+// of a correct store is rejected.
+//
+// Unknown outcomes. An operation that failed with an error other than
+// keystore.ErrLeaseLost (a timeout, a broken connection) may or may not
+// have taken effect, now or later: its Return is Pending, its End is
+// Forever, and the model allows both. A Claim that may have acquired the
+// key leaves it held by a token nobody knows (token 0, which no store
+// issues, so every Extend, Complete and Release of a known token is fenced
+// by it) until its lease surely ran out, which, its End being Forever, the
+// MAY rule allows at any later time.
 type KeyModel struct {
 	// Slack is how far the store's judgement of a deadline may differ from
-	// the test's clock (see Time above).
+	// the test's clock (see Time above), and how much LeaseRemaining may
+	// exceed the lease.
 	Slack time.Duration
 }
 
