@@ -144,6 +144,13 @@ type KeyModel struct {
 	// the test's clock (see Time above), and how much LeaseRemaining may
 	// exceed the lease.
 	Slack time.Duration
+	// LeaseRemainingFromCallStart lets a Claim measure LeaseRemaining
+	// from any instant of its call, even one before the holder's lease
+	// began: it may then exceed the lease by up to the Claim's own
+	// duration. pgstore's Claim needs it, because it reads the clock once,
+	// at the start of its statement, and may then wait for a concurrent
+	// Claim's insert to commit and report that claim's lease.
+	LeaseRemainingFromCallStart bool
 }
 
 // ErrEarlierAttempt is the outcome of the attempts that [WithResends] adds.
@@ -343,7 +350,11 @@ func (km KeyModel) claim(v view, in KeyInput, out KeyOutput, unknown, lost bool,
 		if c.LeaseRemaining <= 0 {
 			return
 		}
-		if v.s.Status == Held && !v.expired && c.Fingerprint == v.s.Fingerprint && c.LeaseRemaining <= v.s.Dur+km.Slack {
+		most := v.s.Dur + km.Slack
+		if km.LeaseRemainingFromCallStart {
+			most += in.End - in.Start // End is finite: the Claim answered
+		}
+		if v.s.Status == Held && !v.expired && c.Fingerprint == v.s.Fingerprint && c.LeaseRemaining <= most {
 			add(v.s)
 		}
 	case c.State == keystore.Completed:

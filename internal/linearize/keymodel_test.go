@@ -95,6 +95,18 @@ func TestKeyModel(t *testing.T) {
 			claim(1, 0, 1, "a", lease, acquired(1, "a", false), nil),
 			claim(2, 2, 3, "b", lease, inFlight("a", 150*ms), nil),
 		}, linearize.Illegal},
+		{"lease remaining measured before the holder's claim", linearize.KeyModel{}, []linearize.KeyOp{
+			claim(1, 0, 5, "a", lease, acquired(1, "a", false), nil),
+			claim(2, 1, 30, "b", lease, inFlight("a", 120*ms), nil),
+		}, linearize.Illegal},
+		{"the same, measured from the start of the call", linearize.KeyModel{LeaseRemainingFromCallStart: true}, []linearize.KeyOp{
+			claim(1, 0, 5, "a", lease, acquired(1, "a", false), nil),
+			claim(2, 1, 30, "b", lease, inFlight("a", 120*ms), nil),
+		}, linearize.Linearizable},
+		{"the same, longer than the call", linearize.KeyModel{LeaseRemainingFromCallStart: true}, []linearize.KeyOp{
+			claim(1, 0, 5, "a", lease, acquired(1, "a", false), nil),
+			claim(2, 1, 10, "b", lease, inFlight("a", 120*ms), nil),
+		}, linearize.Illegal},
 		{"takeover after the lease", linearize.KeyModel{}, []linearize.KeyOp{
 			claim(1, 0, 1, "a", lease, acquired(1, "a", false), nil),
 			claim(2, 150, 151, "b", lease, acquired(2, "b", true), nil),

@@ -49,6 +49,11 @@ type LinearizableConfig struct {
 	// MaxRetries >= 0. It is weaker than the default check: the store is then
 	// checked to be linearizable per attempt, not per call.
 	Resends bool
+	// LeaseRemainingFromCallStart accepts a Claim's LeaseRemaining measured
+	// from any instant of the call, even before the holder's lease began
+	// (see linearize.KeyModel): for pgstore, whose Claim reads the clock at
+	// the start of its statement.
+	LeaseRemainingFromCallStart bool
 	// Faults, if set, runs in its own goroutine while the clients call the
 	// store, until its context is done: it breaks the path to the store
 	// (cuts, stalls, killed sessions) and must leave it working on return.
@@ -126,7 +131,7 @@ func Linearizable(t testing.TB, s keystore.Store, cfg LinearizableConfig) Linear
 	cancel()
 	faults.Wait()
 
-	model := linearize.KeyModel{Slack: cfg.Slack}.Model()
+	model := linearize.KeyModel{Slack: cfg.Slack, LeaseRemainingFromCallStart: cfg.LeaseRemainingFromCallStart}.Model()
 	for k, h := range rec.history {
 		seen := map[keystore.Token]int{}
 		for i, op := range h {
