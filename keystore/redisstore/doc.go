@@ -89,7 +89,13 @@
 // go-redis retries a command after a network error (MaxRetries, default 3).
 // If the first attempt took effect before the connection broke, the retried
 // Complete or Release finds its own work done and succeeds (see Fencing
-// tokens), so ErrLeaseLost still means that nothing changed. A retried Claim
+// tokens), so ErrLeaseLost still means that nothing changed, with two
+// exceptions the linearizability check (TestLinearizableFaultsRetried) found:
+// a Release resent after another Claim has taken the released key, and a
+// Complete resent after its record's retention ended, report ErrLeaseLost
+// although their first attempt took effect. Neither can run a handler twice
+// (the middleware treats a lost lease on Release as done, and a record that
+// outlived its retention is gone either way). A retried Claim
 // reports the key in flight (held by its own first attempt, until the lease
 // runs out): that fails safe, nothing runs twice. Set MaxRetries to -1 if
 // you prefer an error over that answer.
