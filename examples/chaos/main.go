@@ -19,7 +19,10 @@
 // dead-letter sink. After the first pass the faults stop, every request the
 // proxy held has landed, and every dead letter that did not fail
 // permanently is re-driven with its own key and payload, as an operator
-// would. Then the receiver's feature store is checked.
+// would. Then every event is re-sent once more with its key and payload, as
+// a sender replaying its whole journal would: each should be a replay, and
+// a key whose record the key store lost runs its handler again. Then the
+// receiver's run counts and feature store are checked.
 //
 // With -store-faults the key store fails under load as well: a loopback TCP
 // proxy (internal/tcpcut) between the receiver and Redis or PostgreSQL
@@ -61,12 +64,27 @@
 // faults it injected; "store 503s" the requests the middleware refused
 // because the key store was unreachable; "receiver kills" the SIGKILLs.
 //
-// The two lines that matter are last: "features written twice", the
-// feature ids the receiver wrote more than once (from its own write
-// counters, or the writes column of the PostGIS table), and "events lost",
-// the valid events whose feature is not stored after the re-drive. The
-// command exits 0 only if both are 0, 1 otherwise, and 2 on a usage error.
-// A run that injected no faults proves nothing: check the fault lines too.
+// Then the receiver's run counts (internal/ingest Runs), per feature id.
+// "runs reaching the write" counts the handler runs that reached the
+// feature write, counted just before it: in process, or, for a receiver in
+// a child process, in a run log file that keeps the lines of a killed
+// child. "runs that took effect" counts the runs that had an effect: on
+// PostgreSQL the committed ones, read from the writes column, which the
+// write increments inside the handler's transaction, so an attempt rolled
+// back (a killed connection or process) leaves no count and is not a
+// second run; in memory and Redis modes the runs that wrote, plus those
+// whose write the in-memory feature store skipped. That store skips a
+// second write of a key it has seen in the same process, which hides a
+// handler run twice from the feature table: "guard skips (in-process)"
+// counts those skips on their own line.
+//
+// The lines that matter are last: "events run twice", the events whose
+// effect ran more than once, whatever the guard absorbed; "features written
+// twice", the feature ids written more than once (the in-memory write
+// counters, or the writes column); and "events lost", the valid events
+// whose feature is not stored after the re-drive. The command exits 0 only
+// if all three are 0, 1 otherwise, and 2 on a usage error. A run that
+// injected no faults proves nothing: check the fault lines too.
 package main
 
 import (
@@ -105,6 +123,10 @@ type options struct {
 	// which applies every delivery it gets: the harness must then fail.
 	naive  bool
 	cutFor time.Duration
+	// restartStore, if set, is fired once at a seeded point of the first
+	// pass, like the store faults: a test's own redis-server SIGKILLed and
+	// restarted (see the harness's own tests).
+	restartStore func(ctx context.Context) error
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,10 @@ type receiver interface {
 	URL() string
 	// Writes returns how many times each feature id was written.
 	Writes(ctx context.Context) (map[string]int, error)
+	// Runs returns the receiver's run counts: the handler runs that
+	// reached the write (attempts), the in-memory guard's skips, and the
+	// runs that took effect, per feature id.
+	Runs(ctx context.Context) (ingest.Runs, error)
 	// Outcomes returns the middleware's outcome counts, or nil when they
 	// are not known (a child process that was killed took them along).
 	Outcomes() map[middleware.Outcome]int
@@ -69,7 +74,8 @@ func (r *inProcess) URL() string { return r.url }
 func (r *inProcess) Writes(ctx context.Context) (map[string]int, error) {
 	return r.svc.Writes(ctx)
 }
-func (r *inProcess) Outcomes() map[middleware.Outcome]int { return r.svc.Outcomes() }
+func (r *inProcess) Runs(ctx context.Context) (ingest.Runs, error) { return r.svc.Runs(ctx) }
+func (r *inProcess) Outcomes() map[middleware.Outcome]int          { return r.svc.Outcomes() }
 func (r *inProcess) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -119,6 +125,13 @@ func (r *naive) Writes(context.Context) (map[string]int, error) {
 	defer r.mu.Unlock()
 	return maps.Clone(r.n), nil
 }
+
+// Runs: every request with an id runs and writes; there is no guard.
+func (r *naive) Runs(context.Context) (ingest.Runs, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return ingest.Runs{Attempts: maps.Clone(r.n), Effects: maps.Clone(r.n), Skipped: map[string]int{}}, nil
+}
 func (r *naive) Outcomes() map[middleware.Outcome]int { return nil }
 func (r *naive) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -145,8 +158,18 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fl.DurationVar(&cfg.Lease, "lease", lease, "lease")
 	fl.DurationVar(&cfg.StoreTimeout, "store-timeout", storeTimeout, "store timeout")
 	fl.DurationVar(&cfg.WriteDelay, "write-delay", 0, "pause before each write commits")
+	runLog := fl.String("run-log", "", "append a line per feature a handler run is about to write to this file")
 	if err := fl.Parse(args); err != nil {
 		return 2
+	}
+	if *runLog != "" {
+		f, err := os.OpenFile(*runLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			fmt.Fprintf(stderr, "chaos receiver: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		cfg.RunLog = f
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil || host != "127.0.0.1" {
@@ -188,6 +211,7 @@ type child struct {
 	args   []string // after -addr
 	stderr io.Writer
 	writes *ingest.Service // the parent's view of the same tables
+	runLog string          // the file every child appends its runs to
 
 	mu    sync.Mutex
 	addr  string // 127.0.0.1:port once the first start chose it
@@ -296,6 +320,30 @@ func (c *child) Writes(ctx context.Context) (map[string]int, error) {
 	return c.writes.Writes(ctx)
 }
 
+// Runs reads the attempts and skips of every child from the run log (a
+// killed child's lines stay in the file) and the effects from the tables.
+func (c *child) Runs(ctx context.Context) (ingest.Runs, error) {
+	r, err := c.writes.Runs(ctx)
+	if err != nil {
+		return ingest.Runs{}, err
+	}
+	f, err := os.Open(c.runLog)
+	if errors.Is(err, os.ErrNotExist) {
+		r.Attempts, r.Skipped = map[string]int{}, map[string]int{}
+		return r, nil
+	}
+	if err != nil {
+		return ingest.Runs{}, err
+	}
+	defer f.Close()
+	logged, err := ingest.ReadRunLog(f)
+	if err != nil {
+		return ingest.Runs{}, err
+	}
+	r.Attempts, r.Skipped = logged.Attempts, logged.Skipped
+	return r, nil
+}
+
 func (c *child) Outcomes() map[middleware.Outcome]int { return nil }
 
 // Close stops the child gracefully (its stdin closes), or kills it.
@@ -315,6 +363,7 @@ func (c *child) Close() {
 		c.cmd = nil
 	}
 	c.writes.Close()
+	_ = os.RemoveAll(filepath.Dir(c.runLog))
 }
 
 // executable is the program a child receiver runs: this one.
@@ -332,19 +381,28 @@ func newChild(ctx context.Context, st *storeSetup, stderr io.Writer) (*child, er
 	if err != nil {
 		return nil, err
 	}
-	own, err := ingest.New(ctx, st.harnessConfig())
+	dir, err := os.MkdirTemp("", "geoidem-chaos-runs-")
 	if err != nil {
 		return nil, err
 	}
+	own, err := ingest.New(ctx, st.harnessConfig())
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	runLog := filepath.Join(dir, "runs.log")
 	c := &child{
 		exe: exe,
 		args: []string{"-store", st.cfg.Store, "-key-table", st.cfg.KeyTable, "-features-table", st.cfg.FeaturesTable,
-			"-redis-prefix", st.cfg.RedisPrefix, "-lease", lease.String(), "-store-timeout", storeTimeout.String(), "-write-delay", childWriteDelay.String()},
+			"-redis-prefix", st.cfg.RedisPrefix, "-lease", lease.String(), "-store-timeout", storeTimeout.String(), "-write-delay", childWriteDelay.String(),
+			"-run-log", runLog},
 		stderr: stderr,
 		writes: own,
+		runLog: runLog,
 	}
 	if err := c.start(ctx); err != nil {
 		own.Close()
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	return c, nil

@@ -64,6 +64,17 @@ type Config struct {
 	WriteDelay time.Duration
 	// Logger receives the middleware's and the service's logs (default: none).
 	Logger *slog.Logger
+	// RunLog, if set, receives a line for every feature a handler run is
+	// about to write, before the write (run "id"), and for every feature
+	// whose write the in-memory store's per-key guard then skipped
+	// (skip "id"), each run's lines in one Write. It is how a crash test
+	// counts runs across processes: a file opened with O_APPEND keeps the
+	// lines of a process killed with SIGKILL, whose in-process counts
+	// (Service.Runs) die with it; ReadRunLog reads it. When a write to it
+	// fails, the run stops before the feature write and is answered 503
+	// (the key is released), since a run the log missed would make a count
+	// pass wrongly.
+	RunLog io.Writer
 }
 
 // Service is the receiving service: Handler serves POST /features,
@@ -72,14 +83,19 @@ type Service struct {
 	backend *backend
 	handler http.Handler
 	metrics *metrics
+	runs    *runCounter
 }
 
 // New opens the store cfg names and builds the service on it.
 func New(ctx context.Context, cfg Config) (*Service, error) {
+	reg := new(promtext.Registry)
+	m := newMetrics(reg)
+	runs := newRunCounter(reg, cfg.RunLog)
 	be, err := open(ctx, cfg.Store, backendOptions{
 		KeyTable: orDefault(cfg.KeyTable, pgstore.DefaultTable), FeaturesTable: orDefault(cfg.FeaturesTable, "features"),
 		RedisPrefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix),
 		MaxFeatures: cfg.MaxFeatures, MaxFeatureBytes: cfg.MaxFeatureBytes,
+		OnSkip: runs.skip,
 	})
 	if err != nil {
 		return nil, err
@@ -88,8 +104,6 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	reg := new(promtext.Registry)
-	m := newMetrics(reg)
 	timed := newTimedStore(be.store, be.ping, reg)
 	validator := cfg.Validator
 	if validator == nil {
@@ -120,7 +134,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if retryAfter <= 0 {
 		retryAfter = middleware.DefaultRetryAfter
 	}
-	post := idem.Handler(postFeatures(be.repo, cfg.WriteDelay, retryAfter, log))
+	post := idem.Handler(postFeatures(be.repo, runs, cfg.WriteDelay, retryAfter, log))
 	if len(cfg.WebhookSecrets) > 0 {
 		// Verify before the claim: a forged request must not burn a key.
 		v, err := standardwebhooks.NewVerifier(standardwebhooks.VerifierConfig{Secrets: cfg.WebhookSecrets, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
@@ -135,7 +149,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	mux.Handle("GET /features/{id}", getFeature(be.repo))
 	mux.Handle("GET /metrics", reg)
 	mux.Handle("GET /healthz", health(timed))
-	return &Service{backend: be, handler: problemRoutes(mux), metrics: m}, nil
+	return &Service{backend: be, handler: problemRoutes(mux), metrics: m, runs: runs}, nil
 }
 
 // Handler returns the service's routes.
@@ -178,8 +192,9 @@ func Redacted(storeURL string) string {
 // validator decoded (middleware.Decoded): no second read of the body and no
 // second parse. A store error is answered by the rule of [Transient]: 503
 // with Retry-After (the key is released, the sender retries) or 422
-// (recorded: no retry can fix it).
-func postFeatures(repo repository, writeDelay, retryAfter time.Duration, log *slog.Logger) http.Handler {
+// (recorded: no retry can fix it). Just before the write, runs counts the
+// run for each feature (nil: not counted).
+func postFeatures(repo repository, runs *runCounter, writeDelay, retryAfter time.Duration, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		doc, ok := middleware.Decoded[*geojson.Document](r.Context())
 		if !ok {
@@ -208,6 +223,12 @@ func postFeatures(repo repository, writeDelay, retryAfter time.Duration, log *sl
 			StatusCode: http.StatusCreated,
 			Header:     http.Header{"Content-Type": {"application/json"}},
 			Body:       storedBody(fs),
+		}
+		if err := runs.run(fs); err != nil {
+			log.LogAttrs(r.Context(), slog.LevelError, "run not counted; nothing written", heldKey(r), slog.Any("error", err))
+			writeProblem(w, http.StatusServiceUnavailable, problemStoreUnavailable, "Feature store unavailable",
+				"The feature store failed; nothing was stored. Retry later with the same key.", retryAfter)
+			return
 		}
 		rec, err = repo.upsert(withWriteDelay(r.Context(), writeDelay), fs, rec)
 		switch {
