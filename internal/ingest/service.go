@@ -78,7 +78,10 @@ type Config struct {
 }
 
 // Service is the receiving service: Handler serves POST /features,
-// GET /features/{id}, GET /metrics and GET /healthz.
+// GET /features/{id}, GET /metrics and GET /healthz. It counts its handler
+// runs per feature id ([Service.Runs], Config.RunLog, and two totals in
+// /metrics: geoidem_feature_runs_total and
+// geoidem_feature_write_skips_total).
 type Service struct {
 	backend *backend
 	handler http.Handler
@@ -165,7 +168,9 @@ func (s *Service) Outcomes() map[middleware.Outcome]int {
 }
 
 // Writes returns, for every stored feature id, how many times it was
-// written: the proof that no delivery was applied twice.
+// written. It is not the proof that no delivery ran twice: the in-memory
+// feature store skips a second write of a key it has seen, so a handler
+// run twice writes once; [Service.Runs] counts the runs.
 func (s *Service) Writes(ctx context.Context) (map[string]int, error) {
 	return s.backend.repo.writes(ctx)
 }
