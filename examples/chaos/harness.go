@@ -216,7 +216,7 @@ func (r *report) print(w io.Writer) {
 	row("store cuts", "%d (%d connections reset, %d refused)", r.cuts, r.severed, r.refused)
 	row("pg_terminate_backend", "%d (%d connections)", r.terminations, r.terminated)
 	row("receiver kills", "%d", r.kills)
-	row("store restarts", "%d", r.restarts)
+	row("Redis restarts", "%d", r.restarts)
 	row("sender kills", "%d", r.senderKills)
 	row("journal pending", "%s", unknown(r.journalPending))
 	row("store 503s (fail closed)", "%s", unknown(r.storeErrors))
@@ -262,6 +262,16 @@ type storeFault struct {
 func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	start := time.Now()
 	suffix := fmt.Sprintf("%d_%08x", o.seed, rand.Uint32())
+	var redis *redisServer // -restart-redis: the harness's own
+	if o.restartRedis > 0 {
+		var err error
+		if redis, err = startRedis(); err != nil {
+			fmt.Fprintf(stderr, "chaos: redis-server: %v\n", err)
+			return 1
+		}
+		defer redis.stop()
+		o.store = "redis://" + redis.addr + "/0"
+	}
 	st, err := setupStore(o, suffix)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
@@ -300,6 +310,9 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	if o.storeFaults {
 		label += ", store faults"
+	}
+	if redis != nil {
+		label += " (own redis-server, no persistence)"
 	}
 
 	target, _ := url.Parse(rcv.URL())
@@ -352,7 +365,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	defer closeIdle()
 
 	// Store and receiver faults, at seeded points of the first pass.
-	faults := plannedFaults(o, st, kids, &rep, len(jobs))
+	faults := plannedFaults(o, st, kids, redis, &rep, len(jobs))
 	faultsDone := make(chan error, 1)
 	go func() { faultsDone <- fire(ctx, faults, &done) }()
 
@@ -513,7 +526,7 @@ func redrive(ctx context.Context, senders []*client.Sender, base string, dls []c
 // plannedFaults returns the store and receiver faults of a run, each at a
 // seeded point of the first pass (between 10% and 85% of the deliveries),
 // in the order they fire.
-func plannedFaults(o options, st *storeSetup, kids *child, rep *report, deliveries int) []storeFault {
+func plannedFaults(o options, st *storeSetup, kids *child, redis *redisServer, rep *report, deliveries int) []storeFault {
 	var fs []storeFault
 	if o.storeFaults && st.cut != nil {
 		cutFor := cmp.Or(o.cutFor, cutFor)
@@ -544,11 +557,13 @@ func plannedFaults(o options, st *storeSetup, kids *child, rep *report, deliveri
 	for range o.killReceiver {
 		fs = append(fs, storeFault{name: "SIGKILL", do: kids.kill})
 	}
-	if o.restartStore != nil {
-		fs = append(fs, storeFault{name: "store restart", do: func(ctx context.Context) error {
-			rep.restarts++
-			return o.restartStore(ctx)
-		}})
+	if redis != nil {
+		for range o.restartRedis {
+			fs = append(fs, storeFault{name: "Redis restart", do: func(ctx context.Context) error {
+				rep.restarts++
+				return redis.restart(ctx)
+			}})
+		}
 	}
 	rng := rand.New(rand.NewPCG(o.seed, 0xfa17))
 	rng.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })

@@ -9,7 +9,7 @@
 //	go run ./examples/chaos [-store memory|redis://…|postgres://…]
 //	                        [-senders 4] [-events 300] [-seed 1]
 //	                        [-store-faults] [-kill-receiver N] [-kill-sender N]
-//	                        [-attempts 4] [-cut-for 400ms]
+//	                        [-restart-redis N] [-attempts 4] [-cut-for 400ms]
 //
 // Every event is one GeoJSON Feature with its own id and its own
 // idempotency key. A seeded few are invalid (a Feature without "id": the
@@ -47,6 +47,15 @@
 // sends what the journal holds, so the receiver replays what it executed.
 // The table's attempt counts are then those of the last, complete run, and
 // "journal pending" (entries never marked done) must be 0.
+//
+// With -restart-redis N the store is a redis-server the harness starts on
+// a spare loopback port, without persistence (no RDB snapshot, no AOF),
+// SIGKILLed N times at seeded points of the first pass and restarted empty
+// at once on the same port (it needs redis-server on PATH). Every key
+// completed before a restart is forgotten, so its re-send runs the handler
+// again: the in-memory feature store skips the second writes, "features
+// written twice" stays 0, and the run must still FAIL on "events run
+// twice". It shows what the run count sees and the write count does not.
 //
 // Each run against Redis or PostgreSQL uses its own key prefix or tables,
 // named with a random suffix, and removes them at the end. Every address is
@@ -123,10 +132,9 @@ type options struct {
 	// which applies every delivery it gets: the harness must then fail.
 	naive  bool
 	cutFor time.Duration
-	// restartStore, if set, is fired once at a seeded point of the first
-	// pass, like the store faults: a test's own redis-server SIGKILLed and
-	// restarted (see the harness's own tests).
-	restartStore func(ctx context.Context) error
+	// restartRedis is how many times the harness's own redis-server is
+	// SIGKILLed and restarted empty.
+	restartRedis int
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -139,7 +147,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N]")
+		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N]")
 		fl.PrintDefaults()
 	}
 	var o options
@@ -152,6 +160,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.DurationVar(&o.cutFor, "cut-for", cutFor, "with -store-faults: how long each cut of the store lasts")
 	fl.IntVar(&o.killReceiver, "kill-receiver", 0, "run the receiver as a child process and SIGKILL and restart it this many times (PostgreSQL only)")
 	fl.IntVar(&o.killSender, "kill-sender", 0, "run the senders, journaled, in a child process and SIGKILL and re-run it this many times")
+	fl.IntVar(&o.restartRedis, "restart-redis", 0, "start a redis-server without persistence as the store, and SIGKILL it and restart it empty this many times (the run then FAILs: completed keys run again)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -212,6 +221,10 @@ func (o options) check() error {
 		return fmt.Errorf("-kill-sender %d: want 0 to %d", o.killSender, maxKills)
 	case o.killSender > 0 && (o.storeFaults || o.killReceiver > 0 || o.naive):
 		return errors.New("-kill-sender runs alone: not with -store-faults, -kill-receiver or the naive receiver")
+	case o.restartRedis < 0 || o.restartRedis > maxKills:
+		return fmt.Errorf("-restart-redis %d: want 0 to %d", o.restartRedis, maxKills)
+	case o.restartRedis > 0 && (o.store != "memory" && o.store != "" || o.storeFaults || o.killReceiver > 0 || o.killSender > 0 || o.naive):
+		return errors.New("-restart-redis runs alone, on a redis-server of its own: not with -store, -store-faults, -kill-receiver or -kill-sender")
 	}
 	kind := o.kind()
 	if kind == memoryStore && o.store != "memory" && o.store != "" {

@@ -9,28 +9,26 @@ import (
 )
 
 // TestRedisRestartRunsTwice is the harness's own test of its run count. A
-// Redis without persistence (a redis-server of the test's own, on a spare
-// port) is SIGKILLed under load and restarted empty: every key completed
-// before the restart is forgotten, so the re-send of every event runs those
-// handlers again. The ingest service's in-memory feature store skips a
-// second write of a key it has seen, so no feature is written twice; the
-// harness must see the second runs anyway: "events run twice" and the
-// guard's skips above 0, and the run FAILs.
+// Redis without persistence (-restart-redis: a redis-server of the
+// harness's own, on a spare port) is SIGKILLed under load and restarted
+// empty: every key completed before the restart is forgotten, so the
+// re-send of every event runs those handlers again. The ingest service's
+// in-memory feature store skips a second write of a key it has seen, so no
+// feature is written twice; the harness must see the second runs anyway:
+// "events run twice" and the guard's skips above 0, and the run FAILs.
 func TestRedisRestartRunsTwice(t *testing.T) {
 	t.Parallel()
-	srv := volatileRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	o := options{store: "redis://" + srv.addr + "/0", senders: 4, events: 150, attempts: 4, seed: 1, restartStore: srv.restart}
 	var stdout, stderr bytes.Buffer
-	code := chaos(ctx, o, &stdout, &stderr)
+	code := run(ctx, []string{"-restart-redis", "1", "-events", "150"}, &stdout, &stderr)
 	t.Logf("%s", stdout.String())
 	if code != 1 {
 		t.Fatalf("exit %d, want 1: the handler ran twice for every key completed before the restart\nstderr:\n%s", code, stderr.String())
 	}
 	rows := table(t, stdout.String())
-	if n := count(t, rows, "store restarts"); n != 1 {
-		t.Errorf("%d store restarts, want 1", n)
+	if n := count(t, rows, "Redis restarts"); n != 1 {
+		t.Errorf("%d Redis restarts, want 1", n)
 	}
 	if n := count(t, rows, "features written twice"); n != 0 {
 		t.Errorf("%d features written twice: the in-memory guard should have absorbed the second writes", n)

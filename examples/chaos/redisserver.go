@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -10,42 +11,39 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// redisServer is a redis-server of one test, on a spare loopback port,
-// without persistence (no RDB snapshot, no AOF): a restart loses every key.
-// It gets SIGKILL when the test binary dies (Pdeathsig).
+// redisServer is a redis-server of the harness's own (-restart-redis), on a
+// spare loopback port, without persistence (no RDB snapshot, no AOF): a
+// restart loses every key. On Linux it gets SIGKILL when the harness dies.
 type redisServer struct {
-	t    testing.TB
 	port int
 	addr string
 	cmd  *exec.Cmd
 	done chan struct{} // closed when the process has exited
 }
 
-// volatileRedis starts a redis-server for t, stopped in t.Cleanup.
-func volatileRedis(t testing.TB) *redisServer {
-	t.Helper()
-	var lastErr error
+// startRedis starts a redis-server on a spare loopback port.
+func startRedis() (*redisServer, error) {
+	errs := []error{errors.New("no spare port in 5 tries")}
 	for range 5 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
-		s := &redisServer{t: t, port: port, addr: "127.0.0.1:" + strconv.Itoa(port)}
-		if lastErr = s.start(); lastErr == nil {
-			t.Cleanup(s.stop)
-			return s
+		s := &redisServer{port: port, addr: "127.0.0.1:" + strconv.Itoa(port)}
+		if err := s.start(); err != nil {
+			errs = append(errs, err)
+			continue
 		}
+		return s, nil
 	}
-	t.Fatalf("private Redis: %v", lastErr)
-	return nil
+	return nil, errors.Join(errs...)
 }
 
 // start runs redis-server on s.port, in a fresh empty directory, and waits
@@ -57,7 +55,7 @@ func (s *redisServer) start() error {
 	}
 	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", dir,
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	dieWithParent(cmd)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
