@@ -27,7 +27,8 @@ import (
 // ran twice, whatever the in-memory guard absorbed.
 type Runs struct {
 	// Attempts counts the handler runs that reached the feature write,
-	// counted in process (and in Config.RunLog) just before the write.
+	// counted in process (and in Config.RunLog) just before the write; nil
+	// unless Config.CountRuns.
 	Attempts map[string]int
 	// Skipped counts the runs whose write the in-memory feature store (memory
 	// and Redis modes) skipped because an earlier run of the same key had
@@ -69,19 +70,23 @@ type runCounter struct {
 	runsTotal, skipsTotal *promtext.CounterVec
 
 	mu   sync.Mutex
-	n    map[string]int // attempts per feature id
+	n    map[string]int // attempts per feature id; nil: not kept
 	log  io.Writer      // nil: none
 	line []byte         // scratch, under mu
 }
 
-func newRunCounter(reg *promtext.Registry, log io.Writer) *runCounter {
+// newRunCounter registers the counter's metrics in reg; perID keeps the
+// attempts per feature id in memory.
+func newRunCounter(reg *promtext.Registry, log io.Writer, perID bool) *runCounter {
 	c := &runCounter{
 		runsTotal: reg.NewCounterVec("geoidem_feature_runs_total",
 			"Features that a handler run was about to write, counted before the write (a run rolled back or refused counts too).", ""),
 		skipsTotal: reg.NewCounterVec("geoidem_feature_write_skips_total",
 			"Features whose write the in-memory feature store skipped because an earlier run of the same key had written them: a handler run twice that the key store did not prevent.", ""),
-		n:   map[string]int{},
 		log: log,
+	}
+	if perID {
+		c.n = map[string]int{}
 	}
 	c.runsTotal.Add("", 0)
 	c.skipsTotal.Add("", 0)
@@ -100,8 +105,10 @@ func (c *runCounter) run(fs []feature) error {
 	if err := c.writeLog(runLogRun, fs); err != nil {
 		return err
 	}
-	for _, f := range fs {
-		c.n[f.ID]++
+	if c.n != nil {
+		for _, f := range fs {
+			c.n[f.ID]++
+		}
 	}
 	c.runsTotal.Add("", float64(len(fs)))
 	return nil
@@ -140,7 +147,7 @@ func (c *runCounter) writeLog(verb string, fs []feature) error {
 
 func (c *runCounter) attempts() map[string]int {
 	if c == nil {
-		return map[string]int{}
+		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

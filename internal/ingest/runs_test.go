@@ -43,7 +43,7 @@ func postHeld(h http.Handler, key, body string) *httptest.ResponseRecorder {
 func TestRunsCountWhatTheGuardSkips(t *testing.T) {
 	reg := new(promtext.Registry)
 	var log bytes.Buffer
-	runs := newRunCounter(reg, &log)
+	runs := newRunCounter(reg, &log, true)
 	repo := newMemFeatures(0, 0, runs.skip)
 	h := postFeatures(repo, runs, 0, time.Second, slog.New(slog.DiscardHandler))
 	for _, p := range []struct{ key, id string }{{"k1", "a"}, {"k1", "a"}, {"k2", "b"}} {
@@ -89,7 +89,7 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk ful
 // count that missed a run would pass a test wrongly.
 func TestRunLogFailureStopsTheRun(t *testing.T) {
 	reg := new(promtext.Registry)
-	runs := newRunCounter(reg, failingWriter{})
+	runs := newRunCounter(reg, failingWriter{}, true)
 	repo := newMemFeatures(0, 0, runs.skip)
 	h := postFeatures(repo, runs, 0, time.Second, slog.New(slog.DiscardHandler))
 	if w := postHeld(h, "k1", featureBody("a")); w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
@@ -107,7 +107,7 @@ func TestRunLogFailureStopsTheRun(t *testing.T) {
 // full in-memory store refused is an attempt without effect.
 func TestServiceRuns(t *testing.T) {
 	var log bytes.Buffer
-	svc, err := New(context.Background(), Config{MaxFeatures: 1, RunLog: &log})
+	svc, err := New(context.Background(), Config{MaxFeatures: 1, RunLog: &log, CountRuns: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestRunsPostgresRolledBackAttemptIsNoEffect(t *testing.T) {
 	reqCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	log := &cancelOnFirstWrite{cancel: cancel}
-	cfg := Config{Store: url, KeyTable: keys, FeaturesTable: features, RunLog: log, WriteDelay: 10 * time.Second}
+	cfg := Config{Store: url, KeyTable: keys, FeaturesTable: features, RunLog: log, CountRuns: true, WriteDelay: 10 * time.Second}
 	slow, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatalf("PostgreSQL at %s: %v", url, err)
@@ -240,5 +240,27 @@ func dropPgTables(t *testing.T, url, keys, features string) {
 		if _, err := conn.Exec(context.Background(), q); err != nil {
 			t.Errorf("%s: %v", q, err)
 		}
+	}
+}
+
+// Without Config.CountRuns no per-id map grows with every id written; the
+// /metrics totals are kept.
+func TestRunsPerIDOnlyWhenAsked(t *testing.T) {
+	svc, err := New(context.Background(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	if w := postTo(svc.Handler(), "k1", featureBody("a")); w.Code != http.StatusCreated {
+		t.Fatalf("POST: %d %s", w.Code, w.Body)
+	}
+	r, err := svc.Runs(context.Background())
+	if err != nil || r.Attempts != nil || r.Effects["a"] != 1 {
+		t.Errorf("runs %+v (%v); want no attempts kept, effects a:1", r, err)
+	}
+	w := httptest.NewRecorder()
+	svc.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if !strings.Contains(w.Body.String(), "geoidem_feature_runs_total 1\n") {
+		t.Errorf("metrics lack geoidem_feature_runs_total 1:\n%s", w.Body)
 	}
 }

@@ -75,6 +75,11 @@ type Config struct {
 	// (the key is released), since a run the log missed would make a count
 	// pass wrongly.
 	RunLog io.Writer
+	// CountRuns keeps, in memory, the count of handler runs per feature id
+	// that Service.Runs returns as Attempts (tests and examples/chaos). Off
+	// by default: the map grows with every id the service ever writes. The
+	// totals in /metrics are kept either way.
+	CountRuns bool
 }
 
 // Service is the receiving service: Handler serves POST /features,
@@ -93,7 +98,7 @@ type Service struct {
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	reg := new(promtext.Registry)
 	m := newMetrics(reg)
-	runs := newRunCounter(reg, cfg.RunLog)
+	runs := newRunCounter(reg, cfg.RunLog, cfg.CountRuns)
 	be, err := open(ctx, cfg.Store, backendOptions{
 		KeyTable: orDefault(cfg.KeyTable, pgstore.DefaultTable), FeaturesTable: orDefault(cfg.FeaturesTable, "features"),
 		RedisPrefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix),
