@@ -69,9 +69,11 @@
 // in flight"; "422s" the invalid events' answers, first or replayed.
 // "dead-lettered" counts the deliveries of the first pass that ended
 // without success (the invalid events among them, permanently), and
-// "re-driven" those sent again afterwards. The proxy's lines count the
-// faults it injected; "store 503s" the requests the middleware refused
-// because the key store was unreachable; "receiver kills" the SIGKILLs.
+// "re-driven" those sent again afterwards; "re-sent" the events sent once
+// more at the end, and how many of those answers were replays. The proxy's
+// lines count the faults it injected; "store 503s" the requests the
+// middleware refused because the key store was unreachable; "receiver
+// kills" and "Redis restarts" the SIGKILLs.
 //
 // Then the receiver's run counts (internal/ingest Runs), per feature id.
 // "runs reaching the write" counts the handler runs that reached the
@@ -92,7 +94,8 @@
 // twice", the feature ids written more than once (the in-memory write
 // counters, or the writes column); and "events lost", the valid events
 // whose feature is not stored after the re-drive. The command exits 0 only
-// if all three are 0, 1 otherwise, and 2 on a usage error. A run that
+// if all three are 0 (and "journal pending" too), 1 otherwise, and 2 on a
+// usage error. A run that
 // injected no faults proves nothing: check the fault lines too.
 package main
 
