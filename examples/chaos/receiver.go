@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -151,6 +150,7 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fl.SetOutput(stderr)
 	var cfg ingest.Config
 	addr := fl.String("addr", "127.0.0.1:0", "listen address")
+	runLog := fl.String("run-log", "", "append a line per feature a handler run is about to write to this file")
 	fl.StringVar(&cfg.Store, "store", "", "store URL")
 	fl.StringVar(&cfg.KeyTable, "key-table", "", "PostgreSQL key table")
 	fl.StringVar(&cfg.FeaturesTable, "features-table", "", "PostgreSQL feature table")
@@ -158,8 +158,12 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fl.DurationVar(&cfg.Lease, "lease", lease, "lease")
 	fl.DurationVar(&cfg.StoreTimeout, "store-timeout", storeTimeout, "store timeout")
 	fl.DurationVar(&cfg.WriteDelay, "write-delay", 0, "pause before each write commits")
-	runLog := fl.String("run-log", "", "append a line per feature a handler run is about to write to this file")
 	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil || host != "127.0.0.1" {
+		fmt.Fprintf(stderr, "chaos receiver: -addr %q: want 127.0.0.1:port\n", *addr)
 		return 2
 	}
 	if *runLog != "" {
@@ -170,11 +174,6 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		}
 		defer f.Close()
 		cfg.RunLog = f
-	}
-	host, _, err := net.SplitHostPort(*addr)
-	if err != nil || host != "127.0.0.1" {
-		fmt.Fprintf(stderr, "chaos receiver: -addr %q: want 127.0.0.1:port\n", *addr)
-		return 2
 	}
 	svc, err := ingest.New(ctx, cfg)
 	if err != nil {
@@ -320,30 +319,6 @@ func (c *child) Writes(ctx context.Context) (map[string]int, error) {
 	return c.writes.Writes(ctx)
 }
 
-// Runs reads the attempts and skips of every child from the run log (a
-// killed child's lines stay in the file) and the effects from the tables.
-func (c *child) Runs(ctx context.Context) (ingest.Runs, error) {
-	r, err := c.writes.Runs(ctx)
-	if err != nil {
-		return ingest.Runs{}, err
-	}
-	f, err := os.Open(c.runLog)
-	if errors.Is(err, os.ErrNotExist) {
-		r.Attempts, r.Skipped = map[string]int{}, map[string]int{}
-		return r, nil
-	}
-	if err != nil {
-		return ingest.Runs{}, err
-	}
-	defer f.Close()
-	logged, err := ingest.ReadRunLog(f)
-	if err != nil {
-		return ingest.Runs{}, err
-	}
-	r.Attempts, r.Skipped = logged.Attempts, logged.Skipped
-	return r, nil
-}
-
 func (c *child) Outcomes() map[middleware.Outcome]int { return nil }
 
 // Close stops the child gracefully (its stdin closes), or kills it.
@@ -363,7 +338,7 @@ func (c *child) Close() {
 		c.cmd = nil
 	}
 	c.writes.Close()
-	_ = os.RemoveAll(filepath.Dir(c.runLog))
+	removeRunLog(c.runLog)
 }
 
 // executable is the program a child receiver runs: this one.
@@ -381,28 +356,26 @@ func newChild(ctx context.Context, st *storeSetup, stderr io.Writer) (*child, er
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "geoidem-chaos-runs-")
-	if err != nil {
-		return nil, err
-	}
 	own, err := ingest.New(ctx, st.harnessConfig())
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
-	runLog := filepath.Join(dir, "runs.log")
 	c := &child{
 		exe: exe,
 		args: []string{"-store", st.cfg.Store, "-key-table", st.cfg.KeyTable, "-features-table", st.cfg.FeaturesTable,
-			"-redis-prefix", st.cfg.RedisPrefix, "-lease", lease.String(), "-store-timeout", storeTimeout.String(), "-write-delay", childWriteDelay.String(),
-			"-run-log", runLog},
+			"-redis-prefix", st.cfg.RedisPrefix, "-lease", lease.String(), "-store-timeout", storeTimeout.String(), "-write-delay", childWriteDelay.String()},
 		stderr: stderr,
 		writes: own,
-		runLog: runLog,
 	}
+	// Every child appends its runs to one log, which outlives a SIGKILL.
+	if c.runLog, err = newRunLog(); err != nil {
+		own.Close()
+		return nil, err
+	}
+	c.args = append(c.args, "-run-log", c.runLog)
 	if err := c.start(ctx); err != nil {
 		own.Close()
-		os.RemoveAll(dir)
+		removeRunLog(c.runLog)
 		return nil, err
 	}
 	return c, nil

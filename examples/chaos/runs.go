@@ -1,6 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
 	"github.com/geoidem/geoidem/internal/ingest"
 )
 
@@ -57,4 +62,41 @@ func effectSource(o options) string {
 		return "committed: the writes column, incremented in the handler's transaction"
 	}
 	return "written, or skipped by the in-memory guard"
+}
+
+// newRunLog returns the path of a run log in a fresh temporary directory:
+// the file every -serve-receiver child appends its runs to.
+func newRunLog() (string, error) {
+	dir, err := os.MkdirTemp("", "geoidem-chaos-runs-")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "runs.log"), nil
+}
+
+// removeRunLog removes the run log and its directory.
+func removeRunLog(path string) { _ = os.RemoveAll(filepath.Dir(path)) }
+
+// Runs reads the attempts and skips of every child from the run log (a
+// killed child's lines stay in the file) and the effects from the tables.
+func (c *child) Runs(ctx context.Context) (ingest.Runs, error) {
+	r, err := c.writes.Runs(ctx)
+	if err != nil {
+		return ingest.Runs{}, err
+	}
+	f, err := os.Open(c.runLog)
+	if errors.Is(err, os.ErrNotExist) {
+		r.Attempts, r.Skipped = map[string]int{}, map[string]int{}
+		return r, nil
+	}
+	if err != nil {
+		return ingest.Runs{}, err
+	}
+	defer f.Close()
+	logged, err := ingest.ReadRunLog(f)
+	if err != nil {
+		return ingest.Runs{}, err
+	}
+	r.Attempts, r.Skipped = logged.Attempts, logged.Skipped
+	return r, nil
 }

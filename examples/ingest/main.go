@@ -83,12 +83,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&cfg.MaxFeatures, "max-features", ingest.DefaultMaxFeatures, "memory and Redis modes: most features kept in process")
 	fl.Int64Var(&cfg.MaxFeatureBytes, "max-feature-bytes", ingest.DefaultMaxFeatureBytes, "memory and Redis modes: most bytes of features kept in process")
 	fl.DurationVar(&cfg.WriteDelay, "write-delay", 0, "pause this long after writing features, before the write commits (for crash tests)")
+	runLog := fl.String("run-log", "", "append a line per feature a handler run is about to write, before the write, to this file (crash tests: it keeps a killed process's runs)")
 	fl.Func("webhook-secret", "accept only Standard Webhooks signed with this whsec_… secret (repeat for rotation); the key is then webhook-id", func(v string) error {
 		s, err := standardwebhooks.ParseSecret(v)
 		cfg.WebhookSecrets = append(cfg.WebhookSecrets, s)
 		return err
 	})
-	runLog := fl.String("run-log", "", "append a line per feature a handler run is about to write, before the write, to this file (crash tests: it keeps a killed process's runs)")
 	verbose := fl.Bool("v", false, "log every outcome")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -97,12 +97,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ingest: unexpected arguments %q\n", fl.Args())
 		return 2
 	}
-	level := slog.LevelInfo
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg.Logger = log
 	if *runLog != "" {
 		f, err := os.OpenFile(*runLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
@@ -112,6 +106,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		cfg.RunLog = f
 	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = log
 
 	svc, err := ingest.New(ctx, cfg)
 	if err != nil {
