@@ -81,7 +81,9 @@ func proxyFaults(t *testing.T, rows map[string]string) int {
 }
 
 // runChaos runs the command and checks what every run must show: exit 0,
-// nothing written twice, nothing lost, and faults actually injected.
+// no event run twice (by the receiver's run count, whatever the in-memory
+// guard absorbed), nothing written twice, nothing lost, every stored feature
+// counted as one run that took effect, and faults actually injected.
 func runChaos(t *testing.T, args ...string) map[string]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
@@ -93,8 +95,19 @@ func runChaos(t *testing.T, args ...string) map[string]string {
 		t.Fatalf("exit %d, want 0\nstderr:\n%s", code, stderr.String())
 	}
 	rows := table(t, stdout.String())
+	if n := count(t, rows, "events run twice"); n != 0 {
+		t.Errorf("%d events run twice", n)
+	}
+	if n := count(t, rows, "guard skips (in-process)"); n != 0 {
+		t.Errorf("%d writes skipped by the in-memory guard: handlers ran again", n)
+	}
 	if n := count(t, rows, "features written twice"); n != 0 {
 		t.Errorf("%d features written twice", n)
+	}
+	stored, effects, attempts := count(t, rows, "features stored"), count(t, rows, "runs that took effect"), count(t, rows, "runs reaching the write")
+	if effects != stored || attempts < effects {
+		t.Errorf("%d features stored, %d runs took effect, %d reached the write: want one effect per stored feature, and no fewer attempts",
+			stored, effects, attempts)
 	}
 	if n := count(t, rows, "events lost"); n != 0 {
 		t.Errorf("%d events lost", n)
@@ -187,6 +200,9 @@ func TestNaiveReceiverFails(t *testing.T) {
 	if n := count(t, rows, "features written twice"); n == 0 {
 		t.Error("the naive receiver wrote nothing twice, or the harness did not notice")
 	}
+	if n := count(t, rows, "events run twice"); n == 0 {
+		t.Error("the naive receiver ran nothing twice, or the run count did not notice")
+	}
 	if !strings.HasPrefix(rows["result"], "FAIL") {
 		t.Errorf("result %q, want FAIL", rows["result"])
 	}
@@ -199,6 +215,9 @@ func TestUsage(t *testing.T) {
 		{"-store", "redis://127.0.0.1:6379/0", "-kill-receiver", "1"},
 		{"-store", "redis://127.0.0.1:6379/0", "-store-faults", "-kill-sender", "1"},
 		{"-kill-sender", "-1"},
+		{"-restart-redis", "-1"},
+		{"-restart-redis", "1", "-store", "redis://127.0.0.1:6379/0"},
+		{"-restart-redis", "1", "-kill-sender", "1"},
 		{"-store", "postgres://db.example.com:5432/x"},
 		{"-store", "redis://127.0.0.1/0"},
 		{"-store", "mysql://127.0.0.1:3306/x"},

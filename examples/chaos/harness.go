@@ -170,19 +170,24 @@ type report struct {
 	invalidAnswers                int64
 	deadLettered, deadInvalid     int
 	redriven, redriveFailed       int
+	resent, resentReplayed        int
 	proxy                         faultproxy.Stats
 	cuts, refused, severed        uint64
 	terminations, terminated      int
 	kills                         int
+	restarts                      int
 	senderKills                   int
 	journalPending                int // -1: no journal
 	storeErrors, released         int // -1: unknown
 	writtenTwice, lost, stored    int
+	runs                          runCount
 	twiceIDs, lostIDs             []string
 	firstPass, redrive, totalTime time.Duration
 }
 
-func (r *report) ok() bool { return r.writtenTwice == 0 && r.lost == 0 && r.journalPending <= 0 }
+func (r *report) ok() bool {
+	return r.runs.twice == 0 && r.writtenTwice == 0 && r.lost == 0 && r.journalPending <= 0
+}
 
 func (r *report) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -204,21 +209,28 @@ func (r *report) print(w io.Writer) {
 	row("422s", "%d", r.invalidAnswers)
 	row("dead-lettered (first pass)", "%d (%d invalid, permanent)", r.deadLettered, r.deadInvalid)
 	row("re-driven", "%d (%d failed again)", r.redriven, r.redriveFailed)
+	row("re-sent (every event)", "%d (%d replayed)", r.resent, r.resentReplayed)
 	p := r.proxy
 	row("proxy requests", "%d (%d forwarded)", p.Requests, p.Forwarded)
 	row("proxy faults", "%d lost-ack, %d 503, %d 429, %d reset, %d delay", p.LostAck, p.Inject503, p.Inject429, p.Reset, p.Delay)
 	row("store cuts", "%d (%d connections reset, %d refused)", r.cuts, r.severed, r.refused)
 	row("pg_terminate_backend", "%d (%d connections)", r.terminations, r.terminated)
 	row("receiver kills", "%d", r.kills)
+	row("Redis restarts", "%d", r.restarts)
 	row("sender kills", "%d", r.senderKills)
 	row("journal pending", "%s", unknown(r.journalPending))
 	row("store 503s (fail closed)", "%s", unknown(r.storeErrors))
 	row("handler 5xx (released)", "%s", unknown(r.released))
+	rc := r.runs
+	row("runs reaching the write", "%d (%d events more than once)", rc.attempts, rc.attemptedTwice)
+	row("runs that took effect", "%d (%d rolled back or refused; %s)", rc.effects, rc.undone, rc.source)
+	row("guard skips (in-process)", "%d%s", rc.skips, sample(rc.skipIDs))
 	row("features stored", "%d", r.stored)
+	row("events run twice", "%d%s", rc.twice, sample(rc.twiceIDs))
 	row("features written twice", "%d%s", r.writtenTwice, sample(r.twiceIDs))
 	row("events lost", "%d%s", r.lost, sample(r.lostIDs))
-	row("time", "%s (first pass %s, re-drive %s)", r.totalTime.Round(time.Millisecond), r.firstPass.Round(time.Millisecond), r.redrive.Round(time.Millisecond))
-	verdict := "PASS: every valid event stored, none written twice"
+	row("time", "%s (first pass %s, re-drive and re-send %s)", r.totalTime.Round(time.Millisecond), r.firstPass.Round(time.Millisecond), r.redrive.Round(time.Millisecond))
+	verdict := "PASS: every valid event stored, none run or written twice"
 	if !r.ok() {
 		verdict = "FAIL"
 	}
@@ -250,6 +262,16 @@ type storeFault struct {
 func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	start := time.Now()
 	suffix := fmt.Sprintf("%d_%08x", o.seed, rand.Uint32())
+	var redis *redisServer // -restart-redis: the harness's own
+	if o.restartRedis > 0 {
+		var err error
+		if redis, err = startRedis(); err != nil {
+			fmt.Fprintf(stderr, "chaos: redis-server: %v\n", err)
+			return 1
+		}
+		defer redis.stop()
+		o.store = "redis://" + redis.addr + "/0"
+	}
 	st, err := setupStore(o, suffix)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
@@ -288,6 +310,9 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	if o.storeFaults {
 		label += ", store faults"
+	}
+	if redis != nil {
+		label += " (own redis-server, no persistence)"
 	}
 
 	target, _ := url.Parse(rcv.URL())
@@ -340,7 +365,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	defer closeIdle()
 
 	// Store and receiver faults, at seeded points of the first pass.
-	faults := plannedFaults(o, st, kids, &rep, len(jobs))
+	faults := plannedFaults(o, st, kids, redis, &rep, len(jobs))
 	faultsDone := make(chan error, 1)
 	go func() { faultsDone <- fire(ctx, faults, &done) }()
 
@@ -411,6 +436,8 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		}
 	}
 	rep.redriven, rep.redriveFailed = redrive(ctx, senders, rcv.URL(), dls, &dl)
+	rep.resent, rep.resentReplayed = resend(ctx, senders, rcv.URL(), evs)
+	dl.take() // a re-sent invalid event is dead-lettered again: counted above
 	rep.redrive = time.Since(redriveStart)
 
 	// The check.
@@ -421,6 +448,14 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "chaos: reading the feature writes: %v\n", err)
 		return 1
 	}
+	wctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+	runs, err := rcv.Runs(wctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stderr, "chaos: reading the run counts: %v\n", err)
+		return 1
+	}
+	rep.runs = countRuns(runs, effectSource(o))
 	rep.stored = len(writes)
 	for id, n := range writes {
 		if n > 1 {
@@ -491,7 +526,7 @@ func redrive(ctx context.Context, senders []*client.Sender, base string, dls []c
 // plannedFaults returns the store and receiver faults of a run, each at a
 // seeded point of the first pass (between 10% and 85% of the deliveries),
 // in the order they fire.
-func plannedFaults(o options, st *storeSetup, kids *child, rep *report, deliveries int) []storeFault {
+func plannedFaults(o options, st *storeSetup, kids *child, redis *redisServer, rep *report, deliveries int) []storeFault {
 	var fs []storeFault
 	if o.storeFaults && st.cut != nil {
 		cutFor := cmp.Or(o.cutFor, cutFor)
@@ -521,6 +556,14 @@ func plannedFaults(o options, st *storeSetup, kids *child, rep *report, deliveri
 	}
 	for range o.killReceiver {
 		fs = append(fs, storeFault{name: "SIGKILL", do: kids.kill})
+	}
+	if redis != nil {
+		for range o.restartRedis {
+			fs = append(fs, storeFault{name: "Redis restart", do: func(ctx context.Context) error {
+				rep.restarts++
+				return redis.restart(ctx)
+			}})
+		}
 	}
 	rng := rand.New(rand.NewPCG(o.seed, 0xfa17))
 	rng.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })

@@ -9,7 +9,7 @@
 //	go run ./examples/chaos [-store memory|redis://…|postgres://…]
 //	                        [-senders 4] [-events 300] [-seed 1]
 //	                        [-store-faults] [-kill-receiver N] [-kill-sender N]
-//	                        [-attempts 4] [-cut-for 400ms]
+//	                        [-restart-redis N] [-attempts 4] [-cut-for 400ms]
 //
 // Every event is one GeoJSON Feature with its own id and its own
 // idempotency key. A seeded few are invalid (a Feature without "id": the
@@ -19,7 +19,10 @@
 // dead-letter sink. After the first pass the faults stop, every request the
 // proxy held has landed, and every dead letter that did not fail
 // permanently is re-driven with its own key and payload, as an operator
-// would. Then the receiver's feature store is checked.
+// would. Then every event is re-sent once more with its key and payload, as
+// a sender replaying its whole journal would: each should be a replay, and
+// a key whose record the key store lost runs its handler again. Then the
+// receiver's run counts and feature store are checked.
 //
 // With -store-faults the key store fails under load as well: a loopback TCP
 // proxy (internal/tcpcut) between the receiver and Redis or PostgreSQL
@@ -45,6 +48,15 @@
 // The table's attempt counts are then those of the last, complete run, and
 // "journal pending" (entries never marked done) must be 0.
 //
+// With -restart-redis N the store is a redis-server the harness starts on
+// a spare loopback port, without persistence (no RDB snapshot, no AOF),
+// SIGKILLed N times at seeded points of the first pass and restarted empty
+// at once on the same port (it needs redis-server on PATH). Every key
+// completed before a restart is forgotten, so its re-send runs the handler
+// again: the in-memory feature store skips the second writes, "features
+// written twice" stays 0, and the run must still FAIL on "events run
+// twice". It shows what the run count sees and the write count does not.
+//
 // Each run against Redis or PostgreSQL uses its own key prefix or tables,
 // named with a random suffix, and removes them at the end. Every address is
 // on loopback.
@@ -57,16 +69,34 @@
 // in flight"; "422s" the invalid events' answers, first or replayed.
 // "dead-lettered" counts the deliveries of the first pass that ended
 // without success (the invalid events among them, permanently), and
-// "re-driven" those sent again afterwards. The proxy's lines count the
-// faults it injected; "store 503s" the requests the middleware refused
-// because the key store was unreachable; "receiver kills" the SIGKILLs.
+// "re-driven" those sent again afterwards; "re-sent" the events sent once
+// more at the end, and how many of those answers were replays. The proxy's
+// lines count the faults it injected; "store 503s" the requests the
+// middleware refused because the key store was unreachable; "receiver
+// kills" and "Redis restarts" the SIGKILLs.
 //
-// The two lines that matter are last: "features written twice", the
-// feature ids the receiver wrote more than once (from its own write
-// counters, or the writes column of the PostGIS table), and "events lost",
-// the valid events whose feature is not stored after the re-drive. The
-// command exits 0 only if both are 0, 1 otherwise, and 2 on a usage error.
-// A run that injected no faults proves nothing: check the fault lines too.
+// Then the receiver's run counts (internal/ingest Runs), per feature id.
+// "runs reaching the write" counts the handler runs that reached the
+// feature write, counted just before it: in process, or, for a receiver in
+// a child process, in a run log file that keeps the lines of a killed
+// child. "runs that took effect" counts the runs that had an effect: on
+// PostgreSQL the committed ones, read from the writes column, which the
+// write increments inside the handler's transaction, so an attempt rolled
+// back (a killed connection or process) leaves no count and is not a
+// second run; in memory and Redis modes the runs that wrote, plus those
+// whose write the in-memory feature store skipped. That store skips a
+// second write of a key it has seen in the same process, which hides a
+// handler run twice from the feature table: "guard skips (in-process)"
+// counts those skips on their own line.
+//
+// The lines that matter are last: "events run twice", the events whose
+// effect ran more than once, whatever the guard absorbed; "features written
+// twice", the feature ids written more than once (the in-memory write
+// counters, or the writes column); and "events lost", the valid events
+// whose feature is not stored after the re-drive. The command exits 0 only
+// if all three are 0 (and "journal pending" too), 1 otherwise, and 2 on a
+// usage error. A run that
+// injected no faults proves nothing: check the fault lines too.
 package main
 
 import (
@@ -105,6 +135,9 @@ type options struct {
 	// which applies every delivery it gets: the harness must then fail.
 	naive  bool
 	cutFor time.Duration
+	// restartRedis is how many times the harness's own redis-server is
+	// SIGKILLed and restarted empty.
+	restartRedis int
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -117,7 +150,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N]")
+		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N]")
 		fl.PrintDefaults()
 	}
 	var o options
@@ -130,6 +163,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.DurationVar(&o.cutFor, "cut-for", cutFor, "with -store-faults: how long each cut of the store lasts")
 	fl.IntVar(&o.killReceiver, "kill-receiver", 0, "run the receiver as a child process and SIGKILL and restart it this many times (PostgreSQL only)")
 	fl.IntVar(&o.killSender, "kill-sender", 0, "run the senders, journaled, in a child process and SIGKILL and re-run it this many times")
+	fl.IntVar(&o.restartRedis, "restart-redis", 0, "start a redis-server without persistence as the store, and SIGKILL it and restart it empty this many times (the run then FAILs: completed keys run again)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -190,6 +224,10 @@ func (o options) check() error {
 		return fmt.Errorf("-kill-sender %d: want 0 to %d", o.killSender, maxKills)
 	case o.killSender > 0 && (o.storeFaults || o.killReceiver > 0 || o.naive):
 		return errors.New("-kill-sender runs alone: not with -store-faults, -kill-receiver or the naive receiver")
+	case o.restartRedis < 0 || o.restartRedis > maxKills:
+		return fmt.Errorf("-restart-redis %d: want 0 to %d", o.restartRedis, maxKills)
+	case o.restartRedis > 0 && (o.store != "memory" && o.store != "" || o.storeFaults || o.killReceiver > 0 || o.killSender > 0 || o.naive):
+		return errors.New("-restart-redis runs alone, on a redis-server of its own: not with -store, -store-faults, -kill-receiver or -kill-sender")
 	}
 	kind := o.kind()
 	if kind == memoryStore && o.store != "memory" && o.store != "" {

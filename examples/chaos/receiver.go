@@ -30,6 +30,10 @@ type receiver interface {
 	URL() string
 	// Writes returns how many times each feature id was written.
 	Writes(ctx context.Context) (map[string]int, error)
+	// Runs returns the receiver's run counts: the handler runs that
+	// reached the write (attempts), the in-memory guard's skips, and the
+	// runs that took effect, per feature id.
+	Runs(ctx context.Context) (ingest.Runs, error)
 	// Outcomes returns the middleware's outcome counts, or nil when they
 	// are not known (a child process that was killed took them along).
 	Outcomes() map[middleware.Outcome]int
@@ -71,7 +75,8 @@ func (r *inProcess) URL() string { return r.url }
 func (r *inProcess) Writes(ctx context.Context) (map[string]int, error) {
 	return r.svc.Writes(ctx)
 }
-func (r *inProcess) Outcomes() map[middleware.Outcome]int { return r.svc.Outcomes() }
+func (r *inProcess) Runs(ctx context.Context) (ingest.Runs, error) { return r.svc.Runs(ctx) }
+func (r *inProcess) Outcomes() map[middleware.Outcome]int          { return r.svc.Outcomes() }
 func (r *inProcess) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -121,6 +126,13 @@ func (r *naive) Writes(context.Context) (map[string]int, error) {
 	defer r.mu.Unlock()
 	return maps.Clone(r.n), nil
 }
+
+// Runs: every request with an id runs and writes; there is no guard.
+func (r *naive) Runs(context.Context) (ingest.Runs, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return ingest.Runs{Attempts: maps.Clone(r.n), Effects: maps.Clone(r.n), Skipped: map[string]int{}}, nil
+}
 func (r *naive) Outcomes() map[middleware.Outcome]int { return nil }
 func (r *naive) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -140,6 +152,7 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fl.SetOutput(stderr)
 	var cfg ingest.Config
 	addr := fl.String("addr", "127.0.0.1:0", "listen address")
+	runLog := fl.String("run-log", "", "append a line per feature a handler run is about to write to this file")
 	fl.StringVar(&cfg.Store, "store", "", "store URL")
 	fl.StringVar(&cfg.KeyTable, "key-table", "", "PostgreSQL key table")
 	fl.StringVar(&cfg.FeaturesTable, "features-table", "", "PostgreSQL feature table")
@@ -158,6 +171,15 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	if err != nil || host != "127.0.0.1" {
 		fmt.Fprintf(stderr, "chaos receiver: -addr %q: want 127.0.0.1:port\n", *addr)
 		return 2
+	}
+	if *runLog != "" {
+		f, err := os.OpenFile(*runLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			fmt.Fprintf(stderr, "chaos receiver: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		cfg.RunLog = f
 	}
 	svc, err := ingest.New(ctx, cfg)
 	if err != nil {
@@ -194,6 +216,7 @@ type child struct {
 	args   []string // after -addr
 	stderr io.Writer
 	writes *ingest.Service // the parent's view of the same tables
+	runLog string          // the file every child appends its runs to
 
 	mu    sync.Mutex
 	addr  string // 127.0.0.1:port once the first start chose it
@@ -321,6 +344,7 @@ func (c *child) Close() {
 		c.cmd = nil
 	}
 	c.writes.Close()
+	removeRunLog(c.runLog)
 }
 
 // executable is the program a child receiver runs: this one.
@@ -350,8 +374,15 @@ func newChild(ctx context.Context, st *storeSetup, stderr io.Writer) (*child, er
 		stderr: stderr,
 		writes: own,
 	}
+	// Every child appends its runs to one log, which outlives a SIGKILL.
+	if c.runLog, err = newRunLog(); err != nil {
+		own.Close()
+		return nil, err
+	}
+	c.args = append(c.args, "-run-log", c.runLog)
 	if err := c.start(ctx); err != nil {
 		own.Close()
+		removeRunLog(c.runLog)
 		return nil, err
 	}
 	return c, nil

@@ -32,7 +32,7 @@ type storeSetup struct {
 // setupStore names the run's prefix or tables after suffix and, with
 // faults, puts a tcpcut proxy between the receiver and the store.
 func setupStore(o options, suffix string) (*storeSetup, error) {
-	s := &storeSetup{kind: o.kind(), cfg: ingest.Config{Store: "memory", Lease: lease, StoreTimeout: storeTimeout}}
+	s := &storeSetup{kind: o.kind(), cfg: ingest.Config{Store: "memory", Lease: lease, StoreTimeout: storeTimeout, CountRuns: true}}
 	if s.kind == memoryStore {
 		return s, nil
 	}

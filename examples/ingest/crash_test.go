@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/internal/ingest"
 )
 
 // recordingTransport keeps every response body it carries, per key.
@@ -60,6 +62,14 @@ func freePort(t *testing.T) string {
 // delivering and retrying, and restarts it each time. At the end every
 // feature row exists exactly once and was written exactly once, and every
 // delivery was acknowledged with the same body each time.
+//
+// Handler runs are counted per feature: every process appends, before each
+// write, a line to one run log (-run-log), which keeps the lines of a killed
+// process. A run killed before its commit rolled back: it is an attempt in
+// the log, but no effect, since the writes column is incremented inside the
+// handler's transaction. So each feature needs at least one logged attempt
+// (else the count missed a run) and exactly one committed write (else its
+// effect ran twice); attempts beyond that are rolled-back runs, logged.
 func TestCrashPostGIS(t *testing.T) {
 	pgURL := postgresURL()
 	suffix := fmt.Sprintf("%d", rand.Uint32())
@@ -73,7 +83,9 @@ func TestCrashPostGIS(t *testing.T) {
 
 	bin := ingestBinary(t)
 	addr := freePort(t)
-	args := []string{"-addr", addr, "-store", pgURL, "-lease", "1s", "-write-delay", "30ms", "-pg-key-table", keyTable, "-pg-features-table", featuresTable}
+	runLog := filepath.Join(t.TempDir(), "runs.log")
+	args := []string{"-addr", addr, "-store", pgURL, "-lease", "1s", "-write-delay", "30ms", "-pg-key-table", keyTable, "-pg-features-table", featuresTable,
+		"-run-log", runLog}
 
 	// The supervisor: start, let it serve a random while, SIGKILL, repeat.
 	var (
@@ -203,6 +215,36 @@ deliver:
 	if rows != features || maxWrites != 1 || minWrites != 1 {
 		t.Fatalf("%d feature rows written between %d and %d times; want %d rows written exactly once each", rows, minWrites, maxWrites, features)
 	}
+	checkRunLog(t, runLog, features)
+}
+
+// checkRunLog reads the run log of the killed processes: every feature f0…
+// was attempted at least once, none was skipped (PostgreSQL has no guard),
+// and the attempts beyond one per feature (runs rolled back by a SIGKILL
+// before their commit) are logged.
+func checkRunLog(t *testing.T, path string, features int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	runs, err := ingest.ReadRunLog(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for i := range features {
+		n := runs.Attempts[fmt.Sprintf("f%d", i)]
+		if n == 0 {
+			t.Errorf("feature f%d is stored but no run of it was counted", i)
+		}
+		total += n
+	}
+	if len(runs.Attempts) != features || len(runs.Skipped) != 0 {
+		t.Errorf("run log: %d features attempted, %d skipped; want %d, none skipped", len(runs.Attempts), len(runs.Skipped), features)
+	}
+	t.Logf("%d runs reached the write for %d features: %d rolled back (killed before the commit), each committed once", total, features, total-features)
 }
 
 // dropTables drops what a PostgreSQL-backed service created: the key

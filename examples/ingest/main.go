@@ -19,7 +19,9 @@
 // answered 503 with Retry-After, and nothing stored is evicted. With
 // -webhook-secret the service accepts only Standard Webhooks signed with
 // that secret, verified before the key (then taken from webhook-id) is
-// claimed.
+// claimed. With -run-log FILE every handler run appends a line per feature
+// it is about to write to FILE, before the write (internal/ingest's
+// Config.RunLog): crash tests count runs with it across SIGKILLs.
 //
 // Endpoints:
 //
@@ -34,8 +36,11 @@
 //	                      store error no retry can fix is 422 (recorded), a
 //	                      transient one 503 with Retry-After (key released)
 //	GET  /features/{id}   a stored feature, byte for byte as posted
-//	GET  /metrics         outcome counters, store latency histograms and lease
-//	                      takeovers, in Prometheus text format
+//	GET  /metrics         outcome counters, store latency histograms, lease
+//	                      takeovers, and the features handler runs were about
+//	                      to write and the writes the in-memory store skipped
+//	                      as already done by the same key (a handler run
+//	                      twice), in Prometheus text format
 //	GET  /healthz         200 when the key store answers, 503 when it does not
 //
 // It prints the URL it serves and shuts down gracefully on SIGINT or SIGTERM.
@@ -85,6 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&cfg.MaxFeatures, "max-features", ingest.DefaultMaxFeatures, "memory and Redis modes: most features kept in process")
 	fl.Int64Var(&cfg.MaxFeatureBytes, "max-feature-bytes", ingest.DefaultMaxFeatureBytes, "memory and Redis modes: most bytes of features kept in process")
 	fl.DurationVar(&cfg.WriteDelay, "write-delay", 0, "pause this long after writing features, before the write commits (for crash tests)")
+	runLog := fl.String("run-log", "", "append a line per feature a handler run is about to write, before the write, to this file (crash tests: it keeps a killed process's runs)")
 	fl.Func("webhook-secret", "accept only Standard Webhooks signed with this whsec_… secret (repeat for rotation); the key is then webhook-id", func(v string) error {
 		s, err := standardwebhooks.ParseSecret(v)
 		cfg.WebhookSecrets = append(cfg.WebhookSecrets, s)
@@ -98,6 +104,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "ingest: unexpected arguments %q\n", fl.Args())
 		return 2
+	}
+	if *runLog != "" {
+		f, err := os.OpenFile(*runLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			fmt.Fprintf(stderr, "ingest: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		cfg.RunLog = f
 	}
 	level := slog.LevelInfo
 	if *verbose {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/internal/faultproxy"
+	"github.com/geoidem/geoidem/internal/ingest"
 )
 
 var (
@@ -87,8 +88,13 @@ func envOr(env, def string) string {
 // features without observation_time and is SIGKILLed at random points of
 // its journal, several times, and run again over the same input each time.
 // In the end every event is stored, the handler executed exactly once per
-// event (the service's outcome counters, and for PostgreSQL the writes
-// column of every row), the stored bytes are the ones first journaled (one
+// event (the service's outcome counters; its run log, a line per feature a
+// run was about to write, counted before the write: in memory and Redis
+// modes exactly one run per event and no write skipped by the in-memory
+// guard; in PostgreSQL at least one attempt per event, and exactly one
+// committed run, the writes column of every row, incremented inside the
+// handler's transaction, so an attempt rolled back is not a second run),
+// the stored bytes are the ones first journaled (one
 // observation_time per event, not per run), nothing is pending in the
 // journal, and one more run is all replays.
 func TestSenderCrash(t *testing.T) {
@@ -146,7 +152,8 @@ func crashRun(t *testing.T, senderBin, ingestBin string, storeArgs []string, che
 	// PostgreSQL, a claim that committed while its request was canceled) is
 	// taken over within the sender's retry window instead of answering 409
 	// for the default lease.
-	base := startIngest(t, ingestBin, append([]string{"-lease", "1s"}, storeArgs...))
+	runLog := filepath.Join(t.TempDir(), "runs.log")
+	base := startIngest(t, ingestBin, append([]string{"-lease", "1s", "-run-log", runLog}, storeArgs...))
 	target, _ := url.Parse(base)
 	seed := rand.Uint64()
 	t.Logf("seed %d (the proxy's faults and the kill points)", seed)
@@ -221,6 +228,7 @@ func crashRun(t *testing.T, senderBin, ingestBin string, storeArgs []string, che
 	} else if m["released"] != 0 { // memory features: a released run wrote nothing, so none may happen
 		t.Errorf("%d handler runs released", m["released"])
 	}
+	checkRuns(t, runLog, ids, check != nil)
 
 	// The journal: nothing pending; every stored feature carries the
 	// observation_time first journaled for it.
@@ -252,6 +260,37 @@ func crashRun(t *testing.T, senderBin, ingestBin string, storeArgs []string, che
 			t.Errorf("feature %s stored with observation_time %q, journaled with %q", id, stamp, stamps[id])
 		}
 	}
+}
+
+// checkRuns reads the receiver's run log: every event's handler reached the
+// write at least once, and no write was skipped by the in-memory guard (a
+// second run of a key whose record was lost). Without a transaction to roll
+// back (memory and Redis modes) every attempt took effect, so each event
+// must have exactly one; with PostgreSQL (rollback) the extra attempts are
+// rolled-back runs, which the writes column, checked apart, does not count.
+func checkRuns(t *testing.T, path string, ids []string, rollback bool) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	runs, err := ingest.ReadRunLog(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, id := range ids {
+		n := runs.Attempts[id]
+		total += n
+		if n == 0 || (n > 1 && !rollback) {
+			t.Errorf("event %s: %d handler runs reached the write, want 1", id, n)
+		}
+	}
+	if len(runs.Skipped) != 0 {
+		t.Errorf("writes skipped by the in-memory guard (handlers run twice): %v", runs.Skipped)
+	}
+	t.Logf("%d runs reached the write for %d events", total, len(ids))
 }
 
 // observation returns a feature's id and observation_time.

@@ -22,6 +22,10 @@ type repository interface {
 	upsert(ctx context.Context, fs []feature, rec keystore.Record) (keystore.Record, error)
 	get(ctx context.Context, id string) ([]byte, bool, error)
 	writes(ctx context.Context) (map[string]int, error)
+	// effects returns, per feature id, the runs that took effect, and the
+	// runs the repository's per-key guard skipped (nil: it has none); see
+	// [Runs].
+	effects(ctx context.Context) (effects, skipped map[string]int, err error)
 }
 
 // feature is one GeoJSON Feature as the ingest service stores it: its id as
@@ -84,7 +88,8 @@ var (
 // outage between the write and the record, and a retry ran the handler
 // again after the lease) does not write them again. That is the
 // "idempotent handler writes" that make a store failure after the work,
-// or a Redis failover, harmless.
+// or a Redis failover, harmless to the features; but the handler did run
+// again, so every skip is counted (Runs.Skipped, and the onSkip hook).
 //
 // It is bounded: at most maxEntries features, and at most maxBytes of ids,
 // feature bytes and applied keys. A write that does not fit is refused
@@ -93,24 +98,39 @@ var (
 type memFeatures struct {
 	maxEntries int
 	maxBytes   int64
+	onSkip     func([]feature) // called, under mu, for every skipped write; nil: none
 
 	mu      sync.RWMutex
 	bytes   int64
 	m       map[string][]byte
 	n       map[string]int      // writes per id
+	skipped map[string]int      // writes skipped by the per-key guard, per id
 	applied map[string]struct{} // stored keys whose features were written
 }
 
 // newMemFeatures returns an empty store; zero bounds mean the defaults.
-func newMemFeatures(maxEntries int, maxBytes int64) *memFeatures {
+// onSkip, if not nil, is told of every write the per-key guard skips.
+func newMemFeatures(maxEntries int, maxBytes int64, onSkip func([]feature)) *memFeatures {
 	if maxEntries <= 0 {
 		maxEntries = DefaultMaxFeatures
 	}
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxFeatureBytes
 	}
-	return &memFeatures{maxEntries: maxEntries, maxBytes: maxBytes,
-		m: map[string][]byte{}, n: map[string]int{}, applied: map[string]struct{}{}}
+	return &memFeatures{maxEntries: maxEntries, maxBytes: maxBytes, onSkip: onSkip,
+		m: map[string][]byte{}, n: map[string]int{}, skipped: map[string]int{}, applied: map[string]struct{}{}}
+}
+
+// effects is n plus skipped: a skipped write is a run that would have
+// written again without the guard.
+func (s *memFeatures) effects(context.Context) (effects, skipped map[string]int, err error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	effects = maps.Clone(s.n)
+	for id, k := range s.skipped {
+		effects[id] += k
+	}
+	return effects, maps.Clone(s.skipped), nil
 }
 
 func (s *memFeatures) writes(context.Context) (map[string]int, error) {
@@ -125,7 +145,15 @@ func (s *memFeatures) upsert(ctx context.Context, fs []feature, rec keystore.Rec
 	hold, hasHold := keystore.HoldFromContext(ctx)
 	if hasHold {
 		if _, done := s.applied[hold.Key]; done {
-			return rec, nil // this request's features are already written
+			// This request's features are already written: an earlier run
+			// of the same key wrote them, and this run is a second one.
+			for _, f := range fs {
+				s.skipped[f.ID]++
+			}
+			if s.onSkip != nil {
+				s.onSkip(fs)
+			}
+			return rec, nil
 		}
 	}
 	// What the write adds to the store (added bytes, new entries), and what

@@ -12,7 +12,7 @@ import (
 // A handler run again for a key whose features were already written (its
 // record was lost) does not write them twice.
 func TestMemFeaturesWriteOncePerKey(t *testing.T) {
-	repo := newMemFeatures(0, 0)
+	repo := newMemFeatures(0, 0, nil)
 	hold := &keystore.Hold{Key: "k1", Token: 1}
 	ctx := keystore.ContextWithHold(context.Background(), hold)
 	fs := []feature{{ID: "a", Raw: []byte(`{}`)}}
@@ -35,7 +35,7 @@ func TestMemFeaturesWriteOncePerKey(t *testing.T) {
 // feature; a write that could never fit is refused as permanent
 // (errTooLarge).
 func TestMemFeaturesBounded(t *testing.T) {
-	repo := newMemFeatures(3, 1000)
+	repo := newMemFeatures(3, 1000, nil)
 	put := func(key string, fs ...feature) error {
 		ctx := keystore.ContextWithHold(context.Background(), &keystore.Hold{Key: key, Token: 1})
 		_, err := repo.upsert(ctx, fs, keystore.Record{StatusCode: 201})

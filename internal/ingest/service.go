@@ -68,22 +68,46 @@ type Config struct {
 	WriteDelay time.Duration
 	// Logger receives the middleware's and the service's logs (default: none).
 	Logger *slog.Logger
+	// RunLog, if set, receives a line for every feature a handler run is
+	// about to write, before the write (run "id"), and for every feature
+	// whose write the in-memory store's per-key guard then skipped
+	// (skip "id"), each run's lines in one Write. It is how a crash test
+	// counts runs across processes: a file opened with O_APPEND keeps the
+	// lines of a process killed with SIGKILL, whose in-process counts
+	// (Service.Runs) die with it; ReadRunLog reads it. When a write to it
+	// fails, the run stops before the feature write and is answered 503
+	// (the key is released), since a run the log missed would make a count
+	// pass wrongly.
+	RunLog io.Writer
+	// CountRuns keeps, in memory, the count of handler runs per feature id
+	// that Service.Runs returns as Attempts (tests and examples/chaos). Off
+	// by default: the map grows with every id the service ever writes. The
+	// totals in /metrics are kept either way.
+	CountRuns bool
 }
 
 // Service is the receiving service: Handler serves POST /features,
-// GET /features/{id}, GET /metrics and GET /healthz.
+// GET /features/{id}, GET /metrics and GET /healthz. It counts its handler
+// runs per feature id ([Service.Runs], Config.RunLog, and two totals in
+// /metrics: geoidem_feature_runs_total and
+// geoidem_feature_write_skips_total).
 type Service struct {
 	backend *backend
 	handler http.Handler
 	metrics *metrics
+	runs    *runCounter
 }
 
 // New opens the store cfg names and builds the service on it.
 func New(ctx context.Context, cfg Config) (*Service, error) {
+	reg := new(promtext.Registry)
+	m := newMetrics(reg)
+	runs := newRunCounter(reg, cfg.RunLog, cfg.CountRuns)
 	be, err := open(ctx, cfg.Store, backendOptions{
 		KeyTable: orDefault(cfg.KeyTable, pgstore.DefaultTable), FeaturesTable: orDefault(cfg.FeaturesTable, "features"),
 		RedisPrefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix), RedisDurability: cfg.RedisDurability, Logger: cfg.Logger,
 		MaxFeatures: cfg.MaxFeatures, MaxFeatureBytes: cfg.MaxFeatureBytes,
+		OnSkip: runs.skip,
 	})
 	if err != nil {
 		return nil, err
@@ -92,8 +116,6 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	reg := new(promtext.Registry)
-	m := newMetrics(reg)
 	timed := newTimedStore(be.store, be.ping, reg)
 	validator := cfg.Validator
 	if validator == nil {
@@ -124,7 +146,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if retryAfter <= 0 {
 		retryAfter = middleware.DefaultRetryAfter
 	}
-	post := idem.Handler(postFeatures(be.repo, cfg.WriteDelay, retryAfter, log))
+	post := idem.Handler(postFeatures(be.repo, runs, cfg.WriteDelay, retryAfter, log))
 	if len(cfg.WebhookSecrets) > 0 {
 		// Verify before the claim: a forged request must not burn a key.
 		v, err := standardwebhooks.NewVerifier(standardwebhooks.VerifierConfig{Secrets: cfg.WebhookSecrets, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
@@ -139,7 +161,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	mux.Handle("GET /features/{id}", getFeature(be.repo))
 	mux.Handle("GET /metrics", reg)
 	mux.Handle("GET /healthz", health(timed))
-	return &Service{backend: be, handler: problemRoutes(mux), metrics: m}, nil
+	return &Service{backend: be, handler: problemRoutes(mux), metrics: m, runs: runs}, nil
 }
 
 // Handler returns the service's routes.
@@ -155,7 +177,9 @@ func (s *Service) Outcomes() map[middleware.Outcome]int {
 }
 
 // Writes returns, for every stored feature id, how many times it was
-// written: the proof that no delivery was applied twice.
+// written. It is not the proof that no delivery ran twice: the in-memory
+// feature store skips a second write of a key it has seen, so a handler
+// run twice writes once; [Service.Runs] counts the runs.
 func (s *Service) Writes(ctx context.Context) (map[string]int, error) {
 	return s.backend.repo.writes(ctx)
 }
@@ -182,8 +206,9 @@ func Redacted(storeURL string) string {
 // validator decoded (middleware.Decoded): no second read of the body and no
 // second parse. A store error is answered by the rule of [Transient]: 503
 // with Retry-After (the key is released, the sender retries) or 422
-// (recorded: no retry can fix it).
-func postFeatures(repo repository, writeDelay, retryAfter time.Duration, log *slog.Logger) http.Handler {
+// (recorded: no retry can fix it). Just before the write, runs counts the
+// run for each feature (nil: not counted).
+func postFeatures(repo repository, runs *runCounter, writeDelay, retryAfter time.Duration, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		doc, ok := middleware.Decoded[*geojson.Document](r.Context())
 		if !ok {
@@ -212,6 +237,12 @@ func postFeatures(repo repository, writeDelay, retryAfter time.Duration, log *sl
 			StatusCode: http.StatusCreated,
 			Header:     http.Header{"Content-Type": {"application/json"}},
 			Body:       storedBody(fs),
+		}
+		if err := runs.run(fs); err != nil {
+			log.LogAttrs(r.Context(), slog.LevelError, "run not counted; nothing written", heldKey(r), slog.Any("error", err))
+			writeProblem(w, http.StatusServiceUnavailable, problemStoreUnavailable, "Feature store unavailable",
+				"The feature store failed; nothing was stored. Retry later with the same key.", retryAfter)
+			return
 		}
 		rec, err = repo.upsert(withWriteDelay(r.Context(), writeDelay), fs, rec)
 		switch {

@@ -40,6 +40,8 @@ type backendOptions struct {
 
 	MaxFeatures     int   // memory and Redis: the in-memory feature store's bound in features
 	MaxFeatureBytes int64 // memory and Redis: its bound in bytes
+
+	OnSkip func([]feature) // memory and Redis: told of every write the per-key guard skips
 }
 
 type writeDelayKey struct{}
@@ -76,7 +78,7 @@ func pauseAfterWrite(ctx context.Context) {
 func open(ctx context.Context, storeURL string, opt backendOptions) (*backend, error) {
 	switch {
 	case storeURL == "" || storeURL == "memory":
-		return &backend{store: new(memstore.Store), repo: newMemFeatures(opt.MaxFeatures, opt.MaxFeatureBytes),
+		return &backend{store: new(memstore.Store), repo: newMemFeatures(opt.MaxFeatures, opt.MaxFeatureBytes, opt.OnSkip),
 			ping: func(context.Context) error { return nil }, close: func() {}}, nil
 	case strings.HasPrefix(storeURL, "redis://") || strings.HasPrefix(storeURL, "rediss://"):
 		return openRedis(storeURL, opt)
@@ -121,7 +123,7 @@ func openRedis(storeURL string, opt backendOptions) (*backend, error) {
 	}
 	return &backend{
 		store: store,
-		repo:  newMemFeatures(opt.MaxFeatures, opt.MaxFeatureBytes),
+		repo:  newMemFeatures(opt.MaxFeatures, opt.MaxFeatureBytes, opt.OnSkip),
 		ping:  func(ctx context.Context) error { return client.Ping(ctx).Err() },
 		close: func() { client.Close() },
 	}, nil
@@ -243,6 +245,14 @@ func (p *pgFeatures) writes(ctx context.Context) (map[string]int, error) {
 	var n int
 	_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error { out[id] = n; return nil })
 	return out, err
+}
+
+// effects are the writes column: it is incremented inside the handler's
+// transaction, so only committed runs count, from every process on the
+// table. There is no guard that skips a write.
+func (p *pgFeatures) effects(ctx context.Context) (effects, skipped map[string]int, err error) {
+	effects, err = p.writes(ctx)
+	return effects, nil, err
 }
 
 func (p *pgFeatures) get(ctx context.Context, id string) ([]byte, bool, error) {
