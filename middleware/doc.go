@@ -33,6 +33,9 @@
 //	headers refused by the Validator's CheckHeaders  its problem (geojson: 415), not recorded; nothing claimed
 //	body could not be read (client gone, truncated)  400 body-unreadable; nothing claimed
 //	store failed or slower than Config.StoreTimeout  503 store-unavailable with Retry-After; handler not run
+//	request canceled (client gone) while its claim  the key is released at once (the claim runs under
+//	was in flight                                    a context the client cannot cancel, bounded by
+//	                                                 Config.StoreTimeout); 503; handler not run
 //	new key                                          claim, validate, run the handler, record
 //	validator rejected the body                      its problem (422 by default), recorded
 //	same key and payload, original running           409 request-in-flight with Retry-After

@@ -352,6 +352,10 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.done(Event{Outcome: Mismatch, Key: storeKey, Status: status}, start)
 		return
 	}
+	if claim.State == keystore.Acquired && r.Context().Err() != nil {
+		m.abandon(w, r, storeKey, claim, start)
+		return
+	}
 	switch claim.State {
 	case keystore.InFlight:
 		writeProblem(w, http.StatusConflict, problemJSON(ProblemInFlight, "Request in flight", http.StatusConflict,
@@ -435,10 +439,29 @@ func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerpr
 	}
 }
 
+// storeClaim runs one Claim under a context the client cannot cancel
+// (bounded by Config.StoreTimeout): a claim canceled by a client that left
+// may commit in the store while its reply is lost, leaving the key in
+// flight for the whole lease. See abandon for what follows.
 func (m *Middleware) storeClaim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, error) {
-	ctx, cancel := m.storeContext(ctx)
+	ctx, cancel := m.storeContext(context.WithoutCancel(ctx))
 	defer cancel()
 	return m.store.Claim(ctx, key, fp, m.lease)
+}
+
+// abandon releases at once a key acquired for a request whose context was
+// done before its claim returned (the client left, or the server gave up):
+// the handler does not run, and a retry finds the key free rather than in
+// flight for the whole lease. A release that fails is retried in the
+// background, as after a handler's 5xx.
+func (m *Middleware) abandon(w http.ResponseWriter, r *http.Request, key string, claim keystore.Claim, start time.Time) {
+	hold := &keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention}
+	rn := new(renewal)
+	rn.start(m, r.Context(), hold, func(error) {}, start)
+	m.release(r.Context(), hold, rn)
+	writeProblem(w, http.StatusServiceUnavailable, problemJSON(ProblemStoreDown, "Request canceled", http.StatusServiceUnavailable,
+		"The request was canceled before it ran; it was not executed, so retry with the same key."), m.retryAfter)
+	m.done(Event{Outcome: Released, Key: key, Status: http.StatusServiceUnavailable, TookOver: claim.TookOver, Err: context.Cause(r.Context())}, start)
 }
 
 // storeContext bounds one store operation by Config.StoreTimeout, unless
