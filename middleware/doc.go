@@ -38,8 +38,10 @@
 //	                                                 Config.StoreTimeout); 503; handler not run
 //	new key                                          claim, validate, run the handler, record
 //	validator rejected the body                      its problem (422 by default), recorded
-//	same key and payload, original running           409 request-in-flight with Retry-After
-//	                                                 (or, with Config.WaitInFlight, wait and replay)
+//	same key and payload, original running           409 request-in-flight with Retry-After: the
+//	                                                 holder's remaining lease, capped at Lease/6, at
+//	                                                 least Config.RetryAfter (or, with
+//	                                                 Config.WaitInFlight, wait and replay)
 //	same key and payload, original finished          the recorded response, with Idempotent-Replayed: true
 //	same key and payload, record's status outside    500 response-not-recorded (a replay never panics)
 //	200–599

@@ -253,3 +253,55 @@ func TestShutdownWaitsForBackgroundWork(t *testing.T) {
 		})
 	}
 }
+
+// noReleaseStore is a memstore whose Release always fails, as when the
+// connection breaks after a handler's 5xx: the key stays in flight, with
+// nobody renewing it, until its lease ends.
+type noReleaseStore struct{ *memstore.Store }
+
+func (noReleaseStore) Release(context.Context, string, keystore.Token) error {
+	return errors.New("read tcp 127.0.0.1:5432: connection reset by peer")
+}
+
+// A 409's Retry-After reflects what the store knows: the holder's remaining
+// lease, capped at Lease/6 (5 s by default) and never below
+// Config.RetryAfter. A key whose holder is gone (a release that failed, a
+// crashed process) is free when its lease ends: a sender told so waits
+// about that long instead of polling every second.
+func TestInFlightRetryAfterFollowsLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMiddleware(t, noReleaseStore{new(memstore.Store)}, middleware.Config{})
+		var runs atomic.Int64
+		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if runs.Add(1) == 1 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+		}))
+		start := time.Now()
+		if w := serve(h, post("k1", feature)); w.Code != http.StatusServiceUnavailable {
+			t.Fatalf("first answer %d, want the handler's 503", w.Code)
+		}
+		for _, step := range []struct {
+			at   time.Duration
+			want string
+		}{
+			{0, "5"}, // 30 s left: capped at Lease/6
+			{27*time.Second + 500*time.Millisecond, "3"}, // 2.5 s left, rounded up
+			{29*time.Second + 800*time.Millisecond, "1"}, // 0.2 s left: Config.RetryAfter at least
+		} {
+			time.Sleep(time.Until(start.Add(step.at)))
+			w := serve(h, post("k1", feature))
+			wantProblem(t, w, http.StatusConflict, middleware.ProblemInFlight)
+			if got := w.Header().Get("Retry-After"); got != step.want {
+				t.Errorf("%v after the claim: 409 Retry-After = %q, want %q", step.at, got, step.want)
+			}
+		}
+		time.Sleep(time.Until(start.Add(middleware.DefaultLease + time.Millisecond)))
+		if w := serve(h, post("k1", feature)); w.Code != http.StatusCreated {
+			t.Fatalf("after the lease: %d, want 201", w.Code)
+		}
+		shutdown(t, m)
+	})
+}

@@ -137,8 +137,10 @@ type Config struct {
 	// the lease. Default: DefaultStoreTimeout, or Lease/4 if that is less.
 	StoreTimeout time.Duration
 
-	// RetryAfter is the Retry-After sent with 409 (in flight) and 503 (store
-	// unavailable). Default DefaultRetryAfter.
+	// RetryAfter is the Retry-After sent with 503 (store unavailable), and
+	// the least sent with 409 (in flight), whose Retry-After is otherwise
+	// the holder's remaining lease, capped at Lease/6. Default
+	// DefaultRetryAfter.
 	RetryAfter time.Duration
 
 	// WaitInFlight, when positive, makes a duplicate of a request that is
@@ -359,7 +361,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	switch claim.State {
 	case keystore.InFlight:
 		writeProblem(w, http.StatusConflict, problemJSON(ProblemInFlight, "Request in flight", http.StatusConflict,
-			"A request with this key is still being processed; retry later with the same key to receive its response."), m.retryAfter)
+			"A request with this key is still being processed; retry later with the same key to receive its response."), m.inFlightRetryAfter(claim.LeaseRemaining))
 		m.done(Event{Outcome: InFlight, Key: storeKey, Status: http.StatusConflict}, start)
 		return
 	case keystore.Completed:
@@ -462,6 +464,16 @@ func (m *Middleware) abandon(w http.ResponseWriter, r *http.Request, key string,
 	writeProblem(w, http.StatusServiceUnavailable, problemJSON(ProblemStoreDown, "Request canceled", http.StatusServiceUnavailable,
 		"The request was canceled before it ran; it was not executed, so retry with the same key."), m.retryAfter)
 	m.done(Event{Outcome: Released, Key: key, Status: http.StatusServiceUnavailable, TookOver: claim.TookOver, Err: context.Cause(r.Context())}, start)
+}
+
+// inFlightRetryAfter is the Retry-After of a 409: what the store knows,
+// the holder's remaining lease, capped at Lease/6 and never below
+// Config.RetryAfter. A holder that is alive renews its lease, so its
+// remaining lease says little and the cap keeps the wait short; a holder
+// that is gone (a crash, a release that failed) frees the key when its
+// lease ends, and the sender comes back about then rather than polling.
+func (m *Middleware) inFlightRetryAfter(remaining time.Duration) time.Duration {
+	return max(m.retryAfter, min(remaining, m.lease/6))
 }
 
 // storeContext bounds one store operation by Config.StoreTimeout, unless

@@ -252,8 +252,11 @@ func TestInFlightConflict(t *testing.T) {
 	<-entered
 	w := serve(m.Handler(slow), post("k1", feature))
 	wantProblem(t, w, http.StatusConflict, middleware.ProblemInFlight)
-	if w.Header().Get("Retry-After") != "3" {
-		t.Errorf("409 Retry-After = %q, want 3", w.Header().Get("Retry-After"))
+	// The holder's remaining lease (about 30 s), capped at Lease/6 (5 s);
+	// Config.RetryAfter (3 s) is the floor. See
+	// TestInFlightRetryAfterFollowsLease.
+	if w.Header().Get("Retry-After") != "5" {
+		t.Errorf("409 Retry-After = %q, want 5", w.Header().Get("Retry-After"))
 	}
 	// A different payload under the running key is a mismatch, not a conflict.
 	wantProblem(t, serve(m.Handler(slow), post("k1", `{"other":1}`)), http.StatusUnprocessableEntity, middleware.ProblemKeyReused)
