@@ -95,7 +95,8 @@ func (s *lateReplyStore) Claim(ctx context.Context, key string, fp keystore.Fing
 func TestClientGoneMidClaimDoesNotBlockKey(t *testing.T) {
 	store := &lateReplyStore{Store: newPGStore(t), claimed: make(chan struct{}, 1), reply: make(chan struct{})}
 	var runs atomic.Int64
-	m := newMiddleware(t, store, middleware.Config{})
+	var ev events
+	m := newMiddleware(t, store, middleware.Config{Observer: ev.observe})
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
 		w.WriteHeader(http.StatusCreated)
@@ -113,6 +114,10 @@ func TestClientGoneMidClaimDoesNotBlockKey(t *testing.T) {
 	<-done
 	if n := runs.Load(); n != 0 {
 		t.Fatalf("the handler ran %d times for a request whose client was gone before its claim returned, want 0", n)
+	}
+
+	if got := ev.outcomes(); len(got) != 1 || got[0] != middleware.Canceled {
+		t.Errorf("outcomes %v, want [canceled]", got)
 	}
 
 	w := serve(h, post("k1", feature))

@@ -35,7 +35,8 @@
 //	store failed or slower than Config.StoreTimeout  503 store-unavailable with Retry-After; handler not run
 //	request canceled (client gone) while its claim  the key is released at once (the claim runs under
 //	was in flight                                    a context the client cannot cancel, bounded by
-//	                                                 Config.StoreTimeout); 503; handler not run
+//	                                                 Config.StoreTimeout); 503; handler not run;
+//	                                                 Outcome Canceled
 //	new key                                          claim, validate, run the handler, record
 //	validator rejected the body                      its problem (422 by default), recorded
 //	same key and payload, original running           409 request-in-flight with Retry-After: the

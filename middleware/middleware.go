@@ -463,7 +463,7 @@ func (m *Middleware) abandon(w http.ResponseWriter, r *http.Request, key string,
 	m.release(r.Context(), hold, rn)
 	writeProblem(w, http.StatusServiceUnavailable, problemJSON(ProblemStoreDown, "Request canceled", http.StatusServiceUnavailable,
 		"The request was canceled before it ran; it was not executed, so retry with the same key."), m.retryAfter)
-	m.done(Event{Outcome: Released, Key: key, Status: http.StatusServiceUnavailable, TookOver: claim.TookOver, Err: context.Cause(r.Context())}, start)
+	m.done(Event{Outcome: Canceled, Key: key, Status: http.StatusServiceUnavailable, TookOver: claim.TookOver, Err: context.Cause(r.Context())}, start)
 }
 
 // inFlightRetryAfter is the Retry-After of a 409: what the store knows,

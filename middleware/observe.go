@@ -30,12 +30,16 @@ const (
 	// LeaseLost: the handler ran but its lease ended before its response could
 	// be recorded (another request may have taken the key over).
 	LeaseLost
+	// Canceled: the request's context was done (the client left, or the
+	// server gave up on it) before its claim returned: the key was released
+	// at once and the handler did not run.
+	Canceled
 )
 
 var outcomeNames = [...]string{
 	Executed: "executed", Released: "released", Replayed: "replayed", InFlight: "in_flight",
 	Mismatch: "mismatch", Invalid: "invalid", Rejected: "rejected", StoreError: "store_error",
-	LeaseLost: "lease_lost",
+	LeaseLost: "lease_lost", Canceled: "canceled",
 }
 
 // String returns the outcome's name in snake case, suitable as a metric label.
@@ -48,7 +52,7 @@ func (o Outcome) String() string {
 
 // Outcomes lists every Outcome, for registering metrics up front.
 func Outcomes() []Outcome {
-	return []Outcome{Executed, Released, Replayed, InFlight, Mismatch, Invalid, Rejected, StoreError, LeaseLost}
+	return []Outcome{Executed, Released, Replayed, InFlight, Mismatch, Invalid, Rejected, StoreError, LeaseLost, Canceled}
 }
 
 // Event describes one request's outcome, for an Observer.
