@@ -22,13 +22,28 @@ import (
 // PostgreSQL, failing (never skipping) the test when it is unreachable.
 func newPGStore(t *testing.T) *pgstore.Store {
 	t.Helper()
+	s, _ := newPGStoreApp(t, "")
+	return s
+}
+
+// newPGStoreApp is newPGStore on a pool whose connections carry
+// application_name app (when not empty), and returns the pool too.
+func newPGStoreApp(t *testing.T, app string) (*pgstore.Store, *pgxpool.Pool) {
+	t.Helper()
 	conn := os.Getenv("GEOIDEM_TEST_POSTGRES")
 	if conn == "" {
 		conn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, conn)
+	cfg, err := pgxpool.ParseConfig(conn)
+	if err != nil {
+		t.Fatalf("parse %s: %v", conn, err)
+	}
+	if app != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = app
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatalf("PostgreSQL at %s: %v", conn, err)
 	}
@@ -54,7 +69,7 @@ func newPGStore(t *testing.T) *pgstore.Store {
 		t.Fatalf("pgstore.New: %v", err)
 	}
 	t.Cleanup(s.Close)
-	return s
+	return s, pool
 }
 
 // lateReplyStore lets Claim commit in PostgreSQL, then holds its reply:
