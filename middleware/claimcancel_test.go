@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,13 +24,15 @@ import (
 // PostgreSQL, failing (never skipping) the test when it is unreachable.
 func newPGStore(t *testing.T) *pgstore.Store {
 	t.Helper()
-	s, _ := newPGStoreApp(t, "")
+	s, _ := newPGStoreApp(t, "", nil)
 	return s
 }
 
 // newPGStoreApp is newPGStore on a pool whose connections carry
-// application_name app (when not empty), and returns the pool too.
-func newPGStoreApp(t *testing.T, app string) (*pgstore.Store, *pgxpool.Pool) {
+// application_name app (when not empty) and, when via is not nil, go to
+// the address via returns (a proxy in front of the server); it returns the
+// pool too.
+func newPGStoreApp(t *testing.T, app string, via func(hostport string) string) (*pgstore.Store, *pgxpool.Pool) {
 	t.Helper()
 	conn := os.Getenv("GEOIDEM_TEST_POSTGRES")
 	if conn == "" {
@@ -42,6 +46,15 @@ func newPGStoreApp(t *testing.T, app string) (*pgstore.Store, *pgxpool.Pool) {
 	}
 	if app != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = app
+	}
+	if via != nil {
+		host, port, err := net.SplitHostPort(via(net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := strconv.Atoi(port)
+		cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(p)
+		cfg.ConnConfig.Fallbacks = nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
