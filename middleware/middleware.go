@@ -461,7 +461,7 @@ func (m *Middleware) abandon(w http.ResponseWriter, r *http.Request, key string,
 	rn := new(renewal)
 	rn.start(m, r.Context(), hold, func(error) {}, start)
 	m.release(r.Context(), hold, rn)
-	writeProblem(w, http.StatusServiceUnavailable, problemJSON(ProblemStoreDown, "Request canceled", http.StatusServiceUnavailable,
+	writeProblem(w, http.StatusServiceUnavailable, problemJSON(ProblemStoreDown, "Idempotency store unavailable", http.StatusServiceUnavailable,
 		"The request was canceled before it ran; it was not executed, so retry with the same key."), m.retryAfter)
 	m.done(Event{Outcome: Canceled, Key: key, Status: http.StatusServiceUnavailable, TookOver: claim.TookOver, Err: context.Cause(r.Context())}, start)
 }
