@@ -114,7 +114,8 @@
 // is free again soon after the store is back rather than blocked (409) for
 // the rest of its lease. The request's Event still reports the failure
 // within the request (Outcome StoreError, with the error); the background
-// logs its result.
+// logs its result. At most [MaxBackground] records and releases are
+// retried at once; beyond them, a failed one is given up at once.
 //
 // A process that exits must wait for this work: call
 // [Middleware.Shutdown] after http.Server.Shutdown. Work still pending when

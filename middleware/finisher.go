@@ -19,6 +19,14 @@ const (
 	maxPause   = 2 * time.Second
 )
 
+// MaxBackground bounds the records and releases retried in the background
+// at once (see the package documentation, "When the store fails after the
+// handler ran"). Beyond it, a Complete or Release that fails within its
+// request is not retried: the key stays in flight until its lease ends, as
+// if the process had crashed. Each record retried holds its body (at most
+// Config.MaxRecordBytes) until it is written or given up.
+const MaxBackground = 1024
+
 // background counts the records and releases that the middleware is still
 // trying to write after their requests have returned, for Shutdown.
 type background struct {
@@ -29,13 +37,18 @@ type background struct {
 	quitQ sync.Once
 }
 
-func (b *background) add() {
+// add counts one more piece of work, unless MaxBackground are pending.
+func (b *background) add() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.n >= MaxBackground {
+		return false
+	}
 	if b.n == 0 {
 		b.idle = make(chan struct{})
 	}
 	b.n++
+	return true
 }
 
 func (b *background) done() {
@@ -98,8 +111,8 @@ func (m *Middleware) Shutdown(ctx context.Context) error {
 	case <-idle:
 		return nil
 	case <-ctx.Done():
+		_, n := m.bg.state() // pending when it gives up
 		m.bg.giveUp()
-		_, n := m.bg.state()
 		if n == 0 {
 			return nil
 		}
@@ -134,7 +147,12 @@ func (m *Middleware) releaseLater(ctx context.Context, hold *keystore.Hold, rn *
 func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal, what string, op func(context.Context) error) {
 	ctx = context.WithoutCancel(ctx)
 	quit := m.bg.quitting()
-	m.bg.add()
+	if !m.bg.add() {
+		rn.stop()
+		m.log.LogAttrs(ctx, slog.LevelError, "idempotency "+what+" not written, and not retried: too much background work already (MaxBackground)",
+			slog.String("key", hold.Key))
+		return
+	}
 	renewFor := time.Now().Add(m.lease)
 	go func() {
 		defer m.bg.done()

@@ -305,3 +305,34 @@ func TestInFlightRetryAfterFollowsLease(t *testing.T) {
 		shutdown(t, m)
 	})
 }
+
+// The background work is bounded: a store that keeps refusing records
+// (while claims succeed) cannot make the middleware hold more than
+// MaxBackground records at once; beyond them, a failed record is not
+// retried, and the key stays in flight until its lease ends.
+func TestBackgroundWorkIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := refusingStore{memstore.New(memstore.Config{ReserveBytes: -1})}
+		m := newMiddleware(t, store, middleware.Config{})
+		h := m.Handler(newCounter())
+		for i := range middleware.MaxBackground + 10 {
+			if w := serve(h, post(fmt.Sprint("k", i), feature)); w.Code != http.StatusCreated {
+				t.Fatalf("%d: %d", i, w.Code)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		err := m.Shutdown(ctx)
+		var n int
+		if _, serr := fmt.Sscanf(fmt.Sprint(err), "middleware: shutdown gave up on %d records", &n); serr != nil || n != middleware.MaxBackground {
+			t.Fatalf("Shutdown = %v; want it to give up on exactly MaxBackground (%d) records", err, middleware.MaxBackground)
+		}
+	})
+}
+
+// refusingStore is a memstore whose Complete always fails.
+type refusingStore struct{ *memstore.Store }
+
+func (refusingStore) Complete(context.Context, string, keystore.Token, keystore.Record, time.Duration) error {
+	return errors.New("network down")
+}
