@@ -158,7 +158,7 @@ func TestPostgresBackendKillsDeliverEverything(t *testing.T) {
 // PostgreSQL (statements swallowed, nothing answered): 100 events by 8
 // senders with the client's default settings; the stall begins once 40
 // deliveries have started, so handlers that finish in it cannot record
-// within their requests. Once everything is delivered and a lease (10 s)
+// within their requests. Once everything is delivered and a lease (5 s)
 // has passed, every event is sent again: each must be a replay, and each
 // handler must have run exactly once. None may be dead-lettered.
 func TestPostgresStallLosesNoRecord(t *testing.T) {
@@ -174,7 +174,7 @@ func TestPostgresStallLosesNoRecord(t *testing.T) {
 	const (
 		nEvents = 100
 		senders = 8
-		lease   = 10 * time.Second
+		lease   = 5 * time.Second
 		stall   = 3 * time.Second
 	)
 	var ev events
