@@ -25,7 +25,9 @@ const (
 	// unreadable; answered 400 or 413 without touching the store.
 	Rejected
 	// StoreError: the key store failed or timed out; answered 503 and the
-	// handler did not run.
+	// handler did not run. Or, with the status the handler sent, the
+	// handler ran but its record could not be written within the request:
+	// it is retried in the background (see Middleware.Shutdown).
 	StoreError
 	// LeaseLost: the handler ran but its lease ended before its response could
 	// be recorded (another request may have taken the key over).
