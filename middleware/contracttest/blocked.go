@@ -1,6 +1,7 @@
 package contracttest
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -26,13 +27,14 @@ func (s *suite) testBlockedKey(t *testing.T) {
 			ruleBlocked, client.DefaultDeadline, s.lease, client.DefaultAttemptTimeout)
 	}
 	executed := s.expectExecutions(t, ruleBlocked)
-	snd := s.defaultSender(t)
+	clock := new(skippingClock)
+	snd := s.defaultSender(t, clock)
 	var (
 		mu    sync.Mutex
 		start time.Time
 	)
 	p := newProxy(t, s.base, func(n int, w http.ResponseWriter) action {
-		now := snd.clock.Now()
+		now := clock.Now()
 		mu.Lock()
 		if n == 1 {
 			start = now
@@ -66,16 +68,41 @@ func (s *suite) testBlockedKey(t *testing.T) {
 	executed(1)
 }
 
+// skippingClock is a scaledClock for one delivery at a time whose Now is
+// real time plus what its sleeps skipped, so that the sender's deadline
+// counts the waits it asked for, not the fiftieth it really waited.
+type skippingClock struct {
+	scaledClock
+	mu      sync.Mutex
+	skipped time.Duration
+}
+
+func (c *skippingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.skipped)
+}
+
+func (c *skippingClock) Sleep(ctx context.Context, d time.Duration) error {
+	t0 := time.Now()
+	if err := c.scaledClock.Sleep(ctx, d); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.skipped += max(d-time.Since(t0), 0)
+	c.mu.Unlock()
+	return nil
+}
+
 // defaultSender is a paired sender with the client's default retry
-// settings (MaxAttempts, Deadline, AttemptTimeout, Backoff) on the suite's
-// scaled clock.
-func (s *suite) defaultSender(t *testing.T) *sender {
+// settings (MaxAttempts, Deadline, AttemptTimeout, Backoff) on clock.
+func (s *suite) defaultSender(t *testing.T, clock *skippingClock) *sender {
 	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
-	snd := &sender{hc: &http.Client{Transport: tr}, clock: new(scaledClock), attempts: new(attempts), suite: s}
+	snd := &sender{hc: &http.Client{Transport: tr}, clock: &clock.scaledClock, attempts: new(attempts), suite: s}
 	var err error
-	snd.Sender, err = client.New(snd.hc, client.Config{Clock: snd.clock, OnAttempt: snd.attempts.observe})
+	snd.Sender, err = client.New(snd.hc, client.Config{Clock: clock, OnAttempt: snd.attempts.observe})
 	if err != nil {
 		t.Fatalf("contracttest: client.New: %v", err)
 	}

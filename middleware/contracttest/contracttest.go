@@ -259,22 +259,16 @@ func (a *attempts) String() string {
 	return b.String()
 }
 
-// scaledClock is the sender's client.Clock: every Sleep is recorded as
-// requested and waited a fiftieth of it (at least 1 ms, at most 20 ms), so
-// a Retry-After of one second costs 20 ms and the receiver still gets real
-// time to finish an in-flight original. Now is real time plus what the
-// sleeps skipped, so the sender's deadline counts the waits it asked for.
+// scaledClock is the sender's client.Clock: real time, but every Sleep
+// is recorded as requested and waited a fiftieth of it (at least 1 ms, at
+// most 20 ms), so a Retry-After of one second costs 20 ms and the receiver
+// still gets real time to finish an in-flight original.
 type scaledClock struct {
-	mu      sync.Mutex
-	sleeps  []time.Duration
-	skipped time.Duration
+	mu     sync.Mutex
+	sleeps []time.Duration
 }
 
-func (c *scaledClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.skipped)
-}
+func (c *scaledClock) Now() time.Time { return time.Now() }
 
 func (c *scaledClock) Sleep(ctx context.Context, d time.Duration) error {
 	c.mu.Lock()
@@ -283,16 +277,12 @@ func (c *scaledClock) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	real := min(max(d/50, time.Millisecond), 20*time.Millisecond)
-	tm := time.NewTimer(real)
+	tm := time.NewTimer(min(max(d/50, time.Millisecond), 20*time.Millisecond))
 	defer tm.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-tm.C:
-		c.mu.Lock()
-		c.skipped += max(d-real, 0)
-		c.mu.Unlock()
 		return nil
 	}
 }
