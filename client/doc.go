@@ -30,7 +30,14 @@
 // carries Retry-After: the middleware answers so while the original
 // request with the same key is still running, which is exactly what a
 // retry after a lost acknowledgement can run into; once the original
-// finishes, the retry gets its answer replayed. A 409 without Retry-After,
+// finishes, the retry gets its answer replayed. With a delivery deadline
+// (the default, 5 minutes), those 409s are waits, not failures: they are
+// not counted against MaxAttempts, and are retried until the deadline. The
+// rule of the pairing: the sender's Deadline outlasts the receiver's lease
+// (middleware.Config.Lease, 30 s by default) plus one attempt, so a key the
+// receiver holds in flight for a whole lease (a release that failed, a
+// claim whose reply was lost) is delivered, never dead-lettered. A 409
+// without Retry-After,
 // and every other 4xx (422 included), is permanent and returned at once,
 // with its RFC 9457 problem document parsed ([StatusError], [Problem]).
 //

@@ -43,12 +43,18 @@ type Config struct {
 	Backoff Backoff
 
 	// MaxAttempts is the number of attempts in all, the first included
-	// (default 6). 1 disables retries.
+	// (default 6). 1 disables retries. With a Deadline, attempts answered
+	// 409 with Retry-After (the receiver is still running another request
+	// with the key) are not counted: they are retried until the deadline,
+	// at least Backoff.Base apart (see [Sender.Deliver]).
 	MaxAttempts int
 
 	// Deadline bounds a whole delivery, from the start of its first
 	// attempt (default 5 minutes; negative: no deadline other than the
-	// context's). The sender never sleeps past it: before each wait it
+	// context's). It must outlast the receiver's lease (the geoidem
+	// middleware's Config.Lease, 30 s by default) plus one attempt: a key
+	// the receiver holds in flight for a whole lease is answered 409 until
+	// the lease ends, and a shorter deadline dead-letters the delivery. The sender never sleeps past it: before each wait it
 	// gives up with [ErrDeadline] unless the wait plus a whole attempt (see
 	// AttemptTimeout) still fits. An attempt's own timeout is cut short so
 	// that it ends at the deadline. A deadline on the context is honoured
@@ -263,6 +269,10 @@ func orDefault[T comparable](v, def T) T {
 // original finishes the retry gets its recorded answer replayed. A 409
 // without Retry-After, and every other status, is permanent. Retry-After,
 // clamped to Config.MaxRetryAfter, is preferred over the computed delay.
+// With a delivery deadline, a 409 with Retry-After is not counted against
+// Config.MaxAttempts: the sender waits its Retry-After (at least
+// Backoff.Base) and tries again until the deadline, because the receiver
+// may hold the key in flight for a whole lease before it is free again.
 //
 // It returns an error before any I/O, and dead-letters nothing, when the
 // key is empty or invalid ([ErrNoKey], [ErrInvalidKey]) or the URL or
@@ -338,6 +348,7 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 		prev    time.Duration // previous delay
 		longest time.Duration // longest attempt so far
 		last    outcome
+		counted int // attempts counted against MaxAttempts (see inFlight)
 	)
 	for n := 1; ; n++ {
 		if err := ctx.Err(); err != nil {
@@ -362,6 +373,10 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 		s.log.DebugContext(ctx, "client: attempt", "url", p.URL, "attempt", n,
 			"status", last.status, "duration", info.Duration, "error", last.err)
 
+		waiting := s.inFlight(p, last)
+		if !waiting {
+			counted++
+		}
 		var reason error
 		switch {
 		case last.err == nil:
@@ -372,7 +387,7 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 			reason = ctx.Err()
 		case !last.retryable:
 			reason = ErrPermanent
-		case n >= s.maxAttempts:
+		case counted >= s.maxAttempts:
 			reason = ErrExhausted
 		}
 		if reason != nil {
@@ -384,6 +399,9 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 		if last.hasRetryAfter {
 			delay = min(last.retryAfter, s.maxRetryAfter)
 			info.FromRetryAfter = true
+		}
+		if waiting {
+			delay = max(delay, s.backoff.Base) // never spin on 409s
 		}
 		need := s.attemptTimeout
 		if need <= 0 {
@@ -406,6 +424,18 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 		}
 		prev = delay
 	}
+}
+
+// inFlight reports whether an attempt was answered 409 with Retry-After,
+// the geoidem middleware's "another request with this key is running":
+// with a delivery deadline, such an attempt is a wait for the key, not a
+// failure, and is not counted against MaxAttempts. The receiver may hold a
+// key in flight for its whole lease (a release that failed, a claim whose
+// reply was lost), and a sender that counted those answers would
+// dead-letter a delivery that the receiver would accept a moment later.
+// The deadline bounds the waiting instead; without one, they count.
+func (s *Sender) inFlight(p *pending, o outcome) bool {
+	return o.status == http.StatusConflict && o.hasRetryAfter && !p.deadline.IsZero()
 }
 
 func (s *Sender) observe(a Attempt) {

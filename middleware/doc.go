@@ -33,10 +33,16 @@
 //	headers refused by the Validator's CheckHeaders  its problem (geojson: 415), not recorded; nothing claimed
 //	body could not be read (client gone, truncated)  400 body-unreadable; nothing claimed
 //	store failed or slower than Config.StoreTimeout  503 store-unavailable with Retry-After; handler not run
+//	request canceled (client gone) while its claim  the key is released at once (the claim runs under
+//	was in flight                                    a context the client cannot cancel, bounded by
+//	                                                 Config.StoreTimeout); 503; handler not run;
+//	                                                 Outcome Canceled
 //	new key                                          claim, validate, run the handler, record
 //	validator rejected the body                      its problem (422 by default), recorded
-//	same key and payload, original running           409 request-in-flight with Retry-After
-//	                                                 (or, with Config.WaitInFlight, wait and replay)
+//	same key and payload, original running           409 request-in-flight with Retry-After: the
+//	                                                 holder's remaining lease, capped at Lease/6, at
+//	                                                 least Config.RetryAfter (or, with
+//	                                                 Config.WaitInFlight, wait and replay)
 //	same key and payload, original finished          the recorded response, with Idempotent-Replayed: true
 //	same key and payload, record's status outside    500 response-not-recorded (a replay never panics)
 //	200–599
@@ -54,6 +60,10 @@
 //	                                                 response-not-replayable problem, never a fake 200
 //	lease lost, or may have ended, while the         the handler's context is canceled (cause
 //	handler ran                                      keystore.ErrLeaseLost); its late record is refused
+//	store stalled or failed while recording          the handler's answer is sent; the record is
+//	(or releasing) after the handler ran             retried in the background under the renewed lease
+//	                                                 until written or the lease may have ended (see
+//	                                                 "When the store fails after the handler ran")
 //
 // Every error the middleware itself writes is an RFC 9457 problem document
 // (application/problem+json, Cache-Control: no-store) whose type is one of
@@ -84,6 +94,33 @@
 // key over from then on; a handler that writes must stop when its context
 // is done. [New] refuses a Config.StoreTimeout of Lease/3 or more, which
 // would leave no room for a renewal inside the lease.
+//
+// # When the store fails after the handler ran
+//
+// The handler's answer has been sent, and its work done, when the middleware
+// records it. If that Complete fails (a store that stalls, a connection cut,
+// a timeout) other than with [keystore.ErrLeaseLost], the middleware keeps
+// trying in the background: with a backoff from 100 ms doubling to 2 s, each
+// try bounded by Config.StoreTimeout and by the lease, fenced by the
+// request's token, while the renewal goes on extending the lease (for one
+// more Config.Lease at most, so that a store that refuses the record for
+// good cannot block the key for ever). It stops when the record is stored,
+// or when the lease is lost or may have ended by the middleware's own
+// reckoning (see Leases): from then on another request may take the key
+// over, and the store would refuse the token anyway. So a stall shorter than
+// the lease loses no record: a duplicate sent after it is replayed, never
+// executed again. A Release that fails (after a 5xx, or a handler that gave
+// up) is retried the same way, without renewing the lease, so that the key
+// is free again soon after the store is back rather than blocked (409) for
+// the rest of its lease. The request's Event still reports the failure
+// within the request (Outcome StoreError, with the error); the background
+// logs its result. At most [MaxBackground] records and releases are
+// retried at once; beyond them, a failed one is given up at once.
+//
+// A process that exits must wait for this work: call
+// [Middleware.Shutdown] after http.Server.Shutdown. Work still pending when
+// its context ends is given up: such a key stays in flight until its lease
+// ends, and the first retry after that runs the handler again.
 //
 // # The handler's ResponseWriter
 //

@@ -137,8 +137,10 @@ type Config struct {
 	// the lease. Default: DefaultStoreTimeout, or Lease/4 if that is less.
 	StoreTimeout time.Duration
 
-	// RetryAfter is the Retry-After sent with 409 (in flight) and 503 (store
-	// unavailable). Default DefaultRetryAfter.
+	// RetryAfter is the Retry-After sent with 503 (store unavailable), and
+	// the least sent with 409 (in flight), whose Retry-After is otherwise
+	// the holder's remaining lease, capped at Lease/6. Default
+	// DefaultRetryAfter.
 	RetryAfter time.Duration
 
 	// WaitInFlight, when positive, makes a duplicate of a request that is
@@ -178,6 +180,7 @@ type Middleware struct {
 	waitInFlight  time.Duration
 	log           *slog.Logger
 	observe       func(Event)
+	bg            background // records and releases retried after their requests
 }
 
 // New returns a Middleware that keeps its keys in store. It returns an error
@@ -351,10 +354,14 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.done(Event{Outcome: Mismatch, Key: storeKey, Status: status}, start)
 		return
 	}
+	if claim.State == keystore.Acquired && r.Context().Err() != nil {
+		m.abandon(w, r, storeKey, claim, start)
+		return
+	}
 	switch claim.State {
 	case keystore.InFlight:
 		writeProblem(w, http.StatusConflict, problemJSON(ProblemInFlight, "Request in flight", http.StatusConflict,
-			"A request with this key is still being processed; retry later with the same key to receive its response."), m.retryAfter)
+			"A request with this key is still being processed; retry later with the same key to receive its response."), m.inFlightRetryAfter(claim.LeaseRemaining))
 		m.done(Event{Outcome: InFlight, Key: storeKey, Status: http.StatusConflict}, start)
 		return
 	case keystore.Completed:
@@ -434,10 +441,39 @@ func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerpr
 	}
 }
 
+// storeClaim runs one Claim under a context the client cannot cancel
+// (bounded by Config.StoreTimeout): a claim canceled by a client that left
+// may commit in the store while its reply is lost, leaving the key in
+// flight for the whole lease. See abandon for what follows.
 func (m *Middleware) storeClaim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, error) {
-	ctx, cancel := m.storeContext(ctx)
+	ctx, cancel := m.storeContext(context.WithoutCancel(ctx))
 	defer cancel()
 	return m.store.Claim(ctx, key, fp, m.lease)
+}
+
+// abandon releases at once a key acquired for a request whose context was
+// done before its claim returned (the client left, or the server gave up):
+// the handler does not run, and a retry finds the key free rather than in
+// flight for the whole lease. A release that fails is retried in the
+// background, as after a handler's 5xx.
+func (m *Middleware) abandon(w http.ResponseWriter, r *http.Request, key string, claim keystore.Claim, start time.Time) {
+	hold := &keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention}
+	rn := new(renewal)
+	rn.start(m, r.Context(), hold, func(error) {}, start)
+	m.release(r.Context(), hold, rn)
+	writeProblem(w, http.StatusServiceUnavailable, problemJSON(ProblemStoreDown, "Idempotency store unavailable", http.StatusServiceUnavailable,
+		"The request was canceled before it ran; it was not executed, so retry with the same key."), m.retryAfter)
+	m.done(Event{Outcome: Canceled, Key: key, Status: http.StatusServiceUnavailable, TookOver: claim.TookOver, Err: context.Cause(r.Context())}, start)
+}
+
+// inFlightRetryAfter is the Retry-After of a 409: what the store knows,
+// the holder's remaining lease, capped at Lease/6 and never below
+// Config.RetryAfter. A holder that is alive renews its lease, so its
+// remaining lease says little and the cap keeps the wait short; a holder
+// that is gone (a crash, a release that failed) frees the key when its
+// lease ends, and the sender comes back about then rather than polling.
+func (m *Middleware) inFlightRetryAfter(remaining time.Duration) time.Duration {
+	return max(m.retryAfter, min(remaining, m.lease/6))
 }
 
 // storeContext bounds one store operation by Config.StoreTimeout, unless
@@ -490,8 +526,7 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	finished := false
 	defer func() {
 		if !finished {
-			x.renewal.stop()
-			m.settlePanic(r.Context(), hold, rec, claim.TookOver, start)
+			m.settlePanic(r.Context(), hold, &x.renewal, rec, claim.TookOver, start)
 		}
 	}()
 
@@ -515,7 +550,9 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		next.ServeHTTP(rw, r2)
 	}
 	finished = true
-	x.renewal.stop()
+	// The renewal goes on until the response is recorded or released: if
+	// the store fails now, the record is retried in the background under
+	// the same lease.
 	gaveUp := rec.status == 0 && rec.size == 0 && !rec.hijacked && ctx.Err() != nil
 	if rec.status == 0 && !rec.hijacked {
 		rec.snapshot() // headers set without a write are still sent
@@ -525,17 +562,18 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	switch {
 	case hold.Completed():
 		// The handler recorded its response itself, in its own transaction.
+		x.renewal.stop()
 	case gaveUp:
 		// The handler returned without a word because its request was
 		// canceled (the client left) or its lease was lost: it did no work
 		// that could be replayed, so a retry must run it again.
 		ev.Outcome = Released
-		m.release(r.Context(), hold)
+		m.release(r.Context(), hold, &x.renewal)
 	case retryable(ev.Status) && rec.replayable():
 		ev.Outcome = Released
-		m.release(r.Context(), hold)
+		m.release(r.Context(), hold, &x.renewal)
 	default:
-		m.record(r.Context(), hold, rec.record(), &ev)
+		m.record(r.Context(), hold, &x.renewal, rec.record(), &ev)
 	}
 	m.done(ev, start)
 }
@@ -553,21 +591,22 @@ func retryable(status int) bool {
 // recorder.interrupted): a retry learns the outcome and never runs the
 // handler again. The observer
 // reports the status actually sent (500 when none was).
-func (m *Middleware) settlePanic(ctx context.Context, hold *keystore.Hold, rec *recorder, tookOver bool, start time.Time) {
+func (m *Middleware) settlePanic(ctx context.Context, hold *keystore.Hold, rn *renewal, rec *recorder, tookOver bool, start time.Time) {
 	ev := Event{Outcome: Released, Key: hold.Key, Status: rec.status, TookOver: tookOver, Err: ErrHandlerPanicked}
 	switch {
 	case hold.Completed():
+		rn.stop()
 		ev.Outcome = Executed
 		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked after recording its response", slog.String("key", hold.Key))
 	case !rec.hijacked && (rec.status == 0 || retryable(rec.status)):
 		if ev.Status == 0 {
 			ev.Status = http.StatusInternalServerError
 		}
-		m.release(ctx, hold)
+		m.release(ctx, hold, rn)
 		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked; idempotency claim released", slog.String("key", hold.Key))
 	default:
 		ev.Outcome = Executed
-		m.record(ctx, hold, rec.interrupted(), &ev)
+		m.record(ctx, hold, rn, rec.interrupted(), &ev)
 		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked after its answer was sent; idempotency key completed, not released", slog.String("key", hold.Key), slog.Int("status", rec.status))
 	}
 	m.done(ev, start)
@@ -577,47 +616,55 @@ func (m *Middleware) settlePanic(ctx context.Context, hold *keystore.Hold, rec *
 // handler panicked.
 var ErrHandlerPanicked = errors.New("middleware: handler panicked")
 
-// record completes hold with rec and reports a failure in ev.
-func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rec keystore.Record, ev *Event) {
+// record completes hold with rec and reports a failure in ev. When the
+// store fails (other than with a lost lease), the record is handed to the
+// background (completeLater), which keeps rn renewing the lease while it
+// tries again; otherwise rn is stopped.
+func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewal, rec keystore.Record, ev *Event) {
 	err := m.complete(ctx, hold, rec)
 	if err == nil {
+		rn.stop()
 		return
 	}
 	ev.Err = err
 	if errors.Is(err, keystore.ErrLeaseLost) {
+		rn.stop()
 		ev.Outcome = LeaseLost
 		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency lease lost before the response was recorded", slog.String("key", hold.Key))
-	} else {
-		ev.Outcome = StoreError
-		m.log.LogAttrs(ctx, slog.LevelError, "idempotency record not written; a retry after the lease ends will run the handler again",
+		return
+	}
+	ev.Outcome = StoreError
+	if errors.Is(err, keystore.ErrInvalidStatus) { // no retry can fix it
+		rn.stop()
+		m.log.LogAttrs(ctx, slog.LevelError, "idempotency record refused by the store; a retry after the lease ends will run the handler again",
 			slog.String("key", hold.Key), slog.Any("error", err))
+		return
 	}
+	m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency record not written within the request; retrying in the background while the lease holds",
+		slog.String("key", hold.Key), slog.Any("error", err))
+	m.completeLater(ctx, hold, rec, rn)
 }
 
-// complete records rec, trying twice on a store error other than a lost
-// lease. It runs even when the client has gone: the work is done and its
-// answer must be kept for the client's retry.
+// complete records rec, once, within the request. It runs even when the
+// client has gone: the work is done and its answer must be kept for the
+// client's retry.
 func (m *Middleware) complete(ctx context.Context, hold *keystore.Hold, rec keystore.Record) error {
-	var err error
-	for range 2 {
-		cctx, cancel := m.storeContext(context.WithoutCancel(ctx))
-		err = m.store.Complete(cctx, hold.Key, hold.Token, rec, m.retention)
-		cancel()
-		if err == nil || errors.Is(err, keystore.ErrLeaseLost) {
-			return err
-		}
-	}
-	return err
+	cctx, cancel := m.storeContext(context.WithoutCancel(ctx))
+	defer cancel()
+	return m.store.Complete(cctx, hold.Key, hold.Token, rec, m.retention)
 }
 
-// release gives up hold's claim; a failure only means the key stays blocked
-// until its lease ends.
-func (m *Middleware) release(ctx context.Context, hold *keystore.Hold) {
+// release gives up hold's claim and stops rn. When the store fails (other
+// than with a lost lease), the release is retried in the background
+// (releaseLater) until the lease may have ended.
+func (m *Middleware) release(ctx context.Context, hold *keystore.Hold, rn *renewal) {
+	rn.stop()
 	rctx, cancel := m.storeContext(context.WithoutCancel(ctx))
 	defer cancel()
 	if err := m.store.Release(rctx, hold.Key, hold.Token); err != nil && !errors.Is(err, keystore.ErrLeaseLost) {
-		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency claim not released; the key stays blocked until its lease ends",
+		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency claim not released within the request; retrying in the background while the lease holds",
 			slog.String("key", hold.Key), slog.Any("error", err))
+		m.releaseLater(ctx, hold, rn)
 	}
 }
 

@@ -252,8 +252,11 @@ func TestInFlightConflict(t *testing.T) {
 	<-entered
 	w := serve(m.Handler(slow), post("k1", feature))
 	wantProblem(t, w, http.StatusConflict, middleware.ProblemInFlight)
-	if w.Header().Get("Retry-After") != "3" {
-		t.Errorf("409 Retry-After = %q, want 3", w.Header().Get("Retry-After"))
+	// The holder's remaining lease (about 30 s), capped at Lease/6 (5 s);
+	// Config.RetryAfter (3 s) is the floor. See
+	// TestInFlightRetryAfterFollowsLease.
+	if w.Header().Get("Retry-After") != "5" {
+		t.Errorf("409 Retry-After = %q, want 5", w.Header().Get("Retry-After"))
 	}
 	// A different payload under the running key is a mismatch, not a conflict.
 	wantProblem(t, serve(m.Handler(slow), post("k1", `{"other":1}`)), http.StatusUnprocessableEntity, middleware.ProblemKeyReused)
@@ -677,20 +680,45 @@ func TestStoreKeyIsHashed(t *testing.T) {
 	}
 }
 
+// A Complete that fails within the request is reported (store_error, with
+// its error), and then retried in the background, while the lease is
+// renewed, until the lease may have ended: never past it.
 func TestCompletionFailureIsReported(t *testing.T) {
-	store := &spyStore{completeErr: errors.New("network down")}
-	var ev events
-	m := newMiddleware(t, store, middleware.Config{Observer: ev.observe})
-	w := serve(m.Handler(newCounter()), post("k1", feature))
-	if w.Code != http.StatusCreated {
-		t.Fatalf("%d: the handler's answer must still reach the client", w.Code)
-	}
-	if store.completes.Load() != 2 {
-		t.Errorf("Complete tried %d times, want 2", store.completes.Load())
-	}
-	if got := ev.outcomes(); !slices.Equal(got, []middleware.Outcome{middleware.StoreError}) || ev.all[0].Err == nil {
-		t.Errorf("events %+v, want one store_error with its error", ev.all)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		store := &spyStore{completeErr: errors.New("network down")}
+		var ev events
+		m := newMiddleware(t, store, middleware.Config{Lease: 3 * time.Second, Observer: ev.observe})
+		w := serve(m.Handler(newCounter()), post("k1", feature))
+		if w.Code != http.StatusCreated {
+			t.Fatalf("%d: the handler's answer must still reach the client", w.Code)
+		}
+		if store.completes.Load() != 1 {
+			t.Errorf("Complete tried %d times within the request, want 1", store.completes.Load())
+		}
+		if got := ev.outcomes(); !slices.Equal(got, []middleware.Outcome{middleware.StoreError}) || ev.all[0].Err == nil {
+			t.Errorf("events %+v, want one store_error with its error", ev.all)
+		}
+		start := time.Now()
+		if err := m.Shutdown(context.Background()); err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+		// The store extends the lease but refuses every record: the
+		// background renews for one more lease, tries until that lease
+		// ends, then gives up, so the key is not blocked for ever.
+		if d := time.Since(start); d > 2*3*time.Second {
+			t.Errorf("background work lasted %v, want at most two leases (6s)", d)
+		}
+		if n := store.completes.Load(); n < 5 {
+			t.Errorf("Complete tried %d times in all, want it retried in the background", n)
+		}
+		if n := store.extends.Load(); n == 0 {
+			t.Error("the lease was not extended while the record was retried")
+		}
+		time.Sleep(3 * time.Second)
+		if c, err := store.Claim(context.Background(), ev.all[0].Key, keystore.Fingerprint{}, time.Second); err != nil || c.State != keystore.Acquired {
+			t.Errorf("after the background gave up and a lease passed: claim %+v, %v; want the key free", c, err)
+		}
+	})
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {

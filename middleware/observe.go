@@ -25,17 +25,23 @@ const (
 	// unreadable; answered 400 or 413 without touching the store.
 	Rejected
 	// StoreError: the key store failed or timed out; answered 503 and the
-	// handler did not run.
+	// handler did not run. Or, with the status the handler sent, the
+	// handler ran but its record could not be written within the request:
+	// it is retried in the background (see Middleware.Shutdown).
 	StoreError
 	// LeaseLost: the handler ran but its lease ended before its response could
 	// be recorded (another request may have taken the key over).
 	LeaseLost
+	// Canceled: the request's context was done (the client left, or the
+	// server gave up on it) before its claim returned: the key was released
+	// at once and the handler did not run.
+	Canceled
 )
 
 var outcomeNames = [...]string{
 	Executed: "executed", Released: "released", Replayed: "replayed", InFlight: "in_flight",
 	Mismatch: "mismatch", Invalid: "invalid", Rejected: "rejected", StoreError: "store_error",
-	LeaseLost: "lease_lost",
+	LeaseLost: "lease_lost", Canceled: "canceled",
 }
 
 // String returns the outcome's name in snake case, suitable as a metric label.
@@ -48,7 +54,7 @@ func (o Outcome) String() string {
 
 // Outcomes lists every Outcome, for registering metrics up front.
 func Outcomes() []Outcome {
-	return []Outcome{Executed, Released, Replayed, InFlight, Mismatch, Invalid, Rejected, StoreError, LeaseLost}
+	return []Outcome{Executed, Released, Replayed, InFlight, Mismatch, Invalid, Rejected, StoreError, LeaseLost, Canceled}
 }
 
 // Event describes one request's outcome, for an Observer.

@@ -38,7 +38,8 @@ type renewal struct {
 	lost context.CancelCauseFunc
 
 	mu        sync.Mutex // guards the fields below
-	stopped   bool       // the handler returned, or the lease is gone
+	stopped   bool       // the renewal is over: no more extensions
+	ended     bool       // the lease is gone, or may be: the token is spent
 	extending bool       // an Extend is under way
 	until     time.Time  // the lease may have ended from then on
 	next      time.Time  // the next extension is due
@@ -70,7 +71,7 @@ func (rn *renewal) tick() {
 		return
 	}
 	if !time.Now().Before(rn.until) {
-		rn.stopped = true
+		rn.stopped, rn.ended = true, true
 		rn.mu.Unlock()
 		rn.m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease may have ended (no renewal succeeded in time); handler canceled",
 			slog.String("key", rn.hold.Key))
@@ -105,7 +106,7 @@ func (rn *renewal) tick() {
 	case err == nil:
 		rn.until, rn.next = sent.Add(m.lease), sent.Add(m.lease/3)
 	case errors.Is(err, keystore.ErrLeaseLost) && !rn.hold.Completed():
-		rn.stopped = true
+		rn.stopped, rn.ended = true, true
 		rn.t.Stop()
 		rn.mu.Unlock()
 		m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease lost while the handler ran", slog.String("key", rn.hold.Key))
@@ -121,7 +122,22 @@ func (rn *renewal) tick() {
 	rn.mu.Unlock()
 }
 
-// stop ends the renewal when the handler returns. It does not wait for an
+// held returns the time until which the token surely holds its key, and
+// false once the lease is lost or may have ended (by the reckoning above):
+// a Complete or Release retried in the background uses it as its deadline
+// and gives up when it is false.
+func (rn *renewal) held() (until time.Time, ok bool) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.ended || !time.Now().Before(rn.until) {
+		rn.ended = true
+		return rn.until, false
+	}
+	return rn.until, true
+}
+
+// stop ends the renewal when the handler's response is recorded or
+// released (or handed to the background, see finisher.go). It does not wait for an
 // extension under way: its answer is ignored, and the store fences it.
 func (rn *renewal) stop() {
 	rn.mu.Lock()

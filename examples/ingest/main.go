@@ -165,6 +165,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ingest: shutdown: %v\n", err)
 		return 1
 	}
+	// Records and releases that failed in a store outage are retried in
+	// the background: wait for them before the store is closed.
+	if err := svc.Shutdown(shutdown); err != nil {
+		fmt.Fprintf(stderr, "ingest: shutdown: %v\n", err)
+		return 1
+	}
 	fmt.Fprintln(stdout, "ingest: stopped")
 	return 0
 }

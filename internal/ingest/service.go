@@ -96,6 +96,7 @@ type Service struct {
 	handler http.Handler
 	metrics *metrics
 	runs    *runCounter
+	idem    *middleware.Middleware
 }
 
 // New opens the store cfg names and builds the service on it.
@@ -161,7 +162,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	mux.Handle("GET /features/{id}", getFeature(be.repo))
 	mux.Handle("GET /metrics", reg)
 	mux.Handle("GET /healthz", health(timed))
-	return &Service{backend: be, handler: problemRoutes(mux), metrics: m, runs: runs}, nil
+	return &Service{backend: be, handler: problemRoutes(mux), metrics: m, runs: runs, idem: idem}, nil
 }
 
 // Handler returns the service's routes.
@@ -186,6 +187,12 @@ func (s *Service) Writes(ctx context.Context) (map[string]int, error) {
 
 // Close closes the store.
 func (s *Service) Close() { s.backend.close() }
+
+// Shutdown waits for the records and releases the middleware is still
+// retrying in the background, or for ctx to end (see
+// middleware.Middleware.Shutdown). Call it after http.Server.Shutdown and
+// before Close.
+func (s *Service) Shutdown(ctx context.Context) error { return s.idem.Shutdown(ctx) }
 
 func orDefault(v, def string) string {
 	if v == "" {

@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/middleware"
 )
 
 // DefaultContentType is the Content-Type of the suite's deliveries when
@@ -67,6 +68,11 @@ type Target struct {
 	// credentials that the receiver's Config.Scope reads.
 	Header http.Header
 
+	// Lease is the receiver's lease (its middleware.Config.Lease): how
+	// long a key can stay in flight when the request holding it will never
+	// finish it. Default middleware.DefaultLease.
+	Lease time.Duration
+
 	// Executions, if set, returns how many times the ingest handler behind
 	// the middleware has run so far, for all keys together. The suite reads
 	// it before and after each rule and checks the difference. It must be
@@ -93,6 +99,7 @@ func Run(t *testing.T, target Target) {
 		{"MissingKeyIs400", s.testMissingKey},
 		{"MalformedKeyIs400", s.testMalformedKey},
 		{"ReplayCarriesNoSetCookie", s.testNoSetCookie},
+		{"BlockedKeyIsDelivered", s.testBlockedKey},
 	}
 	for _, r := range rules {
 		t.Run(r.name, r.fn)
@@ -109,6 +116,7 @@ type suite struct {
 	contentType string
 	header      http.Header
 	executions  func() int
+	lease       time.Duration
 
 	run      string // random id of this Run, in every key and default payload
 	payloads atomic.Int64
@@ -131,7 +139,11 @@ func newSuite(t *testing.T, target Target) *suite {
 		contentType: target.ContentType,
 		header:      target.Header.Clone(),
 		executions:  target.Executions,
+		lease:       target.Lease,
 		run:         randomID(t),
+	}
+	if s.lease <= 0 {
+		s.lease = middleware.DefaultLease
 	}
 	if s.path == "" {
 		s.path = "/"

@@ -70,6 +70,13 @@
 //     nothing: the key used correctly afterwards is executed, not replayed.
 //   - ReplayCarriesNoSetCookie: a replay carries no Set-Cookie header, even
 //     when the original response set a cookie.
+//   - BlockedKeyIsDelivered: a key held in flight for a whole lease (a
+//     release that failed, a claim whose reply was lost) is delivered, not
+//     dead-lettered, by a sender with the client's default settings: a
+//     proxy answers 409 request-in-flight with Retry-After: 1 until
+//     [Target.Lease] has passed on the sender's clock, then forwards, and
+//     the delivery must end with the receiver's fresh 2xx. The sender's
+//     default Deadline must outlast the lease plus one attempt.
 //
 // Every problem document must be application/problem+json (RFC 9457) with a
 // type, a title and a status equal to the HTTP status; the middleware's own
