@@ -111,7 +111,17 @@ func testRepeatedRelease(t *testing.T, s keystore.Store) {
 	if in.Fingerprint != fpB {
 		t.Errorf("after the old token's Release the key reports fingerprint %x, want the new holder's %x", in.Fingerprint[:4], fpB[:4])
 	}
-	if err := s.Complete(ctx(t), key, again.Token, sampleRecord(), longRetention); err != nil {
+	// The new holder completes with a short retention. Once the record is
+	// gone the key is absent again, as it was after the old token's
+	// Release, but the old token has been superseded: its Release is still
+	// lost (a store must not keep honouring a release mark across a claim).
+	const shortRetention = 100 * time.Millisecond
+	done := time.Now()
+	if err := s.Complete(ctx(t), key, again.Token, sampleRecord(), shortRetention); err != nil {
 		t.Fatalf("Complete by the new holder: %v", err)
+	}
+	waitPast(done, shortRetention)
+	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Release by the old token after a new claim was completed and its record expired: err = %v, want ErrLeaseLost", err)
 	}
 }
