@@ -80,9 +80,6 @@ type KeyState struct {
 	Token       keystore.Token // the holder, the completer or the releaser; 0: a token nobody knows
 	Fingerprint keystore.Fingerprint
 	Record      string // RecordKey of the record, when Completed
-	// Mark is the token of the last Release, kept through the Claims
-	// since, when the model's ReleaseMarkOutlivesClaim is set (else 0).
-	Mark keystore.Token
 	// The deadline (the lease while Held, the retention while Completed)
 	// is Dur after the instant, between From and To, at which the
 	// operation that set it acted.
@@ -154,14 +151,6 @@ type KeyModel struct {
 	// at the start of its statement, and may then wait for a concurrent
 	// Claim's insert to commit and report that claim's lease.
 	LeaseRemainingFromCallStart bool
-	// ReleaseMarkOutlivesClaim lets a Release repeated by the token that
-	// released the key succeed also after the key was claimed again, once
-	// the key is absent again (the record of the claim since has reached
-	// the end of its retention), against the Store contract ("until the
-	// key is claimed again"). redisstore needs it: its Claim leaves the
-	// release mark (RedisKey + ":released", kept a minute) in place, and
-	// the release script honours it whenever the key is absent.
-	ReleaseMarkOutlivesClaim bool
 }
 
 // ErrEarlierAttempt is the outcome of the attempts that [WithResends] adds.
@@ -308,7 +297,7 @@ func (km KeyModel) step(s KeyState, op KeyOp) []KeyState {
 			case v.heldBy(in.Token):
 				if !lost {
 					add(KeyState{Status: Completed, Token: in.Token, Fingerprint: s.Fingerprint,
-						Record: RecordKey(in.Record), From: in.Start, To: in.End, Dur: in.Duration, Mark: s.Mark})
+						Record: RecordKey(in.Record), From: in.Start, To: in.End, Dur: in.Duration})
 				}
 			case v.completedBy(in.Token) && s.Record == RecordKey(in.Record):
 				if !lost {
@@ -325,8 +314,7 @@ func (km KeyModel) step(s KeyState, op KeyOp) []KeyState {
 				if !lost {
 					add(KeyState{Status: Released, Token: in.Token})
 				}
-			case v.s.Status == Released && v.s.Token == in.Token,
-				km.ReleaseMarkOutlivesClaim && v.s.Status == Completed && v.expired && v.s.Mark == in.Token:
+			case v.s.Status == Released && v.s.Token == in.Token:
 				if !lost {
 					add(s)
 				}
@@ -346,14 +334,7 @@ func (km KeyModel) claim(v view, in KeyInput, out KeyOutput, unknown, lost bool,
 	}
 	acq, tookOver := v.acquirable()
 	held := func(tok keystore.Token) KeyState {
-		ns := KeyState{Status: Held, Token: tok, Fingerprint: in.Fingerprint, From: in.Start, To: in.End, Dur: in.Duration}
-		if km.ReleaseMarkOutlivesClaim {
-			ns.Mark = v.s.Mark
-			if v.s.Status == Released {
-				ns.Mark = v.s.Token
-			}
-		}
-		return ns
+		return KeyState{Status: Held, Token: tok, Fingerprint: in.Fingerprint, From: in.Start, To: in.End, Dur: in.Duration}
 	}
 	c := out.Claim
 	switch {

@@ -207,20 +207,6 @@ func TestKeyModel(t *testing.T) {
 			op(2, 30, 31, linearize.KeyInput{Kind: linearize.Complete, Token: 2, Record: rec("two"), Duration: 50 * ms}, linearize.KeyOutput{}),
 			release(1, 100, 101, 1, nil),
 		}, linearize.Illegal},
-		{"the same where the release mark outlives the claim", linearize.KeyModel{ReleaseMarkOutlivesClaim: true}, []linearize.KeyOp{
-			claim(1, 0, 1, "a", lease, acquired(1, "a", false), nil),
-			release(1, 10, 11, 1, nil),
-			claim(2, 20, 21, "b", lease, acquired(2, "b", false), nil),
-			op(2, 30, 31, linearize.KeyInput{Kind: linearize.Complete, Token: 2, Record: rec("two"), Duration: 50 * ms}, linearize.KeyOutput{}),
-			release(1, 100, 101, 1, nil),
-		}, linearize.Linearizable},
-		{"the release mark does not work while the record is kept", linearize.KeyModel{ReleaseMarkOutlivesClaim: true}, []linearize.KeyOp{
-			claim(1, 0, 1, "a", lease, acquired(1, "a", false), nil),
-			release(1, 10, 11, 1, nil),
-			claim(2, 20, 21, "b", lease, acquired(2, "b", false), nil),
-			op(2, 30, 31, linearize.KeyInput{Kind: linearize.Complete, Token: 2, Record: rec("two"), Duration: 50 * ms}, linearize.KeyOutput{}),
-			release(1, 40, 41, 1, nil),
-		}, linearize.Illegal},
 		{"a claim after a release does not take over", linearize.KeyModel{}, []linearize.KeyOp{
 			claim(1, 0, 1, "a", lease, acquired(1, "a", false), nil),
 			release(1, 10, 11, 1, nil),

@@ -54,11 +54,6 @@ type LinearizableConfig struct {
 	// (see linearize.KeyModel): for pgstore, whose Claim reads the clock at
 	// the start of its statement.
 	LeaseRemainingFromCallStart bool
-	// ReleaseMarkOutlivesClaim accepts a Release repeated by the token
-	// that released the key after the key was claimed again, once it is
-	// absent again (see linearize.KeyModel): for redisstore, whose release
-	// mark outlives a later Claim.
-	ReleaseMarkOutlivesClaim bool
 	// Faults, if set, runs in its own goroutine while the clients call the
 	// store, until its context is done: it breaks the path to the store
 	// (cuts, stalls, killed sessions) and must leave it working on return.
@@ -139,7 +134,6 @@ func Linearizable(t testing.TB, s keystore.Store, cfg LinearizableConfig) Linear
 	model := linearize.KeyModel{
 		Slack:                       cfg.Slack,
 		LeaseRemainingFromCallStart: cfg.LeaseRemainingFromCallStart,
-		ReleaseMarkOutlivesClaim:    cfg.ReleaseMarkOutlivesClaim,
 	}.Model()
 	for k, h := range rec.history {
 		seen := map[keystore.Token]int{}

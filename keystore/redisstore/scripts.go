@@ -82,13 +82,19 @@ end
 return 0
 `)
 
-// completeScript: KEYS[1] the key; ARGV[1] token, ARGV[2] grace (ms),
+// completeScript: KEYS[1] the key, KEYS[2] its release key (see
+// releaseScript), deleted on completion so that an earlier holder's release
+// mark cannot outlive a record with a retention shorter than the grace;
+// ARGV[1] token, ARGV[2] grace (ms),
 // ARGV[3] encoded record, ARGV[4] retention (ms). Returns 1 if completed, or
 // if the token already completed the key with the same record (nothing
 // changes), 0 if the lease was lost.
 var completeScript = redis.NewScript(holdCheck + `
 if held then
   redis.call('SET', KEYS[1], 'd' .. string.sub(v, 2, 33) .. ARGV[1] .. ARGV[3], 'PX', ARGV[4])
+  if KEYS[2] then
+    redis.call('DEL', KEYS[2])
+  end
   return 1
 end
 if done and string.sub(v, 42) == ARGV[3] then
