@@ -31,12 +31,19 @@ func connString() string {
 // when it cannot. tracer may be nil.
 func newPool(t testing.TB, maxConns int32, tracer pgx.QueryTracer) *pgxpool.Pool {
 	t.Helper()
+	return openPool(t, maxConns, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = tracer })
+}
+
+// openPool opens a pool of at most maxConns connections to the test
+// database, its configuration adjusted by configure before it connects.
+func openPool(t testing.TB, maxConns int32, configure func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(connString())
 	if err != nil {
 		t.Fatalf("parse %s: %v", connString(), err)
 	}
 	cfg.MaxConns = maxConns
-	cfg.ConnConfig.Tracer = tracer
+	configure(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

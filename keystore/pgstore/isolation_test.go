@@ -19,19 +19,11 @@ import (
 // the server's or the database's setting).
 func isolationPool(t *testing.T, level string) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(connString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 16
-	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = level
+	pool := openPool(t, 16, func(cfg *pgxpool.Config) {
+		cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = level
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatalf("PostgreSQL at %s: %v", connString(), err)
-	}
-	t.Cleanup(pool.Close)
 	var got string
 	if err := pool.QueryRow(ctx, "SHOW transaction_isolation").Scan(&got); err != nil {
 		t.Fatal(err)

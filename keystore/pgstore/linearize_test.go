@@ -41,19 +41,7 @@ func TestLinearizableBackendKills(t *testing.T) {
 	_, _ = rand.Read(b[:])
 	app := "geoidem-linearize-" + hex.EncodeToString(b[:])
 
-	cfg, err := pgxpool.ParseConfig(connString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 8
-	cfg.ConnConfig.RuntimeParams["application_name"] = app
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatalf("PostgreSQL at %s: %v", connString(), err)
-	}
-	t.Cleanup(pool.Close)
+	pool := openPool(t, 8, func(cfg *pgxpool.Config) { cfg.ConnConfig.RuntimeParams["application_name"] = app })
 	admin := newPool(t, 2, nil)
 	s := newStore(t, pool, pgstore.Config{Schema: newSchema(t, admin)})
 
