@@ -173,6 +173,8 @@ type report struct {
 	resent, resentReplayed        int
 	proxy                         faultproxy.Stats
 	cuts, refused, severed        uint64
+	stalls                        int
+	stallFor                      time.Duration
 	terminations, terminated      int
 	kills                         int
 	restarts                      int
@@ -214,6 +216,7 @@ func (r *report) print(w io.Writer) {
 	row("proxy requests", "%d (%d forwarded)", p.Requests, p.Forwarded)
 	row("proxy faults", "%d lost-ack, %d 503, %d 429, %d reset, %d delay", p.LostAck, p.Inject503, p.Inject429, p.Reset, p.Delay)
 	row("store cuts", "%d (%d connections reset, %d refused)", r.cuts, r.severed, r.refused)
+	row("store stalls", "%d (%v each)", r.stalls, r.stallFor)
 	row("pg_terminate_backend", "%d (%d connections)", r.terminations, r.terminated)
 	row("receiver kills", "%d", r.kills)
 	row("Redis restarts", "%d", r.restarts)
@@ -265,7 +268,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	var redis *redisServer // -restart-redis: the harness's own
 	if o.restartRedis > 0 {
 		var err error
-		if redis, err = startRedis(); err != nil {
+		if redis, err = startRedis(o.redisAOF); err != nil {
 			fmt.Fprintf(stderr, "chaos: redis-server: %v\n", err)
 			return 1
 		}
@@ -311,7 +314,13 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	if o.storeFaults {
 		label += ", store faults"
 	}
-	if redis != nil {
+	if o.stallFor > 0 {
+		label += fmt.Sprintf(", a %v store stall", o.stallFor)
+	}
+	switch {
+	case redis != nil && o.redisAOF:
+		label += " (own redis-server, appendonly yes, appendfsync always)"
+	case redis != nil:
 		label += " (own redis-server, no persistence)"
 	}
 
@@ -338,7 +347,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 
 	evs := makeEvents(o.events, o.seed, suffix)
 	var jobs []*event
-	rep := report{store: label, senders: o.senders, events: len(evs), storeErrors: -1, released: -1, journalPending: -1}
+	rep := report{store: label, senders: o.senders, events: len(evs), storeErrors: -1, released: -1, journalPending: -1, stallFor: o.stallFor}
 	for i := range evs {
 		e := &evs[i]
 		jobs = append(jobs, e)
@@ -553,6 +562,28 @@ func plannedFaults(o options, st *storeSetup, kids *child, redis *redisServer, r
 				return err
 			}})
 		}
+	}
+	if o.stallFor > 0 && st.cut != nil {
+		fs = append(fs, storeFault{name: "stall", do: func(ctx context.Context) error {
+			st.cut.Stall()
+			t := time.NewTimer(o.stallFor)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			st.cut.Restore()
+			rep.stalls++
+			return nil
+		}})
+	}
+	for range o.pgTerminate {
+		fs = append(fs, storeFault{name: "pg_terminate_backend", do: func(ctx context.Context) error {
+			n, err := st.terminate(ctx)
+			rep.terminations++
+			rep.terminated += n
+			return err
+		}})
 	}
 	for range o.killReceiver {
 		fs = append(fs, storeFault{name: "SIGKILL", do: kids.kill})

@@ -9,7 +9,9 @@
 //	go run ./examples/chaos [-store memory|redis://…|postgres://…]
 //	                        [-senders 4] [-events 300] [-seed 1]
 //	                        [-store-faults] [-kill-receiver N] [-kill-sender N]
-//	                        [-restart-redis N] [-attempts 4] [-cut-for 400ms]
+//	                        [-restart-redis N [-redis-aof]] [-stall-for 3s]
+//	                        [-pg-terminate N] [-write-delay 0] [-attempts 4]
+//	                        [-cut-for 400ms]
 //
 // Every event is one GeoJSON Feature with its own id and its own
 // idempotency key. A seeded few are invalid (a Feature without "id": the
@@ -56,6 +58,17 @@
 // again: the in-memory feature store skips the second writes, "features
 // written twice" stays 0, and the run must still FAIL on "events run
 // twice". It shows what the run count sees and the write count does not.
+// With -redis-aof as well, that redis-server runs with appendonly yes and
+// appendfsync always and restarts on its own files: every write it
+// acknowledged survives, and the run should pass.
+//
+// -stall-for D stalls the path from the receiver to Redis or PostgreSQL
+// once, at a seeded point of the first pass, for D (internal/tcpcut Stall:
+// connections stay open, nothing is forwarded or reset). -pg-terminate N
+// kills the receiver's PostgreSQL connections with pg_terminate_backend N
+// times at seeded points of the first pass, without the cuts of
+// -store-faults. -write-delay D pauses every feature write for D, so that
+// more handlers are running when a fault strikes. The bench's "store faults" section runs these.
 //
 // Each run against Redis or PostgreSQL uses its own key prefix or tables,
 // named with a random suffix, and removes them at the end. Every address is
@@ -138,6 +151,17 @@ type options struct {
 	// restartRedis is how many times the harness's own redis-server is
 	// SIGKILLed and restarted empty.
 	restartRedis int
+	// redisAOF runs that redis-server with appendonly yes and appendfsync
+	// always: a restart then reloads every acknowledged write.
+	redisAOF bool
+	// stallFor is how long the one store stall lasts (0: no stall).
+	stallFor time.Duration
+	// pgTerminate is how many extra pg_terminate_backend rounds hit the
+	// receiver's PostgreSQL connections under load.
+	pgTerminate int
+	// writeDelay pauses each feature write (ingest.Config.WriteDelay), so
+	// that more handlers are running when a store fault strikes.
+	writeDelay time.Duration
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -150,7 +174,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N]")
+		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N [-redis-aof]] [-stall-for D] [-pg-terminate N]")
 		fl.PrintDefaults()
 	}
 	var o options
@@ -164,6 +188,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&o.killReceiver, "kill-receiver", 0, "run the receiver as a child process and SIGKILL and restart it this many times (PostgreSQL only)")
 	fl.IntVar(&o.killSender, "kill-sender", 0, "run the senders, journaled, in a child process and SIGKILL and re-run it this many times")
 	fl.IntVar(&o.restartRedis, "restart-redis", 0, "start a redis-server without persistence as the store, and SIGKILL it and restart it empty this many times (the run then FAILs: completed keys run again)")
+	fl.BoolVar(&o.redisAOF, "redis-aof", false, "with -restart-redis: run that redis-server with appendonly yes and appendfsync always, so that a restart keeps every acknowledged write")
+	fl.DurationVar(&o.stallFor, "stall-for", 0, "stall the receiver's connections to Redis or PostgreSQL once, under load, for this long (nothing forwarded, nothing reset)")
+	fl.IntVar(&o.pgTerminate, "pg-terminate", 0, "kill the receiver's PostgreSQL connections with pg_terminate_backend this many times under load (PostgreSQL only; -store-faults adds 3 of its own)")
+	fl.DurationVar(&o.writeDelay, "write-delay", 0, "pause each feature write this long, so that more handlers are running when a store fault strikes")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -228,13 +256,26 @@ func (o options) check() error {
 		return fmt.Errorf("-restart-redis %d: want 0 to %d", o.restartRedis, maxKills)
 	case o.restartRedis > 0 && (o.store != "memory" && o.store != "" || o.storeFaults || o.killReceiver > 0 || o.killSender > 0 || o.naive):
 		return errors.New("-restart-redis runs alone, on a redis-server of its own: not with -store, -store-faults, -kill-receiver or -kill-sender")
+	case o.redisAOF && o.restartRedis == 0:
+		return errors.New("-redis-aof configures the redis-server of -restart-redis")
+	case o.stallFor < 0 || o.stallFor > time.Minute:
+		return fmt.Errorf("-stall-for %v: want 0 to 1m", o.stallFor)
+	case o.writeDelay < 0 || o.writeDelay > 5*time.Second:
+		return fmt.Errorf("-write-delay %v: want 0 to 5s", o.writeDelay)
+	case o.pgTerminate < 0 || o.pgTerminate > maxKills:
+		return fmt.Errorf("-pg-terminate %d: want 0 to %d", o.pgTerminate, maxKills)
+	case (o.stallFor > 0 || o.pgTerminate > 0) && o.killSender > 0:
+		return errors.New("-kill-sender runs alone: not with -stall-for or -pg-terminate")
 	}
 	kind := o.kind()
 	if kind == memoryStore && o.store != "memory" && o.store != "" {
 		return fmt.Errorf("-store %q: want memory, redis://host:port/db or postgres://…", o.store)
 	}
-	if kind == memoryStore && o.storeFaults {
-		return errors.New("-store-faults needs -store redis://… or postgres://…: the memory store cannot fail")
+	if kind == memoryStore && (o.storeFaults || o.stallFor > 0) {
+		return errors.New("-store-faults and -stall-for need -store redis://… or postgres://…: the memory store cannot fail")
+	}
+	if o.pgTerminate > 0 && kind != postgresStore {
+		return errors.New("-pg-terminate needs -store postgres://…")
 	}
 	if o.killReceiver > 0 && kind != postgresStore {
 		return errors.New("-kill-receiver needs -store postgres://…: features kept in the receiver's memory die with it")

@@ -43,3 +43,18 @@ func TestRedisRestartRunsTwice(t *testing.T) {
 		t.Errorf("result %q, want FAIL", rows["result"])
 	}
 }
+
+// TestRedisRestartAOFRunsOnce is the same restart on a redis-server with
+// appendonly yes and appendfsync always (-redis-aof): the restart reloads
+// every write the server acknowledged, so no handler runs twice and the run
+// passes.
+func TestRedisRestartAOFRunsOnce(t *testing.T) {
+	t.Parallel()
+	rows := runChaos(t, "-restart-redis", "1", "-redis-aof", "-events", "150")
+	if n := count(t, rows, "Redis restarts"); n != 1 {
+		t.Errorf("%d Redis restarts, want 1", n)
+	}
+	if !strings.Contains(rows["store"], "appendfsync always") {
+		t.Errorf("store %q does not name the AOF configuration", rows["store"])
+	}
+}
