@@ -178,6 +178,7 @@ type report struct {
 	terminations, terminated      int
 	kills                         int
 	restarts                      int
+	failovers                     int
 	senderKills                   int
 	journalPending                int // -1: no journal
 	storeErrors, released         int // -1: unknown
@@ -220,6 +221,7 @@ func (r *report) print(w io.Writer) {
 	row("pg_terminate_backend", "%d (%d connections)", r.terminations, r.terminated)
 	row("receiver kills", "%d", r.kills)
 	row("Redis restarts", "%d", r.restarts)
+	row("Redis failovers", "%d", r.failovers)
 	row("sender kills", "%d", r.senderKills)
 	row("journal pending", "%s", unknown(r.journalPending))
 	row("store 503s (fail closed)", "%s", unknown(r.storeErrors))
@@ -275,6 +277,16 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		defer redis.stop()
 		o.store = "redis://" + redis.addr + "/0"
 	}
+	var fo *failover // -failover: the harness's own primary and replica
+	if o.failover {
+		var err error
+		if fo, err = startFailover(ctx); err != nil {
+			fmt.Fprintf(stderr, "chaos: failover set-up: %v\n", err)
+			return 1
+		}
+		defer fo.stop()
+		o.store = "redis://" + fo.front.Addr() + "/0"
+	}
 	st, err := setupStore(o, suffix)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
@@ -318,6 +330,8 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		label += fmt.Sprintf(", a %v store stall", o.stallFor)
 	}
 	switch {
+	case fo != nil:
+		label += fmt.Sprintf(" (own primary and replica, failover; WaitReplicas %d)", o.waitReplicas)
 	case redis != nil && o.redisAOF:
 		label += " (own redis-server, appendonly yes, appendfsync always)"
 	case redis != nil:
@@ -374,7 +388,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	defer closeIdle()
 
 	// Store and receiver faults, at seeded points of the first pass.
-	faults := plannedFaults(o, st, kids, redis, &rep, len(jobs))
+	faults := plannedFaults(o, st, kids, redis, fo, &rep, len(jobs))
 	faultsDone := make(chan error, 1)
 	go func() { faultsDone <- fire(ctx, faults, &done) }()
 
@@ -535,7 +549,7 @@ func redrive(ctx context.Context, senders []*client.Sender, base string, dls []c
 // plannedFaults returns the store and receiver faults of a run, each at a
 // seeded point of the first pass (between 10% and 85% of the deliveries),
 // in the order they fire.
-func plannedFaults(o options, st *storeSetup, kids *child, redis *redisServer, rep *report, deliveries int) []storeFault {
+func plannedFaults(o options, st *storeSetup, kids *child, redis *redisServer, fo *failover, rep *report, deliveries int) []storeFault {
 	var fs []storeFault
 	if o.storeFaults && st.cut != nil {
 		cutFor := cmp.Or(o.cutFor, cutFor)
@@ -595,6 +609,12 @@ func plannedFaults(o options, st *storeSetup, kids *child, redis *redisServer, r
 				return redis.restart(ctx)
 			}})
 		}
+	}
+	if fo != nil {
+		fs = append(fs, storeFault{name: "failover", do: func(ctx context.Context) error {
+			rep.failovers++
+			return fo.run(ctx)
+		}})
 	}
 	rng := rand.New(rand.NewPCG(o.seed, 0xfa17))
 	rng.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })

@@ -10,7 +10,8 @@
 //	                        [-senders 4] [-events 300] [-seed 1]
 //	                        [-store-faults] [-kill-receiver N] [-kill-sender N]
 //	                        [-restart-redis N [-redis-aof]] [-stall-for 3s]
-//	                        [-pg-terminate N] [-write-delay 0] [-attempts 4]
+//	                        [-pg-terminate N] [-failover [-wait-replicas N]]
+//	                        [-write-delay 0] [-attempts 4]
 //	                        [-cut-for 400ms]
 //
 // Every event is one GeoJSON Feature with its own id and its own
@@ -67,7 +68,14 @@
 // connections stay open, nothing is forwarded or reset). -pg-terminate N
 // kills the receiver's PostgreSQL connections with pg_terminate_backend N
 // times at seeded points of the first pass, without the cuts of
-// -store-faults. -write-delay D pauses every feature write for D, so that
+// -store-faults. With -failover the store is a primary and a replica,
+// redis-servers of the harness's own without persistence; at a seeded
+// point of the first pass replication stalls for 1 s, the primary is
+// SIGKILLed, the replica promoted (REPLICAOF NO ONE) and the receiver's
+// path pointed at it (a tcpcut proxy in between, as a Sentinel switch
+// would), and the old primary restarts empty as the new one's replica;
+// -wait-replicas N sets the receiver's redisstore WaitReplicas, so that a
+// claim counts only once N replicas hold it. -write-delay D pauses every feature write for D, so that
 // more handlers are running when a fault strikes. The bench's "store faults" section runs these.
 //
 // Each run against Redis or PostgreSQL uses its own key prefix or tables,
@@ -159,6 +167,11 @@ type options struct {
 	// pgTerminate is how many extra pg_terminate_backend rounds hit the
 	// receiver's PostgreSQL connections under load.
 	pgTerminate int
+	// failover runs the store as a primary and a replica of the harness's
+	// own and fails over once under load; waitReplicas is the receiver's
+	// redisstore Config.WaitReplicas.
+	failover     bool
+	waitReplicas int
 	// writeDelay pauses each feature write (ingest.Config.WriteDelay), so
 	// that more handlers are running when a store fault strikes.
 	writeDelay time.Duration
@@ -174,7 +187,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N [-redis-aof]] [-stall-for D] [-pg-terminate N]")
+		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N [-redis-aof]] [-stall-for D] [-pg-terminate N] [-failover [-wait-replicas N]]")
 		fl.PrintDefaults()
 	}
 	var o options
@@ -191,6 +204,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.BoolVar(&o.redisAOF, "redis-aof", false, "with -restart-redis: run that redis-server with appendonly yes and appendfsync always, so that a restart keeps every acknowledged write")
 	fl.DurationVar(&o.stallFor, "stall-for", 0, "stall the receiver's connections to Redis or PostgreSQL once, under load, for this long (nothing forwarded, nothing reset)")
 	fl.IntVar(&o.pgTerminate, "pg-terminate", 0, "kill the receiver's PostgreSQL connections with pg_terminate_backend this many times under load (PostgreSQL only; -store-faults adds 3 of its own)")
+	fl.BoolVar(&o.failover, "failover", false, "start a redis-server primary and replica of its own; under load, stall replication for 1 s, SIGKILL the primary, promote the replica and point the receiver at it")
+	fl.IntVar(&o.waitReplicas, "wait-replicas", 0, "the receiver's redisstore WaitReplicas: replicas that must acknowledge each claim (Redis only)")
 	fl.DurationVar(&o.writeDelay, "write-delay", 0, "pause each feature write this long, so that more handlers are running when a store fault strikes")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -260,6 +275,12 @@ func (o options) check() error {
 		return errors.New("-redis-aof configures the redis-server of -restart-redis")
 	case o.stallFor < 0 || o.stallFor > time.Minute:
 		return fmt.Errorf("-stall-for %v: want 0 to 1m", o.stallFor)
+	case o.failover && (o.store != "memory" && o.store != "" || o.storeFaults || o.killReceiver > 0 || o.killSender > 0 || o.naive || o.restartRedis > 0 || o.stallFor > 0):
+		return errors.New("-failover runs alone, on redis-servers of its own: not with -store, -store-faults, -kill-receiver, -kill-sender, -restart-redis or -stall-for")
+	case o.waitReplicas < 0 || o.waitReplicas > 5:
+		return fmt.Errorf("-wait-replicas %d: want 0 to 5", o.waitReplicas)
+	case o.waitReplicas > 0 && !o.failover && !strings.HasPrefix(o.store, "redis://"):
+		return errors.New("-wait-replicas needs -failover or -store redis://…")
 	case o.writeDelay < 0 || o.writeDelay > 5*time.Second:
 		return fmt.Errorf("-write-delay %v: want 0 to 5s", o.writeDelay)
 	case o.pgTerminate < 0 || o.pgTerminate > maxKills:

@@ -26,13 +26,14 @@ type redisServer struct {
 	port int
 	addr string
 	aof  bool
-	dir  string // with aof: the directory of every start, removed by stop
+	dir  string   // with aof: the directory of every start, removed by stop
+	args []string // further redis-server arguments (a replica's --replicaof)
 	cmd  *exec.Cmd
 	done chan struct{} // closed when the process has exited
 }
 
 // startRedis starts a redis-server on a spare loopback port.
-func startRedis(aof bool) (*redisServer, error) {
+func startRedis(aof bool, args ...string) (*redisServer, error) {
 	errs := []error{errors.New("no spare port in 5 tries")}
 	for range 5 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -41,7 +42,7 @@ func startRedis(aof bool) (*redisServer, error) {
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
-		s := &redisServer{port: port, addr: "127.0.0.1:" + strconv.Itoa(port), aof: aof}
+		s := &redisServer{port: port, addr: "127.0.0.1:" + strconv.Itoa(port), aof: aof, args: args}
 		if aof {
 			if s.dir, err = os.MkdirTemp("", "geoidem-chaos-redis-aof-"); err != nil {
 				return nil, err
@@ -74,6 +75,7 @@ func (s *redisServer) start() error {
 		persistence = []string{"--appendonly", "yes", "--appendfsync", "always"}
 	}
 	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", dir, "--save", ""}, persistence...)
+	args = append(args, s.args...)
 	cmd := exec.Command("redis-server", append(args, "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log"))...)
 	dieWithParent(cmd)
 	var out bytes.Buffer
@@ -137,6 +139,11 @@ func (s *redisServer) kill() {
 func (s *redisServer) restart(context.Context) error {
 	_ = s.cmd.Process.Signal(syscall.SIGKILL)
 	<-s.done
+	return s.startAgain()
+}
+
+// startAgain starts the server again on its port, once that is free.
+func (s *redisServer) startAgain() error {
 	var err error
 	for range 20 { // the port may take a moment to be free again
 		if err = s.start(); err == nil {

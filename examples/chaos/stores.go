@@ -53,6 +53,7 @@ func setupStore(o options, suffix string) (*storeSetup, error) {
 		// The harness measures what faults do, on test servers: it accepts
 		// a Redis that keeps nothing across a restart.
 		s.cfg.RedisDurability = redisstore.AcceptVolatile
+		s.cfg.RedisWaitReplicas = o.waitReplicas
 		s.direct = u.String()
 	case postgresStore:
 		s.cfg.KeyTable, s.cfg.FeaturesTable = "chaos_keys_"+suffix, "chaos_features_"+suffix
