@@ -18,7 +18,8 @@ import (
 // Section 7: store faults (issue 17, "Measure"). Each row is one run of
 // examples/chaos, the harness that counts handler runs per event, under one
 // fault of the key store: a Redis restart without persistence and with AOF
-// (appendfsync always), a stall of the path to Redis under load, and
+// (appendfsync always), a stall of the path to Redis under load, a
+// failover from a primary to its replica with and without WaitReplicas, and
 // pg_terminate_backend of the receiver's PostgreSQL connections under load,
 // next to a run of the same store without a store fault (the harness's
 // HTTP faults alone: lost acknowledgements, injected 503 and 429, resets,
@@ -50,6 +51,10 @@ func faultCases(o *options) []faultCase {
 		{name: "Redis restart (SIGKILL), appendonly yes, appendfsync always", flags: []string{"-restart-redis", "1", "-redis-aof"}, before: "not reported"},
 		{name: "Redis stalled " + stall + " under load (tcpcut Stall)", flags: []string{"-store", redisURL, "-stall-for", stall},
 			before: "2 keys ran twice (3 s stall); 6 (10 s stall)"},
+		{name: "Redis failover, WaitReplicas 0 (1 s replication stall, primary SIGKILLed, replica promoted)", flags: []string{"-failover", "-wait-replicas", "0"},
+			before: "307 re-executions (1 s replication stall)"},
+		{name: "Redis failover, WaitReplicas 1 (the same)", flags: []string{"-failover", "-wait-replicas", "1"},
+			before: "6 re-executions"},
 		{name: "PostgreSQL, no store fault (HTTP faults only)", flags: []string{"-store", o.postgresURL}, before: "—"},
 		{name: fmt.Sprintf("PostgreSQL, %d pg_terminate_backend under load", o.faultPGKills),
 			flags:  []string{"-store", o.postgresURL, "-pg-terminate", strconv.Itoa(o.faultPGKills)},
@@ -89,7 +94,8 @@ func runFaults(ctx context.Context, s *section) error {
 	s.line("writes column). *Dead letters* are the first pass's deliveries that ended without success, the invalid events' permanent ones left out.")
 	s.line("The harness's timings are short (1 s lease, 250 ms store timeout, 4 attempts per delivery); the *reported before* column is issue 17's")
 	s.line("figures for the code before its items 3 and 4, measured with `examples/ingest`'s defaults (30 s lease, 2 s store timeout, 3,000 keys),")
-	s.line("**not by this run**. A failover with and without `WaitReplicas` is not measured here (the harness has no replica set-up yet).")
+	s.line("**not by this run**. The failover rows run a primary and a replica of the harness's own: replication stalls for 1 s under load, the")
+	s.line("primary is SIGKILLed, the replica promoted (`REPLICAOF NO ONE`) and the receiver pointed at it, and the old primary rejoins, empty, as its replica.")
 	s.line("")
 	header := []string{"fault", "runs per event", "events run twice", "guard skips", "dead letters (re-driven, failed again)", "events lost", "store 503s", "faults fired", "reported before (issue 17, old code; not this run)", "command"}
 	var (
@@ -153,6 +159,10 @@ func shortFault(name string) string {
 		return "restart, volatile"
 	case strings.Contains(name, "appendonly"):
 		return "restart, AOF"
+	case strings.Contains(name, "WaitReplicas 0"):
+		return "failover"
+	case strings.Contains(name, "WaitReplicas 1"):
+		return "failover, Wait 1"
 	case strings.Contains(name, "stalled"):
 		return "Redis stall"
 	case strings.Contains(name, "pg_terminate"):
@@ -233,7 +243,7 @@ func runChaos(ctx context.Context, bin string, args []string) (*faultResult, err
 	r.valid -= invalid
 	var fired []string
 	for _, f := range []struct{ row, name string }{
-		{"Redis restarts", "restarts"}, {"store stalls", "stalls"}, {"pg_terminate_backend", "pg_terminate_backend"}, {"store cuts", "cuts"},
+		{"Redis restarts", "restarts"}, {"Redis failovers", "failovers"}, {"store stalls", "stalls"}, {"pg_terminate_backend", "pg_terminate_backend"}, {"store cuts", "cuts"},
 	} {
 		if n, err := nthInt(rows[f.row], 0); err == nil && n > 0 {
 			fired = append(fired, fmt.Sprintf("%d %s", n, f.name))

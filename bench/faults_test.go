@@ -73,6 +73,8 @@ func TestFaultsSection(t *testing.T) {
 		{"Redis restart (SIGKILL), no persistence", "1 restarts", "-restart-redis 1 -events 40", func(n int) bool { return n > 0 }, "> 0"},
 		{"Redis restart (SIGKILL), appendonly yes", "1 restarts", "-restart-redis 1 -redis-aof", func(n int) bool { return n == 0 }, "0"},
 		{"Redis stalled 1s", "1 stalls", "-stall-for 1s", nil, ""},
+		{"Redis failover, WaitReplicas 0", "1 failovers", "-failover -wait-replicas 0", nil, ""},
+		{"Redis failover, WaitReplicas 1", "1 failovers", "-failover -wait-replicas 1", nil, ""},
 		{"PostgreSQL, no store fault", "none", "-store 'postgres://", func(n int) bool { return n == 0 }, "0"},
 		{"PostgreSQL, 3 pg_terminate_backend", "3 pg_terminate_backend", "-pg-terminate 3", nil, ""},
 	} {

@@ -17,7 +17,8 @@
 //     same size, time and allocation per byte;
 //  7. faults: handler runs per event and dead letters under faults of the
 //     key store (issue 17): a Redis restart without persistence and with
-//     AOF, a Redis stall, pg_terminate_backend under load; each row a run
+//     AOF, a Redis stall, a failover with and without WaitReplicas,
+//     pg_terminate_backend under load; each row a run
 //     of examples/chaos (which it builds), quoting its command.
 //
 // Sections 1, 2 and 7 need Redis on 127.0.0.1:6379 and PostgreSQL at

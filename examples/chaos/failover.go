@@ -16,6 +16,11 @@ import (
 // primary: the writes of that second never reach the replica.
 const replStall = time.Second
 
+// noSyncDelay makes a primary start a replica's full synchronization at
+// once rather than after the default 5 s (repl-diskless-sync-delay), so
+// that a fresh or rejoining replica is in sync within a moment.
+var noSyncDelay = []string{"--repl-diskless-sync-delay", "0"}
+
 // failover is -failover's set-up: a primary and a replica, redis-servers of
 // the harness's own without persistence, the replica replicating through a
 // tcpcut proxy (so that replication can stall), and the receiver connected
@@ -33,14 +38,14 @@ func startFailover(ctx context.Context) (_ *failover, err error) {
 			f.stop()
 		}
 	}()
-	if f.primary, err = startRedis(false); err != nil {
+	if f.primary, err = startRedis(false, noSyncDelay...); err != nil {
 		return nil, fmt.Errorf("primary: %w", err)
 	}
 	if f.repl, err = tcpcut.New(f.primary.addr); err != nil {
 		return nil, err
 	}
 	host, port, _ := net.SplitHostPort(f.repl.Addr())
-	if f.replica, err = startRedis(false, "--replicaof", host, port); err != nil {
+	if f.replica, err = startRedis(false, append([]string{"--replicaof", host, port}, noSyncDelay...)...); err != nil {
 		return nil, fmt.Errorf("replica: %w", err)
 	}
 	if err := waitReplicating(ctx, f.replica.addr); err != nil {
@@ -97,7 +102,7 @@ func (f *failover) run(ctx context.Context) error {
 		return err
 	}
 	host, port, _ := net.SplitHostPort(f.replica.addr)
-	f.primary.args = []string{"--replicaof", host, port}
+	f.primary.args = append([]string{"--replicaof", host, port}, noSyncDelay...)
 	return f.primary.startAgain()
 }
 
