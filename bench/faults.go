@@ -67,6 +67,8 @@ type faultResult struct {
 	valid, effects, attempts     int // valid events; runs that took effect; runs reaching the write
 	twice, skips, lost, written2 int
 	dead, permanent, redriven    int
+	dead409, dead503, deadNone   int // dead letters by their last answer
+	deadOther                    int
 	redriveFailed                int
 	storeErrors                  string // "n/a" when unknown
 	faults                       string // the fault lines that fired
@@ -91,17 +93,19 @@ func runFaults(ctx context.Context, s *section) error {
 	s.line("then the dead letters re-driven and every event re-sent once with its key and payload. *Runs per event* is the runs that took effect")
 	s.line("over the valid events (1.00 is exactly-once); *events run twice* counts the events whose effect ran more than once, whatever the")
 	s.line("receiver's in-memory guard absorbed (on PostgreSQL a run rolled back by a killed connection is not counted: the count is the committed")
-	s.line("writes column). *Dead letters* are the first pass's deliveries that ended without success, the invalid events' permanent ones left out.")
+	s.line("writes column). *Dead letters* are the first pass's deliveries that ended without success, the invalid events' permanent ones left out;")
+	s.line("those whose last answer was a 409 are keys blocked in flight, the case of issue 17's item 4 (the others are mostly the harness's HTTP faults).")
 	s.line("The harness's timings are short (1 s lease, 250 ms store timeout, 4 attempts per delivery); the *reported before* column is issue 17's")
 	s.line("figures for the code before its items 3 and 4, measured with `examples/ingest`'s defaults (30 s lease, 2 s store timeout, 3,000 keys),")
 	s.line("**not by this run**. The failover rows run a primary and a replica of the harness's own: replication stalls for 1 s under load, the")
 	s.line("primary is SIGKILLed, the replica promoted (`REPLICAOF NO ONE`) and the receiver pointed at it, and the old primary rejoins, empty, as its replica.")
 	s.line("")
-	header := []string{"fault", "runs per event", "events run twice", "guard skips", "dead letters (re-driven, failed again)", "events lost", "store 503s", "faults fired", "reported before (issue 17, old code; not this run)", "command"}
+	header := []string{"fault", "runs per event", "events run twice", "guard skips", "dead letters (re-driven, failed again)", "dead letters by last answer", "events lost", "store 503s", "faults fired", "reported before (issue 17, old code; not this run)", "command"}
 	var (
 		rows           [][]string
 		groups         []string
 		twice, dead    []float64
+		dead409        []float64
 		failed         []string
 		worstTwiceCase string
 		worstTwice     = -1
@@ -115,7 +119,7 @@ func runFaults(ctx context.Context, s *section) error {
 		o.logf("faults: %s", command)
 		r, err := runChaos(ctx, bin, args)
 		if err != nil {
-			rows = append(rows, []string{c.name, "—", "—", "—", "—", "—", "—", "—", c.before, fmt.Sprintf("`%s`: **%v**", command, err)})
+			rows = append(rows, []string{c.name, "—", "—", "—", "—", "—", "—", "—", "—", c.before, fmt.Sprintf("`%s`: **%v**", command, err)})
 			failed = append(failed, c.name)
 			continue
 		}
@@ -126,10 +130,12 @@ func runFaults(ctx context.Context, s *section) error {
 		rows = append(rows, []string{c.name, fmt.Sprintf("%.2f (%d runs, %d reached the write)", perEvent, r.effects, r.attempts),
 			strconv.Itoa(r.twice), strconv.Itoa(r.skips),
 			fmt.Sprintf("%d (%d, %d)", r.dead-r.permanent, r.redriven, r.redriveFailed),
+			fmt.Sprintf("%d 409 (key in flight), %d 503, %d none, %d other", r.dead409, r.dead503, r.deadNone, r.deadOther),
 			strconv.Itoa(r.lost), r.storeErrors, r.faults, c.before, "`" + command + "`"})
 		groups = append(groups, shortFault(c.name))
 		twice = append(twice, float64(r.twice))
 		dead = append(dead, float64(r.dead-r.permanent))
+		dead409 = append(dead409, float64(r.dead409))
 		if r.twice > worstTwice {
 			worstTwice, worstTwiceCase = r.twice, c.name
 		}
@@ -139,7 +145,7 @@ func runFaults(ctx context.Context, s *section) error {
 	if len(groups) > 0 {
 		if err := s.figure("faults.svg", "events run twice and dead letters per store fault", barChart{
 			title: "Store faults: events run twice and dead letters (examples/chaos)", yLabel: "events",
-			groups: groups, names: []string{"events run twice", "dead letters"}, values: [][]float64{twice, dead},
+			groups: groups, names: []string{"events run twice", "dead letters", "of which 409 last"}, values: [][]float64{twice, dead, dead409},
 		}.render()); err != nil {
 			return err
 		}
@@ -241,6 +247,15 @@ func runChaos(ctx context.Context, bin string, args []string) (*faultResult, err
 		*f.to = n
 	}
 	r.valid -= invalid
+	byAnswer := strings.Split(rows["dead letters by last answer"], ", ")
+	if len(byAnswer) != 4 {
+		return nil, fmt.Errorf("chaos row %q = %q: want 4 parts", "dead letters by last answer", rows["dead letters by last answer"])
+	}
+	for i, to := range []*int{&r.dead409, &r.dead503, &r.deadNone, &r.deadOther} {
+		if *to, err = nthInt(byAnswer[i], 0); err != nil {
+			return nil, fmt.Errorf("chaos row %q = %q: %w", "dead letters by last answer", rows["dead letters by last answer"], err)
+		}
+	}
 	var fired []string
 	for _, f := range []struct{ row, name string }{
 		{"Redis restarts", "restarts"}, {"Redis failovers", "failovers"}, {"store stalls", "stalls"}, {"pg_terminate_backend", "pg_terminate_backend"}, {"store cuts", "cuts"},

@@ -169,6 +169,8 @@ type report struct {
 	attempts, replays, conflicts  int64
 	invalidAnswers                int64
 	deadLettered, deadInvalid     int
+	dead409, dead503              int // the others, by their last answer
+	deadNoAnswer, deadOther       int
 	redriven, redriveFailed       int
 	resent, resentReplayed        int
 	proxy                         faultproxy.Stats
@@ -211,6 +213,7 @@ func (r *report) print(w io.Writer) {
 	row("409s", "%d", r.conflicts)
 	row("422s", "%d", r.invalidAnswers)
 	row("dead-lettered (first pass)", "%d (%d invalid, permanent)", r.deadLettered, r.deadInvalid)
+	row("dead letters by last answer", "%d 409 (key in flight), %d 503, %d no answer, %d other", r.dead409, r.dead503, r.deadNoAnswer, r.deadOther)
 	row("re-driven", "%d (%d failed again)", r.redriven, r.redriveFailed)
 	row("re-sent (every event)", "%d (%d replayed)", r.resent, r.resentReplayed)
 	p := r.proxy
@@ -454,8 +457,17 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	dls := dl.take()
 	rep.deadLettered = len(dls)
 	for _, d := range dls {
-		if d.Reason == "permanent" {
+		switch {
+		case d.Reason == "permanent":
 			rep.deadInvalid++
+		case d.LastStatus == http.StatusConflict:
+			rep.dead409++
+		case d.LastStatus == http.StatusServiceUnavailable:
+			rep.dead503++
+		case d.LastStatus == 0:
+			rep.deadNoAnswer++
+		default:
+			rep.deadOther++
 		}
 	}
 	rep.redriven, rep.redriveFailed = redrive(ctx, senders, rcv.URL(), dls, &dl)

@@ -90,6 +90,8 @@
 // in flight"; "422s" the invalid events' answers, first or replayed.
 // "dead-lettered" counts the deliveries of the first pass that ended
 // without success (the invalid events among them, permanently), and
+// "dead letters by last answer" splits the others by the last answer
+// their sender got (a 409 is a key still in flight, blocked);
 // "re-driven" those sent again afterwards; "re-sent" the events sent once
 // more at the end, and how many of those answers were replays. The proxy's
 // lines count the faults it injected; "store 503s" the requests the
