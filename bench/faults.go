@@ -123,11 +123,11 @@ func runFaults(ctx context.Context, s *section) error {
 			failed = append(failed, c.name)
 			continue
 		}
-		perEvent := math.NaN()
+		perEvent := math.NaN() // runs per valid event
 		if r.valid > 0 {
 			perEvent = float64(r.effects) / float64(r.valid)
 		}
-		rows = append(rows, []string{c.name, fmt.Sprintf("%.2f (%d runs, %d reached the write)", perEvent, r.effects, r.attempts),
+		rows = append(rows, []string{c.name, fmt.Sprintf("%.3f (%d runs, %d reached the write)", perEvent, r.effects, r.attempts),
 			strconv.Itoa(r.twice), strconv.Itoa(r.skips),
 			fmt.Sprintf("%d (%d, %d)", r.dead-r.permanent, r.redriven, r.redriveFailed),
 			fmt.Sprintf("%d 409 (key in flight), %d 503, %d none, %d other", r.dead409, r.dead503, r.deadNone, r.deadOther),
