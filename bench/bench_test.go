@@ -36,6 +36,8 @@ func tinyOptions(t *testing.T) options {
 	o.occTrials = 5
 	o.outageEvents, o.outageCapacity, o.outageDown = 100, 20, 5*time.Second
 	o.hostileBody, o.hostileHoles, o.hostileCircle = 64<<10, []int{1000}, 1000
+	o.faultEvents, o.faultSenders, o.faultWriteDelay = 40, 4, 5*time.Millisecond
+	o.faultStall, o.faultPGKills = time.Second, 3
 	if addr := os.Getenv("GEOIDEM_REDIS_ADDR"); addr != "" {
 		o.redisAddr = addr
 	}

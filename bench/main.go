@@ -1,7 +1,7 @@
 // Command bench measures geoidem against the baselines that matter, in one
 // run on one machine, and writes bench/REPORT.md with its SVG figures.
 //
-//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage,hostile]
+//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage,hostile,faults]
 //
 // Sections (numbered as in issue 8):
 //
@@ -14,9 +14,14 @@
 //     simulation, driven by package client's backoff code;
 //  5. outage: webhook senders against a receiver that is down for 30 s;
 //  6. hostile: the hostile inputs of issue 16 against benign ones of the
-//     same size, time and allocation per byte.
+//     same size, time and allocation per byte;
+//  7. faults: handler runs per event and dead letters under faults of the
+//     key store (issue 17): a Redis restart without persistence and with
+//     AOF, a Redis stall, a failover with and without WaitReplicas,
+//     pg_terminate_backend under load; each row a run
+//     of examples/chaos (which it builds), quoting its command.
 //
-// Sections 1 and 2 need Redis on 127.0.0.1:6379 and PostgreSQL at
+// Sections 1, 2 and 7 need Redis on 127.0.0.1:6379 and PostgreSQL at
 // postgres://postgres@127.0.0.1:5432/test (see -redis and -postgres); a
 // service that cannot be reached fails the run. Sections 4 and 5 are pure
 // simulations in virtual time, deterministic for a -seed.
@@ -74,11 +79,18 @@ type options struct {
 	hostileBody   int   // size of the problem-document body
 	hostileHoles  []int // hole counts
 	hostileCircle int   // vertices of the tiny circle
+
+	// Section 7.
+	faultEvents     int           // events of each chaos run
+	faultSenders    int           // its concurrent senders
+	faultWriteDelay time.Duration // its pause before each feature write
+	faultStall      time.Duration // how long the Redis stall lasts
+	faultPGKills    int           // pg_terminate_backend rounds
 }
 
 // sectionNames are the -only names, in report order; the issue's numbers
 // are accepted as well.
-var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile"}
+var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults"}
 
 func defaultOptions(quick bool) options {
 	o := options{
@@ -105,12 +117,19 @@ func defaultOptions(quick bool) options {
 		hostileBody:    1 << 20,
 		hostileHoles:   []int{20_000, 50_000},
 		hostileCircle:  21_000,
+
+		faultEvents:     2000,
+		faultSenders:    16,
+		faultWriteDelay: 20 * time.Millisecond,
+		faultStall:      3 * time.Second,
+		faultPGKills:    20,
 	}
 	if quick {
 		o.httpRequests, o.httpTime, o.httpRounds = 2000, 600*time.Millisecond, 3
 		o.valTime = 50 * time.Millisecond
 		o.occClients = []int{10, 50, 100, 190}
 		o.occTrials = 20
+		o.faultEvents = 500
 	}
 	return o
 }
@@ -154,7 +173,7 @@ func parseOnly(s string) (map[string]bool, error) {
 func main() {
 	quick := flag.Bool("quick", false, "smaller sizes, for a quick look")
 	out := flag.String("out", "bench", "directory for REPORT.md and its figures")
-	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-6); default all")
+	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-7); default all")
 	seed := flag.Uint64("seed", 1, "seed of the simulations (sections occ and outage)")
 	redisAddr := flag.String("redis", "127.0.0.1:6379", "Redis address")
 	pgURL := flag.String("postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL connection string")

@@ -78,6 +78,7 @@ var sections = []struct {
 	{"occ", "4. Retry storms, reproduced (AWS \"Exponential Backoff And Jitter\")", runOCC},
 	{"outage", "5. Webhook outage and recovery", runOutage},
 	{"hostile", "6. Hostile inputs", runHostile},
+	{"faults", "7. Store faults", runFaults},
 }
 
 // environment describes the machine and the moment of a run.

@@ -218,6 +218,17 @@ func TestUsage(t *testing.T) {
 		{"-restart-redis", "-1"},
 		{"-restart-redis", "1", "-store", "redis://127.0.0.1:6379/0"},
 		{"-restart-redis", "1", "-kill-sender", "1"},
+		{"-redis-aof"},
+		{"-stall-for", "1s"},
+		{"-store", "redis://127.0.0.1:6379/0", "-stall-for", "-1s"},
+		{"-store", "redis://127.0.0.1:6379/0", "-pg-terminate", "3"},
+		{"-store", "postgres://127.0.0.1:5432/x", "-pg-terminate", "-1"},
+		{"-store", "postgres://127.0.0.1:5432/x", "-pg-terminate", "1", "-kill-sender", "1"},
+		{"-write-delay", "-1ms"},
+		{"-failover", "-store", "redis://127.0.0.1:6379/0"},
+		{"-failover", "-restart-redis", "1"},
+		{"-wait-replicas", "1"},
+		{"-failover", "-wait-replicas", "-1"},
 		{"-store", "postgres://db.example.com:5432/x"},
 		{"-store", "redis://127.0.0.1/0"},
 		{"-store", "mysql://127.0.0.1:3306/x"},
@@ -254,5 +265,19 @@ func TestMakeEventsSeeded(t *testing.T) {
 	}
 	if invalid != 6 || twice != 10 {
 		t.Errorf("%d invalid, %d sent twice; want 6 and 10", invalid, twice)
+	}
+}
+
+// TestPostgresTerminate kills the receiver's PostgreSQL connections under
+// load without the cuts of -store-faults (-pg-terminate): every kill
+// lands, and nothing runs twice.
+func TestPostgresTerminate(t *testing.T) {
+	t.Parallel()
+	rows := runChaos(t, "-store", storeURL("GEOIDEM_TEST_POSTGRES", pgURL), "-pg-terminate", "5", "-write-delay", "5ms", "-events", "150")
+	if n := count(t, rows, "pg_terminate_backend"); n != 5 {
+		t.Errorf("%d pg_terminate_backend rounds, want 5", n)
+	}
+	if n := count(t, rows, "store cuts"); n != 0 {
+		t.Errorf("%d store cuts, want none without -store-faults", n)
 	}
 }

@@ -169,13 +169,18 @@ type report struct {
 	attempts, replays, conflicts  int64
 	invalidAnswers                int64
 	deadLettered, deadInvalid     int
+	dead409, dead503              int // the others, by their last answer
+	deadNoAnswer, deadOther       int
 	redriven, redriveFailed       int
 	resent, resentReplayed        int
 	proxy                         faultproxy.Stats
 	cuts, refused, severed        uint64
+	stalls                        int
+	stallFor                      time.Duration
 	terminations, terminated      int
 	kills                         int
 	restarts                      int
+	failovers                     int
 	senderKills                   int
 	journalPending                int // -1: no journal
 	storeErrors, released         int // -1: unknown
@@ -208,15 +213,18 @@ func (r *report) print(w io.Writer) {
 	row("409s", "%d", r.conflicts)
 	row("422s", "%d", r.invalidAnswers)
 	row("dead-lettered (first pass)", "%d (%d invalid, permanent)", r.deadLettered, r.deadInvalid)
+	row("dead letters by last answer", "%d 409 (key in flight), %d 503, %d no answer, %d other", r.dead409, r.dead503, r.deadNoAnswer, r.deadOther)
 	row("re-driven", "%d (%d failed again)", r.redriven, r.redriveFailed)
 	row("re-sent (every event)", "%d (%d replayed)", r.resent, r.resentReplayed)
 	p := r.proxy
 	row("proxy requests", "%d (%d forwarded)", p.Requests, p.Forwarded)
 	row("proxy faults", "%d lost-ack, %d 503, %d 429, %d reset, %d delay", p.LostAck, p.Inject503, p.Inject429, p.Reset, p.Delay)
 	row("store cuts", "%d (%d connections reset, %d refused)", r.cuts, r.severed, r.refused)
+	row("store stalls", "%d (%v each)", r.stalls, r.stallFor)
 	row("pg_terminate_backend", "%d (%d connections)", r.terminations, r.terminated)
 	row("receiver kills", "%d", r.kills)
 	row("Redis restarts", "%d", r.restarts)
+	row("Redis failovers", "%d", r.failovers)
 	row("sender kills", "%d", r.senderKills)
 	row("journal pending", "%s", unknown(r.journalPending))
 	row("store 503s (fail closed)", "%s", unknown(r.storeErrors))
@@ -265,12 +273,22 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	var redis *redisServer // -restart-redis: the harness's own
 	if o.restartRedis > 0 {
 		var err error
-		if redis, err = startRedis(); err != nil {
+		if redis, err = startRedis(o.redisAOF); err != nil {
 			fmt.Fprintf(stderr, "chaos: redis-server: %v\n", err)
 			return 1
 		}
 		defer redis.stop()
 		o.store = "redis://" + redis.addr + "/0"
+	}
+	var fo *failover // -failover: the harness's own primary and replica
+	if o.failover {
+		var err error
+		if fo, err = startFailover(ctx); err != nil {
+			fmt.Fprintf(stderr, "chaos: failover set-up: %v\n", err)
+			return 1
+		}
+		defer fo.stop()
+		o.store = "redis://" + fo.front.Addr() + "/0"
 	}
 	st, err := setupStore(o, suffix)
 	if err != nil {
@@ -311,7 +329,15 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	if o.storeFaults {
 		label += ", store faults"
 	}
-	if redis != nil {
+	if o.stallFor > 0 {
+		label += fmt.Sprintf(", a %v store stall", o.stallFor)
+	}
+	switch {
+	case fo != nil:
+		label += fmt.Sprintf(" (own primary and replica, failover; WaitReplicas %d)", o.waitReplicas)
+	case redis != nil && o.redisAOF:
+		label += " (own redis-server, appendonly yes, appendfsync always)"
+	case redis != nil:
 		label += " (own redis-server, no persistence)"
 	}
 
@@ -338,7 +364,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 
 	evs := makeEvents(o.events, o.seed, suffix)
 	var jobs []*event
-	rep := report{store: label, senders: o.senders, events: len(evs), storeErrors: -1, released: -1, journalPending: -1}
+	rep := report{store: label, senders: o.senders, events: len(evs), storeErrors: -1, released: -1, journalPending: -1, stallFor: o.stallFor}
 	for i := range evs {
 		e := &evs[i]
 		jobs = append(jobs, e)
@@ -365,7 +391,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	defer closeIdle()
 
 	// Store and receiver faults, at seeded points of the first pass.
-	faults := plannedFaults(o, st, kids, redis, &rep, len(jobs))
+	faults := plannedFaults(o, st, kids, redis, fo, &rep, len(jobs))
 	faultsDone := make(chan error, 1)
 	go func() { faultsDone <- fire(ctx, faults, &done) }()
 
@@ -431,8 +457,17 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	dls := dl.take()
 	rep.deadLettered = len(dls)
 	for _, d := range dls {
-		if d.Reason == "permanent" {
+		switch {
+		case d.Reason == "permanent":
 			rep.deadInvalid++
+		case d.LastStatus == http.StatusConflict:
+			rep.dead409++
+		case d.LastStatus == http.StatusServiceUnavailable:
+			rep.dead503++
+		case d.LastStatus == 0:
+			rep.deadNoAnswer++
+		default:
+			rep.deadOther++
 		}
 	}
 	rep.redriven, rep.redriveFailed = redrive(ctx, senders, rcv.URL(), dls, &dl)
@@ -526,7 +561,7 @@ func redrive(ctx context.Context, senders []*client.Sender, base string, dls []c
 // plannedFaults returns the store and receiver faults of a run, each at a
 // seeded point of the first pass (between 10% and 85% of the deliveries),
 // in the order they fire.
-func plannedFaults(o options, st *storeSetup, kids *child, redis *redisServer, rep *report, deliveries int) []storeFault {
+func plannedFaults(o options, st *storeSetup, kids *child, redis *redisServer, fo *failover, rep *report, deliveries int) []storeFault {
 	var fs []storeFault
 	if o.storeFaults && st.cut != nil {
 		cutFor := cmp.Or(o.cutFor, cutFor)
@@ -554,6 +589,28 @@ func plannedFaults(o options, st *storeSetup, kids *child, redis *redisServer, r
 			}})
 		}
 	}
+	if o.stallFor > 0 && st.cut != nil {
+		fs = append(fs, storeFault{name: "stall", do: func(ctx context.Context) error {
+			st.cut.Stall()
+			t := time.NewTimer(o.stallFor)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			st.cut.Restore()
+			rep.stalls++
+			return nil
+		}})
+	}
+	for range o.pgTerminate {
+		fs = append(fs, storeFault{name: "pg_terminate_backend", do: func(ctx context.Context) error {
+			n, err := st.terminate(ctx)
+			rep.terminations++
+			rep.terminated += n
+			return err
+		}})
+	}
 	for range o.killReceiver {
 		fs = append(fs, storeFault{name: "SIGKILL", do: kids.kill})
 	}
@@ -564,6 +621,12 @@ func plannedFaults(o options, st *storeSetup, kids *child, redis *redisServer, r
 				return redis.restart(ctx)
 			}})
 		}
+	}
+	if fo != nil {
+		fs = append(fs, storeFault{name: "failover", do: func(ctx context.Context) error {
+			rep.failovers++
+			return fo.run(ctx)
+		}})
 	}
 	rng := rand.New(rand.NewPCG(o.seed, 0xfa17))
 	rng.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })

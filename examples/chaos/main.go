@@ -9,7 +9,10 @@
 //	go run ./examples/chaos [-store memory|redis://…|postgres://…]
 //	                        [-senders 4] [-events 300] [-seed 1]
 //	                        [-store-faults] [-kill-receiver N] [-kill-sender N]
-//	                        [-restart-redis N] [-attempts 4] [-cut-for 400ms]
+//	                        [-restart-redis N [-redis-aof]] [-stall-for 3s]
+//	                        [-pg-terminate N] [-failover [-wait-replicas N]]
+//	                        [-write-delay 0] [-attempts 4]
+//	                        [-cut-for 400ms]
 //
 // Every event is one GeoJSON Feature with its own id and its own
 // idempotency key. A seeded few are invalid (a Feature without "id": the
@@ -56,6 +59,24 @@
 // again: the in-memory feature store skips the second writes, "features
 // written twice" stays 0, and the run must still FAIL on "events run
 // twice". It shows what the run count sees and the write count does not.
+// With -redis-aof as well, that redis-server runs with appendonly yes and
+// appendfsync always and restarts on its own files: every write it
+// acknowledged survives, and the run should pass.
+//
+// -stall-for D stalls the path from the receiver to Redis or PostgreSQL
+// once, at a seeded point of the first pass, for D (internal/tcpcut Stall:
+// connections stay open, nothing is forwarded or reset). -pg-terminate N
+// kills the receiver's PostgreSQL connections with pg_terminate_backend N
+// times at seeded points of the first pass, without the cuts of
+// -store-faults. With -failover the store is a primary and a replica,
+// redis-servers of the harness's own without persistence; at a seeded
+// point of the first pass replication stalls for 1 s, the primary is
+// SIGKILLed, the replica promoted (REPLICAOF NO ONE) and the receiver's
+// path pointed at it (a tcpcut proxy in between, as a Sentinel switch
+// would), and the old primary restarts empty as the new one's replica;
+// -wait-replicas N sets the receiver's redisstore WaitReplicas, so that a
+// claim counts only once N replicas hold it. -write-delay D pauses every feature write for D, so that
+// more handlers are running when a fault strikes. The bench's "store faults" section runs these.
 //
 // Each run against Redis or PostgreSQL uses its own key prefix or tables,
 // named with a random suffix, and removes them at the end. Every address is
@@ -69,6 +90,8 @@
 // in flight"; "422s" the invalid events' answers, first or replayed.
 // "dead-lettered" counts the deliveries of the first pass that ended
 // without success (the invalid events among them, permanently), and
+// "dead letters by last answer" splits the others by the last answer
+// their sender got (a 409 is a key still in flight, blocked);
 // "re-driven" those sent again afterwards; "re-sent" the events sent once
 // more at the end, and how many of those answers were replays. The proxy's
 // lines count the faults it injected; "store 503s" the requests the
@@ -138,6 +161,22 @@ type options struct {
 	// restartRedis is how many times the harness's own redis-server is
 	// SIGKILLed and restarted empty.
 	restartRedis int
+	// redisAOF runs that redis-server with appendonly yes and appendfsync
+	// always: a restart then reloads every acknowledged write.
+	redisAOF bool
+	// stallFor is how long the one store stall lasts (0: no stall).
+	stallFor time.Duration
+	// pgTerminate is how many extra pg_terminate_backend rounds hit the
+	// receiver's PostgreSQL connections under load.
+	pgTerminate int
+	// failover runs the store as a primary and a replica of the harness's
+	// own and fails over once under load; waitReplicas is the receiver's
+	// redisstore Config.WaitReplicas.
+	failover     bool
+	waitReplicas int
+	// writeDelay pauses each feature write (ingest.Config.WriteDelay), so
+	// that more handlers are running when a store fault strikes.
+	writeDelay time.Duration
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -150,7 +189,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N]")
+		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N [-redis-aof]] [-stall-for D] [-pg-terminate N] [-failover [-wait-replicas N]]")
 		fl.PrintDefaults()
 	}
 	var o options
@@ -164,6 +203,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&o.killReceiver, "kill-receiver", 0, "run the receiver as a child process and SIGKILL and restart it this many times (PostgreSQL only)")
 	fl.IntVar(&o.killSender, "kill-sender", 0, "run the senders, journaled, in a child process and SIGKILL and re-run it this many times")
 	fl.IntVar(&o.restartRedis, "restart-redis", 0, "start a redis-server without persistence as the store, and SIGKILL it and restart it empty this many times (the run then FAILs: completed keys run again)")
+	fl.BoolVar(&o.redisAOF, "redis-aof", false, "with -restart-redis: run that redis-server with appendonly yes and appendfsync always, so that a restart keeps every acknowledged write")
+	fl.DurationVar(&o.stallFor, "stall-for", 0, "stall the receiver's connections to Redis or PostgreSQL once, under load, for this long (nothing forwarded, nothing reset)")
+	fl.IntVar(&o.pgTerminate, "pg-terminate", 0, "kill the receiver's PostgreSQL connections with pg_terminate_backend this many times under load (PostgreSQL only; -store-faults adds 3 of its own)")
+	fl.BoolVar(&o.failover, "failover", false, "start a redis-server primary and replica of its own; under load, stall replication for 1 s, SIGKILL the primary, promote the replica and point the receiver at it")
+	fl.IntVar(&o.waitReplicas, "wait-replicas", 0, "the receiver's redisstore WaitReplicas: replicas that must acknowledge each claim (Redis only)")
+	fl.DurationVar(&o.writeDelay, "write-delay", 0, "pause each feature write this long, so that more handlers are running when a store fault strikes")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -228,13 +273,32 @@ func (o options) check() error {
 		return fmt.Errorf("-restart-redis %d: want 0 to %d", o.restartRedis, maxKills)
 	case o.restartRedis > 0 && (o.store != "memory" && o.store != "" || o.storeFaults || o.killReceiver > 0 || o.killSender > 0 || o.naive):
 		return errors.New("-restart-redis runs alone, on a redis-server of its own: not with -store, -store-faults, -kill-receiver or -kill-sender")
+	case o.redisAOF && o.restartRedis == 0:
+		return errors.New("-redis-aof configures the redis-server of -restart-redis")
+	case o.stallFor < 0 || o.stallFor > time.Minute:
+		return fmt.Errorf("-stall-for %v: want 0 to 1m", o.stallFor)
+	case o.failover && (o.store != "memory" && o.store != "" || o.storeFaults || o.killReceiver > 0 || o.killSender > 0 || o.naive || o.restartRedis > 0 || o.stallFor > 0):
+		return errors.New("-failover runs alone, on redis-servers of its own: not with -store, -store-faults, -kill-receiver, -kill-sender, -restart-redis or -stall-for")
+	case o.waitReplicas < 0 || o.waitReplicas > 5:
+		return fmt.Errorf("-wait-replicas %d: want 0 to 5", o.waitReplicas)
+	case o.waitReplicas > 0 && !o.failover && !strings.HasPrefix(o.store, "redis://"):
+		return errors.New("-wait-replicas needs -failover or -store redis://…")
+	case o.writeDelay < 0 || o.writeDelay > 5*time.Second:
+		return fmt.Errorf("-write-delay %v: want 0 to 5s", o.writeDelay)
+	case o.pgTerminate < 0 || o.pgTerminate > maxKills:
+		return fmt.Errorf("-pg-terminate %d: want 0 to %d", o.pgTerminate, maxKills)
+	case (o.stallFor > 0 || o.pgTerminate > 0) && o.killSender > 0:
+		return errors.New("-kill-sender runs alone: not with -stall-for or -pg-terminate")
 	}
 	kind := o.kind()
 	if kind == memoryStore && o.store != "memory" && o.store != "" {
 		return fmt.Errorf("-store %q: want memory, redis://host:port/db or postgres://…", o.store)
 	}
-	if kind == memoryStore && o.storeFaults {
-		return errors.New("-store-faults needs -store redis://… or postgres://…: the memory store cannot fail")
+	if kind == memoryStore && (o.storeFaults || o.stallFor > 0) {
+		return errors.New("-store-faults and -stall-for need -store redis://… or postgres://…: the memory store cannot fail")
+	}
+	if o.pgTerminate > 0 && kind != postgresStore {
+		return errors.New("-pg-terminate needs -store postgres://…")
 	}
 	if o.killReceiver > 0 && kind != postgresStore {
 		return errors.New("-kill-receiver needs -store postgres://…: features kept in the receiver's memory die with it")

@@ -43,3 +43,49 @@ func TestRedisRestartRunsTwice(t *testing.T) {
 		t.Errorf("result %q, want FAIL", rows["result"])
 	}
 }
+
+// TestRedisRestartAOFRunsOnce is the same restart on a redis-server with
+// appendonly yes and appendfsync always (-redis-aof): the restart reloads
+// every write the server acknowledged, so no handler runs twice and the run
+// passes.
+func TestRedisRestartAOFRunsOnce(t *testing.T) {
+	t.Parallel()
+	rows := runChaos(t, "-restart-redis", "1", "-redis-aof", "-events", "150")
+	if n := count(t, rows, "Redis restarts"); n != 1 {
+		t.Errorf("%d Redis restarts, want 1", n)
+	}
+	if !strings.Contains(rows["store"], "appendfsync always") {
+		t.Errorf("store %q does not name the AOF configuration", rows["store"])
+	}
+}
+
+// TestRedisFailover runs -failover, with and without WaitReplicas: the
+// harness's own primary is SIGKILLed after a 1 s replication stall, its
+// replica promoted, and the run completes with the failover counted and no
+// event lost. (Whether events run twice depends on the claims the stall
+// caught; the bench's store-faults section counts them.)
+func TestRedisFailover(t *testing.T) {
+	for _, wait := range []string{"0", "1"} {
+		t.Run("WaitReplicas="+wait, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var stdout, stderr bytes.Buffer
+			code := run(ctx, []string{"-failover", "-wait-replicas", wait, "-events", "150"}, &stdout, &stderr)
+			t.Logf("%s", stdout.String())
+			if code != 0 && code != 1 {
+				t.Fatalf("exit %d\nstderr:\n%s", code, stderr.String())
+			}
+			rows := table(t, stdout.String())
+			if n := count(t, rows, "Redis failovers"); n != 1 {
+				t.Errorf("%d failovers, want 1", n)
+			}
+			if n := count(t, rows, "events lost"); n != 0 {
+				t.Errorf("%d events lost", n)
+			}
+			if !strings.Contains(rows["store"], "WaitReplicas "+wait) {
+				t.Errorf("store %q does not name WaitReplicas %s", rows["store"], wait)
+			}
+		})
+	}
+}

@@ -26,13 +26,13 @@ type storeSetup struct {
 	direct string
 	// appName is the receiver's PostgreSQL application_name.
 	appName string
-	cut     *tcpcut.Proxy // nil without -store-faults
+	cut     *tcpcut.Proxy // nil without -store-faults and -stall-for
 }
 
 // setupStore names the run's prefix or tables after suffix and, with
 // faults, puts a tcpcut proxy between the receiver and the store.
 func setupStore(o options, suffix string) (*storeSetup, error) {
-	s := &storeSetup{kind: o.kind(), cfg: ingest.Config{Store: "memory", Lease: lease, StoreTimeout: storeTimeout, CountRuns: true}}
+	s := &storeSetup{kind: o.kind(), cfg: ingest.Config{Store: "memory", Lease: lease, StoreTimeout: storeTimeout, CountRuns: true, WriteDelay: o.writeDelay}}
 	if s.kind == memoryStore {
 		return s, nil
 	}
@@ -41,7 +41,7 @@ func setupStore(o options, suffix string) (*storeSetup, error) {
 		return nil, err
 	}
 	receiverURL := *u
-	if o.storeFaults {
+	if o.storeFaults || o.stallFor > 0 {
 		if s.cut, err = tcpcut.New(u.Host); err != nil {
 			return nil, err
 		}
@@ -53,6 +53,7 @@ func setupStore(o options, suffix string) (*storeSetup, error) {
 		// The harness measures what faults do, on test servers: it accepts
 		// a Redis that keeps nothing across a restart.
 		s.cfg.RedisDurability = redisstore.AcceptVolatile
+		s.cfg.RedisWaitReplicas = o.waitReplicas
 		s.direct = u.String()
 	case postgresStore:
 		s.cfg.KeyTable, s.cfg.FeaturesTable = "chaos_keys_"+suffix, "chaos_features_"+suffix

@@ -55,6 +55,9 @@ type Config struct {
 	// persistence (redisstore.RefuseVolatile: it refuses a Redis that keeps
 	// nothing across a restart); see redisstore.Durability.
 	RedisDurability redisstore.Durability
+	// RedisWaitReplicas is the Redis store's Config.WaitReplicas: how many
+	// replicas must acknowledge each claim (default 0: none waited for).
+	RedisWaitReplicas int
 	// MaxFeatures and MaxFeatureBytes bound the in-memory feature store of
 	// the memory and Redis modes (DefaultMaxFeatures, DefaultMaxFeatureBytes:
 	// ids, feature bytes and applied keys). When a write does not fit it is
@@ -107,7 +110,8 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	be, err := open(ctx, cfg.Store, backendOptions{
 		KeyTable: orDefault(cfg.KeyTable, pgstore.DefaultTable), FeaturesTable: orDefault(cfg.FeaturesTable, "features"),
 		RedisPrefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix), RedisDurability: cfg.RedisDurability, Logger: cfg.Logger,
-		MaxFeatures: cfg.MaxFeatures, MaxFeatureBytes: cfg.MaxFeatureBytes,
+		RedisWaitReplicas: cfg.RedisWaitReplicas,
+		MaxFeatures:       cfg.MaxFeatures, MaxFeatureBytes: cfg.MaxFeatureBytes,
 		OnSkip: runs.skip,
 	})
 	if err != nil {

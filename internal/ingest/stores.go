@@ -37,6 +37,8 @@ type backendOptions struct {
 	// logger of its checks' warnings.
 	RedisDurability redisstore.Durability
 	Logger          *slog.Logger
+	// Redis: the store's Config.WaitReplicas.
+	RedisWaitReplicas int
 
 	MaxFeatures     int   // memory and Redis: the in-memory feature store's bound in features
 	MaxFeatureBytes int64 // memory and Redis: its bound in bytes
@@ -116,7 +118,7 @@ func openRedis(storeURL string, opt backendOptions) (*backend, error) {
 		ropts.ContextTimeoutEnabled = true
 		client = redis.NewClient(ropts)
 	}
-	store, err := redisstore.New(client, redisstore.Config{KeyPrefix: opt.RedisPrefix, Durability: opt.RedisDurability, Logger: opt.Logger})
+	store, err := redisstore.New(client, redisstore.Config{KeyPrefix: opt.RedisPrefix, Durability: opt.RedisDurability, Logger: opt.Logger, WaitReplicas: opt.RedisWaitReplicas})
 	if err != nil {
 		client.Close()
 		return nil, err

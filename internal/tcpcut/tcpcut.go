@@ -9,7 +9,10 @@
 //     only their timeouts end the wait (a partition or a hung server);
 //
 //   - Restore forwards again, resetting what a stall left open so that
-//     clients reconnect through a working path.
+//     clients reconnect through a working path;
+//
+//   - Retarget points it at another server, resetting every connection: a
+//     failover behind a fixed address.
 //
 //     p, err := tcpcut.New("127.0.0.1:6379")
 //     ...
@@ -131,6 +134,27 @@ func (p *Proxy) Restore() {
 	}
 }
 
+// Retarget makes the proxy forward new connections to target (a loopback
+// host:port, as for New) and resets every live connection, so that clients
+// reconnect to the new target: a failover behind a fixed address.
+func (p *Proxy) Retarget(target string) error {
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		return fmt.Errorf("tcpcut: target %q: %w", target, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%w: %q", ErrNotLoopback, target)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
+	for pr := range p.pairs {
+		pr.abort()
+		delete(p.pairs, pr)
+	}
+	return nil
+}
+
 // Stats returns what the proxy has done so far.
 func (p *Proxy) Stats() Stats {
 	p.mu.Lock()
@@ -190,10 +214,10 @@ func (p *Proxy) serve(c net.Conn) {
 	defer p.wg.Done()
 	pr := &pair{client: c}
 	p.mu.Lock()
-	stalled := p.stalled
+	stalled, target := p.stalled, p.target
 	p.mu.Unlock()
 	if !stalled {
-		t, err := net.DialTimeout("tcp", p.target, dialTimeout)
+		t, err := net.DialTimeout("tcp", target, dialTimeout)
 		if err != nil {
 			abort(c)
 			return

@@ -180,3 +180,69 @@ func TestStallAndRestore(t *testing.T) {
 		t.Errorf("stats %+v, want 1 stall", s)
 	}
 }
+
+// greeter serves on a fresh loopback port and writes hello to every
+// connection.
+func greeter(t *testing.T, hello string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.Write([]byte(hello))
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// Retarget sends new connections to the new target and resets the old
+// ones; a target off loopback is refused.
+func TestRetarget(t *testing.T) {
+	p, err := New(greeter(t, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	hello := func(c net.Conn) (string, error) {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b := make([]byte, 1)
+		_, err := io.ReadFull(c, b)
+		return string(b), err
+	}
+	old, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if got, err := hello(old); got != "a" || err != nil {
+		t.Fatalf("before Retarget: %q, %v; want a", got, err)
+	}
+	if err := p.Retarget(greeter(t, "b")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := hello(old); err == nil {
+		t.Errorf("the old connection still reads %q after Retarget", got)
+	}
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, err := hello(c); got != "b" || err != nil {
+		t.Errorf("after Retarget: %q, %v; want b", got, err)
+	}
+	if err := p.Retarget("192.0.2.1:6379"); !errors.Is(err, ErrNotLoopback) {
+		t.Errorf("Retarget off loopback: %v, want ErrNotLoopback", err)
+	}
+}
