@@ -37,6 +37,7 @@ import (
 // faultCase is one row of the section: the chaos flags of its fault.
 type faultCase struct {
 	name   string
+	short  string   // the label under its bars in the figure
 	flags  []string // the fault's own flags; the section adds the sizes
 	before string   // issue 17's figure for the old code, or "—"
 }
@@ -45,18 +46,18 @@ func faultCases(o *options) []faultCase {
 	redisURL := "redis://" + o.redisAddr + "/0"
 	stall := o.faultStall.String()
 	return []faultCase{
-		{name: "Redis, no store fault (HTTP faults only)", flags: []string{"-store", redisURL}, before: "—"},
-		{name: "Redis restart (SIGKILL), no persistence (AcceptVolatile)", flags: []string{"-restart-redis", "1"},
+		{name: "Redis, no store fault (HTTP faults only)", short: "Redis, none", flags: []string{"-store", redisURL}, before: "—"},
+		{name: "Redis restart (SIGKILL), no persistence (AcceptVolatile)", short: "restart, volatile", flags: []string{"-restart-redis", "1"},
 			before: "1,202 of 3,000 keys ran twice (and 13 concurrent duplicates)"},
-		{name: "Redis restart (SIGKILL), appendonly yes, appendfsync always", flags: []string{"-restart-redis", "1", "-redis-aof"}, before: "not reported"},
-		{name: "Redis stalled " + stall + " under load (tcpcut Stall)", flags: []string{"-store", redisURL, "-stall-for", stall},
+		{name: "Redis restart (SIGKILL), appendonly yes, appendfsync always", short: "restart, AOF", flags: []string{"-restart-redis", "1", "-redis-aof"}, before: "not reported"},
+		{name: "Redis stalled " + stall + " under load (tcpcut Stall)", short: "Redis stall", flags: []string{"-store", redisURL, "-stall-for", stall},
 			before: "2 keys ran twice (3 s stall); 6 (10 s stall)"},
-		{name: "Redis failover, WaitReplicas 0 (1 s replication stall, primary SIGKILLed, replica promoted)", flags: []string{"-failover", "-wait-replicas", "0"},
+		{name: "Redis failover, WaitReplicas 0 (1 s replication stall, primary SIGKILLed, replica promoted)", short: "failover", flags: []string{"-failover", "-wait-replicas", "0"},
 			before: "307 re-executions (1 s replication stall)"},
-		{name: "Redis failover, WaitReplicas 1 (the same)", flags: []string{"-failover", "-wait-replicas", "1"},
+		{name: "Redis failover, WaitReplicas 1 (the same)", short: "failover, Wait 1", flags: []string{"-failover", "-wait-replicas", "1"},
 			before: "6 re-executions"},
-		{name: "PostgreSQL, no store fault (HTTP faults only)", flags: []string{"-store", o.postgresURL}, before: "—"},
-		{name: fmt.Sprintf("PostgreSQL, %d pg_terminate_backend under load", o.faultPGKills),
+		{name: "PostgreSQL, no store fault (HTTP faults only)", short: "PG, none", flags: []string{"-store", o.postgresURL}, before: "—"},
+		{name: fmt.Sprintf("PostgreSQL, %d pg_terminate_backend under load", o.faultPGKills), short: "PG kills",
 			flags:  []string{"-store", o.postgresURL, "-pg-terminate", strconv.Itoa(o.faultPGKills)},
 			before: "1 to 7 dead letters per run (20 kills), all stored when re-driven after 31 s"},
 	}
@@ -132,7 +133,7 @@ func runFaults(ctx context.Context, s *section) error {
 			fmt.Sprintf("%d (%d, %d)", r.dead-r.permanent, r.redriven, r.redriveFailed),
 			fmt.Sprintf("%d 409 (key in flight), %d 503, %d none, %d other", r.dead409, r.dead503, r.deadNone, r.deadOther),
 			strconv.Itoa(r.lost), r.storeErrors, r.faults, c.before, "`" + command + "`"})
-		groups = append(groups, shortFault(c.name))
+		groups = append(groups, c.short)
 		twice = append(twice, float64(r.twice))
 		dead = append(dead, float64(r.dead-r.permanent))
 		dead409 = append(dead409, float64(r.dead409))
@@ -156,29 +157,6 @@ func runFaults(ctx context.Context, s *section) error {
 		return fmt.Errorf("chaos did not complete: %s", strings.Join(failed, "; "))
 	}
 	return nil
-}
-
-// shortFault is a fault's label under its bars.
-func shortFault(name string) string {
-	switch {
-	case strings.Contains(name, "no persistence"):
-		return "restart, volatile"
-	case strings.Contains(name, "appendonly"):
-		return "restart, AOF"
-	case strings.Contains(name, "WaitReplicas 0"):
-		return "failover"
-	case strings.Contains(name, "WaitReplicas 1"):
-		return "failover, Wait 1"
-	case strings.Contains(name, "stalled"):
-		return "Redis stall"
-	case strings.Contains(name, "pg_terminate"):
-		return "PG kills"
-	case strings.HasPrefix(name, "Redis"):
-		return "Redis, none"
-	case strings.HasPrefix(name, "PostgreSQL"):
-		return "PG, none"
-	}
-	return name
 }
 
 // buildChaos builds examples/chaos into a temporary directory, from the
