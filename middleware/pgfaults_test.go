@@ -20,6 +20,20 @@ import (
 	"github.com/geoidem/geoidem/middleware"
 )
 
+// pairedSender serves h on loopback and returns the server and a paired
+// sender with the default retry contract whose dead letters go to dead.
+func pairedSender(t *testing.T, h http.Handler) (*httptest.Server, *client.Sender, *deadLetterCount) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	dead := new(deadLetterCount)
+	snd, err := client.New(srv.Client(), client.Config{DeadLetter: dead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, snd, dead
+}
+
 // deadLetterCount is a client.DeadLetterSink that keeps the keys.
 type deadLetterCount struct {
 	mu   sync.Mutex
@@ -82,14 +96,7 @@ func TestPostgresBackendKillsDeliverEverything(t *testing.T) {
 		mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
 	}))
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-
-	var dead deadLetterCount
-	snd, err := client.New(srv.Client(), client.Config{DeadLetter: &dead})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, snd, dead := pairedSender(t, h)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -193,13 +200,7 @@ func TestPostgresStallLosesNoRecord(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // the write
 		w.WriteHeader(http.StatusCreated)
 	}))
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	var dead deadLetterCount
-	snd, err := client.New(srv.Client(), client.Config{DeadLetter: &dead})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, snd, dead := pairedSender(t, h)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
