@@ -98,6 +98,6 @@ func (m *Middleware) refuseHeaders(w http.ResponseWriter, r *http.Request, start
 		doc = problemJSON(ProblemInvalidHeaders, "Request headers refused", status, err.Error())
 	}
 	writeProblem(w, status, doc, 0)
-	m.done(Event{Outcome: Rejected, Status: status, Err: err}, start)
+	m.done(r.Context(), Event{Outcome: Rejected, Status: status, Err: err}, start)
 	return true
 }

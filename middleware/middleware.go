@@ -294,7 +294,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	start := time.Now()
 	reject := func(status int, typ, title, detail string) {
 		writeProblem(w, status, problemJSON(typ, title, status, detail), 0)
-		m.done(Event{Outcome: Rejected, Status: status}, start)
+		m.done(r.Context(), Event{Outcome: Rejected, Status: status}, start)
 	}
 
 	fields := r.Header.Values(m.keyHeader)
@@ -343,7 +343,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		writeProblem(w, http.StatusServiceUnavailable, problemJSON(ProblemStoreDown, "Idempotency store unavailable", http.StatusServiceUnavailable,
 			"The request was not executed; retry later with the same key."), m.retryAfter)
 		m.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency store unavailable", slog.String("key", storeKey), slog.Any("error", err))
-		m.done(Event{Outcome: StoreError, Key: storeKey, Status: http.StatusServiceUnavailable, Err: err}, start)
+		m.done(r.Context(), Event{Outcome: StoreError, Key: storeKey, Status: http.StatusServiceUnavailable, Err: err}, start)
 		return
 	}
 
@@ -351,7 +351,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		status := http.StatusUnprocessableEntity
 		writeProblem(w, status, problemJSON(ProblemKeyReused, "Idempotency key reused", status,
 			"This key was first used with a different request payload; use a new key for a new request."), 0)
-		m.done(Event{Outcome: Mismatch, Key: storeKey, Status: status}, start)
+		m.done(r.Context(), Event{Outcome: Mismatch, Key: storeKey, Status: status}, start)
 		return
 	}
 	if claim.State == keystore.Acquired && r.Context().Err() != nil {
@@ -362,11 +362,11 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	case keystore.InFlight:
 		writeProblem(w, http.StatusConflict, problemJSON(ProblemInFlight, "Request in flight", http.StatusConflict,
 			"A request with this key is still being processed; retry later with the same key to receive its response."), m.inFlightRetryAfter(claim.LeaseRemaining))
-		m.done(Event{Outcome: InFlight, Key: storeKey, Status: http.StatusConflict}, start)
+		m.done(r.Context(), Event{Outcome: InFlight, Key: storeKey, Status: http.StatusConflict}, start)
 		return
 	case keystore.Completed:
 		status := m.replay(r.Context(), w, storeKey, claim.Record)
-		m.done(Event{Outcome: Replayed, Key: storeKey, Status: status}, start)
+		m.done(r.Context(), Event{Outcome: Replayed, Key: storeKey, Status: status}, start)
 		return
 	}
 	m.execute(w, r, next, body, storeKey, claim, sent, start)
@@ -463,7 +463,7 @@ func (m *Middleware) abandon(w http.ResponseWriter, r *http.Request, key string,
 	m.release(r.Context(), hold, rn)
 	writeProblem(w, http.StatusServiceUnavailable, problemJSON(ProblemStoreDown, "Idempotency store unavailable", http.StatusServiceUnavailable,
 		"The request was canceled before it ran; it was not executed, so retry with the same key."), m.retryAfter)
-	m.done(Event{Outcome: Canceled, Key: key, Status: http.StatusServiceUnavailable, TookOver: claim.TookOver, Err: context.Cause(r.Context())}, start)
+	m.done(r.Context(), Event{Outcome: Canceled, Key: key, Status: http.StatusServiceUnavailable, TookOver: claim.TookOver, Err: context.Cause(r.Context())}, start)
 }
 
 // inFlightRetryAfter is the Retry-After of a 409: what the store knows,
@@ -575,7 +575,7 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	default:
 		m.record(r.Context(), hold, &x.renewal, rec.record(), &ev)
 	}
-	m.done(ev, start)
+	m.done(r.Context(), ev, start)
 }
 
 // retryable reports whether a status tells the sender to try again, so the
@@ -609,7 +609,7 @@ func (m *Middleware) settlePanic(ctx context.Context, hold *keystore.Hold, rn *r
 		m.record(ctx, hold, rn, rec.interrupted(), &ev)
 		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked after its answer was sent; idempotency key completed, not released", slog.String("key", hold.Key), slog.Int("status", rec.status))
 	}
-	m.done(ev, start)
+	m.done(ctx, ev, start)
 }
 
 // ErrHandlerPanicked is the Event.Err of a request whose validator or
@@ -711,8 +711,9 @@ func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key stri
 	return rec.StatusCode
 }
 
-func (m *Middleware) done(ev Event, start time.Time) {
+func (m *Middleware) done(ctx context.Context, ev Event, start time.Time) {
 	ev.Latency = time.Since(start)
+	ev.Context = ctx
 	if m.observe != nil {
 		m.observe(ev)
 	}

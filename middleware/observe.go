@@ -1,6 +1,9 @@
 package middleware
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Outcome is what the middleware did with one request that carried a key.
 type Outcome int
@@ -76,4 +79,8 @@ type Event struct {
 	// Err is the store or validation error behind the outcome, if any, or
 	// ErrHandlerPanicked.
 	Err error
+	// Context is the request's context, for an Observer that links the
+	// outcome to the request's trace (its span, its deadline). It may be
+	// done by the time the Observer runs; do not keep it.
+	Context context.Context
 }

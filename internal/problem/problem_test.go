@@ -1,0 +1,63 @@
+package problem
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestJSON(t *testing.T) {
+	cases := []struct {
+		name string
+		doc  Doc
+		ext  []Member
+		want string
+	}{
+		{"all members", Doc{TypeBase + "x", "Title", 422, "a <b> & c"}, nil,
+			`{"type":"` + TypeBase + `x","title":"Title","status":422,"detail":"a <b> & c"}`},
+		{"no detail", Doc{Type: "t", Title: "T", Status: 400}, nil, `{"type":"t","title":"T","status":400}`},
+		{"extensions in order", Doc{"t", "T", 422, "d"}, []Member{{"errors", []byte(`[1]`)}, {"truncated", []byte(`true`)}},
+			`{"type":"t","title":"T","status":422,"detail":"d","errors":[1],"truncated":true}`},
+		{"escapes quotes and controls, keeps invalid UTF-8 out", Doc{"t", "T", 400, "\"\n\xff"}, nil,
+			`{"type":"t","title":"T","status":400,"detail":"\"\n\ufffd"}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := string(JSON(c.doc, c.ext...))
+			if got != c.want {
+				t.Errorf("JSON = %s\nwant   %s", got, c.want)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Errorf("not valid JSON: %s", got)
+			}
+		})
+	}
+}
+
+func TestWrite(t *testing.T) {
+	for _, c := range []struct {
+		retryAfter time.Duration
+		want       string
+	}{{0, ""}, {time.Millisecond, "1"}, {time.Second, "1"}, {1500 * time.Millisecond, "2"}} {
+		w := httptest.NewRecorder()
+		w.Header().Set("Content-Length", "99")
+		w.Header().Set("WWW-Authenticate", "Webhook-Signature")
+		Write(w, 503, []byte(`{}`), c.retryAfter)
+		h := w.Header()
+		if w.Code != 503 || h.Get("Content-Type") != MediaType || h.Get("Cache-Control") != "no-store" ||
+			h.Get("Content-Length") != "" || h.Get("WWW-Authenticate") == "" || w.Body.String() != `{}` {
+			t.Errorf("retryAfter %v: %d %v %q", c.retryAfter, w.Code, h, w.Body)
+		}
+		if got := h.Get("Retry-After"); got != c.want {
+			t.Errorf("retryAfter %v: Retry-After %q, want %q", c.retryAfter, got, c.want)
+		}
+	}
+	if h := Header(); h.Get("Content-Type") != MediaType || h.Get("Cache-Control") != "no-store" || len(h) != 2 {
+		t.Errorf("Header() = %v", h)
+	}
+	if !strings.HasSuffix(TypeBase, "#") {
+		t.Errorf("TypeBase %q must end in a fragment mark", TypeBase)
+	}
+}
