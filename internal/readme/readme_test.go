@@ -166,3 +166,23 @@ func longestMatch(body, want []string) (n int) {
 }
 
 func unindent(line string) string { return strings.TrimLeft(line, " \t") }
+
+// TestGoBlocks checks the extraction on a small README: only go blocks,
+// their first code line, their heading and unindented lines.
+func TestGoBlocks(t *testing.T) {
+	readme := "# t\n\n## A\n\n```sh\nx := 1\n```\n\n1. list\n\n   ```go\n   a := 1\n   \tb(a)\n   ```\n## B\n```go\nc()\n```\n"
+	got := goBlocks([]byte(readme))
+	want := []block{
+		{line: 12, section: "## A", lines: []string{"a := 1", "b(a)"}},
+		{line: 17, section: "## B", lines: []string{"c()"}},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("goBlocks = %v, want %v", got, want)
+	}
+	if n := longestMatch([]string{"x", "a := 1", "b(a)", "y"}, want[0].lines); n != 2 {
+		t.Errorf("longestMatch of a present block = %d, want 2", n)
+	}
+	if n := longestMatch([]string{"a := 1", "c()"}, want[0].lines); n != 1 {
+		t.Errorf("longestMatch of a block's first line only = %d, want 1", n)
+	}
+}
