@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
+	"github.com/geoidem/geoidem/middleware"
 )
 
 // The store is created once at startup, on the pool the service already uses.
@@ -83,10 +88,18 @@ func ExampleStore_InTx() {
 // A handler that runs its own transaction completes the key just before
 // committing, and tells the middleware after the commit.
 func ExampleStore_CompleteTx() {
-	var (
-		store *pgstore.Store
-		pool  *pgxpool.Pool
-	)
+	ctx := context.Background()
+	pool, cleanup := examplePool(ctx) // the test database, on a schema of its own
+	defer cleanup()
+	store, err := pgstore.New(ctx, pool, pgstore.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE features (id text PRIMARY KEY); INSERT INTO features VALUES ('p1')`); err != nil {
+		log.Fatal(err)
+	}
+
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		hold, ok := keystore.HoldFromContext(ctx)
@@ -108,5 +121,51 @@ func ExampleStore_CompleteTx() {
 		hold.MarkCompleted()
 		w.WriteHeader(rec.StatusCode)
 	}
-	http.HandleFunc("DELETE /features/{id}", handler)
+	// DELETE is not among the middleware's default methods (POST and
+	// PATCH): without it here, the handler would run without a hold.
+	idem, err := middleware.New(store, middleware.Config{Methods: []string{http.MethodDelete}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("DELETE /features/{id}", idem.Handler(http.HandlerFunc(handler)))
+
+	for range 2 { // a delivery and its retry
+		r := httptest.NewRequest(http.MethodDelete, "/features/p1", nil)
+		r.Header.Set("Idempotency-Key", `"delete-p1"`)
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		fmt.Printf("%d %q replayed: %v\n", w.Code, strings.TrimSpace(w.Body.String()), w.Header().Get("Idempotent-Replayed") == "true")
+	}
+	// Output:
+	// 204 "" replayed: false
+	// 204 "" replayed: true
+}
+
+// examplePool connects to the test database (connString) with a search_path
+// of a new schema, which cleanup drops.
+func examplePool(ctx context.Context) (pool *pgxpool.Pool, cleanup func()) {
+	admin, err := pgxpool.New(ctx, connString())
+	if err != nil {
+		log.Fatal(err)
+	}
+	schema := fmt.Sprintf("pgstore_example_%d", time.Now().UnixNano())
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		log.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(connString())
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	if pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		log.Fatal(err)
+	}
+	return pool, func() {
+		pool.Close()
+		if _, err := admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			log.Print(err)
+		}
+		admin.Close()
+	}
 }

@@ -1,0 +1,94 @@
+package pgstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/pgstore"
+	"github.com/geoidem/geoidem/middleware"
+)
+
+// upsert is the handler's write.
+const upsert = `INSERT INTO features (id, geometry) VALUES ($1, $2)
+	ON CONFLICT (id) DO UPDATE SET geometry = excluded.geometry`
+
+// featureOf decodes the request's feature: its id, its geometry and the
+// body of the answer that reports it stored.
+func featureOf(r *http.Request) (id string, geometry json.RawMessage, body []byte) {
+	var f struct {
+		ID       string          `json:"id"`
+		Geometry json.RawMessage `json:"geometry"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&f) // the middleware's Validator has checked it
+	body, _ = json.Marshal(map[string][]string{"stored": {f.ID}})
+	return f.ID, f.Geometry, body
+}
+
+// The handler's write and the record of its answer commit in one
+// transaction, behind the middleware; the retry is replayed with the
+// recorded Content-Type. README.md's "Several replicas" quotes this example
+// from `store, err :=` to the end of the handler; keep the two in step.
+func ExampleStore_InTx_middleware() {
+	ctx := context.Background()
+	pool, cleanup := examplePool(ctx) // the test database, on a schema of its own
+	defer cleanup()
+	if _, err := pool.Exec(ctx, `CREATE TABLE features (id text PRIMARY KEY, geometry jsonb)`); err != nil {
+		log.Fatal(err)
+	}
+
+	store, err := pgstore.New(ctx, pool, pgstore.Config{}) // runs its embedded migrations
+	if err != nil {
+		log.Fatal(err)
+	}
+	ingest := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, geometry, body := featureOf(r) // yours: the request's feature and the answer's body
+		rec, err := store.InTx(r.Context(), func(tx pgx.Tx) (keystore.Record, error) {
+			if _, err := tx.Exec(r.Context(), upsert, id, geometry); err != nil {
+				return keystore.Record{}, err
+			}
+			return keystore.Record{ // recorded in the same transaction, replayed to every retry
+				StatusCode: http.StatusCreated,
+				Header:     http.Header{"Content-Type": {"application/json"}},
+				Body:       body,
+			}, nil
+		})
+		if err != nil { // not every error is "try again": see "Permanent or transient failures"
+			http.Error(w, "try again", http.StatusServiceUnavailable) // 5xx: the key is released
+			return
+		}
+		maps.Copy(w.Header(), rec.Header)
+		w.WriteHeader(rec.StatusCode)
+		w.Write(rec.Body)
+	})
+	defer store.Close()
+
+	idem, err := middleware.New(store, middleware.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for range 2 { // a delivery and its retry
+		r := httptest.NewRequest(http.MethodPost, "/features", strings.NewReader(`{"type":"Feature","id":"p1","geometry":{"type":"Point","coordinates":[13.4,52.5]},"properties":null}`))
+		r.Header.Set("Idempotency-Key", `"evt-1"`)
+		w := httptest.NewRecorder()
+		idem.Handler(ingest).ServeHTTP(w, r)
+		fmt.Println(w.Code, w.Header().Get("Content-Type"), w.Body.String(), "replayed:", w.Header().Get("Idempotent-Replayed") == "true")
+	}
+	var geometry string
+	if err := pool.QueryRow(ctx, `SELECT geometry::text FROM features WHERE id = 'p1'`).Scan(&geometry); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("stored:", geometry)
+	// Output:
+	// 201 application/json {"stored":["p1"]} replayed: false
+	// 201 application/json {"stored":["p1"]} replayed: true
+	// stored: {"type": "Point", "coordinates": [13.4, 52.5]}
+}

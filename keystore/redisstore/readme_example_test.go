@@ -1,0 +1,29 @@
+package redisstore_test
+
+import (
+	"log"
+	"net/http"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geoidem/geoidem/keystore/redisstore"
+	"github.com/geoidem/geoidem/middleware"
+)
+
+// The store the middleware of several replicas shares (compiled, not run:
+// it needs a server). README.md's "Several replicas" quotes this example
+// from `rdb :=` to the error check; keep the two in step.
+func ExampleNew_middleware() {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	store, err := redisstore.New(rdb, redisstore.Config{}) // or a redis.NewClusterClient(…)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rdb.Close()
+
+	idem, err := middleware.New(store, middleware.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	http.Handle("POST /features", idem.Handler(http.NotFoundHandler())) // your handler
+}
