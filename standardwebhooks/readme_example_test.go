@@ -46,12 +46,18 @@ func Example_pairedSender() {
 	receiver := httptest.NewServer(mux)
 	defer receiver.Close()
 
-	signer, _ := standardwebhooks.NewSigner(standardwebhooks.SignerConfig{Secrets: []standardwebhooks.Secret{current}})
-	sender, _ := client.New(http.DefaultClient, client.Config{
+	signer, err := standardwebhooks.NewSigner(standardwebhooks.SignerConfig{Secrets: []standardwebhooks.Secret{current}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	sender, err := client.New(http.DefaultClient, client.Config{
 		PrepareAttempt: func(req *http.Request, a client.AttemptStart) error {
 			return signer.SignRequest(req, a.Key, a.Body) // same webhook-id, fresh timestamp
 		},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	for range 2 {
 		res, err := sender.Deliver(context.Background(), client.Delivery{
