@@ -108,24 +108,7 @@ func (p *parser) object(c ctx) objResult {
 			p.pushKey(raw)
 			switch m {
 			case mType:
-				if kind != '"' {
-					p.report(RuleWrongType, `"type" must be a string, not `+kindOf(kind))
-					p.value(false)
-					typ = tUnknown
-					break
-				}
-				tr, _ := p.str()
-				tname := unescapeName(tr)
-				typ = lookupType(tname)
-				if typ == tUnknown {
-					msg := "unknown type " + strconv.Quote(string(tname))
-					for k, n := range typeNames {
-						if n != "" && len(n) == len(tname) && equalFold(n, tname) {
-							msg += " (types are case-sensitive: did you mean " + strconv.Quote(typeNames[k]) + "?)"
-						}
-					}
-					p.report(RuleUnknownType, msg)
-				}
+				typ = p.typeMember(kind)
 			case mCoordinates:
 				switch {
 				case typ.hasCoordinates() && g == nil:
@@ -143,37 +126,7 @@ func (p *parser) object(c ctx) objResult {
 					p.value(false)
 					break
 				}
-				p.collDepth++
-				if p.collDepth > p.o.MaxCollectionDepth {
-					p.limit(RuleLimitCollectionDepth, "GeometryCollections nested deeper than "+strconv.Itoa(p.o.MaxCollectionDepth))
-				}
-				p.enter()
-				p.i++
-				if p.peek() == ']' {
-					p.i++
-				} else {
-					for n := 0; ; n++ {
-						p.pushIdx(n)
-						if k := p.peek(); k == '{' {
-							r := p.object(ctxGeometry)
-							if r.geom != nil {
-								geometries = append(geometries, r.geom)
-							}
-						} else {
-							p.report(RuleWrongType, "a GeometryCollection member must be a geometry object, not "+kindOf(k))
-							p.value(false)
-						}
-						p.pop()
-						if !p.next(']') {
-							break
-						}
-					}
-				}
-				p.leave()
-				p.collDepth--
-				if geometries == nil {
-					geometries = []*gnode{}
-				}
+				geometries = p.geometriesMember(geometries)
 			case mGeometry:
 				if kind == '{' {
 					geometry = p.object(ctxGeometry).geom
@@ -185,29 +138,7 @@ func (p *parser) object(c ctx) objResult {
 					p.value(false)
 					break
 				}
-				p.enter()
-				p.i++
-				if p.peek() == ']' {
-					p.i++
-				} else {
-					for n := 0; ; n++ {
-						p.pushIdx(n)
-						if k := p.peek(); k == '{' {
-							r := p.object(ctxFeature)
-							if r.typ == tFeature {
-								feats = append(feats, r.feat)
-							}
-						} else {
-							p.report(RuleWrongType, "every member of \"features\" must be a Feature object, not "+kindOf(k))
-							p.value(false)
-						}
-						p.pop()
-						if !p.next(']') {
-							break
-						}
-					}
-				}
-				p.leave()
+				feats = p.featuresMember(feats)
 			case mProperties:
 				at := p.i
 				v := p.value(p.build == buildMaps && kind == '{')
@@ -327,4 +258,96 @@ func (p *parser) object(c ctx) objResult {
 	}
 	p.leave()
 	return res
+}
+
+// typeMember parses a "type" value, whose first byte is kind, and returns
+// the type it names: tUnknown, reported, for a name it does not know or a
+// value that is not a string.
+func (p *parser) typeMember(kind byte) (typ gtype) {
+	if kind != '"' {
+		p.report(RuleWrongType, `"type" must be a string, not `+kindOf(kind))
+		p.value(false)
+		typ = tUnknown
+		return typ
+	}
+	tr, _ := p.str()
+	tname := unescapeName(tr)
+	typ = lookupType(tname)
+	if typ == tUnknown {
+		msg := "unknown type " + strconv.Quote(string(tname))
+		for k, n := range typeNames {
+			if n != "" && len(n) == len(tname) && equalFold(n, tname) {
+				msg += " (types are case-sensitive: did you mean " + strconv.Quote(typeNames[k]) + "?)"
+			}
+		}
+		p.report(RuleUnknownType, msg)
+	}
+	return typ
+}
+
+// geometriesMember parses the array of a "geometries" member (the
+// current byte is '[') and appends its geometries to geometries, which
+// it returns non-nil.
+func (p *parser) geometriesMember(geometries []*gnode) []*gnode {
+	p.collDepth++
+	if p.collDepth > p.o.MaxCollectionDepth {
+		p.limit(RuleLimitCollectionDepth, "GeometryCollections nested deeper than "+strconv.Itoa(p.o.MaxCollectionDepth))
+	}
+	p.enter()
+	p.i++
+	if p.peek() == ']' {
+		p.i++
+	} else {
+		for n := 0; ; n++ {
+			p.pushIdx(n)
+			if k := p.peek(); k == '{' {
+				r := p.object(ctxGeometry)
+				if r.geom != nil {
+					geometries = append(geometries, r.geom)
+				}
+			} else {
+				p.report(RuleWrongType, "a GeometryCollection member must be a geometry object, not "+kindOf(k))
+				p.value(false)
+			}
+			p.pop()
+			if !p.next(']') {
+				break
+			}
+		}
+	}
+	p.leave()
+	p.collDepth--
+	if geometries == nil {
+		geometries = []*gnode{}
+	}
+	return geometries
+}
+
+// featuresMember parses the array of a "features" member (the current
+// byte is '[') and appends its Features to feats.
+func (p *parser) featuresMember(feats []fnode) []fnode {
+	p.enter()
+	p.i++
+	if p.peek() == ']' {
+		p.i++
+	} else {
+		for n := 0; ; n++ {
+			p.pushIdx(n)
+			if k := p.peek(); k == '{' {
+				r := p.object(ctxFeature)
+				if r.typ == tFeature {
+					feats = append(feats, r.feat)
+				}
+			} else {
+				p.report(RuleWrongType, "every member of \"features\" must be a Feature object, not "+kindOf(k))
+				p.value(false)
+			}
+			p.pop()
+			if !p.next(']') {
+				break
+			}
+		}
+	}
+	p.leave()
+	return feats
 }
