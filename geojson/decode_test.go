@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -126,7 +127,7 @@ func TestNumbers(t *testing.T) {
 		case 2:
 			s = strconvFormat(rng.Float64()*1e-5, 'e', rng.IntN(20))
 		default:
-			s = "0.0000" + itoa(rng.IntN(1<<30)) + itoa(rng.IntN(1<<30))
+			s = "0.0000" + strconv.Itoa(rng.IntN(1<<30)) + strconv.Itoa(rng.IntN(1<<30))
 		}
 		p := &parser{data: []byte(s)}
 		got, _ := p.num()

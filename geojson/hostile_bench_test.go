@@ -2,6 +2,7 @@ package geojson
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/geoidem/geoidem/internal/benchshape"
@@ -46,9 +47,9 @@ func BenchmarkHostileProblemDocument(b *testing.B) {
 func BenchmarkHostileHoles(b *testing.B) {
 	for _, n := range []int{20_000, 50_000} {
 		holes := benchshape.Holes(n)
-		b.Run("holes-"+itoa(n), func(b *testing.B) { benchHostile(b, holes, false) })
+		b.Run("holes-"+strconv.Itoa(n), func(b *testing.B) { benchHostile(b, holes, false) })
 		// A circle of the same size in bytes.
-		b.Run("circle-same-size-"+itoa(n), func(b *testing.B) { benchHostile(b, benchshape.CircleOfSize(len(holes), 1), false) })
+		b.Run("circle-same-size-"+strconv.Itoa(n), func(b *testing.B) { benchHostile(b, benchshape.CircleOfSize(len(holes), 1), false) })
 	}
 }
 

@@ -2,6 +2,7 @@ package geojson
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 )
 
@@ -102,7 +103,7 @@ func (p *parser) checkPolygons(g *gnode) {
 		shell := int(s.shell[r])
 		if shell == r {
 			if par >= 0 && int(s.shell[par]) == par {
-				p.report(RuleMultiPolygonOverlap, "the polygon lies inside polygon "+itoa(refs[par].poly)+", so they overlap", refs[r].poly)
+				p.report(RuleMultiPolygonOverlap, "the polygon lies inside polygon "+strconv.Itoa(refs[par].poly)+", so they overlap", refs[r].poly)
 				return
 			}
 			continue
@@ -111,7 +112,7 @@ func (p *parser) checkPolygons(g *gnode) {
 			continue
 		}
 		if par >= 0 && s.poly[par] == s.poly[r] {
-			p.report(RuleNestedHoles, "the hole lies inside hole "+itoa(refs[par].ring), at(refs[r], -1)...)
+			p.report(RuleNestedHoles, "the hole lies inside hole "+strconv.Itoa(refs[par].ring), at(refs[r], -1)...)
 			return
 		}
 		// Inside a ring of another polygon that lies inside this shell:
@@ -145,18 +146,4 @@ func ringCCW(ring []pt) bool {
 	}
 	n := len(ring)
 	return orient(ring[(m+n-1)%n], ring[m], ring[(m+1)%n]) > 0
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b [20]byte
-	n := len(b)
-	for i > 0 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	return string(b[n:])
 }

@@ -2,8 +2,9 @@ package geojson
 
 import (
 	"bytes"
-	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/geoidem/geoidem/internal/problem"
 )
 
 // This file keeps problems and problem documents in proportion to a
@@ -69,14 +70,9 @@ func rawPrefix(raw []byte, n int) []byte {
 // (up to six bytes each once escaped) and truncated.
 const problemDocReserve = 6*MaxDetailBytes + 1<<10
 
-// appendJSON appends the JSON encoding of v, without HTML escaping.
-func appendJSON(b *bytes.Buffer, v any) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	// Cannot fail: v is a string or a Problem (strings and a bool).
-	_ = enc.Encode(v)
-	b.Truncate(b.Len() - 1) // the encoder's newline
-}
+// jsonTrue is the value of "truncated", kept here so that a truncated
+// document does not allocate it each time.
+var jsonTrue = []byte("true")
 
 // problemDoc renders an RFC 9457 problem document as problemDocFit does,
 // with a fixed detail.
@@ -85,10 +81,12 @@ func problemDoc(typ, title string, status int, detail string, errs []Problem) []
 }
 
 // problemDocFit renders an RFC 9457 problem document of at most
-// MaxProblemDocumentBytes, without HTML escaping. It lists the problems
+// MaxProblemDocumentBytes with [problem.JSON]. It lists the problems
 // of errs that fit (no errs leaves "errors" out), each cut as by
 // newProblem, and adds "truncated": true when truncated is set or some
-// problems did not fit. detail is called with the number listed.
+// problems did not fit. detail is called with the number listed; it
+// never returns "" (problem.JSON would leave the member out): each
+// caller's detail starts with fixed text.
 func problemDocFit(typ, title string, status int, detail func(listed int) string, errs []Problem, truncated bool) []byte {
 	var list bytes.Buffer
 	listed := 0
@@ -101,7 +99,7 @@ func problemDocFit(typ, title string, status int, detail func(listed int) string
 			}
 			q := newProblem(pr.Pointer, pr.Rule, pr.Message)
 			q.Truncated = q.Truncated || pr.Truncated
-			appendJSON(&list, q)
+			problem.AppendJSON(&list, q)
 			if list.Len()+1 > MaxProblemDocumentBytes-problemDocReserve {
 				list.Truncate(n)
 				truncated = true
@@ -111,23 +109,13 @@ func problemDocFit(typ, title string, status int, detail func(listed int) string
 		}
 		list.WriteByte(']')
 	}
-	var out bytes.Buffer
-	out.Grow(list.Len() + problemDocReserve)
-	out.WriteString(`{"type":`)
-	appendJSON(&out, typ)
-	out.WriteString(`,"title":`)
-	appendJSON(&out, title)
-	out.WriteString(`,"status":`)
-	out.WriteString(itoa(status))
-	out.WriteString(`,"detail":`)
-	appendJSON(&out, newProblem("", "", detail(listed)).Message)
+	ext := make([]problem.Member, 0, 2)
 	if len(errs) > 0 {
-		out.WriteString(`,"errors":`)
-		out.Write(list.Bytes())
+		ext = append(ext, problem.Member{Name: "errors", Value: list.Bytes()})
 	}
 	if truncated {
-		out.WriteString(`,"truncated":true`)
+		ext = append(ext, problem.Member{Name: "truncated", Value: jsonTrue})
 	}
-	out.WriteByte('}')
-	return out.Bytes()
+	d := problem.Doc{Type: typ, Title: title, Status: status, Detail: newProblem("", "", detail(listed)).Message}
+	return problem.JSON(d, ext...)
 }

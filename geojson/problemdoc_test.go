@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ func problemDocOf(t *testing.T, data []byte) []byte {
 // pointer repeated the name, and '<' was HTML-escaped to six bytes).
 func TestProblemDocumentBounded(t *testing.T) {
 	for _, size := range []int{64 << 10, 1 << 20} {
-		t.Run(itoa(size>>10)+"KiB", func(t *testing.T) {
+		t.Run(strconv.Itoa(size>>10)+"KiB", func(t *testing.T) {
 			data := benchshape.ProblemBomb(size, 100)
 			doc := problemDocOf(t, data)
 			if len(doc) > problemDocCap {

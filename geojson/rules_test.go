@@ -2,6 +2,7 @@ package geojson
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -176,7 +177,7 @@ func manyMembers(n int) string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`"m` + itoa(i) + `":0`)
+		b.WriteString(`"m` + strconv.Itoa(i) + `":0`)
 	}
 	return b.String()
 }

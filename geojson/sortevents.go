@@ -1,6 +1,10 @@
 package geojson
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // sortEvents sorts s.evs lexicographically by point, x then y. It
 // distributes the events into len(s.evs) buckets by x, with a bucket
@@ -81,4 +85,14 @@ func growEv(b []event, n int) []event {
 		return make([]event, n)
 	}
 	return b[:n]
+}
+
+// sortEventsCmp sorts events by point, x then y.
+func sortEventsCmp(evs []event) {
+	slices.SortFunc(evs, func(e, f event) int {
+		if c := cmp.Compare(e.p.x, f.p.x); c != 0 {
+			return c
+		}
+		return cmp.Compare(e.p.y, f.p.y)
+	})
 }
