@@ -114,3 +114,7 @@ func (e *StatusError) Error() string {
 	}
 	return msg
 }
+
+// ErrInvalidDelivery reports a [Delivery] that cannot be sent: an
+// unparsable or non-HTTP URL, or an invalid method. Nothing was sent.
+var ErrInvalidDelivery = errors.New("client: invalid delivery")

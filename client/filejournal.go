@@ -1,16 +1,11 @@
 package client
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -93,22 +88,6 @@ type journalSlot struct {
 	seq uint64 // the append that recorded it
 }
 
-// journalLine is one line of the file.
-type journalLine struct {
-	Op          string          `json:"op"` // "record" or "done"
-	Method      string          `json:"method"`
-	URL         string          `json:"url"`
-	Key         string          `json:"key"`
-	ContentType string          `json:"content_type,omitempty"`
-	Header      http.Header     `json:"header,omitempty"`
-	Body        json.RawMessage `json:"body,omitempty"`
-	BodyBase64  []byte          `json:"body_base64,omitempty"`
-	Empty       bool            `json:"empty,omitempty"` // a record whose body is empty
-	Time        time.Time       `json:"time"`            // recorded, or done
-	Outcome     string          `json:"outcome,omitempty"`
-	Ended       time.Time       `json:"ended,omitzero"` // a compacted record of a done entry
-}
-
 // OpenFileJournal opens the journal at path, creating it (mode 0600) if
 // needed, reads what it remembers, and drops a torn last line.
 func OpenFileJournal(path string, cfg FileJournalConfig) (*FileJournal, error) {
@@ -142,103 +121,6 @@ func OpenFileJournal(path string, cfg FileJournalConfig) (*FileJournal, error) {
 	j.f = f
 	j.baseline = j.lines
 	return j, nil
-}
-
-// load reads every line of f, truncating a torn last one.
-func (j *FileJournal) load(f *os.File) error {
-	r := bufio.NewReaderSize(f, 64<<10)
-	var off int64
-	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
-		if err != nil && err != io.EOF {
-			return err
-		}
-		if len(line) == 0 {
-			return nil
-		}
-		complete := line[len(line)-1] == '\n'
-		perr := errors.New("incomplete line")
-		if complete {
-			perr = j.apply(line)
-		}
-		if perr != nil {
-			if _, err := r.Peek(1); err != io.EOF { // not the last line
-				return fmt.Errorf("line %d: %w", n, perr)
-			}
-			// A torn last line: its Record never returned.
-			if err := f.Truncate(off); err != nil {
-				return err
-			}
-			return f.Sync()
-		}
-		off += int64(len(line))
-		j.lines++
-	}
-}
-
-// apply replays one line onto the entries.
-func (j *FileJournal) apply(line []byte) error {
-	var l journalLine
-	if err := json.Unmarshal(line, &l); err != nil {
-		return err
-	}
-	e := JournalEntry{Method: l.Method, URL: l.URL, Key: l.Key}
-	id := e.identity()
-	switch l.Op {
-	case "record":
-		if _, ok := j.entries[id]; ok {
-			return nil // the first record wins
-		}
-		e.ContentType, e.Header, e.Recorded = l.ContentType, l.Header, l.Time
-		e.Outcome, e.Ended = l.Outcome, l.Ended
-		switch {
-		case l.Body != nil:
-			e.Body = []byte(l.Body)
-		case l.BodyBase64 != nil:
-			e.Body = l.BodyBase64
-		case l.Empty:
-			e.Body = []byte{}
-		default:
-			return errors.New("a record without a body")
-		}
-		s := &journalSlot{e: e}
-		j.entries[id] = s
-		j.order = append(j.order, s)
-	case "done":
-		if s, ok := j.entries[id]; ok {
-			s.e.Outcome, s.e.Ended = l.Outcome, l.Time
-		}
-	default:
-		return fmt.Errorf("unknown op %q", l.Op)
-	}
-	return nil
-}
-
-// recordLine is the line that records e (with its outcome, if it is done).
-func recordLine(e JournalEntry) ([]byte, error) {
-	l := journalLine{
-		Op: "record", Method: e.Method, URL: e.URL, Key: e.Key, ContentType: e.ContentType,
-		Header: e.Header, Time: e.Recorded, Outcome: e.Outcome, Ended: e.Ended,
-	}
-	switch {
-	case len(e.Body) == 0:
-		l.Empty = true
-	case embeddable(e.Body):
-		l.Body = e.Body
-	default:
-		l.BodyBase64 = e.Body
-	}
-	return marshalLine(l)
-}
-
-func marshalLine(l journalLine) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf) // ends the line with '\n'
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(l); err != nil {
-		return nil, fmt.Errorf("client: journal: %w", err)
-	}
-	return buf.Bytes(), nil
 }
 
 // Record implements [Journal]. It ignores ctx: a local write is not worth
@@ -367,141 +249,6 @@ func (j *FileJournal) usable() error {
 		return ErrJournalClosed
 	}
 	return j.err
-}
-
-// append adds one line to the buffer, and writes the buffer at once
-// unless a sync is in progress: then the next sync writes it. (Writing
-// while the file syncs can block on the page under writeback, and with
-// j.mu held that would stall every delivery.) j.mu is held.
-func (j *FileJournal) append(line []byte) error {
-	j.buf = append(j.buf, line...)
-	j.lines++
-	j.appended++
-	if j.syncing {
-		return nil
-	}
-	return j.writeBuf()
-}
-
-// writeBuf writes the buffered lines with one Write. j.mu is held.
-func (j *FileJournal) writeBuf() error {
-	if len(j.buf) == 0 {
-		return nil
-	}
-	if _, err := j.f.Write(j.buf); err != nil {
-		j.err = fmt.Errorf("client: journal write: %w", err)
-		return j.err
-	}
-	j.buf = j.buf[:0]
-	return nil
-}
-
-// waitSynced returns once append seq is on stable storage. Unless another
-// goroutine is syncing already (then it waits for the next sync, which
-// covers seq), it becomes the leader: it takes every line buffered so far,
-// writes them and syncs the file with j.mu released, so that the lines
-// other goroutines append meanwhile form the next batch. j.mu is held.
-func (j *FileJournal) waitSynced(seq uint64) error {
-	for j.synced < seq {
-		if err := j.usable(); err != nil {
-			return err
-		}
-		if j.syncing {
-			j.cond.Wait()
-			continue
-		}
-		j.syncing = true
-		batch, target, f := j.buf, j.appended, j.f
-		j.buf = j.spare[:0]
-		j.mu.Unlock()
-		_, err := f.Write(batch)
-		if err == nil {
-			err = f.Sync()
-		}
-		j.mu.Lock()
-		j.spare = batch
-		j.syncing = false
-		if err != nil {
-			j.err = fmt.Errorf("client: journal sync: %w", err)
-		} else {
-			j.synced = max(j.synced, target)
-		}
-		j.cond.Broadcast()
-	}
-	return nil
-}
-
-// compact rewrites the file with one line per remembered entry. j.mu is
-// held. On failure the old file stays in use, and the next attempt waits
-// for the file to double again.
-func (j *FileJournal) compact() error {
-	for j.syncing {
-		j.cond.Wait()
-	}
-	if err := j.usable(); err != nil {
-		return err
-	}
-	if j.lines < j.compactAt || j.lines < 2*j.baseline {
-		return nil // another goroutine compacted while this one waited
-	}
-	forget := j.clock.Now().Add(-j.retention)
-	var (
-		buf  bytes.Buffer
-		kept []*journalSlot
-	)
-	for _, s := range j.order {
-		if s.e.Outcome != "" && (j.retention < 0 || s.e.Ended.Before(forget)) {
-			continue
-		}
-		line, err := recordLine(s.e)
-		if err != nil {
-			return err
-		}
-		buf.Write(line)
-		kept = append(kept, s)
-	}
-	j.baseline = j.lines // if this fails, wait for the file to double again
-	tmp := j.path + ".compact"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("client: journal compaction: %w", err)
-	}
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("client: journal compaction: %w", err)
-	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp, j.path); err != nil {
-		return fail(err)
-	}
-	syncDir(j.path) // make the rename durable
-	old := j.f
-	j.f = f
-	j.buf = j.buf[:0] // their effect is in the compacted file
-	_ = old.Close()
-	j.order = kept
-	j.entries = make(map[identity]*journalSlot, len(kept))
-	for _, s := range kept {
-		j.entries[s.e.identity()] = s
-	}
-	j.lines, j.baseline = len(kept), len(kept)
-	j.synced = j.appended // everything remembered is in the synced file
-	return nil
-}
-
-// syncDir syncs the directory holding path, where the platform allows it,
-// so that a file created or renamed there survives a crash.
-func syncDir(path string) {
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }
 
 // copyEntry returns e with its own body and header.

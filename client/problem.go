@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"mime"
+
+	"github.com/geoidem/geoidem/internal/problem"
 )
 
 // ProblemMediaType is the media type of an RFC 9457 problem document.
-const ProblemMediaType = "application/problem+json"
+const ProblemMediaType = problem.MediaType
 
 // Problem is an RFC 9457 problem details document. Members with the wrong
 // JSON type are ignored, as RFC 9457 requires; a missing type is

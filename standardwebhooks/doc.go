@@ -13,7 +13,8 @@
 // signatures may be sent, space-separated, while a secret is rotated.
 // Secrets are written "whsec_" followed by base64 ([ParseSecret]).
 //
-// The package imports only the standard library.
+// Outside the standard library, the package imports only geoidem's
+// internal problem writer and body reader: it adds no dependency.
 //
 // # Receiving
 //

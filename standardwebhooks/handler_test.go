@@ -8,8 +8,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -192,6 +194,11 @@ func TestHandlerRejectsWithoutRunningNext(t *testing.T) {
 			r.ContentLength = -1
 			return r
 		}, http.StatusRequestEntityTooLarge, "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#body-too-large"},
+		{"body shorter than its Content-Length", func(f *handlerFixture) *http.Request {
+			r := f.signed("msg_1", body)
+			r.ContentLength = int64(len(body)) + 1
+			return r
+		}, http.StatusBadRequest, "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#body-unreadable"},
 		{"body unreadable", func(f *handlerFixture) *http.Request {
 			r := f.signed("msg_1", body)
 			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body[:10]), errReader{}))
@@ -258,6 +265,28 @@ func TestHandlerRejectsADeclaredOversizeBodyWithoutReadingIt(t *testing.T) {
 	checkProblem(t, f.serve(r), http.StatusRequestEntityTooLarge, "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#body-too-large")
 	if cr.n != 0 {
 		t.Errorf("read %d bytes of a body whose Content-Length is over the limit", cr.n)
+	}
+}
+
+// TestHandlerMemoryFollowsBytesReceived: a request that declares a large
+// Content-Length and sends a few bytes costs about what it sent, far less
+// than what it declared.
+func TestHandlerMemoryFollowsBytesReceived(t *testing.T) {
+	for _, declared := range []int64{64 << 10, 1 << 20} {
+		f := newHandlerFixture(t, standardwebhooks.VerifierConfig{MaxBodyBytes: 1 << 20})
+		least := uint64(math.MaxUint64)
+		for range 5 {
+			r := f.signed("msg_1", body)
+			r.ContentLength = declared
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			f.serve(r)
+			runtime.ReadMemStats(&after)
+			least = min(least, after.TotalAlloc-before.TotalAlloc)
+		}
+		if least > uint64(declared)/2 {
+			t.Errorf("a request declaring %d bytes and sending %d allocated %d bytes, want at most %d", declared, len(body), least, declared/2)
+		}
 	}
 }
 

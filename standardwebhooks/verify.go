@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/httpbody"
 )
 
 // Defaults for the zero fields of VerifierConfig.
@@ -278,8 +280,8 @@ func (v *Verifier) Handler(next http.Handler) http.Handler {
 			v.reject(w, r, err)
 			return
 		}
-		body, err := v.readBody(r)
-		if errors.Is(err, errBodyTooLarge) {
+		body, err := httpbody.Read(r, v.maxBody)
+		if errors.Is(err, httpbody.ErrTooLarge) {
 			v.log.LogAttrs(r.Context(), slog.LevelWarn, "webhook rejected", slog.String("reason", "body_too_large"), idAttr(m.id))
 			writeProblem(w, http.StatusRequestEntityTooLarge, problemBodyTooLarge, "Request body too large",
 				fmt.Sprintf("The request body is larger than %d bytes.", v.maxBody))
@@ -360,31 +362,4 @@ func keyField(id string) (string, bool) {
 	}
 	b.WriteByte('"')
 	return b.String(), true
-}
-
-var errBodyTooLarge = errors.New("body too large")
-
-func (v *Verifier) readBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
-	}
-	if r.ContentLength > v.maxBody {
-		return nil, errBodyTooLarge
-	}
-	capHint := r.ContentLength
-	if capHint < 0 || capHint > 64<<10 {
-		capHint = 512
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, capHint+1))
-	n, err := buf.ReadFrom(io.LimitReader(r.Body, v.maxBody+1))
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
-		return nil, errBodyTooLarge
-	case err != nil:
-		return nil, err
-	case n > v.maxBody:
-		return nil, errBodyTooLarge
-	}
-	return buf.Bytes(), nil
 }

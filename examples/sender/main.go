@@ -59,20 +59,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -88,10 +84,9 @@ func main() {
 
 // Exit codes.
 const (
-	exitOK      = 0
-	exitFailed  = 1
-	exitUsage   = 2
-	usageHeader = "usage: sender -url URL [flags] FILE...\n       sender -redrive DEAD-LETTERS [flags]\n\nDelivers every GeoJSON feature in FILE (FeatureCollection, Feature or NDJSON; - for stdin),\nor re-drives the dead letters of an earlier run.\n\n"
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2
 )
 
 // run is the command with its environment made explicit.
@@ -105,130 +100,6 @@ type app struct {
 	clock    client.Clock
 	hc       *http.Client
 	terminal func(io.Writer) bool
-}
-
-// options are the parsed flags.
-type options struct {
-	url            string
-	backoff        client.Backoff
-	attempts       int
-	deadline       time.Duration
-	attemptTimeout time.Duration
-	maxRetryAfter  time.Duration
-	concurrency    int
-	deadLetter     string
-	journal        string
-	redrive        string
-	files          []string
-}
-
-// defaultJournal is where the journal lives unless -journal says
-// otherwise: $XDG_STATE_HOME/geoidem/sender.journal, else
-// ~/.local/state/geoidem/sender.journal.
-func defaultJournal() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "geoidem", "sender.journal")
-	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(h, ".local", "state", "geoidem", "sender.journal")
-	}
-	return "geoidem-sender.journal"
-}
-
-func parseFlags(args []string, stderr io.Writer) (options, error) {
-	var o options
-	fs := flag.NewFlagSet("sender", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageHeader)
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&o.url, "url", "", "receiver `URL` to POST each feature to (required)")
-	fs.DurationVar(&o.backoff.Base, "base", client.DefaultBase, "backoff base delay")
-	fs.DurationVar(&o.backoff.Cap, "cap", client.DefaultCap, "backoff cap")
-	fs.TextVar(&o.backoff.Strategy, "strategy", client.Decorrelated, "backoff `strategy`: decorrelated, full, equal, exponential or none")
-	fs.IntVar(&o.attempts, "attempts", client.DefaultMaxAttempts, "attempts per feature, the first included")
-	fs.DurationVar(&o.deadline, "deadline", client.DefaultDeadline, "deadline per feature, all attempts included")
-	fs.DurationVar(&o.attemptTimeout, "attempt-timeout", client.DefaultAttemptTimeout, "timeout of one attempt")
-	fs.DurationVar(&o.maxRetryAfter, "max-retry-after", client.DefaultMaxRetryAfter, "longest Retry-After honoured")
-	fs.IntVar(&o.concurrency, "concurrency", 1, "features delivered at once")
-	fs.StringVar(&o.deadLetter, "dead-letter", "", "append undelivered features to `FILE` (JSON lines)")
-	fs.StringVar(&o.journal, "journal", defaultJournal(), "the journal `FILE`: key and bytes of every event, recorded before its first attempt")
-	fs.StringVar(&o.redrive, "redrive", "", "re-send the dead letters in `FILE` under their original keys, byte for byte")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	o.files = fs.Args()
-	var problems []error
-	switch {
-	case o.redrive != "" && len(o.files) > 0:
-		problems = append(problems, errors.New("-redrive takes no input FILE"))
-	case o.redrive != "":
-	case o.url == "":
-		problems = append(problems, errors.New("-url is required"))
-	}
-	if o.journal == "" {
-		problems = append(problems, errors.New("-journal is required"))
-	}
-	if u, err := url.Parse(o.url); o.url != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-		problems = append(problems, fmt.Errorf("-url %q is not an absolute http or https URL", o.url))
-	}
-	if len(o.files) == 0 && o.redrive == "" {
-		problems = append(problems, errors.New("no input FILE"))
-	}
-	if o.attempts < 1 {
-		problems = append(problems, fmt.Errorf("-attempts %d: want at least 1", o.attempts))
-	}
-	if o.backoff.Base <= 0 {
-		problems = append(problems, fmt.Errorf("-base %v: want a positive duration", o.backoff.Base))
-	}
-	if err := o.backoff.Validate(); err != nil {
-		problems = append(problems, err)
-	}
-	if o.deadline <= 0 || o.attemptTimeout <= 0 || o.maxRetryAfter <= 0 {
-		problems = append(problems, errors.New("-deadline, -attempt-timeout and -max-retry-after must be positive"))
-	}
-	if o.concurrency < 1 {
-		problems = append(problems, fmt.Errorf("-concurrency %d: want at least 1", o.concurrency))
-	}
-	if err := errors.Join(problems...); err != nil {
-		fmt.Fprintf(stderr, "sender: %v\n\n", err)
-		fs.Usage()
-		return o, err
-	}
-	return o, nil
-}
-
-// feature is one feature to deliver.
-type feature struct {
-	source   string // file:line or file:line#index, for messages
-	delivery client.Delivery
-	redrive  *client.DeadLetter // a dead letter to re-drive instead
-}
-
-// outcome tallies the deliveries.
-type outcome struct {
-	total    int
-	progress io.Writer // the terminal, or nil for no progress line
-
-	mu                              sync.Mutex
-	done, delivered, replayed       int
-	permanent, gaveUp, deadLettered int
-}
-
-// countingSink counts the dead letters its file took.
-type countingSink struct {
-	*client.JSONLinesSink
-	n atomic.Int64
-}
-
-// Put writes dl and counts it if the write succeeded.
-func (s *countingSink) Put(ctx context.Context, dl client.DeadLetter) error {
-	err := s.JSONLinesSink.Put(ctx, dl)
-	if err == nil {
-		s.n.Add(1)
-	}
-	return err
 }
 
 func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -362,157 +233,4 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitFailed
 	}
 	return exitOK
-}
-
-// record counts one finished delivery, reports a failure on stderr and
-// redraws the progress line.
-func (o *outcome) record(f feature, res client.Result, err error, stderr io.Writer) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.done++
-	switch {
-	case err == nil:
-		o.delivered++
-		if res.Replayed {
-			o.replayed++
-		}
-	case errors.Is(err, client.ErrPermanent):
-		o.permanent++
-	default:
-		o.gaveUp++
-	}
-	if err != nil {
-		if o.progress != nil {
-			fmt.Fprint(o.progress, "\r\033[K") // clear the progress line first
-		}
-		fmt.Fprintf(stderr, "sender: %s: %v\n", f.source, err)
-	}
-	if o.progress != nil {
-		fmt.Fprintf(o.progress, "\r\033[K%d/%d  delivered %d (replayed %d)  failed %d",
-			o.done, o.total, o.delivered, o.replayed, o.permanent+o.gaveUp)
-	}
-}
-
-// isTerminal reports whether w is a terminal (a character device).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// readInputs reads every file and returns its features, each with its key
-// and its stamped body. The first feature with a given key fixes the body
-// for every later one, so a duplicate in the input is a replay, not a
-// conflict.
-func readInputs(files []string, target string, clock client.Clock) ([]feature, error) {
-	var out []feature
-	bodies := make(map[string][]byte)
-	for _, name := range files {
-		data, err := readFile(name)
-		if err != nil {
-			return nil, err
-		}
-		raws, err := splitFeatures(name, data)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range raws {
-			d, err := client.NewFeatureDelivery(target, r.raw, clock.Now())
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", r.source, err)
-			}
-			if b, ok := bodies[d.Key]; ok {
-				d.Body = b
-			} else {
-				bodies[d.Key] = d.Body
-			}
-			out = append(out, feature{source: r.source, delivery: d})
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no features in the input")
-	}
-	return out, nil
-}
-
-// readDeadLetters reads the dead letters to re-drive.
-func readDeadLetters(name string) ([]feature, error) {
-	data, err := readFile(name)
-	if err != nil {
-		return nil, err
-	}
-	dls, err := client.ReadDeadLetters(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(dls) == 0 {
-		return nil, fmt.Errorf("%s: no dead letters", name)
-	}
-	out := make([]feature, len(dls))
-	for i := range dls {
-		out[i] = feature{source: fmt.Sprintf("%s: dead letter %d (key %s)", name, i+1, dls[i].Key), redrive: &dls[i]}
-	}
-	return out, nil
-}
-
-func readFile(name string) ([]byte, error) {
-	if name == "-" {
-		data, err := io.ReadAll(os.Stdin)
-		if err != nil {
-			return nil, fmt.Errorf("stdin: %w", err)
-		}
-		return data, nil
-	}
-	return os.ReadFile(name)
-}
-
-// rawFeature is one feature as read.
-type rawFeature struct {
-	source string
-	raw    []byte
-}
-
-// splitFeatures splits a file's JSON values (one, or one per NDJSON line)
-// into features.
-func splitFeatures(name string, data []byte) ([]rawFeature, error) {
-	var out []rawFeature
-	dec := json.NewDecoder(bytes.NewReader(data))
-	for {
-		offset := dec.InputOffset()
-		var v json.RawMessage
-		err := dec.Decode(&v)
-		if err == io.EOF {
-			return out, nil
-		}
-		// The value starts at the first non-space byte after offset.
-		line := 1 + bytes.Count(data[:offset], []byte("\n")) + bytes.Count(leadingSpace(data[offset:]), []byte("\n"))
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-		source := fmt.Sprintf("%s:%d", name, line)
-		var head struct {
-			Type     string            `json:"type"`
-			Features []json.RawMessage `json:"features"`
-		}
-		if err := json.Unmarshal(v, &head); err != nil {
-			return nil, fmt.Errorf("%s: not a GeoJSON object: %w", source, err)
-		}
-		switch head.Type {
-		case "Feature":
-			out = append(out, rawFeature{source, v})
-		case "FeatureCollection":
-			for i, f := range head.Features {
-				out = append(out, rawFeature{fmt.Sprintf("%s#%d", source, i), f})
-			}
-		default:
-			return nil, fmt.Errorf("%s: type %q: want a Feature or a FeatureCollection", source, head.Type)
-		}
-	}
-}
-
-func leadingSpace(b []byte) []byte {
-	return b[:len(b)-len(bytes.TrimLeft(b, " \t\r\n"))]
 }

@@ -1,0 +1,124 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// AttemptStart describes an attempt about to be sent, for
+// Config.PrepareAttempt.
+type AttemptStart struct {
+	Number int       // 1 for the first attempt
+	Key    string    // the idempotency key, unencoded
+	Body   []byte    // the body the attempt sends; do not modify
+	Time   time.Time // now, on the sender's clock (use it as a signature timestamp)
+}
+
+// Attempt describes one finished attempt, for Config.OnAttempt.
+type Attempt struct {
+	Number     int // 1 for the first attempt
+	Key        string
+	URL        string
+	Start      time.Time     // on the sender's clock
+	Duration   time.Duration // on the sender's clock
+	StatusCode int           // 0 when there was no response
+	Replayed   bool          // the response carried Idempotent-Replayed: true
+	// Err is nil for a 2xx answer, a [*StatusError] for any other answer,
+	// and the transport (or PrepareAttempt) error when there was none.
+	Err       error
+	Retryable bool // the answer or error was one a retry may fix
+	// Final is true when no attempt follows; Delay is then 0. Otherwise
+	// Delay is the wait before the next attempt, taken from Retry-After
+	// (clamped) when FromRetryAfter is true, else from the Backoff.
+	Final          bool
+	Delay          time.Duration
+	FromRetryAfter bool
+}
+
+// outcome is what one attempt produced.
+type outcome struct {
+	start, end    time.Time
+	status        int
+	header        http.Header
+	body          []byte
+	problem       *Problem
+	err           error // nil on 2xx
+	retryable     bool
+	retryAfter    time.Duration
+	hasRetryAfter bool
+	replayed      bool
+}
+
+// attempt sends one attempt and reads its answer.
+func (s *Sender) attempt(ctx context.Context, p *pending, n int) (o outcome) {
+	o.start = s.clock.Now()
+	defer func() { o.end = s.clock.Now() }()
+
+	timeout := s.attemptTimeout
+	if !p.deadline.IsZero() {
+		if left := p.deadline.Sub(o.start); timeout <= 0 || left < timeout {
+			timeout = max(left, time.Nanosecond)
+		}
+	}
+	actx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+
+	req, err := http.NewRequestWithContext(actx, p.method, p.URL, bytes.NewReader(p.body))
+	if err != nil { // checked by checkTarget; kept for safety
+		o.err = fmt.Errorf("%w: %w", ErrInvalidDelivery, err)
+		return o
+	}
+	if p.header != nil {
+		req.Header = p.header.Clone()
+	}
+	req.Header.Set("Content-Type", p.contentType)
+	req.Header.Set(HeaderIdempotencyKey, p.keyHeader)
+	if s.prepare != nil {
+		a := AttemptStart{Number: n, Key: p.Key, Body: p.body, Time: o.start}
+		if err := s.prepare(req, a); err != nil {
+			o.err = fmt.Errorf("client: prepare attempt %d: %w", n, err)
+			return o
+		}
+	}
+
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		o.err = err
+		o.retryable = retryableError(err)
+		return o
+	}
+	defer resp.Body.Close()
+	o.status, o.header = resp.StatusCode, resp.Header
+	o.replayed = strings.EqualFold(strings.TrimSpace(resp.Header.Get(HeaderReplayed)), "true")
+	o.body, err = io.ReadAll(io.LimitReader(resp.Body, s.maxBody))
+	if err != nil {
+		// The answer was lost on the way: whatever the status, the
+		// receiver may have acted, and a retry is answered from its record.
+		o.err = fmt.Errorf("client: reading %d response: %w", resp.StatusCode, err)
+		o.retryable = retryableError(err)
+		return o
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return o
+	}
+	o.problem = parseProblem(resp.Header.Get("Content-Type"), o.body)
+	o.retryAfter, o.hasRetryAfter = ParseRetryAfter(resp.Header.Get(HeaderRetryAfter), resp.Header.Get("Date"), s.clock.Now())
+	o.retryable = RetryableStatus(resp.StatusCode, o.hasRetryAfter)
+	o.err = &StatusError{
+		StatusCode: resp.StatusCode,
+		Status:     resp.Status,
+		Header:     resp.Header,
+		Body:       o.body,
+		Problem:    o.problem,
+	}
+	return o
+}

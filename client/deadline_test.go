@@ -1,0 +1,191 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/geoidem/geoidem/client"
+)
+
+func TestDeadline(t *testing.T) {
+	t.Run("gives up when the next attempt cannot fit", func(t *testing.T) {
+		clock := newFakeClock()
+		// Each attempt takes 1s; the delay is always 2s; an attempt needs 1s.
+		tr := &scriptTransport{clock: clock, steps: []step{{status: 503, took: time.Second}}}
+		sink := &memSink{}
+		s := newSender(t, tr, client.Config{
+			Clock:          clock,
+			Backoff:        client.Backoff{Strategy: client.Exponential, Base: 2 * time.Second, Cap: 2 * time.Second},
+			MaxAttempts:    100,
+			Deadline:       10 * time.Second,
+			AttemptTimeout: time.Second,
+			DeadLetter:     sink,
+		})
+		res, err := s.Deliver(context.Background(), delivery())
+		if !errors.Is(err, client.ErrDeadline) {
+			t.Fatalf("err = %v, want ErrDeadline", err)
+		}
+		// Attempts run over [0,1] [3,4] [6,7] [9,10]; at 10 s, 2 s of delay
+		// and 1 s of attempt no longer fit.
+		if res.Attempts != 4 {
+			t.Errorf("attempts = %d, want 4", res.Attempts)
+		}
+		if got := clock.Now().Sub(epoch); got > 10*time.Second {
+			t.Errorf("the delivery ran %v, past its 10s deadline", got)
+		}
+		if dls := sink.All(); len(dls) != 1 || dls[0].Reason != "deadline" || dls[0].Attempts != 4 || dls[0].LastStatus != 503 {
+			t.Errorf("dead letters = %+v", dls)
+		}
+	})
+	t.Run("never sleeps into it for Retry-After", func(t *testing.T) {
+		clock := newFakeClock()
+		tr := &scriptTransport{steps: []step{{status: 503, header: map[string]string{"Retry-After": "30"}}, {status: 201}}}
+		s := newSender(t, tr, client.Config{Clock: clock, Deadline: 20 * time.Second, AttemptTimeout: time.Second})
+		res, err := s.Deliver(context.Background(), delivery())
+		if !errors.Is(err, client.ErrDeadline) || res.Attempts != 1 {
+			t.Fatalf("Deliver = %+v, %v; want ErrDeadline after 1 attempt", res, err)
+		}
+		if len(clock.Sleeps()) != 0 {
+			t.Errorf("slept %v before giving up", clock.Sleeps())
+		}
+	})
+	t.Run("the context's deadline counts too", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		clock := newFakeClock()
+		tr := &scriptTransport{steps: []step{{status: 503, header: map[string]string{"Retry-After": "7200"}}}}
+		s := newSender(t, tr, client.Config{Clock: clock, Deadline: -1, MaxRetryAfter: 2 * time.Hour})
+		if _, err := s.Deliver(ctx, delivery()); !errors.Is(err, client.ErrDeadline) {
+			t.Fatalf("err = %v, want ErrDeadline", err)
+		}
+		if len(clock.Sleeps()) != 0 {
+			t.Errorf("slept %v", clock.Sleeps())
+		}
+	})
+	t.Run("the attempt timeout is cut to the deadline", func(t *testing.T) {
+		tr := &scriptTransport{steps: []step{{status: 201}}}
+		s := newSender(t, tr, client.Config{Clock: newFakeClock(), Deadline: 3 * time.Second, AttemptTimeout: time.Hour})
+		before := time.Now()
+		if _, err := s.Deliver(context.Background(), delivery()); err != nil {
+			t.Fatal(err)
+		}
+		dl, ok := tr.Requests()[0].ctx.Deadline()
+		if !ok || dl.Sub(before) > 3*time.Second+time.Second {
+			t.Errorf("attempt deadline %v (set %v), want about 3s from now", dl.Sub(before), ok)
+		}
+	})
+	t.Run("with no attempt timeout the longest attempt is the need", func(t *testing.T) {
+		clock := newFakeClock()
+		tr := &scriptTransport{clock: clock, steps: []step{{status: 503, took: 4 * time.Second}}}
+		s := newSender(t, tr, client.Config{
+			Clock: clock, Backoff: client.Backoff{Strategy: client.None},
+			AttemptTimeout: -1, Deadline: 10 * time.Second, MaxAttempts: 100,
+		})
+		res, err := s.Deliver(context.Background(), delivery())
+		if !errors.Is(err, client.ErrDeadline) || res.Attempts != 2 {
+			t.Errorf("Deliver = %d attempts, %v; want ErrDeadline after 2 (0-4s, 4-8s; 8+4 > 10)", res.Attempts, err)
+		}
+		if _, ok := tr.Requests()[0].ctx.Deadline(); !ok {
+			t.Error("the attempt is not bounded by the delivery deadline")
+		}
+	})
+}
+
+func TestCancellation(t *testing.T) {
+	t.Run("during a wait", func(t *testing.T) {
+		clock := &blockingClock{sleeping: make(chan time.Duration)}
+		tr := &scriptTransport{steps: []step{{status: 503}}}
+		sink := &memSink{}
+		s := newSender(t, tr, client.Config{Clock: clock, DeadLetter: sink})
+		ctx, cancel := context.WithCancel(context.Background())
+		type ret struct {
+			res client.Result
+			err error
+		}
+		done := make(chan ret)
+		go func() {
+			res, err := s.Deliver(ctx, delivery())
+			done <- ret{res, err}
+		}()
+		<-clock.sleeping
+		cancel()
+		r := <-done
+		if !errors.Is(r.err, context.Canceled) || r.res.Attempts != 1 || len(tr.Requests()) != 1 {
+			t.Errorf("Deliver = %+v, %v; want context.Canceled after 1 attempt", r.res, r.err)
+		}
+		if dls := sink.All(); len(dls) != 1 || dls[0].Reason != "canceled" {
+			t.Errorf("dead letters = %+v", dls)
+		}
+	})
+	t.Run("during an attempt", func(t *testing.T) {
+		started := make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		tr := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			close(started)
+			<-req.Context().Done()
+			return nil, req.Context().Err()
+		})
+		s := newSender(t, tr, client.Config{Clock: newFakeClock()})
+		go func() { <-started; cancel() }()
+		res, err := s.Deliver(ctx, delivery())
+		var de *client.DeliveryError
+		if !errors.As(err, &de) || de.Reason != context.Canceled || res.Attempts != 1 {
+			t.Errorf("Deliver = %+v, %v; want reason context.Canceled after 1 attempt", res, err)
+		}
+		if errors.Is(err, client.ErrPermanent) {
+			t.Errorf("a canceled delivery reported as permanent: %v", err)
+		}
+	})
+	t.Run("context deadline during an attempt", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		tr := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			cancel() // stands in for the deadline passing mid-attempt
+			return nil, context.Canceled
+		})
+		s := newSender(t, tr, client.Config{Clock: newFakeClock()})
+		res, err := s.Deliver(ctx, delivery())
+		var de *client.DeliveryError
+		if !errors.As(err, &de) || de.Reason != context.Canceled || res.Attempts != 1 {
+			t.Errorf("Deliver = %+v, %v; want reason context.Canceled after 1 attempt", res, err)
+		}
+	})
+	t.Run("before the first attempt", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		tr := &scriptTransport{steps: []step{{status: 201}}}
+		sink := &memSink{}
+		s := newSender(t, tr, client.Config{Clock: newFakeClock(), DeadLetter: sink})
+		res, err := s.Deliver(ctx, delivery())
+		if !errors.Is(err, context.Canceled) || res.Attempts != 0 || len(tr.Requests()) != 0 {
+			t.Errorf("Deliver = %+v, %v, %d requests", res, err, len(tr.Requests()))
+		}
+		if dls := sink.All(); len(dls) != 1 || dls[0].Attempts != 0 {
+			t.Errorf("dead letters = %+v", dls)
+		}
+	})
+	t.Run("SystemClock.Sleep", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		var c client.SystemClock
+		if err := c.Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+			t.Errorf("Sleep(canceled, 1h) = %v", err)
+		}
+		if err := c.Sleep(context.Background(), 0); err != nil {
+			t.Errorf("Sleep(0) = %v", err)
+		}
+		ctx2, cancel2 := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- c.Sleep(ctx2, time.Hour) }()
+		cancel2()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Sleep canceled while waiting = %v", err)
+		}
+		if d := time.Since(c.Now()); d < 0 || d > time.Minute {
+			t.Errorf("SystemClock.Now is %v away from time.Now", d)
+		}
+	})
+}

@@ -1,0 +1,302 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Delivery is one payload to deliver under one idempotency key.
+type Delivery struct {
+	URL    string // absolute http or https URL
+	Method string // default POST
+	// Key is the idempotency key, required. It is sent, encoded by
+	// [EncodeKey], as the Idempotency-Key header of every attempt,
+	// unchanged.
+	Key string
+	// Body is copied once when Deliver starts; every attempt sends exactly
+	// those bytes.
+	Body        []byte
+	ContentType string      // default application/json
+	Header      http.Header // extra headers for every attempt; Idempotency-Key and Content-Type in it are overridden
+}
+
+// Result describes how a delivery ended. After a failure it describes the
+// last attempt (StatusCode 0 if there was no answer).
+type Result struct {
+	Attempts   int // attempts made, 0 if none was
+	StatusCode int
+	Header     http.Header
+	Body       []byte // at most Config.MaxResponseBytes
+	// Replayed is true when the receiver answered from its record of an
+	// earlier attempt (Idempotent-Replayed: true): the payload took effect
+	// once, before this answer.
+	Replayed bool
+	Problem  *Problem      // the last answer's problem document, if it had one
+	Elapsed  time.Duration // on the sender's clock
+}
+
+// Deliver sends d until it succeeds (a 2xx answer), fails permanently, or
+// runs out of attempts, deadline, budget or context. Every attempt sends the
+// same key and the same body bytes.
+//
+// It retries 429, 500, 502, 503 and 504, connection errors and timeouts,
+// and 409 when it carries a Retry-After header: the geoidem middleware
+// answers so while the original request with the same key is still running
+// (a retry after a lost acknowledgement can overtake it), and once the
+// original finishes the retry gets its recorded answer replayed. A 409
+// without Retry-After, and every other status, is permanent. Retry-After,
+// clamped to Config.MaxRetryAfter, is preferred over the computed delay.
+// With a delivery deadline, a 409 with Retry-After is not counted against
+// Config.MaxAttempts: the sender waits its Retry-After (at least
+// Backoff.Base) and tries again until the deadline, because the receiver
+// may hold the key in flight for a whole lease before it is free again.
+//
+// It returns an error before any I/O, and dead-letters nothing, when the
+// key is empty or invalid ([ErrNoKey], [ErrInvalidKey]) or the URL or
+// method is unusable ([ErrInvalidDelivery]). Any other failure is handed to
+// the dead-letter sink and returned as a [*DeliveryError] (joined with the
+// sink's error when Put failed; errors.As finds it either way); the Result
+// then describes the last attempt.
+func (s *Sender) Deliver(ctx context.Context, d Delivery) (Result, error) {
+	keyHeader, err := EncodeKey(d.Key)
+	if err != nil {
+		return Result{}, err
+	}
+	method := d.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	if err := checkTarget(method, d.URL); err != nil {
+		return Result{}, err
+	}
+	contentType := d.ContentType
+	if contentType == "" {
+		contentType = DefaultContentType
+	}
+	p := &pending{
+		URL:         d.URL,
+		Key:         d.Key,
+		method:      method,
+		contentType: contentType,
+		keyHeader:   keyHeader,
+		body:        bytes.Clone(d.Body),
+		header:      d.Header.Clone(),
+		start:       s.clock.Now(),
+	}
+	if p.body == nil {
+		p.body = []byte{}
+	}
+	if s.deadline > 0 {
+		p.deadline = p.start.Add(s.deadline)
+	}
+	if s.budget != nil {
+		s.budget.Deposit()
+	}
+	return s.run(ctx, p)
+}
+
+// pending is a delivery in progress.
+type pending struct {
+	URL, Key                       string
+	method, contentType, keyHeader string
+	body                           []byte
+	header                         http.Header
+	start                          time.Time
+	deadline                       time.Time // zero: none
+}
+
+func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
+	var (
+		res     Result
+		prev    time.Duration // previous delay
+		longest time.Duration // longest attempt so far
+		last    outcome
+		counted int // attempts counted against MaxAttempts (see inFlight)
+	)
+	for n := 1; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return s.fail(ctx, p, res, last, err)
+		}
+		last = s.attempt(ctx, p, n)
+		longest = max(longest, last.end.Sub(last.start))
+		res = Result{
+			Attempts:   n,
+			StatusCode: last.status,
+			Header:     last.header,
+			Body:       last.body,
+			Replayed:   last.replayed,
+			Problem:    last.problem,
+		}
+		info := Attempt{
+			Number: n, Key: p.Key, URL: p.URL,
+			Start: last.start, Duration: last.end.Sub(last.start),
+			StatusCode: last.status, Replayed: last.replayed,
+			Err: last.err, Retryable: last.retryable, Final: true,
+		}
+		s.log.DebugContext(ctx, "client: attempt", "url", p.URL, "attempt", n,
+			"status", last.status, "duration", info.Duration, "error", last.err)
+
+		waiting := s.inFlight(p, last)
+		if !waiting {
+			counted++
+		}
+		var reason error
+		switch {
+		case last.err == nil:
+			s.observe(info)
+			res.Elapsed = s.clock.Now().Sub(p.start)
+			return res, nil
+		case ctx.Err() != nil:
+			reason = ctx.Err()
+		case !last.retryable:
+			reason = ErrPermanent
+		case counted >= s.maxAttempts:
+			reason = ErrExhausted
+		}
+		if reason != nil {
+			s.observe(info)
+			return s.fail(ctx, p, res, last, reason)
+		}
+
+		delay := s.nextDelay(prev, n)
+		if last.hasRetryAfter {
+			delay = min(last.retryAfter, s.maxRetryAfter)
+			info.FromRetryAfter = true
+		}
+		if waiting {
+			delay = max(delay, s.backoff.Base) // never spin on 409s
+		}
+		need := s.attemptTimeout
+		if need <= 0 {
+			need = longest
+		}
+		if !s.fits(ctx, p, delay+need) {
+			info.FromRetryAfter = false
+			s.observe(info)
+			return s.fail(ctx, p, res, last, ErrDeadline)
+		}
+		if s.budget != nil && !s.budget.Withdraw() {
+			info.FromRetryAfter = false
+			s.observe(info)
+			return s.fail(ctx, p, res, last, ErrBudgetExhausted)
+		}
+		info.Final, info.Delay = false, delay
+		s.observe(info)
+		if err := s.clock.Sleep(ctx, delay); err != nil {
+			return s.fail(ctx, p, res, last, err)
+		}
+		prev = delay
+	}
+}
+
+func (s *Sender) observe(a Attempt) {
+	if s.onAttempt != nil {
+		s.onAttempt(a)
+	}
+}
+
+// nextDelay is the backoff delay before retry n.
+func (s *Sender) nextDelay(prev time.Duration, n int) time.Duration {
+	if s.rnd == nil {
+		return s.backoff.Next(prev, n, nil)
+	}
+	s.rndMu.Lock()
+	defer s.rndMu.Unlock()
+	return s.backoff.Next(prev, n, s.rnd)
+}
+
+// fits reports whether waiting d from now stays within the delivery
+// deadline and the context's deadline.
+func (s *Sender) fits(ctx context.Context, p *pending, d time.Duration) bool {
+	if !p.deadline.IsZero() && s.clock.Now().Add(d).After(p.deadline) {
+		return false
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return false
+	}
+	return true
+}
+
+// checkTarget validates the method and URL before any I/O.
+func checkTarget(method, rawURL string) error {
+	if !validMethod(method) {
+		return fmt.Errorf("%w: method %q", ErrInvalidDelivery, method)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidDelivery, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("%w: URL %q is not an absolute http or https URL", ErrInvalidDelivery, rawURL)
+	}
+	return nil
+}
+
+func validMethod(m string) bool {
+	if m == "" {
+		return false
+	}
+	for i := 0; i < len(m); i++ {
+		if !isTokenByte(m[i]) || m[i] == ':' || m[i] == '/' {
+			return false
+		}
+	}
+	return true
+}
+
+// fail ends a delivery without success: it builds the DeliveryError, hands
+// the delivery to the dead-letter sink and logs it.
+func (s *Sender) fail(ctx context.Context, p *pending, res Result, last outcome, reason error) (Result, error) {
+	res.Elapsed = s.clock.Now().Sub(p.start)
+	derr := &DeliveryError{
+		Reason:     reason,
+		Key:        p.Key,
+		Attempts:   res.Attempts,
+		StatusCode: res.StatusCode,
+		Err:        last.err,
+	}
+	s.log.WarnContext(ctx, "client: delivery failed", "url", p.URL, "attempts", res.Attempts,
+		"status", res.StatusCode, "reason", reasonName(reason), "error", last.err)
+	if s.sink == nil {
+		return res, derr
+	}
+	dl := DeadLetter{
+		Time:        s.clock.Now(),
+		URL:         p.URL,
+		Method:      p.method,
+		Key:         p.Key,
+		ContentType: p.contentType,
+		Header:      p.header.Clone(),
+		Payload:     p.body,
+		Attempts:    res.Attempts,
+		LastStatus:  res.StatusCode,
+		Reason:      reasonName(reason),
+		Error:       derr.Error(),
+		Problem:     res.Problem,
+	}
+	if err := s.sink.Put(context.WithoutCancel(ctx), dl); err != nil {
+		return res, errors.Join(derr, fmt.Errorf("client: dead-letter sink: %w", err))
+	}
+	return res, derr
+}
+
+// reasonName is the DeadLetter.Reason for a DeliveryError reason.
+func reasonName(reason error) string {
+	switch {
+	case errors.Is(reason, ErrPermanent):
+		return "permanent"
+	case errors.Is(reason, ErrExhausted):
+		return "exhausted"
+	case errors.Is(reason, ErrDeadline):
+		return "deadline"
+	case errors.Is(reason, ErrBudgetExhausted):
+		return "budget"
+	default:
+		return "canceled"
+	}
+}

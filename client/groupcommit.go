@@ -1,0 +1,67 @@
+package client
+
+import (
+	"fmt"
+)
+
+// append adds one line to the buffer, and writes the buffer at once
+// unless a sync is in progress: then the next sync writes it. (Writing
+// while the file syncs can block on the page under writeback, and with
+// j.mu held that would stall every delivery.) j.mu is held.
+func (j *FileJournal) append(line []byte) error {
+	j.buf = append(j.buf, line...)
+	j.lines++
+	j.appended++
+	if j.syncing {
+		return nil
+	}
+	return j.writeBuf()
+}
+
+// writeBuf writes the buffered lines with one Write. j.mu is held.
+func (j *FileJournal) writeBuf() error {
+	if len(j.buf) == 0 {
+		return nil
+	}
+	if _, err := j.f.Write(j.buf); err != nil {
+		j.err = fmt.Errorf("client: journal write: %w", err)
+		return j.err
+	}
+	j.buf = j.buf[:0]
+	return nil
+}
+
+// waitSynced returns once append seq is on stable storage. Unless another
+// goroutine is syncing already (then it waits for the next sync, which
+// covers seq), it becomes the leader: it takes every line buffered so far,
+// writes them and syncs the file with j.mu released, so that the lines
+// other goroutines append meanwhile form the next batch. j.mu is held.
+func (j *FileJournal) waitSynced(seq uint64) error {
+	for j.synced < seq {
+		if err := j.usable(); err != nil {
+			return err
+		}
+		if j.syncing {
+			j.cond.Wait()
+			continue
+		}
+		j.syncing = true
+		batch, target, f := j.buf, j.appended, j.f
+		j.buf = j.spare[:0]
+		j.mu.Unlock()
+		_, err := f.Write(batch)
+		if err == nil {
+			err = f.Sync()
+		}
+		j.mu.Lock()
+		j.spare = batch
+		j.syncing = false
+		if err != nil {
+			j.err = fmt.Errorf("client: journal sync: %w", err)
+		} else {
+			j.synced = max(j.synced, target)
+		}
+		j.cond.Broadcast()
+	}
+	return nil
+}

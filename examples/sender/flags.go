@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+
+	"github.com/geoidem/geoidem/client"
+)
+
+// usageHeader opens the usage message, before the flags.
+const usageHeader = "usage: sender -url URL [flags] FILE...\n       sender -redrive DEAD-LETTERS [flags]\n\nDelivers every GeoJSON feature in FILE (FeatureCollection, Feature or NDJSON; - for stdin),\nor re-drives the dead letters of an earlier run.\n\n"
+
+// options are the parsed flags.
+type options struct {
+	url            string
+	backoff        client.Backoff
+	attempts       int
+	deadline       time.Duration
+	attemptTimeout time.Duration
+	maxRetryAfter  time.Duration
+	concurrency    int
+	deadLetter     string
+	journal        string
+	redrive        string
+	files          []string
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("sender", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageHeader)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.url, "url", "", "receiver `URL` to POST each feature to (required)")
+	fs.DurationVar(&o.backoff.Base, "base", client.DefaultBase, "backoff base delay")
+	fs.DurationVar(&o.backoff.Cap, "cap", client.DefaultCap, "backoff cap")
+	fs.TextVar(&o.backoff.Strategy, "strategy", client.Decorrelated, "backoff `strategy`: decorrelated, full, equal, exponential or none")
+	fs.IntVar(&o.attempts, "attempts", client.DefaultMaxAttempts, "attempts per feature, the first included")
+	fs.DurationVar(&o.deadline, "deadline", client.DefaultDeadline, "deadline per feature, all attempts included")
+	fs.DurationVar(&o.attemptTimeout, "attempt-timeout", client.DefaultAttemptTimeout, "timeout of one attempt")
+	fs.DurationVar(&o.maxRetryAfter, "max-retry-after", client.DefaultMaxRetryAfter, "longest Retry-After honoured")
+	fs.IntVar(&o.concurrency, "concurrency", 1, "features delivered at once")
+	fs.StringVar(&o.deadLetter, "dead-letter", "", "append undelivered features to `FILE` (JSON lines)")
+	fs.StringVar(&o.journal, "journal", defaultJournal(), "the journal `FILE`: key and bytes of every event, recorded before its first attempt")
+	fs.StringVar(&o.redrive, "redrive", "", "re-send the dead letters in `FILE` under their original keys, byte for byte")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.files = fs.Args()
+	var problems []error
+	switch {
+	case o.redrive != "" && len(o.files) > 0:
+		problems = append(problems, errors.New("-redrive takes no input FILE"))
+	case o.redrive != "":
+	case o.url == "":
+		problems = append(problems, errors.New("-url is required"))
+	}
+	if o.journal == "" {
+		problems = append(problems, errors.New("-journal is required"))
+	}
+	if u, err := url.Parse(o.url); o.url != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		problems = append(problems, fmt.Errorf("-url %q is not an absolute http or https URL", o.url))
+	}
+	if len(o.files) == 0 && o.redrive == "" {
+		problems = append(problems, errors.New("no input FILE"))
+	}
+	if o.attempts < 1 {
+		problems = append(problems, fmt.Errorf("-attempts %d: want at least 1", o.attempts))
+	}
+	if o.backoff.Base <= 0 {
+		problems = append(problems, fmt.Errorf("-base %v: want a positive duration", o.backoff.Base))
+	}
+	if err := o.backoff.Validate(); err != nil {
+		problems = append(problems, err)
+	}
+	if o.deadline <= 0 || o.attemptTimeout <= 0 || o.maxRetryAfter <= 0 {
+		problems = append(problems, errors.New("-deadline, -attempt-timeout and -max-retry-after must be positive"))
+	}
+	if o.concurrency < 1 {
+		problems = append(problems, fmt.Errorf("-concurrency %d: want at least 1", o.concurrency))
+	}
+	if err := errors.Join(problems...); err != nil {
+		fmt.Fprintf(stderr, "sender: %v\n\n", err)
+		fs.Usage()
+		return o, err
+	}
+	return o, nil
+}
