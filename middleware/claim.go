@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/problem"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -58,8 +59,8 @@ func (m *Middleware) abandon(w http.ResponseWriter, r *http.Request, key string,
 	rn := new(renewal)
 	rn.start(m, r.Context(), hold, func(error) {}, start)
 	m.release(r.Context(), hold, rn)
-	writeProblem(w, http.StatusServiceUnavailable, problemJSON(ProblemStoreDown, "Idempotency store unavailable", http.StatusServiceUnavailable,
-		"The request was canceled before it ran; it was not executed, so retry with the same key."), m.retryAfter)
+	problem.Write(w, http.StatusServiceUnavailable, problem.JSON(problem.Doc{Type: ProblemStoreDown, Title: "Idempotency store unavailable", Status: http.StatusServiceUnavailable,
+		Detail: "The request was canceled before it ran; it was not executed, so retry with the same key."}), m.retryAfter)
 	m.done(r.Context(), Event{Outcome: Canceled, Key: key, Status: http.StatusServiceUnavailable, TookOver: claim.TookOver, Err: context.Cause(r.Context())}, start)
 }
 

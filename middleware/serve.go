@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/problem"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -28,7 +29,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	start := time.Now()
 	reject := func(status int, typ, title, detail string) {
-		writeProblem(w, status, problemJSON(typ, title, status, detail), 0)
+		problem.Write(w, status, problem.JSON(problem.Doc{Type: typ, Title: title, Status: status, Detail: detail}), 0)
 		m.done(r.Context(), Event{Outcome: Rejected, Status: status}, start)
 	}
 
@@ -75,8 +76,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	fp := m.fingerprint(r, body)
 	claim, sent, err := m.claim(r.Context(), storeKey, fp)
 	if err != nil {
-		writeProblem(w, http.StatusServiceUnavailable, problemJSON(ProblemStoreDown, "Idempotency store unavailable", http.StatusServiceUnavailable,
-			"The request was not executed; retry later with the same key."), m.retryAfter)
+		problem.Write(w, http.StatusServiceUnavailable, problem.JSON(problem.Doc{Type: ProblemStoreDown, Title: "Idempotency store unavailable", Status: http.StatusServiceUnavailable,
+			Detail: "The request was not executed; retry later with the same key."}), m.retryAfter)
 		m.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency store unavailable", slog.String("key", storeKey), slog.Any("error", err))
 		m.done(r.Context(), Event{Outcome: StoreError, Key: storeKey, Status: http.StatusServiceUnavailable, Err: err}, start)
 		return
@@ -84,8 +85,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 
 	if claim.State != keystore.Acquired && claim.Fingerprint != fp {
 		status := http.StatusUnprocessableEntity
-		writeProblem(w, status, problemJSON(ProblemKeyReused, "Idempotency key reused", status,
-			"This key was first used with a different request payload; use a new key for a new request."), 0)
+		problem.Write(w, status, problem.JSON(problem.Doc{Type: ProblemKeyReused, Title: "Idempotency key reused", Status: status,
+			Detail: "This key was first used with a different request payload; use a new key for a new request."}), 0)
 		m.done(r.Context(), Event{Outcome: Mismatch, Key: storeKey, Status: status}, start)
 		return
 	}
@@ -95,8 +96,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	switch claim.State {
 	case keystore.InFlight:
-		writeProblem(w, http.StatusConflict, problemJSON(ProblemInFlight, "Request in flight", http.StatusConflict,
-			"A request with this key is still being processed; retry later with the same key to receive its response."), m.inFlightRetryAfter(claim.LeaseRemaining))
+		problem.Write(w, http.StatusConflict, problem.JSON(problem.Doc{Type: ProblemInFlight, Title: "Request in flight", Status: http.StatusConflict,
+			Detail: "A request with this key is still being processed; retry later with the same key to receive its response."}), m.inFlightRetryAfter(claim.LeaseRemaining))
 		m.done(r.Context(), Event{Outcome: InFlight, Key: storeKey, Status: http.StatusConflict}, start)
 		return
 	case keystore.Completed:
@@ -164,9 +165,9 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		if errors.As(verr, &hp) {
 			status, doc = hp.HTTPStatus(), hp.ProblemJSON()
 		} else {
-			doc = problemJSON(ProblemInvalid, "Invalid request", status, verr.Error())
+			doc = problem.JSON(problem.Doc{Type: ProblemInvalid, Title: "Invalid request", Status: status, Detail: verr.Error()})
 		}
-		writeProblem(rec, status, doc, 0)
+		problem.Write(rec, status, doc, 0)
 		rec.keepNoStore()
 	} else {
 		next.ServeHTTP(rw, r2)
