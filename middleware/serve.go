@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/httpbody"
 	"github.com/geoidem/geoidem/internal/problem"
 	"github.com/geoidem/geoidem/keystore"
 )
@@ -56,8 +57,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if m.refuseHeaders(w, r, start) {
 		return
 	}
-	body, err := m.readBody(r)
-	if errors.Is(err, errBodyTooLarge) {
+	body, err := httpbody.Read(r, m.maxBody)
+	if errors.Is(err, httpbody.ErrTooLarge) {
 		reject(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge, "Request body too large",
 			fmt.Sprintf("The request body is larger than %d bytes.", m.maxBody))
 		return
