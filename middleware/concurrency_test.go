@@ -124,7 +124,7 @@ func FuzzParseKey(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if key == "" || len(key) > middleware.MaxKeyLen {
+		if key == "" || len(key) > middleware.MaxIdempotencyKeyLen {
 			t.Fatalf("ParseKey(%q) accepted %q of length %d", field, key, len(key))
 		}
 		for i := 0; i < len(key); i++ {
