@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/geoidem/geoidem/keystore/memstore"
@@ -126,6 +127,34 @@ func TestBodySizesAroundBufferGrowth(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A server that wraps request bodies in an http.MaxBytesReader tighter
+// than Config.MaxBodyBytes has refused the body as too large: it is
+// answered 413 body-too-large, as the middleware's own limit is, not 400
+// body-unreadable, and nothing is claimed.
+func TestServerMaxBytesReaderIsBodyTooLarge(t *testing.T) {
+	store := new(failingStore) // any claim would be answered 503
+	var ev events
+	m := newMiddleware(t, store, middleware.Config{Observer: ev.observe})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 32)
+		m.Handler(newCounter()).ServeHTTP(w, r)
+	})
+	big := strings.Repeat("x", 65)
+	for _, declared := range []bool{true, false} {
+		r := post("k1", big)
+		if !declared {
+			r.ContentLength = -1
+		}
+		wantProblem(t, serve(h, r), http.StatusRequestEntityTooLarge, middleware.ProblemBodyTooLarge)
+	}
+	if n := store.calls.Load(); n != 0 {
+		t.Errorf("the store was called %d times, want none: nothing may be claimed for a body too large", n)
+	}
+	if got := ev.outcomes(); len(got) != 2 || got[0] != middleware.Rejected || got[1] != middleware.Rejected {
+		t.Errorf("outcomes = %v, want [rejected rejected]", got)
 	}
 }
 

@@ -114,31 +114,3 @@ func TestClientDisconnectMidBody(t *testing.T) {
 		t.Fatalf("retry: %d, handler runs %d; want 201 and 1", resp.StatusCode, h.total.Load())
 	}
 }
-
-func FuzzParseKey(f *testing.F) {
-	for _, s := range []string{"abc", `"abc"`, `"a\"b"`, `"a\\b"`, "", " ", `"`, `"\`, "\x00", "é", strings.Repeat("a", 256)} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, field string) {
-		key, err := middleware.ParseKey(field)
-		if err != nil {
-			return
-		}
-		if key == "" || len(key) > middleware.MaxKeyLen {
-			t.Fatalf("ParseKey(%q) accepted %q of length %d", field, key, len(key))
-		}
-		for i := 0; i < len(key); i++ {
-			if key[i] < 0x20 || key[i] > 0x7e {
-				t.Fatalf("ParseKey(%q) accepted byte 0x%02x", field, key[i])
-			}
-		}
-		if !strings.HasPrefix(strings.TrimLeft(field, " \t"), `"`) && strings.Contains(key, ",") {
-			t.Fatalf("ParseKey(%q) accepted a bare key with a comma", field)
-		}
-		// Quoting the key as an sf-string gives it back.
-		quoted := `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(key) + `"`
-		if again, err := middleware.ParseKey(quoted); err != nil || again != key {
-			t.Fatalf("ParseKey(%q) = %q, %v; want %q", quoted, again, err, key)
-		}
-	})
-}

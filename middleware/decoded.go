@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/problem"
 )
 
 // ProblemInvalidHeaders is the type of the 400 answered when a
@@ -95,9 +97,9 @@ func (m *Middleware) refuseHeaders(w http.ResponseWriter, r *http.Request, start
 	if errors.As(err, &hp) {
 		status, doc = hp.HTTPStatus(), hp.ProblemJSON()
 	} else {
-		doc = problemJSON(ProblemInvalidHeaders, "Request headers refused", status, err.Error())
+		doc = problem.JSON(problem.Doc{Type: ProblemInvalidHeaders, Title: "Request headers refused", Status: status, Detail: err.Error()})
 	}
-	writeProblem(w, status, doc, 0)
+	problem.Write(w, status, doc, 0)
 	m.done(r.Context(), Event{Outcome: Rejected, Status: status, Err: err}, start)
 	return true
 }

@@ -29,7 +29,8 @@
 //	method not covered                               passed through untouched
 //	no key (key required)                            400 missing-key
 //	malformed key, or more than one key header       400 malformed-key
-//	body over Config.MaxBodyBytes                    413 body-too-large
+//	body over Config.MaxBodyBytes, or over an        413 body-too-large; nothing claimed
+//	http.MaxBytesReader the server put in front
 //	headers refused by the Validator's CheckHeaders  its problem (geojson: 415), not recorded; nothing claimed
 //	body could not be read (client gone, truncated)  400 body-unreadable; nothing claimed
 //	store failed or slower than Config.StoreTimeout  503 store-unavailable with Retry-After; handler not run

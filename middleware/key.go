@@ -9,9 +9,11 @@ import (
 	"strings"
 )
 
-// MaxKeyLen is the longest Idempotency-Key value accepted, in characters,
-// after any structured-field quoting is removed.
-const MaxKeyLen = 255
+// MaxIdempotencyKeyLen is the longest Idempotency-Key value accepted, in
+// characters, after any structured-field quoting is removed. It bounds the
+// client's key, not the stored key: that is [StoreKey]'s digest, which
+// [keystore.MaxKeyLen] bounds in bytes.
+const MaxIdempotencyKeyLen = 255
 
 // ErrMalformedKey is wrapped by every error ParseKey returns.
 var ErrMalformedKey = errors.New("malformed idempotency key")
@@ -21,7 +23,7 @@ var ErrMalformedKey = errors.New("malformed idempotency key")
 // The value may be an RFC 9651 structured-field String ("…", with \" and \\
 // as its only escapes), as the Idempotency-Key draft specifies, or a bare
 // value, as many senders send it. Surrounding spaces and tabs are ignored.
-// The key must be 1 to MaxKeyLen printable ASCII characters (0x20 to 0x7E).
+// The key must be 1 to MaxIdempotencyKeyLen printable ASCII characters (0x20 to 0x7E).
 // A bare value must not start with a quote nor contain a comma: a comma is
 // what an intermediary puts between two Idempotency-Key fields it combined
 // into one (RFC 9110 section 5.3), so a key with a comma must be quoted. Errors wrap ErrMalformedKey and
@@ -58,8 +60,8 @@ func ParseKey(field string) (string, error) {
 		default:
 			b.WriteByte(c)
 		}
-		if b.Len() > MaxKeyLen {
-			return "", fmt.Errorf("%w: longer than %d characters", ErrMalformedKey, MaxKeyLen)
+		if b.Len() > MaxIdempotencyKeyLen {
+			return "", fmt.Errorf("%w: longer than %d characters", ErrMalformedKey, MaxIdempotencyKeyLen)
 		}
 	}
 	return "", fmt.Errorf("%w: a structured-field string without its closing quote", ErrMalformedKey)
@@ -69,8 +71,8 @@ func checkKey(k string) (string, error) {
 	if k == "" {
 		return "", fmt.Errorf("%w: the key is empty", ErrMalformedKey)
 	}
-	if len(k) > MaxKeyLen {
-		return "", fmt.Errorf("%w: %d characters, longer than %d", ErrMalformedKey, len(k), MaxKeyLen)
+	if len(k) > MaxIdempotencyKeyLen {
+		return "", fmt.Errorf("%w: %d characters, longer than %d", ErrMalformedKey, len(k), MaxIdempotencyKeyLen)
 	}
 	for i := 0; i < len(k); i++ {
 		if c := k[i]; c < 0x20 || c > 0x7e {

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
@@ -83,4 +84,16 @@ type Event struct {
 	// outcome to the request's trace (its span, its deadline). It may be
 	// done by the time the Observer runs; do not keep it.
 	Context context.Context
+}
+
+func (m *Middleware) done(ctx context.Context, ev Event, start time.Time) {
+	ev.Latency = time.Since(start)
+	ev.Context = ctx
+	if m.observe != nil {
+		m.observe(ev)
+	}
+	if m.log.Enabled(context.Background(), slog.LevelDebug) {
+		m.log.LogAttrs(context.Background(), slog.LevelDebug, "idempotency outcome",
+			slog.String("outcome", ev.Outcome.String()), slog.String("key", ev.Key), slog.Int("status", ev.Status), slog.Duration("latency", ev.Latency))
+	}
 }

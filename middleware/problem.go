@@ -1,15 +1,10 @@
 package middleware
 
-import (
-	"encoding/json"
-	"net/http"
-	"strconv"
-	"time"
-)
+import "github.com/geoidem/geoidem/internal/problem"
 
 // ProblemTypeBase is the prefix of the type URI of every problem document
 // the middleware writes; the fragment names the problem.
-const ProblemTypeBase = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#"
+const ProblemTypeBase = problem.TypeBase
 
 // The problem types the middleware answers with. Each is ProblemTypeBase
 // followed by its name, stable across releases.
@@ -34,30 +29,4 @@ type HTTPProblem interface {
 	error
 	HTTPStatus() int
 	ProblemJSON() []byte
-}
-
-type problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-}
-
-func problemJSON(typ, title string, status int, detail string) []byte {
-	b, _ := json.Marshal(problem{Type: typ, Title: title, Status: status, Detail: detail}) // cannot fail
-	return b
-}
-
-// writeProblem answers with a problem document, not to be cached. A positive
-// retryAfter adds Retry-After, in whole seconds rounded up.
-func writeProblem(w http.ResponseWriter, status int, body []byte, retryAfter time.Duration) {
-	h := w.Header()
-	h.Set("Content-Type", "application/problem+json")
-	h.Set("Cache-Control", "no-store")
-	h.Del("Content-Length")
-	if retryAfter > 0 {
-		h.Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }

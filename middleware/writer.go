@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/geoidem/geoidem/internal/problem"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -179,9 +180,9 @@ func notReplayable() keystore.Record {
 	status := http.StatusUnprocessableEntity
 	return keystore.Record{
 		StatusCode: status,
-		Header:     http.Header{"Content-Type": {"application/problem+json"}, "Cache-Control": {"no-store"}},
-		Body: problemJSON(ProblemNotReplayable, "Response cannot be replayed", status,
-			"The request was executed once, but its response switched protocols or took the connection over, so it cannot be replayed; use a new key for a new request."),
+		Header:     problem.Header(),
+		Body: problem.JSON(problem.Doc{Type: ProblemNotReplayable, Title: "Response cannot be replayed", Status: status,
+			Detail: "The request was executed once, but its response switched protocols or took the connection over, so it cannot be replayed; use a new key for a new request."}),
 	}
 }
 
@@ -197,9 +198,9 @@ func (r *recorder) record() keystore.Record {
 	if r.tooLong {
 		return keystore.Record{
 			StatusCode: status,
-			Header:     http.Header{"Content-Type": {"application/problem+json"}, "Cache-Control": {"no-store"}},
-			Body: problemJSON(ProblemNotRecorded, "Response too large to replay", status,
-				"The request was executed once and answered with this status, but its response body was larger than the middleware records, so it cannot be replayed."),
+			Header:     problem.Header(),
+			Body: problem.JSON(problem.Doc{Type: ProblemNotRecorded, Title: "Response too large to replay", Status: status,
+				Detail: "The request was executed once and answered with this status, but its response body was larger than the middleware records, so it cannot be replayed."}),
 		}
 	}
 	rec := keystore.Record{StatusCode: status, Header: r.header, Body: r.body}
@@ -233,8 +234,8 @@ func (r *recorder) interrupted() keystore.Record {
 	}
 	return keystore.Record{
 		StatusCode: r.status,
-		Header:     http.Header{"Content-Type": {"application/problem+json"}, "Cache-Control": {"no-store"}},
-		Body: problemJSON(ProblemNotRecorded, "Response not recorded", r.status,
-			"The request was executed once and answered with this status, but the handler failed while sending its response, so it cannot be replayed."),
+		Header:     problem.Header(),
+		Body: problem.JSON(problem.Doc{Type: ProblemNotRecorded, Title: "Response not recorded", Status: r.status,
+			Detail: "The request was executed once and answered with this status, but the handler failed while sending its response, so it cannot be replayed."}),
 	}
 }

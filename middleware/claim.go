@@ -1,0 +1,84 @@
+package middleware
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/geoidem/geoidem/internal/problem"
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// claim claims key, and, with WaitInFlight, waits for an in-flight original
+// with the same fingerprint to finish. It also returns when the last Claim
+// was sent: an acquired lease may end at that time plus the lease.
+func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, time.Time, error) {
+	var deadline time.Time
+	if m.waitInFlight > 0 {
+		deadline = time.Now().Add(m.waitInFlight)
+	}
+	pause := 10 * time.Millisecond
+	for {
+		sent := time.Now()
+		c, err := m.storeClaim(ctx, key, fp)
+		if err != nil || c.State != keystore.InFlight || c.Fingerprint != fp {
+			return c, sent, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return c, sent, nil
+		}
+		t := time.NewTimer(min(pause, left, c.LeaseRemaining))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return c, sent, nil
+		case <-t.C:
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+	}
+}
+
+// storeClaim runs one Claim under a context the client cannot cancel
+// (bounded by Config.StoreTimeout): a claim canceled by a client that left
+// may commit in the store while its reply is lost, leaving the key in
+// flight for the whole lease. See abandon for what follows.
+func (m *Middleware) storeClaim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, error) {
+	ctx, cancel := m.storeContext(context.WithoutCancel(ctx))
+	defer cancel()
+	return m.store.Claim(ctx, key, fp, m.lease)
+}
+
+// abandon releases at once a key acquired for a request whose context was
+// done before its claim returned (the client left, or the server gave up):
+// the handler does not run, and a retry finds the key free rather than in
+// flight for the whole lease. A release that fails is retried in the
+// background, as after a handler's 5xx.
+func (m *Middleware) abandon(w http.ResponseWriter, r *http.Request, key string, claim keystore.Claim, start time.Time) {
+	hold := &keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention}
+	rn := new(renewal)
+	rn.start(m, r.Context(), hold, func(error) {}, start)
+	m.release(r.Context(), hold, rn)
+	problem.Write(w, http.StatusServiceUnavailable, problem.JSON(problem.Doc{Type: ProblemStoreDown, Title: "Idempotency store unavailable", Status: http.StatusServiceUnavailable,
+		Detail: "The request was canceled before it ran; it was not executed, so retry with the same key."}), m.retryAfter)
+	m.done(r.Context(), Event{Outcome: Canceled, Key: key, Status: http.StatusServiceUnavailable, TookOver: claim.TookOver, Err: context.Cause(r.Context())}, start)
+}
+
+// inFlightRetryAfter is the Retry-After of a 409: what the store knows,
+// the holder's remaining lease, capped at Lease/6 and never below
+// Config.RetryAfter. A holder that is alive renews its lease, so its
+// remaining lease says little and the cap keeps the wait short; a holder
+// that is gone (a crash, a release that failed) frees the key when its
+// lease ends, and the sender comes back about then rather than polling.
+func (m *Middleware) inFlightRetryAfter(remaining time.Duration) time.Duration {
+	return max(m.retryAfter, min(remaining, m.lease/6))
+}
+
+// storeContext bounds one store operation by Config.StoreTimeout, unless
+// the store is keystore.NonBlocking and needs no bound.
+func (m *Middleware) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if m.nonBlocking {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, m.storeTimeout)
+}

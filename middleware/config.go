@@ -1,0 +1,253 @@
+package middleware
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultKeyHeader      = "Idempotency-Key"
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultMaxRecordBytes = 1 << 20
+	DefaultLease          = 30 * time.Second
+	DefaultRetention      = 24 * time.Hour
+	DefaultStoreTimeout   = 2 * time.Second
+	DefaultRetryAfter     = time.Second
+)
+
+// DefaultMethods are the methods the middleware covers by default.
+var DefaultMethods = []string{http.MethodPost, http.MethodPatch}
+
+// DefaultReplayHeaders are the response headers recorded and replayed by
+// default. Set-Cookie, hop-by-hop and authentication headers are never
+// recorded, whatever the configuration.
+var DefaultReplayHeaders = []string{"Content-Type", "Content-Location", "Location", "ETag", "Last-Modified", "Link"}
+
+// neverReplayed are headers that Config.ReplayHeaders may not name: they
+// carry one client's session or credentials, or describe one connection.
+var neverReplayed = map[string]bool{
+	"Set-Cookie": true, "Authorization": true, "Proxy-Authorization": true, "Www-Authenticate": true,
+	"Proxy-Authenticate": true, "Connection": true, "Keep-Alive": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Content-Length": true, "Idempotent-Replayed": true,
+}
+
+// Config configures a Middleware. Zero fields mean the documented defaults.
+type Config struct {
+	// Methods are the request methods the middleware covers, matched
+	// case-insensitively ("post" is covered by POST); requests with other
+	// methods pass through untouched. Default DefaultMethods.
+	Methods []string
+
+	// KeyHeader is the request header that carries the key. Default
+	// DefaultKeyHeader ("Idempotency-Key").
+	KeyHeader string
+
+	// KeyOptional lets requests without a key pass through untouched instead
+	// of being answered 400. A malformed key is answered 400 either way.
+	KeyOptional bool
+
+	// Scope returns the scope of a request's key: requests share a stored key
+	// only when both their scope and their key are equal. Default: the method
+	// and the escaped URL path (URL.EscapedPath: /a%2Fb and /a/b are
+	// different routes for http.ServeMux, so they are different scopes).
+	// Include the caller's authenticated identity, so that one tenant can
+	// never replay another's response.
+	Scope func(r *http.Request) string
+
+	// CanonicalJSON fingerprints a JSON body by its RFC 8785 canonical form
+	// instead of its bytes, so a payload re-serialised with another member
+	// order or whitespace still matches. Bodies that are not I-JSON are
+	// fingerprinted by their bytes: among them, bodies with a number that
+	// float64 does not represent exactly (9007199254740993) or a lone
+	// surrogate escape ("\ud800"), whose canonical forms would otherwise
+	// equal those of other payloads.
+	CanonicalJSON bool
+
+	// Validator, if set, checks each body after the claim and before the
+	// handler.
+	Validator Validator
+
+	// MaxBodyBytes bounds request bodies; larger ones are answered 413 before
+	// anything is claimed. Default DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+
+	// MaxRecordBytes bounds the response body recorded for replay. A larger
+	// response is still sent in full, but what is recorded, and replayed, is a
+	// problem document under the same status saying it was too large, so that
+	// the request is never silently executed twice. Default
+	// DefaultMaxRecordBytes.
+	MaxRecordBytes int
+
+	// ReplayHeaders are the response headers recorded and replayed; those
+	// the handler sends as trailers are replayed as trailers. Default
+	// DefaultReplayHeaders. Naming Set-Cookie, a hop-by-hop header or an
+	// authentication header is an error, and so is a name that is not a
+	// header field name (such as "Trailer:X", net/http's TrailerPrefix form).
+	ReplayHeaders []string
+
+	// Lease is how long a claim holds its key without renewal; the
+	// middleware renews it every Lease/3 while the handler runs, so it only
+	// bounds how long a crashed process blocks its keys. If no renewal
+	// succeeds, the handler's context is canceled, with cause
+	// keystore.ErrLeaseLost, once Lease has passed since the last successful
+	// claim or extension was sent (see the package documentation, "Leases").
+	// Default DefaultLease.
+	Lease time.Duration
+
+	// Retention is how long a response is kept for replay. It must outlast
+	// the sender's whole retry window. Default DefaultRetention.
+	Retention time.Duration
+
+	// StoreTimeout bounds each store operation; a store slower than this is
+	// treated as unavailable (503, handler not run). It must be less than
+	// Lease/3, so that a renewal sent at Lease/3 can be answered well inside
+	// the lease. Default: DefaultStoreTimeout, or Lease/4 if that is less.
+	StoreTimeout time.Duration
+
+	// RetryAfter is the Retry-After sent with 503 (store unavailable), and
+	// the least sent with 409 (in flight), whose Retry-After is otherwise
+	// the holder's remaining lease, capped at Lease/6. Default
+	// DefaultRetryAfter.
+	RetryAfter time.Duration
+
+	// WaitInFlight, when positive, makes a duplicate of a request that is
+	// still running wait up to this long for the original to finish and then
+	// replay its answer, instead of answering 409 at once.
+	WaitInFlight time.Duration
+
+	// Logger receives warnings (store failures, lost leases) and debug
+	// records of each outcome. Keys are logged hashed, never raw. Default:
+	// no logging.
+	Logger *slog.Logger
+
+	// Observer, if set, is called synchronously with each request's outcome.
+	// It must be fast and safe for concurrent use.
+	Observer func(Event)
+}
+
+// Middleware makes a handler idempotent: see the package documentation.
+type Middleware struct {
+	store         keystore.Store
+	nonBlocking   bool // the store never waits: no timeouts needed around it
+	methods       map[string]bool
+	keyHeader     string
+	keyOptional   bool
+	scope         func(*http.Request) string
+	canonical     bool
+	validator     Validator
+	decoder       RequestDecoder // validator, when it can decode
+	headers       HeaderChecker  // validator, when it checks headers before the claim
+	maxBody       int64
+	maxRecord     int
+	replayHeaders []string
+	lease         time.Duration
+	retention     time.Duration
+	storeTimeout  time.Duration
+	retryAfter    time.Duration
+	waitInFlight  time.Duration
+	log           *slog.Logger
+	observe       func(Event)
+	bg            background // records and releases retried after their requests
+}
+
+// New returns a Middleware that keeps its keys in store. It returns an error
+// for a nil store or an invalid Config.
+func New(store keystore.Store, cfg Config) (*Middleware, error) {
+	if store == nil {
+		return nil, errors.New("middleware: nil store")
+	}
+	nonBlocking := keystore.IsNonBlocking(store)
+	m := &Middleware{
+		store:        store,
+		nonBlocking:  nonBlocking,
+		methods:      map[string]bool{},
+		keyHeader:    http.CanonicalHeaderKey(orDefault(cfg.KeyHeader, DefaultKeyHeader)),
+		keyOptional:  cfg.KeyOptional,
+		scope:        cfg.Scope,
+		canonical:    cfg.CanonicalJSON,
+		validator:    cfg.Validator,
+		maxBody:      orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
+		maxRecord:    orDefault(cfg.MaxRecordBytes, DefaultMaxRecordBytes),
+		lease:        orDefault(cfg.Lease, DefaultLease),
+		retention:    orDefault(cfg.Retention, DefaultRetention),
+		storeTimeout: orDefault(cfg.StoreTimeout, DefaultStoreTimeout),
+		retryAfter:   orDefault(cfg.RetryAfter, DefaultRetryAfter),
+		waitInFlight: cfg.WaitInFlight,
+		log:          cfg.Logger,
+		observe:      cfg.Observer,
+	}
+	for _, d := range []struct {
+		name string
+		v    int64
+	}{
+		{"MaxBodyBytes", m.maxBody}, {"MaxRecordBytes", int64(m.maxRecord)}, {"Lease", int64(m.lease)},
+		{"Retention", int64(m.retention)}, {"StoreTimeout", int64(m.storeTimeout)},
+		{"RetryAfter", int64(m.retryAfter)}, {"WaitInFlight", int64(m.waitInFlight) + 1},
+	} {
+		if d.v <= 0 {
+			return nil, fmt.Errorf("middleware: Config.%s must not be negative", d.name)
+		}
+	}
+	if m.lease < 3*time.Millisecond {
+		return nil, errors.New("middleware: Config.Lease must be at least 3ms")
+	}
+	if cfg.StoreTimeout == 0 {
+		m.storeTimeout = min(DefaultStoreTimeout, m.lease/4)
+	}
+	if m.storeTimeout >= m.lease/3 {
+		return nil, fmt.Errorf("middleware: Config.StoreTimeout (%v) must be less than Lease/3 (%v), so that a renewal fits inside the lease", m.storeTimeout, m.lease/3)
+	}
+	methods := cfg.Methods
+	if len(methods) == 0 {
+		methods = DefaultMethods
+	}
+	for _, meth := range methods {
+		m.methods[strings.ToUpper(meth)] = true
+	}
+	headers := cfg.ReplayHeaders
+	if headers == nil {
+		headers = DefaultReplayHeaders
+	}
+	for _, h := range headers {
+		if !isToken(h) {
+			return nil, fmt.Errorf("middleware: Config.ReplayHeaders names %q, which is not a header field name", h)
+		}
+		c := http.CanonicalHeaderKey(h)
+		if neverReplayed[c] {
+			return nil, fmt.Errorf("middleware: Config.ReplayHeaders names %s, which is never replayed", c)
+		}
+		m.replayHeaders = append(m.replayHeaders, c)
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	m.decoder, _ = cfg.Validator.(RequestDecoder)
+	m.headers, _ = cfg.Validator.(HeaderChecker)
+	return m, nil
+}
+
+// isToken reports whether s is an RFC 9110 token, as a field name must be.
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,55 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/geoidem/geoidem/internal/problem"
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// replay writes a recorded response, marked as a replay, and returns its
+// status. Only allow-listed headers are replayed, even from a record that a
+// handler wrote itself (keystore.Hold), so Set-Cookie and its kind can never
+// be replayed. A record whose status is outside 200–599 cannot be a final
+// answer (net/http would panic on some): it is answered 500 with a
+// response-not-recorded problem instead, never a panic.
+func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key string, rec keystore.Record) int {
+	if rec.StatusCode < 200 || rec.StatusCode > 599 {
+		m.log.LogAttrs(ctx, slog.LevelError, "idempotency record has an invalid status; answered 500", slog.String("key", key), slog.Int("status", rec.StatusCode))
+		status := http.StatusInternalServerError
+		w.Header().Set("Idempotent-Replayed", "true")
+		problem.Write(w, status, problem.JSON(problem.Doc{Type: ProblemNotRecorded, Title: "Recorded response unusable", Status: status,
+			Detail: fmt.Sprintf("The request was executed once, but the response recorded for it has status %d, which cannot be replayed.", rec.StatusCode)}), 0)
+		return status
+	}
+	h := w.Header()
+	for _, k := range m.replayHeaders {
+		if vs, ok := rec.Header[k]; ok {
+			h[k] = append([]string(nil), vs...)
+		}
+	}
+	if vs, ok := rec.Header["Cache-Control"]; ok && len(vs) == 1 && vs[0] == "no-store" {
+		h.Set("Cache-Control", "no-store") // the middleware's own problem documents
+	}
+	h.Set("Idempotent-Replayed", "true")
+	var trailers []string // recorded under http.TrailerPrefix; sent as trailers, so chunked
+	for _, k := range m.replayHeaders {
+		if _, ok := rec.Header[http.TrailerPrefix+k]; ok {
+			trailers = append(trailers, k)
+			h.Add("Trailer", k)
+		}
+	}
+	if trailers == nil {
+		h.Set("Content-Length", strconv.Itoa(len(rec.Body)))
+	}
+	w.WriteHeader(rec.StatusCode)
+	_, _ = w.Write(rec.Body)
+	for _, k := range trailers {
+		h[k] = append([]string(nil), rec.Header[http.TrailerPrefix+k]...)
+	}
+	return rec.StatusCode
+}

@@ -1,0 +1,203 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/geoidem/geoidem/internal/httpbody"
+	"github.com/geoidem/geoidem/internal/problem"
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// Handler wraps next so that each covered request runs it at most once per
+// key: see the package documentation for every answer it gives.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !m.methods[r.Method] && !m.methods[strings.ToUpper(r.Method)] {
+			next.ServeHTTP(w, r)
+			return
+		}
+		m.serve(w, r, next)
+	})
+}
+
+func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	start := time.Now()
+	reject := func(status int, typ, title, detail string) {
+		problem.Write(w, status, problem.JSON(problem.Doc{Type: typ, Title: title, Status: status, Detail: detail}), 0)
+		m.done(r.Context(), Event{Outcome: Rejected, Status: status}, start)
+	}
+
+	fields := r.Header.Values(m.keyHeader)
+	switch {
+	case len(fields) == 0 && m.keyOptional:
+		next.ServeHTTP(w, r)
+		return
+	case len(fields) == 0:
+		reject(http.StatusBadRequest, ProblemMissingKey, "Idempotency key required",
+			"This request must carry an "+m.keyHeader+" header; send the same key with every retry of it.")
+		return
+	case len(fields) > 1:
+		reject(http.StatusBadRequest, ProblemMalformedKey, "Malformed idempotency key",
+			"The request carries more than one "+m.keyHeader+" header.")
+		return
+	}
+	key, err := ParseKey(fields[0])
+	if err != nil {
+		reject(http.StatusBadRequest, ProblemMalformedKey, "Malformed idempotency key", m.keyHeader+": "+err.Error()+".")
+		return
+	}
+
+	if m.refuseHeaders(w, r, start) {
+		return
+	}
+	body, err := httpbody.Read(r, m.maxBody)
+	if errors.Is(err, httpbody.ErrTooLarge) {
+		reject(http.StatusRequestEntityTooLarge, ProblemBodyTooLarge, "Request body too large",
+			fmt.Sprintf("The request body is larger than %d bytes.", m.maxBody))
+		return
+	} else if err != nil {
+		reject(http.StatusBadRequest, ProblemBodyUnreadable, "Request body unreadable",
+			"The request body could not be read in full; nothing was claimed, so retry with the same key.")
+		return
+	}
+
+	var storeKey string
+	if m.scope == nil { // the default scope, without building its string
+		storeKey = storeKey3(r.Method, " ", r.URL.EscapedPath(), key)
+	} else {
+		storeKey = StoreKey(m.scope(r), key)
+	}
+	fp := m.fingerprint(r, body)
+	claim, sent, err := m.claim(r.Context(), storeKey, fp)
+	if err != nil {
+		problem.Write(w, http.StatusServiceUnavailable, problem.JSON(problem.Doc{Type: ProblemStoreDown, Title: "Idempotency store unavailable", Status: http.StatusServiceUnavailable,
+			Detail: "The request was not executed; retry later with the same key."}), m.retryAfter)
+		m.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency store unavailable", slog.String("key", storeKey), slog.Any("error", err))
+		m.done(r.Context(), Event{Outcome: StoreError, Key: storeKey, Status: http.StatusServiceUnavailable, Err: err}, start)
+		return
+	}
+
+	if claim.State != keystore.Acquired && claim.Fingerprint != fp {
+		status := http.StatusUnprocessableEntity
+		problem.Write(w, status, problem.JSON(problem.Doc{Type: ProblemKeyReused, Title: "Idempotency key reused", Status: status,
+			Detail: "This key was first used with a different request payload; use a new key for a new request."}), 0)
+		m.done(r.Context(), Event{Outcome: Mismatch, Key: storeKey, Status: status}, start)
+		return
+	}
+	if claim.State == keystore.Acquired && r.Context().Err() != nil {
+		m.abandon(w, r, storeKey, claim, start)
+		return
+	}
+	switch claim.State {
+	case keystore.InFlight:
+		problem.Write(w, http.StatusConflict, problem.JSON(problem.Doc{Type: ProblemInFlight, Title: "Request in flight", Status: http.StatusConflict,
+			Detail: "A request with this key is still being processed; retry later with the same key to receive its response."}), m.inFlightRetryAfter(claim.LeaseRemaining))
+		m.done(r.Context(), Event{Outcome: InFlight, Key: storeKey, Status: http.StatusConflict}, start)
+		return
+	case keystore.Completed:
+		status := m.replay(r.Context(), w, storeKey, claim.Record)
+		m.done(r.Context(), Event{Outcome: Replayed, Key: storeKey, Status: status}, start)
+		return
+	}
+	m.execute(w, r, next, body, storeKey, claim, sent, start)
+}
+
+// exchange is the state of one request that acquired its key, allocated
+// in one piece.
+type exchange struct {
+	hold    keystore.Hold
+	rec     hijacker
+	body    bodyReader
+	renewal renewal
+}
+
+// bodyReader is the request body the handler reads: the bytes the
+// middleware has already read and fingerprinted.
+type bodyReader struct{ bytes.Reader }
+
+func (*bodyReader) Close() error { return nil }
+
+// execute runs the validator and the handler for an acquired claim, renews
+// the lease while they run, and records or releases afterwards.
+func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, key string, claim keystore.Claim, sent, start time.Time) {
+	x := &exchange{
+		hold: keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention},
+		rec:  hijacker{recorder{w: w, allow: m.replayHeaders, limit: m.maxRecord}},
+	}
+	hold, rec := &x.hold, &x.rec.recorder
+	rw := x.rec.writer()
+	ctx, cancel := context.WithCancelCause(keystore.ContextWithHold(r.Context(), hold))
+	defer cancel(nil)
+	x.renewal.start(m, ctx, hold, cancel, sent)
+
+	r2 := r.WithContext(ctx)
+	x.body.Reset(body)
+	r2.Body = &x.body
+	r2.ContentLength = int64(len(body))
+
+	// If the validator or the handler panics before a final answer that is
+	// not retryable was sent, release the claim, so that a retry can run
+	// again; after such an answer, the work is done: record that it was
+	// interrupted, never release. Either way the panic goes on to
+	// net/http's recovery.
+	finished := false
+	defer func() {
+		if !finished {
+			m.settlePanic(r.Context(), hold, &x.renewal, rec, claim.TookOver, start)
+		}
+	}()
+
+	outcome := Executed
+	var verr error
+	if m.validator != nil {
+		r2, verr = m.validate(r2, body)
+	}
+	if verr != nil {
+		outcome = Invalid
+		status, doc := http.StatusUnprocessableEntity, []byte(nil)
+		var hp HTTPProblem
+		if errors.As(verr, &hp) {
+			status, doc = hp.HTTPStatus(), hp.ProblemJSON()
+		} else {
+			doc = problem.JSON(problem.Doc{Type: ProblemInvalid, Title: "Invalid request", Status: status, Detail: verr.Error()})
+		}
+		problem.Write(rec, status, doc, 0)
+		rec.keepNoStore()
+	} else {
+		next.ServeHTTP(rw, r2)
+	}
+	finished = true
+	// The renewal goes on until the response is recorded or released: if
+	// the store fails now, the record is retried in the background under
+	// the same lease.
+	gaveUp := rec.status == 0 && rec.size == 0 && !rec.hijacked && ctx.Err() != nil
+	if rec.status == 0 && !rec.hijacked {
+		rec.snapshot() // headers set without a write are still sent
+	}
+
+	ev := Event{Outcome: outcome, Key: key, Status: rec.finalStatus(), TookOver: claim.TookOver, Err: verr}
+	switch {
+	case hold.Completed():
+		// The handler recorded its response itself, in its own transaction.
+		x.renewal.stop()
+	case gaveUp:
+		// The handler returned without a word because its request was
+		// canceled (the client left) or its lease was lost: it did no work
+		// that could be replayed, so a retry must run it again.
+		ev.Outcome = Released
+		m.release(r.Context(), hold, &x.renewal)
+	case retryable(ev.Status) && rec.replayable():
+		ev.Outcome = Released
+		m.release(r.Context(), hold, &x.renewal)
+	default:
+		m.record(r.Context(), hold, &x.renewal, rec.record(), &ev)
+	}
+	m.done(r.Context(), ev, start)
+}
