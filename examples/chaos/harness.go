@@ -18,6 +18,7 @@ import (
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/internal/faultproxy"
 	"github.com/geoidem/geoidem/internal/ingest"
+	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/middleware"
 )
 
@@ -270,15 +271,15 @@ type storeFault struct {
 func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	start := time.Now()
 	suffix := fmt.Sprintf("%d_%08x", o.seed, rand.Uint32())
-	var redis *redisServer // -restart-redis: the harness's own
+	var redis *redisserver.Server // -restart-redis: the harness's own
 	if o.restartRedis > 0 {
 		var err error
-		if redis, err = startRedis(o.redisAOF); err != nil {
+		if redis, err = startRedis(ctx, o.redisAOF); err != nil {
 			fmt.Fprintf(stderr, "chaos: redis-server: %v\n", err)
 			return 1
 		}
-		defer redis.stop()
-		o.store = "redis://" + redis.addr + "/0"
+		defer redis.Stop()
+		o.store = "redis://" + redis.Addr() + "/0"
 	}
 	var fo *failover // -failover: the harness's own primary and replica
 	if o.failover {
@@ -561,7 +562,7 @@ func redrive(ctx context.Context, senders []*client.Sender, base string, dls []c
 // plannedFaults returns the store and receiver faults of a run, each at a
 // seeded point of the first pass (between 10% and 85% of the deliveries),
 // in the order they fire.
-func plannedFaults(o options, st *storeSetup, kids *child, redis *redisServer, fo *failover, rep *report, deliveries int) []storeFault {
+func plannedFaults(o options, st *storeSetup, kids *child, redis *redisserver.Server, fo *failover, rep *report, deliveries int) []storeFault {
 	var fs []storeFault
 	if o.storeFaults && st.cut != nil {
 		cutFor := cmp.Or(o.cutFor, cutFor)
@@ -618,7 +619,7 @@ func plannedFaults(o options, st *storeSetup, kids *child, redis *redisServer, f
 		for range o.restartRedis {
 			fs = append(fs, storeFault{name: "Redis restart", do: func(ctx context.Context) error {
 				rep.restarts++
-				return redis.restart(ctx)
+				return redis.Restart(ctx)
 			}})
 		}
 	}
