@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/redisserver"
 )
 
 // Section 7: store faults (issue 17, "Measure"). Each row is one run of
@@ -79,8 +81,8 @@ type faultResult struct {
 
 func runFaults(ctx context.Context, s *section) error {
 	o := s.o
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		return notAvailable{"redis-server is not on PATH: the restart rows start a redis-server of their own"}
+	if _, err := redisserver.LookPath(); err != nil {
+		return notAvailable{err.Error() + ": the restart rows start a redis-server of their own"}
 	}
 	bin, cleanup, err := buildChaos(ctx)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/internal/tcpcut"
 )
 
@@ -27,7 +28,7 @@ var noSyncDelay = []string{"--repl-diskless-sync-delay", "0"}
 // through another (front), which the failover points at the promoted
 // replica: what a Sentinel or a DNS switch gives the clients.
 type failover struct {
-	primary, replica *redisServer
+	primary, replica *redisserver.Server
 	repl, front      *tcpcut.Proxy
 }
 
@@ -38,20 +39,20 @@ func startFailover(ctx context.Context) (_ *failover, err error) {
 			f.stop()
 		}
 	}()
-	if f.primary, err = startRedis(false, noSyncDelay...); err != nil {
+	if f.primary, err = redisserver.Start(ctx, redisserver.Options{Args: noSyncDelay}); err != nil {
 		return nil, fmt.Errorf("primary: %w", err)
 	}
-	if f.repl, err = tcpcut.New(f.primary.addr); err != nil {
+	if f.repl, err = tcpcut.New(f.primary.Addr()); err != nil {
 		return nil, err
 	}
 	host, port, _ := net.SplitHostPort(f.repl.Addr())
-	if f.replica, err = startRedis(false, append([]string{"--replicaof", host, port}, noSyncDelay...)...); err != nil {
+	if f.replica, err = redisserver.Start(ctx, redisserver.Options{Args: append([]string{"--replicaof", host, port}, noSyncDelay...)}); err != nil {
 		return nil, fmt.Errorf("replica: %w", err)
 	}
-	if err := waitReplicating(ctx, f.replica.addr); err != nil {
+	if err := waitReplicating(ctx, f.replica.Addr()); err != nil {
 		return nil, err
 	}
-	if f.front, err = tcpcut.New(f.primary.addr); err != nil {
+	if f.front, err = tcpcut.New(f.primary.Addr()); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -92,18 +93,17 @@ func (f *failover) run(ctx context.Context) error {
 		t.Stop()
 		return ctx.Err()
 	}
-	f.primary.kill()
-	c := redis.NewClient(&redis.Options{Addr: f.replica.addr, MaxRetries: -1})
+	f.primary.Kill()
+	c := redis.NewClient(&redis.Options{Addr: f.replica.Addr(), MaxRetries: -1})
 	defer c.Close()
 	if err := c.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
 		return fmt.Errorf("promote the replica: %w", err)
 	}
-	if err := f.front.Retarget(f.replica.addr); err != nil {
+	if err := f.front.Retarget(f.replica.Addr()); err != nil {
 		return err
 	}
-	host, port, _ := net.SplitHostPort(f.replica.addr)
-	f.primary.args = append([]string{"--replicaof", host, port}, noSyncDelay...)
-	return f.primary.startAgain()
+	host, port, _ := net.SplitHostPort(f.replica.Addr())
+	return f.primary.Restart(ctx, "--replicaof", host, port) // after Options.Args: noSyncDelay
 }
 
 func (f *failover) stop() {
@@ -112,9 +112,9 @@ func (f *failover) stop() {
 			p.Close()
 		}
 	}
-	for _, s := range []*redisServer{f.primary, f.replica} {
+	for _, s := range []*redisserver.Server{f.primary, f.replica} {
 		if s != nil {
-			s.stop()
+			s.Stop()
 		}
 	}
 }

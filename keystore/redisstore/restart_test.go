@@ -166,25 +166,22 @@ func sendAllFunc(h http.Handler, n int, key func(int) string, each func(int, htt
 	return statuses
 }
 
-// restartServer SIGKILLs s and starts redis-server again with extra in the
-// same directory, so that it loads whatever it persisted there: on the same
-// port, or on another if that one was taken meanwhile.
+// restartServer SIGKILLs s and starts redis-server again with extra (the
+// arguments s was started with) in the same directory, so that it loads
+// whatever it persisted there: on the same port, or on another if that one
+// was taken meanwhile.
 func restartServer(t *testing.T, s *redisServer, extra ...string) *redisServer {
 	t.Helper()
-	if err := s.cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
+	err := s.Restart(t.Context())
+	if err == nil {
+		return &redisServer{Server: s.Server, addr: s.Addr()}
 	}
-	<-s.done
-	_, port, _ := net.SplitHostPort(s.addr)
-	p, _ := strconv.Atoi(port)
-	again, err := startServerOn(s.dir, p, extra...)
+	t.Logf("restarting redis-server on %s: %v; trying another port", s.addr, err)
+	again, err := startServer(s.Dir(), extra...)
 	if err != nil {
-		t.Logf("restarting redis-server on %s: %v; trying another port", s.addr, err)
-		if again, err = startServer(s.dir, extra...); err != nil {
-			t.Fatalf("restarting redis-server in %s: %v", s.dir, err)
-		}
+		t.Fatalf("restarting redis-server in %s: %v", s.Dir(), err)
 	}
-	t.Cleanup(again.stop)
+	t.Cleanup(again.Stop)
 	return again
 }
 

@@ -1,30 +1,26 @@
 package redisstore_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/geoidem/geoidem/internal/redisserver"
 )
 
-// This file starts private redis-server processes on free loopback ports:
-// single servers for tests that must not disturb the shared Redis at
-// 127.0.0.1:6379 (SCRIPT FLUSH, replication), and one three-master Cluster
-// shared by every cluster test of a `go test` run. Every process gets
-// SIGKILL when the test binary dies (Pdeathsig), so none outlives the run
-// even if a test panics or times out.
+// This file starts private redis-server processes on free loopback ports
+// (internal/redisserver): single servers for tests that must not disturb
+// the shared Redis at 127.0.0.1:6379 (SCRIPT FLUSH, replication), and one
+// three-master Cluster shared by every cluster test of a `go test` run.
+// Every process gets SIGKILL when the test binary dies (Pdeathsig), so none
+// outlives the run even if a test panics or times out.
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -34,105 +30,21 @@ func TestMain(m *testing.M) {
 
 // redisServer is a redis-server process started by a test.
 type redisServer struct {
-	addr string
-	dir  string
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-}
-
-// freePort returns a loopback port that is free, and whose cluster bus port
-// (port+10000) is free too, at the time of the call.
-func freePort() (int, error) {
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		if port+10000 > 65535 {
-			l.Close()
-			continue
-		}
-		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
-		l.Close()
-		if err != nil {
-			continue
-		}
-		bus.Close()
-		return port, nil
-	}
-	return 0, errors.New("no free loopback port pair (port, port+10000) found in 50 tries")
+	*redisserver.Server
+	addr string // Server.Addr(), under the name the tests use
 }
 
 // startServer starts redis-server in dir on a free loopback port, with
-// extra arguments, and waits until it answers PING. It retries on another
-// port when the chosen one was taken in the meantime.
+// extra arguments after --save "" --appendonly no, and waits until it
+// answers PING. It retries on another port when the chosen one was taken
+// in the meantime. An empty dir is a temporary one of the server's own,
+// removed by Stop.
 func startServer(dir string, extra ...string) (*redisServer, error) {
-	var lastErr error
-	for range 5 {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		s, err := startServerOn(dir, port, extra...)
-		if err == nil {
-			return s, nil
-		}
-		lastErr = err
+	s, err := redisserver.Start(context.Background(), redisserver.Options{Dir: dir, Args: extra})
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
-}
-
-func startServerOn(dir string, port int, extra ...string) (*redisServer, error) {
-	args := append([]string{
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--daemonize", "no",
-		"--logfile", filepath.Join(dir, "redis.log"),
-	}, extra...)
-	cmd := exec.Command("redis-server", args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start redis-server: %w", err)
-	}
-	s := &redisServer{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(s.done) }()
-	c := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1, DialTimeout: time.Second})
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return s, nil
-		}
-		select {
-		case <-s.done:
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			return nil, fmt.Errorf("redis-server on port %d exited: %s %s", port, out.String(), tail(log))
-		default:
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("redis-server on port %d does not answer PING: %v", port, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func tail(b []byte) string {
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
-}
-
-// stop kills the server and waits for it to exit.
-func (s *redisServer) stop() {
-	_ = s.cmd.Process.Kill()
-	<-s.done
+	return &redisServer{Server: s, addr: s.Addr()}, nil
 }
 
 // privateServer starts a redis-server for one test, stopped in t.Cleanup.
@@ -143,7 +55,7 @@ func privateServer(t testing.TB, extra ...string) *redisServer {
 	if err != nil {
 		t.Fatalf("private Redis: %v", err)
 	}
-	t.Cleanup(s.stop)
+	t.Cleanup(s.Stop)
 	return s
 }
 
@@ -151,7 +63,6 @@ func privateServer(t testing.TB, extra ...string) *redisServer {
 var cluster struct {
 	once    sync.Once
 	servers []*redisServer
-	dirs    []string
 	err     error
 }
 
@@ -172,12 +83,7 @@ func clusterAddrs(t testing.TB) []string {
 
 func startCluster() error {
 	for range 3 {
-		dir, err := os.MkdirTemp("", "redisstore-cluster-")
-		if err != nil {
-			return err
-		}
-		cluster.dirs = append(cluster.dirs, dir)
-		s, err := startServer(dir, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+		s, err := startServer("", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 		if err != nil {
 			return err
 		}
@@ -214,9 +120,6 @@ func startCluster() error {
 
 func stopCluster() {
 	for _, s := range cluster.servers {
-		s.stop()
-	}
-	for _, d := range cluster.dirs {
-		os.RemoveAll(d)
+		s.Stop()
 	}
 }

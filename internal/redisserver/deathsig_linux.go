@@ -1,12 +1,12 @@
-package main
+package redisserver
 
 import (
 	"os/exec"
 	"syscall"
 )
 
-// dieWithParent makes the kernel SIGKILL cmd when the harness dies, so that
-// no redis-server of its own outlives it.
+// dieWithParent makes the kernel SIGKILL cmd when this process dies, so that
+// no redis-server outlives it.
 func dieWithParent(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
