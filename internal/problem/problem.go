@@ -48,7 +48,7 @@ func JSON(d Doc, ext ...Member) []byte {
 	b.WriteString(`,"title":`)
 	AppendString(&b, d.Title)
 	b.WriteString(`,"status":`)
-	b.WriteString(strconv.Itoa(d.Status))
+	b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(d.Status), 10))
 	if d.Detail != "" {
 		b.WriteString(`,"detail":`)
 		AppendString(&b, d.Detail)
@@ -66,7 +66,15 @@ func JSON(d Doc, ext ...Member) []byte {
 // AppendString appends s as a JSON string, without HTML escaping; invalid
 // UTF-8 becomes U+FFFD, as encoding/json does.
 func AppendString(b *bytes.Buffer, s string) {
-	AppendJSON(b, s)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			AppendJSON(b, s)
+			return
+		}
+	}
+	b.WriteByte('"') // printable ASCII without quote or backslash: as it is
+	b.WriteString(s)
+	b.WriteByte('"')
 }
 
 // AppendJSON appends the JSON encoding of v, without HTML escaping. v must

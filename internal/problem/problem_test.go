@@ -1,6 +1,7 @@
 package problem
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
@@ -20,6 +21,8 @@ func TestJSON(t *testing.T) {
 		{"no detail", Doc{Type: "t", Title: "T", Status: 400}, nil, `{"type":"t","title":"T","status":400}`},
 		{"extensions in order", Doc{"t", "T", 422, "d"}, []Member{{"errors", []byte(`[1]`)}, {"truncated", []byte(`true`)}},
 			`{"type":"t","title":"T","status":422,"detail":"d","errors":[1],"truncated":true}`},
+		{"escapes member names that need it", Doc{"t", "T", 400, ""}, []Member{{"a\"b\n", []byte(`1`)}},
+			`{"type":"t","title":"T","status":400,"a\"b\n":1}`},
 		{"escapes quotes and controls, keeps invalid UTF-8 out", Doc{"t", "T", 400, "\"\n\xff"}, nil,
 			`{"type":"t","title":"T","status":400,"detail":"\"\n\ufffd"}`},
 	}
@@ -60,4 +63,29 @@ func TestWrite(t *testing.T) {
 	if !strings.HasSuffix(TypeBase, "#") {
 		t.Errorf("TypeBase %q must end in a fragment mark", TypeBase)
 	}
+}
+
+func BenchmarkJSON(b *testing.B) {
+	d := Doc{TypeBase + "invalid-geojson", "Invalid GeoJSON", 422, "1 problem in the document"}
+	ext := []Member{{"errors", []byte(`[{"pointer":"/type","rule":"type","message":"unknown"}]`)}, {"truncated", []byte(`true`)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = JSON(d, ext...)
+	}
+}
+
+// FuzzAppendString: the fast path for plain strings writes exactly what
+// encoding/json writes.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", `q"uote`, `back\slash`, "ctl\x01", "<&>", "é", "\u2028", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var fast, slow bytes.Buffer
+		AppendString(&fast, s)
+		AppendJSON(&slow, s)
+		if fast.String() != slow.String() {
+			t.Fatalf("AppendString(%q) = %s, encoding/json gives %s", s, fast.Bytes(), slow.Bytes())
+		}
+	})
 }
