@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-
-	"github.com/geoidem/geoidem/internal/problem"
 )
 
 // Rule identifiers. They are stable: callers may match on them and they
@@ -100,9 +98,9 @@ func (p Problem) String() string {
 
 // Problem type URIs used in problem documents (RFC 9457).
 const (
-	ProblemTypeInvalidGeoJSON       = problem.TypeBase + "invalid-geojson"
-	ProblemTypeMalformedJSON        = problem.TypeBase + "malformed-json"
-	ProblemTypeUnsupportedMediaType = problem.TypeBase + "unsupported-media-type"
+	ProblemTypeInvalidGeoJSON       = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#invalid-geojson"
+	ProblemTypeMalformedJSON        = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#malformed-json"
+	ProblemTypeUnsupportedMediaType = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#unsupported-media-type"
 )
 
 // SyntaxError reports input that is not JSON (RFC 8259). It is distinct

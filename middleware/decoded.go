@@ -2,7 +2,6 @@ package middleware
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -92,13 +91,7 @@ func (m *Middleware) refuseHeaders(w http.ResponseWriter, r *http.Request, start
 	if err == nil {
 		return false
 	}
-	status, doc := http.StatusBadRequest, []byte(nil)
-	var hp HTTPProblem
-	if errors.As(err, &hp) {
-		status, doc = hp.HTTPStatus(), hp.ProblemJSON()
-	} else {
-		doc = problem.JSON(problem.Doc{Type: ProblemInvalidHeaders, Title: "Request headers refused", Status: status, Detail: err.Error()})
-	}
+	status, doc := problemOf(err, problem.Doc{Type: ProblemInvalidHeaders, Title: "Request headers refused", Status: http.StatusBadRequest})
 	problem.Write(w, status, doc, 0)
 	m.done(r.Context(), Event{Outcome: Rejected, Status: status, Err: err}, start)
 	return true

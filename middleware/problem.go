@@ -1,10 +1,14 @@
 package middleware
 
-import "github.com/geoidem/geoidem/internal/problem"
+import (
+	"errors"
+
+	"github.com/geoidem/geoidem/internal/problem"
+)
 
 // ProblemTypeBase is the prefix of the type URI of every problem document
 // the middleware writes; the fragment names the problem.
-const ProblemTypeBase = problem.TypeBase
+const ProblemTypeBase = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#"
 
 // The problem types the middleware answers with. Each is ProblemTypeBase
 // followed by its name, stable across releases.
@@ -29,4 +33,16 @@ type HTTPProblem interface {
 	error
 	HTTPStatus() int
 	ProblemJSON() []byte
+}
+
+// problemOf returns the answer to a refusal err: its own status and
+// document when it is an HTTPProblem, else fallback with err's text as the
+// detail.
+func problemOf(err error, fallback problem.Doc) (status int, doc []byte) {
+	var hp HTTPProblem
+	if errors.As(err, &hp) {
+		return hp.HTTPStatus(), hp.ProblemJSON()
+	}
+	fallback.Detail = err.Error()
+	return fallback.Status, problem.JSON(fallback)
 }

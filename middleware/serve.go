@@ -161,13 +161,7 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	}
 	if verr != nil {
 		outcome = Invalid
-		status, doc := http.StatusUnprocessableEntity, []byte(nil)
-		var hp HTTPProblem
-		if errors.As(verr, &hp) {
-			status, doc = hp.HTTPStatus(), hp.ProblemJSON()
-		} else {
-			doc = problem.JSON(problem.Doc{Type: ProblemInvalid, Title: "Invalid request", Status: status, Detail: verr.Error()})
-		}
+		status, doc := problemOf(verr, problem.Doc{Type: ProblemInvalid, Title: "Invalid request", Status: http.StatusUnprocessableEntity})
 		problem.Write(rec, status, doc, 0)
 		rec.keepNoStore()
 	} else {

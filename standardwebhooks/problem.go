@@ -14,15 +14,15 @@ import (
 const (
 	// ProblemSignatureMissing (401): webhook-id, webhook-timestamp or
 	// webhook-signature is missing or empty.
-	ProblemSignatureMissing = problem.TypeBase + "webhook-signature-missing"
+	ProblemSignatureMissing = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#webhook-signature-missing"
 	// ProblemSignatureInvalid (401): no signature matches any secret, or
 	// the headers are malformed (a timestamp that is not a Unix time, an id
 	// with a full stop, a header sent twice).
-	ProblemSignatureInvalid = problem.TypeBase + "webhook-signature-invalid"
+	ProblemSignatureInvalid = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#webhook-signature-invalid"
 	// ProblemTimestampOutOfTolerance (401): webhook-timestamp is further
 	// from the receiver's clock than the tolerance, in the past or the
 	// future.
-	ProblemTimestampOutOfTolerance = problem.TypeBase + "webhook-timestamp-out-of-tolerance"
+	ProblemTimestampOutOfTolerance = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#webhook-timestamp-out-of-tolerance"
 )
 
 // The body problems share their types with the geoidem middleware's

@@ -1,0 +1,29 @@
+package problem_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/geoidem/geoidem/geojson"
+	"github.com/geoidem/geoidem/internal/problem"
+	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/standardwebhooks"
+)
+
+// TestExportedTypesUnderTypeBase: the exported problem type URIs are
+// written out in full, so that their documentation shows them, and every
+// one of them is TypeBase followed by a fragment.
+func TestExportedTypesUnderTypeBase(t *testing.T) {
+	for _, typ := range []string{
+		middleware.ProblemTypeBase + "x",
+		middleware.ProblemMissingKey, middleware.ProblemNotReplayable,
+		geojson.ProblemTypeInvalidGeoJSON, geojson.ProblemTypeMalformedJSON, geojson.ProblemTypeUnsupportedMediaType,
+		standardwebhooks.ProblemSignatureMissing, standardwebhooks.ProblemSignatureInvalid,
+		standardwebhooks.ProblemTimestampOutOfTolerance,
+	} {
+		frag, ok := strings.CutPrefix(typ, problem.TypeBase)
+		if !ok || frag == "" || strings.ContainsAny(frag, "#/ ") {
+			t.Errorf("%q is not %q followed by a fragment", typ, problem.TypeBase)
+		}
+	}
+}
