@@ -1,0 +1,191 @@
+package keystore
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+	"net/http"
+	"slices"
+)
+
+// The record encoding is one byte string for a whole Record, for stores
+// that keep records as bytes (Redis values, memstore's slab, a bytea
+// column):
+//
+//	status   varint (zigzag, as encoding/binary.AppendVarint)
+//	header   the header encoding:
+//	  fields   uvarint: the number of header fields
+//	  per field, in name order (byte-wise, as sort.Strings):
+//	    name     uvarint length, bytes
+//	    values   uvarint count; per value, in order: uvarint length, bytes
+//	body     every remaining byte, as they are
+//
+// A typical JSON answer costs a few bytes more than its body and header
+// text, and every byte of every header value and of the body survives (no
+// base64, no escaping, no UTF-8 check). Records that are equal in the sense
+// of a repeated Complete (same status, header fields and values in order,
+// and body; a nil header or body and an empty one alike) have equal
+// encodings, so a store can recognise a repeated Complete by comparing
+// bytes. The encoding is stable: redisstore and pgstore keep it in their
+// databases, and a later version of this package decodes it.
+
+// ErrCorruptRecord reports bytes that are not a record encoding (or, from
+// [DecodeHeader], not a header encoding). Decoders never panic on such
+// input; they return an error wrapping it.
+var ErrCorruptRecord = errors.New("keystore: corrupt record encoding")
+
+// AppendRecord appends the encoding of rec to dst and returns the extended
+// buffer. With room for [RecordLen](rec) bytes in dst it does not allocate.
+func AppendRecord(dst []byte, rec Record) []byte {
+	dst = binary.AppendVarint(dst, int64(rec.StatusCode))
+	dst = AppendHeader(dst, rec.Header)
+	return append(dst, rec.Body...)
+}
+
+// RecordLen returns the length of rec's encoding: len(AppendRecord(nil, rec)).
+func RecordLen(rec Record) int {
+	s := int64(rec.StatusCode)
+	return uvarintLen(uint64(s<<1)^uint64(s>>63)) + HeaderLen(rec.Header) + len(rec.Body)
+}
+
+// DecodeRecord decodes a record encoding, as [AppendRecord] writes it. A
+// record without header fields has a nil Header, and one without body
+// bytes a nil Body. The record shares no memory with b: its strings and
+// body are copies, so a small record never pins a large buffer. Header
+// fields are accepted in any order (earlier versions of redisstore wrote
+// them unsorted). Any input that is not an encoding, including a truncated
+// one, yields an error wrapping [ErrCorruptRecord].
+func DecodeRecord(b []byte) (Record, error) {
+	status, n := binary.Varint(b)
+	if n <= 0 {
+		return Record{}, ErrCorruptRecord
+	}
+	d := decoder{b: b[n:]}
+	h := d.header()
+	if d.bad {
+		return Record{}, ErrCorruptRecord
+	}
+	rec := Record{StatusCode: int(status)}
+	if len(h) > 0 {
+		rec.Header = h
+	}
+	if len(d.b) > 0 {
+		rec.Body = append([]byte(nil), d.b...)
+	}
+	return rec, nil
+}
+
+// AppendHeader appends the header encoding of h, the part of a record
+// encoding between status and body, to dst and returns the extended buffer.
+// A nil header and an empty one have the same encoding; a store that must
+// tell them apart stores the nil one differently (pgstore: as NULL). With
+// room for [HeaderLen](h) bytes in dst it does not allocate for a header of
+// up to 16 fields.
+func AppendHeader(dst []byte, h http.Header) []byte {
+	var buf [16]string
+	names := buf[:0]
+	for name := range h {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	dst = binary.AppendUvarint(dst, uint64(len(names)))
+	for _, name := range names {
+		values := h[name]
+		dst = appendString(dst, name)
+		dst = binary.AppendUvarint(dst, uint64(len(values)))
+		for _, v := range values {
+			dst = appendString(dst, v)
+		}
+	}
+	return dst
+}
+
+// HeaderLen returns the length of h's header encoding: len(AppendHeader(nil, h)).
+func HeaderLen(h http.Header) int {
+	n := uvarintLen(uint64(len(h)))
+	for name, values := range h {
+		n += stringLen(name) + uvarintLen(uint64(len(values)))
+		for _, v := range values {
+			n += stringLen(v)
+		}
+	}
+	return n
+}
+
+// DecodeHeader decodes a header encoding, as [AppendHeader] writes it, that
+// fills all of b. The header is never nil, and shares no memory with b.
+// Input that is not a header encoding, including one followed by other
+// bytes, yields an error wrapping [ErrCorruptRecord].
+func DecodeHeader(b []byte) (http.Header, error) {
+	d := decoder{b: b}
+	h := d.header()
+	if d.bad || len(d.b) > 0 {
+		return nil, ErrCorruptRecord
+	}
+	if h == nil {
+		h = http.Header{}
+	}
+	return h, nil
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func stringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+// uvarintLen returns the length of x's uvarint encoding.
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
+
+// decoder reads the parts of an encoding from the front of b. After the
+// first error it sets bad and returns zero values.
+type decoder struct {
+	b   []byte
+	bad bool
+}
+
+// count reads a uvarint that counts items of at least one byte each, so it
+// is at most the bytes left: a corrupt count can never make the decoder
+// allocate more than the input's size.
+func (d *decoder) count() int {
+	n, w := binary.Uvarint(d.b)
+	if w <= 0 || n > uint64(len(d.b)-w) {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[w:]
+	return int(n)
+}
+
+// string returns a copy of the next length-prefixed string.
+func (d *decoder) string() string {
+	n := d.count()
+	if d.bad {
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+// header reads a header encoding; it returns nil for zero fields.
+func (d *decoder) header() http.Header {
+	fields := d.count()
+	if d.bad || fields == 0 {
+		return nil
+	}
+	h := make(http.Header, fields)
+	for range fields {
+		name := d.string()
+		values := make([]string, d.count())
+		for i := range values {
+			values[i] = d.string()
+		}
+		if d.bad {
+			return nil
+		}
+		h[name] = values
+	}
+	return h
+}
