@@ -48,19 +48,18 @@ func RecordLen(rec Record) int {
 	return uvarintLen(uint64(s<<1)^uint64(s>>63)) + HeaderLen(rec.Header) + len(rec.Body)
 }
 
-// DecodeRecord decodes a record encoding, as [AppendRecord] writes it. A
-// record without header fields has a nil Header, and one without body
-// bytes a nil Body. The record shares no memory with b: its strings and
-// body are copies, so a small record never pins a large buffer. Header
+// DecodeRecord decodes a record encoding, as [AppendRecord] writes it, from
+// a byte slice or a string (a Redis reply, say). A record without header
+// fields has a nil Header, and one without body bytes a nil Body. The
+// record shares no memory with enc: its strings and body are copies, so
+// changing enc never changes it and a small record never pins a large
+// buffer. Header
 // fields are accepted in any order (earlier versions of redisstore wrote
 // them unsorted). Any input that is not an encoding, including a truncated
 // one, yields an error wrapping [ErrCorruptRecord].
-func DecodeRecord(b []byte) (Record, error) {
-	status, n := binary.Varint(b)
-	if n <= 0 {
-		return Record{}, ErrCorruptRecord
-	}
-	d := decoder{b: b[n:]}
+func DecodeRecord[E string | []byte](enc E) (Record, error) {
+	d := decoder[E]{b: enc}
+	status := d.varint()
 	h := d.header()
 	if d.bad {
 		return Record{}, ErrCorruptRecord
@@ -113,11 +112,12 @@ func HeaderLen(h http.Header) int {
 }
 
 // DecodeHeader decodes a header encoding, as [AppendHeader] writes it, that
-// fills all of b. The header is never nil, and shares no memory with b.
+// fills all of enc, a byte slice or a string. The header is never nil, and
+// shares no memory with enc.
 // Input that is not a header encoding, including one followed by other
 // bytes, yields an error wrapping [ErrCorruptRecord].
-func DecodeHeader(b []byte) (http.Header, error) {
-	d := decoder{b: b}
+func DecodeHeader[E string | []byte](enc E) (http.Header, error) {
+	d := decoder[E]{b: enc}
 	h := d.header()
 	if d.bad || len(d.b) > 0 {
 		return nil, ErrCorruptRecord
@@ -138,39 +138,69 @@ func stringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
 // uvarintLen returns the length of x's uvarint encoding.
 func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
 
-// decoder reads the parts of an encoding from the front of b. After the
-// first error it sets bad and returns zero values.
-type decoder struct {
-	b   []byte
+// decoder reads the parts of an encoding, a string (a Redis reply) or a
+// byte slice, from the front of b. After the first error it sets bad and
+// returns zero values.
+type decoder[E string | []byte] struct {
+	b   E
 	bad bool
+}
+
+// uvarint reads a uvarint, as encoding/binary.Uvarint.
+func (d *decoder[E]) uvarint() uint64 {
+	var x uint64
+	var s uint
+	for i := 0; i < len(d.b) && i < binary.MaxVarintLen64; i++ {
+		c := d.b[i]
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				break // overflow
+			}
+			d.b = d.b[i+1:]
+			return x | uint64(c)<<s
+		}
+		x |= uint64(c&0x7f) << s
+		s += 7
+	}
+	d.bad = true
+	return 0
+}
+
+// varint reads a zigzag varint, as encoding/binary.Varint.
+func (d *decoder[E]) varint() int64 {
+	ux := d.uvarint()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
+	}
+	return x
 }
 
 // count reads a uvarint that counts items of at least one byte each, so it
 // is at most the bytes left: a corrupt count can never make the decoder
 // allocate more than the input's size.
-func (d *decoder) count() int {
-	n, w := binary.Uvarint(d.b)
-	if w <= 0 || n > uint64(len(d.b)-w) {
+func (d *decoder[E]) count() int {
+	n := d.uvarint()
+	if d.bad || n > uint64(len(d.b)) {
 		d.bad = true
 		return 0
 	}
-	d.b = d.b[w:]
 	return int(n)
 }
 
 // string returns a copy of the next length-prefixed string.
-func (d *decoder) string() string {
+func (d *decoder[E]) string() string {
 	n := d.count()
 	if d.bad {
 		return ""
 	}
-	s := string(d.b[:n])
+	s := string([]byte(d.b[:n])) // a copy even when E is string, where string(…) would share
 	d.b = d.b[n:]
 	return s
 }
 
 // header reads a header encoding; it returns nil for zero fields.
-func (d *decoder) header() http.Header {
+func (d *decoder[E]) header() http.Header {
 	fields := d.count()
 	if d.bad || fields == 0 {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/geoidem/geoidem/keystore"
 )
@@ -139,6 +140,34 @@ func TestDecodeSharesNoMemory(t *testing.T) {
 	}
 	if !reflect.DeepEqual(h, golden[0].rec.Header) {
 		t.Errorf("overwriting the encoding changed the decoded header to %q", h)
+	}
+}
+
+// A Redis reply is a string: what is decoded from one must not point into
+// it either.
+func TestDecodeFromStringSharesNoMemory(t *testing.T) {
+	enc := string(keystore.AppendRecord(nil, golden[0].rec))
+	lo := uintptr(unsafe.Pointer(unsafe.StringData(enc)))
+	inside := func(p *byte) bool {
+		a := uintptr(unsafe.Pointer(p))
+		return a >= lo && a < lo+uintptr(len(enc))
+	}
+	rec, err := keystore.DecodeRecord(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inside(unsafe.SliceData(rec.Body)) {
+		t.Errorf("the body points into the encoding")
+	}
+	for name, values := range rec.Header {
+		if inside(unsafe.StringData(name)) {
+			t.Errorf("the name %q points into the encoding", name)
+		}
+		for _, v := range values {
+			if inside(unsafe.StringData(v)) {
+				t.Errorf("a value of %q points into the encoding", name)
+			}
+		}
 	}
 }
 

@@ -53,6 +53,13 @@
 // Leases and retention are judged by the store's clock (the database or
 // Redis server clock for networked stores), never by the clocks of the
 // application servers, which may disagree.
+//
+// # Writing a store
+//
+// A store that keeps records as bytes encodes them with [AppendRecord] and
+// decodes them with [DecodeRecord]: one stable encoding for every store, in
+// which equal records encode equally. Run package keystoretest's Run
+// against it.
 package keystore
 
 import (

@@ -281,7 +281,7 @@ func parseClaim(res any) (keystore.Claim, bool) {
 		if len(res) < head || (res[0] != 'c' && res[0] != 'd') {
 			return keystore.Claim{}, false
 		}
-		rec, err := decodeRecord(res[head:])
+		rec, err := keystore.DecodeRecord(res[head:])
 		if err != nil {
 			return keystore.Claim{}, false
 		}
@@ -356,7 +356,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
 	tok := tokenBytes(token)
-	enc := appendRecord(make([]byte, 0, recordSize(rec)), rec)
+	enc := keystore.AppendRecord(make([]byte, 0, keystore.RecordLen(rec)), rec)
 	return s.held(ctx, "complete", completeScript, key, tok[:], abandonedGrace.Milliseconds(), enc, retMs)
 }
 
