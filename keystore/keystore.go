@@ -40,9 +40,10 @@
 //     pgstore's InTx or CompleteTx in the handler's transaction) succeeds,
 //     and the record keeps its retention.
 //   - Complete by the token that completed the key, with an equal record
-//     (same status, header fields and values in order, and body): a client
-//     library's retry of a Complete that was applied before the connection
-//     broke succeeds. With a different record it fails with ErrLeaseLost.
+//     (same status, header fields and values in order, and body; a nil
+//     header or body equals an empty one): a client library's retry of a
+//     Complete that was applied before the connection broke succeeds. With
+//     a different record it fails with ErrLeaseLost.
 //   - Release by the token that released the key, until the key is claimed
 //     again (stores keep the mark for a short grace, at least a minute for
 //     those in this module).

@@ -65,6 +65,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"CompleteRefusesInvalidStatus", testCompleteRefusesInvalidStatus},
 		{"ExtendAfterOwnCompleteSucceeds", testExtendAfterOwnComplete},
 		{"RepeatedCompleteIsIdempotent", testRepeatedComplete},
+		{"RepeatedCompleteWithEqualRecord", testRepeatedCompleteEqualRecord},
 		{"RepeatedReleaseIsIdempotent", testRepeatedRelease},
 	}
 	for _, r := range rules {
