@@ -8,34 +8,39 @@ import (
 	"slices"
 )
 
-// The record encoding is one byte string for a whole Record, for stores
-// that keep records as bytes (Redis values, memstore's slab, a bytea
-// column):
-//
-//	status   varint (zigzag, as encoding/binary.AppendVarint)
-//	header   the header encoding:
-//	  fields   uvarint: the number of header fields
-//	  per field, in name order (byte-wise, as sort.Strings):
-//	    name     uvarint length, bytes
-//	    values   uvarint count; per value, in order: uvarint length, bytes
-//	body     every remaining byte, as they are
-//
-// A typical JSON answer costs a few bytes more than its body and header
-// text, and every byte of every header value and of the body survives (no
-// base64, no escaping, no UTF-8 check). Records that are equal in the sense
-// of a repeated Complete (same status, header fields and values in order,
-// and body; a nil header or body and an empty one alike) have equal
-// encodings, so a store can recognise a repeated Complete by comparing
-// bytes. The encoding is stable: redisstore and pgstore keep it in their
-// databases, and a later version of this package decodes it.
-
 // ErrCorruptRecord reports bytes that are not a record encoding (or, from
 // [DecodeHeader], not a header encoding). Decoders never panic on such
 // input; they return an error wrapping it.
 var ErrCorruptRecord = errors.New("keystore: corrupt record encoding")
 
-// AppendRecord appends the encoding of rec to dst and returns the extended
-// buffer. With room for [RecordLen](rec) bytes in dst it does not allocate.
+// AppendRecord appends the record encoding of rec to dst and returns the
+// extended buffer. The encoding is one byte string for a whole Record, for
+// stores that keep records as bytes (redisstore's values, memstore's
+// entries; pgstore keeps the header part in a bytea column):
+//
+//	status   varint (zigzag, as encoding/binary.AppendVarint)
+//	header   the header encoding (see AppendHeader):
+//	  fields   uvarint: the number of header fields
+//	  per field, in name order (byte-wise, as slices.Sort):
+//	    name     uvarint length, bytes
+//	    values   uvarint count; per value, in order: uvarint length, bytes
+//	body     every remaining byte, as it is
+//
+// A typical JSON answer costs a few bytes more than its body and header
+// text, and every byte of every header value and of the body survives (no
+// base64, no escaping, no UTF-8 check).
+//
+// Equal records have equal encodings: records that agree in status, header
+// fields and values in order, and body, a nil header or body counting as
+// an empty one, encode to the same bytes however their header maps were
+// filled. So a store can recognise a repeated Complete by comparing bytes.
+//
+// The encoding is stable: redisstore and pgstore keep it in their
+// databases, and every later version of this package decodes what an
+// earlier one wrote ([DecodeRecord]).
+//
+// With room for [RecordLen](rec) bytes in dst, AppendRecord does not
+// allocate (for a header of up to 16 fields).
 func AppendRecord(dst []byte, rec Record) []byte {
 	dst = binary.AppendVarint(dst, int64(rec.StatusCode))
 	dst = AppendHeader(dst, rec.Header)
@@ -56,7 +61,9 @@ func RecordLen(rec Record) int {
 // buffer. Header
 // fields are accepted in any order (earlier versions of redisstore wrote
 // them unsorted). Any input that is not an encoding, including a truncated
-// one, yields an error wrapping [ErrCorruptRecord].
+// one, yields an error wrapping [ErrCorruptRecord]; DecodeRecord never
+// panics, and allocates at most in proportion to len(enc), whatever counts
+// a corrupt encoding claims.
 func DecodeRecord[E string | []byte](enc E) (Record, error) {
 	d := decoder[E]{b: enc}
 	status := d.varint()
