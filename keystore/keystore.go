@@ -40,9 +40,10 @@
 //     pgstore's InTx or CompleteTx in the handler's transaction) succeeds,
 //     and the record keeps its retention.
 //   - Complete by the token that completed the key, with an equal record
-//     (same status, header fields and values in order, and body): a client
-//     library's retry of a Complete that was applied before the connection
-//     broke succeeds. With a different record it fails with ErrLeaseLost.
+//     (same status, header fields and values in order, and body; a nil
+//     header or body equals an empty one): a client library's retry of a
+//     Complete that was applied before the connection broke succeeds. With
+//     a different record it fails with ErrLeaseLost.
 //   - Release by the token that released the key, until the key is claimed
 //     again (stores keep the mark for a short grace, at least a minute for
 //     those in this module).
@@ -53,6 +54,13 @@
 // Leases and retention are judged by the store's clock (the database or
 // Redis server clock for networked stores), never by the clocks of the
 // application servers, which may disagree.
+//
+// # Writing a store
+//
+// A store that keeps records as bytes encodes them with [AppendRecord] and
+// decodes them with [DecodeRecord]: one stable encoding for every store, in
+// which equal records encode equally. Run package keystoretest's Run
+// against it.
 package keystore
 
 import (

@@ -83,6 +83,40 @@ func testRepeatedComplete(t *testing.T, s keystore.Store) {
 	}
 }
 
+// Equal records are equal however they are built: a repeated Complete whose
+// record has an empty header or body where the stored one had none (or the
+// other way round), or whose header map was filled in another order,
+// succeeds like any repeat.
+func testRepeatedCompleteEqualRecord(t *testing.T, s keystore.Store) {
+	bare := keystore.Record{StatusCode: http.StatusNoContent}
+	empty := keystore.Record{StatusCode: http.StatusNoContent, Header: http.Header{}, Body: []byte{}}
+	ab := keystore.Record{StatusCode: http.StatusOK, Header: http.Header{}}
+	ba := keystore.Record{StatusCode: http.StatusOK, Header: http.Header{}}
+	for _, name := range []string{"A", "B", "C", "D", "E", "F", "G", "H"} {
+		ab.Header[name] = []string{name}
+	}
+	for _, name := range []string{"H", "G", "F", "E", "D", "C", "B", "A"} {
+		ba.Header[name] = []string{name}
+	}
+	for _, p := range []struct {
+		what          string
+		first, repeat keystore.Record
+	}{
+		{"an empty header and body after none", bare, empty},
+		{"no header and body after empty ones", empty, bare},
+		{"header fields set in another order", ab, ba},
+	} {
+		key := Key(t)
+		c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+		if err := s.Complete(ctx(t), key, c.Token, p.first, longRetention); err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		if err := s.Complete(ctx(t), key, c.Token, p.repeat, longRetention); err != nil {
+			t.Errorf("Complete repeated by the same token with an equal record (%s): err = %v, want nil", p.what, err)
+		}
+	}
+}
+
 // Release repeated by the same token succeeds and changes nothing until the
 // key is claimed again; after that it fails with ErrLeaseLost and the new
 // holder keeps the key.

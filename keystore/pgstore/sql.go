@@ -153,14 +153,20 @@ UPDATE {{table}} SET expires_at = CASE WHEN status IS NULL
 WHERE key = $1::text AND token = $2::bigint AND NOT released AND expires_at > clock_timestamp()`
 
 // completeSQL: $1 key, $2 token, $3 status, $4 header (see encodeHeader), $5 body, $6
-// retention in microseconds.
+// retention in microseconds. A repeat by the completing token matches when
+// its record equals the stored one, a nil header (NULL) equal to an empty
+// one ('\x00', zero fields) and a nil body (NULL) to an empty one; the
+// repeat leaves the stored record as it is.
 const completeSQL = `
-UPDATE {{table}} SET status = $3::integer, header = $4::bytea, body = $5::bytea,
+UPDATE {{table}} SET status = $3::integer,
+    header = CASE WHEN status IS NULL THEN $4::bytea ELSE header END,
+    body = CASE WHEN status IS NULL THEN $5::bytea ELSE body END,
     expires_at = CASE WHEN status IS NULL
         THEN clock_timestamp() + $6::bigint * interval '1 microsecond' ELSE expires_at END
 WHERE key = $1::text AND token = $2::bigint AND NOT released AND expires_at > clock_timestamp()
-    AND (status IS NULL OR (status = $3::integer AND header IS NOT DISTINCT FROM $4::bytea
-        AND body IS NOT DISTINCT FROM $5::bytea))`
+    AND (status IS NULL OR (status = $3::integer
+        AND coalesce(header, '\x00'::bytea) = coalesce($4::bytea, '\x00'::bytea)
+        AND coalesce(body, ''::bytea) = coalesce($5::bytea, ''::bytea)))`
 
 // releaseSQL: $1 key, $2 token. It ends the lease now and marks the row
 // released; Claim takes it over without TookOver, Prune deletes it.

@@ -17,9 +17,9 @@
 // tag, so all of one key's data lives on one slot. The value is a status
 // byte, the request's fingerprint, the fencing token (of the holder while in
 // flight, of the request that completed it once completed) and, once
-// completed, the recorded response in a compact binary encoding: status,
-// header fields and the body byte for byte, with no JSON or base64 around
-// it. Release deletes the value and leaves the releasing token under a
+// completed, the recorded response in keystore's record encoding
+// ([keystore.AppendRecord]): status, header fields and the body byte for
+// byte, with no JSON or base64 around it. Release deletes the value and leaves the releasing token under a
 // second key with the same hash tag (RedisKey + ":released") for a minute.
 // Completed entries written by earlier versions, which lack the token, are
 // still read and replayed; earlier versions cannot read this version's

@@ -5,7 +5,7 @@ import "github.com/redis/go-redis/v9"
 // The value stored under an idempotency key's Redis key is one string:
 //
 //	in flight:  'i' | fingerprint (32 bytes) | token (8 bytes, big endian)
-//	completed:  'd' | fingerprint (32 bytes) | token (8 bytes) | record (see record.go)
+//	completed:  'd' | fingerprint (32 bytes) | token (8 bytes) | record (see keystore.AppendRecord)
 //
 // where the completed entry's token is the one that completed it. Entries
 // written by earlier versions of this package, 'c' | fingerprint | record,

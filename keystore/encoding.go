@@ -1,0 +1,228 @@
+package keystore
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+	"net/http"
+	"slices"
+)
+
+// ErrCorruptRecord reports bytes that are not a record encoding (or, from
+// [DecodeHeader], not a header encoding). Decoders never panic on such
+// input; they return an error wrapping it.
+var ErrCorruptRecord = errors.New("keystore: corrupt record encoding")
+
+// AppendRecord appends the record encoding of rec to dst and returns the
+// extended buffer. The encoding is one byte string for a whole Record, for
+// stores that keep records as bytes (redisstore's values, memstore's
+// entries; pgstore keeps the header part in a bytea column):
+//
+//	status   varint (zigzag, as encoding/binary.AppendVarint)
+//	header   the header encoding (see AppendHeader):
+//	  fields   uvarint: the number of header fields
+//	  per field, in name order (byte-wise, as slices.Sort):
+//	    name     uvarint length, bytes
+//	    values   uvarint count; per value, in order: uvarint length, bytes
+//	body     every remaining byte, as it is
+//
+// A typical JSON answer costs a few bytes more than its body and header
+// text, and every byte of every header value and of the body survives (no
+// base64, no escaping, no UTF-8 check).
+//
+// Equal records have equal encodings: records that agree in status, header
+// fields and values in order, and body, a nil header or body counting as
+// an empty one, encode to the same bytes however their header maps were
+// filled. So a store can recognise a repeated Complete by comparing bytes.
+//
+// The encoding is stable: redisstore and pgstore keep it in their
+// databases, and every later version of this package decodes what an
+// earlier one wrote ([DecodeRecord]).
+//
+// With room for [RecordLen](rec) bytes in dst, AppendRecord does not
+// allocate (for a header of up to 16 fields).
+func AppendRecord(dst []byte, rec Record) []byte {
+	dst = binary.AppendVarint(dst, int64(rec.StatusCode))
+	dst = AppendHeader(dst, rec.Header)
+	return append(dst, rec.Body...)
+}
+
+// RecordLen returns the length of rec's encoding: len(AppendRecord(nil, rec)).
+func RecordLen(rec Record) int {
+	s := int64(rec.StatusCode)
+	return uvarintLen(uint64(s<<1)^uint64(s>>63)) + HeaderLen(rec.Header) + len(rec.Body)
+}
+
+// DecodeRecord decodes a record encoding, as [AppendRecord] writes it, from
+// a byte slice or a string (a Redis reply, say). A record without header
+// fields has a nil Header, and one without body bytes a nil Body. The
+// record shares no memory with enc: its strings and body are copies, so
+// changing enc never changes it and a small record never pins a large
+// buffer. Header
+// fields are accepted in any order (earlier versions of redisstore wrote
+// them unsorted). Any input that is not an encoding, including a truncated
+// one, yields an error wrapping [ErrCorruptRecord]; DecodeRecord never
+// panics, and allocates at most in proportion to len(enc), whatever counts
+// a corrupt encoding claims.
+func DecodeRecord[E string | []byte](enc E) (Record, error) {
+	d := decoder[E]{b: enc}
+	status := d.varint()
+	h := d.header()
+	if d.bad {
+		return Record{}, ErrCorruptRecord
+	}
+	rec := Record{StatusCode: int(status)}
+	if len(h) > 0 {
+		rec.Header = h
+	}
+	if len(d.b) > 0 {
+		rec.Body = append([]byte(nil), d.b...)
+	}
+	return rec, nil
+}
+
+// AppendHeader appends the header encoding of h, the part of a record
+// encoding between status and body, to dst and returns the extended buffer.
+// A nil header and an empty one have the same encoding; a store that must
+// tell them apart stores the nil one differently (pgstore: as NULL). With
+// room for [HeaderLen](h) bytes in dst it does not allocate for a header of
+// up to 16 fields.
+func AppendHeader(dst []byte, h http.Header) []byte {
+	var buf [16]string
+	names := buf[:0]
+	for name := range h {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	dst = binary.AppendUvarint(dst, uint64(len(names)))
+	for _, name := range names {
+		values := h[name]
+		dst = appendString(dst, name)
+		dst = binary.AppendUvarint(dst, uint64(len(values)))
+		for _, v := range values {
+			dst = appendString(dst, v)
+		}
+	}
+	return dst
+}
+
+// HeaderLen returns the length of h's header encoding: len(AppendHeader(nil, h)).
+func HeaderLen(h http.Header) int {
+	n := uvarintLen(uint64(len(h)))
+	for name, values := range h {
+		n += stringLen(name) + uvarintLen(uint64(len(values)))
+		for _, v := range values {
+			n += stringLen(v)
+		}
+	}
+	return n
+}
+
+// DecodeHeader decodes a header encoding, as [AppendHeader] writes it, that
+// fills all of enc, a byte slice or a string. The header is never nil, and
+// shares no memory with enc.
+// Input that is not a header encoding, including one followed by other
+// bytes, yields an error wrapping [ErrCorruptRecord].
+func DecodeHeader[E string | []byte](enc E) (http.Header, error) {
+	d := decoder[E]{b: enc}
+	h := d.header()
+	if d.bad || len(d.b) > 0 {
+		return nil, ErrCorruptRecord
+	}
+	if h == nil {
+		h = http.Header{}
+	}
+	return h, nil
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func stringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+// uvarintLen returns the length of x's uvarint encoding.
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
+
+// decoder reads the parts of an encoding, a string (a Redis reply) or a
+// byte slice, from the front of b. After the first error it sets bad and
+// returns zero values.
+type decoder[E string | []byte] struct {
+	b   E
+	bad bool
+}
+
+// uvarint reads a uvarint, as encoding/binary.Uvarint.
+func (d *decoder[E]) uvarint() uint64 {
+	var x uint64
+	var s uint
+	for i := 0; i < len(d.b) && i < binary.MaxVarintLen64; i++ {
+		c := d.b[i]
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				break // overflow
+			}
+			d.b = d.b[i+1:]
+			return x | uint64(c)<<s
+		}
+		x |= uint64(c&0x7f) << s
+		s += 7
+	}
+	d.bad = true
+	return 0
+}
+
+// varint reads a zigzag varint, as encoding/binary.Varint.
+func (d *decoder[E]) varint() int64 {
+	ux := d.uvarint()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
+	}
+	return x
+}
+
+// count reads a uvarint that counts items of at least one byte each, so it
+// is at most the bytes left: a corrupt count can never make the decoder
+// allocate more than the input's size.
+func (d *decoder[E]) count() int {
+	n := d.uvarint()
+	if d.bad || n > uint64(len(d.b)) {
+		d.bad = true
+		return 0
+	}
+	return int(n)
+}
+
+// string returns a copy of the next length-prefixed string.
+func (d *decoder[E]) string() string {
+	n := d.count()
+	if d.bad {
+		return ""
+	}
+	s := string([]byte(d.b[:n])) // a copy even when E is string, where string(…) would share
+	d.b = d.b[n:]
+	return s
+}
+
+// header reads a header encoding; it returns nil for zero fields.
+func (d *decoder[E]) header() http.Header {
+	fields := d.count()
+	if d.bad || fields == 0 {
+		return nil
+	}
+	h := make(http.Header, fields)
+	for range fields {
+		name := d.string()
+		values := make([]string, d.count())
+		for i := range values {
+			values[i] = d.string()
+		}
+		if d.bad {
+			return nil
+		}
+		h[name] = values
+	}
+	return h
+}

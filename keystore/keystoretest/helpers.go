@@ -1,0 +1,128 @@
+package keystoretest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// Durations used by the time-based rules. shortLease and shortRetention must
+// be long enough for one store round trip on a loaded machine to finish well
+// inside them, and waitFor must comfortably exceed them.
+const (
+	longLease      = time.Minute
+	longRetention  = time.Hour
+	shortLease     = 300 * time.Millisecond
+	shortRetention = 300 * time.Millisecond
+	waitFor        = 10 * time.Second
+	pollEvery      = 20 * time.Millisecond
+)
+
+func fingerprint(s string) keystore.Fingerprint {
+	var fp keystore.Fingerprint
+	copy(fp[:], s)
+	return fp
+}
+
+var (
+	fpA = fingerprint("payload A")
+	fpB = fingerprint("payload B")
+)
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(t.Context(), waitFor)
+	t.Cleanup(cancel)
+	return c
+}
+
+func mustClaim(t *testing.T, s keystore.Store, key string, fp keystore.Fingerprint, lease time.Duration, want keystore.State) keystore.Claim {
+	t.Helper()
+	c, err := s.Claim(ctx(t), key, fp, lease)
+	if err != nil {
+		t.Fatalf("Claim(%.8s…): unexpected error: %v", key, err)
+	}
+	if c.State != want {
+		t.Fatalf("Claim(%.8s…) state = %v, want %v", key, c.State, want)
+	}
+	switch c.State {
+	case keystore.Acquired:
+		if c.Token == 0 {
+			t.Fatalf("Claim acquired with the zero token; a store must never issue it")
+		}
+		if c.Fingerprint != fp {
+			t.Fatalf("acquired Claim reports fingerprint %x, want the caller's %x", c.Fingerprint[:4], fp[:4])
+		}
+	case keystore.InFlight:
+		if c.Token != 0 {
+			t.Fatalf("in-flight Claim carries token %d; only an acquiring Claim may return a token", c.Token)
+		}
+		if c.LeaseRemaining <= 0 {
+			t.Fatalf("in-flight Claim reports LeaseRemaining %v; it must be positive", c.LeaseRemaining)
+		}
+	case keystore.Completed:
+		if c.Token != 0 {
+			t.Fatalf("completed Claim carries token %d; only an acquiring Claim may return a token", c.Token)
+		}
+	}
+	return c
+}
+
+func sampleRecord() keystore.Record {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Add("Link", `</a>; rel="a"`)
+	h.Add("Link", `</b>; rel="b"`)
+	return keystore.Record{
+		StatusCode: http.StatusCreated,
+		Header:     h,
+		// Bytes that a careless text encoding would damage: NUL, invalid
+		// UTF-8, CR LF and a separator-like sequence.
+		Body: []byte("{\"id\":\"x\"}\x00\xff\xfe\r\n--\n\t"),
+	}
+}
+
+func equalRecords(t *testing.T, got, want keystore.Record) {
+	t.Helper()
+	if got.StatusCode != want.StatusCode {
+		t.Errorf("record status = %d, want %d", got.StatusCode, want.StatusCode)
+	}
+	if !bytes.Equal(got.Body, want.Body) {
+		t.Errorf("record body differs: got %d bytes, want %d bytes (first difference at %d)",
+			len(got.Body), len(want.Body), firstDiff(got.Body, want.Body))
+	}
+	if len(got.Header) != len(want.Header) {
+		t.Errorf("record has %d header fields %v, want %d %v", len(got.Header), got.Header, len(want.Header), want.Header)
+	}
+	for k, vs := range want.Header {
+		g := got.Header[k]
+		if fmt.Sprint(g) != fmt.Sprint(vs) {
+			t.Errorf("record header %q = %q, want %q (values and their order must survive)", k, g, vs)
+		}
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// eventually polls cond until it returns true or waitFor passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s never happened", waitFor, what)
+		}
+		time.Sleep(pollEvery)
+	}
+}

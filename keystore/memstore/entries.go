@@ -1,0 +1,91 @@
+package memstore
+
+import (
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// entryOverhead approximates the bytes an entry costs beyond its key and
+// record: the map slot, the entry struct and its heap slot.
+const entryOverhead = 160
+
+type entry struct {
+	id       keyID
+	fp       keystore.Fingerprint
+	token    keystore.Token // the token that holds the key, or that completed or released it
+	deadline int64          // lease expiry while in flight, end of retention once completed, the release once released
+	size     int64
+	pos      int32 // position in its heap
+	state    entryState
+}
+
+// entryState says what an entry is. A released entry stays in the lease heap
+// as a lease that ended when it was released, so that a repeated Release by
+// its token succeeds until the key is claimed again or the entry is dropped
+// like any expired lease.
+type entryState uint8
+
+const (
+	inFlight entryState = iota
+	completed
+	released
+)
+
+// inLeaseHeap reports whether the entry belongs in the lease heap (in flight
+// or released) rather than the record heap (completed).
+func (e *entry) inLeaseHeap() bool { return e.state != completed }
+
+func (s *Store) alloc() int32 {
+	if n := len(s.free); n > 0 {
+		slot := s.free[n-1]
+		s.free = s.free[:n-1]
+		return slot
+	}
+	s.entries = append(s.entries, entry{})
+	s.recs = append(s.recs, nil)
+	return int32(len(s.entries) - 1)
+}
+
+// held returns the slot of the in-flight entry that token holds, or -1.
+func (s *Store) held(key string, token keystore.Token, now int64) int32 {
+	slot, ok := s.index[idOf(key)]
+	if !ok {
+		return -1
+	}
+	if e := &s.entries[slot]; e.state != inFlight || e.token != token || e.deadline <= now {
+		return -1
+	}
+	return slot
+}
+
+// ended returns the slot of the entry that token completed (with its record
+// still kept) or released, whichever state is, or -1.
+func (s *Store) ended(key string, token keystore.Token, state entryState, now int64) int32 {
+	slot, ok := s.index[idOf(key)]
+	if !ok {
+		return -1
+	}
+	e := &s.entries[slot]
+	if e.state != state || e.token != token || (state == completed && e.deadline <= now) {
+		return -1
+	}
+	return slot
+}
+
+// remove deletes the entry in slot from the index and from whichever heap
+// holds it, and frees the slot.
+func (s *Store) remove(slot int32) {
+	e := &s.entries[slot]
+	if e.state == released {
+		s.released--
+	}
+	if e.inLeaseHeap() {
+		s.leases.remove(e.pos)
+	} else {
+		s.records.remove(e.pos)
+	}
+	delete(s.index, e.id)
+	s.bytes -= e.size
+	*e = entry{}
+	s.recs[slot] = nil // drop the record for the collector
+	s.free = append(s.free, slot)
+}

@@ -1,0 +1,185 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// Claim implements keystore.Store. The lease is judged by the Redis server's
+// clock. A Claim that takes over an expired lease reports TookOver if the
+// lease expired less than a minute ago; after that the abandoned entry has
+// been deleted and the key is simply absent.
+func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return keystore.Claim{}, fmt.Errorf("redisstore: claim: %w", err)
+	}
+	leaseMs, err := durationMillis("lease", lease)
+	if err != nil {
+		return keystore.Claim{}, err
+	}
+	token, err := newToken()
+	if err != nil {
+		return keystore.Claim{}, err
+	}
+	if s.waitReplicas > 0 {
+		return s.claimReplicated(ctx, s.RedisKey(key), fp, token, leaseMs)
+	}
+	return s.claim(ctx, s.client, s.RedisKey(key), fp, token, leaseMs)
+}
+
+// conn is what a claim runs on: the store's client, or, with WaitReplicas,
+// one connection to the key's master.
+type conn interface {
+	redis.Scripter
+	Pipeline() redis.Pipeliner
+}
+
+// claim claims rkey in one round trip of two plain commands, pipelined:
+//
+//	PTTL rkey
+//	SET rkey 'i'|fp|token PX lease+grace NX GET
+//
+// The SET acquires an absent key and returns the value of a present one
+// unchanged: a completed record, or an in-flight entry whose lease the PTTL
+// tells. Only when that PTTL shows the lease run out, or no key at all (the
+// entry appeared between the two commands), does claim run claimScript,
+// which decides again atomically and takes an expired lease over: a second
+// round trip, on the path that follows a crashed or stalled holder. The two
+// commands are not a transaction, so an in-flight answer's LeaseRemaining
+// may be a moment stale; the answer itself is the SET's, made atomically.
+func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (keystore.Claim, error) {
+	var v [1 + len(keystore.Fingerprint{}) + 8]byte
+	v[0] = 'i'
+	copy(v[1:], fp[:])
+	binary.BigEndian.PutUint64(v[1+len(fp):], uint64(token))
+	grace := abandonedGrace.Milliseconds()
+
+	// PTTL goes first: go-redis judges whether to retry a pipeline by its
+	// first command's error, and SET's "no old value" reply (redis.Nil, the
+	// common case) is costly to judge.
+	pipe := c.Pipeline()
+	pttl := redis.NewIntCmd(ctx, "pttl", rkey)
+	set := redis.NewStringCmd(ctx, "set", rkey, v[:], "px", leaseMs+grace, "nx", "get")
+	_ = pipe.Process(ctx, pttl)
+	_ = pipe.Process(ctx, set)
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return keystore.Claim{}, opError(ctx, "claim", err)
+	}
+	old, err := set.Result()
+	switch {
+	case err == redis.Nil: // absent: acquired
+		return keystore.Claim{State: keystore.Acquired, Token: token, Fingerprint: fp}, nil
+	case err != nil:
+		return keystore.Claim{}, opError(ctx, "claim", err)
+	}
+	if len(old) > 0 && old[0] == 'i' {
+		if rem, err := pttl.Result(); err == nil && rem > grace && len(old) == len(v) {
+			claim := keystore.Claim{State: keystore.InFlight, LeaseRemaining: time.Duration(rem-grace) * time.Millisecond}
+			copy(claim.Fingerprint[:], old[1:])
+			return claim, nil
+		}
+		// The lease has run out: take the key over, atomically.
+		return s.claimScripted(ctx, c, rkey, fp, token, v[:], leaseMs+grace, grace)
+	}
+	claim, ok := parseClaim(old)
+	if !ok {
+		return keystore.Claim{}, fmt.Errorf("redisstore: claim: key holds a value that is not an idempotency entry: %.80q", old)
+	}
+	return claim, nil
+}
+
+// claimScripted runs claimScript, for a key found in flight with its lease
+// run out.
+func (s *Store) claimScripted(ctx context.Context, c redis.Scripter, rkey string, fp keystore.Fingerprint, token keystore.Token, v []byte, ttlMs, graceMs int64) (keystore.Claim, error) {
+	res, err := claimScript.Run(ctx, c, []string{rkey}, v, ttlMs, graceMs).Result()
+	if err != nil {
+		return keystore.Claim{}, opError(ctx, "claim", err)
+	}
+	claim, ok := parseClaim(res)
+	if !ok {
+		return keystore.Claim{}, fmt.Errorf("redisstore: claim: unexpected reply %.80q", fmt.Sprint(res))
+	}
+	if claim.State == keystore.Acquired {
+		claim.Token = token
+		claim.Fingerprint = fp
+	}
+	return claim, nil
+}
+
+// parseClaim decodes claimScript's reply.
+func parseClaim(res any) (keystore.Claim, bool) {
+	switch res := res.(type) {
+	case int64: // acquired
+		return keystore.Claim{State: keystore.Acquired, TookOver: res == 1}, true
+	case []any: // in flight
+		if len(res) != 2 {
+			return keystore.Claim{}, false
+		}
+		fp, ok1 := res[0].(string)
+		rem, ok2 := res[1].(int64)
+		if !ok1 || !ok2 || len(fp) != len(keystore.Fingerprint{}) || rem <= 0 {
+			return keystore.Claim{}, false
+		}
+		c := keystore.Claim{State: keystore.InFlight, LeaseRemaining: time.Duration(rem) * time.Millisecond}
+		copy(c.Fingerprint[:], fp)
+		return c, true
+	case string: // completed: the stored value
+		const fpEnd = 1 + len(keystore.Fingerprint{})
+		head := fpEnd + 8 // 'd' | fingerprint | token
+		if len(res) > 0 && res[0] == 'c' {
+			head = fpEnd // written by an earlier version: no token
+		}
+		if len(res) < head || (res[0] != 'c' && res[0] != 'd') {
+			return keystore.Claim{}, false
+		}
+		rec, err := keystore.DecodeRecord(res[head:])
+		if err != nil {
+			return keystore.Claim{}, false
+		}
+		c := keystore.Claim{State: keystore.Completed, Record: rec}
+		copy(c.Fingerprint[:], res[1:fpEnd])
+		return c, true
+	}
+	return keystore.Claim{}, false
+}
+
+// claimReplicated claims on one connection to the key's master, then runs
+// WAIT on the same connection (WAIT counts the replicas that acknowledged
+// the writes of its own connection).
+func (s *Store) claimReplicated(ctx context.Context, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (keystore.Claim, error) {
+	var node *redis.Client
+	switch c := s.client.(type) {
+	case *redis.Client:
+		node = c
+	case *redis.ClusterClient:
+		var err error
+		if node, err = c.MasterForKey(ctx, rkey); err != nil {
+			return keystore.Claim{}, opError(ctx, "claim", err)
+		}
+	}
+	conn := node.Conn()
+	defer conn.Close()
+	claim, err := s.claim(ctx, conn, rkey, fp, token, leaseMs)
+	if err != nil || claim.State != keystore.Acquired {
+		return claim, err
+	}
+	n, err := conn.Wait(ctx, s.waitReplicas, s.waitTimeout).Result()
+	if err == nil && n >= int64(s.waitReplicas) {
+		return claim, nil
+	}
+	// Not admitted: give the key back, so that a retry need not wait for the
+	// lease to run out, even if ctx has ended (the client's timeouts bound
+	// the attempt). If this fails too, the lease runs out on its own.
+	tok := tokenBytes(token)
+	_ = releaseScript.Run(context.WithoutCancel(ctx), conn, scriptKeys(rkey), tok[:], abandonedGrace.Milliseconds()).Err()
+	if err != nil {
+		return keystore.Claim{}, opError(ctx, "claim: wait for replicas", err)
+	}
+	return keystore.Claim{}, fmt.Errorf("%w: %d of %d acknowledged within %v", ErrNotReplicated, n, s.waitReplicas, s.waitTimeout)
+}
