@@ -162,7 +162,8 @@ func runFaults(ctx context.Context, s *section) error {
 }
 
 // buildChaos builds examples/chaos into a temporary directory, from the
-// module the bench runs in, so that no row pays for compiling it.
+// workspace the bench runs in (go.work puts the examples module beside the
+// bench's), so that no row pays for compiling it.
 func buildChaos(ctx context.Context) (bin string, cleanup func(), err error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
@@ -177,7 +178,7 @@ func buildChaos(ctx context.Context) (bin string, cleanup func(), err error) {
 		return "", nil, err
 	}
 	bin = filepath.Join(dir, "chaos")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./examples/chaos")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/geoidem/geoidem/examples/chaos")
 	cmd.Dir = filepath.Dir(mod)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)

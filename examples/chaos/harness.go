@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/examples/internal/ingest"
 	"github.com/geoidem/geoidem/internal/faultproxy"
-	"github.com/geoidem/geoidem/internal/ingest"
 	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/middleware"
 )

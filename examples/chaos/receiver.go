@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/ingest"
+	"github.com/geoidem/geoidem/examples/internal/ingest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
 )

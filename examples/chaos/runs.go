@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/geoidem/geoidem/internal/ingest"
+	"github.com/geoidem/geoidem/examples/internal/ingest"
 )
 
 // runCount is what the table shows of the receiver's run counts

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/ingest"
+	"github.com/geoidem/geoidem/examples/internal/ingest"
 	"github.com/geoidem/geoidem/internal/tcpcut"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 )

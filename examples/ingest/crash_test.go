@@ -19,7 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/geoidem/geoidem/client"
-	"github.com/geoidem/geoidem/internal/ingest"
+	"github.com/geoidem/geoidem/examples/internal/ingest"
 )
 
 // recordingTransport keeps every response body it carries, per key.

@@ -26,8 +26,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/examples/internal/ingest"
 	"github.com/geoidem/geoidem/internal/faultproxy"
-	"github.com/geoidem/geoidem/internal/ingest"
 )
 
 var (

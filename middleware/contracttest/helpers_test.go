@@ -3,7 +3,6 @@ package contracttest_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -107,22 +106,6 @@ func (s *forgetfulStore) Complete(context.Context, string, keystore.Token, keyst
 	return nil
 }
 func (s *forgetfulStore) Release(context.Context, string, keystore.Token) error { return nil }
-
-// flakyStore fails its first failures Claims, as a store that is briefly
-// unreachable, and then behaves as the store it wraps.
-type flakyStore struct {
-	keystore.Store
-	failures atomic.Int64
-}
-
-var errUnreachable = errors.New("flaky store: unreachable")
-
-func (s *flakyStore) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
-	if s.failures.Add(-1) >= 0 {
-		return keystore.Claim{}, errUnreachable
-	}
-	return s.Store.Claim(ctx, key, fp, lease)
-}
 
 // cookieOnReplay is a broken wrapper: it adds a cookie to every replay.
 func cookieOnReplay(next http.Handler) http.Handler {

@@ -1,4 +1,4 @@
-package contracttest_test
+package contract_test
 
 // A sender no one here wrote, github.com/hashicorp/go-retryablehttp, posts
 // through the middleware: the contract holds for it too. It knows nothing of

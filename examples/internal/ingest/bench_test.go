@@ -57,7 +57,7 @@ func collection(n int) []byte {
 // middleware (on a store that only acquires), the GeoJSON validation and
 // the ingest handler writing to the in-memory feature store.
 //
-//	go test -run '^$' -bench ValidateAndHandle -benchmem ./internal/ingest
+//	go test -run '^$' -bench ValidateAndHandle -benchmem ./examples/internal/ingest
 func BenchmarkValidateAndHandle(b *testing.B) {
 	for _, c := range []struct {
 		name string
