@@ -87,9 +87,9 @@ func NewOTel(mp metric.MeterProvider, tp trace.TracerProvider) (*OTel, error) {
 // ev.Context (the request's, if the server traces requests), starts
 // ev.Latency before now and ends now. Its attributes are geoidem.outcome,
 // http.response.status_code, geoidem.took_over and, when a key was read,
-// geoidem.key. Its status is Error for the outcomes the service is to blame
-// for: StoreError, LeaseLost, and a handler that panicked (Err is
-// middleware.ErrHandlerPanicked); the error is recorded on the span then.
+// geoidem.key. Its status is Error for StoreError, LeaseLost and a handler
+// that panicked (Err is middleware.ErrHandlerPanicked), with ev.Err, if
+// any, recorded on the span; unset for every other outcome.
 func (t *OTel) Observe(ev middleware.Event) {
 	ctx := ev.Context
 	if ctx == nil {

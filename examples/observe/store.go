@@ -22,7 +22,8 @@ type StoreCall struct {
 	Op string
 	// Latency is the time the wrapped store took to return.
 	Latency time.Duration
-	// Err is the error the store returned, if any (ErrLeaseLost included).
+	// Err is the error the store returned, if any (keystore.ErrLeaseLost
+	// included).
 	Err error
 	// Context is the context the call was made with. It may be done by the
 	// time the callback runs; do not keep it.
@@ -34,7 +35,7 @@ type StoreCall struct {
 // called synchronously and must be fast and safe for concurrent use. A nil
 // fn returns s itself.
 //
-// The result has the optional capabilities of s and no others: it is a
+// The result has the optional keystore capabilities of s and no others: it is a
 // [keystore.Pinger] if and only if s is (Ping is passed through, not
 // reported), and [keystore.IsNonBlocking] holds for it if and only if it
 // holds for s, since reporting adds no wait of its own.
