@@ -3,9 +3,6 @@ package ingest
 import (
 	"context"
 	"errors"
-	"github.com/geoidem/geoidem/internal/promtext"
-	"github.com/geoidem/geoidem/keystore"
-	"github.com/geoidem/geoidem/keystore/memstore"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,20 +30,3 @@ func TestHealthReportsUnreachableStore(t *testing.T) {
 		}
 	}
 }
-
-// The timing wrapper keeps keystore.NonBlocking when the store it wraps
-// has it, and never claims it for a store that waits.
-func TestTimedStoreKeepsNonBlocking(t *testing.T) {
-	reg := new(promtext.Registry)
-	ping := func(context.Context) error { return nil }
-	if !keystore.IsNonBlocking(newTimedStore(new(memstore.Store), ping, reg)) {
-		t.Error("timed memstore lost keystore.NonBlocking")
-	}
-	if keystore.IsNonBlocking(newTimedStore(waitingStore{new(memstore.Store)}, ping, new(promtext.Registry))) {
-		t.Error("timed store that waits claims keystore.NonBlocking")
-	}
-}
-
-// waitingStore forwards to a memstore through the keystore.Store interface,
-// as a networked store's client would: it is not NonBlocking.
-type waitingStore struct{ keystore.Store }

@@ -1,38 +1,57 @@
 package ingest
 
 import (
-	"github.com/geoidem/geoidem/internal/promtext"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/geoidem/geoidem/examples/observe"
 	"github.com/geoidem/geoidem/middleware"
 )
 
-// metrics turns the middleware's observer events into Prometheus series.
+// metrics is what GET /metrics serves, from a registry of the service's
+// own: the middleware's outcomes and the key store's latencies
+// (observe.Prometheus) and the handler's runs (runCounter).
 type metrics struct {
-	outcomes  *promtext.CounterVec
-	latency   *promtext.HistogramVec
-	takeovers *promtext.CounterVec
+	reg  *prometheus.Registry
+	prom *observe.Prometheus
 }
 
-func newMetrics(reg *promtext.Registry) *metrics {
-	m := &metrics{
-		outcomes: reg.NewCounterVec("geoidem_requests_total",
-			"Requests that carried an idempotency key, by outcome.", "outcome"),
-		latency: reg.NewHistogramVec("geoidem_request_duration_seconds",
-			"Time from receiving a request to settling its outcome.", "outcome", promtext.ExponentialBuckets(0.0005, 2, 16)),
-		takeovers: reg.NewCounterVec("geoidem_lease_takeovers_total",
-			"Keys acquired by taking over the expired lease of an earlier request.", ""),
+func newMetrics() (*metrics, error) {
+	reg := prometheus.NewRegistry()
+	prom, err := observe.NewPrometheus(reg)
+	if err != nil {
+		return nil, err
 	}
-	for _, o := range middleware.Outcomes() { // every series exists from the start
-		m.outcomes.Add(o.String(), 0)
-	}
-	m.takeovers.Add("", 0)
-	return m
+	return &metrics{reg: reg, prom: prom}, nil
 }
 
-func (m *metrics) observe(ev middleware.Event) {
-	o := ev.Outcome.String()
-	m.outcomes.Add(o, 1)
-	m.latency.Observe(o, ev.Latency.Seconds())
-	if ev.TookOver {
-		m.takeovers.Add("", 1)
+// handler serves the registry in the Prometheus text format.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// outcomes reads geoidem_requests_total back, by outcome.
+func (m *metrics) outcomes() map[middleware.Outcome]int {
+	byName := map[string]middleware.Outcome{}
+	out := map[middleware.Outcome]int{}
+	for _, o := range middleware.Outcomes() {
+		byName[o.String()] = o
+		out[o] = 0
 	}
+	families, _ := m.reg.Gather() // an error leaves the families it could gather
+	for _, f := range families {
+		if f.GetName() != "geoidem_requests_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if o, ok := byName[l.GetValue()]; ok && l.GetName() == "outcome" {
+					out[o] = int(s.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	return out
 }

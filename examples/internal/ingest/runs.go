@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/geoidem/geoidem/internal/promtext"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Runs is what a [Service] counted of its handler runs, per feature id: the
@@ -67,7 +67,7 @@ const (
 // write, and the in-memory guard's skips: in process, in two metrics, and in
 // an optional log that outlives the process.
 type runCounter struct {
-	runsTotal, skipsTotal *promtext.CounterVec
+	runsTotal, skipsTotal prometheus.Counter
 
 	mu   sync.Mutex
 	n    map[string]int // attempts per feature id; nil: not kept
@@ -77,19 +77,18 @@ type runCounter struct {
 
 // newRunCounter registers the counter's metrics in reg; perID keeps the
 // attempts per feature id in memory.
-func newRunCounter(reg *promtext.Registry, log io.Writer, perID bool) *runCounter {
+func newRunCounter(reg prometheus.Registerer, log io.Writer, perID bool) *runCounter {
 	c := &runCounter{
-		runsTotal: reg.NewCounterVec("geoidem_feature_runs_total",
-			"Features that a handler run was about to write, counted before the write (a run rolled back or refused counts too).", ""),
-		skipsTotal: reg.NewCounterVec("geoidem_feature_write_skips_total",
-			"Features whose write the in-memory feature store skipped because an earlier run of the same key had written them: a handler run twice that the key store did not prevent.", ""),
+		runsTotal: prometheus.NewCounter(prometheus.CounterOpts{Name: "geoidem_feature_runs_total",
+			Help: "Features that a handler run was about to write, counted before the write (a run rolled back or refused counts too)."}),
+		skipsTotal: prometheus.NewCounter(prometheus.CounterOpts{Name: "geoidem_feature_write_skips_total",
+			Help: "Features whose write the in-memory feature store skipped because an earlier run of the same key had written them: a handler run twice that the key store did not prevent."}),
 		log: log,
 	}
 	if perID {
 		c.n = map[string]int{}
 	}
-	c.runsTotal.Add("", 0)
-	c.skipsTotal.Add("", 0)
+	reg.MustRegister(c.runsTotal, c.skipsTotal)
 	return c
 }
 
@@ -110,7 +109,7 @@ func (c *runCounter) run(fs []feature) error {
 			c.n[f.ID]++
 		}
 	}
-	c.runsTotal.Add("", float64(len(fs)))
+	c.runsTotal.Add(float64(len(fs)))
 	return nil
 }
 
@@ -123,7 +122,7 @@ func (c *runCounter) skip(fs []feature) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_ = c.writeLog(runLogSkip, fs)
-	c.skipsTotal.Add("", float64(len(fs)))
+	c.skipsTotal.Add(float64(len(fs)))
 }
 
 // writeLog writes one line per feature in a single Write, so that the lines

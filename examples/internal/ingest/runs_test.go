@@ -17,8 +17,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/geoidem/geoidem/internal/promtext"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -41,7 +42,7 @@ func postHeld(h http.Handler, key, body string) *httptest.ResponseRecorder {
 // the write, though the in-memory store writes its features once: the skip
 // is counted on its own, in Runs, the run log and the metrics.
 func TestRunsCountWhatTheGuardSkips(t *testing.T) {
-	reg := new(promtext.Registry)
+	reg := prometheus.NewRegistry()
 	var log bytes.Buffer
 	runs := newRunCounter(reg, &log, true)
 	repo := newMemFeatures(0, 0, runs.skip)
@@ -72,8 +73,9 @@ func TestRunsCountWhatTheGuardSkips(t *testing.T) {
 	if !maps.Equal(logged.Attempts, map[string]int{"a": 2, "b": 1}) || !maps.Equal(logged.Skipped, map[string]int{"a": 1}) {
 		t.Errorf("run log %q read as %+v", log.String(), logged)
 	}
-	var m bytes.Buffer
-	reg.WriteText(&m)
+	w := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	m := w.Body
 	for _, line := range []string{"geoidem_feature_runs_total 3\n", "geoidem_feature_write_skips_total 1\n"} {
 		if !strings.Contains(m.String(), line) {
 			t.Errorf("metrics lack %q:\n%s", line, m.String())
@@ -88,7 +90,7 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk ful
 // A run the run log cannot take stops before the write, answered 503: a
 // count that missed a run would pass a test wrongly.
 func TestRunLogFailureStopsTheRun(t *testing.T) {
-	reg := new(promtext.Registry)
+	reg := prometheus.NewRegistry()
 	runs := newRunCounter(reg, failingWriter{}, true)
 	repo := newMemFeatures(0, 0, runs.skip)
 	h := postFeatures(repo, runs, 0, time.Second, slog.New(slog.DiscardHandler))

@@ -16,8 +16,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/geoidem/geoidem/examples/observe"
 	"github.com/geoidem/geoidem/geojson"
-	"github.com/geoidem/geoidem/internal/promtext"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -104,9 +104,11 @@ type Service struct {
 
 // New opens the store cfg names and builds the service on it.
 func New(ctx context.Context, cfg Config) (*Service, error) {
-	reg := new(promtext.Registry)
-	m := newMetrics(reg)
-	runs := newRunCounter(reg, cfg.RunLog, cfg.CountRuns)
+	m, err := newMetrics()
+	if err != nil {
+		return nil, err
+	}
+	runs := newRunCounter(m.reg, cfg.RunLog, cfg.CountRuns)
 	be, err := open(ctx, cfg.Store, backendOptions{
 		KeyTable: orDefault(cfg.KeyTable, pgstore.DefaultTable), FeaturesTable: orDefault(cfg.FeaturesTable, "features"),
 		RedisPrefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix), RedisDurability: cfg.RedisDurability, Logger: cfg.Logger,
@@ -121,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	timed := newTimedStore(be.store, be.ping, reg)
+	store := observe.Store(be.store, m.prom.ObserveStore)
 	validator := cfg.Validator
 	if validator == nil {
 		validator = geojson.RequestValidator{}
@@ -130,7 +132,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if len(cfg.WebhookSecrets) > 0 {
 		keyHeader = standardwebhooks.HeaderID
 	}
-	idem, err := middleware.New(timed, middleware.Config{
+	idem, err := middleware.New(store, middleware.Config{
 		KeyHeader:    keyHeader,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Lease:        cfg.Lease,
@@ -141,7 +143,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		// when replayed.
 		ReplayHeaders: append(slices.Clone(middleware.DefaultReplayHeaders), "Cache-Control"),
 		Logger:        log,
-		Observer:      m.observe,
+		Observer:      m.prom.Observe,
 	})
 	if err != nil {
 		be.close()
@@ -164,8 +166,8 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	mux := http.NewServeMux()
 	mux.Handle("POST /features", post)
 	mux.Handle("GET /features/{id}", getFeature(be.repo))
-	mux.Handle("GET /metrics", reg)
-	mux.Handle("GET /healthz", health(timed))
+	mux.Handle("GET /metrics", m.handler())
+	mux.Handle("GET /healthz", health(pinger(store, be.ping)))
 	return &Service{backend: be, handler: problemRoutes(mux), metrics: m, runs: runs, idem: idem}, nil
 }
 
@@ -174,11 +176,7 @@ func (s *Service) Handler() http.Handler { return s.handler }
 
 // Outcomes returns how many requests ended with each middleware outcome.
 func (s *Service) Outcomes() map[middleware.Outcome]int {
-	out := map[middleware.Outcome]int{}
-	for _, o := range middleware.Outcomes() {
-		out[o] = int(s.metrics.outcomes.Value(o.String()))
-	}
-	return out
+	return s.metrics.outcomes()
 }
 
 // Writes returns, for every stored feature id, how many times it was

@@ -1,0 +1,153 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/geoidem/geoidem/middleware"
+)
+
+// instrumentationName names the meter and the tracer of an [OTel].
+const instrumentationName = "github.com/geoidem/geoidem/examples/observe"
+
+// Attribute keys of the spans and metrics an [OTel] records.
+const (
+	AttrOutcome  = attribute.Key("geoidem.outcome")           // middleware.Outcome's name
+	AttrTookOver = attribute.Key("geoidem.took_over")         // Event.TookOver
+	AttrKey      = attribute.Key("geoidem.key")               // Event.Key (the stored, hashed key)
+	AttrStatus   = attribute.Key("http.response.status_code") // Event.Status
+	AttrStoreOp  = attribute.Key("geoidem.store.operation")   // StoreCall.Op
+	AttrResult   = attribute.Key("geoidem.store.result")      // "ok" or "error"
+)
+
+// OTel records the middleware's outcomes and the store's latencies as
+// OpenTelemetry metrics, and each request's outcome as a span. Its methods
+// are safe for concurrent use.
+//
+// The instruments, with the meaning of the Prometheus series of the same
+// name (see the package documentation):
+//
+//	geoidem.requests                  counter, attribute geoidem.outcome
+//	geoidem.request.duration          histogram (s), attribute geoidem.outcome
+//	geoidem.lease.takeovers           counter
+//	geoidem.store.operation.duration  histogram (s), attributes geoidem.store.operation and geoidem.store.result
+type OTel struct {
+	tracer    trace.Tracer
+	requests  metric.Int64Counter
+	latency   metric.Float64Histogram
+	takeovers metric.Int64Counter
+	store     metric.Float64Histogram
+	outcomes  map[middleware.Outcome]attribute.Set
+}
+
+// NewOTel creates the instruments on a meter of mp and the spans with a
+// tracer of tp (nil: the global providers of package otel), and adds 0 to
+// every outcome's counter, so that it is reported before the first request.
+func NewOTel(mp metric.MeterProvider, tp trace.TracerProvider) (*OTel, error) {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	meter := mp.Meter(instrumentationName)
+	t := &OTel{tracer: tp.Tracer(instrumentationName), outcomes: map[middleware.Outcome]attribute.Set{}}
+	var errs [4]error
+	t.requests, errs[0] = meter.Int64Counter("geoidem.requests", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests that carried an idempotency key, by outcome."))
+	t.latency, errs[1] = meter.Float64Histogram("geoidem.request.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time from receiving a request to settling its outcome."),
+		metric.WithExplicitBucketBoundaries(exponential(0.0005, 2, 16)...))
+	t.takeovers, errs[2] = meter.Int64Counter("geoidem.lease.takeovers", metric.WithUnit("{takeover}"),
+		metric.WithDescription("Keys acquired by taking over the expired lease of an earlier request."))
+	t.store, errs[3] = meter.Float64Histogram("geoidem.store.operation.duration", metric.WithUnit("s"),
+		metric.WithDescription("Latency of key store operations, by operation and result."),
+		metric.WithExplicitBucketBoundaries(exponential(0.0001, 2, 16)...))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	for _, o := range middleware.Outcomes() {
+		t.outcomes[o] = attribute.NewSet(AttrOutcome.String(o.String()))
+		t.requests.Add(ctx, 0, metric.WithAttributeSet(t.outcomes[o]))
+	}
+	t.takeovers.Add(ctx, 0)
+	return t, nil
+}
+
+// Observe records ev in the metrics and as a span named "geoidem.request":
+// a middleware.Config.Observer. The span is a child of the span in
+// ev.Context (the request's, if the server traces requests), starts
+// ev.Latency before now and ends now. Its attributes are geoidem.outcome,
+// http.response.status_code, geoidem.took_over and, when a key was read,
+// geoidem.key. Its status is Error for StoreError, LeaseLost and a handler
+// that panicked (Err is middleware.ErrHandlerPanicked), with ev.Err, if
+// any, recorded on the span; unset for every other outcome.
+func (t *OTel) Observe(ev middleware.Event) {
+	ctx := ev.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	end := time.Now()
+	set, ok := t.outcomes[ev.Outcome]
+	if !ok {
+		set = attribute.NewSet(AttrOutcome.String(ev.Outcome.String()))
+	}
+	t.requests.Add(ctx, 1, metric.WithAttributeSet(set))
+	t.latency.Record(ctx, ev.Latency.Seconds(), metric.WithAttributeSet(set))
+	if ev.TookOver {
+		t.takeovers.Add(ctx, 1)
+	}
+
+	attrs := []attribute.KeyValue{
+		AttrOutcome.String(ev.Outcome.String()),
+		AttrStatus.Int(ev.Status),
+		AttrTookOver.Bool(ev.TookOver),
+	}
+	if ev.Key != "" {
+		attrs = append(attrs, AttrKey.String(ev.Key))
+	}
+	_, span := t.tracer.Start(ctx, "geoidem.request",
+		trace.WithTimestamp(end.Add(-ev.Latency)), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	if ev.Outcome == middleware.StoreError || ev.Outcome == middleware.LeaseLost || errors.Is(ev.Err, middleware.ErrHandlerPanicked) {
+		desc := ev.Outcome.String()
+		if ev.Err != nil {
+			desc = ev.Err.Error()
+			span.RecordError(ev.Err, trace.WithTimestamp(end))
+		}
+		span.SetStatus(codes.Error, desc)
+	}
+	span.End(trace.WithTimestamp(end))
+}
+
+// ObserveStore records c's latency with its operation and result: a
+// [Store] callback.
+func (t *OTel) ObserveStore(c StoreCall) {
+	ctx := c.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	result := "ok"
+	if c.Err != nil {
+		result = "error"
+	}
+	t.store.Record(ctx, c.Latency.Seconds(), metric.WithAttributes(AttrStoreOp.String(c.Op), AttrResult.String(result)))
+}
+
+// exponential returns n bounds start, start·factor, start·factor², …, as
+// prometheus.ExponentialBuckets does.
+func exponential(start, factor float64, n int) []float64 {
+	b := make([]float64, n)
+	for i := range b {
+		b[i] = start
+		start *= factor
+	}
+	return b
+}
