@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"mime"
-
-	"github.com/geoidem/geoidem/internal/problem"
 )
 
 // ProblemMediaType is the media type of an RFC 9457 problem document.
-const ProblemMediaType = problem.MediaType
+const ProblemMediaType = "application/problem+json"
 
 // Problem is an RFC 9457 problem details document. Members with the wrong
 // JSON type are ignored, as RFC 9457 requires; a missing type is

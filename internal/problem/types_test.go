@@ -4,15 +4,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/geojson"
 	"github.com/geoidem/geoidem/internal/problem"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/standardwebhooks"
 )
 
-// TestExportedTypesUnderTypeBase: the exported problem type URIs are
-// written out in full, so that their documentation shows them, and every
-// one of them is TypeBase followed by a fragment.
+// TestExportedTypesUnderTypeBase: the exported problem type URIs (and
+// client's media type) are written out in full, so that their
+// documentation shows them; every type is TypeBase followed by a fragment.
 func TestExportedTypesUnderTypeBase(t *testing.T) {
 	for _, typ := range []string{
 		middleware.ProblemTypeBase + "x",
@@ -25,5 +26,8 @@ func TestExportedTypesUnderTypeBase(t *testing.T) {
 		if !ok || frag == "" || strings.ContainsAny(frag, "#/ ") {
 			t.Errorf("%q is not %q followed by a fragment", typ, problem.TypeBase)
 		}
+	}
+	if client.ProblemMediaType != problem.MediaType {
+		t.Errorf("client.ProblemMediaType = %q, want %q", client.ProblemMediaType, problem.MediaType)
 	}
 }
