@@ -3,8 +3,7 @@
 // the middleware expects, and hands every delivery that ends without
 // success to a dead-letter sink.
 //
-// Outside the standard library it imports only geoidem's internal problem
-// package (for the problem media type), so a team that posts webhooks can
+// It imports only the standard library, so a team that posts webhooks can
 // use it without the middleware.
 //
 //	s, err := client.New(http.DefaultClient, client.Config{})
