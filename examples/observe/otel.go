@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -45,6 +46,7 @@ type OTel struct {
 	takeovers metric.Int64Counter
 	store     metric.Float64Histogram
 	outcomes  map[middleware.Outcome]attribute.Set
+	ops       map[string][2]attribute.Set // [0] ok, [1] error
 }
 
 // NewOTel creates the instruments on a meter of mp and the spans with a
@@ -64,12 +66,12 @@ func NewOTel(mp metric.MeterProvider, tp trace.TracerProvider) (*OTel, error) {
 		metric.WithDescription("Requests that carried an idempotency key, by outcome."))
 	t.latency, errs[1] = meter.Float64Histogram("geoidem.request.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time from receiving a request to settling its outcome."),
-		metric.WithExplicitBucketBoundaries(exponential(0.0005, 2, 16)...))
+		metric.WithExplicitBucketBoundaries(prometheus.ExponentialBuckets(0.0005, 2, 16)...))
 	t.takeovers, errs[2] = meter.Int64Counter("geoidem.lease.takeovers", metric.WithUnit("{takeover}"),
 		metric.WithDescription("Keys acquired by taking over the expired lease of an earlier request."))
 	t.store, errs[3] = meter.Float64Histogram("geoidem.store.operation.duration", metric.WithUnit("s"),
 		metric.WithDescription("Latency of key store operations, by operation and result."),
-		metric.WithExplicitBucketBoundaries(exponential(0.0001, 2, 16)...))
+		metric.WithExplicitBucketBoundaries(prometheus.ExponentialBuckets(0.0001, 2, 16)...))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -79,6 +81,10 @@ func NewOTel(mp metric.MeterProvider, tp trace.TracerProvider) (*OTel, error) {
 		t.requests.Add(ctx, 0, metric.WithAttributeSet(t.outcomes[o]))
 	}
 	t.takeovers.Add(ctx, 0)
+	t.ops = map[string][2]attribute.Set{}
+	for _, op := range storeOps {
+		t.ops[op] = [2]attribute.Set{storeSet(op, "ok"), storeSet(op, "error")}
+	}
 	return t, nil
 }
 
@@ -134,20 +140,17 @@ func (t *OTel) ObserveStore(c StoreCall) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	result := "ok"
+	i, result := 0, "ok"
 	if c.Err != nil {
-		result = "error"
+		i, result = 1, "error"
 	}
-	t.store.Record(ctx, c.Latency.Seconds(), metric.WithAttributes(AttrStoreOp.String(c.Op), AttrResult.String(result)))
+	set, ok := t.ops[c.Op]
+	if !ok {
+		set[i] = storeSet(c.Op, result)
+	}
+	t.store.Record(ctx, c.Latency.Seconds(), metric.WithAttributeSet(set[i]))
 }
 
-// exponential returns n bounds start, start·factor, start·factor², …, as
-// prometheus.ExponentialBuckets does.
-func exponential(start, factor float64, n int) []float64 {
-	b := make([]float64, n)
-	for i := range b {
-		b[i] = start
-		start *= factor
-	}
-	return b
+func storeSet(op, result string) attribute.Set {
+	return attribute.NewSet(AttrStoreOp.String(op), AttrResult.String(result))
 }

@@ -14,6 +14,16 @@ type Prometheus struct {
 	latency   *prometheus.HistogramVec
 	takeovers prometheus.Counter
 	store     *prometheus.HistogramVec
+
+	// The series of every outcome and store operation, looked up once at
+	// registration rather than hashed from label strings on every call.
+	byOutcome map[middleware.Outcome]outcomeSeries
+	byOp      map[string][2]prometheus.Observer // [0] ok, [1] error
+}
+
+type outcomeSeries struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
 
 // NewPrometheus registers the series on reg (nil:
@@ -44,13 +54,13 @@ func NewPrometheus(reg prometheus.Registerer) (*Prometheus, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}, []string{"op"}),
 	}
+	p.byOutcome = map[middleware.Outcome]outcomeSeries{}
 	for _, o := range middleware.Outcomes() {
-		p.requests.WithLabelValues(o.String())
-		p.latency.WithLabelValues(o.String())
+		p.byOutcome[o] = outcomeSeries{p.requests.WithLabelValues(o.String()), p.latency.WithLabelValues(o.String())}
 	}
-	for _, op := range []string{OpClaim, OpExtend, OpComplete, OpRelease} {
-		p.store.WithLabelValues(op + "_ok")
-		p.store.WithLabelValues(op + "_error")
+	p.byOp = map[string][2]prometheus.Observer{}
+	for _, op := range storeOps {
+		p.byOp[op] = [2]prometheus.Observer{p.store.WithLabelValues(op + "_ok"), p.store.WithLabelValues(op + "_error")}
 	}
 	var registered []prometheus.Collector
 	for _, c := range []prometheus.Collector{p.requests, p.latency, p.takeovers, p.store} {
@@ -71,9 +81,13 @@ func NewPrometheus(reg prometheus.Registerer) (*Prometheus, error) {
 // Observe counts ev and its latency under its outcome, and a lease
 // takeover if it took one over: a middleware.Config.Observer.
 func (p *Prometheus) Observe(ev middleware.Event) {
-	o := ev.Outcome.String()
-	p.requests.WithLabelValues(o).Inc()
-	p.latency.WithLabelValues(o).Observe(ev.Latency.Seconds())
+	series, ok := p.byOutcome[ev.Outcome]
+	if !ok {
+		o := ev.Outcome.String()
+		series = outcomeSeries{p.requests.WithLabelValues(o), p.latency.WithLabelValues(o)}
+	}
+	series.requests.Inc()
+	series.latency.Observe(ev.Latency.Seconds())
 	if ev.TookOver {
 		p.takeovers.Inc()
 	}
@@ -82,9 +96,13 @@ func (p *Prometheus) Observe(ev middleware.Event) {
 // ObserveStore records c's latency under op "<op>_ok" or "<op>_error": a
 // [Store] callback.
 func (p *Prometheus) ObserveStore(c StoreCall) {
-	result := "_ok"
+	i, result := 0, "_ok"
 	if c.Err != nil {
-		result = "_error"
+		i, result = 1, "_error"
+	}
+	if series, ok := p.byOp[c.Op]; ok {
+		series[i].Observe(c.Latency.Seconds())
+		return
 	}
 	p.store.WithLabelValues(c.Op + result).Observe(c.Latency.Seconds())
 }

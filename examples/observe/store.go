@@ -15,6 +15,8 @@ const (
 	OpRelease  = "release"
 )
 
+var storeOps = [...]string{OpClaim, OpExtend, OpComplete, OpRelease}
+
 // StoreCall describes one call of a key store operation, for the callback
 // of [Store].
 type StoreCall struct {

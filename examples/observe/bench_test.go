@@ -1,0 +1,49 @@
+package observe_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/geoidem/geoidem/examples/observe"
+	"github.com/geoidem/geoidem/middleware"
+)
+
+// BenchmarkObserve measures what one request adds through each observer:
+// its event and the two store calls of a first call (Claim, Complete).
+func BenchmarkObserve(b *testing.B) {
+	ev := middleware.Event{Outcome: middleware.Executed, Status: 201, Latency: time.Millisecond, Key: "k", Context: context.Background()}
+	claim := observe.StoreCall{Op: observe.OpClaim, Latency: 100 * time.Microsecond, Context: context.Background()}
+	complete := observe.StoreCall{Op: observe.OpComplete, Latency: 100 * time.Microsecond, Err: errors.New("lease lost"), Context: context.Background()}
+
+	b.Run("Prometheus", func(b *testing.B) {
+		p, err := observe.NewPrometheus(prometheus.NewRegistry())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			p.Observe(ev)
+			p.ObserveStore(claim)
+			p.ObserveStore(complete)
+		}
+	})
+	b.Run("OTelMetrics", func(b *testing.B) {
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		t, err := observe.NewOTel(mp, noop.NewTracerProvider())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			t.Observe(ev)
+			t.ObserveStore(claim)
+			t.ObserveStore(complete)
+		}
+	})
+}
