@@ -16,7 +16,7 @@ import (
 const MaxIdempotencyKeyLen = 255
 
 // ErrMalformedKey is wrapped by every error ParseKey returns.
-var ErrMalformedKey = errors.New("malformed idempotency key")
+var ErrMalformedKey = errors.New("middleware: malformed idempotency key")
 
 // ParseKey returns the key carried by one Idempotency-Key field value.
 //

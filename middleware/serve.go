@@ -50,7 +50,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	key, err := ParseKey(fields[0])
 	if err != nil {
-		reject(http.StatusBadRequest, ProblemMalformedKey, "Malformed idempotency key", m.keyHeader+": "+err.Error()+".")
+		reject(http.StatusBadRequest, ProblemMalformedKey, "Malformed idempotency key", m.keyHeader+": "+strings.TrimPrefix(err.Error(), "middleware: ")+".")
 		return
 	}
 

@@ -16,8 +16,8 @@ const (
 	// webhook-signature is missing or empty.
 	ProblemSignatureMissing = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#webhook-signature-missing"
 	// ProblemSignatureInvalid (401): no signature matches any secret, or
-	// the headers are malformed (a timestamp that is not a Unix time, an id
-	// with a full stop, a header sent twice).
+	// the headers are malformed (a timestamp that is not a Unix time, a
+	// header sent twice).
 	ProblemSignatureInvalid = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#webhook-signature-invalid"
 	// ProblemTimestampOutOfTolerance (401): webhook-timestamp is further
 	// from the receiver's clock than the tolerance, in the past or the

@@ -134,9 +134,11 @@ func NewSigner(cfg SignerConfig) (*Signer, error) {
 // It returns an error wrapping [ErrInvalidID], and leaves req unchanged,
 // when id is empty, longer than MaxIDLen, contains a byte outside
 // printable ASCII, begins or ends with a space (HTTP would strip it, so the
-// receiver would verify another id), or contains a full stop, which the
-// specification forbids because it would make "id.timestamp.body"
-// ambiguous. It returns an error when the clock reads before 1970.
+// receiver would verify another id), or contains a full stop. The
+// specification allows a full stop, and a [Verifier] accepts such ids from
+// other senders; a Signer makes none, so that the signed content
+// "id.timestamp.body" of its messages splits one way only. It returns an
+// error when the clock reads before 1970.
 func (s *Signer) SignRequest(req *http.Request, id string, body []byte) error {
 	if err := checkID(id); err != nil {
 		return err

@@ -29,8 +29,7 @@ var (
 	// webhook-signature is missing or empty.
 	ErrMissingHeaders = errors.New("standardwebhooks: missing webhook headers")
 	// ErrMalformedHeaders: webhook-timestamp is not a Unix time in
-	// decimal, webhook-id contains a full stop, or webhook-id or
-	// webhook-timestamp is sent more than once.
+	// decimal, or webhook-id or webhook-timestamp is sent more than once.
 	ErrMalformedHeaders = errors.New("standardwebhooks: malformed webhook headers")
 	// ErrTimestampOutOfTolerance: webhook-timestamp is more than the
 	// tolerance away from now, in the past or in the future.
@@ -141,8 +140,9 @@ type message struct {
 // Webhooks message. It returns nil when
 //
 //   - webhook-id, webhook-timestamp and webhook-signature are present and
-//     not empty, webhook-id and webhook-timestamp once each;
-//   - webhook-id contains no full stop;
+//     not empty, webhook-id and webhook-timestamp once each (webhook-id
+//     is any string the sender signed, full stops included, as the
+//     specification has it);
 //   - webhook-timestamp is a Unix time in decimal digits at most the
 //     tolerance away from now (in either direction); and
 //   - at least one "v1,…" signature in webhook-signature (space-separated,
@@ -180,9 +180,6 @@ func (v *Verifier) checkHeaders(h http.Header) (message, error) {
 		return message{}, failf(ErrMalformedHeaders, "The request carries webhook-id or webhook-timestamp more than once.")
 	}
 	m := message{id: ids[0], timestamp: stamps[0], signatures: sigs}
-	if strings.Contains(m.id, ".") {
-		return message{}, failf(ErrMalformedHeaders, "The webhook-id contains a full stop, which Standard Webhooks ids must not.")
-	}
 	secs, ok := parseUnix(m.timestamp)
 	if !ok {
 		return message{}, failf(ErrMalformedHeaders, "The webhook-timestamp is not a Unix time in whole seconds.")

@@ -155,7 +155,6 @@ func TestVerifyMalformedHeaders(t *testing.T) {
 		{"negative timestamp", "msg_1", "-" + ts},
 		{"not a number", "msg_1", "yesterday"},
 		{"out of int64 range", "msg_1", "99999999999999999999"},
-		{"id with a full stop", "msg.1", ts},
 	} {
 		sig := "v1," + macOf(sec, tt.id+"."+tt.ts+"."+string(body))
 		err := v.Verify(headers(tt.id, tt.ts, sig), body)
