@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/geoidem/geoidem/client"
@@ -21,7 +20,7 @@ const ruleBlocked = "RULE BROKEN: a key the receiver holds in flight for a whole
 // (Target.Lease) has passed on the sender's clock since the first attempt.
 // From then on it forwards. A sender with the client's default
 // MaxAttempts, Deadline and AttemptTimeout must deliver the payload, once.
-func (s *suite) testBlockedKey(t *testing.T) {
+func (s *suite) testBlockedKey(t tester) {
 	if need := s.lease + client.DefaultAttemptTimeout; client.DefaultDeadline <= need {
 		t.Errorf("%s\n\tthe sender's default Deadline (%v) does not outlast the receiver's lease (%v) plus one attempt (%v)",
 			ruleBlocked, client.DefaultDeadline, s.lease, client.DefaultAttemptTimeout)
@@ -96,13 +95,13 @@ func (c *skippingClock) Sleep(ctx context.Context, d time.Duration) error {
 
 // defaultSender is a paired sender with the client's default retry
 // settings (MaxAttempts, Deadline, AttemptTimeout, Backoff) on clock.
-func (s *suite) defaultSender(t *testing.T, clock *skippingClock) *sender {
+func (s *suite) defaultSender(t tester, clock *skippingClock) *sender {
 	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)
 	snd := &sender{hc: &http.Client{Transport: tr}, clock: &clock.scaledClock, attempts: new(attempts), suite: s}
 	var err error
-	snd.Sender, err = client.New(snd.hc, client.Config{Clock: clock, OnAttempt: snd.attempts.observe})
+	snd.Sender, err = client.New(snd.hc, client.Config{Clock: clock, OnAttempt: snd.attempts.observe, PrepareAttempt: s.prepareAttempt()})
 	if err != nil {
 		t.Fatalf("contracttest: client.New: %v", err)
 	}

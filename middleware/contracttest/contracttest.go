@@ -3,6 +3,7 @@ package contracttest
 import (
 	crand "crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -64,6 +65,15 @@ type Target struct {
 	// finish it. Default middleware.DefaultLease.
 	Lease time.Duration
 
+	// Sign, if set, signs every request the suite sends, after its
+	// headers are set and before it goes out, with the idempotency key
+	// (empty for a request sent without one) and the exact body: for a
+	// receiver that verifies Standard Webhooks, a
+	// standardwebhooks.Signer's SignRequest. The receiver then takes its
+	// key from the signed message id, so MissingKeyIs400 and
+	// MalformedKeyIs400 do not apply, and report so.
+	Sign func(req *http.Request, key string, body []byte) error
+
 	// Executions, if set, returns how many times the ingest handler behind
 	// the middleware has run so far, for all keys together. The suite reads
 	// it before and after each rule and checks the difference. It must be
@@ -75,13 +85,30 @@ type Target struct {
 // of t named after the rule (see the package documentation). It fails t at
 // once when target is unusable: neither or both of Handler and URL, or a
 // URL that is not an absolute http URL.
+//
+// Run and [Check] run the same rules, from one list: Run reports them to t,
+// Check in a [Report].
 func Run(t *testing.T, target Target) {
 	t.Helper()
-	s := newSuite(t, target)
-	rules := []struct {
-		name string
-		fn   func(t *testing.T)
-	}{
+	s, err := newSuite(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.close)
+	for _, r := range s.rules() {
+		t.Run(r.name, func(t *testing.T) { r.fn(testingT{t}) })
+	}
+}
+
+// rule is one rule of the contract: its name and its check.
+type rule struct {
+	name string
+	fn   func(t tester)
+}
+
+// rules lists the contract's rules in the order they run.
+func (s *suite) rules() []rule {
+	return []rule{
 		{"LostAcknowledgementIsReplayed", s.testLostAcknowledgement},
 		{"ConcurrentDuplicatesExecuteOnce", s.testConcurrentDuplicates},
 		{"KeyReuseWithAnotherPayloadIs422", s.testKeyReuse},
@@ -91,9 +118,6 @@ func Run(t *testing.T, target Target) {
 		{"MalformedKeyIs400", s.testMalformedKey},
 		{"ReplayCarriesNoSetCookie", s.testNoSetCookie},
 		{"BlockedKeyIsDelivered", s.testBlockedKey},
-	}
-	for _, r := range rules {
-		t.Run(r.name, r.fn)
 	}
 }
 
@@ -106,21 +130,26 @@ type suite struct {
 	skipInvalid bool
 	contentType string
 	header      http.Header
+	sign        func(req *http.Request, key string, body []byte) error
 	executions  func() int
 	lease       time.Duration
+	close       func() // stops the suite's own server, if any
 
 	run      string // random id of this Run, in every key and default payload
 	payloads atomic.Int64
 	keys     atomic.Int64
 }
 
-func newSuite(t *testing.T, target Target) *suite {
-	t.Helper()
+func newSuite(target Target) (*suite, error) {
 	switch {
 	case target.Handler == nil && target.URL == "":
-		t.Fatal("contracttest: Target needs a Handler or a URL")
+		return nil, errors.New("contracttest: Target needs a Handler or a URL")
 	case target.Handler != nil && target.URL != "":
-		t.Fatal("contracttest: Target has both a Handler and a URL; set one")
+		return nil, errors.New("contracttest: Target has both a Handler and a URL; set one")
+	}
+	run, err := randomID()
+	if err != nil {
+		return nil, err
 	}
 	s := &suite{
 		path:        target.Path,
@@ -129,9 +158,11 @@ func newSuite(t *testing.T, target Target) *suite {
 		skipInvalid: target.SkipInvalidGeometry,
 		contentType: target.ContentType,
 		header:      target.Header.Clone(),
+		sign:        target.Sign,
 		executions:  target.Executions,
 		lease:       target.Lease,
-		run:         randomID(t),
+		close:       func() {},
+		run:         run,
 	}
 	if s.lease <= 0 {
 		s.lease = middleware.DefaultLease
@@ -153,24 +184,24 @@ func newSuite(t *testing.T, target Target) *suite {
 	}
 	if target.Handler != nil {
 		srv := httptest.NewServer(target.Handler)
-		t.Cleanup(srv.Close)
+		s.close = srv.Close
 		s.base = srv.URL
 	} else {
 		u, err := url.Parse(target.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			t.Fatalf("contracttest: Target.URL %q is not an absolute http URL", target.URL)
+			return nil, fmt.Errorf("contracttest: Target.URL %q is not an absolute http URL", target.URL)
 		}
 		s.base = strings.TrimRight(target.URL, "/")
 	}
-	return s
+	return s, nil
 }
 
-func randomID(t *testing.T) string {
+func randomID() (string, error) {
 	var b [6]byte
 	if _, err := crand.Read(b[:]); err != nil {
-		t.Fatalf("contracttest: %v", err)
+		return "", fmt.Errorf("contracttest: %w", err)
 	}
-	return hex.EncodeToString(b[:])
+	return hex.EncodeToString(b[:]), nil
 }
 
 func (s *suite) defaultPayload(n int) []byte {
@@ -182,7 +213,7 @@ func (s *suite) payload() []byte { return s.newPayload(int(s.payloads.Add(1))) }
 
 // key returns a new key, never used before by any Run: a token, so the
 // sender sends it bare.
-func (s *suite) key(t *testing.T) string {
+func (s *suite) key(t tester) string {
 	name := t.Name()
 	if i := strings.IndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
@@ -209,7 +240,7 @@ func (s *suite) count() (n int, ok bool) {
 
 // expectExecutions returns a function that, called at the end of a rule,
 // checks that the ingest handler ran want times since.
-func (s *suite) expectExecutions(t *testing.T, rule string) func(want int) {
+func (s *suite) expectExecutions(t tester, rule string) func(want int) {
 	before, ok := s.count()
 	return func(want int) {
 		t.Helper()

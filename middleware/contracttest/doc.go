@@ -35,6 +35,19 @@
 // suite also checks, for every rule, how often that work ran; without it the
 // suite judges executions by the Idempotent-Replayed header alone.
 //
+// # Without testing
+//
+// [Check] runs the same rules without a *testing.T and returns a [Report]:
+// each rule passed, failed (with the messages Run would print) or not
+// applicable. The geoidem command runs it against a receiver written in
+// any language:
+//
+//	geoidem contract -url http://127.0.0.1:8080 -path /features
+//
+// A receiver that verifies Standard Webhooks takes its key from the signed
+// message id: give [Target.Sign] a signer, and the two key rules report
+// themselves not applicable.
+//
 // # The rules
 //
 // Each is a subtest of the test that called Run, so one can be run alone

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"testing"
 )
 
 // action is what the proxy does with one request.
@@ -66,7 +65,7 @@ type proxy struct {
 	log []exchange
 }
 
-func newProxy(t *testing.T, upstream string, behave func(n int, w http.ResponseWriter) action) *proxy {
+func newProxy(t tester, upstream string, behave func(n int, w http.ResponseWriter) action) *proxy {
 	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(tr.CloseIdleConnections)

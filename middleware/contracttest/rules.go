@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/geoidem/geoidem/client"
@@ -32,7 +31,7 @@ const (
 
 // first delivers a new payload under a new key and requires a 2xx answer
 // that is not a replay: the start of most rules.
-func (s *suite) first(t *testing.T, snd *sender, base string) (key string, body []byte, res client.Result) {
+func (s *suite) first(t tester, snd *sender, base string) (key string, body []byte, res client.Result) {
 	t.Helper()
 	key, body = s.key(t), s.payload()
 	res, err := snd.deliver(t, base, key, body)
@@ -42,7 +41,7 @@ func (s *suite) first(t *testing.T, snd *sender, base string) (key string, body 
 	return key, body, res
 }
 
-func (s *suite) testLostAcknowledgement(t *testing.T) {
+func (s *suite) testLostAcknowledgement(t tester) {
 	executed := s.expectExecutions(t, ruleLostAck)
 	p := newProxy(t, s.base, func(n int, _ http.ResponseWriter) action {
 		if n == 1 {
@@ -81,7 +80,7 @@ func (s *suite) testLostAcknowledgement(t *testing.T) {
 	executed(1)
 }
 
-func (s *suite) testConcurrentDuplicates(t *testing.T) {
+func (s *suite) testConcurrentDuplicates(t tester) {
 	const n = 50
 	snd := s.sender(t, 20)
 	snd.warm(t, s.base, n)
@@ -163,7 +162,7 @@ func (s *suite) testConcurrentDuplicates(t *testing.T) {
 	executed(1)
 }
 
-func (s *suite) testKeyReuse(t *testing.T) {
+func (s *suite) testKeyReuse(t tester) {
 	executed := s.expectExecutions(t, ruleKeyReuse)
 	snd := s.sender(t, 10)
 	key, body, orig := s.first(t, snd, s.base)
@@ -192,7 +191,7 @@ func (s *suite) testKeyReuse(t *testing.T) {
 	executed(1)
 }
 
-func (s *suite) testInvalidGeometry(t *testing.T) {
+func (s *suite) testInvalidGeometry(t tester) {
 	if s.skipInvalid {
 		t.Skip("Target.SkipInvalidGeometry: the receiver has no validator, so invalid payloads are not checked")
 	}
@@ -215,7 +214,7 @@ func (s *suite) testInvalidGeometry(t *testing.T) {
 	executed(0)
 }
 
-func (s *suite) testRetryAfter(t *testing.T) {
+func (s *suite) testRetryAfter(t tester) {
 	cases := []struct {
 		name   string
 		status int
@@ -233,7 +232,7 @@ func (s *suite) testRetryAfter(t *testing.T) {
 		}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
+		t.run(c.name, func(t tester) {
 			executed := s.expectExecutions(t, ruleRetryAfter)
 			p := newProxy(t, s.base, func(n int, w http.ResponseWriter) action {
 				if n > 1 {
@@ -280,7 +279,7 @@ func (s *suite) testRetryAfter(t *testing.T) {
 
 // plain sends body to the ingest path with net/http alone, with the given
 // Idempotency-Key field values (none for nil), and returns the answer.
-func (s *suite) plain(t *testing.T, keys []string, body []byte) (int, http.Header, []byte) {
+func (s *suite) plain(t tester, keys []string, body []byte) (int, http.Header, []byte) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.ingestURL(s.base), bytes.NewReader(body))
 	if err != nil {
@@ -292,6 +291,15 @@ func (s *suite) plain(t *testing.T, keys []string, body []byte) (int, http.Heade
 	req.Header.Set("Content-Type", s.contentType)
 	for _, k := range keys {
 		req.Header.Add("Idempotency-Key", k)
+	}
+	if s.sign != nil {
+		key := ""
+		if len(keys) > 0 {
+			key = keys[0]
+		}
+		if err := s.sign(req, key, body); err != nil {
+			t.Fatalf("contracttest: Target.Sign: %v", err)
+		}
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	defer tr.CloseIdleConnections()
@@ -308,7 +316,7 @@ func (s *suite) plain(t *testing.T, keys []string, body []byte) (int, http.Heade
 }
 
 // expect400 checks one plain request's answer.
-func (s *suite) expect400(t *testing.T, rule string, keys []string, body []byte, wantType string) {
+func (s *suite) expect400(t tester, rule string, keys []string, body []byte, wantType string) {
 	t.Helper()
 	status, h, b := s.plain(t, keys, body)
 	if status != http.StatusBadRequest {
@@ -337,7 +345,7 @@ func showKeys(keys []string) string {
 
 // afterwards delivers body under key, properly, and requires it to be
 // executed: the rejected requests before it claimed nothing.
-func (s *suite) afterwards(t *testing.T, rule, key string, body []byte) {
+func (s *suite) afterwards(t tester, rule, key string, body []byte) {
 	t.Helper()
 	snd := s.sender(t, 10)
 	res, err := snd.deliver(t, s.base, key, body)
@@ -347,7 +355,16 @@ func (s *suite) afterwards(t *testing.T, rule, key string, body []byte) {
 	}
 }
 
-func (s *suite) testMissingKey(t *testing.T) {
+// skipSigned skips a key rule for a receiver that takes its key from a
+// signed message id.
+func (s *suite) skipSigned(t tester) {
+	if s.sign != nil {
+		t.Skip("Target.Sign: the receiver takes its key from the signed message id, not from Idempotency-Key")
+	}
+}
+
+func (s *suite) testMissingKey(t tester) {
+	s.skipSigned(t)
 	executed := s.expectExecutions(t, ruleMissingKey)
 	body := s.payload()
 	s.expect400(t, ruleMissingKey, nil, body, middleware.ProblemMissingKey)
@@ -355,7 +372,8 @@ func (s *suite) testMissingKey(t *testing.T) {
 	executed(1)
 }
 
-func (s *suite) testMalformedKey(t *testing.T) {
+func (s *suite) testMalformedKey(t tester) {
+	s.skipSigned(t)
 	executed := s.expectExecutions(t, ruleMalformed)
 	key, body := s.key(t), s.payload()
 	cases := []struct {
@@ -374,7 +392,7 @@ func (s *suite) testMalformedKey(t *testing.T) {
 		{"TwoKeyFields", []string{key, key}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
+		t.run(c.name, func(t tester) {
 			s.expect400(t, ruleMalformed, c.keys, body, middleware.ProblemMalformedKey)
 		})
 	}
@@ -382,7 +400,7 @@ func (s *suite) testMalformedKey(t *testing.T) {
 	executed(1)
 }
 
-func (s *suite) testNoSetCookie(t *testing.T) {
+func (s *suite) testNoSetCookie(t tester) {
 	executed := s.expectExecutions(t, ruleNoSetCookie)
 	snd := s.sender(t, 10)
 	key, body, orig := s.first(t, snd, s.base)

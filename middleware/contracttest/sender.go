@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/geoidem/geoidem/client"
@@ -88,7 +87,7 @@ type sender struct {
 	suite    *suite
 }
 
-func (s *suite) sender(t *testing.T, maxAttempts int) *sender {
+func (s *suite) sender(t tester, maxAttempts int) *sender {
 	t.Helper()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
@@ -102,6 +101,7 @@ func (s *suite) sender(t *testing.T, maxAttempts int) *sender {
 		Clock:          snd.clock,
 		Rand:           rand.NewPCG(6, 7),
 		OnAttempt:      snd.attempts.observe,
+		PrepareAttempt: s.prepareAttempt(),
 	})
 	if err != nil {
 		t.Fatalf("contracttest: client.New: %v", err)
@@ -109,12 +109,20 @@ func (s *suite) sender(t *testing.T, maxAttempts int) *sender {
 	return snd
 }
 
+// prepareAttempt signs every attempt with Target.Sign, or is nil.
+func (s *suite) prepareAttempt() func(*http.Request, client.AttemptStart) error {
+	if s.sign == nil {
+		return nil
+	}
+	return func(req *http.Request, a client.AttemptStart) error { return s.sign(req, a.Key, a.Body) }
+}
+
 // warm opens n connections to base and leaves them idle in the sender's
 // pool, so that n deliveries started together reach the receiver together
 // rather than one connection set-up apart. Each connection carries a
 // request with an empty key and no body, which the middleware answers 400
 // without claiming or running anything (even with Config.KeyOptional).
-func (snd *sender) warm(t *testing.T, base string, n int) {
+func (snd *sender) warm(t tester, base string, n int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	gate := make(chan struct{})
@@ -140,7 +148,7 @@ func (snd *sender) warm(t *testing.T, base string, n int) {
 }
 
 // deliver delivers body under key to the ingest path at base.
-func (snd *sender) deliver(t *testing.T, base, key string, body []byte) (client.Result, error) {
+func (snd *sender) deliver(t tester, base, key string, body []byte) (client.Result, error) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	return snd.Deliver(ctx, client.Delivery{

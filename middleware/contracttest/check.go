@@ -1,0 +1,239 @@
+package contracttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Outcome is how one rule ended in a [Report].
+type Outcome string
+
+// The outcomes of a rule.
+const (
+	Pass          Outcome = "pass"
+	Fail          Outcome = "fail"
+	NotApplicable Outcome = "not applicable" // the rule does not apply to the target, e.g. Target.SkipInvalidGeometry
+)
+
+// RuleResult is one rule's outcome in a [Report].
+type RuleResult struct {
+	Name    string  `json:"name"`
+	Outcome Outcome `json:"outcome"`
+	// Failures are the rule's failure messages: each names the broken rule
+	// ("RULE BROKEN: …") and shows the answers that broke it.
+	Failures []string `json:"failures,omitempty"`
+	// Reason says why the rule does not apply (NotApplicable only).
+	Reason string `json:"reason,omitempty"`
+	// Notes are what the rule logged: what it saw, and what it could not
+	// show against this target.
+	Notes   []string      `json:"notes,omitempty"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+}
+
+// Report is what [Check] found: every rule's outcome, in the order the
+// rules ran.
+type Report struct {
+	Rules         []RuleResult `json:"rules"`
+	Passed        int          `json:"passed"`
+	Failed        int          `json:"failed"`
+	NotApplicable int          `json:"not_applicable"`
+}
+
+// OK reports whether every rule that applies held.
+func (r Report) OK() bool { return r.Failed == 0 }
+
+// ErrUnreachable is wrapped by the error [Check] returns when nothing
+// accepts a connection at Target.URL.
+var ErrUnreachable = errors.New("contracttest: the target is unreachable")
+
+// Check checks every rule of the contract against target, one after
+// another, and returns a Report: the same rules, with the same messages, as
+// [Run], for callers without a *testing.T (the geoidem command's contract
+// subcommand, a CI job checking a deployed receiver). It returns an error,
+// and no report, when target is unusable (see Run) or, for a Target.URL,
+// when nothing accepts a TCP connection there; a rule broken is not an
+// error. Cancelling ctx cuts the running rule short (it then fails) and
+// the rest fail at once.
+func Check(ctx context.Context, target Target) (Report, error) {
+	s, err := newSuite(target)
+	if err != nil {
+		return Report{}, err
+	}
+	defer s.close()
+	if target.URL != "" {
+		if err := reachable(ctx, s.base); err != nil {
+			return Report{}, err
+		}
+	}
+	var rep Report
+	for _, r := range s.rules() {
+		rt := newRuleT(ctx, "contract/"+r.name)
+		start := time.Now()
+		rt.do(r.fn)
+		res := RuleResult{Name: r.name, Failures: rt.failures, Notes: rt.logs, Elapsed: time.Since(start)}
+		switch {
+		case rt.failed:
+			res.Outcome = Fail
+			rep.Failed++
+		case rt.skipped:
+			res.Outcome, res.Reason = NotApplicable, rt.skipReason
+			rep.NotApplicable++
+		default:
+			res.Outcome = Pass
+			rep.Passed++
+		}
+		rep.Rules = append(rep.Rules, res)
+	}
+	return rep, nil
+}
+
+// reachable dials base's host, sending nothing.
+func reachable(ctx context.Context, base string) error {
+	u, err := url.Parse(base)
+	if err != nil {
+		return err
+	}
+	host := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		host = net.JoinHostPort(u.Hostname(), port)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := new(net.Dialer).DialContext(ctx, "tcp", host)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	return c.Close()
+}
+
+// tester is what a rule needs of the test it runs in: a *testing.T (in
+// Run, through testingT) or a ruleT (in Check).
+type tester interface {
+	Helper()
+	Name() string
+	Context() context.Context
+	Cleanup(func())
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Skip(args ...any)
+	// run runs f as a subtest named name, as testing.T.Run does.
+	run(name string, f func(t tester)) bool
+}
+
+// testingT is a *testing.T as a tester.
+type testingT struct{ *testing.T }
+
+func (t testingT) run(name string, f func(t tester)) bool {
+	return t.T.Run(name, func(t *testing.T) { f(testingT{t}) })
+}
+
+// ruleT is a tester that records what a rule reports, for Check. Like a
+// *testing.T, Fatalf and Skip end the rule's goroutine, so a rule runs in a
+// goroutine of its own (do).
+type ruleT struct {
+	name   string
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu         sync.Mutex
+	failed     bool
+	skipped    bool
+	skipReason string
+	failures   []string
+	logs       []string
+	cleanups   []func()
+}
+
+func newRuleT(ctx context.Context, name string) *ruleT {
+	ctx, cancel := context.WithCancel(ctx)
+	return &ruleT{name: name, ctx: ctx, cancel: cancel}
+}
+
+// do runs f in a goroutine of its own and waits for it; then, as testing
+// does, it cancels the rule's context and runs its cleanups, last first.
+// A panic in f fails the rule.
+func (t *ruleT) do(f func(t tester)) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if v := recover(); v != nil {
+				t.Errorf("contracttest: the rule panicked: %v", v)
+			}
+		}()
+		f(t)
+	}()
+	<-done
+	t.cancel()
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
+	}
+}
+
+func (t *ruleT) Helper()                  {}
+func (t *ruleT) Name() string             { return t.name }
+func (t *ruleT) Context() context.Context { return t.ctx }
+
+func (t *ruleT) Cleanup(f func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cleanups = append(t.cleanups, f)
+}
+
+func (t *ruleT) Errorf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failed = true
+	t.failures = append(t.failures, fmt.Sprintf(format, args...))
+}
+
+func (t *ruleT) Fatalf(format string, args ...any) {
+	t.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+func (t *ruleT) Logf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.logs = append(t.logs, fmt.Sprintf(format, args...))
+}
+
+func (t *ruleT) Skip(args ...any) {
+	t.mu.Lock()
+	t.skipped, t.skipReason = true, strings.TrimSuffix(fmt.Sprintln(args...), "\n")
+	t.mu.Unlock()
+	runtime.Goexit()
+}
+
+// run runs f as a subtest: its failures and notes join t's, prefixed with
+// the subtest's name.
+func (t *ruleT) run(name string, f func(t tester)) bool {
+	sub := newRuleT(t.ctx, t.name+"/"+name)
+	sub.do(f)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, m := range sub.failures {
+		t.failures = append(t.failures, name+": "+m)
+	}
+	for _, m := range sub.logs {
+		t.logs = append(t.logs, name+": "+m)
+	}
+	if sub.skipped && !sub.failed {
+		t.logs = append(t.logs, name+": not applicable: "+sub.skipReason)
+	}
+	t.failed = t.failed || sub.failed
+	return !sub.failed
+}
