@@ -46,7 +46,9 @@ func TestCheckFailsTheRulesRunFails(t *testing.T) {
 					continue
 				}
 				failed = append(failed, r.Name)
-				if !slices.ContainsFunc(r.Failures, func(m string) bool { return strings.HasPrefix(m, "RULE BROKEN: ") || strings.Contains(m, ": RULE BROKEN: ") }) {
+				if !slices.ContainsFunc(r.Failures, func(m string) bool {
+					return strings.HasPrefix(m, "RULE BROKEN: ") || strings.Contains(m, ": RULE BROKEN: ")
+				}) {
 					t.Errorf("%s failed with no message naming the rule: %q", r.Name, r.Failures)
 				}
 			}
