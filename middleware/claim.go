@@ -46,7 +46,7 @@ func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerpr
 func (m *Middleware) storeClaim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, error) {
 	ctx, cancel := m.storeContext(context.WithoutCancel(ctx))
 	defer cancel()
-	return m.store.Claim(ctx, key, fp, m.lease)
+	return m.store.Claim(ctx, key, fp, m.storeLease)
 }
 
 // abandon releases at once a key acquired for a request whose context was

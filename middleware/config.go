@@ -92,13 +92,16 @@ type Config struct {
 	// header field name (such as "Trailer:X", net/http's TrailerPrefix form).
 	ReplayHeaders []string
 
-	// Lease is how long a claim holds its key without renewal; the
-	// middleware renews it every Lease/3 while the handler runs, so it only
-	// bounds how long a crashed process blocks its keys. If no renewal
-	// succeeds, the handler's context is canceled, with cause
-	// keystore.ErrLeaseLost, once Lease has passed since the last successful
-	// claim or extension was sent (see the package documentation, "Leases").
-	// Default DefaultLease.
+	// Lease is how long the middleware lets a handler run without a
+	// successful renewal of its claim: the middleware renews the claim
+	// every Lease/3 while the handler runs, and if no renewal succeeds, the
+	// handler's context is canceled, with cause keystore.ErrLeaseLost, once
+	// Lease has passed since the last successful claim or extension was
+	// sent. The store itself holds the key a little longer,
+	// [Middleware.StoreLease] (Lease + Lease/2 + StoreTimeout), so that a
+	// store stall shorter than Lease loses no record; that is how long a
+	// crashed process blocks its keys (see the package documentation,
+	// "Leases"). Default DefaultLease.
 	Lease time.Duration
 
 	// Retention is how long a response is kept for replay. It must outlast
@@ -148,6 +151,7 @@ type Middleware struct {
 	maxRecord     int
 	replayHeaders []string
 	lease         time.Duration
+	storeLease    time.Duration // what the store grants: see StoreLease
 	retention     time.Duration
 	storeTimeout  time.Duration
 	retryAfter    time.Duration
@@ -204,6 +208,7 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 	if m.storeTimeout >= m.lease/3 {
 		return nil, fmt.Errorf("middleware: Config.StoreTimeout (%v) must be less than Lease/3 (%v), so that a renewal fits inside the lease", m.storeTimeout, m.lease/3)
 	}
+	m.storeLease = m.lease + m.lease/2 + m.storeTimeout
 	methods := cfg.Methods
 	if len(methods) == 0 {
 		methods = DefaultMethods
@@ -243,6 +248,17 @@ func isToken(s string) bool {
 	}
 	return s != ""
 }
+
+// StoreLease is the lease the middleware asks the store for with each
+// claim and extension: Config.Lease + Config.Lease/2 + Config.StoreTimeout,
+// 47 s with the defaults. It is how long a key stays in flight (409) after
+// the process holding it crashed or lost its link to the store. It is
+// longer than Config.Lease so that the store still holds the key when a
+// stall shorter than Config.Lease ends, however long before the stall the
+// last renewal (every Lease/3, within StoreTimeout) succeeded: the record
+// retried after the stall then finds the key held, and no retry runs the
+// handler again.
+func (m *Middleware) StoreLease() time.Duration { return m.storeLease }
 
 func orDefault[T comparable](v, def T) T {
 	var zero T

@@ -85,16 +85,22 @@
 //
 // # Leases
 //
-// A claim holds its key for Config.Lease, renewed every Lease/3 while the
-// validator and the handler run. The middleware keeps its own conservative
-// reckoning of the lease on the monotonic clock: the key is surely held until
-// the time the last successful claim or extension was sent, plus the lease.
-// When that time comes without a successful renewal, whatever the store
-// answered (errors, timeouts, nothing), the handler's context is canceled
-// with cause [keystore.ErrLeaseLost], because another replica may take the
-// key over from then on; a handler that writes must stop when its context
-// is done. [New] refuses a Config.StoreTimeout of Lease/3 or more, which
-// would leave no room for a renewal inside the lease.
+// A claim holds its key, renewed every Lease/3 while the validator and the
+// handler run. The middleware keeps its own conservative reckoning of the
+// lease on the monotonic clock, from the time the last successful claim or
+// extension was sent. When Config.Lease has passed since then without a
+// successful renewal, whatever the store answered (errors, timeouts,
+// nothing), the handler's context is canceled with cause
+// [keystore.ErrLeaseLost]; a handler that writes must stop when its context
+// is done. The store, though, is asked to hold the key for longer,
+// [Middleware.StoreLease] (Lease + Lease/2 + StoreTimeout, 47 s with the
+// defaults): another replica can take the key over only once that has
+// passed, after the handler was stopped, and a store stall shorter than the
+// lease ends while the key is still held, however long before it the last
+// renewal succeeded, so the record retried after it is written (see below).
+// StoreLease is also how long the keys of a crashed process stay in flight.
+// [New] refuses a Config.StoreTimeout of Lease/3 or more, which would leave
+// no room for a renewal inside the lease.
 //
 // # When the store fails after the handler ran
 //

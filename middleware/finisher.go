@@ -13,7 +13,8 @@ import (
 
 // Backoff of the Completes and Releases retried in the background: the
 // first retry after firstPause, each pause twice the last, at most
-// maxPause, and never past the lease.
+// maxPause (and Lease/6, as renewals after a failure), and never past the
+// lease.
 const (
 	firstPause = 100 * time.Millisecond
 	maxPause   = 2 * time.Second
@@ -125,8 +126,8 @@ func (m *Middleware) Shutdown(ctx context.Context) error {
 // lease is lost or may have ended (rn's reckoning), or Shutdown gives up.
 // The renewal goes on extending the lease for one more Config.Lease, no
 // longer, so that a store that refuses the record for good (but extends
-// leases) cannot block the key for ever: the background ends at most about
-// two leases after the handler returned. It stops rn when it ends.
+// leases) cannot block the key for ever: the background ends at most
+// Lease + StoreLease after the handler returned. It stops rn when it ends.
 func (m *Middleware) completeLater(ctx context.Context, hold *keystore.Hold, rec keystore.Record, rn *renewal) {
 	m.later(ctx, hold, rn, "record", func(ctx context.Context) error {
 		return m.store.Complete(ctx, hold.Key, hold.Token, rec, m.retention)
@@ -177,7 +178,7 @@ func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal
 				return
 			case <-t.C:
 			}
-			pause = min(2*pause, maxPause)
+			pause = min(2*pause, maxPause, max(m.lease/6, time.Millisecond))
 			if until, ok = rn.held(); !ok {
 				continue // logged above
 			}

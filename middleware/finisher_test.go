@@ -266,11 +266,15 @@ func (noReleaseStore) Release(context.Context, string, keystore.Token) error {
 // A 409's Retry-After reflects what the store knows: the holder's remaining
 // lease, capped at Lease/6 (5 s by default) and never below
 // Config.RetryAfter. A key whose holder is gone (a release that failed, a
-// crashed process) is free when its lease ends: a sender told so waits
-// about that long instead of polling every second.
+// crashed process) is free when the store's lease (StoreLease, 47 s by
+// default) ends: a sender told so waits about that long instead of polling
+// every second.
 func TestInFlightRetryAfterFollowsLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMiddleware(t, noReleaseStore{new(memstore.Store)}, middleware.Config{})
+		if m.StoreLease() != 47*time.Second {
+			t.Fatalf("StoreLease() = %v with the defaults, want 47s (Lease + Lease/2 + StoreTimeout)", m.StoreLease())
+		}
 		var runs atomic.Int64
 		h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if runs.Add(1) == 1 {
@@ -287,9 +291,9 @@ func TestInFlightRetryAfterFollowsLease(t *testing.T) {
 			at   time.Duration
 			want string
 		}{
-			{0, "5"}, // 30 s left: capped at Lease/6
-			{27*time.Second + 500*time.Millisecond, "3"}, // 2.5 s left, rounded up
-			{29*time.Second + 800*time.Millisecond, "1"}, // 0.2 s left: Config.RetryAfter at least
+			{0, "5"}, // 47 s left: capped at Lease/6
+			{m.StoreLease() - 2500*time.Millisecond, "3"}, // 2.5 s left, rounded up
+			{m.StoreLease() - 200*time.Millisecond, "1"},  // 0.2 s left: Config.RetryAfter at least
 		} {
 			time.Sleep(time.Until(start.Add(step.at)))
 			w := serve(h, post("k1", feature))
@@ -298,9 +302,9 @@ func TestInFlightRetryAfterFollowsLease(t *testing.T) {
 				t.Errorf("%v after the claim: 409 Retry-After = %q, want %q", step.at, got, step.want)
 			}
 		}
-		time.Sleep(time.Until(start.Add(middleware.DefaultLease + time.Millisecond)))
+		time.Sleep(time.Until(start.Add(m.StoreLease() + time.Millisecond)))
 		if w := serve(h, post("k1", feature)); w.Code != http.StatusCreated {
-			t.Fatalf("after the lease: %d, want 201", w.Code)
+			t.Fatalf("after the store's lease: %d, want 201", w.Code)
 		}
 		shutdown(t, m)
 	})

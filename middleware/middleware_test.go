@@ -419,7 +419,7 @@ func TestLateCompletionIsFenced(t *testing.T) {
 		})
 		first := make(chan *httptest.ResponseRecorder)
 		go func() { first <- serve(m.Handler(h), post("k1", feature)) }()
-		time.Sleep(4 * time.Second) // the un-renewed lease has expired
+		time.Sleep(m.StoreLease() + time.Second) // the un-renewed lease has expired in the store
 		second := serve(m.Handler(h), post("k1", feature))
 		if second.Body.String() != "run 2" {
 			t.Fatalf("takeover: %d %q", second.Code, second.Body)
@@ -671,10 +671,11 @@ func TestCompletionFailureIsReported(t *testing.T) {
 			t.Fatalf("Shutdown: %v", err)
 		}
 		// The store extends the lease but refuses every record: the
-		// background renews for one more lease, tries until that lease
-		// ends, then gives up, so the key is not blocked for ever.
-		if d := time.Since(start); d > 2*3*time.Second {
-			t.Errorf("background work lasted %v, want at most two leases (6s)", d)
+		// background renews for one more lease, tries until the store's
+		// lease then granted ends, then gives up, so the key is not blocked
+		// for ever.
+		if d := time.Since(start); d > 3*time.Second+m.StoreLease() {
+			t.Errorf("background work lasted %v, want at most Lease + StoreLease (%v)", d, 3*time.Second+m.StoreLease())
 		}
 		if n := store.completes.Load(); n < 5 {
 			t.Errorf("Complete tried %d times in all, want it retried in the background", n)

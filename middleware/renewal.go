@@ -11,26 +11,33 @@ import (
 )
 
 // renewal keeps a hold's lease while the handler runs, and stops the
-// handler when the lease may have ended.
+// handler when the lease may soon end.
 //
-// The middleware keeps its own conservative reckoning of the lease: it
-// surely holds the key until the time the last successful Claim or Extend
-// was sent, plus the lease, on the monotonic clock. Whatever the store
-// answers (an error, a timeout, nothing at all), once that time comes the
-// handler's context is canceled with keystore.ErrLeaseLost as its cause,
-// because another request may take the key over from then on. Extensions
-// are sent every lease/3 (and lease/6 after one fails), each bounded by
-// StoreTimeout, which New keeps below lease/3 so that at least one fits.
+// The middleware keeps its own conservative reckoning of the lease, on the
+// monotonic clock, from the time the last successful Claim or Extend was
+// sent. The store grants each of them StoreLease (Lease + Lease/2 +
+// StoreTimeout), so the key is surely held until that time plus
+// StoreLease: until. The handler, though, is stopped earlier, at that time
+// plus Lease (stopAt): whatever the store answers (an error, a timeout,
+// nothing at all), its context is then canceled with keystore.ErrLeaseLost
+// as its cause. The difference is what makes the documented promise true,
+// that a stall shorter than the lease loses no record: the last successful
+// renewal may have been sent up to Lease/3 + StoreTimeout before the stall
+// began, and a record or renewal retried after the stall must still find
+// the key held. Extensions are sent every Lease/3 (and Lease/6 after one
+// fails), each bounded by StoreTimeout, which New keeps below Lease/3 so
+// that at least one fits; they go on after the handler was stopped, until
+// the key is recorded, released or may be lost.
 //
 // until is also what a later use of the token (a Complete or Release
 // retried in the background) can consult: from then on another request
 // may hold the key, and the store fences the token.
 //
 // It runs on one timer, not a goroutine of its own, so a handler that
-// finishes within lease/3 costs no more than arming and stopping it. The
+// finishes within Lease/3 costs no more than arming and stopping it. The
 // timer fires for the next extension or, while one is under way, for the
-// expiry; no lock is held while the store is called, so the expiry is never
-// delayed by a store that hangs.
+// handler's stop or the expiry; no lock is held while the store is called,
+// so neither is ever delayed by a store that hangs.
 type renewal struct {
 	m    *Middleware
 	ctx  context.Context // the handler's: for its values, and to cancel
@@ -41,6 +48,8 @@ type renewal struct {
 	stopped   bool       // the renewal is over: no more extensions
 	ended     bool       // the lease is gone, or may be: the token is spent
 	extending bool       // an Extend is under way
+	canceled  bool       // the handler's context was canceled at stopAt
+	stopAt    time.Time  // the handler is stopped from then on
 	until     time.Time  // the lease may have ended from then on
 	next      time.Time  // the next extension is due
 	t         *time.Timer
@@ -50,14 +59,25 @@ func (rn *renewal) start(m *Middleware, ctx context.Context, hold *keystore.Hold
 	rn.m, rn.ctx, rn.hold, rn.lost = m, ctx, hold, lost
 	rn.mu.Lock() // tick must not run before t is assigned
 	defer rn.mu.Unlock()
-	rn.until, rn.next = sent.Add(m.lease), sent.Add(m.lease/3)
+	rn.renewed(sent)
 	rn.t = time.AfterFunc(time.Until(rn.next), rn.tick)
 }
 
-// arm sets the timer for the next extension, or for the expiry if that
-// comes first or an extension is under way. rn.mu is held.
+// renewed moves the reckoning on after a Claim or Extend sent at sent
+// succeeded. rn.mu is held (or rn not yet shared).
+func (rn *renewal) renewed(sent time.Time) {
+	m := rn.m
+	rn.stopAt, rn.until, rn.next = sent.Add(m.lease), sent.Add(m.storeLease), sent.Add(m.lease/3)
+}
+
+// arm sets the timer for the next extension, or for the handler's stop or
+// the expiry if that comes first or an extension is under way. rn.mu is
+// held.
 func (rn *renewal) arm() {
 	at := rn.until
+	if !rn.canceled && rn.stopAt.Before(at) {
+		at = rn.stopAt
+	}
 	if !rn.extending && rn.next.Before(at) {
 		at = rn.next
 	}
@@ -71,12 +91,27 @@ func (rn *renewal) tick() {
 		return
 	}
 	if !time.Now().Before(rn.until) {
-		rn.stopped, rn.ended = true, true
+		rn.stopped, rn.ended, rn.canceled = true, true, true
 		rn.mu.Unlock()
-		rn.m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease may have ended (no renewal succeeded in time); handler canceled",
+		rn.m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease may have ended (no renewal succeeded in time)",
 			slog.String("key", rn.hold.Key))
 		rn.lost(keystore.ErrLeaseLost)
 		return
+	}
+	if !rn.canceled && !time.Now().Before(rn.stopAt) {
+		// No renewal succeeded for a whole Lease: stop the handler while
+		// the store's lease still holds, and go on renewing, so that its
+		// answer can still be recorded.
+		rn.canceled = true
+		rn.mu.Unlock()
+		rn.m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease not renewed for a whole lease; handler canceled",
+			slog.String("key", rn.hold.Key))
+		rn.lost(keystore.ErrLeaseLost)
+		rn.mu.Lock()
+		if rn.stopped {
+			rn.mu.Unlock()
+			return
+		}
 	}
 	if rn.extending || time.Now().Before(rn.next) {
 		rn.arm()
@@ -92,7 +127,7 @@ func (rn *renewal) tick() {
 	sent := time.Now()
 	ctx, cancel := m.storeContext(context.WithoutCancel(rn.ctx))
 	ctx, cancel2 := context.WithDeadline(ctx, until) // no use after the lease may have ended
-	err := m.store.Extend(ctx, rn.hold.Key, rn.hold.Token, m.lease)
+	err := m.store.Extend(ctx, rn.hold.Key, rn.hold.Token, m.storeLease)
 	cancel2()
 	cancel()
 
@@ -104,9 +139,9 @@ func (rn *renewal) tick() {
 	}
 	switch {
 	case err == nil:
-		rn.until, rn.next = sent.Add(m.lease), sent.Add(m.lease/3)
+		rn.renewed(sent)
 	case errors.Is(err, keystore.ErrLeaseLost) && !rn.hold.Completed():
-		rn.stopped, rn.ended = true, true
+		rn.stopped, rn.ended, rn.canceled = true, true, true
 		rn.t.Stop()
 		rn.mu.Unlock()
 		m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease lost while the handler ran", slog.String("key", rn.hold.Key))

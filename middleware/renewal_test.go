@@ -36,7 +36,8 @@ func (s *cutStore) Extend(ctx context.Context, _ string, _ keystore.Token, _ tim
 // A renewal that fails, whatever the store answers, must stop the handler
 // (cancel its context with keystore.ErrLeaseLost) no later than the lease
 // counted from the last successful claim or extension: the other replica
-// takes the key over then, and the two must never run at once.
+// takes the key over when the store's lease (StoreLease, longer) ends, and
+// the two must never run at once.
 func TestFailedRenewalStopsHandlerBeforeTakeover(t *testing.T) {
 	for _, hang := range []bool{false, true} {
 		name := map[bool]string{false: "extend errors", true: "extend hangs"}[hang]
@@ -75,8 +76,9 @@ func TestFailedRenewalStopsHandlerBeforeTakeover(t *testing.T) {
 				})
 				done := make(chan struct{})
 				go func() { serve(a.Handler(slow), post("k1", feature)); close(done) }()
-				// Replica b retries just after the lease: it takes the key over.
-				time.Sleep(lease + time.Millisecond)
+				// Replica b retries just after the store's lease: it takes the
+				// key over.
+				time.Sleep(a.StoreLease() + time.Millisecond)
 				if w := serve(b.Handler(quick), post("k1", feature)); w.Code != http.StatusCreated {
 					t.Fatalf("takeover on replica b: %d %s", w.Code, w.Body)
 				}

@@ -60,9 +60,11 @@ type Target struct {
 	// credentials that the receiver's Config.Scope reads.
 	Header http.Header
 
-	// Lease is the receiver's lease (its middleware.Config.Lease): how
-	// long a key can stay in flight when the request holding it will never
-	// finish it. Default middleware.DefaultLease.
+	// Lease is how long a key can stay in flight at the receiver when the
+	// request holding it will never finish it: the lease its store grants,
+	// [middleware.Middleware.StoreLease]. Default that of the default
+	// middleware.Config, 47 s (DefaultLease + DefaultLease/2 +
+	// DefaultStoreTimeout).
 	Lease time.Duration
 
 	// Sign, if set, signs every request the suite sends, after its
@@ -165,7 +167,7 @@ func newSuite(target Target) (*suite, error) {
 		run:         run,
 	}
 	if s.lease <= 0 {
-		s.lease = middleware.DefaultLease
+		s.lease = middleware.DefaultLease + middleware.DefaultLease/2 + middleware.DefaultStoreTimeout
 	}
 	if s.path == "" {
 		s.path = "/"
