@@ -39,7 +39,9 @@
 //	                                                 Config.StoreTimeout); 503; handler not run;
 //	                                                 Outcome Canceled
 //	new key                                          claim, validate, run the handler, record
-//	validator rejected the body                      its problem (422 by default), recorded
+//	validator rejected the body                      its problem (422 by default); not recorded:
+//	                                                 the claim is released, and the same body
+//	                                                 gets the same answer again (validated again)
 //	same key and payload, original running           409 request-in-flight with Retry-After: the
 //	                                                 holder's remaining lease, capped at Lease/6, at
 //	                                                 least Config.RetryAfter (or, with

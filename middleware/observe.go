@@ -23,7 +23,8 @@ const (
 	InFlight
 	// Mismatch: the key was reused with a different payload; answered 422.
 	Mismatch
-	// Invalid: the validator rejected the body; its answer was recorded.
+	// Invalid: the validator rejected the body; its answer was sent and
+	// the claim released, not recorded.
 	Invalid
 	// Rejected: the key was missing or malformed, or the body too large or
 	// unreadable; answered 400 or 413 without touching the store.

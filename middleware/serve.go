@@ -190,6 +190,12 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	case retryable(ev.Status) && rec.replayable():
 		ev.Outcome = Released
 		m.release(r.Context(), hold, &x.renewal)
+	case verr != nil:
+		// The validator's answer has no side effect and depends on the
+		// body alone: the same body gets the same answer again, so it is
+		// not recorded. Kept, it would let a small body fill the store
+		// with a large answer for the whole retention.
+		m.release(r.Context(), hold, &x.renewal)
 	default:
 		m.record(r.Context(), hold, &x.renewal, rec.record(), &ev)
 	}

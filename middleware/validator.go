@@ -5,9 +5,12 @@ import (
 )
 
 // A Validator checks a request body after its key is claimed and before the
-// handler runs. A non-nil error is the final answer for that payload: it is
-// recorded and replayed like a handler's response, so it must not depend on
-// anything that could change on a retry. When the error implements
+// handler runs. A non-nil error is the final answer for that payload. It is
+// not recorded: the claim is released, and a retry of the same body is
+// validated again, so the answer must depend on the request alone, never
+// on anything that could change between tries (as Stripe does, a request
+// that fails validation has no side effect). What a key store keeps for an
+// invalid body is then its key alone, however large the answer. When the error implements
 // HTTPProblem, its status and problem document are the answer; otherwise
 // the answer is 422 with the error's text as the detail.
 //
