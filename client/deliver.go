@@ -74,6 +74,15 @@ func (s *Sender) Deliver(ctx context.Context, d Delivery) (Result, error) {
 	if err := checkTarget(method, d.URL); err != nil {
 		return Result{}, err
 	}
+	p := s.newPending(d, method, keyHeader)
+	if s.budget != nil {
+		s.budget.Deposit()
+	}
+	return s.run(ctx, p)
+}
+
+// newPending returns the delivery in progress of d, checked.
+func (s *Sender) newPending(d Delivery, method, keyHeader string) *pending {
 	contentType := d.ContentType
 	if contentType == "" {
 		contentType = DefaultContentType
@@ -94,10 +103,22 @@ func (s *Sender) Deliver(ctx context.Context, d Delivery) (Result, error) {
 	if s.deadline > 0 {
 		p.deadline = p.start.Add(s.deadline)
 	}
-	if s.budget != nil {
-		s.budget.Deposit()
+	return p
+}
+
+// notSent ends d, which was checked but never sent, for reason: like any
+// failed delivery, it is handed to the dead-letter sink with cause as its
+// last error.
+func (s *Sender) notSent(ctx context.Context, d Delivery, reason, cause error) (Result, error) {
+	keyHeader, err := EncodeKey(d.Key)
+	if err != nil {
+		return Result{}, err
 	}
-	return s.run(ctx, p)
+	method := d.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	return s.fail(ctx, s.newPending(d, method, keyHeader), Result{}, outcome{err: cause}, reason)
 }
 
 // pending is a delivery in progress.
@@ -296,6 +317,8 @@ func reasonName(reason error) string {
 		return "deadline"
 	case errors.Is(reason, ErrBudgetExhausted):
 		return "budget"
+	case errors.Is(reason, ErrNotJournaled):
+		return "not-journaled"
 	default:
 		return "canceled"
 	}

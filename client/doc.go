@@ -59,7 +59,8 @@
 //
 // A delivery that ends without success returns a [*DeliveryError] whose
 // reason is [ErrPermanent], [ErrExhausted], [ErrDeadline],
-// [ErrBudgetExhausted] or the context's error, and is handed to the
+// [ErrBudgetExhausted], [ErrNotJournaled] (an [Outbox] whose journal could
+// not record it sent nothing) or the context's error, and is handed to the
 // [DeadLetterSink], if any, with its payload, key, attempts, last status and
 // error. [JSONLinesSink] writes them as JSON lines to a file.
 //

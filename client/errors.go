@@ -37,6 +37,12 @@ var (
 	// ErrBudgetExhausted reports that the shared [RetryBudget] had no token
 	// left for a retry.
 	ErrBudgetExhausted = errors.New("client: retry budget exhausted")
+	// ErrNotJournaled reports that an [Outbox] could not record the
+	// delivery in its journal (a full disk, a failed sync), so it sent
+	// nothing: an event must not be sent unless a re-run can send the same
+	// bytes again. The delivery is handed to the dead-letter sink, with its
+	// key and exact bytes, ready to be re-driven. Attempts is 0.
+	ErrNotJournaled = errors.New("client: not journaled")
 )
 
 // DeliveryError is the error [Sender.Deliver] returns when a delivery ends
@@ -68,6 +74,11 @@ func (e *DeliveryError) Error() string {
 	}
 	return b.String()
 }
+
+// ReasonName is the reason as a word, the one [DeadLetter.Reason] holds:
+// "permanent", "exhausted", "deadline", "budget", "not-journaled",
+// "interrupted" or "canceled".
+func (e *DeliveryError) ReasonName() string { return reasonName(e.Reason) }
 
 // Unwrap returns the Reason and the last attempt's error.
 func (e *DeliveryError) Unwrap() []error {

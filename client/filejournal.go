@@ -66,9 +66,13 @@ type FileJournal struct {
 	compactAt int
 	clock     Clock
 
+	// wrap, when set (by tests), stands between the journal and its
+	// files' writes and syncs: a full disk is simulated there.
+	wrap func(*os.File) journalFile
+
 	mu       sync.Mutex
 	cond     *sync.Cond
-	f        *os.File
+	f        journalFile
 	entries  map[identity]*journalSlot
 	order    []*journalSlot // in the order recorded
 	lines    int            // lines in the file
@@ -82,6 +86,21 @@ type FileJournal struct {
 	closed   bool
 }
 
+// journalFile is what the journal does with its open file once loaded.
+type journalFile interface {
+	Write([]byte) (int, error)
+	Sync() error
+	Close() error
+}
+
+// file returns f as the journal writes it.
+func (j *FileJournal) file(f *os.File) journalFile {
+	if j.wrap != nil {
+		return j.wrap(f)
+	}
+	return f
+}
+
 // journalSlot is one remembered entry.
 type journalSlot struct {
 	e   JournalEntry
@@ -91,7 +110,12 @@ type journalSlot struct {
 // OpenFileJournal opens the journal at path, creating it (mode 0600) if
 // needed, reads what it remembers, and drops a torn last line.
 func OpenFileJournal(path string, cfg FileJournalConfig) (*FileJournal, error) {
+	return openFileJournal(path, cfg, nil)
+}
+
+func openFileJournal(path string, cfg FileJournalConfig, wrap func(*os.File) journalFile) (*FileJournal, error) {
 	j := &FileJournal{
+		wrap:      wrap,
 		path:      path,
 		retention: orDefault(cfg.Retention, DefaultJournalRetention),
 		compactAt: orDefault(cfg.CompactAt, DefaultJournalCompact),
@@ -118,7 +142,7 @@ func OpenFileJournal(path string, cfg FileJournalConfig) (*FileJournal, error) {
 		f.Close()
 		return nil, fmt.Errorf("client: journal: %w", err)
 	}
-	j.f = f
+	j.f = j.file(f)
 	j.baseline = j.lines
 	return j, nil
 }
@@ -126,6 +150,11 @@ func OpenFileJournal(path string, cfg FileJournalConfig) (*FileJournal, error) {
 // Record implements [Journal]. It ignores ctx: a local write is not worth
 // abandoning half way, and a delivery canceled before its first attempt is
 // still recorded and dead-lettered.
+//
+// A failed write or sync (a full disk) leaves the file's end unknown: every
+// later Record of a new identity fails with that error, while an identity
+// already on stable storage is still returned, so that it is sent with the
+// bytes first recorded.
 func (j *FileJournal) Record(_ context.Context, e JournalEntry) (JournalEntry, error) {
 	e = journalEntry(e.Delivery())
 	e.Outcome, e.Ended = "", time.Time{}
@@ -136,10 +165,15 @@ func (j *FileJournal) Record(_ context.Context, e JournalEntry) (JournalEntry, e
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	id := e.identity()
+	if s, ok := j.entries[id]; ok && !j.closed && s.seq <= j.synced {
+		// Already on stable storage: a failed write since (a full disk)
+		// does not change which bytes this identity is sent with.
+		return copyEntry(s.e), nil
+	}
 	if err := j.usable(); err != nil {
 		return JournalEntry{}, err
 	}
-	id := e.identity()
 	s, ok := j.entries[id]
 	if !ok {
 		if err := j.append(line); err != nil {

@@ -47,10 +47,11 @@ func (j *FileJournal) compact() error {
 		os.Remove(tmp)
 		return fmt.Errorf("client: journal compaction: %w", err)
 	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
+	wf := j.file(f)
+	if _, err := wf.Write(buf.Bytes()); err != nil {
 		return fail(err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := wf.Sync(); err != nil {
 		return fail(err)
 	}
 	if err := os.Rename(tmp, j.path); err != nil {
@@ -58,7 +59,7 @@ func (j *FileJournal) compact() error {
 	}
 	syncDir(j.path) // make the rename durable
 	old := j.f
-	j.f = f
+	j.f = wf
 	j.buf = j.buf[:0] // their effect is in the compacted file
 	_ = old.Close()
 	j.order = kept

@@ -35,7 +35,11 @@ func NewOutbox(s *Sender, j Journal) *Outbox {
 // ([Outbox.Resume]) or sent again by a re-run.
 //
 // It fails before any I/O, recording nothing, for an invalid key, method or
-// URL (as [Sender.Deliver]), and when the journal cannot record.
+// URL (as [Sender.Deliver]). When the journal cannot record d (a full disk,
+// a failed sync), it sends nothing, hands d to the dead-letter sink (reason
+// "not-journaled", 0 attempts, the journal's error as the last error; a
+// re-drive sends it once there is room) and returns a [*DeliveryError]
+// whose reason is [ErrNotJournaled].
 func (o *Outbox) Deliver(ctx context.Context, d Delivery) (Result, error) {
 	return o.deliver(ctx, d, false)
 }
@@ -77,7 +81,10 @@ func (o *Outbox) deliver(ctx context.Context, d Delivery, strict bool) (Result, 
 	}
 	rec, err := o.journal.Record(ctx, e)
 	if err != nil {
-		return Result{}, fmt.Errorf("client: journal: %w", err)
+		// Sending what a re-run could not send again is how an event runs
+		// twice or is refused; not sending it without a trace is how it is
+		// lost. So: not sent, and dead-lettered.
+		return o.sender.notSent(ctx, d, ErrNotJournaled, fmt.Errorf("client: journal: %w", err))
 	}
 	if strict && !bytes.Equal(rec.Body, e.Body) {
 		return Result{}, fmt.Errorf("%w: key %q", ErrJournalConflict, d.Key)

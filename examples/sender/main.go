@@ -50,12 +50,23 @@
 // then not used.
 //
 // On a terminal, a progress line shows how far it got. At the end it prints
-// a summary (delivered, replayed, permanent failures, gave up,
+// a summary (delivered, replayed, not delivered by reason, in the words of
+// the dead letters: permanent, exhausted, deadline, budget, not-journaled;
 // dead-lettered, still pending in the journal) and exits 0 only when every
 // feature was delivered, 1 otherwise, and 2 on usage errors. With
 // -dead-letter, every feature that was not delivered is appended to FILE as
 // a JSON line (client.DeadLetter), with its key, the exact bytes sent and
 // the headers, ready to be re-driven.
+//
+// # A full disk
+//
+// A feature is never sent before the journal has recorded it. When the
+// journal cannot record (a full disk, a failed sync), the feature is not
+// sent and is appended to the -dead-letter file (reason "not-journaled",
+// 0 attempts) with its key and bytes, to be re-driven once there is room;
+// without -dead-letter it is only counted, and a re-run sends it. The
+// first such error is printed, the summary counts them all, and the
+// command exits 3.
 package main
 
 import (
@@ -87,6 +98,10 @@ const (
 	exitOK     = 0
 	exitFailed = 1
 	exitUsage  = 2
+	// exitNotJournaled: the journal could not record some features (a
+	// full disk), which were therefore not sent; dead-lettered with
+	// -dead-letter.
+	exitNotJournaled = 3
 )
 
 // run is the command with its environment made explicit.
@@ -97,9 +112,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // app holds what tests replace: the clock, the HTTP client and the terminal
 // check. Zero fields mean the real ones.
 type app struct {
-	clock    client.Clock
-	hc       *http.Client
-	terminal func(io.Writer) bool
+	clock       client.Clock
+	hc          *http.Client
+	terminal    func(io.Writer) bool
+	openJournal func(path string, cfg client.FileJournalConfig) (journal, error)
+}
+
+// journal is what the command needs of its journal.
+type journal interface {
+	client.Journal
+	Close() error
+}
+
+func openFileJournal(path string, cfg client.FileJournalConfig) (journal, error) {
+	return client.OpenFileJournal(path, cfg)
 }
 
 func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -137,7 +163,11 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "sender: journal: %v\n", err)
 		return exitFailed
 	}
-	journal, err := client.OpenFileJournal(o.journal, client.FileJournalConfig{Clock: clock})
+	open := a.openJournal
+	if open == nil {
+		open = openFileJournal
+	}
+	journal, err := open(o.journal, client.FileJournalConfig{Clock: clock})
 	if err != nil {
 		fmt.Fprintf(stderr, "sender: %v\n", err)
 		return exitFailed
@@ -201,9 +231,9 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if out.progress != nil {
 		fmt.Fprintln(stdout)
 	}
-	sinkFailed := false
+	sinkFailed, deadLettered := false, 0
 	if sink != nil {
-		out.deadLettered = int(sink.n.Load())
+		deadLettered = int(sink.n.Load())
 		if err := sink.Close(); err != nil {
 			fmt.Fprintf(stderr, "sender: dead-letter file: %v\n", err)
 			sinkFailed = true
@@ -215,20 +245,25 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		what = "dead letters of " + o.redrive
 	}
 	fmt.Fprintf(stdout, "%d %s to %s in %v\n", len(features), what, target, clock.Now().Sub(start).Round(time.Millisecond))
-	fmt.Fprintf(stdout, "  delivered           %d\n", out.delivered)
-	fmt.Fprintf(stdout, "    replayed          %d\n", out.replayed)
-	fmt.Fprintf(stdout, "  permanent failures  %d\n", out.permanent)
-	fmt.Fprintf(stdout, "  gave up             %d\n", out.gaveUp)
+	out.summary(stdout)
 	if sink != nil {
-		fmt.Fprintf(stdout, "  dead-lettered       %d (%s)\n", out.deadLettered, o.deadLetter)
+		fmt.Fprintf(stdout, "  dead-lettered       %d (%s)\n", deadLettered, o.deadLetter)
 	} else {
-		fmt.Fprintf(stdout, "  dead-lettered       %d (no -dead-letter file)\n", out.deadLettered)
+		fmt.Fprintf(stdout, "  dead-lettered       %d (no -dead-letter file)\n", deadLettered)
 	}
-	pending, err := journal.Pending(ctx)
+	pending, err := journal.Pending(context.WithoutCancel(ctx))
 	if err != nil {
 		fmt.Fprintf(stderr, "sender: journal: %v\n", err)
 	}
 	fmt.Fprintf(stdout, "  pending in journal  %d (%s)\n", len(pending), o.journal)
+	if n := out.failed["not-journaled"]; n > 0 {
+		where := "none was dead-lettered (no -dead-letter file): run again once the journal can record, a re-run sends them"
+		if sink != nil {
+			where = fmt.Sprintf("they are in %s: re-drive it with -redrive %s once the journal can record", o.deadLetter, o.deadLetter)
+		}
+		fmt.Fprintf(stderr, "sender: the journal %s could not record %d features, so none of them was sent; %s\n", o.journal, n, where)
+		return exitNotJournaled
+	}
 	if out.delivered != len(features) || sinkFailed || err != nil {
 		return exitFailed
 	}

@@ -211,7 +211,7 @@ func TestRunDelivers(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"4 features to " + srv.URL, "delivered           4", "replayed          1", "permanent failures  0", "gave up             0", "dead-lettered       0"} {
+	for _, want := range []string{"4 features to " + srv.URL, "delivered           4", "replayed          1", "not delivered       0", "dead-lettered       0"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("summary lacks %q:\n%s", want, r.stdout)
 		}
@@ -250,7 +250,7 @@ func TestRunFailures(t *testing.T) {
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"delivered           1", "permanent failures  1", "gave up             1", "dead-lettered       2 (" + dead + ")"} {
+	for _, want := range []string{"delivered           1", "not delivered       2", "    permanent         1", "    exhausted         1", "dead-lettered       2 (" + dead + ")"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("summary lacks %q:\n%s", want, r.stdout)
 		}

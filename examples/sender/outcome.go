@@ -17,9 +17,36 @@ type outcome struct {
 	total    int
 	progress io.Writer // the terminal, or nil for no progress line
 
-	mu                              sync.Mutex
-	done, delivered, replayed       int
-	permanent, gaveUp, deadLettered int
+	mu                        sync.Mutex
+	done, delivered, replayed int
+	failed                    map[string]int // by reason, the words of the dead letters
+	journalErr                error          // the first journal failure
+}
+
+// Reasons a feature was not delivered, in the order the summary lists
+// them: client.DeliveryError.ReasonName, the words of the dead letters.
+var reasons = []string{"permanent", "exhausted", "deadline", "budget", "canceled", "not-journaled", "journal-conflict", "error"}
+
+// reason is the word for a failed delivery's err.
+func reason(err error) string {
+	var derr *client.DeliveryError
+	switch {
+	case errors.As(err, &derr):
+		return derr.ReasonName()
+	case errors.Is(err, client.ErrJournalConflict):
+		return "journal-conflict"
+	default:
+		return "error"
+	}
+}
+
+// notDelivered is how many features failed, for any reason.
+func (o *outcome) notDelivered() int {
+	n := 0
+	for _, c := range o.failed {
+		n += c
+	}
+	return n
 }
 
 // countingSink counts the dead letters its file took.
@@ -38,23 +65,33 @@ func (s *countingSink) Put(ctx context.Context, dl client.DeadLetter) error {
 }
 
 // record counts one finished delivery, reports a failure on stderr and
-// redraws the progress line.
+// redraws the progress line. A journal that cannot record fails every
+// feature the same way: only the first is reported, the summary counts
+// them all.
 func (o *outcome) record(f feature, res client.Result, err error, stderr io.Writer) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.done++
-	switch {
-	case err == nil:
+	report := err != nil
+	if err == nil {
 		o.delivered++
 		if res.Replayed {
 			o.replayed++
 		}
-	case errors.Is(err, client.ErrPermanent):
-		o.permanent++
-	default:
-		o.gaveUp++
+	} else {
+		why := reason(err)
+		if o.failed == nil {
+			o.failed = map[string]int{}
+		}
+		o.failed[why]++
+		if why == "not-journaled" {
+			report = o.journalErr == nil
+			if report {
+				o.journalErr = err
+			}
+		}
 	}
-	if err != nil {
+	if report {
 		if o.progress != nil {
 			fmt.Fprint(o.progress, "\r\033[K") // clear the progress line first
 		}
@@ -62,7 +99,21 @@ func (o *outcome) record(f feature, res client.Result, err error, stderr io.Writ
 	}
 	if o.progress != nil {
 		fmt.Fprintf(o.progress, "\r\033[K%d/%d  delivered %d (replayed %d)  failed %d",
-			o.done, o.total, o.delivered, o.replayed, o.permanent+o.gaveUp)
+			o.done, o.total, o.delivered, o.replayed, o.notDelivered())
+	}
+}
+
+// summary prints the counts, failures by reason.
+func (o *outcome) summary(w io.Writer) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fmt.Fprintf(w, "  %-20s%d\n", "delivered", o.delivered)
+	fmt.Fprintf(w, "    %-18s%d\n", "replayed", o.replayed)
+	fmt.Fprintf(w, "  %-20s%d\n", "not delivered", o.notDelivered())
+	for _, r := range reasons {
+		if n := o.failed[r]; n > 0 {
+			fmt.Fprintf(w, "    %-18s%d\n", r, n)
+		}
 	}
 }
 

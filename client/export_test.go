@@ -1,0 +1,13 @@
+package client
+
+import "os"
+
+// JournalFile is journalFile, for the tests of package client_test.
+type JournalFile = journalFile
+
+// OpenFileJournalWrapped is OpenFileJournal with wrap standing between the
+// journal and every file it writes (the open journal and each compacted
+// one): the tests simulate a full disk there.
+func OpenFileJournalWrapped(path string, cfg FileJournalConfig, wrap func(*os.File) JournalFile) (*FileJournal, error) {
+	return openFileJournal(path, cfg, wrap)
+}
