@@ -220,8 +220,10 @@ func TestIngestRejectsInvalidGeometry(t *testing.T) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
+	for _, p := range []string{binPath, geoidemPath} {
+		if p != "" {
+			os.RemoveAll(filepath.Dir(p))
+		}
 	}
 	os.Exit(code)
 }
