@@ -53,11 +53,13 @@ func (m *Middleware) storeClaim(ctx context.Context, key string, fp keystore.Fin
 // done before its claim returned (the client left, or the server gave up):
 // the handler does not run, and a retry finds the key free rather than in
 // flight for the whole lease. A release that fails is retried in the
-// background, as after a handler's 5xx.
-func (m *Middleware) abandon(w http.ResponseWriter, r *http.Request, key string, claim keystore.Claim, start time.Time) {
+// background, as after a handler's 5xx, while the lease holds: counted
+// from when the claim was sent (sent), not from when the request arrived,
+// which may be a long upload earlier.
+func (m *Middleware) abandon(w http.ResponseWriter, r *http.Request, key string, claim keystore.Claim, sent, start time.Time) {
 	hold := &keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention}
 	rn := new(renewal)
-	rn.start(m, r.Context(), hold, func(error) {}, start)
+	rn.start(m, r.Context(), hold, func(error) {}, sent)
 	m.release(r.Context(), hold, rn)
 	problem.Write(w, http.StatusServiceUnavailable, problem.JSON(problem.Doc{Type: ProblemStoreDown, Title: "Idempotency store unavailable", Status: http.StatusServiceUnavailable,
 		Detail: "The request was canceled before it ran; it was not executed, so retry with the same key."}), m.retryAfter)

@@ -92,7 +92,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 	if claim.State == keystore.Acquired && r.Context().Err() != nil {
-		m.abandon(w, r, storeKey, claim, start)
+		m.abandon(w, r, storeKey, claim, sent, start)
 		return
 	}
 	switch claim.State {
