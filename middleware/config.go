@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/ratelog"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -126,8 +127,10 @@ type Config struct {
 	WaitInFlight time.Duration
 
 	// Logger receives warnings (store failures, lost leases) and debug
-	// records of each outcome. Keys are logged hashed, never raw. Default:
-	// no logging.
+	// records of each outcome. Keys are logged hashed, never raw. Refusals
+	// a flood can repeat (the store unavailable or full) are logged at most
+	// 10 a minute; the next record written carries
+	// the number not written as "suppressed". Default: no logging.
 	Logger *slog.Logger
 
 	// Observer, if set, is called synchronously with each request's outcome.
@@ -157,6 +160,7 @@ type Middleware struct {
 	retryAfter    time.Duration
 	waitInFlight  time.Duration
 	log           *slog.Logger
+	refusals      *ratelog.Logger // log, at a bounded rate, for refusals a flood can repeat
 	observe       func(Event)
 	bg            background // records and releases retried after their requests
 }
@@ -233,6 +237,7 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
+	m.refusals = ratelog.New(m.log, 0, 0)
 	m.decoder, _ = cfg.Validator.(RequestDecoder)
 	m.headers, _ = cfg.Validator.(HeaderChecker)
 	return m, nil

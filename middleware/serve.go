@@ -79,7 +79,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if err != nil {
 		problem.Write(w, http.StatusServiceUnavailable, problem.JSON(problem.Doc{Type: ProblemStoreDown, Title: "Idempotency store unavailable", Status: http.StatusServiceUnavailable,
 			Detail: "The request was not executed; retry later with the same key."}), m.retryAfter)
-		m.log.LogAttrs(r.Context(), slog.LevelWarn, "idempotency store unavailable", slog.String("key", storeKey), slog.Any("error", err))
+		m.refusals.Warn(r.Context(), "idempotency store unavailable", slog.String("key", storeKey), slog.Any("error", err))
 		m.done(r.Context(), Event{Outcome: StoreError, Key: storeKey, Status: http.StatusServiceUnavailable, Err: err}, start)
 		return
 	}

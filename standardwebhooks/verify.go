@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/internal/httpbody"
+	"github.com/geoidem/geoidem/internal/ratelog"
 )
 
 // Defaults for the zero fields of VerifierConfig.
@@ -77,7 +78,10 @@ type VerifierConfig struct {
 	// DefaultMaxBodyBytes (1 MiB); negative is an error.
 	MaxBodyBytes int64
 
-	// Logger receives one Warn record per rejected request and one Debug
+	// Logger receives a Warn record per rejected request, at most
+	// 10 a minute: the others are counted, and the
+	// next record written carries their number as "suppressed", so a flood
+	// of forged requests cannot flood the log. It also receives a Debug
 	// record per verified request. Default: no logging. Secrets and
 	// signatures are never logged, nor is the raw webhook-id (the
 	// idempotency key): records carry webhook_id_sha256, its SHA-256 in
@@ -94,6 +98,7 @@ type Verifier struct {
 	now       func() time.Time
 	maxBody   int64
 	log       *slog.Logger
+	refusals  *ratelog.Logger // log, at a bounded rate
 }
 
 // NewVerifier returns a Verifier, or an error when cfg has no secret, a
@@ -127,6 +132,7 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
 	}
+	v.refusals = ratelog.New(v.log, 0, 0)
 	return v, nil
 }
 
@@ -279,12 +285,12 @@ func (v *Verifier) Handler(next http.Handler) http.Handler {
 		}
 		body, err := httpbody.Read(r, v.maxBody)
 		if errors.Is(err, httpbody.ErrTooLarge) {
-			v.log.LogAttrs(r.Context(), slog.LevelWarn, "webhook rejected", slog.String("reason", "body_too_large"), idAttr(m.id))
+			v.refusals.Warn(r.Context(), "webhook rejected", slog.String("reason", "body_too_large"), idAttr(m.id))
 			writeProblem(w, http.StatusRequestEntityTooLarge, problemBodyTooLarge, "Request body too large",
 				fmt.Sprintf("The request body is larger than %d bytes.", v.maxBody))
 			return
 		} else if err != nil {
-			v.log.LogAttrs(r.Context(), slog.LevelWarn, "webhook rejected", slog.String("reason", "body_unreadable"), idAttr(m.id), slog.Any("error", err))
+			v.refusals.Warn(r.Context(), "webhook rejected", slog.String("reason", "body_unreadable"), idAttr(m.id), slog.Any("error", err))
 			writeProblem(w, http.StatusBadRequest, problemBodyUnreadable, "Request body unreadable",
 				"The request body could not be read in full; nothing was processed, so retry.")
 			return
@@ -326,7 +332,7 @@ func (v *Verifier) reject(w http.ResponseWriter, r *http.Request, err error) {
 	if id := r.Header.Get(HeaderID); id != "" {
 		attrs = append(attrs, idAttr(id))
 	}
-	v.log.LogAttrs(r.Context(), slog.LevelWarn, "webhook rejected", append(attrs, slog.String("error", err.Error()))...)
+	v.refusals.Warn(r.Context(), "webhook rejected", append(attrs, slog.String("error", err.Error()))...)
 	writeProblem(w, http.StatusUnauthorized, typ, title, detail)
 }
 
