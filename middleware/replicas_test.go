@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/internal/tcpcut"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -36,7 +37,7 @@ func TestCutOffReplicaStopsBeforeTakeoverOnRedis(t *testing.T) {
 				lease   = 600 * time.Millisecond
 				timeout = 100 * time.Millisecond
 			)
-			proxy, err := tcpcut.New("127.0.0.1:6379")
+			proxy, err := tcpcut.New(redisserver.SharedAddr())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,10 +46,10 @@ func TestCutOffReplicaStopsBeforeTakeoverOnRedis(t *testing.T) {
 				return &redis.Options{Addr: addr, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
 					PoolTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1}
 			}
-			viaProxy, direct := redis.NewClient(opts(proxy.Addr())), redis.NewClient(opts("127.0.0.1:6379"))
+			viaProxy, direct := redis.NewClient(opts(proxy.Addr())), redis.NewClient(opts(redisserver.SharedAddr()))
 			t.Cleanup(func() { viaProxy.Close(); direct.Close() })
 			if err := direct.Ping(t.Context()).Err(); err != nil {
-				t.Fatalf("Redis at 127.0.0.1:6379: %v", err)
+				t.Fatalf("Redis at %s: %v", redisserver.SharedAddr(), err)
 			}
 			var b [8]byte
 			rand.Read(b[:])

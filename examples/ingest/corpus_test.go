@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -30,7 +31,7 @@ func ingestStores(t *testing.T) []ingestStore {
 	t.Cleanup(func() { dropTables(t, keys, features) })
 	return []ingestStore{
 		{name: "memory", args: []string{"-store", "memory"}},
-		{name: "redis", args: []string{"-store", "redis://127.0.0.1:6379/0", "-redis-prefix", "geoidem-corpus-" + suffix + ":", "-redis-volatile"}},
+		{name: "redis", args: []string{"-store", redisserver.SharedURL(), "-redis-prefix", "geoidem-corpus-" + suffix + ":", "-redis-volatile"}},
 		{name: "postgres", args: []string{"-store", postgresURL(), "-pg-key-table", keys, "-pg-features-table", features}, featuresTable: features},
 	}
 }

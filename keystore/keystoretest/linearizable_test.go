@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/geoidem/geoidem/internal/linearize"
@@ -25,6 +26,7 @@ type naive struct {
 	mu   sync.Mutex
 	m    map[string]*naiveEntry
 	last keystore.Token
+	hits int // calls whose answer the switched-on bug changed
 }
 
 type naiveEntry struct {
@@ -39,7 +41,14 @@ func (s *naive) alive(e *naiveEntry, now time.Time) bool {
 	if e == nil || e.status == linearize.Released {
 		return false
 	}
-	return now.Before(e.deadline) || (s.endlessLeases && e.status == linearize.Held)
+	if now.Before(e.deadline) {
+		return true
+	}
+	if s.endlessLeases && e.status == linearize.Held {
+		s.hits++
+		return true
+	}
+	return false
 }
 
 func (s *naive) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
@@ -61,6 +70,9 @@ func (s *naive) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 		s.mu.Unlock()
 		time.Sleep(time.Millisecond)
 		s.mu.Lock()
+		if s.m[key] != e {
+			s.hits++ // another Claim wrote the key in between
+		}
 	}
 	defer s.mu.Unlock()
 	s.last++
@@ -93,15 +105,20 @@ func (s *naive) Complete(ctx context.Context, key string, tok keystore.Token, re
 	defer s.mu.Unlock()
 	e := s.held(key, tok)
 	if e == nil && s.noFencing {
-		e = s.m[key]
+		if e = s.m[key]; e != nil {
+			s.hits++
+		}
 	}
 	if e != nil {
 		e.status, e.token, e.rec, e.deadline = linearize.Completed, tok, rec.Clone(), time.Now().Add(retention)
 		return nil
 	}
-	if e := s.m[key]; !s.lostRepeats && e != nil && e.status == linearize.Completed && e.token == tok &&
+	if e := s.m[key]; e != nil && e.status == linearize.Completed && e.token == tok &&
 		time.Now().Before(e.deadline) && linearize.RecordKey(e.rec) == linearize.RecordKey(rec) {
-		return nil
+		if !s.lostRepeats {
+			return nil
+		}
+		s.hits++
 	}
 	return keystore.ErrLeaseLost
 }
@@ -138,36 +155,49 @@ func (r *recordingT) Logf(string, ...any) {} // keep the histories of expected f
 
 // Linearizable passes a correct store and fails each broken one, printing
 // the history of the key that went wrong.
+//
+// Each run is in a synctest bubble: the store, the workload's pauses and
+// the check share a virtual clock that moves only while every goroutine
+// waits, so how long the machine takes to run a call (its load) cannot
+// stretch a repeat past a retention or a lease: what the workload does does
+// not depend on the load. And the test first requires that the bug was
+// exercised (some call's answer was the bug's), then that the check caught it.
 func TestLinearizableCatchesBugs(t *testing.T) {
 	cases := []struct {
 		name  string
-		store *naive
+		store func() *naive
 		ok    bool
 	}{
-		{"correct", &naive{}, true},
-		{"check-then-set claim", &naive{checkThenSet: true}, false},
-		{"complete without fencing", &naive{noFencing: true}, false},
-		{"leases that never end", &naive{endlessLeases: true}, false},
-		{"repeated complete fails", &naive{lostRepeats: true}, false},
+		{"correct", func() *naive { return &naive{} }, true},
+		{"check-then-set claim", func() *naive { return &naive{checkThenSet: true} }, false},
+		{"complete without fencing", func() *naive { return &naive{noFencing: true} }, false},
+		{"leases that never end", func() *naive { return &naive{endlessLeases: true} }, false},
+		{"repeated complete fails", func() *naive { return &naive{lostRepeats: true} }, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			rt := &recordingT{TB: t}
-			st := keystoretest.Linearizable(rt, c.store, keystoretest.LinearizableConfig{Duration: time.Second})
-			t.Logf("%v", st)
-			if c.ok {
-				if len(rt.errs) > 0 {
-					t.Errorf("a correct store failed the check:\n%s", strings.Join(rt.errs, "\n"))
+			synctest.Test(t, func(t *testing.T) {
+				store := c.store()
+				rt := &recordingT{TB: t}
+				st := keystoretest.Linearizable(rt, store, keystoretest.LinearizableConfig{Duration: 10 * time.Second})
+				t.Logf("%v; the bug changed %d answers", st, store.hits)
+				if c.ok {
+					if len(rt.errs) > 0 {
+						t.Errorf("a correct store failed the check:\n%s", strings.Join(rt.errs, "\n"))
+					}
+					return
 				}
-				return
-			}
-			if len(rt.errs) == 0 {
-				t.Fatalf("the check passed a store with the bug %q", c.name)
-			}
-			if !strings.Contains(rt.errs[0], "not linearizable") || !strings.Contains(rt.errs[0], "history (in call order)") {
-				t.Errorf("the failure does not show the offending history:\n%.2000s", rt.errs[0])
-			}
+				if store.hits == 0 {
+					t.Fatalf("the workload never exercised the bug %q (%v)", c.name, st)
+				}
+				if len(rt.errs) == 0 {
+					t.Fatalf("the check passed a store with the bug %q, which changed %d answers", c.name, store.hits)
+				}
+				if !strings.Contains(rt.errs[0], "not linearizable") || !strings.Contains(rt.errs[0], "history (in call order)") {
+					t.Errorf("the failure does not show the offending history:\n%.2000s", rt.errs[0])
+				}
+			})
 		})
 	}
 }

@@ -12,13 +12,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 )
 
-// standaloneAddr is the shared Redis 7 of these machines (.ci/run starts it).
-const standaloneAddr = "127.0.0.1:6379"
+// standaloneAddr is the shared Redis 7 of these machines (scripts/services
+// starts it): $GEOIDEM_TEST_REDIS, or 127.0.0.1:6379.
+var standaloneAddr = redisserver.SharedAddr()
 
 // standaloneClient returns a client of the shared Redis, failing the test
 // (never skipping it) when Redis cannot be reached.

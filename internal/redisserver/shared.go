@@ -1,0 +1,39 @@
+package redisserver
+
+import (
+	"net/url"
+	"os"
+	"strings"
+)
+
+// SharedEnv names the environment variable that gives the Redis the tests
+// share: a redis:// URL (redis://127.0.0.1:6390/0) or host:port, on
+// loopback.
+const SharedEnv = "GEOIDEM_TEST_REDIS"
+
+// SharedAddr is the host:port of the Redis the tests share (each in a key
+// prefix of its own): from $GEOIDEM_TEST_REDIS, or 127.0.0.1:6379, where
+// scripts/services starts one. A test must not assume anything of its
+// persistence (it may keep nothing, or have an append-only file); a test
+// that needs one or the other starts its own server with [Start].
+func SharedAddr() string {
+	v := os.Getenv(SharedEnv)
+	if v == "" {
+		return "127.0.0.1:6379"
+	}
+	if strings.Contains(v, "://") {
+		if u, err := url.Parse(v); err == nil && u.Host != "" {
+			return u.Host
+		}
+	}
+	return v
+}
+
+// SharedURL is the shared Redis as a redis:// URL: $GEOIDEM_TEST_REDIS when
+// it is one, else redis://[SharedAddr]/0.
+func SharedURL() string {
+	if v := os.Getenv(SharedEnv); strings.Contains(v, "://") {
+		return v
+	}
+	return "redis://" + SharedAddr() + "/0"
+}
