@@ -13,7 +13,9 @@ import (
 // containment check.
 func (p *parser) bbox(kind byte) ([]float64, bool) {
 	if kind != '[' {
-		p.report(RuleWrongType, `"bbox" must be an array of numbers, not `+kindOf(kind))
+		if p.listing() {
+			p.report(RuleWrongType, `"bbox" must be an array of numbers, not `+kindOf(kind))
+		}
 		p.value(false)
 		return nil, false
 	}
@@ -33,7 +35,9 @@ func (p *parser) bbox(kind byte) ([]float64, bool) {
 				}
 				b = append(b, f)
 			} else {
-				p.report(RuleBBoxElement, "bbox element must be a number, not "+kindOf(k), n)
+				if p.listing() {
+					p.report(RuleBBoxElement, "bbox element must be a number, not "+kindOf(k), n)
+				}
 				p.pushIdx(n)
 				p.value(false)
 				p.pop()
@@ -50,7 +54,9 @@ func (p *parser) bbox(kind byte) ([]float64, bool) {
 		return b, false
 	}
 	if len(b) != 4 && len(b) != 6 {
-		p.report(RuleBBoxLength, "bbox must have 4 elements (2D) or 6 (3D), not "+strconv.Itoa(len(b)))
+		if p.listing() {
+			p.report(RuleBBoxLength, "bbox must have 4 elements (2D) or 6 (3D), not "+strconv.Itoa(len(b)))
+		}
 		return b, false
 	}
 	n := len(b) / 2
@@ -69,8 +75,10 @@ func (p *parser) bbox(kind byte) ([]float64, bool) {
 			ok = false
 		}
 		if lo > hi {
-			p.report(RuleBBoxOrder, "bbox minimum "+strconv.FormatFloat(lo, 'g', -1, 64)+
-				" exceeds its maximum "+strconv.FormatFloat(hi, 'g', -1, 64)+" on axis "+strconv.Itoa(axis))
+			if p.listing() {
+				p.report(RuleBBoxOrder, "bbox minimum "+strconv.FormatFloat(lo, 'g', -1, 64)+
+					" exceeds its maximum "+strconv.FormatFloat(hi, 'g', -1, 64)+" on axis "+strconv.Itoa(axis))
+			}
 			ok = false
 		}
 	}
@@ -99,7 +107,9 @@ func (p *parser) checkBBoxContains(b []float64, leaves []*gnode) {
 				in = z >= b[2] && z <= b[5]
 			}
 			if !in {
-				p.report(RuleBBoxExcludesGeometry, "position "+fmtPos(p.arena[o:o+g.stride])+" lies outside the bbox", "bbox")
+				if p.listing() {
+					p.report(RuleBBoxExcludesGeometry, "position "+fmtPos(p.arena[o:o+g.stride])+" lies outside the bbox", "bbox")
+				}
 				return
 			}
 		}

@@ -1,7 +1,9 @@
 package geojson
 
 import (
+	"bytes"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -21,7 +23,9 @@ func (p *parser) coordinates(typ gtype) *gnode {
 		p.i++
 		g.stride = 2
 		if p.o.RejectEmptyCoordinates {
-			p.report(RuleEmptyCoordinates, "a "+typ.String()+" with empty coordinates (Options.RejectEmptyCoordinates)")
+			if p.listing() {
+				p.report(RuleEmptyCoordinates, "a "+typ.String()+" with empty coordinates (Options.RejectEmptyCoordinates)")
+			}
 			g.bad = true
 		}
 		p.leaves = append(p.leaves, g)
@@ -30,25 +34,35 @@ func (p *parser) coordinates(typ gtype) *gnode {
 	before := p.nerr
 	firstPos := p.npos
 	p.dims, p.mixed = 0, false
-	p.ms = p.ms[:0]
-	p.ends, p.pends = p.ends[:0], p.pends[:0]
+	p.ms, p.zs = p.ms[:0], p.zs[:0]
+	p.ends, p.pends, p.closed = p.ends[:0], p.pends[:0], p.closed[:0]
+	p.gBefore = before
 	p.level(typ.level(), firstPos)
 	g.npos = p.npos - firstPos
+	p.structure(g)
+	g.stride = 2
+	g.bad = p.nerr != before
+	if g.bad {
+		// Nothing reads a bad geometry's positions: its arena space is
+		// given back, and its ends are not kept.
+		p.arena = p.arena[:g.start]
+		p.leaves = append(p.leaves, g)
+		return g
+	}
 	if len(p.ends) > 0 {
 		g.ends = append([]int(nil), p.ends...)
 	}
 	if len(p.pends) > 0 {
 		g.polyEnds = append([]int(nil), p.pends...)
 	}
-	p.structure(g)
-	g.stride = 3
-	if p.dims != 3 || p.mixed {
-		p.compact(g)
-	} else if len(p.ms) == g.npos && g.npos > 0 {
-		p.widen(g)
+	if p.dims == 3 && !p.mixed {
+		if len(p.ms) == g.npos && g.npos > 0 {
+			p.widen(g, 4)
+		} else {
+			p.widen(g, 3)
+		}
 	}
-	g.bad = p.nerr != before
-	if !g.bad && (typ == tPolygon || typ == tMultiPolygon) {
+	if typ == tPolygon || typ == tMultiPolygon {
 		p.checkPolygons(g)
 		g.bad = p.nerr != before
 	}
@@ -66,18 +80,24 @@ func (p *parser) emptyArray() bool {
 }
 
 // level parses one array level of coordinates; level 0 is a position.
-// Every element at level 0 stores exactly one position, so that position
-// indices match the input even when an element is malformed.
+// Every element at level 0 counts as one position, so that position
+// indices match the input even when an element is malformed. A level-1
+// array (a LineString or a ring) leaves in p.lastClosed whether its first
+// and last positions are the same (closedXY, closedZ), which structure
+// reads for rings.
 func (p *parser) level(level, firstPos int) {
 	if level == 0 {
 		p.position()
 		return
 	}
+	if level == 1 {
+		p.lastClosed = 0
+	}
 	c := p.peek()
 	if c != '[' {
 		if c == '-' || (c >= '0' && c <= '9') {
 			p.report(RuleCoordinatesNesting, "a number where an array was expected: the coordinates must be nested more deeply")
-		} else {
+		} else if p.listing() {
 			p.report(RuleWrongType, "an array was expected, not "+kindOf(c))
 		}
 		p.value(false)
@@ -87,6 +107,26 @@ func (p *parser) level(level, firstPos int) {
 	p.i++
 	if p.peek() == ']' {
 		p.i++
+	} else if level == 1 {
+		var first, last [3]float64
+		for n := 0; ; n++ {
+			p.pushIdx(n)
+			v := p.position()
+			p.pop()
+			if n == 0 {
+				first = v
+			}
+			last = v
+			if !p.next(']') {
+				break
+			}
+		}
+		if first[0] == last[0] && first[1] == last[1] {
+			p.lastClosed = closedXY
+			if first[2] == last[2] {
+				p.lastClosed |= closedZ
+			}
+		}
 	} else {
 		for n := 0; ; n++ {
 			p.pushIdx(n)
@@ -95,6 +135,7 @@ func (p *parser) level(level, firstPos int) {
 			switch level {
 			case 2:
 				p.ends = append(p.ends, p.npos-firstPos)
+				p.closed = append(p.closed, p.lastClosed)
 			case 3:
 				p.pends = append(p.pends, len(p.ends))
 			}
@@ -106,9 +147,19 @@ func (p *parser) level(level, firstPos int) {
 	p.leave()
 }
 
-// position parses one position and appends x, y, z (z = 0 for 2D) to
-// the arena.
-func (p *parser) position() {
+// Bits of parser.closed: a line's first and last positions have the same
+// longitude and latitude, and the same altitude (0 when absent).
+const (
+	closedXY uint8 = 1 << iota
+	closedZ
+)
+
+// position parses one position. While the current geometry has no
+// problem it stores x and y in the arena and z (0 for 2D) in p.zs; once
+// it has one, nothing is stored, since a bad geometry's positions are
+// never read. It returns x, y and z as parsed (partly 0 for a malformed
+// position), for ring closure.
+func (p *parser) position() [3]float64 {
 	var v [4]float64
 	n := 0
 	ok := true
@@ -120,12 +171,11 @@ func (p *parser) position() {
 	if c != '[' {
 		if c == '-' || (c >= '0' && c <= '9') {
 			p.report(RuleCoordinatesNesting, "a number where a position array was expected: the coordinates must be nested more deeply")
-		} else {
+		} else if p.listing() {
 			p.report(RuleWrongType, "a position must be an array of numbers, not "+kindOf(c))
 		}
 		p.value(false)
-		p.arena = append(p.arena, 0, 0, 0)
-		return
+		return [3]float64{}
 	}
 	p.enter()
 	p.i++
@@ -138,7 +188,9 @@ func (p *parser) position() {
 			case c == '-' || (c >= '0' && c <= '9'):
 				f, raw := p.num()
 				if math.IsInf(f, 0) {
-					p.report(RulePositionNotFinite, "number "+string(raw)+" is not a finite float64", n)
+					if p.listing() {
+						p.report(RulePositionNotFinite, "number "+string(raw)+" is not a finite float64", n)
+					}
 					ok = false
 				}
 				if n < 4 {
@@ -155,7 +207,9 @@ func (p *parser) position() {
 				p.report(RulePositionElement, "null is not a number (go-geom would silently read it as 0)", n)
 				ok = false
 			default:
-				p.report(RulePositionElement, "a position element must be a number, not "+kindOf(c), n)
+				if p.listing() {
+					p.report(RulePositionElement, "a position element must be a number, not "+kindOf(c), n)
+				}
 				p.pushIdx(n)
 				p.value(false)
 				p.pop()
@@ -170,17 +224,21 @@ func (p *parser) position() {
 	p.leave()
 	switch {
 	case n < 2:
-		p.report(RulePositionLength, "a position needs at least 2 elements, it has "+strconv.Itoa(n))
+		if p.listing() {
+			p.report(RulePositionLength, "a position needs at least 2 elements, it has "+strconv.Itoa(n))
+		}
 		ok = false
 	case n > 3 && !p.o.AllowExtraDimensions:
-		p.report(RulePositionLength, "a position may have at most 3 elements (longitude, latitude, altitude), it has "+strconv.Itoa(n))
+		if p.listing() {
+			p.report(RulePositionLength, "a position may have at most 3 elements (longitude, latitude, altitude), it has "+strconv.Itoa(n))
+		}
 		ok = false
 	}
 	if ok {
-		if v[0] < -180 || v[0] > 180 {
+		if (v[0] < -180 || v[0] > 180) && p.listing() {
 			p.report(RuleLongitudeRange, "longitude "+strconv.FormatFloat(v[0], 'g', -1, 64)+" is outside [-180, 180]")
 		}
-		if v[1] < -90 || v[1] > 90 {
+		if (v[1] < -90 || v[1] > 90) && p.listing() {
 			p.report(RuleLatitudeRange, "latitude "+strconv.FormatFloat(v[1], 'g', -1, 64)+" is outside [-90, 90]")
 		}
 		d := min(n, 3)
@@ -189,33 +247,49 @@ func (p *parser) position() {
 			p.dims = d
 		case d != p.dims && !p.mixed:
 			p.mixed = true
-			if p.o.MixedDimensions == MixedDimensionsReject {
+			if p.o.MixedDimensions == MixedDimensionsReject && p.listing() {
 				p.report(RuleMixedDimensions, "position has "+strconv.Itoa(d)+" dimensions but the geometry's first position has "+strconv.Itoa(p.dims))
 			}
 		}
 	}
-	if ok && n >= 4 && p.o.AllowExtraDimensions {
-		p.ms = append(p.ms, v[3]) // kept when every position of the geometry has one
+	if p.nerr == p.gBefore {
+		if ok && n >= 4 && p.o.AllowExtraDimensions {
+			p.ms = append(p.ms, v[3]) // kept when every position of the geometry has one
+		}
+		if len(p.arena)+2 > cap(p.arena) {
+			p.growArena()
+		}
+		p.arena = append(p.arena, v[0], v[1])
+		p.zs = append(p.zs, v[2])
 	}
-	p.arena = append(p.arena, v[0], v[1], v[2])
+	return [3]float64{v[0], v[1], v[2]}
 }
 
-// structure checks position counts and ring closure, reading positions
-// with stride 3.
-func (p *parser) structure(g *gnode) {
-	a := p.arena[g.start:]
-	same := func(i, j int) bool {
-		x, y := a[3*i:3*i+3], a[3*j:3*j+3]
-		if x[0] != y[0] || x[1] != y[1] {
-			return false
-		}
-		return p.dims != 3 || p.mixed || x[2] == y[2]
+// growArena makes room in the arena for the positions still to come:
+// twice the room, or, when less, two floats for each '[' left in the
+// input (an upper bound on the positions left), so that the arena never
+// grows by small steps nor far past what the input can fill.
+func (p *parser) growArena() {
+	need := len(p.arena) + 2
+	c := max(2*cap(p.arena), need)
+	if bound := need + 2*bytes.Count(p.data[p.i:], []byte{'['}); c > bound {
+		c = bound
 	}
-	ring := func(from, to int, extra ...any) {
+	a := make([]float64, len(p.arena), c)
+	copy(a, p.arena)
+	p.arena = a
+}
+
+// structure checks position counts and ring closure, from p.ends,
+// p.pends and p.closed.
+func (p *parser) structure(g *gnode) {
+	ring := func(r, from, to int, extra ...any) {
 		switch {
 		case to-from < 4:
-			p.report(RuleRingTooShort, "a linear ring needs at least 4 positions, it has "+strconv.Itoa(to-from), extra...)
-		case !same(from, to-1):
+			if p.listing() {
+				p.report(RuleRingTooShort, "a linear ring needs at least 4 positions, it has "+strconv.Itoa(to-from), extra...)
+			}
+		case p.closed[r]&closedXY == 0 || (p.dims == 3 && !p.mixed && p.closed[r]&closedZ == 0):
 			p.report(RuleRingNotClosed, "the first and last positions of a linear ring must be identical", extra...)
 		}
 	}
@@ -232,67 +306,59 @@ func (p *parser) structure(g *gnode) {
 			p.report(RuleLineStringTooShort, "a LineString needs at least 2 positions, it has 1")
 		}
 	case tMultiLineString:
-		if len(g.ends) == 0 {
+		if len(p.ends) == 0 {
 			p.report(RuleEmptyCoordinates, "a MultiLineString needs at least one LineString")
 		}
 		from := 0
-		for i, to := range g.ends {
-			if to-from < 2 {
+		for i, to := range p.ends {
+			if to-from < 2 && p.listing() {
 				p.report(RuleLineStringTooShort, "a LineString needs at least 2 positions, it has "+strconv.Itoa(to-from), i)
 			}
 			from = to
 		}
 	case tPolygon:
-		if len(g.ends) == 0 {
+		if len(p.ends) == 0 {
 			p.report(RuleEmptyCoordinates, "a Polygon needs at least one linear ring")
 		}
 		from := 0
-		for i, to := range g.ends {
-			ring(from, to, i)
+		for i, to := range p.ends {
+			ring(i, from, to, i)
 			from = to
 		}
 	case tMultiPolygon:
-		if len(g.polyEnds) == 0 {
+		if len(p.pends) == 0 {
 			p.report(RuleEmptyCoordinates, "a MultiPolygon needs at least one Polygon")
 		}
 		r0 := 0
-		for k, r1 := range g.polyEnds {
+		for k, r1 := range p.pends {
 			if r1 == r0 {
 				p.report(RuleEmptyCoordinates, "a Polygon needs at least one linear ring", k)
 			}
 			for r := r0; r < r1; r++ {
 				from := 0
 				if r > 0 {
-					from = g.ends[r-1]
+					from = p.ends[r-1]
 				}
-				ring(from, g.ends[r], k, r-r0)
+				ring(r, from, p.ends[r], k, r-r0)
 			}
 			r0 = r1
 		}
 	}
 }
 
-// widen rewrites g's positions from stride 3 to stride 4, with the M
-// values of p.ms: every position of g had a fourth element, and
-// Options.AllowExtraDimensions keeps it. g is the last geometry in the
-// arena.
-func (p *parser) widen(g *gnode) {
-	p.arena = append(p.arena, make([]float64, g.npos)...)
+// widen rewrites g's positions, the last in the arena, from stride 2 to
+// stride 3 with the altitudes of p.zs, or to stride 4 with the M values
+// of p.ms too (every position of g had a fourth element, and
+// Options.AllowExtraDimensions keeps it).
+func (p *parser) widen(g *gnode, stride int) {
+	p.arena = slices.Grow(p.arena, (stride-2)*g.npos)[:len(p.arena)+(stride-2)*g.npos]
 	a := p.arena[g.start:]
 	for k := g.npos - 1; k >= 0; k-- { // from the end: no position is overwritten before it is read
-		x, y, z := a[3*k], a[3*k+1], a[3*k+2]
-		a[4*k], a[4*k+1], a[4*k+2], a[4*k+3] = x, y, z, p.ms[k]
+		x, y := a[2*k], a[2*k+1]
+		a[stride*k], a[stride*k+1], a[stride*k+2] = x, y, p.zs[k]
+		if stride == 4 {
+			a[4*k+3] = p.ms[k]
+		}
 	}
-	g.stride = 4
-}
-
-// compact rewrites g's positions from stride 3 to stride 2 in place. g
-// is the last geometry in the arena.
-func (p *parser) compact(g *gnode) {
-	a := p.arena[g.start:]
-	for k := range g.npos {
-		a[2*k], a[2*k+1] = a[3*k], a[3*k+1]
-	}
-	g.stride = 2
-	p.arena = p.arena[:g.start+2*g.npos]
+	g.stride = stride
 }

@@ -34,7 +34,8 @@ type Feature struct {
 // limit problem. Validate never panics and allocates memory proportional
 // to len(data).
 func Validate(data []byte, opts Options) error {
-	_, err := parse(data, opts, buildNone)
+	p, err := parse(data, opts, buildNone)
+	p.release()
 	return err
 }
 
@@ -49,6 +50,7 @@ func Validate(data []byte, opts Options) error {
 // geometry's slice capped so that appending to it never affects another.
 func Decode(data []byte, opts Options) ([]Feature, error) {
 	p, err := parse(data, opts, buildMaps)
+	defer p.release()
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,7 @@ type RawFeature struct {
 // are those of Validate; on error the Document is nil.
 func DecodeDocument(data []byte, opts Options) (*Document, error) {
 	p, err := parse(data, opts, buildSpans)
+	defer p.release()
 	if err != nil {
 		return nil, err
 	}

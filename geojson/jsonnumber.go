@@ -26,6 +26,7 @@ func (p *parser) num() (float64, []byte) {
 	digits := 0 // significant digits accumulated in mant
 	exp10 := 0
 	exact := true
+	e := 0 // the exponent written after 'e'
 	if i >= len(d) {
 		p.i = i
 		p.fail("invalid number")
@@ -77,8 +78,15 @@ func (p *parser) num() (float64, []byte) {
 			p.fail("invalid number: digit expected in exponent")
 		}
 		exact = false // leave exponents to strconv
+		eneg := d[i-1] == '-'
 		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			if e < 1<<20 {
+				e = e*10 + int(d[i]-'0')
+			}
 			i++
+		}
+		if eneg {
+			e = -e
 		}
 	}
 	p.i = i
@@ -90,10 +98,49 @@ func (p *parser) num() (float64, []byte) {
 		}
 		return f, raw
 	}
+	// A number beyond float64 is ±Inf without strconv, whose range error
+	// allocates: found by its decimal magnitude, and at magnitude 308 by
+	// its digits against the least number that rounds to infinity.
+	if mag := digits - 1 + exp10 + e; digits > 0 && (mag > 308 || mag == 308 && !belowOverflow(raw)) {
+		if neg {
+			return math.Inf(-1), raw
+		}
+		return math.Inf(1), raw
+	}
 	f, err := strconv.ParseFloat(unsafe.String(&raw[0], len(raw)), 64)
 	if err != nil && !math.IsInf(f, 0) && f != 0 {
 		// Syntax was checked above; any other error cannot happen.
 		p.fail("invalid number")
 	}
 	return f, raw
+}
+
+// overflowDigits are the digits of 2^1024 - 2^970, the least number that
+// rounds to infinity as a float64 (it is halfway between MaxFloat64 and
+// 2^1024, and rounds to even).
+const overflowDigits = "179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497792"
+
+// belowOverflow reports whether the JSON number raw, of decimal magnitude
+// 308, is below 2^1024 - 2^970: its significant digits compared with
+// overflowDigits.
+func belowOverflow(raw []byte) bool {
+	k := 0
+	for _, c := range raw {
+		switch {
+		case c == 'e' || c == 'E':
+			return k < len(overflowDigits) // the rest of overflowDigits is not all zeros
+		case c < '0' || c > '9', k == 0 && c == '0':
+			continue // sign, point, leading zeros
+		case k == len(overflowDigits):
+			if c != '0' {
+				return false
+			}
+		default:
+			if c != overflowDigits[k] {
+				return c < overflowDigits[k]
+			}
+			k++
+		}
+	}
+	return k < len(overflowDigits)
 }

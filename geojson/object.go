@@ -152,7 +152,9 @@ func (p *parser) object(c ctx) objResult {
 				case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 					f, r := p.num()
 					if math.IsInf(f, 0) { // as in value: I-JSON, RFC 7493 section 2.2
-						p.report(RuleNumberTooLarge, "number "+string(r)+" does not fit a float64")
+						if p.listing() {
+							p.report(RuleNumberTooLarge, "number "+string(r)+" does not fit a float64")
+						}
 					}
 					id = json.Number(r)
 				default:
@@ -181,7 +183,7 @@ func (p *parser) object(c ctx) objResult {
 
 	forbid := func(ms ...mem) {
 		for _, m := range ms {
-			if seen[m] {
+			if seen[m] && p.listing() {
 				what := typ.String()
 				if typ.isGeometry() {
 					what = "a " + what + " geometry"
@@ -195,7 +197,9 @@ func (p *parser) object(c ctx) objResult {
 	}
 	require := func(m mem) bool {
 		if !seen[m] {
-			p.report(RuleMissingMember, "a "+typ.String()+" must have a "+strconv.Quote(memberNames[m])+" member")
+			if p.listing() {
+				p.report(RuleMissingMember, "a "+typ.String()+" must have a "+strconv.Quote(memberNames[m])+" member")
+			}
 			return false
 		}
 		return true
@@ -207,9 +211,13 @@ func (p *parser) object(c ctx) objResult {
 		p.report(RuleMissingMember, `a GeoJSON object must have a "type" member`)
 	case typ == tUnknown:
 	case c == ctxGeometry && !typ.isGeometry():
-		p.report(RuleUnexpectedType, "expected a geometry, found a "+typ.String())
+		if p.listing() {
+			p.report(RuleUnexpectedType, "expected a geometry, found a "+typ.String())
+		}
 	case c == ctxFeature && typ != tFeature:
-		p.report(RuleUnexpectedType, "every member of \"features\" must be a Feature, found a "+typ.String())
+		if p.listing() {
+			p.report(RuleUnexpectedType, "every member of \"features\" must be a Feature, found a "+typ.String())
+		}
 	case typ.hasCoordinates():
 		forbid(mGeometries, mGeometry, mProperties, mFeatures)
 		if require(mCoordinates) && g == nil {
@@ -219,25 +227,35 @@ func (p *parser) object(c ctx) objResult {
 	case typ == tGeometryCollection:
 		forbid(mCoordinates, mGeometry, mProperties, mFeatures)
 		if require(mGeometries) && kinds[mGeometries] != '[' {
-			p.report(RuleWrongType, `"geometries" must be an array, not `+kindOf(kinds[mGeometries]), "geometries")
+			if p.listing() {
+				p.report(RuleWrongType, `"geometries" must be an array, not `+kindOf(kinds[mGeometries]), "geometries")
+			}
 		}
 		res.geom = &gnode{typ: tGeometryCollection, children: geometries}
 	case typ == tFeature:
 		forbid(mCoordinates, mGeometries, mFeatures)
 		if require(mGeometry) && kinds[mGeometry] != '{' && kinds[mGeometry] != 'n' {
-			p.report(RuleWrongType, `"geometry" must be an object or null, not `+kindOf(kinds[mGeometry]), "geometry")
+			if p.listing() {
+				p.report(RuleWrongType, `"geometry" must be an object or null, not `+kindOf(kinds[mGeometry]), "geometry")
+			}
 		}
 		if require(mProperties) && kinds[mProperties] != '{' && kinds[mProperties] != 'n' {
-			p.report(RuleWrongType, `"properties" must be an object or null, not `+kindOf(kinds[mProperties]), "properties")
+			if p.listing() {
+				p.report(RuleWrongType, `"properties" must be an object or null, not `+kindOf(kinds[mProperties]), "properties")
+			}
 		}
 		if seen[mID] && id == nil {
-			p.report(RuleWrongType, `"id" must be a string or a number, not `+kindOf(kinds[mID]), "id")
+			if p.listing() {
+				p.report(RuleWrongType, `"id" must be a string or a number, not `+kindOf(kinds[mID]), "id")
+			}
 		}
 		res.feat = fnode{id: id, geom: geometry, props: props, bbox: bbox, raw: p.data[start:p.i:p.i], rawProps: rawProps}
 	case typ == tFeatureCollection:
 		forbid(mCoordinates, mGeometries, mGeometry, mProperties)
 		if require(mFeatures) && kinds[mFeatures] != '[' {
-			p.report(RuleWrongType, `"features" must be an array, not `+kindOf(kinds[mFeatures]), "features")
+			if p.listing() {
+				p.report(RuleWrongType, `"features" must be an array, not `+kindOf(kinds[mFeatures]), "features")
+			}
 		}
 		res.feats = feats
 	}
@@ -265,7 +283,9 @@ func (p *parser) object(c ctx) objResult {
 // value that is not a string.
 func (p *parser) typeMember(kind byte) (typ gtype) {
 	if kind != '"' {
-		p.report(RuleWrongType, `"type" must be a string, not `+kindOf(kind))
+		if p.listing() {
+			p.report(RuleWrongType, `"type" must be a string, not `+kindOf(kind))
+		}
 		p.value(false)
 		typ = tUnknown
 		return typ
@@ -273,7 +293,7 @@ func (p *parser) typeMember(kind byte) (typ gtype) {
 	tr, _ := p.str()
 	tname := unescapeName(tr)
 	typ = lookupType(tname)
-	if typ == tUnknown {
+	if typ == tUnknown && p.listing() {
 		msg := "unknown type " + strconv.Quote(string(tname))
 		for k, n := range typeNames {
 			if n != "" && len(n) == len(tname) && equalFold(n, tname) {
@@ -306,7 +326,9 @@ func (p *parser) geometriesMember(geometries []*gnode) []*gnode {
 					geometries = append(geometries, r.geom)
 				}
 			} else {
-				p.report(RuleWrongType, "a GeometryCollection member must be a geometry object, not "+kindOf(k))
+				if p.listing() {
+					p.report(RuleWrongType, "a GeometryCollection member must be a geometry object, not "+kindOf(k))
+				}
 				p.value(false)
 			}
 			p.pop()
@@ -339,7 +361,9 @@ func (p *parser) featuresMember(feats []fnode) []fnode {
 					feats = append(feats, r.feat)
 				}
 			} else {
-				p.report(RuleWrongType, "every member of \"features\" must be a Feature object, not "+kindOf(k))
+				if p.listing() {
+					p.report(RuleWrongType, "every member of \"features\" must be a Feature object, not "+kindOf(k))
+				}
 				p.value(false)
 			}
 			p.pop()

@@ -1,6 +1,9 @@
 package geojson
 
-import "strconv"
+import (
+	"strconv"
+	"sync"
+)
 
 // gnode is a parsed geometry. Positions live in parser.arena, three
 // float64s each while parsed; coordinates compacts 2D geometries to two.
@@ -60,14 +63,18 @@ type parser struct {
 	nerr      int
 	truncated bool
 
-	npos   int
-	arena  []float64
-	leaves []*gnode // coordinate-bearing geometries in document order
-	ends   []int    // scratch for the geometry being parsed
-	pends  []int
-	dims   int       // dimensions of the current geometry's first good position
-	mixed  bool      // the current geometry mixes dimensions
-	ms     []float64 // M of each position of the current geometry, while all have one
+	npos       int
+	arena      []float64
+	leaves     []*gnode // coordinate-bearing geometries in document order
+	ends       []int    // scratch for the geometry being parsed
+	pends      []int
+	dims       int       // dimensions of the current geometry's first good position
+	mixed      bool      // the current geometry mixes dimensions
+	ms         []float64 // M of each position of the current geometry, while all have one
+	zs         []float64 // altitude (0 for 2D) of each position of the current geometry
+	closed     []uint8   // per entry of ends: closedXY, closedZ
+	lastClosed uint8     // closedXY, closedZ of the last level-1 array
+	gBefore    int       // nerr when the current geometry began
 
 	feats       []fnode
 	rootGeo     *gnode
@@ -80,12 +87,18 @@ type parser struct {
 // parse runs the single pass over data. It returns a *SyntaxError for
 // malformed JSON, a *ValidationError for invalid GeoJSON, or nil.
 func parse(data []byte, o Options, build buildMode) (p *parser, err error) {
-	p = &parser{data: data, o: o.resolved(), build: build}
+	p = getParser(data, o.resolved(), build)
 	if len(data) > p.o.MaxBytes {
-		p.report(RuleLimitBytes, "input of "+strconv.Itoa(len(data))+" bytes exceeds the limit of "+strconv.Itoa(p.o.MaxBytes))
+		if p.listing() {
+			p.report(RuleLimitBytes, "input of "+strconv.Itoa(len(data))+" bytes exceeds the limit of "+strconv.Itoa(p.o.MaxBytes))
+		}
 		return p, p.validationError()
 	}
-	p.arena = make([]float64, 0, len(data)/8+16)
+	if n := len(data)/8 + 16; build != buildNone || cap(p.arena) < n {
+		// A decoded document's geometries keep the arena: it is never
+		// pooled then.
+		p.arena = make([]float64, 0, n)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			a, ok := r.(abort)
@@ -108,7 +121,9 @@ func parse(data []byte, o Options, build buildMode) (p *parser, err error) {
 	} else {
 		c := p.data[p.i]
 		p.value(false)
-		p.report(RuleRootNotObject, "a GeoJSON document must be an object, not "+kindOf(c))
+		if p.listing() {
+			p.report(RuleRootNotObject, "a GeoJSON document must be an object, not "+kindOf(c))
+		}
 	}
 	p.ws()
 	if p.i != len(p.data) {
@@ -122,4 +137,39 @@ func parse(data []byte, o Options, build buildMode) (p *parser, err error) {
 
 func (p *parser) validationError() error {
 	return &ValidationError{Problems: p.probs, Truncated: p.truncated}
+}
+
+// parserPool recycles parsers and their scratch (path, names, ends, the
+// arena of Validate) across calls, so a warm call allocates little more
+// than what it returns.
+var parserPool = sync.Pool{New: func() any { return new(parser) }}
+
+// getParser returns a parser over data, with a pooled one's scratch.
+func getParser(data []byte, o Options, build buildMode) *parser {
+	q := parserPool.Get().(*parser)
+	*q = parser{
+		data: data, o: o, build: build,
+		path: q.path[:0], names: q.names[:0], leaves: q.leaves[:0],
+		ends: q.ends[:0], pends: q.pends[:0], ms: q.ms[:0], zs: q.zs[:0], closed: q.closed[:0],
+		arena: q.arena[:0],
+	}
+	return q
+}
+
+// release returns p to the pool once nothing it built is in use but
+// what the caller took: the problems and, for a decode, the arena stay
+// with their new owners, and references into the input are dropped.
+func (p *parser) release() {
+	if p.build != buildNone {
+		p.arena = nil
+	}
+	clear(p.path[:cap(p.path)])
+	clear(p.names[:cap(p.names)])
+	clear(p.leaves[:cap(p.leaves)])
+	*p = parser{
+		path: p.path[:0], names: p.names[:0], leaves: p.leaves[:0],
+		ends: p.ends[:0], pends: p.pends[:0], ms: p.ms[:0], zs: p.zs[:0], closed: p.closed[:0],
+		arena: p.arena[:0],
+	}
+	parserPool.Put(p)
 }

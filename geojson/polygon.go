@@ -25,7 +25,6 @@ func (p *parser) checkPolygons(g *gnode) {
 	s.rings = s.rings[:0]
 	s.poly = s.poly[:0]
 	s.shell = s.shell[:0]
-	refs := make([]ringRef, 0, len(g.ends))
 	multi := g.typ == tMultiPolygon
 	at := func(ref ringRef, k int) []any {
 		var e []any
@@ -47,7 +46,13 @@ func (p *parser) checkPolygons(g *gnode) {
 	// The vertices of all rings share one buffer, and their input
 	// indices another: two allocations at most, however many rings.
 	s.pts = slices.Grow(s.pts[:0], g.npos)
-	origs := make([]int32, 0, g.npos)
+	origs := slices.Grow(s.origs[:0], g.npos)
+	s.ringOff = s.ringOff[:0]
+	// ref locates sweeper ring r in the input.
+	ref := func(r int) ringRef {
+		off := int(s.ringOff[r])
+		return ringRef{poly: s.poly[r], ring: r - int(s.shell[r]), orig: origs[off : off+len(s.rings[r])]}
+	}
 	r0 := 0
 	degenerate := false
 	for k, r1 := range polys {
@@ -71,23 +76,28 @@ func (p *parser) checkPolygons(g *gnode) {
 				ring, orig = ring[:len(ring)-1], orig[:len(orig)-1]
 			}
 			s.pts, origs = s.pts[:start+len(ring)], origs[:start+len(ring)]
-			ref := ringRef{poly: k, ring: r - r0, orig: orig}
 			if len(ring) < 3 {
-				p.report(RuleRingSelfIntersection, "the ring is degenerate: it has fewer than 3 distinct positions", at(ref, -1)...)
+				if p.listing() {
+					p.report(RuleRingSelfIntersection, "the ring is degenerate: it has fewer than 3 distinct positions",
+						at(ringRef{poly: k, ring: r - r0, orig: orig}, -1)...)
+				}
 				degenerate = true
 			}
 			s.rings = append(s.rings, ring)
 			s.poly = append(s.poly, k)
 			s.shell = append(s.shell, int32(len(s.rings)-1-(r-r0)))
-			refs = append(refs, ref)
+			s.ringOff = append(s.ringOff, int32(start))
 		}
 		r0 = r1
 	}
+	s.origs = origs
 	if degenerate {
 		return
 	}
 	if f := s.run(); f != nil {
-		p.report(f.rule, f.msg, at(refs[f.ring], f.k)...)
+		if p.listing() {
+			p.report(f.rule, f.msg, at(ref(f.ring), f.k)...)
+		}
 		return
 	}
 	// No crossings or overlaps and a tree of touches: what remains is
@@ -103,7 +113,9 @@ func (p *parser) checkPolygons(g *gnode) {
 		shell := int(s.shell[r])
 		if shell == r {
 			if par >= 0 && int(s.shell[par]) == par {
-				p.report(RuleMultiPolygonOverlap, "the polygon lies inside polygon "+strconv.Itoa(refs[par].poly)+", so they overlap", refs[r].poly)
+				if p.listing() {
+					p.report(RuleMultiPolygonOverlap, "the polygon lies inside polygon "+strconv.Itoa(s.poly[par])+", so they overlap", s.poly[r])
+				}
 				return
 			}
 			continue
@@ -112,13 +124,17 @@ func (p *parser) checkPolygons(g *gnode) {
 			continue
 		}
 		if par >= 0 && s.poly[par] == s.poly[r] {
-			p.report(RuleNestedHoles, "the hole lies inside hole "+strconv.Itoa(refs[par].ring), at(refs[r], -1)...)
+			if p.listing() {
+				p.report(RuleNestedHoles, "the hole lies inside hole "+strconv.Itoa(ref(par).ring), at(ref(r), -1)...)
+			}
 			return
 		}
 		// Inside a ring of another polygon that lies inside this shell:
 		// that polygon overlaps this one, which its own check reports.
 		if par < 0 || !s.encloses(int32(shell), int32(par)) {
-			p.report(RuleHoleOutsideShell, "the hole is not inside the polygon's exterior ring", at(refs[r], -1)...)
+			if p.listing() {
+				p.report(RuleHoleOutsideShell, "the hole is not inside the polygon's exterior ring", at(ref(r), -1)...)
+			}
 			return
 		}
 	}
@@ -127,9 +143,13 @@ func (p *parser) checkPolygons(g *gnode) {
 			ccw := s.ccw[i]
 			hole := i > 0 && s.poly[i] == s.poly[i-1]
 			if hole && ccw {
-				p.report(RuleRightHandRule, "a hole must be clockwise (RFC 7946 section 3.1.6)", at(refs[i], -1)...)
+				if p.listing() {
+					p.report(RuleRightHandRule, "a hole must be clockwise (RFC 7946 section 3.1.6)", at(ref(i), -1)...)
+				}
 			} else if !hole && !ccw {
-				p.report(RuleRightHandRule, "an exterior ring must be counterclockwise (RFC 7946 section 3.1.6)", at(refs[i], -1)...)
+				if p.listing() {
+					p.report(RuleRightHandRule, "an exterior ring must be counterclockwise (RFC 7946 section 3.1.6)", at(ref(i), -1)...)
+				}
 			}
 		}
 	}

@@ -99,3 +99,19 @@ func (p *parser) report(rule, msg string, extra ...any) {
 	}
 	p.probs = append(p.probs, newProblem(p.pointer(extra...), rule, msg))
 }
+
+// listing reports whether a problem found now would be listed. When it
+// would not (the parse is quiet, or Options.MaxProblems are listed), it
+// counts the problem as report does: the caller then skips building its
+// message and pointer, so that problems past the listed ones cost nothing.
+func (p *parser) listing() bool {
+	if p.quiet > 0 {
+		return false
+	}
+	if len(p.probs) >= p.o.MaxProblems {
+		p.nerr++
+		p.truncated = true
+		return false
+	}
+	return true
+}

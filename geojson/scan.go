@@ -82,7 +82,9 @@ func (p *parser) member(s *dupSet) (raw, name []byte) {
 		name = unescapeName(raw)
 	}
 	if p.seen(s, name) {
-		p.report(RuleDuplicateMember, "duplicate member name "+strconv.Quote(string(name))+" makes the object ambiguous", string(name))
+		if p.listing() {
+			p.report(RuleDuplicateMember, "duplicate member name "+strconv.Quote(string(name))+" makes the object ambiguous", string(name))
+		}
 	}
 	p.expect(':')
 	return raw, name
@@ -171,7 +173,9 @@ func (p *parser) value(build bool) any {
 	case c == '-' || (c >= '0' && c <= '9'):
 		f, raw := p.num()
 		if math.IsInf(f, 0) {
-			p.report(RuleNumberTooLarge, "number "+string(raw)+" does not fit a float64")
+			if p.listing() {
+				p.report(RuleNumberTooLarge, "number "+string(raw)+" does not fit a float64")
+			}
 		}
 		if build {
 			return f

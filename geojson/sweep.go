@@ -50,27 +50,29 @@ const unknownParent = -2
 
 // sweeper holds reusable buffers for sweeps.
 type sweeper struct {
-	rings  [][]pt
-	pts    []pt  // backing array of rings
-	poly   []int // polygon of each ring
-	segOff []int // first segment of each ring
-	segs   []seg
-	evs    []event // vertex events, sorted
-	nodes  []tnode
-	root   int32
-	uf     []int32 // union-find over rings and touch points
-	onBuf  []int32
-	dirs   []dir
-	labels []int32
-	mark   []int32 // per ring: the last event that met it
-	evNum  int32
-	grp    []int32
-	vbuf   []int32
-	ends   []int32
-	starts []int32
-	count  []int // bucket sort buffers
-	nextB  []int
-	evs2   []event
+	rings   [][]pt
+	pts     []pt    // backing array of rings
+	origs   []int32 // input position index of each of pts
+	ringOff []int32 // offset of each ring in pts
+	poly    []int   // polygon of each ring
+	segOff  []int   // first segment of each ring
+	segs    []seg
+	evs     []event // vertex events, sorted
+	nodes   []tnode
+	root    int32
+	uf      []int32 // union-find over rings and touch points
+	onBuf   []int32
+	dirs    []dir
+	labels  []int32
+	mark    []int32 // per ring: the last event that met it
+	evNum   int32
+	grp     []int32
+	vbuf    []int32
+	ends    []int32
+	starts  []int32
+	count   []int // bucket sort buffers
+	nextB   []int
+	evs2    []event
 
 	ccw    []bool  // orientation of each ring
 	parent []int32 // innermost ring containing each ring, -1 for none

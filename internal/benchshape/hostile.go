@@ -87,3 +87,55 @@ func CircleOfSize(size int, scale float64) []byte {
 	per := float64(len(Circle(1000, scale))) / 1000
 	return Circle(max(3, int(float64(size)/per)), scale)
 }
+
+// The bodies of issue 23, item 4: documents of about size bytes whose
+// every element is a problem, or whose polygons overlap, to compare
+// against CircleOfSize(size, 1) in bytes allocated per input byte.
+
+// repeatBody returns head, then unit repeated (comma-separated) until the
+// body is about size bytes, then tail.
+func repeatBody(size int, head, tail string, unit func(i int) string) []byte {
+	b := []byte(head)
+	for i := 0; len(b)+len(tail) < size; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, unit(i)...)
+	}
+	return append(b, tail...)
+}
+
+// EmptyPositions returns a MultiPoint of about size bytes whose every
+// position is the empty array `[]`: one problem per 3 bytes.
+func EmptyPositions(size int) []byte {
+	return repeatBody(size, `{"type":"MultiPoint","coordinates":[`, `]}`, func(int) string { return "[]" })
+}
+
+// EmptyLines returns a MultiLineString of about size bytes whose every
+// LineString is `[]`.
+func EmptyLines(size int) []byte {
+	return repeatBody(size, `{"type":"MultiLineString","coordinates":[`, `]}`, func(int) string { return "[]" })
+}
+
+// EmptyRings returns a Polygon of about size bytes whose every ring is
+// `[]`.
+func EmptyRings(size int) []byte {
+	return repeatBody(size, `{"type":"Polygon","coordinates":[`, `]}`, func(int) string { return "[]" })
+}
+
+// EmptyPolygons returns a MultiPolygon of about size bytes whose every
+// Polygon is `[[]]`: one empty ring.
+func EmptyPolygons(size int) []byte {
+	return repeatBody(size, `{"type":"MultiPolygon","coordinates":[`, `]}`, func(int) string { return "[[]]" })
+}
+
+// Triangles returns a MultiPolygon of about size bytes of triangles with
+// integer corners, each overlapping its neighbours: every Polygon is
+// valid, the MultiPolygon is not.
+func Triangles(size int) []byte {
+	return repeatBody(size, `{"type":"MultiPolygon","coordinates":[`, `]}`, func(i int) string {
+		x, y := strconv.Itoa(i%170), strconv.Itoa((i/170)%80)
+		x2, y2 := strconv.Itoa(i%170+2), strconv.Itoa((i/170)%80+2)
+		return "[[[" + x + "," + y + "],[" + x2 + "," + y + "],[" + x + "," + y2 + "],[" + x + "," + y + "]]]"
+	})
+}

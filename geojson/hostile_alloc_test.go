@@ -1,0 +1,150 @@
+package geojson
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/geoidem/geoidem/internal/benchshape"
+)
+
+// decodeRequestAlloc returns the bytes one RequestValidator.DecodeRequest
+// call on body allocates, from runtime.MemStats.TotalAlloc: cold, after
+// two collections (which empty every sync.Pool), and warm, the least of
+// eight calls after a first one (the least, because under the race
+// detector sync.Pool drops a random quarter of what it is given).
+func decodeRequestAlloc(t *testing.T, body []byte) (cold, warm uint64) {
+	t.Helper()
+	r, err := http.NewRequest(http.MethodPost, "/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Content-Type", "application/geo+json")
+	v := RequestValidator{}
+	call := func() uint64 {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		_, err := v.DecodeRequest(r, body)
+		runtime.ReadMemStats(&m1)
+		var verr *ValidationError
+		if err != nil && !errors.As(err, &verr) {
+			t.Fatalf("DecodeRequest: %v", err)
+		}
+		return m1.TotalAlloc - m0.TotalAlloc
+	}
+	runtime.GC()
+	runtime.GC()
+	cold = call()
+	warm = math.MaxUint64
+	for range 8 {
+		warm = min(warm, call())
+	}
+	return cold, warm
+}
+
+// TestHostileAllocationPerByte holds SECURITY.md's bound: through
+// RequestValidator.DecodeRequest, a 1 MiB body of empty positions, empty
+// LineStrings or rings, empty Polygons, overlapping triangles or 20,000
+// holes allocates at most 5× the bytes per input byte of a valid circle
+// of its size, cold and warm (issue 23, item 4).
+func TestHostileAllocationPerByte(t *testing.T) {
+	const size = 1 << 20
+	const bound = 5.0
+	circle := benchshape.CircleOfSize(size, 1)
+	cc, cw := decodeRequestAlloc(t, circle)
+	perB := func(a uint64, body []byte) float64 { return float64(a) / float64(len(body)) }
+	t.Logf("circle, %d bytes: cold %.2f B/B, warm %.2f B/B", len(circle), perB(cc, circle), perB(cw, circle))
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{
+		{"MultiPoint of []", benchshape.EmptyPositions(size)},
+		{"MultiLineString of []", benchshape.EmptyLines(size)},
+		{"Polygon of [] rings", benchshape.EmptyRings(size)},
+		{"MultiPolygon of [[]]", benchshape.EmptyPolygons(size)},
+		{"overlapping triangles", benchshape.Triangles(size)},
+		{"20,000 holes", benchshape.Holes(20_000)},
+	} {
+		hc, hw := decodeRequestAlloc(t, c.body)
+		rc, rw := perB(hc, c.body)/perB(cc, circle), perB(hw, c.body)/perB(cw, circle)
+		t.Logf("%s, %d bytes: cold %.2f B/B (%.1f×), warm %.2f B/B (%.1f×)", c.name, len(c.body), perB(hc, c.body), rc, perB(hw, c.body), rw)
+		if rc > bound || rw > bound {
+			t.Errorf("%s: %.1f× (cold) and %.1f× (warm) the bytes allocated per input byte of a circle of its size, want at most %v×",
+				c.name, rc, rw, bound)
+		}
+	}
+}
+
+// TestUnlistedProblemsAllocateNothing: past the Options.MaxProblems
+// problems listed, a problem is counted, never formatted, so a body with
+// 20,000 problems makes as many allocations as one with 200 (issue 23,
+// item 4).
+func TestUnlistedProblemsAllocateNothing(t *testing.T) {
+	mallocs := func(body []byte) uint64 {
+		least := uint64(math.MaxUint64)
+		for range 8 {
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			err := Validate(body, Options{})
+			runtime.ReadMemStats(&m1)
+			var verr *ValidationError
+			if !errors.As(err, &verr) || !verr.Truncated {
+				t.Fatalf("Validate: %v, want a truncated *ValidationError", err)
+			}
+			least = min(least, m1.Mallocs-m0.Mallocs)
+		}
+		return least
+	}
+	body := func(head, unit, tail string, n int) []byte {
+		b := []byte(head)
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, unit...)
+		}
+		return append(b, tail...)
+	}
+	for _, c := range []struct{ name, head, unit, tail string }{
+		{"empty positions", `{"type":"MultiPoint","coordinates":[`, `[]`, `]}`},
+		{"short positions", `{"type":"MultiPoint","coordinates":[`, `[1]`, `]}`},
+		{"positions of strings", `{"type":"MultiPoint","coordinates":[`, `["a","b"]`, `]}`},
+		{"longitudes out of range", `{"type":"MultiPoint","coordinates":[`, `[200,0]`, `]}`},
+		{"infinite numbers", `{"type":"MultiPoint","coordinates":[`, `[1e999,0]`, `]}`},
+		{"short LineStrings", `{"type":"MultiLineString","coordinates":[`, `[[0,0]]`, `]}`},
+		{"short rings", `{"type":"Polygon","coordinates":[`, `[[0,0],[1,1]]`, `]}`},
+		{"collection members that are numbers", `{"type":"GeometryCollection","geometries":[`, `1`, `]}`},
+		{"features that are Points", `{"type":"FeatureCollection","features":[`, `{"type":"Point"}`, `]}`},
+		{"unknown types", `{"type":"GeometryCollection","geometries":[`, `{"type":"point"}`, `]}`},
+	} {
+		few, many := mallocs(body(c.head, c.unit, c.tail, 200)), mallocs(body(c.head, c.unit, c.tail, 20_000))
+		if many > few {
+			t.Errorf("%s: 20,000 problems make %d allocations, 200 make %d: unlisted problems allocate", c.name, many, few)
+		}
+	}
+}
+
+// TestNumberOverflowWithoutStrconv: the parser's own overflow test, which
+// spares strconv's allocating range error, agrees with strconv.ParseFloat
+// around the float64 limit.
+func TestNumberOverflowWithoutStrconv(t *testing.T) {
+	for _, s := range []string{
+		"1e308", "1e309", "-1e309", "1e999", "1.7976931348623157e308", "1.7976931348623158e308", "1.797693134862315807e308",
+		"1.7976931348623159e308", "1.79769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497792e308",
+		"1.79769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497791e308",
+		"1.797693134862315807937289714053034150799341327100378269361737789804449682927647509466490179775872070963302864166928879109465555478519404026306574886715058206819089020007083836762738548458177115317644757302700698555713669596228429148198608349364752927190741684443655107043427115596995080930428801779041744977920000e308",
+		"17976931348623158079372897140530341507993413271003782693617377898044496829276475094664901797758720709633028641669288791094655554785194040263065748867150582068190890200070838367627385484581771153176447573027006985557136695962284291481986083493647529271907416844436551070434271155969950809304288017790417449779",
+		"179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497792",
+		"0.0017976931348623159e311", "17976931348623159e292", "-17976931348623159e292", "1e-999", "0e999", "0.0e400",
+	} {
+		want, _ := strconv.ParseFloat(s, 64)
+		p := &parser{data: []byte(s)}
+		got, _ := p.num()
+		if got != want {
+			t.Errorf("%s: %v, strconv.ParseFloat %v", s, got, want)
+		}
+	}
+}
