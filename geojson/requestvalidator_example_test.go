@@ -18,7 +18,8 @@ import (
 // the key is claimed and before the handler, which receives the decoded
 // document. A valid feature runs the handler once and its retry is
 // replayed; an invalid one is answered 422 with the validator's problem
-// document, recorded like any other answer, and never reaches the handler.
+// document and never reaches the handler. The 422 is not recorded (the
+// same body always gets the same answer): its retry is validated again.
 func ExampleRequestValidator() {
 	runs := 0
 	ingest := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +65,7 @@ func ExampleRequestValidator() {
 	// {"stored":["p1"]}
 	// 422 application/problem+json replayed: false
 	// {"type":"https://github.com/geoidem/geoidem/blob/main/docs/problems.md#invalid-geojson","title":"Invalid GeoJSON","status":422,"detail":"the body is not valid GeoJSON: 1 problem(s)","errors":[{"pointer":"/geometry/coordinates/0/2","rule":"ring-self-intersection","detail":"the ring crosses itself"}]}
-	// 422 application/problem+json replayed: true
+	// 422 application/problem+json replayed: false
 	// {"type":"https://github.com/geoidem/geoidem/blob/main/docs/problems.md#invalid-geojson","title":"Invalid GeoJSON","status":422,"detail":"the body is not valid GeoJSON: 1 problem(s)","errors":[{"pointer":"/geometry/coordinates/0/2","rule":"ring-self-intersection","detail":"the ring crosses itself"}]}
 	// handler runs: 1
 }
