@@ -56,10 +56,16 @@ type Config struct {
 
 	// Scope returns the scope of a request's key: requests share a stored key
 	// only when both their scope and their key are equal. Default: the method
-	// and the escaped URL path (URL.EscapedPath: /a%2Fb and /a/b are
-	// different routes for http.ServeMux, so they are different scopes).
-	// Include the caller's authenticated identity, so that one tenant can
-	// never replay another's response.
+	// and the [NormalizedPath], one spelling per route of http.ServeMux:
+	// /features and /%66eatures are one scope (the mux runs the same handler
+	// for both), /a%2Fb and /a/b two (different routes). Include the
+	// caller's authenticated identity, so that one tenant can never replay
+	// another's response, and build the path part the same way, from
+	// NormalizedPath (or from a route's own identity): a scope that tells
+	// apart spellings the router merges (r.URL.EscapedPath, r.RequestURI)
+	// runs one delivery once per spelling, and one that merges routes the
+	// router tells apart (r.URL.Path merges /a%2Fb with /a/b) replays one
+	// route's answer to the other.
 	Scope func(r *http.Request) string
 
 	// CanonicalJSON fingerprints a JSON body by its RFC 8785 canonical form

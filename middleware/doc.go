@@ -14,9 +14,11 @@
 //  1. parses the key (400 when missing, unless Config.KeyOptional, or
 //     malformed) and reads the body up to Config.MaxBodyBytes (413);
 //  2. claims the key in the [keystore.Store], before any other work. The
-//     stored key is [StoreKey] of the request's scope (method and escaped path by
-//     default; see Config.Scope) and its key, so keys of different paths or
-//     tenants never meet, and the store never sees raw client input;
+//     stored key is [StoreKey] of the request's scope (method and
+//     [NormalizedPath] by default; see Config.Scope) and its key, so keys of
+//     different paths or tenants never meet, spellings of one path that
+//     http.ServeMux routes alike (/features, /%66eatures) share theirs, and
+//     the store never sees raw client input;
 //  3. runs the Validator, if any, and then the handler, renewing the lease
 //     while they run;
 //  4. records the response (status, allow-listed headers, body) for
@@ -140,7 +142,7 @@
 //
 // # Fingerprints
 //
-// The store keeps a SHA-256 fingerprint of method, escaped path, query and body
+// The store keeps a SHA-256 fingerprint of method, [NormalizedPath], query and body
 // with each key; a retry must match it. With Config.CanonicalJSON the body's RFC 8785
 // canonical form is hashed instead, so a sender that re-serialises its
 // payload (from a dead-letter queue, say) still matches. A body that is not

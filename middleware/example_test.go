@@ -38,11 +38,14 @@ func Example() {
 
 func ExampleConfig_scope() {
 	// Scope keys by the authenticated caller as well as method and path, so
-	// that one tenant can never be answered with another's response.
+	// that one tenant can never be answered with another's response. The
+	// path is the normalised one, as in the default scope: spellings that
+	// http.ServeMux routes to the same handler (/features, /%66eatures)
+	// share a scope, so one delivery runs once.
 	cfg := middleware.Config{
 		Scope: func(r *http.Request) string {
 			tenant, _, _ := r.BasicAuth() // or the identity your auth middleware put in the context
-			return tenant + " " + r.Method + " " + r.URL.Path
+			return tenant + " " + r.Method + " " + middleware.NormalizedPath(r)
 		},
 	}
 	_, err := middleware.New(new(memstore.Store), cfg)

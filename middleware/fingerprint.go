@@ -12,10 +12,10 @@ import (
 )
 
 // fingerprint hashes what must match between a request and its retries:
-// the method, the path, the query and the body (or the body's canonical
-// form). The query is included so that, say, ?dry-run=1 and a real run
+// the method, the path (path, its NormalizedPath), the query and the body
+// (or the body's canonical form). The query is included so that, say, ?dry-run=1 and a real run
 // under one key are a mismatch, not a replay of each other.
-func (m *Middleware) fingerprint(r *http.Request, body []byte) keystore.Fingerprint {
+func (m *Middleware) fingerprint(r *http.Request, path string, body []byte) keystore.Fingerprint {
 	content := body
 	if m.canonical && len(body) > 0 {
 		if c, err := jcs.Canonicalize(body); err == nil {
@@ -23,8 +23,7 @@ func (m *Middleware) fingerprint(r *http.Request, body []byte) keystore.Fingerpr
 		}
 	}
 	const prefix = "geoidem fingerprint v1\x00"
-	path := r.URL.EscapedPath() // /a%2Fb and /a/b may be different routes
-	var stack [4096]byte        // small requests hash from the stack, without allocating
+	var stack [4096]byte // small requests hash from the stack, without allocating
 	if n := len(prefix) + len(r.Method) + len(path) + len(r.URL.RawQuery) + 3 + len(content); n <= len(stack) {
 		b := append(stack[:0], prefix...)
 		b = append(append(b, r.Method...), 0)

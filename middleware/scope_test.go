@@ -9,6 +9,7 @@ import (
 
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/standardwebhooks"
 )
 
 // ServeMux routes /acct/x%2Fclose to /acct/{id} and /acct/x/close to
@@ -52,5 +53,73 @@ func TestCoveredMethodsIgnoreCase(t *testing.T) {
 	}
 	if h.total.Load() != 0 {
 		t.Fatalf("the handler ran %d times for covered methods without a key", h.total.Load())
+	}
+}
+
+// pathSpellings are five spellings of /features that http.ServeMux routes
+// to the same handler: percent-encodings of unreserved characters.
+var pathSpellings = []string{"/features", "/%66eatures", "/feature%73", "/%66%65atures", "/%66eature%73"}
+
+// One delivery sent to several spellings of its path is one resource and
+// one request: ServeMux routes the decoded path, so the default scope and
+// the fingerprint must not tell the spellings apart. The handler runs once,
+// every other spelling is replayed, whether the middleware wraps the mux or
+// is mounted on the route, and whether the delivery is a signed Standard
+// Webhook (the signature does not cover the path, so a captured message
+// re-sent to another spelling verifies).
+func TestPathSpellingsShareOneScope(t *testing.T) {
+	secret := standardwebhooks.GenerateSecret()
+	signer, err := standardwebhooks.NewSigner(standardwebhooks.SignerConfig{Secrets: []standardwebhooks.Secret{secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := standardwebhooks.NewVerifier(standardwebhooks.VerifierConfig{Secrets: []standardwebhooks.Secret{secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, signed := range []bool{false, true} {
+		for _, mounted := range []string{"around the mux", "on the route"} {
+			h := newCounter()
+			cfg := middleware.Config{}
+			if signed {
+				cfg.KeyHeader = standardwebhooks.HeaderID
+			}
+			m := newMiddleware(t, new(memstore.Store), cfg)
+			mux := http.NewServeMux()
+			var handler http.Handler
+			if mounted == "on the route" {
+				mux.Handle("POST /features", m.Handler(h))
+				handler = mux
+			} else {
+				mux.Handle("POST /features", h)
+				handler = m.Handler(mux)
+			}
+			if signed {
+				handler = verifier.Handler(handler)
+			}
+			var header http.Header // one captured delivery, re-sent as is
+			for i, path := range pathSpellings {
+				r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(feature))
+				if header == nil {
+					r.Header.Set("Content-Type", "application/geo+json")
+					r.Header.Set("Idempotency-Key", "k1")
+					if signed {
+						if err := signer.SignRequest(r, "msg_1", []byte(feature)); err != nil {
+							t.Fatal(err)
+						}
+					}
+					header = r.Header.Clone()
+				} else {
+					r.Header = header.Clone()
+				}
+				w := serve(handler, r)
+				if want := map[bool]string{true: "", false: "true"}[i == 0]; w.Code != http.StatusCreated || w.Header().Get("Idempotent-Replayed") != want {
+					t.Errorf("signed %v, %s: %s: %d replayed=%q, want 201 replayed=%q; body %s", signed, mounted, path, w.Code, w.Header().Get("Idempotent-Replayed"), want, w.Body)
+				}
+			}
+			if n := h.total.Load(); n != 1 {
+				t.Errorf("signed %v, middleware %s: the handler ran %d times for one delivery sent to %d spellings of /features, want 1", signed, mounted, n, len(pathSpellings))
+			}
+		}
 	}
 }

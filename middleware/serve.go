@@ -68,13 +68,14 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 
+	path := NormalizedPath(r) // one identity for every spelling ServeMux routes alike
 	var storeKey string
 	if m.scope == nil { // the default scope, without building its string
-		storeKey = storeKey3(r.Method, " ", r.URL.EscapedPath(), key)
+		storeKey = storeKey3(r.Method, " ", path, key)
 	} else {
 		storeKey = StoreKey(m.scope(r), key)
 	}
-	fp := m.fingerprint(r, body)
+	fp := m.fingerprint(r, path, body)
 	claim, sent, err := m.claim(r.Context(), storeKey, fp)
 	if err != nil {
 		problem.Write(w, http.StatusServiceUnavailable, problem.JSON(problem.Doc{Type: ProblemStoreDown, Title: "Idempotency store unavailable", Status: http.StatusServiceUnavailable,
