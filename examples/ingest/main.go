@@ -3,7 +3,7 @@
 // answered with the first response.
 //
 //	go run ./examples/ingest [-addr 127.0.0.1:8080] [-store memory|redis://…|postgres://…]
-//	                         [-webhook-secret whsec_…]
+//	                         [-webhook-secret whsec_…] [-order-property observation_time]
 //
 // With -store redis://host:port/db the keys live in Redis (a comma-separated
 // list of nodes, redis://h1:p1,h2:p2,h3:p3, selects the Cluster client); the
@@ -34,7 +34,11 @@
 //	                      Upserts the features by id (exactly as written, "ID"
 //	                      is not "id") and answers 201 {"stored":[ids…]}; a
 //	                      store error no retry can fix is 422 (recorded), a
-//	                      transient one 503 with Retry-After (key released)
+//	                      transient one 503 with Retry-After (key released).
+//	                      The newest observation of an id wins (-order-property,
+//	                      default observation_time, RFC 3339, else 422 with a
+//	                      pointer): an older update changes nothing and is
+//	                      answered 200 {"stored":[],"stale":[ids…]}
 //	GET  /features/{id}   a stored feature, byte for byte as posted
 //	GET  /metrics         outcome counters, store latency histograms, lease
 //	                      takeovers, and the features handler runs were about
@@ -89,6 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&cfg.RedisPrefix, "redis-prefix", redisstore.DefaultKeyPrefix, "Redis: the key prefix")
 	fl.IntVar(&cfg.MaxFeatures, "max-features", ingest.DefaultMaxFeatures, "memory and Redis modes: most features kept in process")
 	fl.Int64Var(&cfg.MaxFeatureBytes, "max-feature-bytes", ingest.DefaultMaxFeatureBytes, "memory and Redis modes: most bytes of features kept in process")
+	fl.StringVar(&cfg.OrderProperty, "order-property", ingest.DefaultOrderProperty, "the feature property (RFC 3339) by which the newest update of an id wins; features without it: last write wins")
 	fl.DurationVar(&cfg.WriteDelay, "write-delay", 0, "pause this long after writing features, before the write commits (for crash tests)")
 	runLog := fl.String("run-log", "", "append a line per feature a handler run is about to write, before the write, to this file (crash tests: it keeps a killed process's runs)")
 	fl.Func("webhook-secret", "accept only Standard Webhooks signed with this whsec_… secret (repeat for rotation); the key is then webhook-id", func(v string) error {

@@ -54,6 +54,7 @@ func start(t *testing.T, args ...string) string {
 		}
 		return m[1]
 	case c := <-code:
+		code <- c // for the cleanup
 		t.Fatalf("run exited %d before serving", c)
 	case <-time.After(10 * time.Second):
 		t.Fatal("no URL printed within 10s")

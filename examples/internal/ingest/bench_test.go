@@ -70,7 +70,7 @@ func BenchmarkValidateAndHandle(b *testing.B) {
 			name    string
 			handler http.Handler
 		}{
-			{c.name, postFeatures(newMemFeatures(0, 0, nil), nil, 0, time.Second, slog.New(slog.DiscardHandler))},
+			{c.name, postFeatures(newMemFeatures(0, 0, nil), nil, 0, time.Second, slog.New(slog.DiscardHandler), "")},
 			// The middleware and the validator with a handler that only
 			// answers: what the ingest handler adds is the difference.
 			{c.name + "/ValidateOnly", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) })},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/geoidem/geoidem/keystore"
 )
@@ -17,12 +18,12 @@ func TestMemFeaturesWriteOncePerKey(t *testing.T) {
 	ctx := keystore.ContextWithHold(context.Background(), hold)
 	fs := []feature{{ID: "a", Raw: []byte(`{}`)}}
 	for range 2 {
-		if _, err := repo.upsert(ctx, fs, keystore.Record{StatusCode: 201}); err != nil {
+		if _, err := repo.upsert(ctx, fs, answer201); err != nil {
 			t.Fatal(err)
 		}
 	}
 	other := keystore.ContextWithHold(context.Background(), &keystore.Hold{Key: "k2", Token: 2})
-	if _, err := repo.upsert(other, fs, keystore.Record{StatusCode: 201}); err != nil {
+	if _, err := repo.upsert(other, fs, answer201); err != nil {
 		t.Fatal(err)
 	}
 	if w, _ := repo.writes(context.Background()); w["a"] != 2 {
@@ -38,7 +39,7 @@ func TestMemFeaturesBounded(t *testing.T) {
 	repo := newMemFeatures(3, 1000, nil)
 	put := func(key string, fs ...feature) error {
 		ctx := keystore.ContextWithHold(context.Background(), &keystore.Hold{Key: key, Token: 1})
-		_, err := repo.upsert(ctx, fs, keystore.Record{StatusCode: 201})
+		_, err := repo.upsert(ctx, fs, answer201)
 		return err
 	}
 	raw := func(n int) []byte { return bytes.Repeat([]byte("x"), n) }
@@ -64,5 +65,36 @@ func TestMemFeaturesBounded(t *testing.T) {
 	}
 	if _, ok, _ := repo.get(context.Background(), "d"); ok {
 		t.Error("feature d of the refused write was stored")
+	}
+}
+
+func answer201([]bool) keystore.Record { return keystore.Record{StatusCode: 201} }
+
+// A handler run again for a key whose update was stale (its record was
+// lost) answers stale again, not stored: the answer of the run that wrote.
+func TestMemFeaturesStaleAnswerKeptPerKey(t *testing.T) {
+	repo := newMemFeatures(0, 0, nil)
+	newer := feature{ID: "f", Raw: []byte(`{"n":9}`), Observed: time.Date(2026, 3, 1, 10, 0, 9, 0, time.UTC)}
+	older := feature{ID: "f", Raw: []byte(`{"n":5}`), Observed: time.Date(2026, 3, 1, 10, 0, 5, 0, time.UTC)}
+	put := func(key string, f feature) keystore.Record {
+		t.Helper()
+		ctx := keystore.ContextWithHold(context.Background(), &keystore.Hold{Key: key, Token: 1})
+		rec, err := repo.upsert(ctx, []feature{f}, func(stale []bool) keystore.Record { return answerFor([]feature{f}, stale) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	put("k2", newer)
+	for range 2 {
+		if rec := put("k1", older); rec.StatusCode != 200 || string(rec.Body) != `{"stored":[],"stale":["f"]}` {
+			t.Fatalf("the older update: %d %s; want 200 stale", rec.StatusCode, rec.Body)
+		}
+	}
+	if f, _, _ := repo.get(context.Background(), "f"); string(f) != `{"n":9}` {
+		t.Errorf("stored %s, want the newer", f)
+	}
+	if w, _ := repo.writes(context.Background()); w["f"] != 1 {
+		t.Errorf("writes of f = %d, want 1: a stale update writes nothing", w["f"])
 	}
 }

@@ -46,7 +46,7 @@ func TestRunsCountWhatTheGuardSkips(t *testing.T) {
 	var log bytes.Buffer
 	runs := newRunCounter(reg, &log, true)
 	repo := newMemFeatures(0, 0, runs.skip)
-	h := postFeatures(repo, runs, 0, time.Second, slog.New(slog.DiscardHandler))
+	h := postFeatures(repo, runs, 0, time.Second, slog.New(slog.DiscardHandler), "")
 	for _, p := range []struct{ key, id string }{{"k1", "a"}, {"k1", "a"}, {"k2", "b"}} {
 		if w := postHeld(h, p.key, featureBody(p.id)); w.Code != http.StatusCreated {
 			t.Fatalf("POST %s: %d %s", p.id, w.Code, w.Body)
@@ -93,7 +93,7 @@ func TestRunLogFailureStopsTheRun(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	runs := newRunCounter(reg, failingWriter{}, true)
 	repo := newMemFeatures(0, 0, runs.skip)
-	h := postFeatures(repo, runs, 0, time.Second, slog.New(slog.DiscardHandler))
+	h := postFeatures(repo, runs, 0, time.Second, slog.New(slog.DiscardHandler), "")
 	if w := postHeld(h, "k1", featureBody("a")); w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
 		t.Fatalf("POST with a failing run log: %d %s, want 503 with Retry-After", w.Code, w.Body)
 	}

@@ -6,7 +6,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -66,6 +65,14 @@ type Config struct {
 	// exceeds a bound is answered 422 (feature-rejected).
 	MaxFeatures     int
 	MaxFeatureBytes int64
+	// OrderProperty names the Feature property that orders the updates of
+	// one feature id (DefaultOrderProperty, observation_time): an RFC 3339
+	// date-time. A feature older than the one stored under its id changes
+	// nothing and is answered as stale (see the README, "The newest
+	// observation wins"); a feature without the property is stored
+	// whatever its time (last write wins); a value that is not an RFC 3339
+	// date-time string is a 422 (observation-time-invalid).
+	OrderProperty string
 	// WriteDelay pauses each feature write before it commits, widening the
 	// window a crash test aims at. Default 0.
 	WriteDelay time.Duration
@@ -153,7 +160,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if retryAfter <= 0 {
 		retryAfter = middleware.DefaultRetryAfter
 	}
-	post := idem.Handler(postFeatures(be.repo, runs, cfg.WriteDelay, retryAfter, log))
+	post := idem.Handler(postFeatures(be.repo, runs, cfg.WriteDelay, retryAfter, log, cfg.OrderProperty))
 	if len(cfg.WebhookSecrets) > 0 {
 		// Verify before the claim: a forged request must not burn a key.
 		v, err := standardwebhooks.NewVerifier(standardwebhooks.VerifierConfig{Secrets: cfg.WebhookSecrets, MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
@@ -216,8 +223,10 @@ func Redacted(storeURL string) string {
 // second parse. A store error is answered by the rule of [Transient]: 503
 // with Retry-After (the key is released, the sender retries) or 422
 // (recorded: no retry can fix it). Just before the write, runs counts the
-// run for each feature (nil: not counted).
-func postFeatures(repo repository, runs *runCounter, writeDelay, retryAfter time.Duration, log *slog.Logger) http.Handler {
+// run for each feature (nil: not counted). orderProperty orders the
+// updates of an id ("": DefaultOrderProperty).
+func postFeatures(repo repository, runs *runCounter, writeDelay, retryAfter time.Duration, log *slog.Logger, orderProperty string) http.Handler {
+	orderProperty = orDefault(orderProperty, DefaultOrderProperty)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		doc, ok := middleware.Decoded[*geojson.Document](r.Context())
 		if !ok {
@@ -233,7 +242,11 @@ func postFeatures(repo repository, runs *runCounter, writeDelay, retryAfter time
 				return
 			}
 		}
-		fs, err := featuresOf(doc)
+		fs, err := featuresOf(doc, orderProperty)
+		if e, ok := isObservationTimeError(err); ok {
+			writeObservationTimeProblem(w, e, orderProperty)
+			return
+		}
 		switch {
 		case errors.Is(err, errNotFeatures):
 			writeProblem(w, http.StatusUnprocessableEntity, problemNotFeatures, "Not a Feature or FeatureCollection", err.Error(), 0)
@@ -242,18 +255,13 @@ func postFeatures(repo repository, runs *runCounter, writeDelay, retryAfter time
 			writeProblem(w, http.StatusUnprocessableEntity, problemIDMissing, "Feature id missing", err.Error(), 0)
 			return
 		}
-		rec := keystore.Record{
-			StatusCode: http.StatusCreated,
-			Header:     http.Header{"Content-Type": {"application/json"}},
-			Body:       storedBody(fs),
-		}
 		if err := runs.run(fs); err != nil {
 			log.LogAttrs(r.Context(), slog.LevelError, "run not counted; nothing written", heldKey(r), slog.Any("error", err))
 			writeProblem(w, http.StatusServiceUnavailable, problemStoreUnavailable, "Feature store unavailable",
 				"The feature store failed; nothing was stored. Retry later with the same key.", retryAfter)
 			return
 		}
-		rec, err = repo.upsert(withWriteDelay(r.Context(), writeDelay), fs, rec)
+		rec, err := repo.upsert(withWriteDelay(r.Context(), writeDelay), fs, func(stale []bool) keystore.Record { return answerFor(fs, stale) })
 		switch {
 		case errors.Is(err, errStoreFull):
 			writeProblem(w, http.StatusServiceUnavailable, problemStoreFull, "Feature store full",
@@ -285,16 +293,6 @@ func heldKey(r *http.Request) slog.Attr {
 		return slog.String("key", hold.Key)
 	}
 	return slog.String("key", "")
-}
-
-// storedBody is the 201 answer: the ids stored, in order.
-func storedBody(fs []feature) []byte {
-	ids := make([]string, len(fs))
-	for i, f := range fs {
-		ids[i] = f.ID
-	}
-	b, _ := json.Marshal(map[string]any{"stored": ids})
-	return b
 }
 
 func getFeature(repo repository) http.Handler {

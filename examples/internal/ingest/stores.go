@@ -17,6 +17,7 @@ import (
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
+	"github.com/geoidem/geoidem/newest"
 )
 
 // backend is what a -store URL selects: the key store, the feature
@@ -162,6 +163,12 @@ func openPostgres(ctx context.Context, storeURL string, opt backendOptions) (*ba
 // twice. The writes column counts how often a feature was written, so a
 // test can prove that no delivery was applied twice.
 //
+// Each feature is one conditional upsert: ON CONFLICT (id) DO UPDATE …
+// WHERE the stored observation is older (newest.PostgresCondition on the
+// observed_at and feature columns), RETURNING a row only when it wrote.
+// The row is locked and the condition evaluated on its latest committed
+// version, so concurrent updates of one id keep the newest.
+//
 // The geometry column is a plain geometry with a CHECK on SRID 4326, so it
 // takes 2D, 3D and mixed collections alike (geometry(Geometry, 4326)
 // refuses Z); each geometry arrives as EWKB, encoded from the validator's
@@ -192,8 +199,14 @@ func (p *pgFeatures) migrate(ctx context.Context) error {
 		geom       geometry CHECK (ST_SRID(geom) = 4326),
 		feature    bytea NOT NULL,
 		writes     integer NOT NULL DEFAULT 1,
-		updated_at timestamptz NOT NULL DEFAULT now()
+		updated_at timestamptz NOT NULL DEFAULT now(),
+		observed_at timestamptz
 	)`); err != nil {
+		return err
+	}
+	// A table of an earlier version has no observed_at: its features keep
+	// NULL (no time), which any update supersedes.
+	if _, err := tx.Exec(ctx, `ALTER TABLE `+p.table+` ADD COLUMN IF NOT EXISTS observed_at timestamptz`); err != nil {
 		return err
 	}
 	// A table of an earlier version: geometry(Geometry, 4326) and jsonb.
@@ -213,10 +226,17 @@ func (p *pgFeatures) migrate(ctx context.Context) error {
 	return tx.Commit(ctx)
 }
 
-func (p *pgFeatures) upsert(ctx context.Context, fs []feature, rec keystore.Record) (keystore.Record, error) {
+func (p *pgFeatures) upsert(ctx context.Context, fs []feature, answer func(stale []bool) keystore.Record) (keystore.Record, error) {
+	upsert := `INSERT INTO ` + p.table + ` AS stored (id, geom, feature, observed_at)
+		VALUES ($1, ST_SetSRID(ST_GeomFromEWKB($2::bytea), 4326), $3::bytea, $4)
+		ON CONFLICT (id) DO UPDATE SET geom = EXCLUDED.geom, feature = EXCLUDED.feature,
+			observed_at = EXCLUDED.observed_at, writes = stored.writes + 1, updated_at = now()
+		WHERE ` + newest.PostgresCondition("stored", "observed_at", "feature") + `
+		RETURNING true`
 	return p.keys.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
 		var b pgx.Batch
-		for _, f := range fs {
+		stale := make([]bool, len(fs))
+		for i, f := range fs {
 			var wkb []byte // SQL NULL for a null geometry
 			if f.Geometry != nil {
 				var err error
@@ -224,16 +244,25 @@ func (p *pgFeatures) upsert(ctx context.Context, fs []feature, rec keystore.Reco
 					return keystore.Record{}, err
 				}
 			}
-			b.Queue(`INSERT INTO `+p.table+` (id, geom, feature)
-				VALUES ($1, ST_SetSRID(ST_GeomFromEWKB($2::bytea), 4326), $3::bytea)
-				ON CONFLICT (id) DO UPDATE SET geom = EXCLUDED.geom, feature = EXCLUDED.feature,
-					writes = `+p.table+`.writes + 1, updated_at = now()`, f.ID, wkb, f.Raw)
+			var observed any // SQL NULL: no time
+			if !f.Observed.IsZero() {
+				observed = f.Observed
+			}
+			b.Queue(upsert, f.ID, wkb, f.Raw, observed).QueryRow(func(row pgx.Row) error {
+				var wrote bool
+				err := row.Scan(&wrote)
+				if errors.Is(err, pgx.ErrNoRows) {
+					stale[i] = true // the stored observation is newer
+					return nil
+				}
+				return err
+			})
 		}
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return keystore.Record{}, err
 		}
 		pauseAfterWrite(ctx)
-		return rec, nil
+		return answer(stale), nil
 	})
 }
 
