@@ -208,6 +208,34 @@ func TestNaiveReceiverFails(t *testing.T) {
 	}
 }
 
+// TestForgetfulReceiverFails shows that the harness sees a lost effect: a
+// receiver that acknowledges an event and then loses its record and its
+// effect together runs it again when the event is re-sent, and it is
+// stored in the end. Only a check of every acknowledged event's effect
+// before any re-send sees it: "acknowledged, effect missing", counted
+// among the events lost, and the run FAILs.
+func TestForgetfulReceiverFails(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	o := options{store: "memory", senders: 4, events: 80, attempts: 4, seed: 1, forgetful: true}
+	code := chaos(context.Background(), o, &stdout, &stderr)
+	t.Logf("%s", stdout.String())
+	if code != 1 {
+		t.Fatalf("exit %d, want 1: an acknowledged event's effect was lost and the harness did not notice\nstderr:\n%s", code, stderr.String())
+	}
+	rows := table(t, stdout.String())
+	missing := count(t, rows, "acknowledged, effect missing")
+	if missing == 0 {
+		t.Error("no acknowledged event found without its effect")
+	}
+	if n := count(t, rows, "events lost"); n < missing {
+		t.Errorf("%d events lost, want at least the %d acknowledged and missing", n, missing)
+	}
+	if !strings.HasPrefix(rows["result"], "FAIL") {
+		t.Errorf("result %q, want FAIL", rows["result"])
+	}
+}
+
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"-kill-receiver", "2"},
@@ -215,6 +243,7 @@ func TestUsage(t *testing.T) {
 		{"-store", "redis://127.0.0.1:6379/0", "-kill-receiver", "1"},
 		{"-store", "redis://127.0.0.1:6379/0", "-store-faults", "-kill-sender", "1"},
 		{"-kill-sender", "-1"},
+		{"-kill-sender", "1", "-path-spellings"},
 		{"-restart-redis", "-1"},
 		{"-restart-redis", "1", "-store", "redis://127.0.0.1:6379/0"},
 		{"-restart-redis", "1", "-kill-sender", "1"},

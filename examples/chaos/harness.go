@@ -63,6 +63,9 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	case o.naive:
 		rcv, err = newNaive()
 		label += " (naive receiver, no middleware)"
+	case o.forgetful:
+		rcv, err = newForgetful()
+		label += " (forgetful receiver: acknowledges, then loses record and effect)"
 	case o.killReceiver > 0:
 		kids, err = newChild(ctx, st, stderr)
 		rcv = kids
@@ -83,6 +86,9 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	if o.stallFor > 0 {
 		label += fmt.Sprintf(", a %v store stall", o.stallFor)
+	}
+	if o.pathSpellings {
+		label += ", each attempt to another spelling of the path"
 	}
 	switch {
 	case fo != nil:
@@ -131,11 +137,16 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	rep.deliveries = len(jobs)
 
 	var (
-		t    tally
-		dl   deadLetters
-		done atomic.Int64
+		t     tally
+		dl    deadLetters
+		acked acks
+		done  atomic.Int64
 	)
-	senders, closeIdle, err := newSenders(o.senders, o.attempts, o.seed, &t, &dl)
+	var prepare func(*http.Request, client.AttemptStart) error
+	if o.pathSpellings {
+		prepare = spellPath
+	}
+	senders, closeIdle, err := newSenders(o.senders, o.attempts, o.seed, &t, &dl, prepare)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
 		return 1
@@ -151,7 +162,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	queue := make(chan *event)
 	var wg sync.WaitGroup
 	if o.killSender > 0 {
-		rep.senderKills, rep.journalPending, err = killedSenderPass(ctx, o, proxyURL, jobs, &t, &dl, stderr)
+		rep.senderKills, rep.journalPending, err = killedSenderPass(ctx, o, proxyURL, jobs, &t, &dl, &acked, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "chaos: sender: %v\n", err)
 			return 1
@@ -166,7 +177,9 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 				if e.twice != nil && o.senders > 1 {
 					e.twice.arrive()
 				}
-				_, _ = s.Deliver(ctx, client.Delivery{URL: proxyURL + "/features", Key: e.key, Body: e.body, ContentType: "application/geo+json"})
+				if _, err := s.Deliver(ctx, client.Delivery{URL: proxyURL + "/features", Key: e.key, Body: e.body, ContentType: "application/geo+json"}); err == nil {
+					acked.add(e.key)
+				}
 				done.Add(1)
 			}
 		}()
@@ -203,6 +216,25 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	rep.proxy = proxy.Stats()
 
+	// Before anything is sent again: every acknowledged event's effect
+	// must be there. A re-send would run an event whose record was lost
+	// with its effect, and hide the loss as one replay fewer.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	before, err := rcv.Writes(wctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stderr, "chaos: reading the feature writes: %v\n", err)
+		return 1
+	}
+	lost := map[string]bool{}
+	rep.acked = acked.len()
+	for _, e := range evs {
+		if e.id != "" && acked.has(e.key) && before[e.id] == 0 {
+			rep.ackedMissing++
+			lost[e.id] = true
+		}
+	}
+
 	// Re-drive the dead letters, as an operator would: same key, same
 	// payload, straight to the receiver now that nothing breaks.
 	redriveStart := time.Now()
@@ -228,7 +260,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	rep.redrive = time.Since(redriveStart)
 
 	// The check.
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	wctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 	writes, err := rcv.Writes(wctx)
 	cancel()
 	if err != nil {
@@ -252,9 +284,12 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	for _, e := range evs {
 		if e.id != "" && writes[e.id] == 0 {
-			rep.lost++
-			rep.lostIDs = append(rep.lostIDs, e.id)
+			lost[e.id] = true
 		}
+	}
+	for id := range lost {
+		rep.lost++
+		rep.lostIDs = append(rep.lostIDs, id)
 	}
 	rep.attempts, rep.replays, rep.conflicts, rep.invalidAnswers = t.attempts.Load(), t.replays.Load(), t.conflicts.Load(), t.invalid.Load()
 	if oc := rcv.Outcomes(); oc != nil {

@@ -85,7 +85,7 @@ func runSenderChild(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	defer sink.Close()
 	var t tally
-	ss, closeIdle, err := newSenders(senders, attempts, seed, &t, sink)
+	ss, closeIdle, err := newSenders(senders, attempts, seed, &t, sink, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos sender: %v\n", err)
 		return 1
@@ -115,7 +115,7 @@ func runSenderChild(ctx context.Context, args []string, stdout, stderr io.Writer
 // kills of them at seeded points of the journal, and returns how many
 // kills landed, and how many journal entries are pending at the end. The
 // attempts of the last, complete run go to t; its dead letters to dl.
-func killedSenderPass(ctx context.Context, o options, proxyURL string, jobs []*event, t *tally, dl *deadLetters, stderr io.Writer) (landed, pending int, err error) {
+func killedSenderPass(ctx context.Context, o options, proxyURL string, jobs []*event, t *tally, dl *deadLetters, acked *acks, stderr io.Writer) (landed, pending int, err error) {
 	exe, err := executable()
 	if err != nil {
 		return 0, 0, err
@@ -177,6 +177,11 @@ func killedSenderPass(ctx context.Context, o options, proxyURL string, jobs []*e
 		return landed, 0, err
 	}
 	defer j.Close()
+	for _, e := range j.Entries() { // what the child's senders saw acknowledged
+		if e.Outcome == client.OutcomeDelivered || e.Outcome == client.OutcomeReplayed {
+			acked.add(e.Key)
+		}
+	}
 	p, err := j.Pending(ctx)
 	return landed, len(p), err
 }

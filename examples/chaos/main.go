@@ -22,10 +22,19 @@
 // dead-letter sink. After the first pass the faults stop, every request the
 // proxy held has landed, and every dead letter that did not fail
 // permanently is re-driven with its own key and payload, as an operator
-// would. Then every event is re-sent once more with its key and payload, as
-// a sender replaying its whole journal would: each should be a replay, and
-// a key whose record the key store lost runs its handler again. Then the
-// receiver's run counts and feature store are checked.
+// would. Before that re-drive, every event a sender saw acknowledged (a
+// 2xx answer, executed or replayed) must have its feature stored: one
+// missing is "acknowledged, effect missing", and lost, whatever a re-send
+// does later. Then every event is re-sent once more with its key and
+// payload, as a sender replaying its whole journal would: each should be a
+// replay, and a key whose record the key store lost runs its handler
+// again. Then the receiver's run counts and feature store are checked.
+//
+// With -path-spellings the senders send each attempt of a delivery to
+// another spelling of the path, /features, /%66eatures, /feature%73,
+// /%66%65atures and /%66eature%73 in turn (starting at a place chosen by the
+// key), as a proxy that re-encodes paths would: one resource, one key,
+// several request targets. The in-process senders only (not -kill-sender).
 //
 // With -store-faults the key store fails under load as well: a loopback TCP
 // proxy (internal/tcpcut) between the receiver and Redis or PostgreSQL
@@ -116,9 +125,12 @@
 // effect ran more than once, whatever the guard absorbed; "features written
 // twice", the feature ids written more than once (the in-memory write
 // counters, or the writes column); and "events lost", the valid events
-// whose feature is not stored after the re-drive. The command exits 0 only
-// if all three are 0 (and "journal pending" too), 1 otherwise, and 2 on a
-// usage error. A run that
+// whose feature is not stored after the re-drive, or whose feature was
+// missing before it although a sender had been answered 2xx ("acknowledged,
+// effect missing": a receiver that loses a record together with its effect
+// would otherwise run the event again on the re-send and show only one
+// replay fewer). The command exits 0 only if all of these are 0 (and
+// "journal pending" too), 1 otherwise, and 2 on a usage error. A run that
 // injected no faults proves nothing: check the fault lines too.
 package main
 
@@ -156,8 +168,15 @@ type options struct {
 
 	// naive replaces the receiver by a handler without the middleware,
 	// which applies every delivery it gets: the harness must then fail.
-	naive  bool
-	cutFor time.Duration
+	naive bool
+	// forgetful replaces the receiver by one that acknowledges some events
+	// and then loses their record and their effect together: the check
+	// before the re-send must catch it.
+	forgetful bool
+	// pathSpellings sends each attempt of a delivery to another spelling
+	// of the path (pathSpellings in spellings.go).
+	pathSpellings bool
+	cutFor        time.Duration
 	// restartRedis is how many times the harness's own redis-server is
 	// SIGKILLed and restarted empty.
 	restartRedis int
@@ -209,6 +228,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.BoolVar(&o.failover, "failover", false, "start a redis-server primary and replica of its own; under load, stall replication for 1 s, SIGKILL the primary, promote the replica and point the receiver at it")
 	fl.IntVar(&o.waitReplicas, "wait-replicas", 0, "the receiver's redisstore WaitReplicas: replicas that must acknowledge each claim (Redis only)")
 	fl.DurationVar(&o.writeDelay, "write-delay", 0, "pause each feature write this long, so that more handlers are running when a store fault strikes")
+	fl.BoolVar(&o.pathSpellings, "path-spellings", false, "send each attempt of a delivery to another spelling of its path (/features, /%66eatures, /feature%73, …)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -267,8 +287,8 @@ func (o options) check() error {
 		return fmt.Errorf("-kill-receiver %d: want 0 to %d", o.killReceiver, maxKills)
 	case o.killSender < 0 || o.killSender > maxKills:
 		return fmt.Errorf("-kill-sender %d: want 0 to %d", o.killSender, maxKills)
-	case o.killSender > 0 && (o.storeFaults || o.killReceiver > 0 || o.naive):
-		return errors.New("-kill-sender runs alone: not with -store-faults, -kill-receiver or the naive receiver")
+	case o.killSender > 0 && (o.storeFaults || o.killReceiver > 0 || o.naive || o.pathSpellings):
+		return errors.New("-kill-sender runs alone: not with -store-faults, -kill-receiver, -path-spellings or the naive receiver")
 	case o.restartRedis < 0 || o.restartRedis > maxKills:
 		return fmt.Errorf("-restart-redis %d: want 0 to %d", o.restartRedis, maxKills)
 	case o.restartRedis > 0 && (o.store != "memory" && o.store != "" || o.storeFaults || o.killReceiver > 0 || o.killSender > 0 || o.naive):

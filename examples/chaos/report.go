@@ -36,13 +36,14 @@ type report struct {
 	journalPending                int // -1: no journal
 	storeErrors, released         int // -1: unknown
 	writtenTwice, lost, stored    int
+	acked, ackedMissing           int // acknowledged in the first pass; of those, without effect before any re-send
 	runs                          runCount
 	twiceIDs, lostIDs             []string
 	firstPass, redrive, totalTime time.Duration
 }
 
 func (r *report) ok() bool {
-	return r.runs.twice == 0 && r.writtenTwice == 0 && r.lost == 0 && r.journalPending <= 0
+	return r.runs.twice == 0 && r.writtenTwice == 0 && r.lost == 0 && r.ackedMissing == 0 && r.journalPending <= 0
 }
 
 func (r *report) print(w io.Writer) {
@@ -87,6 +88,7 @@ func (r *report) print(w io.Writer) {
 	row("features stored", "%d", r.stored)
 	row("events run twice", "%d%s", rc.twice, sample(rc.twiceIDs))
 	row("features written twice", "%d%s", r.writtenTwice, sample(r.twiceIDs))
+	row("acknowledged, effect missing", "%d of %d acknowledged (checked before any re-send)", r.ackedMissing, r.acked)
 	row("events lost", "%d%s", r.lost, sample(r.lostIDs))
 	row("time", "%s (first pass %s, re-drive and re-send %s)", r.totalTime.Round(time.Millisecond), r.firstPass.Round(time.Millisecond), r.redrive.Round(time.Millisecond))
 	verdict := "PASS: every valid event stored, none run or written twice"

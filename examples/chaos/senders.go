@@ -33,8 +33,9 @@ func (t *tally) observe(a client.Attempt) {
 
 // newSenders returns n paired senders sharing one transport without
 // keep-alives (so that every fault reaches a sender rather than being
-// re-sent by net/http), each with its own seeded jitter.
-func newSenders(n, attempts int, seed uint64, t *tally, dl client.DeadLetterSink) ([]*client.Sender, func(), error) {
+// re-sent by net/http), each with its own seeded jitter, preparing each
+// attempt with prepare if not nil.
+func newSenders(n, attempts int, seed uint64, t *tally, dl client.DeadLetterSink, prepare func(*http.Request, client.AttemptStart) error) ([]*client.Sender, func(), error) {
 	tr := &http.Transport{DisableKeepAlives: true, MaxConnsPerHost: 0}
 	hc := &http.Client{Transport: tr}
 	ss := make([]*client.Sender, n)
@@ -47,6 +48,7 @@ func newSenders(n, attempts int, seed uint64, t *tally, dl client.DeadLetterSink
 			MaxRetryAfter:  maxRetryAfter,
 			DeadLetter:     dl,
 			OnAttempt:      t.observe,
+			PrepareAttempt: prepare,
 			Rand:           rand.NewPCG(seed, uint64(i)+1),
 		})
 		if err != nil {
