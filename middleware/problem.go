@@ -23,6 +23,8 @@ const (
 	ProblemInvalid        = ProblemTypeBase + "invalid-request"         // 422
 	ProblemNotRecorded    = ProblemTypeBase + "response-not-recorded"   // the original status
 	ProblemNotReplayable  = ProblemTypeBase + "response-not-replayable" // 422
+	ProblemServerBusy     = ProblemTypeBase + "server-busy"             // 503, from Admission
+	ProblemClientBusy     = ProblemTypeBase + "client-busy"             // 429, from Admission
 )
 
 // HTTPProblem is an error that carries its own RFC 9457 answer. When a

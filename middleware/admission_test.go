@@ -1,0 +1,139 @@
+package middleware_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/geoidem/geoidem/keystore/memstore"
+	"github.com/geoidem/geoidem/middleware"
+)
+
+// gate is a handler that holds every request until released.
+type gate struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newGate() *gate { return &gate{entered: make(chan struct{}, 1000), release: make(chan struct{})} }
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	g.entered <- struct{}{}
+	<-g.release
+	w.WriteHeader(http.StatusCreated)
+}
+
+// countingBody records whether anything read it.
+type countingBody struct {
+	io.Reader
+	read *bool
+}
+
+func (b countingBody) Read(p []byte) (int, error) { *b.read = true; return b.Reader.Read(p) }
+func (countingBody) Close() error                 { return nil }
+
+func admissionRequest(client, key string, size int, read *bool) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/features", nil)
+	r.Body = countingBody{strings.NewReader(strings.Repeat(" ", size)), read}
+	r.ContentLength = int64(size)
+	r.Header.Set("Idempotency-Key", key)
+	r.Header.Set("X-Client", client)
+	return r
+}
+
+// holding starts n requests of client through h and waits until each is
+// in the handler.
+func holding(t *testing.T, h http.Handler, g *gate, wg *sync.WaitGroup, client string, n, size int) {
+	t.Helper()
+	for i := range n {
+		wg.Add(1)
+		var read bool
+		r := admissionRequest(client, client+strconv.Itoa(i), size, &read)
+		go func() { defer wg.Done(); serve(h, r) }()
+		<-g.entered
+	}
+}
+
+// wantRefused checks that r is answered status with type typ and a
+// Retry-After, without its body read and without a claim.
+func wantRefused(t *testing.T, h http.Handler, store *memstore.Store, client string, size, status int, typ string) {
+	t.Helper()
+	entries := store.Stats().Entries
+	var read bool
+	w := serve(h, admissionRequest(client, "refused-"+client, size, &read))
+	p := wantProblem(t, w, status, typ)
+	if ra, err := strconv.Atoi(w.Header().Get("Retry-After")); err != nil || ra < 1 {
+		t.Errorf("%s: Retry-After %q, want whole seconds >= 1", p.Title, w.Header().Get("Retry-After"))
+	}
+	if read {
+		t.Errorf("%s: the body was read before the refusal", p.Title)
+	}
+	if got := store.Stats().Entries; got != entries {
+		t.Errorf("%s: the store holds %d entries, had %d: something was claimed", p.Title, got, entries)
+	}
+}
+
+// The requests in flight are bounded: past MaxInFlight, 503 server-busy
+// before the body is read and before any claim; a client past its quarter
+// of the bound gets 429 while another client is still admitted.
+func TestAdmissionBoundsRequestsInFlight(t *testing.T) {
+	store := new(memstore.Store)
+	g := newGate()
+	m := newMiddleware(t, store, middleware.Config{})
+	a, err := middleware.NewAdmission(middleware.AdmissionConfig{
+		MaxInFlight: 8,
+		Client:      func(r *http.Request) string { return r.Header.Get("X-Client") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := a.Handler(m.Handler(g))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(g.release)
+
+	holding(t, h, g, &wg, "a", 2, 10) // a quarter of 8
+	wantRefused(t, h, store, "a", 10, http.StatusTooManyRequests, middleware.ProblemClientBusy)
+	for _, c := range []string{"b", "c", "d"} {
+		holding(t, h, g, &wg, c, 2, 10)
+	}
+	wantRefused(t, h, store, "e", 10, http.StatusServiceUnavailable, middleware.ProblemServerBusy)
+	if s := a.Stats(); s.InFlight != 8 || s.Refused != 2 {
+		t.Errorf("Stats %+v, want 8 in flight and 2 refused", s)
+	}
+}
+
+// The bytes in flight are bounded, and large bodies together may hold at
+// most three quarters of them, so a small request still gets in.
+func TestAdmissionBoundsBytesInFlight(t *testing.T) {
+	store := new(memstore.Store)
+	g := newGate()
+	m := newMiddleware(t, store, middleware.Config{})
+	const mib = 1 << 20
+	a, err := middleware.NewAdmission(middleware.AdmissionConfig{
+		MaxInFlightBytes: 8 * mib,
+		Client:           func(r *http.Request) string { return r.Header.Get("X-Client") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := a.Handler(m.Handler(g))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(g.release)
+
+	holding(t, h, g, &wg, "a", 2, mib) // a quarter of 8 MiB
+	wantRefused(t, h, store, "a", mib, http.StatusTooManyRequests, middleware.ProblemClientBusy)
+	holding(t, h, g, &wg, "b", 2, mib)
+	holding(t, h, g, &wg, "c", 2, mib) // 6 MiB of large bodies: three quarters
+	wantRefused(t, h, store, "d", mib, http.StatusServiceUnavailable, middleware.ProblemServerBusy)
+	holding(t, h, g, &wg, "d", 1, 1000) // a small body still gets in
+	if s := a.Stats(); s.InFlight != 7 || s.InFlightBytes != 6*mib+1000 {
+		t.Errorf("Stats %+v, want 7 in flight holding 6 MiB + 1000 bytes", s)
+	}
+}
