@@ -21,8 +21,14 @@
 //			}
 //			return keystore.Record{StatusCode: http.StatusCreated, Body: body}, nil
 //		})
-//		if err != nil {
-//			http.Error(w, "not stored", http.StatusServiceUnavailable)
+//		switch {
+//		case pgstore.Transient(err): // a lost connection, a deadlock, a failover: the retry may succeed
+//			middleware.WriteProblem(w, middleware.Problem{Status: http.StatusServiceUnavailable,
+//				Type: typeUnavailable, Title: "Feature store unavailable", RetryAfter: time.Second})
+//			return
+//		case err != nil: // a refused geometry, a constraint, a bug: no retry can fix it
+//			middleware.WriteProblem(w, middleware.Problem{Status: http.StatusUnprocessableEntity,
+//				Type: typeRejected, Title: "Feature rejected"})
 //			return
 //		}
 //		w.WriteHeader(rec.StatusCode)
@@ -34,8 +40,10 @@
 // fenced by the hold's token ([Store.CompleteTx]), commits, and marks the
 // hold completed, so that the middleware does not record the response a
 // second time. If the function fails, or the connection drops, nothing is
-// written and nothing recorded; the handler answers 5xx, the middleware
-// releases the key and the sender's retry runs the handler again. If the
+// written and nothing recorded; the handler answers 5xx if [Transient] says
+// a retry may succeed (the middleware releases the key and the sender's
+// retry runs the handler again), and 4xx otherwise (recorded, so the
+// sender stops instead of retrying what no retry can fix). If the
 // request outlived its lease and another request took the key over, the late
 // transaction is refused with [keystore.ErrLeaseLost] and rolled back
 // instead of writing twice. Handlers that manage their transaction

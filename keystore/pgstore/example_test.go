@@ -68,12 +68,26 @@ func ExampleStore_InTx() {
 		case errors.Is(err, keystore.ErrLeaseLost):
 			// Another delivery of this request took the key over; its work
 			// stands and ours was rolled back.
-			http.Error(w, "superseded by a retry", http.StatusConflict)
+			middleware.WriteProblem(w, middleware.Problem{Status: http.StatusConflict, Title: "Superseded by a retry"})
+			return
+		case pgstore.Transient(err):
+			// Nothing was written, and a retry may succeed (a lost
+			// connection, a deadlock, a failover): a 5xx makes the
+			// middleware release the key, so the sender's retry runs again.
+			middleware.WriteProblem(w, middleware.Problem{
+				Type:  "https://example.com/problems/feature-store-unavailable",
+				Title: "Feature store unavailable", Status: http.StatusServiceUnavailable,
+				Detail: "Nothing was stored; retry with the same key.", RetryAfter: time.Second,
+			})
 			return
 		case err != nil:
-			// Nothing was written: a 5xx makes the middleware release the
-			// key, so the sender's retry runs again.
-			http.Error(w, "not stored", http.StatusServiceUnavailable)
+			// No retry can fix it (a geometry PostGIS refuses, a constraint,
+			// a bug): a 422 is recorded and replayed, so the sender stops.
+			middleware.WriteProblem(w, middleware.Problem{
+				Type:  "https://example.com/problems/feature-rejected",
+				Title: "Feature rejected", Status: http.StatusUnprocessableEntity,
+				Detail: "The database refused the feature.",
+			})
 			return
 		}
 		for k, vs := range rec.Header {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -61,8 +62,12 @@ func ExampleStore_InTx_middleware() {
 				Body:       body,
 			}, nil
 		})
-		if err != nil { // not every error is "try again": see "Permanent or transient failures"
-			http.Error(w, "try again", http.StatusServiceUnavailable) // 5xx: the key is released
+		switch { // not every error is "try again": see "Permanent or transient failures"
+		case pgstore.Transient(err): // a lost connection, a deadlock, a failover: 5xx, the key is released
+			middleware.WriteProblem(w, middleware.Problem{Status: http.StatusServiceUnavailable, RetryAfter: time.Second})
+			return
+		case err != nil: // a refused geometry, a constraint, a bug: 422, recorded, the sender stops
+			middleware.WriteProblem(w, middleware.Problem{Status: http.StatusUnprocessableEntity, Detail: "feature refused"})
 			return
 		}
 		maps.Copy(w.Header(), rec.Header)

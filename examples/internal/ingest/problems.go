@@ -1,10 +1,8 @@
 package ingest
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/geoidem/geoidem/middleware"
@@ -26,20 +24,7 @@ const (
 // writeProblem answers an RFC 9457 problem document, not to be cached; a
 // positive retryAfter adds Retry-After in whole seconds, rounded up.
 func writeProblem(w http.ResponseWriter, status int, typ, title, detail string, retryAfter time.Duration) {
-	h := w.Header()
-	h.Set("Content-Type", "application/problem+json")
-	h.Set("Cache-Control", "no-store")
-	if retryAfter > 0 {
-		h.Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
-	}
-	w.WriteHeader(status)
-	b, _ := json.Marshal(struct {
-		Type   string `json:"type"`
-		Title  string `json:"title"`
-		Status int    `json:"status"`
-		Detail string `json:"detail"`
-	}{typ, title, status, detail})
-	_, _ = w.Write(b)
+	middleware.WriteProblem(w, middleware.Problem{Type: typ, Title: title, Status: status, Detail: detail, RetryAfter: retryAfter})
 }
 
 // writeHTTPProblem answers an error that carries its own problem document
