@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"time"
 
@@ -11,10 +13,10 @@ import (
 	"github.com/geoidem/geoidem/internal/benchshape"
 )
 
-// Section 6: the hostile inputs of issue 16 (items 1, 4 and 5), each next
-// to a benign document of about the same size, through geojson.Validate
-// and, for a rejected document, the problem document the middleware would
-// send.
+// Section 6: the hostile inputs of issue 16 (items 1, 4 and 5) and issue
+// 23 (item 4), each next to a benign document of about the same size,
+// through RequestValidator.DecodeRequest and, for a rejected document, the
+// problem document the middleware would send.
 
 // hostilePair is a hostile input and its benign twin.
 type hostilePair struct {
@@ -42,6 +44,25 @@ func hostilePairs(o *options) []hostilePair {
 			benign: benchshape.CircleOfSize(len(h), 1), benignNote: "a valid Polygon: a circle of the same size",
 		})
 	}
+	kib := o.hostileBody >> 10
+	circle := benchshape.CircleOfSize(o.hostileBody, 1)
+	for _, b := range []struct {
+		name, short, note string
+		body              []byte
+	}{
+		{"MultiPoint of []", "[] positions", "a MultiPoint whose every position is `[]`", benchshape.EmptyPositions(o.hostileBody)},
+		{"MultiLineString of []", "[] lines", "a MultiLineString whose every LineString is `[]`", benchshape.EmptyLines(o.hostileBody)},
+		{"Polygon of [] rings", "[] rings", "a Polygon whose every ring is `[]`", benchshape.EmptyRings(o.hostileBody)},
+		{"MultiPolygon of [[]]", "[[]] polygons", "a MultiPolygon whose every Polygon is `[[]]`", benchshape.EmptyPolygons(o.hostileBody)},
+		{"overlapping triangles", "triangles", "a MultiPolygon of triangles with integer corners, each overlapping its neighbours", benchshape.Triangles(o.hostileBody)},
+	} {
+		ps = append(ps, hostilePair{
+			name:    fmt.Sprintf("%s, %d KiB", b.name, kib),
+			short:   b.short,
+			hostile: b.body, hostileNote: b.note + " (issue 23)",
+			benign: circle, benignNote: "a valid Polygon: a circle of the same size",
+		})
+	}
 	ps = append(ps, hostilePair{
 		name:    fmt.Sprintf("circle of %d vertices at 1e-200", o.hostileCircle),
 		short:   "circle 1e-200",
@@ -51,10 +72,10 @@ func hostilePairs(o *options) []hostilePair {
 	return ps
 }
 
-// answer validates data and renders the problem document of a
-// ValidationError: the whole cost of the answer to one request.
+// answer is what the middleware does with a body: RequestValidator's
+// DecodeRequest and, for a ValidationError, the problem document.
 func answer(data []byte) error {
-	err := geojson.Validate(data, geojson.Options{})
+	_, err := geojson.RequestValidator{}.DecodeRequest(hostileRequest, data)
 	var verr *geojson.ValidationError
 	if errors.As(err, &verr) {
 		if len(verr.ProblemJSON()) > geojson.MaxProblemDocumentBytes {
@@ -65,29 +86,51 @@ func answer(data []byte) error {
 	return err
 }
 
+// hostileRequest carries the headers DecodeRequest checks.
+var hostileRequest = func() *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/", nil)
+	r.Header.Set("Content-Type", "application/geo+json")
+	return r
+}()
+
 // allocated returns the bytes allocated by one call of fn on data, from
-// runtime.MemStats: the total, which bounds the peak heap the call can
-// add. The call is cold: two collections first empty the sync.Pools
-// (geojson keeps its sweep buffers in one), so a small input does not
-// look cheaper for reusing buffers a large one had to allocate.
-func allocated(fn func([]byte) error, data []byte) (uint64, error) {
+// runtime.MemStats.TotalAlloc (the total, which bounds the peak heap the
+// call can add): cold, after two collections that empty the sync.Pools
+// (geojson keeps its parsers and sweep buffers in them), and warm, the
+// least of 8 calls after that one.
+func allocated(fn func([]byte) error, data []byte) (cold, warm uint64, err error) {
 	if err := fn(data); err != nil {
-		return 0, err
+		return 0, 0, err
+	}
+	call := func() (uint64, error) {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		err := fn(data)
+		runtime.ReadMemStats(&m1)
+		return m1.TotalAlloc - m0.TotalAlloc, err
 	}
 	runtime.GC()
 	runtime.GC()
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	err := fn(data)
-	runtime.ReadMemStats(&m1)
-	return m1.TotalAlloc - m0.TotalAlloc, err
+	if cold, err = call(); err != nil {
+		return 0, 0, err
+	}
+	warm = cold
+	for range 8 {
+		a, err := call()
+		if err != nil {
+			return 0, 0, err
+		}
+		warm = min(warm, a)
+	}
+	return cold, warm, nil
 }
 
 // hostileCost is one measured input.
 type hostileCost struct {
 	bytes      int
 	perByte    float64 // ns per input byte
-	allocPerB  float64 // bytes allocated per input byte
+	coldPerB   float64 // bytes allocated per input byte, cold
+	warmPerB   float64 // and warm
 	timeString string
 }
 
@@ -99,32 +142,33 @@ const hostileRounds = 3
 // measureHostile completes the measurement of data, timed at d, with its
 // allocation.
 func measureHostile(data []byte, d time.Duration) (hostileCost, error) {
-	a, err := allocated(answer, data)
+	cold, warm, err := allocated(answer, data)
 	if err != nil {
 		return hostileCost{}, err
 	}
 	n := float64(len(data))
-	return hostileCost{bytes: len(data), perByte: float64(d.Nanoseconds()) / n, allocPerB: float64(a) / n, timeString: fmtDur(d)}, nil
+	return hostileCost{bytes: len(data), perByte: float64(d.Nanoseconds()) / n,
+		coldPerB: float64(cold) / n, warmPerB: float64(warm) / n, timeString: fmtDur(d)}, nil
 }
 
 func runHostile(ctx context.Context, s *section) error {
 	o := s.o
 	pairs := hostilePairs(o)
-	s.line("The inputs of issue 16 whose cost used to be far out of proportion to their size, each next to a benign document of about the same size.")
-	s.line("Each call is `geojson.Validate` and, when the document is rejected, `ProblemJSON` (the 422 body the middleware sends).")
+	s.line("The inputs of issues 16 and 23 whose cost used to be far out of proportion to their size, each next to a benign document of about the same size.")
+	s.line("Each call is `geojson.RequestValidator.DecodeRequest` (what the middleware calls) and, when the document is rejected, `ProblemJSON` (the 422 body it sends).")
 	s.line("Each input is timed %d times, hostile and benign in turn, each time the best of 5 batch means within %v after a checked first call; the table keeps each input's best.", hostileRounds, o.valTime/hostileRounds)
-	s.line("Allocation is `runtime.MemStats.TotalAlloc` over one cold call (after two collections, which empty geojson's pool of sweep buffers): the total allocated, which bounds the peak heap the call can add.")
+	s.line("Allocation is `runtime.MemStats.TotalAlloc` per call, the total allocated, which bounds the peak heap the call can add: cold, one call after two collections (which empty geojson's pools of parsers and sweep buffers), and warm, the least of 8 calls after it.")
 	s.line("Cost is given per input byte; the ratios divide the hostile input's by the benign one's.")
 	s.line("")
 	for _, p := range pairs {
 		s.line("- **%s**: %s; benign: %s.", p.name, p.hostileNote, p.benignNote)
 	}
 	s.line("")
-	header := []string{"input", "hostile bytes", "hostile time", "hostile ns/B", "hostile alloc B/B", "benign bytes", "benign time", "benign ns/B", "benign alloc B/B", "time ratio", "alloc ratio"}
+	header := []string{"input", "hostile bytes", "hostile time", "hostile ns/B", "hostile alloc B/B cold / warm", "benign bytes", "benign time", "benign ns/B", "benign alloc B/B cold / warm", "time ratio", "alloc ratio cold / warm"}
 	var rows [][]string
 	var groups []string
 	times := [][]float64{nil, nil}
-	allocs := [][]float64{nil, nil}
+	allocs := [][]float64{nil, nil, nil, nil}
 	worstT, worstA := 0.0, 0.0
 	for _, p := range pairs {
 		var best [2]time.Duration
@@ -147,15 +191,16 @@ func runHostile(ctx context.Context, s *section) error {
 		if err != nil {
 			return fmt.Errorf("%s, benign: %w", p.name, err)
 		}
-		rt, ra := h.perByte/b.perByte, h.allocPerB/b.allocPerB
-		worstT, worstA = max(worstT, rt), max(worstA, ra)
+		rt, rc, rw := h.perByte/b.perByte, h.coldPerB/b.coldPerB, h.warmPerB/b.warmPerB
+		worstT, worstA = max(worstT, rt), max(worstA, rc, rw)
 		rows = append(rows, []string{p.name,
-			fmt.Sprint(h.bytes), h.timeString, fmt.Sprintf("%.1f", h.perByte), fmt.Sprintf("%.2f", h.allocPerB),
-			fmt.Sprint(b.bytes), b.timeString, fmt.Sprintf("%.1f", b.perByte), fmt.Sprintf("%.2f", b.allocPerB),
-			fmt.Sprintf("%.1f×", rt), fmt.Sprintf("%.1f×", ra)})
+			fmt.Sprint(h.bytes), h.timeString, fmt.Sprintf("%.1f", h.perByte), fmt.Sprintf("%.2f / %.2f", h.coldPerB, h.warmPerB),
+			fmt.Sprint(b.bytes), b.timeString, fmt.Sprintf("%.1f", b.perByte), fmt.Sprintf("%.2f / %.2f", b.coldPerB, b.warmPerB),
+			fmt.Sprintf("%.1f×", rt), fmt.Sprintf("%.1f× / %.1f×", rc, rw)})
 		groups = append(groups, p.short)
 		times[0], times[1] = append(times[0], h.perByte), append(times[1], b.perByte)
-		allocs[0], allocs[1] = append(allocs[0], h.allocPerB), append(allocs[1], b.allocPerB)
+		allocs[0], allocs[1] = append(allocs[0], h.coldPerB), append(allocs[1], b.coldPerB)
+		allocs[2], allocs[3] = append(allocs[2], h.warmPerB), append(allocs[3], b.warmPerB)
 		o.logf("hostile: %s done", p.name)
 	}
 	s.table(header, rows)
@@ -168,12 +213,12 @@ func runHostile(ctx context.Context, s *section) error {
 	}
 	if err := s.figure("hostile-alloc.svg", "bytes allocated per input byte, hostile and benign inputs", barChart{
 		title: "Allocation per input byte: hostile inputs and benign ones of the same size", yLabel: "bytes allocated per input byte",
-		groups: groups, names: names, values: allocs,
+		groups: groups, names: []string{"hostile, cold", "benign, cold", "hostile, warm", "benign, warm"}, values: allocs,
 	}.render()); err != nil {
 		return err
 	}
-	s.headline("hostile inputs (issue 16) against benign ones of the same size",
-		"at most %.1f× the time and %.1f× the allocation per byte; problem documents at most %d KiB",
+	s.headline("hostile inputs (issues 16 and 23) against benign ones of the same size",
+		"at most %.1f× the time and %.1f× the allocation per byte (cold or warm); problem documents at most %d KiB",
 		worstT, worstA, geojson.MaxProblemDocumentBytes>>10)
 	return nil
 }

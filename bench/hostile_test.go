@@ -25,7 +25,7 @@ func TestHostileSection(t *testing.T) {
 		t.Fatalf("sections failed: %v\n%s", rep.failed, md)
 	}
 	for _, want := range []string{"## 6. Hostile inputs", "| problem document, 64 KiB body |", "| 1000 holes |",
-		"| circle of 1000 vertices at 1e-200 |", "hostile inputs (issue 16)", "hostile-time.svg", "hostile-alloc.svg"} {
+		"| circle of 1000 vertices at 1e-200 |", "| MultiPoint of [], 64 KiB |", "| overlapping triangles, 64 KiB |", "hostile inputs (issues 16 and 23)", "hostile-time.svg", "hostile-alloc.svg"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("REPORT.md lacks %q:\n%s", want, md)
 		}
