@@ -55,6 +55,15 @@
 // Redis server clock for networked stores), never by the clocks of the
 // application servers, which may disagree.
 //
+// # Operating a store
+//
+// A store may also offer [Admin], found by type assertion: an operator's
+// view of one entry (Inspect), the freeing of a key left in flight by a
+// process that died (Free, only once its lease has run out unless forced),
+// the deletion of a completed record (Forget) and counts (Summarize). The
+// geoidem command's keys subcommand uses it; memstore, redisstore and
+// pgstore have it.
+//
 // # Writing a store
 //
 // A store that keeps records as bytes encodes them with [AppendRecord] and

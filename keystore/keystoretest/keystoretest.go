@@ -1,7 +1,8 @@
 // Package keystoretest is the conformance suite for implementations of
 // [keystore.Store]. A store is correct when [Run] passes against it.
 //
-// The suite talks to the store only through the keystore.Store interface, so
+// The suite talks to the store only through the keystore.Store interface
+// (and keystore.Admin, whose rules a store without it skips), so
 // it runs unchanged against an in-process store, a real Redis or a real
 // PostgreSQL server. Rules about time (lease expiry, retention) use short real
 // durations and poll the store until a generous deadline, because a networked
@@ -67,6 +68,13 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RepeatedCompleteIsIdempotent", testRepeatedComplete},
 		{"RepeatedCompleteWithEqualRecord", testRepeatedCompleteEqualRecord},
 		{"RepeatedReleaseIsIdempotent", testRepeatedRelease},
+		// keystore.Admin, for the stores that have it.
+		{"AdminInspect", testAdminInspect},
+		{"AdminFreeRunOutLease", testAdminFreeRunOutLease},
+		{"AdminFreeForce", testAdminFreeForce},
+		{"AdminFreeNeverTouchesRecord", testAdminFreeNeverTouchesRecord},
+		{"AdminForget", testAdminForget},
+		{"AdminSummarize", testAdminSummarize},
 	}
 	for _, r := range rules {
 		t.Run(r.name, func(t *testing.T) {

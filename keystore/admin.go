@@ -1,0 +1,115 @@
+package keystore
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Admin is an optional capability of a Store: what an operator needs to
+// answer "did this request arrive, and what did we answer?" and to free a
+// key left in flight by a process that died. Callers find it by type
+// assertion (s.(keystore.Admin)); memstore, redisstore and pgstore have it,
+// and the conformance suite checks it for every store that does.
+//
+// Keys are the stored keys, as Claim receives them (the middleware's
+// middleware.StoreKey of a scope and a client's key). Times are judged by
+// the store's clock, as everywhere else. None of the methods takes part in
+// the fencing protocol: Free and Forget end a hold or a record as if the
+// lease or the retention had run out, so a token that held the key gets
+// ErrLeaseLost from then on.
+type Admin interface {
+	// Inspect returns key's entry as it is now, without changing it.
+	Inspect(ctx context.Context, key string) (Entry, error)
+
+	// Free deletes key's entry when it is in flight and its lease has run
+	// out or force is set, so that the next Claim acquires it at once. It
+	// returns the entry as it found it; it fails, changing nothing, with
+	// ErrLeaseRunning for an in-flight entry whose lease still runs (without
+	// force) and with ErrNotInFlight for an absent, completed or released
+	// entry: a completed record is never freed, only forgotten.
+	Free(ctx context.Context, key string, force bool) (Entry, error)
+
+	// Forget deletes key's completed record, so that the next request with
+	// the key runs again. It returns the entry as it found it; it fails,
+	// changing nothing, with ErrNotCompleted for any other entry.
+	Forget(ctx context.Context, key string) (Entry, error)
+
+	// Summarize counts the store's entries.
+	Summarize(ctx context.Context) (Summary, error)
+}
+
+// Errors of the Admin methods; the operation changed nothing.
+var (
+	ErrLeaseRunning = errors.New("keystore: the key is in flight and its lease is still running")
+	ErrNotInFlight  = errors.New("keystore: the key is not in flight")
+	ErrNotCompleted = errors.New("keystore: the key holds no completed record")
+)
+
+// EntryState says what Admin.Inspect found under a key.
+type EntryState int
+
+const (
+	// Absent: no entry; a Claim acquires the key.
+	Absent EntryState = iota
+	// Held: in flight; see Entry.LeaseRemaining and Entry.LeaseRunOut.
+	Held
+	// Recorded: completed; see Entry.Record and Entry.RetentionRemaining.
+	Recorded
+	// Released: its holder released it, a Claim acquires it; the store
+	// keeps the mark for a grace (see the package documentation).
+	Released
+)
+
+// String returns the state's name in lower case.
+func (s EntryState) String() string {
+	switch s {
+	case Absent:
+		return "absent"
+	case Held:
+		return "in flight"
+	case Recorded:
+		return "completed"
+	case Released:
+		return "released"
+	}
+	return "unknown"
+}
+
+// Entry is one key's entry, as Admin.Inspect found it.
+type Entry struct {
+	State       EntryState
+	Fingerprint Fingerprint // of the request that claimed the key (Held, Recorded)
+	Token       Token       // the token that holds, completed or released the key, where the store keeps it
+
+	// LeaseRemaining is the time left on the lease (Held): zero or negative
+	// once the lease has run out, when the store can still tell how long ago.
+	LeaseRemaining time.Duration
+	// LeaseRunOut is true when the entry is held by a lease that has run
+	// out: its holder is gone or stalled, and the next Claim takes it over.
+	LeaseRunOut bool
+
+	// Record is the recorded response (Recorded).
+	Record Record
+	// RetentionRemaining is how long the record is still kept (Recorded).
+	RetentionRemaining time.Duration
+}
+
+// Summary counts a store's entries, for Admin.Summarize.
+type Summary struct {
+	InFlight    int64 // entries in flight, those whose lease ran out included
+	LeaseRunOut int64 // of those, the ones whose lease has run out
+	Completed   int64 // completed records still kept
+	// Bytes is what the store holds for those entries, as the store counts
+	// it: memstore what it charges against its MaxBytes, redisstore and
+	// pgstore the bytes of the stored values.
+	Bytes int64
+	// Oldest is the key of the entry nearest its end (a lease running out,
+	// or a record's retention, whichever comes first; with one retention for
+	// every record, the oldest record), "" when the store is empty, and
+	// OldestRemaining the time until that end (negative for a lease that
+	// has run out).
+	Oldest          string
+	OldestState     EntryState
+	OldestRemaining time.Duration
+}

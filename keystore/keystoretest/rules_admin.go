@@ -1,0 +1,191 @@
+package keystoretest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// The rules of the optional keystore.Admin capability. A store without it
+// skips them, visibly.
+
+func admin(t *testing.T, s keystore.Store) keystore.Admin {
+	t.Helper()
+	a, ok := s.(keystore.Admin)
+	if !ok {
+		t.Skipf("%T is not a keystore.Admin", s)
+	}
+	return a
+}
+
+func inspect(t *testing.T, a keystore.Admin, key string, want keystore.EntryState) keystore.Entry {
+	t.Helper()
+	e, err := a.Inspect(ctx(t), key)
+	if err != nil {
+		t.Fatalf("Inspect(%.8s…): %v", key, err)
+	}
+	if e.State != want {
+		t.Fatalf("Inspect(%.8s…) = %v, want %v", key, e.State, want)
+	}
+	return e
+}
+
+func testAdminInspect(t *testing.T, s keystore.Store) {
+	a := admin(t, s)
+	key := Key(t)
+	inspect(t, a, key, keystore.Absent)
+
+	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	e := inspect(t, a, key, keystore.Held)
+	if e.Fingerprint != fpA || e.LeaseRunOut || e.LeaseRemaining <= 0 || e.LeaseRemaining > longLease {
+		t.Errorf("in flight: %+v, want fingerprint %x, a lease of at most %v running", e, fpA[:4], longLease)
+	}
+	if e.Token != 0 && e.Token != c.Token {
+		t.Errorf("in flight: token %d, want the holder's %d (or 0 where the store keeps none)", e.Token, c.Token)
+	}
+
+	rec := sampleRecord()
+	if err := s.Complete(ctx(t), key, c.Token, rec, longRetention); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	e = inspect(t, a, key, keystore.Recorded)
+	equalRecords(t, e.Record, rec)
+	if e.Fingerprint != fpA || e.RetentionRemaining <= 0 || e.RetentionRemaining > longRetention {
+		t.Errorf("completed: fingerprint %x, retention left %v; want %x and at most %v", e.Fingerprint[:4], e.RetentionRemaining, fpA[:4], longRetention)
+	}
+	// Inspect changes nothing: the record is still replayed.
+	mustClaim(t, s, key, fpA, longLease, keystore.Completed)
+
+	other := Key(t)
+	c = mustClaim(t, s, other, fpB, longLease, keystore.Acquired)
+	if err := s.Release(ctx(t), other, c.Token); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	inspect(t, a, other, keystore.Released)
+}
+
+func testAdminFreeRunOutLease(t *testing.T, s keystore.Store) {
+	a := admin(t, s)
+	key := Key(t)
+	c := mustClaim(t, s, key, fpA, shortLease, keystore.Acquired)
+	if e, err := a.Free(ctx(t), key, false); !errors.Is(err, keystore.ErrLeaseRunning) || e.State != keystore.Held {
+		t.Fatalf("Free of a running lease without force: %+v, %v; want the entry and ErrLeaseRunning", e, err)
+	}
+	eventually(t, "the lease running out, as Inspect sees it", func() bool {
+		e, err := a.Inspect(ctx(t), key)
+		if err != nil {
+			t.Fatalf("Inspect: %v", err)
+		}
+		if e.State != keystore.Held {
+			t.Fatalf("Inspect of a key whose lease ran out, unclaimed: %v, want in flight", e.State)
+		}
+		return e.LeaseRunOut
+	})
+	e, err := a.Free(ctx(t), key, false)
+	if err != nil || e.State != keystore.Held || !e.LeaseRunOut {
+		t.Fatalf("Free of a run-out lease: %+v, %v; want the in-flight entry it freed", e, err)
+	}
+	inspect(t, a, key, keystore.Absent)
+	if err := s.Complete(ctx(t), key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Complete by the freed token: %v, want ErrLeaseLost", err)
+	}
+	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Release by the freed token: %v, want ErrLeaseLost", err)
+	}
+	n := mustClaim(t, s, key, fpB, longLease, keystore.Acquired)
+	if n.Token == c.Token {
+		t.Errorf("the claim after Free reused token %d", n.Token)
+	}
+	if _, err := a.Free(ctx(t), Key(t), true); !errors.Is(err, keystore.ErrNotInFlight) {
+		t.Errorf("Free of an absent key: %v, want ErrNotInFlight", err)
+	}
+}
+
+func testAdminFreeForce(t *testing.T, s keystore.Store) {
+	a := admin(t, s)
+	key := Key(t)
+	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	if e, err := a.Free(ctx(t), key, true); err != nil || e.State != keystore.Held || e.LeaseRunOut {
+		t.Fatalf("forced Free of a running lease: %+v, %v", e, err)
+	}
+	if err := s.Complete(ctx(t), key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Complete by the token freed by force: %v, want ErrLeaseLost: the fence must hold", err)
+	}
+	if err := s.Extend(ctx(t), key, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Extend by the token freed by force: %v, want ErrLeaseLost", err)
+	}
+	mustClaim(t, s, key, fpB, longLease, keystore.Acquired)
+}
+
+func testAdminFreeNeverTouchesRecord(t *testing.T, s keystore.Store) {
+	a := admin(t, s)
+	key := Key(t)
+	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	rec := sampleRecord()
+	if err := s.Complete(ctx(t), key, c.Token, rec, longRetention); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	for _, force := range []bool{false, true} {
+		if e, err := a.Free(ctx(t), key, force); !errors.Is(err, keystore.ErrNotInFlight) || e.State != keystore.Recorded {
+			t.Errorf("Free(force=%t) of a completed key: %+v, %v; want the record and ErrNotInFlight", force, e.State, err)
+		}
+	}
+	got := mustClaim(t, s, key, fpA, longLease, keystore.Completed)
+	equalRecords(t, got.Record, rec)
+}
+
+func testAdminForget(t *testing.T, s keystore.Store) {
+	a := admin(t, s)
+	key := Key(t)
+	if _, err := a.Forget(ctx(t), key); !errors.Is(err, keystore.ErrNotCompleted) {
+		t.Errorf("Forget of an absent key: %v, want ErrNotCompleted", err)
+	}
+	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	if e, err := a.Forget(ctx(t), key); !errors.Is(err, keystore.ErrNotCompleted) || e.State != keystore.Held {
+		t.Errorf("Forget of a key in flight: %+v, %v; want ErrNotCompleted", e.State, err)
+	}
+	inspect(t, a, key, keystore.Held)
+	rec := sampleRecord()
+	if err := s.Complete(ctx(t), key, c.Token, rec, longRetention); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	e, err := a.Forget(ctx(t), key)
+	if err != nil || e.State != keystore.Recorded {
+		t.Fatalf("Forget of a completed key: %+v, %v", e.State, err)
+	}
+	equalRecords(t, e.Record, rec)
+	inspect(t, a, key, keystore.Absent)
+	mustClaim(t, s, key, fpB, longLease, keystore.Acquired)
+}
+
+func testAdminSummarize(t *testing.T, s keystore.Store) {
+	a := admin(t, s)
+	sum, err := a.Summarize(ctx(t))
+	if err != nil {
+		t.Fatalf("Summarize: %v", err)
+	}
+	if sum != (keystore.Summary{}) {
+		t.Fatalf("Summarize of an empty store: %+v, want zero", sum)
+	}
+	held, short, done := Key(t), Key(t), Key(t)
+	mustClaim(t, s, held, fpA, longLease, keystore.Acquired)
+	mustClaim(t, s, short, fpA, shortLease, keystore.Acquired)
+	c := mustClaim(t, s, done, fpA, longLease, keystore.Acquired)
+	if err := s.Complete(ctx(t), done, c.Token, sampleRecord(), longRetention); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	eventually(t, "the short lease running out, as Summarize counts it", func() bool {
+		sum, err = a.Summarize(ctx(t))
+		if err != nil {
+			t.Fatalf("Summarize: %v", err)
+		}
+		return sum.LeaseRunOut == 1
+	})
+	if sum.InFlight != 2 || sum.Completed != 1 || sum.Bytes <= 0 {
+		t.Errorf("Summarize: %+v, want 2 in flight (1 run out), 1 completed, some bytes", sum)
+	}
+	if sum.Oldest != short || sum.OldestState != keystore.Held || sum.OldestRemaining > 0 {
+		t.Errorf("Summarize: oldest %.8s… (%v, %v left), want the run-out lease %.8s…", sum.Oldest, sum.OldestState, sum.OldestRemaining, short)
+	}
+}

@@ -1,0 +1,123 @@
+package memstore
+
+import (
+	"context"
+	"encoding/hex"
+	"time"
+
+	"github.com/geoidem/geoidem/keystore"
+)
+
+var _ keystore.Admin = (*Store)(nil)
+
+// entryOf describes the entry in slot; s.mu is held.
+func (s *Store) entryOf(slot int32, now int64) keystore.Entry {
+	e := &s.entries[slot]
+	left := time.Duration(e.deadline - now)
+	switch e.state {
+	case inFlight:
+		return keystore.Entry{State: keystore.Held, Fingerprint: e.fp, Token: e.token, LeaseRemaining: left, LeaseRunOut: left <= 0}
+	case completed:
+		if left <= 0 {
+			return keystore.Entry{} // the retention has ended: as good as absent
+		}
+		return keystore.Entry{State: keystore.Recorded, Fingerprint: e.fp, Token: e.token, Record: decodeRecord(s.recs[slot]), RetentionRemaining: left}
+	}
+	return keystore.Entry{State: keystore.Released, Fingerprint: e.fp, Token: e.token}
+}
+
+// Inspect implements keystore.Admin.
+func (s *Store) Inspect(ctx context.Context, key string) (keystore.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return keystore.Entry{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slot, ok := s.index[idOf(key)]
+	if !ok {
+		return keystore.Entry{}, nil
+	}
+	return s.entryOf(slot, s.now()), nil
+}
+
+// Free implements keystore.Admin.
+func (s *Store) Free(ctx context.Context, key string, force bool) (keystore.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return keystore.Entry{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slot, ok := s.index[idOf(key)]
+	if !ok {
+		return keystore.Entry{}, keystore.ErrNotInFlight
+	}
+	e := s.entryOf(slot, s.now())
+	switch {
+	case e.State != keystore.Held:
+		return e, keystore.ErrNotInFlight
+	case !e.LeaseRunOut && !force:
+		return e, keystore.ErrLeaseRunning
+	}
+	s.remove(slot)
+	return e, nil
+}
+
+// Forget implements keystore.Admin.
+func (s *Store) Forget(ctx context.Context, key string) (keystore.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return keystore.Entry{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slot, ok := s.index[idOf(key)]
+	if !ok {
+		return keystore.Entry{}, keystore.ErrNotCompleted
+	}
+	e := s.entryOf(slot, s.now())
+	if e.State != keystore.Recorded {
+		return e, keystore.ErrNotCompleted
+	}
+	s.remove(slot)
+	return e, nil
+}
+
+// Summarize implements keystore.Admin. Oldest is the key for a key the
+// middleware stores; memstore keeps any other key only as its SHA-256, and
+// Oldest is then that hash in hexadecimal.
+func (s *Store) Summarize(ctx context.Context) (keystore.Summary, error) {
+	if err := ctx.Err(); err != nil {
+		return keystore.Summary{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var sum keystore.Summary
+	first := true
+	for id, slot := range s.index {
+		e := s.entryOf(slot, now)
+		var left time.Duration
+		switch e.State {
+		case keystore.Held:
+			sum.InFlight++
+			if e.LeaseRunOut {
+				sum.LeaseRunOut++
+			}
+			left = e.LeaseRemaining
+		case keystore.Recorded:
+			sum.Completed++
+			left = e.RetentionRemaining
+		default:
+			continue
+		}
+		sum.Bytes += s.entries[slot].size
+		if first || left < sum.OldestRemaining {
+			first = false
+			sum.Oldest, sum.OldestState, sum.OldestRemaining = id.String(), e.State, left
+		}
+	}
+	return sum, nil
+}
+
+// String returns id in hexadecimal: the key itself for a key the
+// middleware stores (64 lowercase hexadecimal characters).
+func (id keyID) String() string { return hex.EncodeToString(id[:]) }

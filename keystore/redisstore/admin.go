@@ -1,0 +1,274 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/redis/go-redis/v9"
+)
+
+var _ keystore.Admin = (*Store)(nil)
+
+// The keystore.Admin methods read and change one key's entry in one script
+// (its value, its PTTL and its release key together, on one Cluster slot),
+// and Summarize scans every master for the store's prefix.
+
+// inspectScript: KEYS as scriptKeys. Returns {value or '', PTTL, release
+// mark or ''}.
+var inspectScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+local m = KEYS[2] and redis.call('GET', KEYS[2])
+return {v or '', redis.call('PTTL', KEYS[1]), m or ''}
+`)
+
+// freeScript: KEYS[1] the key; ARGV[1] grace (ms), ARGV[2] '1' to free a
+// running lease. Returns {outcome, value or '', PTTL}: outcome 0 not in
+// flight, 1 in flight with its lease running (nothing done), 2 freed.
+var freeScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+local p = redis.call('PTTL', KEYS[1])
+if not v or string.sub(v, 1, 1) ~= 'i' then
+  return {0, v or '', p}
+end
+if p > tonumber(ARGV[1]) and ARGV[2] ~= '1' then
+  return {1, v, p}
+end
+redis.call('DEL', KEYS[1])
+return {2, v, p}
+`)
+
+// forgetScript: KEYS[1] the key. Returns {outcome, value or '', PTTL}:
+// outcome 0 not completed, 1 deleted.
+var forgetScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+local p = redis.call('PTTL', KEYS[1])
+local st = v and string.sub(v, 1, 1)
+if st ~= 'd' and st ~= 'c' then
+  return {0, v or '', p}
+end
+redis.call('DEL', KEYS[1])
+return {1, v, p}
+`)
+
+// entryOf decodes a stored value and its PTTL (ms); mark is the release
+// mark when the value is absent.
+func entryOf(v string, pttl int64, mark string) (keystore.Entry, error) {
+	grace := abandonedGrace.Milliseconds()
+	switch {
+	case v == "" && len(mark) == 8:
+		return keystore.Entry{State: keystore.Released, Token: keystore.Token(binary.BigEndian.Uint64([]byte(mark)))}, nil
+	case v == "":
+		return keystore.Entry{}, nil
+	case v[0] == 'i' && len(v) == 41:
+		left := time.Duration(pttl-grace) * time.Millisecond
+		e := keystore.Entry{State: keystore.Held, Token: keystore.Token(binary.BigEndian.Uint64([]byte(v[33:41]))), LeaseRemaining: left, LeaseRunOut: left <= 0}
+		copy(e.Fingerprint[:], v[1:33])
+		return e, nil
+	case (v[0] == 'd' && len(v) >= 41) || (v[0] == 'c' && len(v) >= 33):
+		e := keystore.Entry{State: keystore.Recorded, RetentionRemaining: time.Duration(pttl) * time.Millisecond}
+		copy(e.Fingerprint[:], v[1:33])
+		rec := v[33:]
+		if v[0] == 'd' {
+			e.Token = keystore.Token(binary.BigEndian.Uint64([]byte(v[33:41])))
+			rec = v[41:]
+		}
+		r, err := keystore.DecodeRecord([]byte(rec))
+		if err != nil {
+			return keystore.Entry{}, fmt.Errorf("redisstore: the stored record: %w", err)
+		}
+		e.Record = r
+		return e, nil
+	}
+	return keystore.Entry{}, errors.New("redisstore: the key holds a value that is not an idempotency entry")
+}
+
+// adminReply reads a script's {a, value, b} reply.
+func adminReply(res any) (n int64, v string, p int64, ok bool) {
+	arr, ok := res.([]any)
+	if !ok || len(arr) != 3 {
+		return 0, "", 0, false
+	}
+	n, ok1 := arr[0].(int64)
+	v, ok2 := arr[1].(string)
+	p, ok3 := arr[2].(int64)
+	return n, v, p, ok1 && ok2 && ok3
+}
+
+// Inspect implements keystore.Admin.
+func (s *Store) Inspect(ctx context.Context, key string) (keystore.Entry, error) {
+	res, err := inspectScript.Run(ctx, s.client, scriptKeys(s.RedisKey(key))).Result()
+	if err != nil {
+		return keystore.Entry{}, opError(ctx, "inspect", err)
+	}
+	arr, ok := res.([]any)
+	if !ok || len(arr) != 3 {
+		return keystore.Entry{}, fmt.Errorf("redisstore: inspect: unexpected reply %v", res)
+	}
+	v, _ := arr[0].(string)
+	p, _ := arr[1].(int64)
+	m, _ := arr[2].(string)
+	return entryOf(v, p, m)
+}
+
+// Free implements keystore.Admin.
+func (s *Store) Free(ctx context.Context, key string, force bool) (keystore.Entry, error) {
+	f := "0"
+	if force {
+		f = "1"
+	}
+	res, err := freeScript.Run(ctx, s.client, []string{s.RedisKey(key)}, abandonedGrace.Milliseconds(), f).Result()
+	if err != nil {
+		return keystore.Entry{}, opError(ctx, "free", err)
+	}
+	n, v, p, ok := adminReply(res)
+	if !ok {
+		return keystore.Entry{}, fmt.Errorf("redisstore: free: unexpected reply %v", res)
+	}
+	e, err := entryOf(v, p, "")
+	switch {
+	case err != nil:
+		return e, err
+	case n == 0:
+		return e, keystore.ErrNotInFlight
+	case n == 1:
+		return e, keystore.ErrLeaseRunning
+	}
+	return e, nil
+}
+
+// Forget implements keystore.Admin.
+func (s *Store) Forget(ctx context.Context, key string) (keystore.Entry, error) {
+	res, err := forgetScript.Run(ctx, s.client, []string{s.RedisKey(key)}).Result()
+	if err != nil {
+		return keystore.Entry{}, opError(ctx, "forget", err)
+	}
+	n, v, p, ok := adminReply(res)
+	if !ok {
+		return keystore.Entry{}, fmt.Errorf("redisstore: forget: unexpected reply %v", res)
+	}
+	e, err := entryOf(v, p, "")
+	if err == nil && n == 0 {
+		err = keystore.ErrNotCompleted
+	}
+	return e, err
+}
+
+// Summarize implements keystore.Admin: it SCANs every master (of a
+// Cluster, or the shards of a Ring) for the store's prefix, reading each
+// entry's value and PTTL, so it costs a round trip per hundred keys. The
+// counts are not a snapshot: entries claimed, completed or expired while it
+// scans may be counted or not. Bytes are the bytes of the stored values.
+func (s *Store) Summarize(ctx context.Context) (keystore.Summary, error) {
+	var sum keystore.Summary
+	first := true
+	scan := func(ctx context.Context, c *redis.Client) error {
+		pattern := globEscape(s.prefix) + "{*"
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, pattern, 100).Result()
+			if err != nil {
+				return err
+			}
+			var live []string
+			for _, k := range keys {
+				if !strings.HasSuffix(k, "}") { // a release mark
+					continue
+				}
+				live = append(live, k)
+			}
+			if len(live) > 0 {
+				pipe := c.Pipeline()
+				gets := make([]*redis.StringCmd, len(live))
+				ttls := make([]*redis.DurationCmd, len(live))
+				for i, k := range live {
+					gets[i] = pipe.Get(ctx, k)
+					ttls[i] = pipe.PTTL(ctx, k)
+				}
+				if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+					return err
+				}
+				for i, k := range live {
+					v, err := gets[i].Result()
+					if errors.Is(err, redis.Nil) {
+						continue // gone since the SCAN
+					}
+					if err != nil {
+						return err
+					}
+					e, err := entryOf(v, ttls[i].Val().Milliseconds(), "")
+					if err != nil {
+						continue // not ours
+					}
+					var left time.Duration
+					switch e.State {
+					case keystore.Held:
+						sum.InFlight++
+						if e.LeaseRunOut {
+							sum.LeaseRunOut++
+						}
+						left = e.LeaseRemaining
+					case keystore.Recorded:
+						sum.Completed++
+						left = e.RetentionRemaining
+					default:
+						continue
+					}
+					sum.Bytes += int64(len(v))
+					if first || left < sum.OldestRemaining {
+						first = false
+						sum.Oldest = strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+"{"), "}")
+						sum.OldestState, sum.OldestRemaining = e.State, left
+					}
+				}
+			}
+			cursor = next
+			if cursor == 0 {
+				return nil
+			}
+		}
+	}
+	var err error
+	switch c := s.client.(type) {
+	case *redis.ClusterClient:
+		var mu sync.Mutex // ForEachMaster scans the nodes concurrently, into one Summary
+		err = c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return scan(ctx, node)
+		})
+	case *redis.Ring:
+		var mu sync.Mutex
+		err = c.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return scan(ctx, node)
+		})
+	case *redis.Client:
+		err = scan(ctx, c)
+	default:
+		return sum, fmt.Errorf("redisstore: summarize needs a *redis.Client, *redis.ClusterClient or *redis.Ring, not %T", s.client)
+	}
+	if err != nil {
+		return keystore.Summary{}, opError(ctx, "summarize", err)
+	}
+	return sum, nil
+}
+
+// globEscape escapes the glob characters of SCAN's MATCH pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
