@@ -149,4 +149,3 @@ ORDER BY expires_at LIMIT 1`).Scan(&sum.Oldest, &held, &left)
 	}
 	return sum, nil
 }
-

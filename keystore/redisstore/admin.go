@@ -19,8 +19,8 @@ var _ keystore.Admin = (*Store)(nil)
 // (its value, its PTTL and its release key together, on one Cluster slot),
 // and Summarize scans every master for the store's prefix.
 
-// inspectScript: KEYS as scriptKeys. Returns {value or '', PTTL, release
-// mark or ''}.
+// inspectScript: KEYS as scriptKeys. Returns {value or ”, PTTL, release
+// mark or ”}.
 var inspectScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 local m = KEYS[2] and redis.call('GET', KEYS[2])
@@ -28,7 +28,7 @@ return {v or '', redis.call('PTTL', KEYS[1]), m or ''}
 `)
 
 // freeScript: KEYS[1] the key; ARGV[1] grace (ms), ARGV[2] '1' to free a
-// running lease. Returns {outcome, value or '', PTTL}: outcome 0 not in
+// running lease. Returns {outcome, value or ”, PTTL}: outcome 0 not in
 // flight, 1 in flight with its lease running (nothing done), 2 freed.
 var freeScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
@@ -43,7 +43,7 @@ redis.call('DEL', KEYS[1])
 return {2, v, p}
 `)
 
-// forgetScript: KEYS[1] the key. Returns {outcome, value or '', PTTL}:
+// forgetScript: KEYS[1] the key. Returns {outcome, value or ”, PTTL}:
 // outcome 0 not completed, 1 deleted.
 var forgetScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
