@@ -140,7 +140,11 @@
 // A process that exits must wait for this work: call
 // [Middleware.Shutdown] after http.Server.Shutdown. Work still pending when
 // its context ends is given up: such a key stays in flight until its lease
-// ends, and the first retry after that runs the handler again.
+// ends, and the first retry after that runs the handler again. Shutdown
+// then returns a [*ShutdownError] that says how many records and releases
+// were given up, counting those given up earlier (a stall longer than the
+// lease, MaxBackground reached): a process should log it and exit
+// non-zero, since a record given up may run a handler twice.
 //
 // # The handler's ResponseWriter
 //

@@ -29,33 +29,51 @@ const (
 const MaxBackground = 1024
 
 // background counts the records and releases that the middleware is still
-// trying to write after their requests have returned, for Shutdown.
+// trying to write after their requests have returned, for Shutdown, and
+// those it gave up.
 type background struct {
-	mu    sync.Mutex
-	n     int
-	idle  chan struct{} // closed when n drops to 0; nil while n is 0
-	quit  chan struct{} // closed when a Shutdown gives up
-	quitQ sync.Once
+	mu      sync.Mutex
+	n       int
+	pending [2]int        // of n, by kind
+	gaveUp  [2]int        // given up without being written, by kind, since New
+	idle    chan struct{} // closed when n drops to 0; nil while n is 0
+	quit    chan struct{} // closed when a Shutdown gives up
+	quitQ   sync.Once
 }
 
-// add counts one more piece of work, unless MaxBackground are pending.
-func (b *background) add() bool {
+// The kinds of background work.
+const (
+	bgRecord = iota
+	bgRelease
+)
+
+// add counts one more piece of work of kind, unless MaxBackground are
+// pending: then it counts it as given up.
+func (b *background) add(kind int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.n >= MaxBackground {
+		b.gaveUp[kind]++
 		return false
 	}
 	if b.n == 0 {
 		b.idle = make(chan struct{})
 	}
 	b.n++
+	b.pending[kind]++
 	return true
 }
 
-func (b *background) done() {
+// done ends one piece of work of kind, given up without being written or
+// not.
+func (b *background) done(kind int, gaveUp bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.n--
+	b.pending[kind]--
+	if gaveUp {
+		b.gaveUp[kind]++
+	}
 	if b.n == 0 {
 		close(b.idle)
 		b.idle = nil
@@ -63,11 +81,11 @@ func (b *background) done() {
 }
 
 // state returns a channel closed when no work is pending (nil if none is
-// now), and the pending count.
-func (b *background) state() (<-chan struct{}, int) {
+// now).
+func (b *background) state() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.idle, b.n
+	return b.idle
 }
 
 func (b *background) quitting() <-chan struct{} {
@@ -79,14 +97,55 @@ func (b *background) quitting() <-chan struct{} {
 	return b.quit
 }
 
-func (b *background) giveUp() {
+// giveUp tells the pending work to give up (once the store call under way
+// returns) and returns what it gives up: the pending work, and, in all,
+// the records and releases given up so far counted with it.
+func (b *background) giveUp() (pending, records, releases int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.quit == nil {
 		b.quit = make(chan struct{})
 	}
 	b.quitQ.Do(func() { close(b.quit) })
+	return b.n, b.gaveUp[bgRecord] + b.pending[bgRecord], b.gaveUp[bgRelease] + b.pending[bgRelease]
 }
+
+// given returns the records and releases given up so far.
+func (b *background) given() (records, releases int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.gaveUp[bgRecord], b.gaveUp[bgRelease]
+}
+
+// ShutdownError is the error of a Shutdown that gave anything up: records
+// not written (their keys stay in flight until their store lease ends, and
+// the first retry after that runs the handler again) and releases not
+// written (their keys answer 409 until then).
+type ShutdownError struct {
+	// Pending is how much work was still pending when Shutdown's context
+	// ended: given up then, after the store call under way (which may
+	// still succeed: the counts are an upper bound).
+	Pending int
+	// Records and Releases are the records and releases given up without
+	// being written since the Middleware was created, those pending
+	// included: their lease may have ended in a stall, the store refused
+	// them, MaxBackground was reached, or Shutdown gave them up.
+	Records, Releases int
+	// Err is the context's error when Shutdown's context ended with work
+	// pending; nil otherwise.
+	Err error
+}
+
+func (e *ShutdownError) Error() string {
+	msg := fmt.Sprintf("middleware: %d records and %d releases given up in the background", e.Records, e.Releases)
+	if e.Err != nil {
+		msg += fmt.Sprintf(", %d of them still pending at shutdown: %v", e.Pending, e.Err)
+	}
+	return msg
+}
+
+// Unwrap returns Err.
+func (e *ShutdownError) Unwrap() error { return e.Err }
 
 // Shutdown waits until the middleware has no work left in the background:
 // records and releases that failed within their requests and are being
@@ -95,30 +154,32 @@ func (b *background) giveUp() {
 // after http.Server.Shutdown has returned, so that no request can start
 // new background work.
 //
-// It returns nil once nothing is pending, or, when ctx ends first, an error
-// wrapping ctx.Err() that says how much was still pending. The pending work
-// is then given up, after the store call under way (bounded by
-// Config.StoreTimeout): a record not written leaves its key in flight until
-// its lease ends, and the first retry after that runs the handler again; a
-// release not written leaves its key blocked (409) until its lease ends.
-// From then on, a record or release that fails within its request is not
-// retried.
+// It returns nil once nothing is pending if nothing was ever given up.
+// Otherwise it returns a *ShutdownError that says how many records and
+// releases were given up: before Shutdown (a lease that may have ended in
+// a stall, a store that refused them, MaxBackground reached), or by
+// Shutdown itself when ctx ends first. Then the error also wraps ctx.Err()
+// and says how much was still pending. That work is given up after the
+// store call under way (bounded by Config.StoreTimeout): a record not
+// written leaves its key in flight until its lease ends, and the first
+// retry after that runs the handler again; a release not written leaves
+// its key blocked (409) until its lease ends. From then on, a record or
+// release that fails within its request is not retried.
 func (m *Middleware) Shutdown(ctx context.Context) error {
-	idle, _ := m.bg.state()
-	if idle == nil {
-		return nil
-	}
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		_, n := m.bg.state() // pending when it gives up
-		m.bg.giveUp()
-		if n == 0 {
-			return nil
+	if idle := m.bg.state(); idle != nil {
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			pending, records, releases := m.bg.giveUp()
+			if pending > 0 {
+				return &ShutdownError{Pending: pending, Records: records, Releases: releases, Err: ctx.Err()}
+			}
 		}
-		return fmt.Errorf("middleware: shutdown gave up on %d records or releases not yet written: %w", n, ctx.Err())
 	}
+	if records, releases := m.bg.given(); records+releases > 0 {
+		return &ShutdownError{Records: records, Releases: releases}
+	}
+	return nil
 }
 
 // completeLater goes on trying to record rec for hold in the background,
@@ -129,7 +190,7 @@ func (m *Middleware) Shutdown(ctx context.Context) error {
 // leases) cannot block the key for ever: the background ends at most
 // Lease + StoreLease after the handler returned. It stops rn when it ends.
 func (m *Middleware) completeLater(ctx context.Context, hold *keystore.Hold, rec keystore.Record, rn *renewal) {
-	m.later(ctx, hold, rn, "record", func(ctx context.Context) error {
+	m.later(ctx, hold, rn, bgRecord, func(ctx context.Context) error {
 		return m.store.Complete(ctx, hold.Key, hold.Token, rec, m.retention)
 	})
 }
@@ -140,15 +201,16 @@ func (m *Middleware) completeLater(ctx context.Context, hold *keystore.Hold, rec
 // The renewal is already stopped: extending a lease one is trying to give
 // up would only keep the key blocked longer.
 func (m *Middleware) releaseLater(ctx context.Context, hold *keystore.Hold, rn *renewal) {
-	m.later(ctx, hold, rn, "release", func(ctx context.Context) error {
+	m.later(ctx, hold, rn, bgRelease, func(ctx context.Context) error {
 		return m.store.Release(ctx, hold.Key, hold.Token)
 	})
 }
 
-func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal, what string, op func(context.Context) error) {
+func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal, kind int, op func(context.Context) error) {
+	what := [...]string{bgRecord: "record", bgRelease: "release"}[kind]
 	ctx = context.WithoutCancel(ctx)
 	quit := m.bg.quitting()
-	if !m.bg.add() {
+	if !m.bg.add(kind) {
 		rn.stop()
 		m.log.LogAttrs(ctx, slog.LevelError, "idempotency "+what+" not written, and not retried: too much background work already (MaxBackground)",
 			slog.String("key", hold.Key))
@@ -156,7 +218,8 @@ func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal
 	}
 	renewFor := time.Now().Add(m.lease)
 	go func() {
-		defer m.bg.done()
+		gaveUp := true
+		defer func() { m.bg.done(kind, gaveUp) }()
 		defer rn.stop()
 		pause := firstPause
 		for try := 2; ; try++ {
@@ -189,6 +252,7 @@ func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal
 			cancel()
 			switch {
 			case err == nil:
+				gaveUp = false
 				m.log.LogAttrs(ctx, slog.LevelInfo, "idempotency "+what+" written in the background",
 					slog.String("key", hold.Key), slog.Int("tries", try))
 				return

@@ -306,14 +306,20 @@ func TestInFlightRetryAfterFollowsLease(t *testing.T) {
 		if w := serve(h, post("k1", feature)); w.Code != http.StatusCreated {
 			t.Fatalf("after the store's lease: %d, want 201", w.Code)
 		}
-		shutdown(t, m)
+		// The release was never written: Shutdown says so.
+		var se *middleware.ShutdownError
+		if err := m.Shutdown(context.Background()); !errors.As(err, &se) || se.Releases != 1 || se.Records != 0 || se.Pending != 0 {
+			t.Errorf("Shutdown = %v, want a *ShutdownError naming the one release given up", err)
+		}
 	})
 }
 
 // The background work is bounded: a store that keeps refusing records
 // (while claims succeed) cannot make the middleware hold more than
 // MaxBackground records at once; beyond them, a failed record is not
-// retried, and the key stays in flight until its lease ends.
+// retried (it is given up at once), and the key stays in flight until its
+// lease ends. Shutdown names both: the MaxBackground pending, and those
+// given up with them.
 func TestBackgroundWorkIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := refusingStore{memstore.New(memstore.Config{ReserveBytes: -1})}
@@ -327,9 +333,9 @@ func TestBackgroundWorkIsBounded(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		err := m.Shutdown(ctx)
-		var n int
-		if _, serr := fmt.Sscanf(fmt.Sprint(err), "middleware: shutdown gave up on %d records", &n); serr != nil || n != middleware.MaxBackground {
-			t.Fatalf("Shutdown = %v; want it to give up on exactly MaxBackground (%d) records", err, middleware.MaxBackground)
+		var se *middleware.ShutdownError
+		if !errors.As(err, &se) || se.Pending != middleware.MaxBackground || se.Records != middleware.MaxBackground+10 || se.Releases != 0 || !errors.Is(err, context.Canceled) {
+			t.Fatalf("Shutdown = %v; want it to give up on exactly MaxBackground (%d) records pending, MaxBackground+10 in all", err, middleware.MaxBackground)
 		}
 	})
 }

@@ -670,8 +670,9 @@ func TestCompletionFailureIsReported(t *testing.T) {
 			t.Errorf("events %+v, want one store_error with its error", ev.all)
 		}
 		start := time.Now()
-		if err := m.Shutdown(context.Background()); err != nil {
-			t.Fatalf("Shutdown: %v", err)
+		var se *middleware.ShutdownError
+		if err := m.Shutdown(context.Background()); !errors.As(err, &se) || se.Records != 1 || se.Releases != 0 || se.Pending != 0 {
+			t.Fatalf("Shutdown = %v, want a *ShutdownError naming the one record given up", err)
 		}
 		// The store extends the lease but refuses every record: the
 		// background renews for one more lease, tries until the store's

@@ -47,7 +47,11 @@
 //	                      twice), in Prometheus text format
 //	GET  /healthz         200 when the key store answers, 503 when it does not
 //
-// It prints the URL it serves and shuts down gracefully on SIGINT or SIGTERM.
+// It prints the URL it serves and shuts down gracefully on SIGINT or SIGTERM:
+// it waits up to -shutdown-timeout (by default the lease plus the store's
+// lease, enough for every record retried in the background) and, when a
+// record or release was given up (then, or earlier in a store outage
+// longer than the lease), says how many and exits 1.
 package main
 
 import (
@@ -103,6 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	})
 	volatile := fl.Bool("redis-volatile", false, "Redis: accept a server without persistence (no AOF, no RDB save points); "+volatileMeaning)
 	verbose := fl.Bool("v", false, "log every outcome")
+	shutdownTimeout := fl.Duration("shutdown-timeout", 0, "on SIGINT or SIGTERM, wait this long for requests in progress and for records and releases retried in the background (default: the lease plus the store's lease, enough for all of them)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -164,15 +169,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	wait := *shutdownTimeout
+	if wait <= 0 {
+		wait = svc.ShutdownTimeout()
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil {
 		fmt.Fprintf(stderr, "ingest: shutdown: %v\n", err)
 		return 1
 	}
 	// Records and releases that failed in a store outage are retried in
-	// the background: wait for them before the store is closed.
+	// the background: wait for them before the store is closed. Any given
+	// up (now, or earlier at the end of their lease) are named, and the
+	// exit status is 1: a record dropped lets a retry run its handler again.
 	if err := svc.Shutdown(shutdown); err != nil {
+		var se *middleware.ShutdownError
+		if errors.As(err, &se) {
+			log.Error("ingest: records or releases dropped", "records", se.Records, "releases", se.Releases, "pending_at_shutdown", se.Pending)
+			fmt.Fprintf(stderr, "ingest: shutdown dropped %d records (a retry after their lease runs the handler again) and %d releases (their keys answered 409 until their lease ended): %v\n",
+				se.Records, se.Releases, err)
+			return 1
+		}
 		fmt.Fprintf(stderr, "ingest: shutdown: %v\n", err)
 		return 1
 	}

@@ -107,6 +107,7 @@ type Service struct {
 	metrics *metrics
 	runs    *runCounter
 	idem    *middleware.Middleware
+	lease   time.Duration // the middleware's Config.Lease
 }
 
 // New opens the store cfg names and builds the service on it.
@@ -175,7 +176,11 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	mux.Handle("GET /features/{id}", getFeature(be.repo))
 	mux.Handle("GET /metrics", m.handler())
 	mux.Handle("GET /healthz", health(pinger(store, be.ping)))
-	return &Service{backend: be, handler: problemRoutes(mux), metrics: m, runs: runs, idem: idem}, nil
+	lease := cfg.Lease
+	if lease <= 0 {
+		lease = middleware.DefaultLease
+	}
+	return &Service{backend: be, handler: problemRoutes(mux), metrics: m, runs: runs, idem: idem, lease: lease}, nil
 }
 
 // Handler returns the service's routes.
@@ -196,6 +201,11 @@ func (s *Service) Writes(ctx context.Context) (map[string]int, error) {
 
 // Close closes the store.
 func (s *Service) Close() { s.backend.close() }
+
+// ShutdownTimeout is how long Shutdown may have to wait for the records and
+// releases retried in the background: the lease plus the store's lease
+// (middleware.Middleware.StoreLease), the longest they are kept.
+func (s *Service) ShutdownTimeout() time.Duration { return s.lease + s.idem.StoreLease() }
 
 // Shutdown waits for the records and releases the middleware is still
 // retrying in the background, or for ctx to end (see
