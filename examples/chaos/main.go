@@ -12,7 +12,7 @@
 //	                        [-restart-redis N [-redis-aof]] [-stall-for 3s]
 //	                        [-pg-terminate N] [-failover [-wait-replicas N]]
 //	                        [-write-delay 0] [-attempts 4]
-//	                        [-cut-for 400ms]
+//	                        [-cut-for 400ms] [-updates K]
 //
 // Every event is one GeoJSON Feature with its own id and its own
 // idempotency key. A seeded few are invalid (a Feature without "id": the
@@ -86,6 +86,14 @@
 // -wait-replicas N sets the receiver's redisstore WaitReplicas, so that a
 // claim counts only once N replicas hold it. -write-delay D pauses every feature write for D, so that
 // more handlers are running when a fault strikes. The bench's "store faults" section runs these.
+//
+// With -updates K every one of the -events features is observed K times,
+// one second apart (observation_time), each observation its own delivery
+// under its own key, sent in the order observed by the concurrent jittered
+// senders through the proxy, whose faults reorder them; the dead letters
+// are re-driven last. The receiver must keep the newest observation of
+// each feature whatever the arrival order: the row "stale final state"
+// counts the features that hold an older one, and must be 0 (updates.go).
 //
 // Each run against Redis or PostgreSQL uses its own key prefix or tables,
 // named with a random suffix, and removes them at the end. Every address is
@@ -196,6 +204,9 @@ type options struct {
 	// writeDelay pauses each feature write (ingest.Config.WriteDelay), so
 	// that more handlers are running when a store fault strikes.
 	writeDelay time.Duration
+	// updates is how many observations of each feature an -updates run
+	// delivers (0: the exactly-once run).
+	updates int
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -227,6 +238,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&o.pgTerminate, "pg-terminate", 0, "kill the receiver's PostgreSQL connections with pg_terminate_backend this many times under load (PostgreSQL only; -store-faults adds 3 of its own)")
 	fl.BoolVar(&o.failover, "failover", false, "start a redis-server primary and replica of its own; under load, stall replication for 1 s, SIGKILL the primary, promote the replica and point the receiver at it")
 	fl.IntVar(&o.waitReplicas, "wait-replicas", 0, "the receiver's redisstore WaitReplicas: replicas that must acknowledge each claim (Redis only)")
+	fl.IntVar(&o.updates, "updates", 0, "observe every feature this many times, deliver the observations concurrently through the proxy, and check that each feature ends with its newest (the \"stale final state\" row)")
 	fl.DurationVar(&o.writeDelay, "write-delay", 0, "pause each feature write this long, so that more handlers are running when a store fault strikes")
 	fl.BoolVar(&o.pathSpellings, "path-spellings", false, "send each attempt of a delivery to another spelling of its path (/features, /%66eatures, /feature%73, …)")
 	if err := fl.Parse(args); err != nil {
@@ -239,9 +251,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "chaos: unexpected arguments %q\n", fl.Args())
 		return 2
 	}
-	if err := o.check(); err != nil {
+	if err := errors.Join(o.check(), o.checkUpdates()); err != nil {
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
 		return 2
+	}
+	if o.updates > 0 {
+		return updatesChaos(ctx, o, stdout, stderr)
 	}
 	return chaos(ctx, o, stdout, stderr)
 }
