@@ -158,7 +158,11 @@ func updatesChaos(ctx context.Context, o options, stdout, stderr io.Writer) int 
 		dl deadLetters
 		mu sync.Mutex
 	)
-	senders, closeIdle, err := newSenders(o.senders, o.attempts, o.seed, &t, &dl)
+	var prepare func(*http.Request, client.AttemptStart) error
+	if o.pathSpellings {
+		prepare = spellPath
+	}
+	senders, closeIdle, err := newSenders(o.senders, o.attempts, o.seed, &t, &dl, prepare)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
 		return 1
