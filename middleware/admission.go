@@ -34,8 +34,10 @@ type AdmissionConfig struct {
 	// Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 
-	// Client returns the identity of a request's client: each client may
-	// hold at most a quarter of MaxInFlight and of MaxInFlightBytes. It
+	// Client returns the identity of a request's client. A client's share
+	// is a quarter of MaxInFlight and of MaxInFlightBytes; it may hold more
+	// only while the server holds less than three quarters of either, so
+	// the last quarter is always left to the other clients. It
 	// runs before the body is read, so it can use only what is known
 	// then: an authenticated tenant (from a token checked in front), or
 	// the remote address. Default: the remote address's host (behind a
@@ -58,8 +60,9 @@ type AdmissionConfig struct {
 // claimed:
 //
 //	situation                                        answer
-//	the client holds a quarter of the requests or    429 client-busy with Retry-After
-//	of the bytes in flight
+//	the client holds its share (a quarter) of the    429 client-busy with Retry-After
+//	requests or bytes in flight, and the server
+//	three quarters of either
 //	the server holds MaxInFlight requests or         503 server-busy with Retry-After
 //	MaxInFlightBytes bytes in flight; or the body
 //	is large (over 1/64 of MaxInFlightBytes) and
@@ -79,6 +82,8 @@ type Admission struct {
 	large                int64 // a body charged more than this is large
 	maxLargeN            int
 	maxLargeB            int64
+	crowdedN             int   // past this many requests, a client keeps to its share
+	crowdedB             int64 // and past this many bytes
 	maxBody              int64
 	client               func(*http.Request) string
 	retryAfter           time.Duration
@@ -127,6 +132,7 @@ func NewAdmission(cfg AdmissionConfig) (*Admission, error) {
 	}
 	a.maxClientN, a.maxClientB = max(1, a.maxN/4), max(1, a.maxBytes/4)
 	a.maxLargeN, a.maxLargeB = max(1, a.maxN*3/4), a.maxBytes*3/4
+	a.crowdedN, a.crowdedB = a.maxLargeN, a.maxLargeB
 	a.large = a.maxBytes / 64
 	return a, nil
 }
@@ -178,7 +184,7 @@ func (a *Admission) admit(id string, size int64) (int, time.Duration) {
 	large := size > a.large
 	status := 0
 	switch {
-	case c.n+1 > a.maxClientN || c.bytes+size > a.maxClientB:
+	case (c.n+1 > a.maxClientN || c.bytes+size > a.maxClientB) && (a.n+1 > a.crowdedN || a.bytes+size > a.crowdedB):
 		status = http.StatusTooManyRequests
 	case a.n+1 > a.maxN || a.bytes+size > a.maxBytes,
 		large && (a.largeN+1 > a.maxLargeN || a.largeB+size > a.maxLargeB):

@@ -79,8 +79,9 @@ func wantRefused(t *testing.T, h http.Handler, store *memstore.Store, client str
 }
 
 // The requests in flight are bounded: past MaxInFlight, 503 server-busy
-// before the body is read and before any claim; a client past its quarter
-// of the bound gets 429 while another client is still admitted.
+// before the body is read and before any claim. A client may hold more
+// than its quarter only while the server holds less than three quarters:
+// then it gets 429 while another client is still admitted.
 func TestAdmissionBoundsRequestsInFlight(t *testing.T) {
 	store := new(memstore.Store)
 	g := newGate()
@@ -97,12 +98,11 @@ func TestAdmissionBoundsRequestsInFlight(t *testing.T) {
 	defer wg.Wait()
 	defer close(g.release)
 
-	holding(t, h, g, &wg, "a", 2, 10) // a quarter of 8
+	holding(t, h, g, &wg, "a", 5, 10) // more than its quarter of 8, while the server is not crowded
+	holding(t, h, g, &wg, "b", 1, 10) // three quarters of 8
 	wantRefused(t, h, store, "a", 10, http.StatusTooManyRequests, middleware.ProblemClientBusy)
-	for _, c := range []string{"b", "c", "d"} {
-		holding(t, h, g, &wg, c, 2, 10)
-	}
-	wantRefused(t, h, store, "e", 10, http.StatusServiceUnavailable, middleware.ProblemServerBusy)
+	holding(t, h, g, &wg, "c", 2, 10) // the last quarter is for the others
+	wantRefused(t, h, store, "d", 10, http.StatusServiceUnavailable, middleware.ProblemServerBusy)
 	if s := a.Stats(); s.InFlight != 8 || s.Refused != 2 {
 		t.Errorf("Stats %+v, want 8 in flight and 2 refused", s)
 	}
@@ -127,11 +127,10 @@ func TestAdmissionBoundsBytesInFlight(t *testing.T) {
 	defer wg.Wait()
 	defer close(g.release)
 
-	holding(t, h, g, &wg, "a", 2, mib) // a quarter of 8 MiB
-	wantRefused(t, h, store, "a", mib, http.StatusTooManyRequests, middleware.ProblemClientBusy)
-	holding(t, h, g, &wg, "b", 2, mib)
-	holding(t, h, g, &wg, "c", 2, mib) // 6 MiB of large bodies: three quarters
-	wantRefused(t, h, store, "d", mib, http.StatusServiceUnavailable, middleware.ProblemServerBusy)
+	holding(t, h, g, &wg, "a", 4, mib)
+	holding(t, h, g, &wg, "b", 2, mib) // 6 MiB of large bodies: three quarters
+	wantRefused(t, h, store, "a", 10, http.StatusTooManyRequests, middleware.ProblemClientBusy)
+	wantRefused(t, h, store, "c", mib, http.StatusServiceUnavailable, middleware.ProblemServerBusy)
 	holding(t, h, g, &wg, "d", 1, 1000) // a small body still gets in
 	if s := a.Stats(); s.InFlight != 7 || s.InFlightBytes != 6*mib+1000 {
 		t.Errorf("Stats %+v, want 7 in flight holding 6 MiB + 1000 bytes", s)

@@ -3,7 +3,7 @@
 // answered with the first response.
 //
 //	go run ./examples/ingest [-addr 127.0.0.1:8080] [-store memory|redis://…|postgres://…]
-//	                         [-webhook-secret whsec_…] [-order-property observation_time]
+//	                         [-webhook-secret whsec_…] [-max-in-flight 64] [-max-in-flight-bytes 16777216] [-order-property observation_time]
 //
 // With -store redis://host:port/db the keys live in Redis (a comma-separated
 // list of nodes, redis://h1:p1,h2:p2,h3:p3, selects the Cluster client); the
@@ -17,6 +17,11 @@
 // as received. In the memory and Redis modes the features live in process,
 // bounded by -max-features and -max-feature-bytes: when full, a write is
 // answered 503 with Retry-After, and nothing stored is evicted. With
+// -max-in-flight and -max-in-flight-bytes (64 requests, 16 MiB by
+// default; a remote address is kept to a quarter once three quarters are
+// held) the POST requests in
+// flight are bounded: past them a request is answered 503 server-busy, or
+// 429 client-busy, with Retry-After, before its body is read. With
 // -webhook-secret the service accepts only Standard Webhooks signed with
 // that secret, verified before the key (then taken from webhook-id) is
 // claimed. With -run-log FILE every handler run appends a line per feature
@@ -98,6 +103,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&cfg.MaxFeatures, "max-features", ingest.DefaultMaxFeatures, "memory and Redis modes: most features kept in process")
 	fl.Int64Var(&cfg.MaxFeatureBytes, "max-feature-bytes", ingest.DefaultMaxFeatureBytes, "memory and Redis modes: most bytes of features kept in process")
 	fl.StringVar(&cfg.OrderProperty, "order-property", ingest.DefaultOrderProperty, "the feature property (RFC 3339) by which the newest update of an id wins; features without it: last write wins")
+	fl.IntVar(&cfg.MaxInFlight, "max-in-flight", middleware.DefaultMaxInFlight, "most POST requests in flight at once, a client (remote address) kept to a quarter once three quarters are held; over it 503 server-busy or 429 client-busy before the body is read; negative: no bound")
+	fl.Int64Var(&cfg.MaxInFlightBytes, "max-in-flight-bytes", middleware.DefaultMaxInFlightBytes, "most POST body bytes in flight at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
 	fl.DurationVar(&cfg.WriteDelay, "write-delay", 0, "pause this long after writing features, before the write commits (for crash tests)")
 	runLog := fl.String("run-log", "", "append a line per feature a handler run is about to write, before the write, to this file (crash tests: it keeps a killed process's runs)")
 	fl.Func("webhook-secret", "accept only Standard Webhooks signed with this whsec_… secret (repeat for rotation); the key is then webhook-id", func(v string) error {

@@ -73,6 +73,14 @@ type Config struct {
 	// whatever its time (last write wins); a value that is not an RFC 3339
 	// date-time string is a 422 (observation-time-invalid).
 	OrderProperty string
+	// MaxInFlight and MaxInFlightBytes bound the POST requests and their
+	// bytes in flight (middleware.Admission, in front of the signature
+	// check and the middleware, keyed by the remote address): defaults
+	// middleware.DefaultMaxInFlight (64) and DefaultMaxInFlightBytes (16
+	// MiB), a client kept to a quarter once three quarters are held;
+	// negative turns the bound off.
+	MaxInFlight      int
+	MaxInFlightBytes int64
 	// WriteDelay pauses each feature write before it commits, widening the
 	// window a crash test aims at. Default 0.
 	WriteDelay time.Duration
@@ -107,7 +115,8 @@ type Service struct {
 	metrics *metrics
 	runs    *runCounter
 	idem    *middleware.Middleware
-	lease   time.Duration // the middleware's Config.Lease
+	lease   time.Duration         // the middleware's Config.Lease
+	admit   *middleware.Admission // nil: no bound in flight
 }
 
 // New opens the store cfg names and builds the service on it.
@@ -171,6 +180,20 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		}
 		post = v.Handler(post)
 	}
+	var admit *middleware.Admission
+	if cfg.MaxInFlight >= 0 && cfg.MaxInFlightBytes >= 0 {
+		// Outermost: a request over the bounds is answered before anything
+		// reads its body.
+		admit, err = middleware.NewAdmission(middleware.AdmissionConfig{
+			MaxInFlight: cfg.MaxInFlight, MaxInFlightBytes: cfg.MaxInFlightBytes,
+			MaxBodyBytes: cfg.MaxBodyBytes, RetryAfter: cfg.RetryAfter, Logger: log,
+		})
+		if err != nil {
+			be.close()
+			return nil, err
+		}
+		post = admit.Handler(post)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /features", post)
 	mux.Handle("GET /features/{id}", getFeature(be.repo))
@@ -180,11 +203,14 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if lease <= 0 {
 		lease = middleware.DefaultLease
 	}
-	return &Service{backend: be, handler: problemRoutes(mux), metrics: m, runs: runs, idem: idem, lease: lease}, nil
+	return &Service{backend: be, handler: problemRoutes(mux), metrics: m, runs: runs, idem: idem, lease: lease, admit: admit}, nil
 }
 
 // Handler returns the service's routes.
 func (s *Service) Handler() http.Handler { return s.handler }
+
+// Admission returns the POST route's bound in flight, or nil when it is off.
+func (s *Service) Admission() *middleware.Admission { return s.admit }
 
 // Outcomes returns how many requests ended with each middleware outcome.
 func (s *Service) Outcomes() map[middleware.Outcome]int {
