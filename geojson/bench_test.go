@@ -88,3 +88,31 @@ func BenchmarkGoGeomUnmarshal(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkValidateVsJSONValid times Validate and encoding/json.Valid on
+// the inputs of issue 24, side by side: the goal is Validate at least
+// half as fast as json.Valid on each.
+//
+//	go test -run '^$' -bench ValidateVsJSONValid ./geojson
+func BenchmarkValidateVsJSONValid(b *testing.B) {
+	for _, in := range benchshape.ParseSpeedInputs() {
+		b.Run(in.Name+"/Validate", func(b *testing.B) {
+			b.SetBytes(int64(len(in.Data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := Validate(in.Data, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(in.Name+"/json.Valid", func(b *testing.B) {
+			b.SetBytes(int64(len(in.Data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if !json.Valid(in.Data) {
+					b.Fatal("not JSON")
+				}
+			}
+		})
+	}
+}

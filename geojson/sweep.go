@@ -128,7 +128,7 @@ func (s *sweeper) run() *sweepFault {
 	s.sortEvents()
 	s.nodes = slices.Grow(s.nodes[:0], len(s.segs))
 	for range s.segs {
-		s.nodes = append(s.nodes, tnode{l: nilNode, r: nilNode, par: nilNode, h: 1})
+		s.nodes = append(s.nodes, tnode{l: nilNode, r: nilNode, par: nilNode}) // h 0: not in the status
 	}
 	s.root = nilNode
 	s.ccw = s.ccw[:0]
@@ -177,7 +177,7 @@ func (s *sweeper) event(p pt, grp []int32) *sweepFault {
 	if len(s.ends) > 0 {
 		s.onBuf, below, above = s.around(s.ends[0], p, s.onBuf[:0])
 	} else {
-		s.onBuf, below, above = s.locate(p, s.onBuf[:0])
+		s.onBuf, below, above = s.locateHinted(p, s.onBuf[:0])
 	}
 	through := len(s.onBuf) > len(s.ends) // segments pass through p
 	if len(grp) > 1 || through {
@@ -185,19 +185,35 @@ func (s *sweeper) event(p pt, grp []int32) *sweepFault {
 			return f
 		}
 	}
-	for _, sg := range s.ends {
-		s.remove(sg)
-	}
 	if len(s.starts) > 1 {
 		slices.SortFunc(s.starts, s.cmpSeg)
 	}
 	if !through {
+		// The segments ending here are exactly s.onBuf, contiguous in the
+		// status between below and above, in order; those starting here
+		// go between below and above too, in order. So each starting
+		// segment takes an ending one's node, in place (a vertex where
+		// the ring passes on costs no tree operation), and only the
+		// surplus is inserted or removed.
+		m := min(len(s.onBuf), len(s.starts))
+		for i := range m {
+			s.replace(s.onBuf[i], s.starts[i])
+		}
+		for _, sg := range s.onBuf[m:] {
+			s.remove(sg)
+		}
 		after := below
-		for _, sg := range s.starts {
+		if m > 0 {
+			after = s.starts[m-1]
+		}
+		for _, sg := range s.starts[m:] {
 			s.insertAfter(sg, after)
 			after = sg
 		}
 	} else {
+		for _, sg := range s.ends {
+			s.remove(sg)
+		}
 		for _, sg := range s.starts {
 			s.insertSearch(sg)
 		}

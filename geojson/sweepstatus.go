@@ -225,6 +225,7 @@ func (s *sweeper) remove(x int32) {
 		s.nodes[y].h = s.nodes[x].h
 	}
 	s.rebalance(start)
+	s.nodes[x].h = 0
 }
 
 // locate finds, by descent, the segments containing p (appended to out in
@@ -273,4 +274,83 @@ func (s *sweeper) around(x int32, p pt, out []int32) (on []int32, below, above i
 		}
 	}
 	return out, below, above
+}
+
+// replace puts node y in node x's place in the tree: x leaves the
+// status and y takes its position in the order, with no rebalancing.
+func (s *sweeper) replace(x, y int32) {
+	n := s.nodes[x]
+	s.nodes[y] = n
+	switch {
+	case n.par == nilNode:
+		s.root = y
+	case s.nodes[n.par].l == x:
+		s.nodes[n.par].l = y
+	default:
+		s.nodes[n.par].r = y
+	}
+	if n.l != nilNode {
+		s.nodes[n.l].par = y
+	}
+	if n.r != nilNode {
+		s.nodes[n.r].par = y
+	}
+	s.nodes[x].h = 0
+}
+
+// active reports whether segment x is in the status.
+func (s *sweeper) active(x int32) bool { return s.nodes[x].h > 0 }
+
+// locateHinted is locate for an event where segments only start, tried
+// first next to the ring's segments that continue those starting at p
+// (a ring's segments are often close in the status: a zigzag's spikes
+// start next to their neighbours): a hint costs two orientation tests, a
+// descent one per level.
+func (s *sweeper) locateHinted(p pt, out []int32) (on []int32, below, above int32) {
+	for _, sg := range s.starts {
+		r := s.segs[sg].ring
+		n := int32(s.segOff[r+1] - s.segOff[r])
+		k := s.segs[sg].k
+		for _, h := range [2]int32{int32(s.segOff[r]) + (k+1)%n, int32(s.segOff[r]) + (k+n-1)%n} {
+			if s.active(h) {
+				if on, below, above, ok := s.locateNear(h, p, out); ok {
+					return on, below, above
+				}
+			}
+		}
+	}
+	return s.locate(p, out)
+}
+
+// locateNear finds what locate finds when active segment h is next to p:
+// the last segment p lies strictly above, or the first it does not. It
+// reports false when h is neither.
+func (s *sweeper) locateNear(h int32, p pt, out []int32) (on []int32, below, above int32, ok bool) {
+	var first int32
+	if sg := &s.segs[h]; orient(sg.a, sg.b, p) > 0 {
+		first = s.next(h)
+		if first != nilNode {
+			if f := &s.segs[first]; orient(f.a, f.b, p) > 0 {
+				return out, nilNode, nilNode, false
+			}
+		}
+		below = h
+	} else {
+		below = s.prev(h)
+		if below != nilNode {
+			if b := &s.segs[below]; orient(b.a, b.b, p) <= 0 {
+				return out, nilNode, nilNode, false
+			}
+		}
+		first = h
+	}
+	above = nilNode
+	for t := first; t != nilNode; t = s.next(t) {
+		if !s.contains(t, p) {
+			above = t
+			break
+		}
+		out = append(out, t)
+	}
+	return out, below, above, true
 }

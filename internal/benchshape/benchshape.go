@@ -31,3 +31,51 @@ func Polygon(n int, zigzag bool) []byte {
 	}
 	return append(b, `]]}}`...)
 }
+
+// PointFeature returns a small GeoJSON Feature holding one Point, with an
+// id and two properties: the typical webhook body.
+func PointFeature() []byte {
+	return []byte(`{"type":"Feature","id":"evt-1","properties":{"name":"depot","count":3},"geometry":{"type":"Point","coordinates":[13.404954,52.520008]}}`)
+}
+
+// Points returns a FeatureCollection of n Point Features around (10, 50),
+// each with an id and one property.
+func Points(n int) []byte {
+	b := []byte(`{"type":"FeatureCollection","features":[`)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		a := 2 * math.Pi * float64(i) / float64(n)
+		b = append(b, `{"type":"Feature","id":`...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, `,"properties":{"n":`...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, `},"geometry":{"type":"Point","coordinates":[`...)
+		b = strconv.AppendFloat(b, 10+math.Cos(a), 'f', 6, 64)
+		b = append(b, ',')
+		b = strconv.AppendFloat(b, 50+math.Sin(a), 'f', 6, 64)
+		b = append(b, `]}}`...)
+	}
+	return append(b, `]}`...)
+}
+
+// ParseSpeedInput is one input of the Validate ÷ json.Valid comparison
+// (issue 24).
+type ParseSpeedInput struct {
+	Name string
+	Data []byte
+}
+
+// ParseSpeedInputs are the inputs on which geojson.Validate is compared
+// with encoding/json.Valid: a Point Feature, 1,000 Point Features, a
+// circle of 100,000 vertices and zigzag stars of 10,000 and 100,000.
+func ParseSpeedInputs() []ParseSpeedInput {
+	return []ParseSpeedInput{
+		{"Point Feature", PointFeature()},
+		{"1,000 points", Points(1000)},
+		{"circle 100k", Polygon(100_000, false)},
+		{"zigzag 10k", Polygon(10_000, true)},
+		{"zigzag 100k", Polygon(100_000, true)},
+	}
+}
