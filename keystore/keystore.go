@@ -68,8 +68,11 @@
 //
 // A store that keeps records as bytes encodes them with [AppendRecord] and
 // decodes them with [DecodeRecord]: one stable encoding for every store, in
-// which equal records encode equally. Run package keystoretest's Run
-// against it.
+// which equal records encode equally. A store's Claim should issue the
+// token its caller chose, when the context carries one
+// ([ClaimTokenFromContext]): the middleware then releases a key whose
+// claim timed out after acquiring it, instead of leaving it in flight for
+// the whole lease. Run package keystoretest's Run against it.
 package keystore
 
 import (

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -43,10 +44,27 @@ func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerpr
 // (bounded by Config.StoreTimeout): a claim canceled by a client that left
 // may commit in the store while its reply is lost, leaving the key in
 // flight for the whole lease. See abandon for what follows.
+//
+// A Claim that times out may have acquired the key all the same. So, for a
+// store that can block, the middleware chooses the claim's token itself
+// (keystore.ContextWithClaimToken) before sending it, and after a timeout
+// releases the key with that token in the background (releaseUncertain):
+// every retry would otherwise meet 409 for the whole lease.
 func (m *Middleware) storeClaim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, error) {
-	ctx, cancel := m.storeContext(context.WithoutCancel(ctx))
+	if m.nonBlocking {
+		return m.store.Claim(context.WithoutCancel(ctx), key, fp, m.storeLease)
+	}
+	sent := time.Now()
+	tok := keystore.NewClaimToken()
+	sctx, cancel := m.storeContext(keystore.ContextWithClaimToken(context.WithoutCancel(ctx), tok))
 	defer cancel()
-	return m.store.Claim(ctx, key, fp, m.storeLease)
+	c, err := m.store.Claim(sctx, key, fp, m.storeLease)
+	if err != nil && sctx.Err() != nil {
+		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency claim timed out and may have acquired its key; releasing it in the background",
+			slog.String("key", key), slog.Any("error", err))
+		m.releaseUncertain(ctx, key, tok, sent)
+	}
+	return c, err
 }
 
 // abandon releases at once a key acquired for a request whose context was

@@ -35,7 +35,11 @@
 //	http.MaxBytesReader the server put in front
 //	headers refused by the Validator's CheckHeaders  its problem (geojson: 415), not recorded; nothing claimed
 //	body could not be read (client gone, truncated)  400 body-unreadable; nothing claimed
-//	store failed or slower than Config.StoreTimeout  503 store-unavailable with Retry-After; handler not run
+//	store failed or slower than Config.StoreTimeout  503 store-unavailable with Retry-After; handler not run;
+//	                                                 a claim that timed out (it may have acquired the
+//	                                                 key) is released in the background by the token
+//	                                                 the middleware chose for it, so retries do not
+//	                                                 meet 409 for the whole lease
 //	request canceled (client gone) while its claim  the key is released at once (the claim runs under
 //	was in flight                                    a context the client cannot cancel, bounded by
 //	                                                 Config.StoreTimeout); 503; handler not run;

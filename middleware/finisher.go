@@ -34,8 +34,8 @@ const MaxBackground = 1024
 type background struct {
 	mu      sync.Mutex
 	n       int
-	pending [2]int        // of n, by kind
-	gaveUp  [2]int        // given up without being written, by kind, since New
+	pending [3]int        // of n, by kind
+	gaveUp  [3]int        // given up without being written, by kind, since New
 	idle    chan struct{} // closed when n drops to 0; nil while n is 0
 	quit    chan struct{} // closed when a Shutdown gives up
 	quitQ   sync.Once
@@ -43,16 +43,18 @@ type background struct {
 
 // The kinds of background work.
 const (
-	bgRecord = iota
-	bgRelease
+	bgRecord    = iota
+	bgRelease   // of a claim the handler or validator was done with
+	bgUncertain // of a claim whose reply was lost: see releaseUncertain
 )
 
 // add counts one more piece of work of kind, unless MaxBackground are
-// pending: then it counts it as given up.
+// pending (MaxBackground/2 for releases of uncertain claims, which must
+// leave room for records): then it counts it as given up.
 func (b *background) add(kind int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.n >= MaxBackground {
+	if b.n >= MaxBackground || kind == bgUncertain && b.n >= MaxBackground/2 {
 		b.gaveUp[kind]++
 		return false
 	}
@@ -107,14 +109,15 @@ func (b *background) giveUp() (pending, records, releases int) {
 		b.quit = make(chan struct{})
 	}
 	b.quitQ.Do(func() { close(b.quit) })
-	return b.n, b.gaveUp[bgRecord] + b.pending[bgRecord], b.gaveUp[bgRelease] + b.pending[bgRelease]
+	return b.n, b.gaveUp[bgRecord] + b.pending[bgRecord],
+		b.gaveUp[bgRelease] + b.pending[bgRelease] + b.gaveUp[bgUncertain] + b.pending[bgUncertain]
 }
 
 // given returns the records and releases given up so far.
 func (b *background) given() (records, releases int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.gaveUp[bgRecord], b.gaveUp[bgRelease]
+	return b.gaveUp[bgRecord], b.gaveUp[bgRelease] + b.gaveUp[bgUncertain]
 }
 
 // ShutdownError is the error of a Shutdown that gave anything up: records
@@ -206,8 +209,26 @@ func (m *Middleware) releaseLater(ctx context.Context, hold *keystore.Hold, rn *
 	})
 }
 
+// releaseUncertain releases, in the background, a key that the Claim sent
+// at sent with token tok may have acquired although its reply was lost (it
+// timed out): the middleware chose tok before sending (see
+// keystore.ContextWithClaimToken), so it can release the key with it. If
+// that Claim did not acquire the key, the Release fails with
+// keystore.ErrLeaseLost and changes nothing. It is tried, as any release
+// retried in the background, until it is written or the lease that Claim
+// would have started may have ended.
+func (m *Middleware) releaseUncertain(ctx context.Context, key string, tok keystore.Token, sent time.Time) {
+	hold := &keystore.Hold{Key: key, Token: tok, Retention: m.retention}
+	rn := new(renewal)
+	rn.start(m, ctx, hold, func(error) {}, sent)
+	rn.stop() // no extension: the key is to be given up
+	m.later(ctx, hold, rn, bgUncertain, func(ctx context.Context) error {
+		return m.store.Release(ctx, hold.Key, hold.Token)
+	})
+}
+
 func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal, kind int, op func(context.Context) error) {
-	what := [...]string{bgRecord: "record", bgRelease: "release"}[kind]
+	what := [...]string{bgRecord: "record", bgRelease: "release", bgUncertain: "release of a claim whose reply was lost"}[kind]
 	ctx = context.WithoutCancel(ctx)
 	quit := m.bg.quitting()
 	if !m.bg.add(kind) {
@@ -254,6 +275,13 @@ func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal
 			case err == nil:
 				gaveUp = false
 				m.log.LogAttrs(ctx, slog.LevelInfo, "idempotency "+what+" written in the background",
+					slog.String("key", hold.Key), slog.Int("tries", try))
+				return
+			case errors.Is(err, keystore.ErrLeaseLost) && kind == bgUncertain:
+				// The claim did not acquire the key (or its lease ended):
+				// there was nothing to release.
+				gaveUp = false
+				m.log.LogAttrs(ctx, slog.LevelDebug, "idempotency claim whose reply was lost had not acquired its key",
 					slog.String("key", hold.Key), slog.Int("tries", try))
 				return
 			case errors.Is(err, keystore.ErrLeaseLost):

@@ -141,13 +141,17 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 		s.refused++
 		return keystore.Claim{}, keystore.ErrStoreFull
 	}
-	s.lastToken++
+	tok, chosen := keystore.ClaimTokenFromContext(ctx)
+	if !chosen {
+		s.lastToken++
+		tok = s.lastToken
+	}
 	slot := s.alloc()
-	s.entries[slot] = entry{id: id, fp: fp, token: s.lastToken, deadline: now + int64(lease), size: size}
+	s.entries[slot] = entry{id: id, fp: fp, token: tok, deadline: now + int64(lease), size: size}
 	s.index[id] = slot
 	s.bytes += size
 	s.leases.push(slot)
-	return keystore.Claim{State: keystore.Acquired, Token: s.lastToken, TookOver: tookOver, Fingerprint: fp}, nil
+	return keystore.Claim{State: keystore.Acquired, Token: tok, TookOver: tookOver, Fingerprint: fp}, nil
 }
 
 // Extend implements keystore.Store. Extend by the token that completed the

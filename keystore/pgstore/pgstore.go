@@ -202,8 +202,16 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 		fpb, header, body  []byte
 		status             *int32
 	)
+	var chosen *int64 // NULL: a token from the sequence
+	if tok, ok := keystore.ClaimTokenFromContext(ctx); ok {
+		if tok > math.MaxInt64 {
+			return keystore.Claim{}, fmt.Errorf("pgstore: claim: chosen token %d does not fit a bigint (use keystore.NewClaimToken)", tok)
+		}
+		v := int64(tok)
+		chosen = &v
+	}
 	err = retrySerialization(ctx, func() error {
-		return s.pool.QueryRow(ctx, s.sql.claim, key, fp[:], us).
+		return s.pool.QueryRow(ctx, s.sql.claim, key, fp[:], us, chosen).
 			Scan(&acquired, &tookOver, &token, &fpb, &status, &header, &body, &remaining)
 	})
 	if err != nil {
@@ -217,7 +225,7 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 	switch {
 	case acquired:
 		if token <= 0 {
-			return keystore.Claim{}, fmt.Errorf("pgstore: claim: sequence issued token %d", token)
+			return keystore.Claim{}, fmt.Errorf("pgstore: claim: issued token %d", token)
 		}
 		c.State, c.Token, c.TookOver = keystore.Acquired, keystore.Token(token), tookOver
 	case status != nil:

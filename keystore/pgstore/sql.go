@@ -85,7 +85,8 @@ func newStatements(n names) statements {
 }
 
 // claimSQL is Claim, in one statement. $1 key, $2 fingerprint, $3 lease in
-// microseconds. It always returns exactly one row: acquired, took_over,
+// microseconds, $4 the token the caller chose (keystore.ContextWithClaimToken)
+// or NULL for one from the sequence. It always returns exactly one row: acquired, took_over,
 // token, fingerprint, status, header, body, remaining (microseconds).
 //
 // clk fixes one instant of the database clock for every judgement the
@@ -108,7 +109,7 @@ WITH clk AS MATERIALIZED (
     FROM {{table}} k, clk
     WHERE k.key = $1::text AND k.expires_at > clk.ts
 ), tok AS MATERIALIZED (
-    SELECT nextval({{seqlit}}) AS v
+    SELECT COALESCE($4::bigint, nextval({{seqlit}})) AS v
 ), ins AS (
     INSERT INTO {{table}} AS k (key, fingerprint, token, expires_at)
     SELECT $1::text, $2::bytea, tok.v, clock_timestamp() + $3::bigint * interval '1 microsecond'

@@ -23,9 +23,11 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 	if err != nil {
 		return keystore.Claim{}, err
 	}
-	token, err := newToken()
-	if err != nil {
-		return keystore.Claim{}, err
+	token, chosen := keystore.ClaimTokenFromContext(ctx)
+	if !chosen {
+		if token, err = newToken(); err != nil {
+			return keystore.Claim{}, err
+		}
 	}
 	if s.waitReplicas > 0 {
 		return s.claimReplicated(ctx, s.RedisKey(key), fp, token, leaseMs)

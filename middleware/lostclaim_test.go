@@ -1,0 +1,102 @@
+package middleware_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/memstore"
+	"github.com/geoidem/geoidem/keystore/redisstore"
+	"github.com/geoidem/geoidem/middleware"
+)
+
+// lostReplyStore lets its first Claim reach the store and commit there
+// (with whatever the caller's context carries, its chosen token included),
+// and then loses the reply: it answers only when the caller's context
+// ends, with its error, as a network call that timed out.
+type lostReplyStore struct {
+	keystore.Store
+	claims atomic.Int64
+}
+
+func (s *lostReplyStore) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
+	c, err := s.Store.Claim(context.WithoutCancel(ctx), key, fp, lease)
+	if s.claims.Add(1) > 1 {
+		return c, err
+	}
+	<-ctx.Done()
+	return keystore.Claim{}, ctx.Err()
+}
+
+// lostClaimReply sends a request whose claim commits but whose reply is
+// lost: it is answered 503, not executed. Then it retries the key every
+// 100 ms, with sleep, until the handler runs, for at most 20 s (the lease
+// the store was asked for is 47 s): the claim that took the key must be
+// released in the background, not block every retry with 409 for the
+// whole lease.
+func lostClaimReply(t *testing.T, inner keystore.Store, sleep func(time.Duration)) {
+	t.Helper()
+	store := &lostReplyStore{Store: inner}
+	m := newMiddleware(t, store, middleware.Config{})
+	var runs atomic.Int64
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	wantProblem(t, serve(h, post("k1", feature)), http.StatusServiceUnavailable, middleware.ProblemStoreDown)
+	var last int
+	for range 200 {
+		last = serve(h, post("k1", feature)).Code
+		if last != http.StatusConflict {
+			break
+		}
+		sleep(100 * time.Millisecond)
+	}
+	if last != http.StatusCreated || runs.Load() != 1 {
+		t.Fatalf("retries after the lost claim reply: last answer %d, handler runs %d; want 201 from one run within 20 s",
+			last, runs.Load())
+	}
+	shutdown(t, m)
+}
+
+func TestLostClaimReplyIsReleasedMemstore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lostClaimReply(t, new(memstore.Store), time.Sleep)
+	})
+}
+
+func TestLostClaimReplyIsReleasedRedis(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: redisserver.SharedAddr()})
+	t.Cleanup(func() { c.Close() })
+	if err := c.Ping(t.Context()).Err(); err != nil {
+		t.Fatalf("Redis at %s: %v", redisserver.SharedAddr(), err)
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	prefix := "geoidem-test:" + hex.EncodeToString(b[:]) + ":"
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if keys, _ := c.Keys(ctx, prefix+"*").Result(); len(keys) > 0 {
+			c.Del(ctx, keys...)
+		}
+	})
+	s, err := redisstore.New(c, redisstore.Config{KeyPrefix: prefix, Durability: redisstore.AcceptVolatile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lostClaimReply(t, s, time.Sleep)
+}
+
+func TestLostClaimReplyIsReleasedPostgres(t *testing.T) {
+	lostClaimReply(t, newPGStore(t), time.Sleep)
+}
