@@ -96,4 +96,19 @@
 // [StampObservationTime] sets a Feature's observation_time once, when it is
 // ingested, and returns the bytes every attempt sends; [FeatureKey] derives
 // a stable key from the feature as read; [NewFeatureDelivery] does both.
+//
+// What a receiver can rely on: observation_time is stamped once per event,
+// before its first attempt (a feature that already has one keeps it), and
+// is part of the bytes every attempt sends. Through an [Outbox] (and the
+// examples/sender command, which uses one) those bytes are journaled
+// before the first attempt, so a re-run that stamps anew, a resumed crash
+// and a re-drive of the dead letter all send the first stamp, under the
+// first key; a bare [Sender] keeps it across the attempts of one
+// [Sender.Deliver], and a re-drive sends the dead letter's bytes, stamp
+// included. So the time orders the observations of a feature as the
+// sender first saw them, whatever order the deliveries arrive in: a
+// receiver keeps the newest per feature id with package
+// github.com/geoidem/geoidem/newest (examples/ingest does, on every store).
+// The time is the sender's clock at ingestion, not a sequence number: two
+// senders with skewed clocks order their observations by those clocks.
 package client

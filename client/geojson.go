@@ -37,8 +37,10 @@ type member struct {
 //
 // Call it once, when the feature is ingested, and send the result on every
 // attempt: retries then carry the same observation time and the same bytes,
-// as the receiver's idempotency fingerprint requires. Calling it again on
-// its own output changes nothing.
+// as the receiver's idempotency fingerprint requires, and a receiver may
+// order the updates of one feature id by it (see "What a receiver can rely
+// on" in the package documentation). Calling it again on its own output
+// changes nothing.
 func StampObservationTime(feature []byte, now time.Time) ([]byte, error) {
 	members, err := parseFeature(feature)
 	if err != nil {
