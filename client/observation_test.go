@@ -21,9 +21,9 @@ import (
 func TestObservationTimeStampedOncePerEvent(t *testing.T) {
 	ctx := context.Background()
 	var (
-		mu    sync.Mutex
-		down  = true
-		seen  []string // observation_time of every request received
+		mu     sync.Mutex
+		down   = true
+		seen   []string // observation_time of every request received
 		bodies = map[string]string{}
 	)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
