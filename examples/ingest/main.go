@@ -16,7 +16,8 @@
 // mixed collections, SRID 4326) and each feature's bytes are kept exactly
 // as received. In the memory and Redis modes the features live in process,
 // bounded by -max-features and -max-feature-bytes: when full, a write is
-// answered 503 with Retry-After, and nothing stored is evicted. With
+// answered 507 feature-store-full (no Retry-After: no room frees by
+// itself), and nothing stored is evicted. With
 // -max-in-flight and -max-in-flight-bytes (64 requests, 16 MiB by
 // default; a remote address is kept to a quarter once three quarters are
 // held) the POST requests in

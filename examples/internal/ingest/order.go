@@ -127,7 +127,7 @@ func answerFor(fs []feature, stale []bool) keystore.Record {
 	if len(stored) == 0 && len(old) > 0 {
 		status = http.StatusOK
 	}
-	b, _ := json.Marshal(struct {
+	b := marshal(struct { // ids as they are: not HTML-escaped (an id of '<' would be six times its size)
 		Stored []string `json:"stored"`
 		Stale  []string `json:"stale,omitempty"`
 	}{stored, old})

@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -16,7 +18,7 @@ const (
 	problemNotFeatures      = middleware.ProblemTypeBase + "not-features"              // 422
 	problemRejected         = middleware.ProblemTypeBase + "feature-rejected"          // 422, permanent
 	problemStoreUnavailable = middleware.ProblemTypeBase + "feature-store-unavailable" // 503, transient
-	problemStoreFull        = middleware.ProblemTypeBase + "feature-store-full"        // 503, transient
+	problemStoreFull        = middleware.ProblemTypeBase + "feature-store-full"        // 507: room does not free by itself
 	problemNotFound         = middleware.ProblemTypeBase + "feature-not-found"         // 404
 	problemBodyUnreadable   = middleware.ProblemBodyUnreadable                         // 400
 )
@@ -39,4 +41,14 @@ func writeHTTPProblem(w http.ResponseWriter, err error) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(hp.HTTPStatus())
 	_, _ = w.Write(hp.ProblemJSON())
+}
+
+// marshal is json.Marshal without HTML escaping: ids go out as they are,
+// not six times their size.
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }

@@ -118,7 +118,7 @@ func TestServiceRuns(t *testing.T) {
 	for _, p := range []struct {
 		key, id string
 		code    int
-	}{{"k1", "a", 201}, {"k1", "a", 201}, {"k2", "b", 503}, {"k2", "b", 503}} {
+	}{{"k1", "a", 201}, {"k1", "a", 201}, {"k2", "b", 507}, {"k2", "b", 507}} {
 		if w := postTo(h, p.key, featureBody(p.id)); w.Code != p.code {
 			t.Fatalf("POST %s with %s: %d %s, want %d", p.id, p.key, w.Code, w.Body, p.code)
 		}

@@ -60,7 +60,8 @@ type Config struct {
 	// MaxFeatures and MaxFeatureBytes bound the in-memory feature store of
 	// the memory and Redis modes (DefaultMaxFeatures, DefaultMaxFeatureBytes:
 	// ids, feature bytes and applied keys). When a write does not fit it is
-	// refused with 503 and Retry-After (feature-store-full) and its key
+	// refused with 507 (feature-store-full, no Retry-After: no room frees
+	// by itself) and its key
 	// released; no stored feature is ever evicted. A request that alone
 	// exceeds a bound is answered 422 (feature-rejected).
 	MaxFeatures     int
@@ -300,8 +301,12 @@ func postFeatures(repo repository, runs *runCounter, writeDelay, retryAfter time
 		rec, err := repo.upsert(withWriteDelay(r.Context(), writeDelay), fs, func(stale []bool) keystore.Record { return answerFor(fs, stale) })
 		switch {
 		case errors.Is(err, errStoreFull):
-			writeProblem(w, http.StatusServiceUnavailable, problemStoreFull, "Feature store full",
-				"The feature store has no room now; nothing was stored. Retry later with the same key.", retryAfter)
+			// The in-memory store evicts nothing, so no room frees by
+			// itself: no Retry-After that would promise some. 507 is a
+			// 5xx, so the key is released for a retry once an operator
+			// has made room.
+			writeProblem(w, http.StatusInsufficientStorage, problemStoreFull, "Feature store full",
+				"The in-memory feature store is full and evicts nothing, so no room frees by itself; nothing was stored. Retry with the same key once the operator has made room (a larger -max-features or -max-feature-bytes, or a restart).", 0)
 			return
 		case err != nil && Transient(err):
 			// 5xx: the middleware releases the key, so the sender's retry runs again.

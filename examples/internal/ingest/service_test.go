@@ -20,10 +20,10 @@ func postTo(h http.Handler, key, body string) *httptest.ResponseRecorder {
 	return w
 }
 
-// When the in-memory feature store is full, a new write is answered 503
-// with Retry-After and its key released: the sender retries later, and
-// nothing stored is evicted to make room.
-func TestFullFeatureStoreAnswers503(t *testing.T) {
+// When the in-memory feature store is full, a new write is answered 507
+// (no room frees by itself, so no Retry-After) and its key released: the
+// sender retries later, and nothing stored is evicted to make room.
+func TestFullFeatureStoreAnswers507(t *testing.T) {
 	svc, err := New(context.Background(), Config{MaxFeatures: 2, MaxFeatureBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
@@ -40,9 +40,9 @@ func TestFullFeatureStoreAnswers503(t *testing.T) {
 	}
 	for range 2 { // the retry runs again: the key was released, not recorded
 		w := postTo(h, "k-full", f("c"))
-		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" ||
+		if w.Code != http.StatusInsufficientStorage || w.Header().Get("Retry-After") != "" ||
 			!strings.Contains(w.Body.String(), "docs/problems.md#feature-store-full") || w.Header().Get("Idempotent-Replayed") != "" {
-			t.Fatalf("POST into a full store: %d %s Retry-After=%q; want 503 feature-store-full with Retry-After, not a replay",
+			t.Fatalf("POST into a full store: %d %s Retry-After=%q; want 507 feature-store-full without Retry-After, not a replay",
 				w.Code, w.Body, w.Header().Get("Retry-After"))
 		}
 	}
@@ -105,5 +105,39 @@ func TestRouterErrorsAreProblems(t *testing.T) {
 	svc.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 	if w.Code != http.StatusOK {
 		t.Errorf("GET /healthz through the router: %d", w.Code)
+	}
+}
+
+// The 201 names the ids as they are, not HTML-escaped: an id of 1,000
+// '<' is 1,000 bytes in the answer, not 6,000.
+func TestStoredIDsNotEscaped(t *testing.T) {
+	svc, err := New(context.Background(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	id := strings.Repeat("<", 1000) + "&>"
+	w := postTo(svc.Handler(), "k", `{"type":"Feature","id":"`+id+`","geometry":null,"properties":null}`)
+	if w.Code != http.StatusCreated || w.Body.String() != `{"stored":["`+id+`"]}` {
+		t.Errorf("201 of %d bytes: %.80s…, want {\"stored\":[\"%.20s…\"]} unescaped", w.Body.Len(), w.Body.String(), id)
+	}
+}
+
+// A full in-memory feature store never frees room by itself (it evicts
+// nothing): it says so, 507 feature-store-full without a Retry-After
+// that would promise room after a second.
+func TestFullFeatureStoreSaysItStaysFull(t *testing.T) {
+	svc, err := New(context.Background(), Config{MaxFeatures: 1, MaxFeatureBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	h := svc.Handler()
+	if w := postTo(h, "k1", `{"type":"Feature","id":"a","geometry":null,"properties":null}`); w.Code != http.StatusCreated {
+		t.Fatalf("first: %d %s", w.Code, w.Body)
+	}
+	w := postTo(h, "k2", `{"type":"Feature","id":"b","geometry":null,"properties":null}`)
+	if w.Code != http.StatusInsufficientStorage || w.Header().Get("Retry-After") != "" || !strings.Contains(w.Body.String(), "#feature-store-full") {
+		t.Errorf("full store: %d Retry-After=%q %s; want 507 feature-store-full, no Retry-After", w.Code, w.Header().Get("Retry-After"), w.Body)
 	}
 }
