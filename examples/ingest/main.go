@@ -4,6 +4,7 @@
 //
 //	go run ./examples/ingest [-addr 127.0.0.1:8080] [-store memory|redis://…|postgres://…]
 //	                         [-webhook-secret whsec_…] [-max-in-flight 64] [-max-in-flight-bytes 16777216] [-order-property observation_time]
+//	                         [-admin-addr 127.0.0.1:9090]
 //
 // With -store redis://host:port/db the keys live in Redis (a comma-separated
 // list of nodes, redis://h1:p1,h2:p2,h3:p3, selects the Cluster client); the
@@ -52,6 +53,10 @@
 //	                      as already done by the same key (a handler run
 //	                      twice), in Prometheus text format
 //	GET  /healthz         200 when the key store answers, 503 when it does not
+//
+// With -admin-addr it also serves its key store's admin API
+// (keystore/adminhttp) on that loopback address, for `geoidem keys -store
+// http://ADDR`; a non-loopback address is refused.
 //
 // It prints the URL it serves and shuts down gracefully on SIGINT or SIGTERM:
 // it waits up to -shutdown-timeout (by default the lease plus the store's
@@ -116,11 +121,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	volatile := fl.Bool("redis-volatile", false, "Redis: accept a server without persistence (no AOF, no RDB save points); "+volatileMeaning)
 	verbose := fl.Bool("v", false, "log every outcome")
 	shutdownTimeout := fl.Duration("shutdown-timeout", 0, "on SIGINT or SIGTERM, wait this long for requests in progress and for records and releases retried in the background (default: the lease plus the store's lease, enough for all of them)")
+	admin := newAdminFlag(fl)
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "ingest: unexpected arguments %q\n", fl.Args())
+		return 2
+	}
+	if err := admin.check(); err != nil {
+		fmt.Fprintf(stderr, "ingest: %v\n", err)
 		return 2
 	}
 	if *runLog != "" {
@@ -168,6 +178,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	fmt.Fprintf(stdout, "ingest: serving http://%s (store %s)\n", ln.Addr(), ingest.Redacted(cfg.Store))
+	stopAdmin, err := admin.start(svc, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "ingest: %v\n", err)
+		ln.Close()
+		return 1
+	}
+	defer stopAdmin()
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

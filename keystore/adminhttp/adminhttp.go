@@ -1,0 +1,313 @@
+// Package adminhttp serves a store's [keystore.Admin] over HTTP, and calls
+// it: for a store that lives in one process (memstore), so that an operator
+// can inspect and free its keys from outside, with the geoidem command:
+//
+//	geoidem keys get -store http://127.0.0.1:9090 -scope 'POST /features' KEY
+//
+// Mount [Handler] on a listener of its own, bound to a loopback address,
+// never on the public one: it reads recorded answers (bodies included) and
+// frees keys. examples/ingest does so with -admin-addr. As a second line of
+// defence the handler answers only requests whose Host is a loopback
+// address or localhost (against DNS rebinding) and that carry the
+// [HeaderName] header (which a browser does not send across origins
+// without a preflight the handler never grants).
+//
+// The routes, each answering JSON:
+//
+//	GET  /inspect?key=K               the entry
+//	POST /free?key=K[&force=true]     free a key in flight (409 when refused)
+//	POST /forget?key=K                delete a completed record (409 when refused)
+//	GET  /summary                     the store's counts
+//
+// [Client] calls them and is itself a keystore.Admin.
+package adminhttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// HeaderName is the header every request to the handler must carry (with
+// any value; the Client sends "1").
+const HeaderName = "Geoidem-Admin"
+
+// Entry is a keystore.Entry as JSON.
+type Entry struct {
+	State              string        `json:"state"` // absent, in flight, completed, released
+	Fingerprint        string        `json:"fingerprint,omitempty"`
+	Token              uint64        `json:"token,omitempty"`
+	LeaseRemaining     time.Duration `json:"lease_remaining_ns,omitempty"`
+	LeaseRunOut        bool          `json:"lease_run_out,omitempty"`
+	Status             int           `json:"status,omitempty"`
+	Header             http.Header   `json:"header,omitempty"`
+	Body               []byte        `json:"body,omitempty"`
+	RetentionRemaining time.Duration `json:"retention_remaining_ns,omitempty"`
+}
+
+// Summary is a keystore.Summary as JSON.
+type Summary struct {
+	InFlight        int64         `json:"in_flight"`
+	LeaseRunOut     int64         `json:"lease_run_out"`
+	Completed       int64         `json:"completed"`
+	Bytes           int64         `json:"bytes"`
+	Oldest          string        `json:"oldest,omitempty"`
+	OldestState     string        `json:"oldest_state,omitempty"`
+	OldestRemaining time.Duration `json:"oldest_remaining_ns,omitempty"`
+}
+
+// answer is every route's body: an entry or a summary, or a refusal.
+type answer struct {
+	Entry   *Entry   `json:"entry,omitempty"`
+	Summary *Summary `json:"summary,omitempty"`
+	Error   string   `json:"error,omitempty"` // lease-running, not-in-flight, not-completed, or another failure
+	Message string   `json:"message,omitempty"`
+}
+
+var states = map[keystore.EntryState]string{
+	keystore.Absent: "absent", keystore.Held: "in flight", keystore.Recorded: "completed", keystore.Released: "released",
+}
+
+func stateOf(s string) (keystore.EntryState, error) {
+	for k, v := range states {
+		if v == s {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("adminhttp: unknown state %q", s)
+}
+
+// EntryJSON converts e.
+func EntryJSON(e keystore.Entry) Entry {
+	j := Entry{State: states[e.State], Token: uint64(e.Token)}
+	if e.State != keystore.Absent && e.Fingerprint != (keystore.Fingerprint{}) {
+		j.Fingerprint = hex.EncodeToString(e.Fingerprint[:])
+	}
+	switch e.State {
+	case keystore.Held:
+		j.LeaseRemaining, j.LeaseRunOut = e.LeaseRemaining, e.LeaseRunOut
+	case keystore.Recorded:
+		j.Status, j.Header, j.Body, j.RetentionRemaining = e.Record.StatusCode, e.Record.Header, e.Record.Body, e.RetentionRemaining
+	}
+	return j
+}
+
+func (j Entry) entry() (keystore.Entry, error) {
+	st, err := stateOf(j.State)
+	if err != nil {
+		return keystore.Entry{}, err
+	}
+	e := keystore.Entry{State: st, Token: keystore.Token(j.Token), LeaseRemaining: j.LeaseRemaining, LeaseRunOut: j.LeaseRunOut,
+		Record: keystore.Record{StatusCode: j.Status, Header: j.Header, Body: j.Body}, RetentionRemaining: j.RetentionRemaining}
+	if j.Fingerprint != "" {
+		if b, err := hex.DecodeString(j.Fingerprint); err == nil && len(b) == len(e.Fingerprint) {
+			copy(e.Fingerprint[:], b)
+		}
+	}
+	return e, nil
+}
+
+var refusals = map[string]error{
+	"lease-running": keystore.ErrLeaseRunning,
+	"not-in-flight": keystore.ErrNotInFlight,
+	"not-completed": keystore.ErrNotCompleted,
+}
+
+// Handler returns the handler that serves a.
+func Handler(a keystore.Admin) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /inspect", func(w http.ResponseWriter, r *http.Request) {
+		key, ok := keyOf(w, r)
+		if ok {
+			e, err := a.Inspect(r.Context(), key)
+			reply(w, e, err)
+		}
+	})
+	mux.HandleFunc("POST /free", func(w http.ResponseWriter, r *http.Request) {
+		key, ok := keyOf(w, r)
+		if ok {
+			e, err := a.Free(r.Context(), key, r.URL.Query().Get("force") == "true")
+			reply(w, e, err)
+		}
+	})
+	mux.HandleFunc("POST /forget", func(w http.ResponseWriter, r *http.Request) {
+		key, ok := keyOf(w, r)
+		if ok {
+			e, err := a.Forget(r.Context(), key)
+			reply(w, e, err)
+		}
+	})
+	mux.HandleFunc("GET /summary", func(w http.ResponseWriter, r *http.Request) {
+		s, err := a.Summarize(r.Context())
+		if err != nil {
+			write(w, http.StatusInternalServerError, answer{Error: "failed", Message: err.Error()})
+			return
+		}
+		write(w, http.StatusOK, answer{Summary: &Summary{InFlight: s.InFlight, LeaseRunOut: s.LeaseRunOut, Completed: s.Completed, Bytes: s.Bytes,
+			Oldest: s.Oldest, OldestState: states[s.OldestState], OldestRemaining: s.OldestRemaining}})
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			write(w, http.StatusForbidden, answer{Error: "forbidden", Message: "the admin handler answers only requests to a loopback host"})
+			return
+		}
+		if r.Header.Get(HeaderName) == "" {
+			write(w, http.StatusForbidden, answer{Error: "forbidden", Message: "the admin handler answers only requests with the " + HeaderName + " header"})
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether host (a Host header, with or without a
+// port) names a loopback address or localhost.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func keyOf(w http.ResponseWriter, r *http.Request) (string, bool) {
+	key := r.URL.Query().Get("key")
+	if key == "" {
+		write(w, http.StatusBadRequest, answer{Error: "bad-request", Message: "the key query parameter is required"})
+		return "", false
+	}
+	return key, true
+}
+
+func reply(w http.ResponseWriter, e keystore.Entry, err error) {
+	j := EntryJSON(e)
+	for code, refusal := range refusals {
+		if errors.Is(err, refusal) {
+			write(w, http.StatusConflict, answer{Entry: &j, Error: code, Message: err.Error()})
+			return
+		}
+	}
+	if err != nil {
+		write(w, http.StatusInternalServerError, answer{Error: "failed", Message: err.Error()})
+		return
+	}
+	write(w, http.StatusOK, answer{Entry: &j})
+}
+
+func write(w http.ResponseWriter, status int, a answer) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(a)
+}
+
+// Client calls a Handler at URL (e.g. "http://127.0.0.1:9090"). It is a
+// keystore.Admin: refusals come back as the keystore errors.
+type Client struct {
+	URL        string
+	HTTPClient *http.Client // default http.DefaultClient
+}
+
+var _ keystore.Admin = (*Client)(nil)
+
+func (c *Client) call(ctx context.Context, method, route string, q url.Values) (answer, error) {
+	u := strings.TrimRight(c.URL, "/") + route
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, http.NoBody)
+	if err != nil {
+		return answer{}, fmt.Errorf("adminhttp: %w", err)
+	}
+	req.Header.Set(HeaderName, "1")
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return answer{}, fmt.Errorf("adminhttp: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return answer{}, fmt.Errorf("adminhttp: %s %s: %w", method, route, err)
+	}
+	var a answer
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&a); err != nil {
+		return answer{}, fmt.Errorf("adminhttp: %s %s: answered %d, not an admin answer: %.200q", method, route, resp.StatusCode, b)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return a, nil
+	}
+	if refusal, ok := refusals[a.Error]; ok && resp.StatusCode == http.StatusConflict {
+		return a, refusal
+	}
+	return answer{}, fmt.Errorf("adminhttp: %s %s: %d %s: %s", method, route, resp.StatusCode, a.Error, a.Message)
+}
+
+func (c *Client) entry(ctx context.Context, method, route string, q url.Values) (keystore.Entry, error) {
+	a, err := c.call(ctx, method, route, q)
+	if a.Entry == nil {
+		if err == nil {
+			err = fmt.Errorf("adminhttp: %s %s: no entry in the answer", method, route)
+		}
+		return keystore.Entry{}, err
+	}
+	e, jerr := a.Entry.entry()
+	if jerr != nil {
+		return keystore.Entry{}, jerr
+	}
+	return e, err
+}
+
+// Inspect implements keystore.Admin.
+func (c *Client) Inspect(ctx context.Context, key string) (keystore.Entry, error) {
+	return c.entry(ctx, http.MethodGet, "/inspect", url.Values{"key": {key}})
+}
+
+// Free implements keystore.Admin.
+func (c *Client) Free(ctx context.Context, key string, force bool) (keystore.Entry, error) {
+	q := url.Values{"key": {key}}
+	if force {
+		q.Set("force", "true")
+	}
+	return c.entry(ctx, http.MethodPost, "/free", q)
+}
+
+// Forget implements keystore.Admin.
+func (c *Client) Forget(ctx context.Context, key string) (keystore.Entry, error) {
+	return c.entry(ctx, http.MethodPost, "/forget", url.Values{"key": {key}})
+}
+
+// Summarize implements keystore.Admin.
+func (c *Client) Summarize(ctx context.Context) (keystore.Summary, error) {
+	a, err := c.call(ctx, http.MethodGet, "/summary", nil)
+	if err != nil {
+		return keystore.Summary{}, err
+	}
+	if a.Summary == nil {
+		return keystore.Summary{}, errors.New("adminhttp: GET /summary: no summary in the answer")
+	}
+	s := a.Summary
+	st, _ := stateOf(s.OldestState)
+	if s.OldestState == "" {
+		st = keystore.Absent
+	}
+	return keystore.Summary{InFlight: s.InFlight, LeaseRunOut: s.LeaseRunOut, Completed: s.Completed, Bytes: s.Bytes,
+		Oldest: s.Oldest, OldestState: st, OldestRemaining: s.OldestRemaining}, nil
+}
