@@ -119,6 +119,22 @@
 // [New] refuses a Config.StoreTimeout of Lease/3 or more, which would leave
 // no room for a renewal inside the lease.
 //
+// # The store's clock
+//
+// The store judges leases by its own wall clock (Redis key expiry,
+// PostgreSQL's clock_timestamp()), the middleware by its monotonic clock.
+// Store hosts must slew their clocks, never step them, as Redis and
+// PostgreSQL themselves assume: a step forward on the store host ends
+// running leases early, and a duplicate sent then is answered by a second
+// run of the handler alongside the first (on PostgreSQL the original's
+// CompleteTx is then fenced and rolled back; on Redis both may answer
+// 201). The middleware detects such a step after the fact: on each renewal
+// a store that supports it reports the lease it found remaining
+// ([keystore.ContextWithLeaseReport]; memstore, redisstore and pgstore
+// do), and when that differs from the middleware's reckoning by more than
+// StoreTimeout + Lease/10, the middleware logs an error and sets the
+// request's Event.ClockStep.
+//
 // # When the store fails after the handler ran
 //
 // The handler's answer has been sent, and its work done, when the middleware

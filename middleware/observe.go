@@ -81,6 +81,16 @@ type Event struct {
 	// Err is the store or validation error behind the outcome, if any, or
 	// ErrHandlerPanicked.
 	Err error
+	// ClockStep, when not zero, is how far the store's clock disagreed with
+	// the middleware's reckoning of the lease while the handler ran: the
+	// remaining lease the store reported on a renewal (see
+	// keystore.ContextWithLeaseReport) minus the middleware's own reckoning,
+	// on its monotonic clock. It is set only beyond a tolerance
+	// (StoreTimeout + Lease/10), and then also logged as an error. Negative:
+	// the store's clock stepped forward, which ends leases early (a
+	// duplicate may then run alongside the original); positive: it stepped
+	// back. Store hosts must slew their clocks, not step them.
+	ClockStep time.Duration
 	// Context is the request's context, for an Observer that links the
 	// outcome to the request's trace (its span, its deadline). It may be
 	// done by the time the Observer runs; do not keep it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/geoidem/geoidem/keystore"
@@ -53,6 +54,7 @@ type renewal struct {
 	until     time.Time  // the lease may have ended from then on
 	next      time.Time  // the next extension is due
 	t         *time.Timer
+	clockStep time.Duration // see Event.ClockStep
 }
 
 func (rn *renewal) start(m *Middleware, ctx context.Context, hold *keystore.Hold, lost context.CancelCauseFunc, sent time.Time) {
@@ -125,11 +127,16 @@ func (rn *renewal) tick() {
 
 	m := rn.m
 	sent := time.Now()
-	ctx, cancel := m.storeContext(context.WithoutCancel(rn.ctx))
+	var reported atomic.Int64 // the remaining lease the store reports, +1; 0: none
+	ctx := keystore.ContextWithLeaseReport(context.WithoutCancel(rn.ctx), func(d time.Duration) { reported.Store(int64(max(d, 0)) + 1) })
+	ctx, cancel := m.storeContext(ctx)
 	ctx, cancel2 := context.WithDeadline(ctx, until) // no use after the lease may have ended
 	err := m.store.Extend(ctx, rn.hold.Key, rn.hold.Token, m.storeLease)
 	cancel2()
 	cancel()
+	if r := reported.Load(); err == nil && r > 0 {
+		rn.checkClock(time.Duration(r-1), until.Sub(sent))
+	}
 
 	rn.mu.Lock()
 	rn.extending = false
@@ -155,6 +162,39 @@ func (rn *renewal) tick() {
 	}
 	rn.arm()
 	rn.mu.Unlock()
+}
+
+// checkClock compares the remaining lease the store reported on an Extend
+// (by its clock) with the middleware's reckoning of it when the Extend was
+// sent (on the monotonic clock). They differ by at most the store calls'
+// latencies, each under StoreTimeout; beyond clockTolerance, the store's
+// clock was stepped (or the store does not keep leases as it should): the
+// middleware logs an error and reports the difference in the request's
+// Event.ClockStep.
+func (rn *renewal) checkClock(reported, reckoned time.Duration) {
+	m := rn.m
+	diff := reported - reckoned
+	if diff.Abs() <= m.clockTolerance() {
+		return
+	}
+	rn.mu.Lock()
+	rn.clockStep = diff
+	rn.mu.Unlock()
+	m.log.LogAttrs(rn.ctx, slog.LevelError, "idempotency store clock disagrees with the lease reckoning: was the store host's clock stepped? Store hosts must slew their clocks, not step them; a step forward ends leases early and lets a duplicate run alongside its original",
+		slog.String("key", rn.hold.Key), slog.Duration("store_remaining", reported), slog.Duration("reckoned_remaining", reckoned), slog.Duration("difference", diff))
+}
+
+// clockTolerance is how far the remaining lease a store reports may be
+// from the middleware's reckoning before it is taken for a clock step:
+// StoreTimeout (the latencies of two store calls, each under it, account
+// for that much) plus Lease/10.
+func (m *Middleware) clockTolerance() time.Duration { return m.storeTimeout + m.lease/10 }
+
+// step returns the clock step detected, if any (see Event.ClockStep).
+func (rn *renewal) step() time.Duration {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.clockStep
 }
 
 // held returns the time until which the token surely holds its key, and

@@ -177,7 +177,7 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		rec.snapshot() // headers set without a write are still sent
 	}
 
-	ev := Event{Outcome: outcome, Key: key, Status: rec.finalStatus(), TookOver: claim.TookOver, Err: verr}
+	ev := Event{Outcome: outcome, Key: key, Status: rec.finalStatus(), TookOver: claim.TookOver, Err: verr, ClockStep: x.renewal.step()}
 	switch {
 	case hold.Completed():
 		// The handler recorded its response itself, in its own transaction.

@@ -163,6 +163,12 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	if lease <= 0 {
 		return errDuration
 	}
+	remaining := time.Duration(-1)
+	defer func() { // after the unlock: the report is the caller's code
+		if remaining >= 0 {
+			keystore.ReportLease(ctx, remaining)
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -173,6 +179,7 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 		}
 		return keystore.ErrLeaseLost
 	}
+	remaining = time.Duration(s.entries[slot].deadline - now)
 	s.entries[slot].deadline = now + int64(lease)
 	s.leases.fix(s.entries[slot].pos)
 	return nil

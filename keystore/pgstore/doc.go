@@ -58,7 +58,10 @@
 // by seconds therefore still agree on whether a lease has ended: no replica
 // takes over a lease that is still running because its own clock runs fast,
 // and an owner whose lease has ended is fenced even if nobody took its key
-// over yet.
+// over yet. The database host must slew its clock, never step it: a step
+// forward ends running leases early (see the middleware's documentation,
+// "The store's clock"). Extend reports the lease it found remaining
+// (keystore.ReportLease), so that the middleware detects such a step.
 //
 // # Statements
 //

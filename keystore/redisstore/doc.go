@@ -29,7 +29,11 @@
 //
 // Leases and retention are millisecond key expiries (PX, PEXPIRE, PTTL),
 // judged by the Redis server's clock, never by the application servers'
-// clocks. A completed key expires at the end of its retention. An in-flight
+// clocks. The Redis host must slew its clock, never step it: a step
+// forward expires running leases early (see the middleware's
+// documentation, "The store's clock"); Extend reports the lease it found
+// remaining (keystore.ReportLease), so that the middleware detects such a
+// step. A completed key expires at the end of its retention. An in-flight
 // key expires a minute after its lease: its lease has run out when its PTTL
 // is down to that minute. For that minute the claim taking it over can
 // report [keystore.Claim.TookOver], and the stale token is fenced by the
