@@ -138,8 +138,12 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 		longest time.Duration // longest attempt so far
 		last    outcome
 		counted int // attempts counted against MaxAttempts (see inFlight)
+		stop    = stopOf(ctx)
 	)
 	for n := 1; ; n++ {
+		if stopped(stop) {
+			return s.interrupt(ctx, p, res, last)
+		}
 		if err := ctx.Err(); err != nil {
 			return s.fail(ctx, p, res, last, err)
 		}
@@ -172,6 +176,9 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 			s.observe(info)
 			res.Elapsed = s.clock.Now().Sub(p.start)
 			return res, nil
+		case ctx.Err() != nil && stopped(stop):
+			s.observe(info)
+			return s.interrupt(ctx, p, res, last)
 		case ctx.Err() != nil:
 			reason = ctx.Err()
 		case !last.retryable:
@@ -182,6 +189,10 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 		if reason != nil {
 			s.observe(info)
 			return s.fail(ctx, p, res, last, reason)
+		}
+		if stopped(stop) {
+			s.observe(info)
+			return s.interrupt(ctx, p, res, last)
 		}
 
 		delay := s.nextDelay(prev, n)
@@ -208,7 +219,10 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 		}
 		info.Final, info.Delay = false, delay
 		s.observe(info)
-		if err := s.clock.Sleep(ctx, delay); err != nil {
+		if err := s.sleep(ctx, stop, delay); err != nil {
+			if stopped(stop) {
+				return s.interrupt(ctx, p, res, last)
+			}
 			return s.fail(ctx, p, res, last, err)
 		}
 		prev = delay
@@ -319,6 +333,8 @@ func reasonName(reason error) string {
 		return "budget"
 	case errors.Is(reason, ErrNotJournaled):
 		return "not-journaled"
+	case errors.Is(reason, ErrInterrupted):
+		return "interrupted"
 	default:
 		return "canceled"
 	}

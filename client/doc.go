@@ -80,6 +80,9 @@
 // [FileJournal] is the embedded journal: JSON lines, synced per record with
 // group commit across concurrent deliveries, a torn last line dropped on
 // open, done entries forgotten after a retention and the file compacted.
+// To stop cleanly (a SIGINT), deliver under [WithStop]: after the stop no
+// attempt starts, attempts in flight run until the context ends, and what
+// did not end is [ErrInterrupted], never dead-lettered, and left pending.
 // [DeadLetter] carries what a re-drive needs; [Sender.Redrive] and
 // [Outbox.Redrive] send it again under its original key, byte for byte,
 // and [ReadDeadLetters] reads the file a [JSONLinesSink] wrote.

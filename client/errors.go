@@ -77,7 +77,7 @@ func (e *DeliveryError) Error() string {
 
 // ReasonName is the reason as a word, the one [DeadLetter.Reason] holds:
 // "permanent", "exhausted", "deadline", "budget", "not-journaled",
-// "interrupted" or "canceled".
+// "interrupted" (never dead-lettered) or "canceled".
 func (e *DeliveryError) ReasonName() string { return reasonName(e.Reason) }
 
 // Unwrap returns the Reason and the last attempt's error.

@@ -30,9 +30,11 @@ func NewOutbox(s *Sender, j Journal) *Outbox {
 //
 // The entry is marked done when the delivery ends: delivered or replayed
 // (a 2xx answer), refused permanently, or handed to the dead-letter sink.
-// A delivery that ends otherwise (retries exhausted with no sink, or the
-// sink failed) stays pending in the journal, to be resumed
-// ([Outbox.Resume]) or sent again by a re-run.
+// A delivery that ends otherwise (retries exhausted with no sink, the
+// sink failed, or interrupted by the stop of [WithStop]) stays pending in
+// the journal, to be resumed ([Outbox.Resume]) or sent again by a re-run.
+// After that stop, Deliver records and sends nothing and returns
+// [ErrInterrupted].
 //
 // It fails before any I/O, recording nothing, for an invalid key, method or
 // URL (as [Sender.Deliver]). When the journal cannot record d (a full disk,
@@ -64,6 +66,9 @@ func (o *Outbox) Resume(ctx context.Context) (delivered int, err error) {
 	for _, e := range pending {
 		if _, err := o.Deliver(ctx, e.Delivery()); err != nil {
 			errs = append(errs, err)
+			if errors.Is(err, ErrInterrupted) {
+				break // the rest stays pending too
+			}
 			continue
 		}
 		delivered++
@@ -78,6 +83,9 @@ func (o *Outbox) deliver(ctx context.Context, d Delivery, strict bool) (Result, 
 	e := journalEntry(d)
 	if err := checkTarget(e.Method, e.URL); err != nil {
 		return Result{}, err
+	}
+	if stopped(stopOf(ctx)) { // nothing recorded, nothing sent: a re-run sends it
+		return Result{}, &DeliveryError{Reason: ErrInterrupted, Key: d.Key}
 	}
 	rec, err := o.journal.Record(ctx, e)
 	if err != nil {
@@ -110,6 +118,9 @@ func (o *Outbox) outcome(res Result, err error) string {
 	}
 	if errors.Is(err, ErrPermanent) {
 		return OutcomePermanent
+	}
+	if errors.Is(err, ErrInterrupted) {
+		return "" // not ended: a re-run sends it
 	}
 	var derr *DeliveryError
 	// Deliver returns the *DeliveryError itself when the sink took the

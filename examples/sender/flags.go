@@ -26,6 +26,8 @@ type options struct {
 	deadLetter     string
 	journal        string
 	redrive        string
+	grace          time.Duration
+	progress       time.Duration
 	files          []string
 }
 
@@ -49,6 +51,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.deadLetter, "dead-letter", "", "append undelivered features to `FILE` (JSON lines)")
 	fs.StringVar(&o.journal, "journal", defaultJournal(), "the journal `FILE`: key and bytes of every event, recorded before its first attempt")
 	fs.StringVar(&o.redrive, "redrive", "", "re-send the dead letters in `FILE` under their original keys, byte for byte")
+	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on SIGINT or SIGTERM: how long the attempts in flight may take before they are cut off (nothing new starts)")
+	fs.DurationVar(&o.progress, "progress", 10*time.Second, "when the output is not a terminal: print a progress line to stderr this often (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -81,6 +85,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.deadline <= 0 || o.attemptTimeout <= 0 || o.maxRetryAfter <= 0 {
 		problems = append(problems, errors.New("-deadline, -attempt-timeout and -max-retry-after must be positive"))
+	}
+	if o.grace < 0 || o.progress < 0 {
+		problems = append(problems, errors.New("-grace and -progress must not be negative"))
 	}
 	if o.concurrency < 1 {
 		problems = append(problems, fmt.Errorf("-concurrency %d: want at least 1", o.concurrency))

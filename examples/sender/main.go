@@ -49,7 +49,9 @@
 // what it never executed and replays what it did. -url and input files are
 // then not used.
 //
-// On a terminal, a progress line shows how far it got. At the end it prints
+// On a terminal, a progress line shows how far it got; otherwise (a pipe,
+// a log) a line "sender: progress: …" goes to stderr every -progress
+// (default 10s; 0: never). At the end it prints
 // a summary (delivered, replayed, not delivered by reason, in the words of
 // the dead letters: permanent, exhausted, deadline, budget, not-journaled;
 // dead-lettered, still pending in the journal) and exits 0 only when every
@@ -57,6 +59,17 @@
 // -dead-letter, every feature that was not delivered is appended to FILE as
 // a JSON line (client.DeadLetter), with its key, the exact bytes sent and
 // the headers, ready to be re-driven.
+//
+// # Stopping: SIGINT and SIGTERM
+//
+// The first SIGINT or SIGTERM stops the run cleanly: no new attempt is
+// started (neither a first one nor a retry), the attempts in flight get
+// -grace (default 10s; a second signal cuts them off at once) to finish,
+// and their answers count. Whatever was not delivered is not dead-lettered
+// (it did not fail): what was journaled stays pending in the journal, what
+// was never started was not even recorded, and a re-run over the same
+// input delivers both. The summary, printed once, counts them as
+// "interrupted", and the command exits 130.
 //
 // # A full disk
 //
@@ -66,7 +79,7 @@
 // 0 attempts) with its key and bytes, to be re-driven once there is room;
 // without -dead-letter it is only counted, and a re-run sends it. The
 // first such error is printed, the summary counts them all, and the
-// command exits 3.
+// command exits 3 (before 130, when it was interrupted too).
 package main
 
 import (
@@ -87,9 +100,19 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	// The first SIGINT or SIGTERM stops the run (ctx), the second cuts
+	// off the attempts in flight at once (hurry).
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancel(context.Background())
+	hurry := make(chan struct{})
+	go func() {
+		<-sig
+		stop()
+		<-sig
+		close(hurry)
+	}()
+	code := app{hurry: hurry}.run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	os.Exit(code)
 }
 
@@ -102,12 +125,11 @@ const (
 	// full disk), which were therefore not sent; dead-lettered with
 	// -dead-letter.
 	exitNotJournaled = 3
+	// exitInterrupted: stopped by SIGINT or SIGTERM (128+2, as a shell
+	// reports a command killed by SIGINT); what was not delivered is left
+	// for a re-run, not dead-lettered.
+	exitInterrupted = 130
 )
-
-// run is the command with its environment made explicit.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return app{}.run(ctx, args, stdout, stderr)
-}
 
 // app holds what tests replace: the clock, the HTTP client and the terminal
 // check. Zero fields mean the real ones.
@@ -116,6 +138,9 @@ type app struct {
 	hc          *http.Client
 	terminal    func(io.Writer) bool
 	openJournal func(path string, cfg client.FileJournalConfig) (journal, error)
+	// hurry, when closed after the stop, cuts off the attempts in flight
+	// without waiting for -grace (a second SIGINT).
+	hurry <-chan struct{}
 }
 
 // journal is what the command needs of its journal.
@@ -128,6 +153,8 @@ func openFileJournal(path string, cfg client.FileJournalConfig) (journal, error)
 	return client.OpenFileJournal(path, cfg)
 }
 
+// run is the command with its environment made explicit: ctx done is the
+// stop (the first SIGINT or SIGTERM).
 func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -205,6 +232,47 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if terminal(stdout) {
 		out.progress = stdout
 	}
+
+	// The stop: no new attempt, -grace for those in flight, then cut off.
+	dctx, cutOff := context.WithCancel(context.WithoutCancel(ctx))
+	defer cutOff()
+	dctx = client.WithStop(dctx, ctx.Done())
+	finished := make(chan struct{})
+	var stopping sync.WaitGroup
+	stopping.Go(func() {
+		select {
+		case <-finished:
+			return
+		case <-ctx.Done():
+		}
+		out.printf(stderr, "sender: interrupted: no new attempts; waiting up to %v for the %d deliveries in flight (again to cut them off)\n",
+			o.grace, out.inFlight.Load())
+		t := time.NewTimer(o.grace)
+		defer t.Stop()
+		select {
+		case <-finished:
+		case <-t.C:
+			cutOff()
+		case <-a.hurry:
+			cutOff()
+		}
+	})
+	if out.progress == nil && o.progress > 0 {
+		// Not on a terminal: a progress line now and then, for logs.
+		stopping.Go(func() {
+			t := time.NewTicker(o.progress)
+			defer t.Stop()
+			for {
+				select {
+				case <-finished:
+					return
+				case <-t.C:
+					out.progressLine(stderr)
+				}
+			}
+		})
+	}
+
 	jobs := make(chan feature)
 	var wg sync.WaitGroup
 	for range o.concurrency {
@@ -214,20 +282,32 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 					res client.Result
 					err error
 				)
+				out.inFlight.Add(1)
 				if f.redrive != nil {
-					res, err = outbox.Redrive(ctx, *f.redrive)
+					res, err = outbox.Redrive(dctx, *f.redrive)
 				} else {
-					res, err = outbox.Deliver(ctx, f.delivery)
+					res, err = outbox.Deliver(dctx, f.delivery)
 				}
+				out.inFlight.Add(-1)
 				out.record(f, res, err, stderr)
 			}
 		})
 	}
+	started := 0
+dispatch:
 	for _, f := range features {
-		jobs <- f
+		select {
+		case jobs <- f:
+			started++
+		case <-ctx.Done():
+			break dispatch
+		}
 	}
 	close(jobs)
 	wg.Wait()
+	close(finished)
+	stopping.Wait()
+	out.notStarted(len(features) - started)
 	if out.progress != nil {
 		fmt.Fprintln(stdout)
 	}
@@ -244,7 +324,11 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if o.redrive != "" {
 		what = "dead letters of " + o.redrive
 	}
-	fmt.Fprintf(stdout, "%d %s to %s in %v\n", len(features), what, target, clock.Now().Sub(start).Round(time.Millisecond))
+	how := ""
+	if ctx.Err() != nil {
+		how = " (interrupted)"
+	}
+	fmt.Fprintf(stdout, "%d %s to %s in %v%s\n", len(features), what, target, clock.Now().Sub(start).Round(time.Millisecond), how)
 	out.summary(stdout)
 	if sink != nil {
 		fmt.Fprintf(stdout, "  dead-lettered       %d (%s)\n", deadLettered, o.deadLetter)
@@ -256,6 +340,9 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "sender: journal: %v\n", err)
 	}
 	fmt.Fprintf(stdout, "  pending in journal  %d (%s)\n", len(pending), o.journal)
+	if n := out.interrupted; n > 0 {
+		fmt.Fprintf(stderr, "sender: interrupted: %d features not delivered, none dead-lettered (%d pending in the journal); run again to deliver them\n", n, len(pending))
+	}
 	if n := out.failed["not-journaled"]; n > 0 {
 		where := "none was dead-lettered (no -dead-letter file): run again once the journal can record, a re-run sends them"
 		if sink != nil {
@@ -263,6 +350,9 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		fmt.Fprintf(stderr, "sender: the journal %s could not record %d features, so none of them was sent; %s\n", o.journal, n, where)
 		return exitNotJournaled
+	}
+	if out.interrupted > 0 {
+		return exitInterrupted
 	}
 	if out.delivered != len(features) || sinkFailed || err != nil {
 		return exitFailed

@@ -354,6 +354,10 @@ func TestRunProgress(t *testing.T) {
 	}
 }
 
+// TestRunCanceled: a stop (SIGINT) before the first delivery sends
+// nothing and dead-letters nothing (issue 25: the rule was to dead-letter
+// every feature as "canceled after 0 attempts"; now they are left for a
+// re-run): the summary counts them as interrupted, the exit status is 130.
 func TestRunCanceled(t *testing.T) {
 	rv := newReceiver()
 	srv := httptest.NewServer(rv)
@@ -365,11 +369,13 @@ func TestRunCanceled(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	a := app{hc: srv.Client(), clock: &fakeClock{}}
 	journal := filepath.Join(t.TempDir(), "journal")
-	if code := a.run(ctx, []string{"-url", srv.URL, "-journal", journal, "-dead-letter", dead, in}, &stdout, &stderr); code != 1 {
-		t.Errorf("exit %d, want 1", code)
+	if code := a.run(ctx, []string{"-url", srv.URL, "-journal", journal, "-dead-letter", dead, in}, &stdout, &stderr); code != 130 {
+		t.Errorf("exit %d, want 130", code)
 	}
-	if !strings.Contains(stdout.String(), "dead-lettered       2") {
-		t.Errorf("canceled features were not dead-lettered:\n%s", stdout.String())
+	for _, want := range []string{"dead-lettered       0", "interrupted         2", "(interrupted)"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout.String())
+		}
 	}
 	if rv.requests != 0 {
 		t.Errorf("%d requests after cancellation", rv.requests)

@@ -17,8 +17,11 @@ type outcome struct {
 	total    int
 	progress io.Writer // the terminal, or nil for no progress line
 
+	inFlight atomic.Int64 // deliveries started and not ended
+
 	mu                        sync.Mutex
 	done, delivered, replayed int
+	interrupted               int            // stopped by the signal, or never started
 	failed                    map[string]int // by reason, the words of the dead letters
 	journalErr                error          // the first journal failure
 }
@@ -78,8 +81,10 @@ func (o *outcome) record(f feature, res client.Result, err error, stderr io.Writ
 		if res.Replayed {
 			o.replayed++
 		}
+	} else if why := reason(err); why == "interrupted" {
+		o.interrupted++ // not a failure: left for a re-run, not reported one by one
+		report = false
 	} else {
-		why := reason(err)
 		if o.failed == nil {
 			o.failed = map[string]int{}
 		}
@@ -103,6 +108,33 @@ func (o *outcome) record(f feature, res client.Result, err error, stderr io.Writ
 	}
 }
 
+// notStarted counts the features never handed to a delivery (the stop
+// came first) as interrupted.
+func (o *outcome) notStarted(n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.interrupted += n
+}
+
+// printf writes a line to w, never within another one.
+func (o *outcome) printf(w io.Writer, format string, args ...any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.progress != nil {
+		fmt.Fprint(o.progress, "\r\033[K")
+	}
+	fmt.Fprintf(w, format, args...)
+}
+
+// progressLine writes where the run is, as one line: the progress when
+// the output is not a terminal.
+func (o *outcome) progressLine(w io.Writer) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fmt.Fprintf(w, "sender: progress: %d/%d done, delivered %d (replayed %d), not delivered %d, in flight %d\n",
+		o.done, o.total, o.delivered, o.replayed, o.notDelivered(), o.inFlight.Load())
+}
+
 // summary prints the counts, failures by reason.
 func (o *outcome) summary(w io.Writer) {
 	o.mu.Lock()
@@ -115,6 +147,7 @@ func (o *outcome) summary(w io.Writer) {
 			fmt.Fprintf(w, "    %-18s%d\n", r, n)
 		}
 	}
+	fmt.Fprintf(w, "  %-20s%d\n", "interrupted", o.interrupted)
 }
 
 // isTerminal reports whether w is a terminal (a character device).
