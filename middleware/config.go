@@ -139,8 +139,10 @@ type Config struct {
 	// the number not written as "suppressed". Default: no logging.
 	Logger *slog.Logger
 
-	// Observer, if set, is called synchronously with each request's outcome.
-	// It must be fast and safe for concurrent use.
+	// Observer, if set, is called synchronously with the outcome of each
+	// request of a covered method, including one refused for a missing or
+	// malformed key (Rejected; see Event). It must be fast and safe for
+	// concurrent use.
 	Observer func(Event)
 }
 

@@ -6,7 +6,9 @@ import (
 	"time"
 )
 
-// Outcome is what the middleware did with one request that carried a key.
+// Outcome is what the middleware did with one request of a covered method
+// (Config.Methods): one that carried a key, or one refused because it
+// carried none or a malformed one (Rejected).
 type Outcome int
 
 const (
@@ -62,7 +64,9 @@ func Outcomes() []Outcome {
 	return []Outcome{Executed, Released, Replayed, InFlight, Mismatch, Invalid, Rejected, StoreError, LeaseLost, Canceled}
 }
 
-// Event describes one request's outcome, for an Observer.
+// Event describes one request's outcome, for an Observer. There is one
+// per request of a covered method, those without a key included (Outcome
+// Rejected, Key empty); none for other methods, which pass through.
 type Event struct {
 	Outcome Outcome
 	// Key is the stored (hashed) key; empty for Rejected requests.
@@ -103,8 +107,12 @@ func (m *Middleware) done(ctx context.Context, ev Event, start time.Time) {
 	if m.observe != nil {
 		m.observe(ev)
 	}
-	if m.log.Enabled(context.Background(), slog.LevelDebug) {
-		m.log.LogAttrs(context.Background(), slog.LevelDebug, "idempotency outcome",
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	// The request's context: a log handler can add the request's trace id.
+	if m.log.Enabled(ctx, slog.LevelDebug) {
+		m.log.LogAttrs(ctx, slog.LevelDebug, "idempotency outcome",
 			slog.String("outcome", ev.Outcome.String()), slog.String("key", ev.Key), slog.Int("status", ev.Status), slog.Duration("latency", ev.Latency))
 	}
 }

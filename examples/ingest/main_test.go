@@ -125,8 +125,8 @@ func TestIngestMemory(t *testing.T) {
 		`geoidem_requests_total{outcome="mismatch"} 1`,
 		`geoidem_requests_total{outcome="rejected"} 1`,
 		`geoidem_request_duration_seconds_count{outcome="executed"} 2`,
-		`geoidem_store_operation_seconds_count{op="claim_ok"} 4`, // the request without a key never reaches the store
-		`geoidem_store_operation_seconds_count{op="complete_ok"} 2`,
+		`geoidem_store_operation_seconds_count{op="claim",result="ok"} 4`, // the request without a key never reaches the store
+		`geoidem_store_operation_seconds_count{op="complete",result="ok"} 2`,
 		`geoidem_lease_takeovers_total 0`,
 	} {
 		if !strings.Contains(metrics, want) {

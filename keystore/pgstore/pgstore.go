@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/observe"
 )
 
 // Defaults, used where Config leaves a field zero.
@@ -59,6 +60,15 @@ type Config struct {
 
 	// Logger receives the janitor's errors. Default: discard.
 	Logger *slog.Logger
+
+	// Observer, if set, is called after each CompleteTx (and so each
+	// completion InTx makes) with Op observe.OpComplete, the statement's
+	// latency and its error: the completions made in the handler's
+	// transaction, which an observe.Store wrapper around the store never
+	// sees. Claim, Extend, Complete and Release are not reported here;
+	// wrap the store with observe.Store for those. It is called
+	// synchronously and must be fast and safe for concurrent use.
+	Observer func(observe.StoreCall)
 }
 
 // Store is a [keystore.Store] on a PostgreSQL table, reached through a
@@ -72,6 +82,7 @@ type Store struct {
 	lockKey int64
 	batch   int
 	log     *slog.Logger
+	observe func(observe.StoreCall)
 
 	stop      context.CancelFunc
 	done      chan struct{}
@@ -116,6 +127,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		lockKey: int64(h.Sum64()),
 		batch:   orDefault(cfg.PruneBatch, DefaultPruneBatch),
 		log:     cfg.Logger,
+		observe: cfg.Observer,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

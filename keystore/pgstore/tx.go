@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/observe"
 )
 
 // ErrNoHold reports that InTx found no [keystore.Hold] in its context: the
@@ -45,7 +46,13 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, key string, token key
 	if tx == nil {
 		return errors.New("pgstore: complete: nil transaction")
 	}
-	return s.complete(ctx, tx, key, token, rec, retention)
+	if s.observe == nil {
+		return s.complete(ctx, tx, key, token, rec, retention)
+	}
+	start := time.Now()
+	err := s.complete(ctx, tx, key, token, rec, retention)
+	s.observe(observe.StoreCall{Op: observe.OpComplete, Latency: time.Since(start), Err: err, Context: ctx})
+	return err
 }
 
 // InTx runs fn in a new transaction on the store's pool and records the

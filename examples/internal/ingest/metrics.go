@@ -6,21 +6,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/geoidem/geoidem/examples/observe"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/observe/promobserve"
 )
 
 // metrics is what GET /metrics serves, from a registry of the service's
 // own: the middleware's outcomes and the key store's latencies
-// (observe.Prometheus) and the handler's runs (runCounter).
+// (promobserve.Observer) and the handler's runs (runCounter).
 type metrics struct {
 	reg  *prometheus.Registry
-	prom *observe.Prometheus
+	prom *promobserve.Observer
 }
 
 func newMetrics() (*metrics, error) {
 	reg := prometheus.NewRegistry()
-	prom, err := observe.NewPrometheus(reg)
+	prom, err := promobserve.New(reg)
 	if err != nil {
 		return nil, err
 	}

@@ -15,12 +15,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/geoidem/geoidem/examples/observe"
 	"github.com/geoidem/geoidem/geojson"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/observe"
 	"github.com/geoidem/geoidem/standardwebhooks"
 )
 

@@ -15,10 +15,14 @@ const (
 	OpRelease  = "release"
 )
 
-var storeOps = [...]string{OpClaim, OpExtend, OpComplete, OpRelease}
+// StoreOps lists the operations a [StoreCall] reports, for registering
+// their series up front.
+func StoreOps() []string { return []string{OpClaim, OpExtend, OpComplete, OpRelease} }
 
 // StoreCall describes one call of a key store operation, for the callback
-// of [Store].
+// of [Store], and for pgstore.Config.Observer, which reports the
+// completions of pgstore's InTx and CompleteTx (Op OpComplete), made in the
+// handler's transaction and so never through the Store wrapper.
 type StoreCall struct {
 	// Op is the operation: OpClaim, OpExtend, OpComplete or OpRelease.
 	Op string

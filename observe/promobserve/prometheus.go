@@ -1,15 +1,38 @@
-package observe
+// Package promobserve keeps the geoidem middleware's outcomes and the key
+// store's latencies as Prometheus series. It is a module of its own, which
+// requires only the geoidem library and the Prometheus client, so that an
+// application that exports Prometheus metrics inherits nothing of
+// OpenTelemetry (see package otelobserve for that).
+//
+//	prom, err := promobserve.New(registry)
+//	…
+//	store := observe.Store(new(memstore.Store), prom.ObserveStore)
+//	idem, err := middleware.New(store, middleware.Config{Observer: prom.Observe})
+//
+// For pgstore, whose InTx and CompleteTx complete keys without the store
+// wrapper, set pgstore.Config.Observer to prom.ObserveStore as well.
+//
+// # Series
+//
+// All present (at 0) from registration on:
+//
+//	geoidem_requests_total{outcome}                 counter, by middleware.Outcome
+//	geoidem_request_duration_seconds{outcome}       histogram of Event.Latency
+//	geoidem_lease_takeovers_total                   counter of Event.TookOver
+//	geoidem_store_operation_seconds{op,result}      histogram of StoreCall.Latency; op "claim", "extend", "complete", "release"; result "ok" or "error"
+package promobserve
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/observe"
 )
 
-// Prometheus keeps the middleware's outcomes and the store's latencies as
+// Observer keeps the middleware's outcomes and the store's latencies as
 // Prometheus series (listed in the package documentation). Its methods are
 // safe for concurrent use.
-type Prometheus struct {
+type Observer struct {
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	takeovers prometheus.Counter
@@ -26,18 +49,18 @@ type outcomeSeries struct {
 	latency  prometheus.Observer
 }
 
-// NewPrometheus registers the series on reg (nil:
+// New registers the series on reg (nil:
 // prometheus.DefaultRegisterer), each outcome's and each store operation's
 // at 0, so that a rate is defined before the first request. It fails if reg
 // already holds a series of the same name.
-func NewPrometheus(reg prometheus.Registerer) (*Prometheus, error) {
+func New(reg prometheus.Registerer) (*Observer, error) {
 	if reg == nil {
 		reg = prometheus.DefaultRegisterer
 	}
-	p := &Prometheus{
+	p := &Observer{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "geoidem_requests_total",
-			Help: "Requests that carried an idempotency key, by outcome.",
+			Help: "Requests the middleware handled, by outcome (rejected ones, without a key or with a malformed one, included).",
 		}, []string{"outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "geoidem_request_duration_seconds",
@@ -52,15 +75,15 @@ func NewPrometheus(reg prometheus.Registerer) (*Prometheus, error) {
 			Name:    "geoidem_store_operation_seconds",
 			Help:    "Latency of key store operations, by operation and result.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
-		}, []string{"op"}),
+		}, []string{"op", "result"}),
 	}
 	p.byOutcome = map[middleware.Outcome]outcomeSeries{}
 	for _, o := range middleware.Outcomes() {
 		p.byOutcome[o] = outcomeSeries{p.requests.WithLabelValues(o.String()), p.latency.WithLabelValues(o.String())}
 	}
 	p.byOp = map[string][2]prometheus.Observer{}
-	for _, op := range storeOps {
-		p.byOp[op] = [2]prometheus.Observer{p.store.WithLabelValues(op + "_ok"), p.store.WithLabelValues(op + "_error")}
+	for _, op := range observe.StoreOps() {
+		p.byOp[op] = [2]prometheus.Observer{p.store.WithLabelValues(op, "ok"), p.store.WithLabelValues(op, "error")}
 	}
 	var registered []prometheus.Collector
 	for _, c := range []prometheus.Collector{p.requests, p.latency, p.takeovers, p.store} {
@@ -80,7 +103,7 @@ func NewPrometheus(reg prometheus.Registerer) (*Prometheus, error) {
 
 // Observe counts ev and its latency under its outcome, and a lease
 // takeover if it took one over: a middleware.Config.Observer.
-func (p *Prometheus) Observe(ev middleware.Event) {
+func (p *Observer) Observe(ev middleware.Event) {
 	series, ok := p.byOutcome[ev.Outcome]
 	if !ok {
 		o := ev.Outcome.String()
@@ -93,16 +116,16 @@ func (p *Prometheus) Observe(ev middleware.Event) {
 	}
 }
 
-// ObserveStore records c's latency under op "<op>_ok" or "<op>_error": a
-// [Store] callback.
-func (p *Prometheus) ObserveStore(c StoreCall) {
-	i, result := 0, "_ok"
+// ObserveStore records c's latency under its op and result ("ok" or
+// "error"): an [observe.Store] callback, and a pgstore.Config.Observer.
+func (p *Observer) ObserveStore(c observe.StoreCall) {
+	i, result := 0, "ok"
 	if c.Err != nil {
-		i, result = 1, "_error"
+		i, result = 1, "error"
 	}
 	if series, ok := p.byOp[c.Op]; ok {
 		series[i].Observe(c.Latency.Seconds())
 		return
 	}
-	p.store.WithLabelValues(c.Op + result).Observe(c.Latency.Seconds())
+	p.store.WithLabelValues(c.Op, result).Observe(c.Latency.Seconds())
 }

@@ -1,4 +1,4 @@
-package observe_test
+package otelobserve_test
 
 import (
 	"context"
@@ -17,15 +17,16 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/geoidem/geoidem/examples/observe"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/observe"
+	"github.com/geoidem/geoidem/observe/otelobserve"
 )
 
 // otelKit is an OTel on the SDK, with a span recorder and a manual reader.
 type otelKit struct {
-	tel    *observe.OTel
+	tel    *otelobserve.Observer
 	spans  *tracetest.SpanRecorder
 	reader *sdkmetric.ManualReader
 	tp     *sdktrace.TracerProvider
@@ -36,7 +37,7 @@ func newOTelKit(t *testing.T) *otelKit {
 	k := &otelKit{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
 	k.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(k.spans))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(k.reader))
-	tel, err := observe.NewOTel(mp, k.tp)
+	tel, err := otelobserve.New(mp, k.tp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,12 +146,12 @@ func TestOTelSpanPerOutcome(t *testing.T) {
 		}
 		a := attrs(s)
 		want := map[attribute.Key]string{
-			observe.AttrOutcome:  c.ev.Outcome.String(),
-			observe.AttrStatus:   fmt.Sprint(c.ev.Status),
-			observe.AttrTookOver: fmt.Sprint(c.ev.TookOver),
+			otelobserve.AttrOutcome:  c.ev.Outcome.String(),
+			otelobserve.AttrStatus:   fmt.Sprint(c.ev.Status),
+			otelobserve.AttrTookOver: fmt.Sprint(c.ev.TookOver),
 		}
 		if c.ev.Key != "" {
-			want[observe.AttrKey] = c.ev.Key
+			want[otelobserve.AttrKey] = c.ev.Key
 		}
 		for key, v := range want {
 			if a[key] != v {
@@ -169,7 +170,7 @@ func TestOTelSpanPerOutcome(t *testing.T) {
 	}
 
 	m := k.metrics(t)
-	requests := sums(t, m["geoidem.requests"], observe.AttrOutcome)
+	requests := sums(t, m["geoidem.requests"], otelobserve.AttrOutcome)
 	for _, o := range middleware.Outcomes() {
 		if _, ok := requests[o.String()]; !ok {
 			t.Errorf("geoidem.requests has no %s series", o)
@@ -183,7 +184,7 @@ func TestOTelSpanPerOutcome(t *testing.T) {
 	if got := sums(t, m["geoidem.lease.takeovers"], "")[""]; got != 1 {
 		t.Errorf("geoidem.lease.takeovers = %d, want 1", got)
 	}
-	if got := counts(t, m["geoidem.request.duration"], observe.AttrOutcome)["executed"]; got != 2 {
+	if got := counts(t, m["geoidem.request.duration"], otelobserve.AttrOutcome)["executed"]; got != 2 {
 		t.Errorf("geoidem.request.duration{executed} count = %d, want 2", got)
 	}
 }
@@ -217,11 +218,11 @@ func TestOTelThroughMiddleware(t *testing.T) {
 		if s.Parent().SpanID() != parent.SpanContext().SpanID() {
 			t.Errorf("request %d: span not a child of the request's span", i)
 		}
-		if a := attrs(s); a[observe.AttrOutcome] != want || a[observe.AttrStatus] != "201" {
+		if a := attrs(s); a[otelobserve.AttrOutcome] != want || a[otelobserve.AttrStatus] != "201" {
 			t.Errorf("request %d: attributes %v, want outcome %s, status 201", i, a, want)
 		}
 	}
-	store := counts(t, k.metrics(t)["geoidem.store.operation.duration"], observe.AttrStoreOp, observe.AttrResult)
+	store := counts(t, k.metrics(t)["geoidem.store.operation.duration"], otelobserve.AttrStoreOp, otelobserve.AttrResult)
 	if store["claim ok"] != 2 || store["complete ok"] != 1 {
 		t.Errorf("store operations %v, want 2 claims and 1 complete, ok", store)
 	}

@@ -1,4 +1,4 @@
-package observe_test
+package promobserve_test
 
 import (
 	"net/http"
@@ -9,9 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/geoidem/geoidem/examples/observe"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/observe"
+	"github.com/geoidem/geoidem/observe/promobserve"
 )
 
 func scrape(t *testing.T, reg *prometheus.Registry) string {
@@ -37,7 +38,7 @@ func wantLines(t *testing.T, text string, lines ...string) {
 // a delivery and its retry are counted with their store calls.
 func TestPrometheusSeries(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	prom, err := observe.NewPrometheus(reg)
+	prom, err := promobserve.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,8 +48,8 @@ func TestPrometheusSeries(t *testing.T) {
 			`geoidem_request_duration_seconds_count{outcome="`+o.String()+`"} 0`)
 	}
 	for _, op := range []string{"claim", "extend", "complete", "release"} {
-		zero = append(zero, `geoidem_store_operation_seconds_count{op="`+op+`_ok"} 0`,
-			`geoidem_store_operation_seconds_count{op="`+op+`_error"} 0`)
+		zero = append(zero, `geoidem_store_operation_seconds_count{op="`+op+`",result="ok"} 0`,
+			`geoidem_store_operation_seconds_count{op="`+op+`",result="error"} 0`)
 	}
 	wantLines(t, scrape(t, reg), append(zero, "geoidem_lease_takeovers_total 0")...)
 
@@ -70,9 +71,9 @@ func TestPrometheusSeries(t *testing.T) {
 		`geoidem_requests_total{outcome="rejected"} 1`,
 		`geoidem_requests_total{outcome="in_flight"} 0`,
 		`geoidem_request_duration_seconds_count{outcome="executed"} 1`,
-		`geoidem_store_operation_seconds_count{op="claim_ok"} 2`,
-		`geoidem_store_operation_seconds_count{op="complete_ok"} 1`,
-		`geoidem_store_operation_seconds_count{op="release_ok"} 0`,
+		`geoidem_store_operation_seconds_count{op="claim",result="ok"} 2`,
+		`geoidem_store_operation_seconds_count{op="complete",result="ok"} 1`,
+		`geoidem_store_operation_seconds_count{op="release",result="ok"} 0`,
 		`geoidem_lease_takeovers_total 0`,
 	)
 
@@ -84,13 +85,13 @@ func TestPrometheusSeries(t *testing.T) {
 // fails, and leaves the first one's series as they were.
 func TestPrometheusRegistersOnce(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	prom, err := observe.NewPrometheus(reg)
+	prom, err := promobserve.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	prom.Observe(middleware.Event{Outcome: middleware.Replayed})
-	if _, err := observe.NewPrometheus(reg); err == nil {
-		t.Fatal("second NewPrometheus on one registry: no error")
+	if _, err := promobserve.New(reg); err == nil {
+		t.Fatal("second New on one registry: no error")
 	}
 	wantLines(t, scrape(t, reg), `geoidem_requests_total{outcome="replayed"} 1`)
 }

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/examples/observe"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
+	"github.com/geoidem/geoidem/observe"
 )
 
 // waitingStore forwards to a memstore through the keystore.Store interface,

@@ -1,4 +1,4 @@
-package observe_test
+package otelobserve_test
 
 import (
 	"context"
@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/geoidem/geoidem/examples/observe"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/observe"
+	"github.com/geoidem/geoidem/observe/otelobserve"
 )
 
 // BenchmarkObserve measures what one request adds through each observer:
@@ -21,21 +21,9 @@ func BenchmarkObserve(b *testing.B) {
 	claim := observe.StoreCall{Op: observe.OpClaim, Latency: 100 * time.Microsecond, Context: context.Background()}
 	complete := observe.StoreCall{Op: observe.OpComplete, Latency: 100 * time.Microsecond, Err: errors.New("lease lost"), Context: context.Background()}
 
-	b.Run("Prometheus", func(b *testing.B) {
-		p, err := observe.NewPrometheus(prometheus.NewRegistry())
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			p.Observe(ev)
-			p.ObserveStore(claim)
-			p.ObserveStore(complete)
-		}
-	})
 	b.Run("OTelMetrics", func(b *testing.B) {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		t, err := observe.NewOTel(mp, noop.NewTracerProvider())
+		t, err := otelobserve.New(mp, noop.NewTracerProvider())
 		if err != nil {
 			b.Fatal(err)
 		}

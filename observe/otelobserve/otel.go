@@ -1,11 +1,35 @@
-package observe
+// Package otelobserve records the geoidem middleware's outcomes and the key
+// store's latencies as OpenTelemetry metrics, and each request's outcome as
+// a span. It is a module of its own (it requires the OpenTelemetry API, not
+// its SDK), apart from package promobserve, so that an application
+// inherits only what it uses.
+//
+//	tel, err := otelobserve.New(meterProvider, tracerProvider)
+//	…
+//	store := observe.Store(new(memstore.Store), tel.ObserveStore)
+//	idem, err := middleware.New(store, middleware.Config{Observer: tel.Observe})
+//	handler := otelhttp.NewHandler(idem.Handler(ingest), "ingest") // the server span
+//
+// # Spans
+//
+// The middleware sees no route and writes no server span: put otelhttp's
+// handler (go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp)
+// or your router's tracing around the middleware's handler. It starts the
+// server span per the HTTP semantic conventions (named "POST /features"
+// from the route, kind server, http.request.method, http.route,
+// url.path, http.response.status_code) and puts it in the request's
+// context; [Observer.Observe] then records a child span of it,
+// "geoidem.request", kind internal, covering the time from the middleware
+// receiving the request to its outcome, with the attributes geoidem.outcome,
+// http.response.status_code, geoidem.took_over and geoidem.key. Without a
+// server span in the context, geoidem.request is a root span.
+package otelobserve
 
 import (
 	"context"
 	"errors"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -13,10 +37,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/observe"
 )
 
 // instrumentationName names the meter and the tracer of an [OTel].
-const instrumentationName = "github.com/geoidem/geoidem/examples/observe"
+const instrumentationName = "github.com/geoidem/geoidem/observe/otelobserve"
 
 // Attribute keys of the spans and metrics an [OTel] records.
 const (
@@ -28,18 +53,18 @@ const (
 	AttrResult   = attribute.Key("geoidem.store.result")      // "ok" or "error"
 )
 
-// OTel records the middleware's outcomes and the store's latencies as
+// Observer records the middleware's outcomes and the store's latencies as
 // OpenTelemetry metrics, and each request's outcome as a span. Its methods
 // are safe for concurrent use.
 //
-// The instruments, with the meaning of the Prometheus series of the same
-// name (see the package documentation):
+// The instruments, with the meaning of package promobserve's series of the
+// same name:
 //
 //	geoidem.requests                  counter, attribute geoidem.outcome
 //	geoidem.request.duration          histogram (s), attribute geoidem.outcome
 //	geoidem.lease.takeovers           counter
 //	geoidem.store.operation.duration  histogram (s), attributes geoidem.store.operation and geoidem.store.result
-type OTel struct {
+type Observer struct {
 	tracer    trace.Tracer
 	requests  metric.Int64Counter
 	latency   metric.Float64Histogram
@@ -49,10 +74,10 @@ type OTel struct {
 	ops       map[string][2]attribute.Set // [0] ok, [1] error
 }
 
-// NewOTel creates the instruments on a meter of mp and the spans with a
+// New creates the instruments on a meter of mp and the spans with a
 // tracer of tp (nil: the global providers of package otel), and adds 0 to
 // every outcome's counter, so that it is reported before the first request.
-func NewOTel(mp metric.MeterProvider, tp trace.TracerProvider) (*OTel, error) {
+func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Observer, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
@@ -60,18 +85,18 @@ func NewOTel(mp metric.MeterProvider, tp trace.TracerProvider) (*OTel, error) {
 		tp = otel.GetTracerProvider()
 	}
 	meter := mp.Meter(instrumentationName)
-	t := &OTel{tracer: tp.Tracer(instrumentationName), outcomes: map[middleware.Outcome]attribute.Set{}}
+	t := &Observer{tracer: tp.Tracer(instrumentationName), outcomes: map[middleware.Outcome]attribute.Set{}}
 	var errs [4]error
 	t.requests, errs[0] = meter.Int64Counter("geoidem.requests", metric.WithUnit("{request}"),
-		metric.WithDescription("Requests that carried an idempotency key, by outcome."))
+		metric.WithDescription("Requests the middleware handled, by outcome (rejected ones, without a key or with a malformed one, included)."))
 	t.latency, errs[1] = meter.Float64Histogram("geoidem.request.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time from receiving a request to settling its outcome."),
-		metric.WithExplicitBucketBoundaries(prometheus.ExponentialBuckets(0.0005, 2, 16)...))
+		metric.WithExplicitBucketBoundaries(exponentialBuckets(0.0005, 2, 16)...))
 	t.takeovers, errs[2] = meter.Int64Counter("geoidem.lease.takeovers", metric.WithUnit("{takeover}"),
 		metric.WithDescription("Keys acquired by taking over the expired lease of an earlier request."))
 	t.store, errs[3] = meter.Float64Histogram("geoidem.store.operation.duration", metric.WithUnit("s"),
 		metric.WithDescription("Latency of key store operations, by operation and result."),
-		metric.WithExplicitBucketBoundaries(prometheus.ExponentialBuckets(0.0001, 2, 16)...))
+		metric.WithExplicitBucketBoundaries(exponentialBuckets(0.0001, 2, 16)...))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -82,7 +107,7 @@ func NewOTel(mp metric.MeterProvider, tp trace.TracerProvider) (*OTel, error) {
 	}
 	t.takeovers.Add(ctx, 0)
 	t.ops = map[string][2]attribute.Set{}
-	for _, op := range storeOps {
+	for _, op := range observe.StoreOps() {
 		t.ops[op] = [2]attribute.Set{storeSet(op, "ok"), storeSet(op, "error")}
 	}
 	return t, nil
@@ -90,13 +115,14 @@ func NewOTel(mp metric.MeterProvider, tp trace.TracerProvider) (*OTel, error) {
 
 // Observe records ev in the metrics and as a span named "geoidem.request":
 // a middleware.Config.Observer. The span is a child of the span in
-// ev.Context (the request's, if the server traces requests), starts
+// ev.Context (the server span, if otelhttp or a router traces requests:
+// see the package documentation), starts
 // ev.Latency before now and ends now. Its attributes are geoidem.outcome,
 // http.response.status_code, geoidem.took_over and, when a key was read,
 // geoidem.key. Its status is Error for StoreError, LeaseLost and a handler
 // that panicked (Err is middleware.ErrHandlerPanicked), with ev.Err, if
 // any, recorded on the span; unset for every other outcome.
-func (t *OTel) Observe(ev middleware.Event) {
+func (t *Observer) Observe(ev middleware.Event) {
 	ctx := ev.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -133,9 +159,9 @@ func (t *OTel) Observe(ev middleware.Event) {
 	span.End(trace.WithTimestamp(end))
 }
 
-// ObserveStore records c's latency with its operation and result: a
-// [Store] callback.
-func (t *OTel) ObserveStore(c StoreCall) {
+// ObserveStore records c's latency with its operation and result: an
+// [observe.Store] callback, and a pgstore.Config.Observer.
+func (t *Observer) ObserveStore(c observe.StoreCall) {
 	ctx := c.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -153,4 +179,15 @@ func (t *OTel) ObserveStore(c StoreCall) {
 
 func storeSet(op, result string) attribute.Set {
 	return attribute.NewSet(AttrStoreOp.String(op), AttrResult.String(result))
+}
+
+// exponentialBuckets returns n bucket boundaries, the first start, each
+// factor times the one before.
+func exponentialBuckets(start, factor float64, n int) []float64 {
+	b := make([]float64, n)
+	for i := range b {
+		b[i] = start
+		start *= factor
+	}
+	return b
 }
