@@ -127,6 +127,16 @@ type Config struct {
 	// DefaultRetryAfter.
 	RetryAfter time.Duration
 
+	// HandlerTimeout, when positive, bounds how long the validator and the
+	// handler run: then their context ends, with cause ErrHandlerTimeout.
+	// Their context does not end when the client leaves (once the key is
+	// claimed, the request runs to its end and its answer is recorded), only
+	// when the lease is lost or this deadline passes. A handler stopped by it
+	// that wants its work retried must answer 5xx (or panic with
+	// http.ErrAbortHandler) before writing anything else: an implicit 200 is
+	// recorded like any answer. Default: none.
+	HandlerTimeout time.Duration
+
 	// WaitInFlight, when positive, makes a duplicate of a request that is
 	// still running wait up to this long for the original to finish and then
 	// replay its answer, instead of answering 409 at once.
@@ -167,6 +177,7 @@ type Middleware struct {
 	storeTimeout  time.Duration
 	retryAfter    time.Duration
 	waitInFlight  time.Duration
+	handlerTime   time.Duration // Config.HandlerTimeout; 0: none
 	log           *slog.Logger
 	refusals      *ratelog.Logger // log, at a bounded rate, for refusals a flood can repeat
 	observe       func(Event)
@@ -196,6 +207,7 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 		storeTimeout: orDefault(cfg.StoreTimeout, DefaultStoreTimeout),
 		retryAfter:   orDefault(cfg.RetryAfter, DefaultRetryAfter),
 		waitInFlight: cfg.WaitInFlight,
+		handlerTime:  cfg.HandlerTimeout,
 		log:          cfg.Logger,
 		observe:      cfg.Observer,
 	}
@@ -206,6 +218,7 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 		{"MaxBodyBytes", m.maxBody}, {"MaxRecordBytes", int64(m.maxRecord)}, {"Lease", int64(m.lease)},
 		{"Retention", int64(m.retention)}, {"StoreTimeout", int64(m.storeTimeout)},
 		{"RetryAfter", int64(m.retryAfter)}, {"WaitInFlight", int64(m.waitInFlight) + 1},
+		{"HandlerTimeout", int64(m.handlerTime) + 1},
 	} {
 		if d.v <= 0 {
 			return nil, fmt.Errorf("middleware: Config.%s must not be negative", d.name)

@@ -20,7 +20,9 @@
 //     http.ServeMux routes alike (/features, /%66eatures) share theirs, and
 //     the store never sees raw client input;
 //  3. runs the Validator, if any, and then the handler, renewing the lease
-//     while they run;
+//     while they run. From the claim on, the request runs to its end: the
+//     handler's context does not end when the client leaves, only when the
+//     lease is lost or Config.HandlerTimeout passes;
 //  4. records the response (status, allow-listed headers, body) for
 //     Config.Retention, or releases the claim when the response says "try
 //     again".
@@ -63,8 +65,12 @@
 //	(http.ErrAbortHandler included)                  response if its body is as long as its declared
 //	                                                 Content-Length, else with a response-not-recorded
 //	                                                 problem under the status sent; the panic propagates
-//	handler returned without writing anything        the claim is released (it did no work to replay)
-//	after its request context was done
+//	handler returned without writing anything        net/http's implicit 200, recorded like any answer,
+//	                                                 also when the client left meanwhile (the handler's
+//	                                                 context does not end then); released only after
+//	                                                 the lease was lost. To be retried, answer 5xx
+//	Config.HandlerTimeout passed while the handler   its context ends with cause ErrHandlerTimeout; what
+//	ran                                              it answers then is recorded or, if 5xx, released
 //	handler answered 101 or hijacked the connection  the key is completed with a 422
 //	                                                 response-not-replayable problem, never a fake 200
 //	lease lost, or may have ended, while the         the handler's context is canceled (cause
@@ -98,7 +104,10 @@
 // document saying it was too large, under the original status, so that a
 // retry learns the outcome rather than running the handler twice. The
 // recording happens after the handler returns, even when the client has
-// already hung up.
+// already hung up: the middleware cannot tell a handler that gave up from
+// one that did its work and had nothing to say (net/http's implicit 200),
+// so a handler that wants its work retried answers 5xx, 408 or 429, or
+// panics with http.ErrAbortHandler before writing.
 //
 // # Leases
 //

@@ -472,13 +472,21 @@ func TestRecordWrittenAfterClientHangsUp(t *testing.T) {
 	store := new(memstore.Store)
 	m := newMiddleware(t, store, middleware.Config{})
 	gone := make(chan struct{})
+	serverCtx := make(chan context.Context, 1) // the server's request context: the handler's no longer ends when the client leaves
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		<-r.Context().Done() // the client has hung up
+		<-(<-serverCtx).Done() // the client has hung up
 		w.WriteHeader(http.StatusCreated)
 		_, _ = io.WriteString(w, "stored anyway")
 		close(gone)
 	})
-	srv := httptest.NewServer(m.Handler(h))
+	wrapped := m.Handler(h)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case serverCtx <- r.Context():
+		default:
+		}
+		wrapped.ServeHTTP(w, r)
+	}))
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/features", strings.NewReader(feature))

@@ -149,27 +149,46 @@ func TestReverseProxyAbortAfterUpstream201(t *testing.T) {
 	}
 }
 
-// A handler that returns because its client gave up, having written
-// nothing, did no work: the key is released, not recorded as an empty 200.
-func TestHandlerThatGivesUpIsReleased(t *testing.T) {
+// The rule: once its key is claimed, a request runs to its end, and what
+// the handler answers is recorded, net/http's implicit 200 included, even
+// when the client has gone. The middleware cannot tell "gave up" from
+// "done, nothing to say" after the fact, so a handler that returns without
+// a word is recorded as its implicit 200 (its context does not end when the
+// client leaves, so it has no cause to give up); a handler that wants its
+// work retried answers 5xx.
+func TestHandlerThatReturnsWithoutAWordIsRecorded(t *testing.T) {
 	store := &spyStore{}
 	var ev events
 	m := newMiddleware(t, store, middleware.Config{Observer: ev.observe})
 	ctx, cancel := context.WithCancel(context.Background())
-	giveUp := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var ctxErr error
+	silent := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cancel() // the client times out
-		<-r.Context().Done()
+		ctxErr = r.Context().Err()
 	})
-	serve(m.Handler(giveUp), post("k1", feature).WithContext(ctx))
-	if store.completes.Load() != 0 || store.releases.Load() != 1 {
-		t.Fatalf("completes %d, releases %d; want the key released", store.completes.Load(), store.releases.Load())
+	serve(m.Handler(silent), post("k1", feature).WithContext(ctx))
+	if ctxErr != nil {
+		t.Errorf("the handler's context ended (%v) when its client left, want it to run to its end", ctxErr)
 	}
-	if got := ev.outcomes(); !slices.Equal(got, []middleware.Outcome{middleware.Released}) {
-		t.Errorf("outcomes %v, want [released]", got)
+	if store.completes.Load() != 1 || store.releases.Load() != 0 {
+		t.Fatalf("completes %d, releases %d; want the implicit 200 recorded", store.completes.Load(), store.releases.Load())
+	}
+	if got := ev.outcomes(); !slices.Equal(got, []middleware.Outcome{middleware.Executed}) {
+		t.Errorf("outcomes %v, want [executed]", got)
 	}
 	h := newCounter()
-	if w := serve(m.Handler(h), post("k1", feature)); w.Code != http.StatusCreated || h.total.Load() != 1 {
-		t.Fatalf("retry: %d, handler runs %d; want the handler run (201)", w.Code, h.total.Load())
+	if w := serve(m.Handler(h), post("k1", feature)); w.Code != http.StatusOK || h.total.Load() != 0 || w.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry: %d replayed=%q, handler runs %d; want the recorded 200 replayed", w.Code, w.Header().Get("Idempotent-Replayed"), h.total.Load())
+	}
+	// A handler that wants its work retried says so.
+	retry := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	serve(m.Handler(retry), post("k2", feature).WithContext(ctx2))
+	if w := serve(m.Handler(h), post("k2", feature)); w.Code != http.StatusCreated || h.total.Load() != 1 {
+		t.Fatalf("retry after a 503: %d, handler runs %d; want the handler run again (201)", w.Code, h.total.Load())
 	}
 }
 

@@ -113,11 +113,29 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 // exchange is the state of one request that acquired its key, allocated
 // in one piece.
 type exchange struct {
+	base    detached
 	hold    keystore.Hold
 	rec     hijacker
 	body    bodyReader
 	renewal renewal
 }
+
+// detached is the request's context without its cancellation, as
+// context.WithoutCancel, but allocated with the exchange: once the key is
+// claimed, the client's departure (or a server that closes its
+// connection) no longer ends the handler's context. Only the handler's
+// own context, derived from it with a cancel of the middleware's, is
+// handed out, and that one answers context.Cause itself.
+type detached struct{ parent context.Context }
+
+func (*detached) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (*detached) Done() <-chan struct{}       { return nil }
+func (*detached) Err() error                  { return nil }
+func (d *detached) Value(key any) any         { return d.parent.Value(key) }
+
+// ErrHandlerTimeout is the cause with which the handler's context ends
+// when Config.HandlerTimeout has passed.
+var ErrHandlerTimeout = errors.New("middleware: Config.HandlerTimeout passed")
 
 // bodyReader is the request body the handler reads: the bytes the
 // middleware has already read and fingerprinted.
@@ -134,9 +152,18 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	}
 	hold, rec := &x.hold, &x.rec.recorder
 	rw := x.rec.writer()
-	ctx, cancel := context.WithCancelCause(keystore.ContextWithHold(r.Context(), hold))
+	// The handler's context ends only when the lease is lost or may have
+	// ended (the renewal's cancel) or Config.HandlerTimeout passes, never
+	// when the client leaves: see Config.HandlerTimeout.
+	x.base.parent = r.Context()
+	ctx, cancel := context.WithCancelCause(keystore.ContextWithHold(&x.base, hold))
 	defer cancel(nil)
 	x.renewal.start(m, ctx, hold, cancel, sent)
+	if m.handlerTime > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, m.handlerTime, ErrHandlerTimeout)
+		defer stop()
+	}
 
 	r2 := r.WithContext(ctx)
 	x.body.Reset(body)
@@ -172,7 +199,10 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 	// The renewal goes on until the response is recorded or released: if
 	// the store fails now, the record is retried in the background under
 	// the same lease.
-	gaveUp := rec.status == 0 && rec.size == 0 && !rec.hijacked && ctx.Err() != nil
+	// Nothing written is net/http's implicit 200, recorded like any other
+	// answer, unless the lease was lost: then the key may be another's, and
+	// the handler, stopped, may have done nothing.
+	gaveUp := rec.status == 0 && rec.size == 0 && !rec.hijacked && errors.Is(context.Cause(ctx), keystore.ErrLeaseLost)
 	if rec.status == 0 && !rec.hijacked {
 		rec.snapshot() // headers set without a write are still sent
 	}
@@ -183,9 +213,9 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		// The handler recorded its response itself, in its own transaction.
 		x.renewal.stop()
 	case gaveUp:
-		// The handler returned without a word because its request was
-		// canceled (the client left) or its lease was lost: it did no work
-		// that could be replayed, so a retry must run it again.
+		// The handler returned without a word because its lease was lost:
+		// the store would refuse the record anyway; release in case it
+		// did no work, so that a retry runs it again.
 		ev.Outcome = Released
 		m.release(r.Context(), hold, &x.renewal)
 	case retryable(ev.Status) && rec.replayable():
