@@ -15,7 +15,8 @@ func (p *parser) coordinates(typ gtype) *gnode {
 		p.value(false)
 		return nil
 	}
-	g := &gnode{typ: typ, start: len(p.arena)}
+	g := p.newGnode()
+	g.typ, g.start = typ, len(p.arena)
 	if p.emptyArray() {
 		// RFC 7946 section 3.1 allows it; an empty geometry, decoded as one.
 		p.i++
@@ -361,4 +362,19 @@ func (p *parser) widen(g *gnode, stride int) {
 		}
 	}
 	g.stride = stride
+}
+
+// newGnode returns a zeroed gnode, taken from blocks of them that double
+// in size: a FeatureCollection of Points costs one allocation per block,
+// not per geometry, and a pooled parser starts with one block as large as
+// its last call needed (release).
+func (p *parser) newGnode() *gnode {
+	if p.gnext == len(p.gblock) {
+		p.gblock, p.gnext = make([]gnode, max(4, 2*len(p.gblock))), 0
+	}
+	g := &p.gblock[p.gnext]
+	p.gnext++
+	p.gcount++
+	*g = gnode{}
+	return g
 }

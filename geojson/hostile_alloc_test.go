@@ -1,6 +1,7 @@
 package geojson
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"net/http"
@@ -145,6 +146,25 @@ func TestNumberOverflowWithoutStrconv(t *testing.T) {
 		got, _ := p.num()
 		if got != want {
 			t.Errorf("%s: %v, strconv.ParseFloat %v", s, got, want)
+		}
+	}
+}
+
+// TestEightDigits checks the eight-digits-at-once conversion against
+// strconv on every position of a digit and on non-digits.
+func TestEightDigits(t *testing.T) {
+	for _, s := range []string{"00000000", "12345678", "99999999", "98765432", "10000001", "1234567a", "/2345678", ":2345678", "1234 678", "12345678"} {
+		v, ok := eightDigits(binary.LittleEndian.Uint64([]byte(s)))
+		want, err := strconv.ParseUint(s, 10, 64)
+		if ok != (err == nil) || (ok && v != want) {
+			t.Errorf("%q: %d %v, want %d %v", s, v, ok, want, err == nil)
+		}
+	}
+	for _, s := range []string{"10.987654321", "-0.12345678901234567890123", "0.000000001234567891", "123456789.123456789123456789", "1.00000000000000000001e5"} {
+		want, _ := strconv.ParseFloat(s, 64)
+		p := &parser{data: []byte(s)}
+		if got, _ := p.num(); got != want {
+			t.Errorf("%s: %v, want %v", s, got, want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package geojson
 
 import (
+	"encoding/binary"
 	"math"
 	"strconv"
 	"unsafe"
@@ -54,6 +55,18 @@ func (p *parser) num() (float64, []byte) {
 		if i >= len(d) || d[i] < '0' || d[i] > '9' {
 			p.i = i
 			p.fail("invalid number: digit expected after '.'")
+		}
+		// Eight digits at a time while they all count (mant is not 0, so
+		// leading zeros are behind) and fit mant.
+		for mant != 0 && digits <= 19-8 && i+8 <= len(d) {
+			v, ok := eightDigits(binary.LittleEndian.Uint64(d[i:]))
+			if !ok {
+				break
+			}
+			mant = mant*1e8 + v
+			digits += 8
+			exp10 -= 8
+			i += 8
 		}
 		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
 			if digits < 19 {
@@ -143,4 +156,19 @@ func belowOverflow(raw []byte) bool {
 		}
 	}
 	return k < len(overflowDigits)
+}
+
+// eightDigits returns the value of the eight ASCII decimal digits in v
+// (little-endian, the first digit in the low byte), and false when they
+// are not all digits.
+func eightDigits(v uint64) (uint64, bool) {
+	const zeros, high = 0x3030303030303030, 0xF0F0F0F0F0F0F0F0
+	// Every byte in '0'..'9': its high nibble is 3, and adding 6 keeps it 3.
+	if v&high != zeros || (v+0x0606060606060606)&high != zeros {
+		return 0, false
+	}
+	v -= zeros
+	v = (v * 10) + (v >> 8) // pairs of digits in the even bytes
+	v = ((v & 0x000000FF000000FF) * (100 + (1000000 << 32))) + (((v >> 16) & 0x000000FF000000FF) * (1 + (10000 << 32)))
+	return v >> 32, true
 }

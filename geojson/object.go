@@ -52,6 +52,10 @@ func lookupMember(name []byte) mem {
 
 var memberNames = [...]string{"", "type", "coordinates", "geometries", "geometry", "properties", "features", "bbox", "id", "crs"}
 
+// idSeen stands, for Validate, for an "id" of the right type: nothing
+// reads it, so it is not built.
+var idSeen any = json.Number("")
+
 // objResult is what object hands back to its parent.
 type objResult struct {
 	typ   gtype
@@ -148,7 +152,11 @@ func (p *parser) object(c ctx) objResult {
 				switch kind {
 				case '"':
 					r, _ := p.str()
-					id = string(unescapeName(r))
+					if p.build == buildNone {
+						id = idSeen // Validate only needs to know there is one
+					} else {
+						id = string(unescapeName(r))
+					}
 				case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 					f, r := p.num()
 					if math.IsInf(f, 0) { // as in value: I-JSON, RFC 7493 section 2.2
@@ -156,7 +164,11 @@ func (p *parser) object(c ctx) objResult {
 							p.report(RuleNumberTooLarge, "number "+string(r)+" does not fit a float64")
 						}
 					}
-					id = json.Number(r)
+					if p.build == buildNone {
+						id = idSeen
+					} else {
+						id = json.Number(r)
+					}
 				default:
 					p.value(false)
 				}
@@ -357,7 +369,7 @@ func (p *parser) featuresMember(feats []fnode) []fnode {
 			p.pushIdx(n)
 			if k := p.peek(); k == '{' {
 				r := p.object(ctxFeature)
-				if r.typ == tFeature {
+				if r.typ == tFeature && p.build != buildNone { // Validate keeps no features
 					feats = append(feats, r.feat)
 				}
 			} else {

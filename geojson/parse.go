@@ -66,6 +66,9 @@ type parser struct {
 	npos       int
 	arena      []float64
 	leaves     []*gnode // coordinate-bearing geometries in document order
+	gblock     []gnode  // the block newGnode takes gnodes from
+	gnext      int      // the next gnode of gblock to take
+	gcount     int      // gnodes taken in this parse
 	ends       []int    // scratch for the geometry being parsed
 	pends      []int
 	dims       int       // dimensions of the current geometry's first good position
@@ -151,7 +154,7 @@ func getParser(data []byte, o Options, build buildMode) *parser {
 		data: data, o: o, build: build,
 		path: q.path[:0], names: q.names[:0], leaves: q.leaves[:0],
 		ends: q.ends[:0], pends: q.pends[:0], ms: q.ms[:0], zs: q.zs[:0], closed: q.closed[:0],
-		arena: q.arena[:0],
+		arena: q.arena[:0], gblock: q.gblock,
 	}
 	return q
 }
@@ -166,8 +169,14 @@ func (p *parser) release() {
 	clear(p.path[:cap(p.path)])
 	clear(p.names[:cap(p.names)])
 	clear(p.leaves[:cap(p.leaves)])
+	if p.gcount > len(p.gblock) {
+		p.gblock = make([]gnode, p.gcount) // the next parse needs one block
+	} else {
+		clear(p.gblock) // drop what the gnodes point to
+	}
 	*p = parser{
-		path: p.path[:0], names: p.names[:0], leaves: p.leaves[:0],
+		gblock: p.gblock,
+		path:   p.path[:0], names: p.names[:0], leaves: p.leaves[:0],
 		ends: p.ends[:0], pends: p.pends[:0], ms: p.ms[:0], zs: p.zs[:0], closed: p.closed[:0],
 		arena: p.arena[:0],
 	}

@@ -128,13 +128,28 @@ func (s *sweeper) fix(n int32) {
 // after a node was linked in or out below n. The tree height stays
 // below 1.45 log2(n+2), so every operation is O(log n) in the worst case.
 func (s *sweeper) rebalance(n int32) {
+	nodes := s.nodes
 	for n != nilNode {
-		old := s.nodes[n].h
-		s.fix(n)
-		l, r := s.nodes[n].l, s.nodes[n].r
-		switch bf := s.height(l) - s.height(r); {
-		case bf >= -1 && bf <= 1 && s.nodes[n].h == old:
-			return // nothing above n changes
+		nd := &nodes[n]
+		l, r := nd.l, nd.r
+		var hl, hr int32
+		if l != nilNode {
+			hl = nodes[l].h
+		}
+		if r != nilNode {
+			hr = nodes[r].h
+		}
+		h := 1 + max(hl, hr)
+		if bf := hl - hr; bf >= -1 && bf <= 1 {
+			if h == nd.h {
+				return // nothing above n changes
+			}
+			nd.h = h
+			n = nd.par
+			continue
+		}
+		nd.h = h
+		switch bf := hl - hr; {
 		case bf > 1:
 			if s.height(s.nodes[l].l) < s.height(s.nodes[l].r) {
 				s.rotateUp(s.nodes[l].r)
