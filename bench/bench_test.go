@@ -76,7 +76,7 @@ func TestRun(t *testing.T) {
 			t.Errorf("REPORT.md lacks section %q", s.title)
 		}
 	}
-	for _, want := range []string{"## Summary", "runtime.NumCPU", "GOMAXPROCS", "go test ./bench", "handler ran 1 time(s)"} {
+	for _, want := range []string{"## Summary", "runtime.NumCPU", "GOMAXPROCS", "go test ./bench", "handler ran 1 time(s)", "### Validate ÷ json.Valid", "geojson.Validate ÷ encoding/json.Valid (speed)"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("REPORT.md lacks %q", want)
 		}

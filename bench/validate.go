@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/geoidem/geoidem/geojson"
@@ -176,6 +177,9 @@ func runValidate(ctx context.Context, s *section) error {
 			return err
 		}
 	}
+	if err := runParseSpeed(ctx, s); err != nil {
+		return err
+	}
 	big := o.vertices[len(o.vertices)-1]
 	for _, sh := range shapes {
 		g := mbps[fmt.Sprintf("geojson.Validate/%s/%d", sh.name, big)]
@@ -185,5 +189,70 @@ func runValidate(ctx context.Context, s *section) error {
 			"%.0f MB/s = %.1f× go-geom decode-only, %.1f× simplefeatures validating; exponent %.2f (simplefeatures %.2f)",
 			g, g/gg, g/sf, exps["geojson.Validate/"+sh.name], exps["simplefeatures validating/"+sh.name])
 	}
+	return nil
+}
+
+// parseSpeedRounds is how many times each input of the Validate ÷
+// json.Valid table is timed, the two in turn, keeping each one's best.
+const parseSpeedRounds = 3
+
+// parseSpeedGoal is issue 24's goal for geojson.Validate's speed as a
+// share of encoding/json.Valid's, on every input (1.0 is the aim).
+const parseSpeedGoal = 0.5
+
+// runParseSpeed writes the Validate ÷ json.Valid table: geojson.Validate's
+// speed as a share of encoding/json.Valid's on the same bytes, each ratio
+// next to its goal (issue 24).
+func runParseSpeed(ctx context.Context, s *section) error {
+	o := s.o
+	s.line("")
+	s.line("### Validate ÷ json.Valid")
+	s.line("")
+	s.line("`geojson.Validate` (every check: RFC 7946, I-JSON, OGC validity) against `encoding/json.Valid` (JSON syntax only) on the same bytes (`benchshape.ParseSpeedInputs`).")
+	s.line("Each is timed %d times, the two in turn, each time the best of 5 batch means within %v after a checked first call; the table keeps each one's best.", parseSpeedRounds, o.valTime)
+	s.line("The ratio is json.Valid's time over Validate's: Validate's speed as a share of json.Valid's. Goal (issue 24): at least %.1f on every input; 1.0 is the aim.", parseSpeedGoal)
+	s.line("Allocations are `runtime.MemStats.Mallocs` over one warm Validate call. For stable comparisons between versions use instruction counts (`valgrind --tool=callgrind`), not times, on this shared machine.")
+	s.line("")
+	valid := func(d []byte) error {
+		if !json.Valid(d) {
+			return errors.New("not JSON")
+		}
+		return nil
+	}
+	validate := func(d []byte) error { return geojson.Validate(d, geojson.Options{}) }
+	var rows [][]string
+	worst := math.Inf(1)
+	worstName := ""
+	for _, in := range benchshape.ParseSpeedInputs() {
+		var best [2]time.Duration
+		for range parseSpeedRounds {
+			for i, fn := range [2]func([]byte) error{validate, valid} {
+				d, err := timeOp(ctx, fn, in.Data, o.valTime)
+				if err != nil {
+					return fmt.Errorf("%s: %w", in.Name, err)
+				}
+				if best[i] == 0 || d < best[i] {
+					best[i] = d
+				}
+			}
+		}
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		_ = validate(in.Data)
+		runtime.ReadMemStats(&m1)
+		r := best[1].Seconds() / best[0].Seconds()
+		met := "yes"
+		if r < parseSpeedGoal {
+			met = "no"
+		}
+		if r < worst {
+			worst, worstName = r, in.Name
+		}
+		rows = append(rows, []string{in.Name, fmt.Sprint(len(in.Data)), fmtDur(best[0]), fmtDur(best[1]),
+			fmt.Sprintf("%.3f", r), fmt.Sprintf("≥ %.1f", parseSpeedGoal), met, fmt.Sprint(m1.Mallocs - m0.Mallocs)})
+		o.logf("validate: %s ÷ json.Valid done", in.Name)
+	}
+	s.table([]string{"input", "bytes", "Validate", "json.Valid", "ratio", "goal", "met", "Validate allocs/call"}, rows)
+	s.headline("geojson.Validate ÷ encoding/json.Valid (speed)", "at least %.3f on every input (lowest: %s); goal ≥ %.1f", worst, worstName, parseSpeedGoal)
 	return nil
 }
