@@ -86,3 +86,31 @@ func TestClockStepIsDetected(t *testing.T) {
 		})
 	}
 }
+
+// Each store in this module reports, on Extend, the lease it found
+// remaining (keystore.ReportLease), by its own clock: about the lease it
+// granted less the time since.
+func TestStoresReportRemainingLease(t *testing.T) {
+	for name, store := range map[string]keystore.Store{
+		"memstore": new(memstore.Store),
+		"redis":    newRedisStore(t),
+		"postgres": newPGStore(t),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			c, err := store.Claim(ctx, "k-"+name, keystore.Fingerprint{}, time.Minute)
+			if err != nil || c.State != keystore.Acquired {
+				t.Fatalf("claim: %+v, %v", c, err)
+			}
+			reported := time.Duration(-1)
+			if err := store.Extend(keystore.ContextWithLeaseReport(ctx, func(d time.Duration) { reported = d }), "k-"+name, c.Token, time.Minute); err != nil {
+				t.Fatalf("extend: %v", err)
+			}
+			// The claim was a moment ago: a whole minute at most, and more
+			// than 30 s however loaded the machine.
+			if reported <= 30*time.Second || reported > time.Minute {
+				t.Fatalf("reported remaining lease %v, want about a minute", reported)
+			}
+		})
+	}
+}

@@ -75,6 +75,13 @@ func TestLostClaimReplyIsReleasedMemstore(t *testing.T) {
 }
 
 func TestLostClaimReplyIsReleasedRedis(t *testing.T) {
+	lostClaimReply(t, newRedisStore(t), time.Sleep)
+}
+
+// newRedisStore returns a redisstore.Store on the shared test Redis, under
+// a key prefix of its own, failing (never skipping) when it is unreachable.
+func newRedisStore(t *testing.T) *redisstore.Store {
+	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: redisserver.SharedAddr()})
 	t.Cleanup(func() { c.Close() })
 	if err := c.Ping(t.Context()).Err(); err != nil {
@@ -94,7 +101,7 @@ func TestLostClaimReplyIsReleasedRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lostClaimReply(t, s, time.Sleep)
+	return s
 }
 
 func TestLostClaimReplyIsReleasedPostgres(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -266,7 +267,23 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	if token == 0 || token > math.MaxInt64 {
 		return lost("extend") // never issued
 	}
-	return s.fenced(ctx, s.pool, "extend", s.sql.extend, key, int64(token), us)
+	var (
+		remaining int64
+		inFlight  bool
+	)
+	err = retrySerialization(ctx, func() error {
+		return s.pool.QueryRow(ctx, s.sql.extend, key, int64(token), us).Scan(&remaining, &inFlight)
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return lost("extend")
+	case err != nil:
+		return storeErr(ctx, "extend", err)
+	}
+	if inFlight {
+		keystore.ReportLease(ctx, time.Duration(remaining)*time.Microsecond)
+	}
+	return nil
 }
 
 // Complete implements [keystore.Store.Complete]: one fenced UPDATE. See

@@ -147,11 +147,16 @@ FROM cur`
 // CompleteTx sees the committed record, not the in-flight row of its
 // snapshot.
 
-// extendSQL: $1 key, $2 token, $3 lease in microseconds.
+// extendSQL: $1 key, $2 token, $3 lease in microseconds. It returns one
+// row if it matched: the lease that remained before the extension, in
+// microseconds (see keystore.ReportLease), and whether the key was in
+// flight (false: completed by the token, left as it is).
 const extendSQL = `
-UPDATE {{table}} SET expires_at = CASE WHEN status IS NULL
-        THEN clock_timestamp() + $3::bigint * interval '1 microsecond' ELSE expires_at END
-WHERE key = $1::text AND token = $2::bigint AND NOT released AND expires_at > clock_timestamp()`
+UPDATE {{table}} AS k SET expires_at = CASE WHEN k.status IS NULL
+        THEN clock_timestamp() + $3::bigint * interval '1 microsecond' ELSE k.expires_at END
+FROM (SELECT o.expires_at FROM {{table}} o WHERE o.key = $1::text) AS old
+WHERE k.key = $1::text AND k.token = $2::bigint AND NOT k.released AND k.expires_at > clock_timestamp()
+RETURNING (extract(epoch FROM old.expires_at - clock_timestamp()) * 1000000)::bigint, k.status IS NULL`
 
 // completeSQL: $1 key, $2 token, $3 status, $4 header (see encodeHeader), $5 body, $6
 // retention in microseconds. A repeat by the completing token matches when

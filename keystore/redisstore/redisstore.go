@@ -165,7 +165,16 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	}
 	tok := tokenBytes(token)
 	grace := abandonedGrace.Milliseconds()
-	return s.held(ctx, "extend", extendScript, key, tok[:], grace, leaseMs+grace)
+	n, err := extendScript.Run(ctx, s.client, scriptKeys(s.RedisKey(key)), tok[:], grace, leaseMs+grace).Int64()
+	switch {
+	case err != nil:
+		return opError(ctx, "extend", err)
+	case n == 0:
+		return keystore.ErrLeaseLost
+	case n >= 2:
+		keystore.ReportLease(ctx, time.Duration(n-2)*time.Millisecond)
+	}
+	return nil
 }
 
 // Complete implements keystore.Store. The record is stored in a compact

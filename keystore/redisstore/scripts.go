@@ -69,12 +69,14 @@ return 1
 `)
 
 // extendScript: KEYS[1] the key; ARGV[1] token, ARGV[2] grace (ms),
-// ARGV[3] lease+grace (ms). Returns 1 if extended, or if the token completed
-// the key (nothing changes), 0 if the lease was lost.
+// ARGV[3] lease+grace (ms). Returns 2 + the lease that remained (ms, for
+// keystore.ReportLease) if extended, 1 if the token completed the key
+// (nothing changes), 0 if the lease was lost.
 var extendScript = redis.NewScript(holdCheck + `
 if held then
+  local rem = redis.call('PTTL', KEYS[1]) - tonumber(ARGV[2])
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  return 1
+  return 2 + rem
 end
 if done then
   return 1
