@@ -162,6 +162,15 @@ func TestPostgresKillReceiver(t *testing.T) {
 	}
 }
 
+// TestPathSpellingsRun sends every attempt of a delivery, and the re-send,
+// to another spelling of /features (/%66eatures, /feature%73, …): one
+// resource, one key, one run. Before the middleware normalised the path
+// (591ed10), this run had 38 of 150 events run twice.
+func TestPathSpellingsRun(t *testing.T) {
+	t.Parallel()
+	runChaos(t, "-path-spellings", "-events", "150")
+}
+
 // TestKillSender kills the journaled senders with SIGKILL three times in
 // the first pass and re-runs them: nothing is written twice, nothing is
 // lost, nothing stays pending in the journal, on every store.
