@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -76,7 +77,7 @@ func TestGeoidemKeysReleasesAKilledReceiversKey(t *testing.T) {
 	t.Cleanup(func() { dropTables(t, keyTable, featuresTable) })
 	prefix := "geoidem-killed-" + suffix + ":"
 	t.Cleanup(func() {
-		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+		c := redis.NewClient(&redis.Options{Addr: redisserver.SharedAddr()})
 		defer c.Close()
 		if keys, _ := c.Keys(context.Background(), prefix+"*").Result(); len(keys) > 0 {
 			c.Del(context.Background(), keys...)
@@ -87,8 +88,8 @@ func TestGeoidemKeysReleasesAKilledReceiversKey(t *testing.T) {
 		storeArgs  []string // for the receiver
 		storeFlags []string // for geoidem keys
 	}{
-		{"redis", []string{"-store", "redis://127.0.0.1:6379/0", "-redis-prefix", prefix, "-redis-volatile"},
-			[]string{"-store", "redis://127.0.0.1:6379/0", "-redis-prefix", prefix}},
+		{"redis", []string{"-store", redisserver.SharedURL(), "-redis-prefix", prefix, "-redis-volatile"},
+			[]string{"-store", redisserver.SharedURL(), "-redis-prefix", prefix}},
 		{"postgres", []string{"-store", postgresURL(), "-pg-key-table", keyTable, "-pg-features-table", featuresTable},
 			[]string{"-store", postgresURL(), "-pg-key-table", keyTable}},
 	} {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/internal/tcpcut"
 )
 
@@ -50,7 +51,7 @@ func TestIngestShutdownReportsDroppedRecords(t *testing.T) {
 		{"1s timeout", []string{"-shutdown-timeout", "1s"}, "1 of them still pending"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			proxy, err := tcpcut.New("127.0.0.1:6379")
+			proxy, err := tcpcut.New(redisserver.SharedAddr())
 			if err != nil {
 				t.Fatal(err)
 			}
