@@ -85,10 +85,13 @@ type Config struct {
 	// anything is claimed. Default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 
-	// MaxRecordBytes bounds the response body recorded for replay. A larger
-	// response is still sent in full, but what is recorded, and replayed, is a
-	// problem document under the same status saying it was too large, so that
-	// the request is never silently executed twice. Default
+	// MaxRecordBytes bounds the record kept for replay: the whole record as
+	// a store encodes it ([keystore.RecordLen]: status, recorded headers and
+	// trailers, and body), so that a store that reserves this much per claim
+	// (memstore) always has room for it. A larger response is still sent in
+	// full, but what is recorded, and replayed, is a problem document (of
+	// about 400 bytes) under the same status saying it was too large, so
+	// that the request is never silently executed twice. Default
 	// DefaultMaxRecordBytes.
 	MaxRecordBytes int
 

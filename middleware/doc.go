@@ -99,8 +99,10 @@
 // Set-Cookie, Authorization and hop-by-hop headers never are. A header in
 // Config.ReplayHeaders that the handler sends as a trailer (declared in the
 // Trailer header, or set with [http.TrailerPrefix]) is recorded as it stands
-// when the handler returns and replayed as a trailer. A response body
-// larger than Config.MaxRecordBytes is sent in full but recorded as a problem
+// when the handler returns and replayed as a trailer. A response whose
+// record (status, recorded headers and trailers, and body, as a store
+// encodes it: [keystore.RecordLen]) would be larger than
+// Config.MaxRecordBytes is sent in full but recorded as a problem
 // document saying it was too large, under the original status, so that a
 // retry learns the outcome rather than running the handler twice. The
 // recording happens after the handler returns, even when the client has

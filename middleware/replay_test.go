@@ -3,12 +3,16 @@ package middleware_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 )
 
@@ -49,4 +53,48 @@ func TestReplayOfInvalidStatusNeverPanics(t *testing.T) {
 			t.Errorf("replay of %d: %d", status, w.Code)
 		}
 	}
+}
+
+// recordSizes is a memstore that remembers the encoded size of each record
+// completed.
+type recordSizes struct {
+	memstore.Store
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (s *recordSizes) Complete(ctx context.Context, key string, tok keystore.Token, rec keystore.Record, ret time.Duration) error {
+	s.mu.Lock()
+	s.sizes = append(s.sizes, keystore.RecordLen(rec))
+	s.mu.Unlock()
+	return s.Store.Complete(ctx, key, tok, rec, ret)
+}
+
+// MaxRecordBytes bounds the whole record, status, headers and body
+// encoded, not the body alone, so that a store's reservation of that size
+// (memstore's) always holds it. A response over it is sent in full and
+// recorded as a too-large problem under its status.
+func TestRecordLimitCountsHeaders(t *testing.T) {
+	store := new(recordSizes)
+	m := newMiddleware(t, store, middleware.Config{})
+	body := strings.Repeat("x", middleware.DefaultMaxRecordBytes)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Location", "/features/f1")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, body)
+	})
+	if w := serve(m.Handler(h), post("k1", feature)); w.Code != http.StatusCreated || w.Body.Len() != len(body) {
+		t.Fatalf("%d with %d bytes, want 201 and the whole body", w.Code, w.Body.Len())
+	}
+	for _, n := range store.sizes {
+		if n > middleware.DefaultMaxRecordBytes {
+			t.Fatalf("a record of %d bytes stored, over MaxRecordBytes %d", n, middleware.DefaultMaxRecordBytes)
+		}
+	}
+	w := serve(m.Handler(h), post("k1", feature))
+	if w.Code != http.StatusCreated || w.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry: %d replayed=%q, want the recorded 201", w.Code, w.Header().Get("Idempotent-Replayed"))
+	}
+	wantProblem(t, w, http.StatusCreated, middleware.ProblemNotRecorded)
 }

@@ -186,23 +186,17 @@ func notReplayable() keystore.Record {
 	}
 }
 
-// record returns what to store. A body over the limit is replaced by a
-// problem document that says so, under the original status, so that a retry
-// learns the outcome instead of running the handler again. Allow-listed
-// trailers are recorded under http.TrailerPrefix.
+// record returns what to store. A record over the limit (Config.
+// MaxRecordBytes bounds the whole encoded record, keystore.RecordLen:
+// status, recorded headers and trailers, and body) is replaced by a problem
+// document that says so, under the original status, so that a retry learns
+// the outcome instead of running the handler again. Allow-listed trailers
+// are recorded under http.TrailerPrefix.
 func (r *recorder) record() keystore.Record {
 	if !r.replayable() {
 		return notReplayable()
 	}
 	status := r.finalStatus()
-	if r.tooLong {
-		return keystore.Record{
-			StatusCode: status,
-			Header:     problem.Header(),
-			Body: problem.JSON(problem.Doc{Type: ProblemNotRecorded, Title: "Response too large to replay", Status: status,
-				Detail: "The request was executed once and answered with this status, but its response body was larger than the middleware records, so it cannot be replayed."}),
-		}
-	}
 	rec := keystore.Record{StatusCode: status, Header: r.header, Body: r.body}
 	src := r.w.Header()
 	for _, name := range r.allow {
@@ -215,6 +209,14 @@ func (r *recorder) record() keystore.Record {
 				rec.Header = http.Header{}
 			}
 			rec.Header[http.TrailerPrefix+name] = slices.Clone(vs)
+		}
+	}
+	if r.tooLong || keystore.RecordLen(rec) > r.limit {
+		return keystore.Record{
+			StatusCode: status,
+			Header:     problem.Header(),
+			Body: problem.JSON(problem.Doc{Type: ProblemNotRecorded, Title: "Response too large to replay", Status: status,
+				Detail: "The request was executed once and answered with this status, but its response was larger than the middleware records, so it cannot be replayed."}),
 		}
 	}
 	return rec

@@ -4,8 +4,9 @@ package memstore
 const (
 	DefaultMaxEntries = 100_000
 	DefaultMaxBytes   = 128 << 20
-	// DefaultReserveBytes is the middleware's default MaxRecordBytes (1 MiB)
-	// plus 8 KiB for the replayed headers and the record's encoding.
+	// DefaultReserveBytes covers the middleware's default MaxRecordBytes
+	// (1 MiB), which bounds the whole encoded record (status, headers and
+	// body: keystore.RecordLen), with 8 KiB to spare.
 	DefaultReserveBytes = 1<<20 + 8<<10
 )
 

@@ -139,3 +139,81 @@ func TestNegativeReserveReservesNothing(t *testing.T) {
 		t.Fatalf("a claim without a reservation charged %d bytes, want its key and overhead only", st.Bytes)
 	}
 }
+
+// The default reservation covers the largest record the middleware's
+// defaults will store, headers included: with every other byte of the
+// store taken by claims in flight, a handler that answers with the largest
+// headers and body the middleware records completes its key, and its retry
+// is replayed, not run again. Two answers: one whose record is exactly
+// MaxRecordBytes (recorded in full), and one of a 1 MiB body and a 9 KB
+// Link header (over the limit: recorded as a too-large problem).
+func TestLargestRecordFitsAStoreFullOfClaims(t *testing.T) {
+	link := "<https://example.com/features?page=2>; rel=\"next\", " + strings.Repeat("<https://example.com/x>; rel=\"item\", ", 250)
+	header := http.Header{"Content-Type": {"application/geo+json"}, "Link": {link}, "Location": {"/features/" + strings.Repeat("f", 2000)}}
+	exact := middleware.DefaultMaxRecordBytes - keystore.RecordLen(keystore.Record{StatusCode: http.StatusCreated, Header: header})
+	for _, c := range []struct {
+		name     string
+		bodyLen  int
+		wantBody bool
+	}{{"record of exactly MaxRecordBytes", exact, true}, {"1 MiB body and a 9 KB Link header", 1 << 20, false}} {
+		store := new(memstore.Store) // the defaults
+		m, err := middleware.New(store, middleware.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var runs atomic.Int64
+		filled := 0
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			runs.Add(1)
+			var first keystore.Claim
+			for i := range 10_000 { // every other byte taken by claims in flight
+				c, err := store.Claim(context.Background(), "fill-"+strconv.Itoa(i), fp, time.Hour)
+				if errors.Is(err, keystore.ErrStoreFull) {
+					break
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				if filled == 0 {
+					first = c
+				}
+				filled++
+			}
+			// and the bytes too few for another claim, by one record just
+			// larger than its reservation
+			free := memstore.DefaultMaxBytes - store.Stats().Bytes
+			fill := int(memstore.DefaultReserveBytes+free) - keystore.RecordLen(keystore.Record{StatusCode: http.StatusOK})
+			if err := store.Complete(context.Background(), "fill-0", first.Token, keystore.Record{StatusCode: http.StatusOK, Body: make([]byte, fill)}, time.Hour); err != nil {
+				t.Fatalf("filling the last %d bytes: %v", free, err)
+			}
+			if st := store.Stats(); st.Bytes != memstore.DefaultMaxBytes {
+				t.Fatalf("store filled to %d bytes, want all %d", st.Bytes, memstore.DefaultMaxBytes)
+			}
+			for k, v := range header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(strings.Repeat("x", c.bodyLen)))
+		})
+		send := func() *httptest.ResponseRecorder {
+			r := httptest.NewRequest(http.MethodPost, "/features", strings.NewReader(`{}`))
+			r.Header.Set("Idempotency-Key", "big")
+			w := httptest.NewRecorder()
+			m.Handler(h).ServeHTTP(w, r)
+			return w
+		}
+		if w := send(); w.Code != http.StatusCreated || w.Body.Len() != c.bodyLen {
+			t.Fatalf("%s: %d with %d body bytes, want 201 and the whole body", c.name, w.Code, w.Body.Len())
+		}
+		if filled == 0 {
+			t.Fatalf("%s: no claim filled the store", c.name)
+		}
+		w := send()
+		if runs.Load() != 1 || w.Code != http.StatusCreated || w.Header().Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("%s, in a store full of %d claims: retry %d replayed=%q, runs %d; want the record replayed and one run",
+				c.name, filled, w.Code, w.Header().Get("Idempotent-Replayed"), runs.Load())
+		}
+		if got := w.Body.Len() == c.bodyLen && w.Header().Get("Link") == link; got != c.wantBody {
+			t.Errorf("%s: replayed the whole answer %v, want %v", c.name, got, c.wantBody)
+		}
+	}
+}

@@ -28,9 +28,10 @@
 // record no larger than the reservation always fits, and the answer of a
 // handler that ran is never lost for want of room. A larger record takes
 // the difference from the free budget (dropping expired entries if it must)
-// and is refused with ErrStoreFull when there is none. Set ReserveBytes to
-// at least the middleware's MaxRecordBytes plus the replayed headers (the
-// default covers the middleware's defaults); it also bounds the claims in
+// and is refused with ErrStoreFull when there is none. A record's size is
+// its encoding, [keystore.RecordLen], which the middleware's MaxRecordBytes
+// bounds (headers included): set ReserveBytes to at least that (the default
+// covers the middleware's defaults); it also bounds the claims in
 // flight at once to MaxBytes / ReserveBytes.
 //
 // # Scope
