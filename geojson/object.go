@@ -279,7 +279,9 @@ func (p *parser) object(c ctx) objResult {
 		p.feats = res.feats
 		switch {
 		case typ == tFeature:
-			p.feats = []fnode{res.feat}
+			if p.build != buildNone { // Validate keeps no features
+				p.feats = []fnode{res.feat}
+			}
 			p.rootFeature = true
 		case typ.isGeometry():
 			p.rootGeo = res.geom

@@ -283,6 +283,9 @@ func (s *sweeper) check(i, j int32) *sweepFault {
 		return nil
 	}
 	a, b := &s.segs[i], &s.segs[j]
+	if a.ring == b.ring && s.apartButOneVertex(a, b) {
+		return nil
+	}
 	c, _ := intersect(a.a, a.b, b.a, b.b)
 	if c == cNone {
 		return nil
@@ -321,4 +324,18 @@ func (s *sweeper) check(i, j int32) *sweepFault {
 		r, k = a.ring, a.k
 	}
 	return &sweepFault{rule: rule, ring: int(r), k: int(k), ring2: int(min(a.ring, b.ring)), msg: msg}
+}
+
+// apartButOneVertex reports whether a and b, segments of one ring, are
+// consecutive and not collinear: they then meet only at their common
+// vertex, which one orientation test shows (intersect takes four).
+func (s *sweeper) apartButOneVertex(a, b *seg) bool {
+	n := int32(len(s.rings[a.ring]))
+	switch {
+	case (a.k+1)%n == b.k: // b leaves a's end for vertex b.k+1
+		return orient(a.a, a.b, s.vertex(b.ring, b.k+1)) != 0
+	case (b.k+1)%n == a.k:
+		return orient(b.a, b.b, s.vertex(a.ring, a.k+1)) != 0
+	}
+	return false
 }
