@@ -1,8 +1,8 @@
 // Package otelobserve records the geoidem middleware's outcomes and the key
 // store's latencies as OpenTelemetry metrics, and each request's outcome as
-// a span. It is a module of its own (it requires the OpenTelemetry API, not
-// its SDK), apart from package promobserve, so that an application
-// inherits only what it uses.
+// a span. It is a module of its own, apart from package promobserve, so
+// that an application inherits only what it uses; the package imports the
+// OpenTelemetry API only (its tests use the SDK).
 //
 //	tel, err := otelobserve.New(meterProvider, tracerProvider)
 //	…
