@@ -102,6 +102,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	addr := fl.String("addr", "127.0.0.1:8080", "listen address")
 	fl.StringVar(&cfg.Store, "store", "memory", "key store: memory, redis://host:port/db, redis://h1:p1,h2:p2 (Cluster) or postgres://…")
 	fl.DurationVar(&cfg.Lease, "lease", middleware.DefaultLease, "how long a claim holds its key without renewal")
+	fl.DurationVar(&cfg.HandlerTimeout, "handler-timeout", 0, "cancel and roll back a feature write still running after this long, answered 503 and its key released (default 0: a write runs to its end, bounded by the lease)")
 	fl.Int64Var(&cfg.MaxBodyBytes, "max-body", middleware.DefaultMaxBodyBytes, "largest request body, in bytes")
 	fl.StringVar(&cfg.KeyTable, "pg-key-table", pgstore.DefaultTable, "PostgreSQL: the key store's table")
 	fl.StringVar(&cfg.FeaturesTable, "pg-features-table", "features", "PostgreSQL: the PostGIS feature table")

@@ -152,28 +152,12 @@ func TestReadRunLog(t *testing.T) {
 	}
 }
 
-// cancelOnFirstWrite is a run log that cancels a request a moment after its
-// first line: the run is then inside its PostgreSQL transaction (the write
-// pauses 10 s before committing), and rolls back.
-type cancelOnFirstWrite struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	cancel context.CancelFunc
-}
-
-func (w *cancelOnFirstWrite) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.cancel != nil {
-		time.AfterFunc(100*time.Millisecond, w.cancel)
-		w.cancel = nil
-	}
-	return w.buf.Write(p)
-}
-
 // A PostgreSQL run whose transaction rolled back is an attempt, not an
 // effect: the writes column, incremented inside the handler's transaction,
-// counts only the retry that committed.
+// counts only the retry that committed. Since a claimed request runs to its
+// end whether or not its client waits, what rolls a write back is the
+// deadline the service configures (HandlerTimeout): the write pauses 10 s
+// before it commits, the deadline is 1 s.
 func TestRunsPostgresRolledBackAttemptIsNoEffect(t *testing.T) {
 	url := os.Getenv("GEOIDEM_TEST_POSTGRES")
 	if url == "" {
@@ -183,10 +167,9 @@ func TestRunsPostgresRolledBackAttemptIsNoEffect(t *testing.T) {
 	suffix := fmt.Sprintf("%08x", rand.Uint32())
 	keys, features := "runs_keys_"+suffix, "runs_features_"+suffix
 	t.Cleanup(func() { dropPgTables(t, url, keys, features) })
-	reqCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	log := &cancelOnFirstWrite{cancel: cancel}
-	cfg := Config{Store: url, KeyTable: keys, FeaturesTable: features, RunLog: log, CountRuns: true, WriteDelay: 10 * time.Second}
+	log := new(lockedBuffer)
+	cfg := Config{Store: url, KeyTable: keys, FeaturesTable: features, RunLog: log, CountRuns: true,
+		WriteDelay: 10 * time.Second, HandlerTimeout: time.Second}
 	slow, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatalf("PostgreSQL at %s: %v", url, err)
@@ -199,13 +182,13 @@ func TestRunsPostgresRolledBackAttemptIsNoEffect(t *testing.T) {
 	}
 	defer fast.Close()
 
-	r := httptest.NewRequestWithContext(reqCtx, http.MethodPost, "/features", strings.NewReader(featureBody("a")))
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/features", strings.NewReader(featureBody("a")))
 	r.Header.Set("Content-Type", "application/geo+json")
 	r.Header.Set("Idempotency-Key", "k1")
 	w := httptest.NewRecorder()
 	slow.Handler().ServeHTTP(w, r)
 	if w.Code != http.StatusServiceUnavailable {
-		t.Fatalf("the canceled run: %d %s, want 503 (rolled back, key released)", w.Code, w.Body)
+		t.Fatalf("the run past its HandlerTimeout: %d %s, want 503 (rolled back, key released)", w.Code, w.Body)
 	}
 	if w := postTo(fast.Handler(), "k1", featureBody("a")); w.Code != http.StatusCreated || w.Header().Get("Idempotent-Replayed") != "" {
 		t.Fatalf("the retry: %d %s, want 201, executed", w.Code, w.Body)
@@ -222,7 +205,7 @@ func TestRunsPostgresRolledBackAttemptIsNoEffect(t *testing.T) {
 		t.Errorf("attempts %v and %v, effects %v, skipped %v; want one attempt in each service, one effect, no guard",
 			first.Attempts, second.Attempts, second.Effects, second.Skipped)
 	}
-	logged, err := ReadRunLog(&log.buf)
+	logged, err := ReadRunLog(bytes.NewReader(log.Bytes()))
 	if err != nil || logged.Attempts["a"] != 2 {
 		t.Errorf("run log of both services: %+v (%v), want 2 attempts of a", logged, err)
 	}
@@ -265,4 +248,22 @@ func TestRunsPerIDOnlyWhenAsked(t *testing.T) {
 	if !strings.Contains(w.Body.String(), "geoidem_feature_runs_total 1\n") {
 		t.Errorf("metrics lack geoidem_feature_runs_total 1:\n%s", w.Body)
 	}
+}
+
+// lockedBuffer is a run log both services write to.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
 }

@@ -37,6 +37,12 @@ type Config struct {
 	// RetryAfter is the middleware's Retry-After for 409 and 503
 	// (middleware.DefaultRetryAfter).
 	RetryAfter time.Duration
+	// HandlerTimeout is the middleware's Config.HandlerTimeout: when
+	// positive, a feature write still running after it is canceled and
+	// rolled back, answered 503 and its key released. Default 0: a write
+	// runs to its end (the lease bounds it), whether or not its client
+	// waits.
+	HandlerTimeout time.Duration
 	// MaxBodyBytes bounds request bodies (middleware.DefaultMaxBodyBytes).
 	MaxBodyBytes int64
 	// WebhookSecrets, if any, make the service accept only Standard
@@ -151,12 +157,13 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		keyHeader = standardwebhooks.HeaderID
 	}
 	idem, err := middleware.New(store, middleware.Config{
-		KeyHeader:    keyHeader,
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		Lease:        cfg.Lease,
-		StoreTimeout: cfg.StoreTimeout,
-		RetryAfter:   cfg.RetryAfter,
-		Validator:    validator,
+		KeyHeader:      keyHeader,
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		Lease:          cfg.Lease,
+		StoreTimeout:   cfg.StoreTimeout,
+		RetryAfter:     cfg.RetryAfter,
+		HandlerTimeout: cfg.HandlerTimeout,
+		Validator:      validator,
 		// The handler's own problem documents keep Cache-Control: no-store
 		// when replayed.
 		ReplayHeaders: append(slices.Clone(middleware.DefaultReplayHeaders), "Cache-Control"),
