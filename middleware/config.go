@@ -68,6 +68,16 @@ type Config struct {
 	// route's answer to the other.
 	Scope func(r *http.Request) string
 
+	// Client, if set, names the client of a request: its claim is made
+	// with a context naming it (keystore.ContextWithClient), and a store
+	// with a share per client (memstore's MaxClientEntries and
+	// MaxClientBytes) charges the key to that client, so that one client
+	// filling its share cannot deny the others. Use an identity the
+	// client cannot choose: an authenticated tenant, the verified sender of
+	// a Standard Webhook (set in the request context by code after the
+	// verifier), or the remote address. Default: none.
+	Client func(r *http.Request) string
+
 	// CanonicalJSON fingerprints a JSON body by its RFC 8785 canonical form
 	// instead of its bytes, so a payload re-serialised with another member
 	// order or whitespace still matches. Bodies that are not I-JSON are
@@ -167,6 +177,7 @@ type Middleware struct {
 	keyHeader     string
 	keyOptional   bool
 	scope         func(*http.Request) string
+	client        func(*http.Request) string
 	canonical     bool
 	validator     Validator
 	decoder       RequestDecoder // validator, when it can decode
@@ -201,6 +212,7 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 		keyHeader:    http.CanonicalHeaderKey(orDefault(cfg.KeyHeader, DefaultKeyHeader)),
 		keyOptional:  cfg.KeyOptional,
 		scope:        cfg.Scope,
+		client:       cfg.Client,
 		canonical:    cfg.CanonicalJSON,
 		validator:    cfg.Validator,
 		maxBody:      orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes),

@@ -37,7 +37,10 @@
 //	http.MaxBytesReader the server put in front
 //	headers refused by the Validator's CheckHeaders  its problem (geojson: 415), not recorded; nothing claimed
 //	body could not be read (client gone, truncated)  400 body-unreadable; nothing claimed
-//	store failed or slower than Config.StoreTimeout  503 store-unavailable with Retry-After; handler not run;
+//	store failed or slower than Config.StoreTimeout  503 store-unavailable with Retry-After; handler not run
+//	store full (keystore.ErrStoreFull), or the       503 store-full with Retry-After from when the
+//	client's share of it (Config.Client)             store says room frees (keystore.FullError),
+//	                                                 at least Config.RetryAfter; handler not run;
 //	                                                 a claim that timed out (it may have acquired the
 //	                                                 key) is released in the background by the token
 //	                                                 the middleware chose for it, so retries do not

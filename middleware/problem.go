@@ -23,6 +23,7 @@ const (
 	ProblemInvalid        = ProblemTypeBase + "invalid-request"         // 422
 	ProblemNotRecorded    = ProblemTypeBase + "response-not-recorded"   // the original status
 	ProblemNotReplayable  = ProblemTypeBase + "response-not-replayable" // 422
+	ProblemStoreFull      = ProblemTypeBase + "store-full"              // 503
 	ProblemServerBusy     = ProblemTypeBase + "server-busy"             // 503, from Admission
 	ProblemClientBusy     = ProblemTypeBase + "client-busy"             // 429, from Admission
 )

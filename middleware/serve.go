@@ -76,7 +76,15 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		storeKey = StoreKey(m.scope(r), key)
 	}
 	fp := m.fingerprint(r, path, body)
-	claim, sent, err := m.claim(r.Context(), storeKey, fp)
+	ctx := r.Context()
+	if m.client != nil {
+		ctx = keystore.ContextWithClient(ctx, m.client(r))
+	}
+	claim, sent, err := m.claim(ctx, storeKey, fp)
+	if errors.Is(err, keystore.ErrStoreFull) {
+		m.storeFull(w, r, storeKey, err, start)
+		return
+	}
 	if err != nil {
 		problem.Write(w, http.StatusServiceUnavailable, problem.JSON(problem.Doc{Type: ProblemStoreDown, Title: "Idempotency store unavailable", Status: http.StatusServiceUnavailable,
 			Detail: "The request was not executed; retry later with the same key."}), m.retryAfter)
@@ -231,4 +239,23 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		m.record(r.Context(), hold, &x.renewal, rec.record(), &ev)
 	}
 	m.done(r.Context(), ev, start)
+}
+
+// storeFull answers a claim the store refused for want of room: 503
+// store-full, with a Retry-After from when the store says room frees up
+// (keystore.FullError), at least Config.RetryAfter.
+func (m *Middleware) storeFull(w http.ResponseWriter, r *http.Request, key string, err error, start time.Time) {
+	retryAfter := m.retryAfter
+	detail := "The idempotency store has no room for a new key now; the request was not executed. Retry after Retry-After with the same key."
+	var fe *keystore.FullError
+	if errors.As(err, &fe) {
+		retryAfter = max(retryAfter, fe.RetryAfter)
+		if fe.Client {
+			detail = "This client's share of the idempotency store is full; the request was not executed. Retry after Retry-After with the same key."
+		}
+	}
+	problem.Write(w, http.StatusServiceUnavailable, problem.JSON(problem.Doc{Type: ProblemStoreFull, Title: "Idempotency store full", Status: http.StatusServiceUnavailable,
+		Detail: detail}), retryAfter)
+	m.refusals.Warn(r.Context(), "idempotency store full", slog.String("key", key), slog.Any("error", err))
+	m.done(r.Context(), Event{Outcome: StoreError, Key: key, Status: http.StatusServiceUnavailable, Err: err}, start)
 }

@@ -23,6 +23,17 @@ type Config struct {
 	// MaxBytes/16 when that is smaller; negative means no reservation (a
 	// record is charged only at Complete, which may then refuse it).
 	ReserveBytes int64
+	// MaxClientEntries and MaxClientBytes bound what one client holds: the
+	// keys, and the bytes (reservations included), of the claims made with
+	// a context naming that client (keystore.ContextWithClient; the
+	// middleware names it from its Config.Client). A client past its share
+	// is refused with a *keystore.FullError whose Client is set, and the
+	// others still claim: one client's flood cannot fill the store. Claims
+	// without a client are bounded by MaxEntries and MaxBytes alone.
+	// Default a quarter of MaxEntries and of MaxBytes; negative means no
+	// share.
+	MaxClientEntries int
+	MaxClientBytes   int64
 }
 
 func (s *Store) limits() (n int, b int64) {
@@ -32,6 +43,25 @@ func (s *Store) limits() (n int, b int64) {
 	}
 	if b <= 0 {
 		b = DefaultMaxBytes
+	}
+	return n, b
+}
+
+// clientLimits returns the share of one client; zero: no bound.
+func (s *Store) clientLimits() (n int, b int64) {
+	maxN, maxB := s.limits()
+	n, b = s.cfg.MaxClientEntries, s.cfg.MaxClientBytes
+	switch {
+	case n < 0:
+		n = 0
+	case n == 0:
+		n = max(1, maxN/4)
+	}
+	switch {
+	case b < 0:
+		b = 0
+	case b == 0:
+		b = max(1, maxB/4)
 	}
 	return n, b
 }

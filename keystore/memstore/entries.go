@@ -15,6 +15,7 @@ type entry struct {
 	deadline int64          // lease expiry while in flight, end of retention once completed, the release once released
 	size     int64
 	pos      int32 // position in its heap
+	client   int32 // index in Store.clientUse, 0 for none
 	state    entryState
 }
 
@@ -85,6 +86,7 @@ func (s *Store) remove(slot int32) {
 	}
 	delete(s.index, e.id)
 	s.bytes -= e.size
+	s.chargeClient(e.client, -1, -e.size)
 	*e = entry{}
 	s.recs[slot] = nil // drop the record for the collector
 	s.free = append(s.free, slot)

@@ -15,11 +15,16 @@
 // run while the first one still does, and not a completed record before the
 // end of its retention, because a retry of that request would then run the
 // handler again. When a new claim finds no room, the store drops expired
-// entries; if that is not enough, Claim fails with [keystore.ErrStoreFull]
-// (the middleware answers 503 with Retry-After, nothing runs, and the sender
-// retries later). A full store therefore refuses new keys until records
-// reach the end of their retention: size the limits for the traffic of a
-// whole retention period, and rate-limit before the middleware.
+// entries; if that is not enough, Claim fails with a [*keystore.FullError]
+// (an [keystore.ErrStoreFull]) saying when the earliest entry ends (the
+// middleware answers 503 store-full with that Retry-After, nothing runs,
+// and the sender retries later). A full store therefore refuses new keys
+// until records reach the end of their retention: size the limits for the
+// traffic of a whole retention period. A claim whose context names a
+// client (keystore.ContextWithClient; the middleware's Config.Client) is
+// also kept to that client's share, [Config.MaxClientEntries] and
+// [Config.MaxClientBytes], a quarter of the store by default: one
+// client's flood fills its share, and the others still claim.
 // [Store.Stats] counts the refusals.
 //
 // Each claim is charged, from Claim until Complete or Release, for
@@ -80,7 +85,10 @@ type Store struct {
 	bytes     int64
 	lastToken keystore.Token
 	refused   uint64
-	released  int // entries kept after Release (see Release), not counted as held
+	released  int              // entries kept after Release (see Release), not counted as held
+	clients   map[string]int32 // client -> index in clientUse
+	clientUse []clientUse      // by index; index 0 is unused (no client)
+	freeUse   []int32          // unused indexes of clientUse
 }
 
 // New returns an empty Store with the given limits.
@@ -138,9 +146,16 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 	}
 	s.dropExpired(now)
 	size := entryOverhead + int64(len(key)) + s.reserve()
+	client, named := keystore.ClientFromContext(ctx)
+	if named {
+		if ra, ok := s.clientRoom(client, size, now); !ok {
+			s.refused++
+			return keystore.Claim{}, &keystore.FullError{RetryAfter: ra, Client: true}
+		}
+	}
 	if !s.makeRoom(1, size, now) {
 		s.refused++
-		return keystore.Claim{}, keystore.ErrStoreFull
+		return keystore.Claim{}, &keystore.FullError{RetryAfter: s.nextFree(now)}
 	}
 	tok, chosen := keystore.ClaimTokenFromContext(ctx)
 	if !chosen {
@@ -149,6 +164,10 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 	}
 	slot := s.alloc()
 	s.entries[slot] = entry{id: id, fp: fp, token: tok, deadline: now + int64(lease), size: size}
+	if named {
+		s.entries[slot].client = s.clientIndex(client)
+		s.chargeClient(s.entries[slot].client, 1, size)
+	}
 	s.index[id] = slot
 	s.bytes += size
 	s.leases.push(slot)
@@ -217,13 +236,14 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if grow > 0 && !s.makeRoom(0, grow, now) {
 		s.leases.push(slot)
 		s.refused++
-		return keystore.ErrStoreFull
+		return &keystore.FullError{RetryAfter: s.nextFree(now)}
 	}
 	e := &s.entries[slot]
 	e.state = completed
 	s.recs[slot] = data
 	e.size += grow
 	s.bytes += grow
+	s.chargeClient(e.client, 0, grow)
 	e.deadline = now + int64(retention)
 	s.records.push(slot)
 	return nil
@@ -254,6 +274,7 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 	// A released entry is charged only its key, whatever its claim was charged.
 	keep := entryOverhead + int64(len(key))
 	s.bytes -= e.size - keep
+	s.chargeClient(e.client, 0, keep-e.size)
 	e.size = keep
 	s.released++
 	return nil
@@ -273,5 +294,6 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.index, s.entries, s.recs, s.free, s.leases.slots, s.records.slots, s.bytes, s.released = nil, nil, nil, nil, nil, nil, 0, 0
+	s.clients, s.clientUse, s.freeUse = nil, nil, nil
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -157,7 +158,11 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		keyHeader = standardwebhooks.HeaderID
 	}
 	idem, err := middleware.New(store, middleware.Config{
-		KeyHeader:      keyHeader,
+		KeyHeader: keyHeader,
+		// Each remote address has its share of the key store (memstore:
+		// a quarter), so that one client's flood of keys cannot deny the
+		// others.
+		Client:         remoteHost,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Lease:          cfg.Lease,
 		StoreTimeout:   cfg.StoreTimeout,
@@ -357,4 +362,13 @@ func getFeature(repo repository) http.Handler {
 			_, _ = w.Write(f)
 		}
 	})
+}
+
+// remoteHost is the client identity of the key store's shares: the remote
+// address's host.
+func remoteHost(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
 }

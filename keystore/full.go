@@ -1,0 +1,51 @@
+package keystore
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// FullError is the ErrStoreFull of a store that knows when room frees up:
+// errors.Is(err, ErrStoreFull) is true for it, and errors.As finds it.
+type FullError struct {
+	// RetryAfter is how long until room frees up by itself: the earliest
+	// end of a retention or lease whose entry would make room. Zero when
+	// the store cannot tell.
+	RetryAfter time.Duration
+	// Client is set when what is full is the share of the client named by
+	// the claim's context (ContextWithClient), not the whole store.
+	Client bool
+}
+
+// Error implements error.
+func (e *FullError) Error() string {
+	what := "keystore: store full"
+	if e.Client {
+		what = "keystore: the client's share of the store is full"
+	}
+	if e.RetryAfter > 0 {
+		what += "; room frees in " + strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10) + "s"
+	}
+	return what
+}
+
+// Is reports whether target is ErrStoreFull.
+func (e *FullError) Is(target error) bool { return target == ErrStoreFull }
+
+type clientKey struct{}
+
+// ContextWithClient returns a copy of ctx that names the client a Claim is
+// made for: a store with a share per client (memstore's MaxClientEntries
+// and MaxClientBytes) charges the claim, and its record, to that client, so
+// that one client filling its share cannot deny the others. The
+// middleware sets it from Config.Client.
+func ContextWithClient(ctx context.Context, client string) context.Context {
+	return context.WithValue(ctx, clientKey{}, client)
+}
+
+// ClientFromContext returns the client named by ctx, if any.
+func ClientFromContext(ctx context.Context) (string, bool) {
+	c, ok := ctx.Value(clientKey{}).(string)
+	return c, ok
+}
