@@ -319,3 +319,20 @@ func TestPostgresTerminate(t *testing.T) {
 		t.Errorf("%d store cuts, want none without -store-faults", n)
 	}
 }
+
+// TestLeaseStall90 stalls the receiver's connections to the store once, for
+// 0.9 of the lease, while handlers run (each write pauses): a stall shorter
+// than the lease loses no record and runs nothing twice. Before the store's
+// lease covered the promise (ead4a05: the store grants Lease + Lease/2 +
+// StoreTimeout), this run had events run twice on Redis and PostgreSQL.
+func TestLeaseStall90(t *testing.T) {
+	for name, store := range map[string]string{
+		"redis":    storeURL("GEOIDEM_TEST_REDIS", redisURL),
+		"postgres": storeURL("GEOIDEM_TEST_POSTGRES", pgURL),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runChaos(t, "-store", store, "-stall-for", (lease * 9 / 10).String(), "-write-delay", "50ms", "-events", "150")
+		})
+	}
+}
