@@ -39,22 +39,21 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 // one connection to the key's master.
 type conn interface {
 	redis.Scripter
-	Pipeline() redis.Pipeliner
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// claim claims rkey in one round trip of two plain commands, pipelined:
+// claim claims rkey in one round trip of one plain command, the one a claim
+// by hand would send:
 //
-//	PTTL rkey
 //	SET rkey 'i'|fp|token PX lease+grace NX GET
 //
 // The SET acquires an absent key and returns the value of a present one
-// unchanged: a completed record, or an in-flight entry whose lease the PTTL
-// tells. Only when that PTTL shows the lease run out, or no key at all (the
-// entry appeared between the two commands), does claim run claimScript,
-// which decides again atomically and takes an expired lease over: a second
-// round trip, on the path that follows a crashed or stalled holder. The two
-// commands are not a transaction, so an in-flight answer's LeaseRemaining
-// may be a moment stale; the answer itself is the SET's, made atomically.
+// unchanged: a completed record (a replay), or an in-flight entry. Only for
+// an in-flight entry, whose remaining lease the answer must tell and whose
+// lease may have run out, does claim run claimScript, which decides again
+// atomically, reads the lease and takes an expired one over: a second round
+// trip, on the path of a duplicate sent while its request runs and of a
+// crashed or stalled holder.
 func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (keystore.Claim, error) {
 	var v [1 + len(keystore.Fingerprint{}) + 8]byte
 	v[0] = 'i'
@@ -62,17 +61,8 @@ func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fing
 	binary.BigEndian.PutUint64(v[1+len(fp):], uint64(token))
 	grace := abandonedGrace.Milliseconds()
 
-	// PTTL goes first: go-redis judges whether to retry a pipeline by its
-	// first command's error, and SET's "no old value" reply (redis.Nil, the
-	// common case) is costly to judge.
-	pipe := c.Pipeline()
-	pttl := redis.NewIntCmd(ctx, "pttl", rkey)
 	set := redis.NewStringCmd(ctx, "set", rkey, v[:], "px", leaseMs+grace, "nx", "get")
-	_ = pipe.Process(ctx, pttl)
-	_ = pipe.Process(ctx, set)
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return keystore.Claim{}, opError(ctx, "claim", err)
-	}
+	_ = c.Process(ctx, set)
 	old, err := set.Result()
 	switch {
 	case err == redis.Nil: // absent: acquired
@@ -81,12 +71,8 @@ func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fing
 		return keystore.Claim{}, opError(ctx, "claim", err)
 	}
 	if len(old) > 0 && old[0] == 'i' {
-		if rem, err := pttl.Result(); err == nil && rem > grace && len(old) == len(v) {
-			claim := keystore.Claim{State: keystore.InFlight, LeaseRemaining: time.Duration(rem-grace) * time.Millisecond}
-			copy(claim.Fingerprint[:], old[1:])
-			return claim, nil
-		}
-		// The lease has run out: take the key over, atomically.
+		// In flight: read its lease, or take the key over if that has run
+		// out, atomically.
 		return s.claimScripted(ctx, c, rkey, fp, token, v[:], leaseMs+grace, grace)
 	}
 	claim, ok := parseClaim(old)
@@ -96,8 +82,7 @@ func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fing
 	return claim, nil
 }
 
-// claimScripted runs claimScript, for a key found in flight with its lease
-// run out.
+// claimScripted runs claimScript, for a key found in flight.
 func (s *Store) claimScripted(ctx context.Context, c redis.Scripter, rkey string, fp keystore.Fingerprint, token keystore.Token, v []byte, ttlMs, graceMs int64) (keystore.Claim, error) {
 	res, err := claimScript.Run(ctx, c, []string{rkey}, v, ttlMs, graceMs).Result()
 	if err != nil {

@@ -42,21 +42,23 @@
 //
 // # Round trips
 //
-// Every operation is exactly one round trip. Claim sends two plain commands
-// in one pipeline, PTTL and SET … NX GET: the SET acquires an absent key, or
-// leaves a present one alone and returns its value, a recorded response to
-// replay or an in-flight entry whose PTTL gives the lease remaining. A new
-// key and a replay therefore cost Redis no script at all. Extend, Complete
-// and Release, which must check the fencing token and change the key in one
-// step, are each one Lua script run by EVALSHA.
+// Every operation is one round trip in the common case. Claim sends the
+// one plain command a claim by hand would, SET … NX GET: it acquires an
+// absent key, or leaves a present one alone and returns its value. A new
+// key and a replay therefore cost Redis one SET and no script. Extend,
+// Complete and Release, which must check the fencing token and change the
+// key in one step, are each one Lua script run by EVALSHA, on the key alone
+// (Complete touches Release's marker only for a retention shorter than two
+// minutes, see Store.Complete).
 //
-// Two cases take a second round trip. A Claim that finds the key in flight
-// with its lease run out (its holder crashed or stalled) runs the claim
-// script, which takes the key over atomically. When a node does not have a
-// script cached (after a restart, a failover to a fresh replica or SCRIPT
-// FLUSH), EVALSHA fails with NOSCRIPT and the store falls back to EVAL,
-// which also caches the script: once per script and node. Claim with
-// [Config.WaitReplicas] set adds its WAIT (see below).
+// Three cases take a second round trip. A Claim that finds the key in
+// flight runs the claim script, which reads the lease remaining, or, if the
+// lease has run out (its holder crashed or stalled), takes the key over
+// atomically. When a node does not have a script cached (after a restart,
+// a failover to a fresh replica or SCRIPT FLUSH), EVALSHA fails with
+// NOSCRIPT and the store falls back to EVAL, which also caches the script:
+// once per script and node. Claim with [Config.WaitReplicas] set adds its
+// WAIT (see below).
 //
 // # Fencing tokens
 //

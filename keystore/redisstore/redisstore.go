@@ -77,10 +77,10 @@ type Config struct {
 // concurrent use by multiple goroutines and by any number of processes
 // sharing the same Redis and KeyPrefix.
 //
-// Each method is one round trip: Claim a pipeline of two plain commands,
-// Extend, Complete and Release a Lua script run by EVALSHA. The package
-// documentation lists the exceptions (taking over an expired lease, a
-// script missing from a node's cache, Config.WaitReplicas).
+// Each method is one round trip: Claim one plain SET … NX GET, Extend,
+// Complete and Release a Lua script run by EVALSHA. The package
+// documentation lists the exceptions (a key found in flight, a script
+// missing from a node's cache, Config.WaitReplicas).
 //
 // A Store does not own its client: closing the client is the caller's job.
 //
@@ -180,6 +180,14 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 // Complete implements keystore.Store. The record is stored in a compact
 // binary encoding, its body byte for byte; it expires retention from now by
 // the Redis server's clock.
+//
+// Release leaves its marker (see scriptKeys) for the grace, a minute. A
+// record kept longer than that outlives any marker an earlier holder of
+// the key left, so Complete then runs its script on the key alone; only a
+// shorter retention (below twice the grace, a margin for a Redis clock
+// stepped back between the Release and the Complete) makes it delete the
+// marker too, lest a repeated Release by that earlier holder succeed after
+// the record expired.
 func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec keystore.Record, retention time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
@@ -193,7 +201,20 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	}
 	tok := tokenBytes(token)
 	enc := keystore.AppendRecord(make([]byte, 0, keystore.RecordLen(rec)), rec)
-	return s.held(ctx, "complete", completeScript, key, tok[:], abandonedGrace.Milliseconds(), enc, retMs)
+	grace := abandonedGrace.Milliseconds()
+	rkey := s.RedisKey(key)
+	keys := []string{rkey}
+	if retMs < 2*grace {
+		keys = scriptKeys(rkey)
+	}
+	n, err := completeScript.Run(ctx, s.client, keys, tok[:], grace, enc, retMs).Int64()
+	if err != nil {
+		return opError(ctx, "complete", err)
+	}
+	if n != 1 {
+		return keystore.ErrLeaseLost
+	}
+	return nil
 }
 
 // Release implements keystore.Store.

@@ -28,8 +28,8 @@ import "github.com/redis/go-redis/v9"
 // applied) then succeeds instead of reporting the lease lost.
 //
 // The scripts call no TIME and format no numbers. Claim runs claimScript
-// only to take over a key whose lease has run out; a new key, a replay and
-// a key in flight are answered by the plain commands of Store.claim.
+// only for a key found in flight; a new key and a replay are answered by
+// the plain SET … NX GET of Store.claim.
 
 // holdCheck sets v to the entry, held to whether the token in ARGV[1] holds
 // it (in flight, its lease still running: PTTL above the grace in ARGV[2]),
@@ -41,7 +41,7 @@ local held = st == 'i' and string.sub(v, 34) == ARGV[1] and redis.call('PTTL', K
 local done = st == 'd' and string.sub(v, 34, 41) == ARGV[1]
 `
 
-// claimScript, the takeover path of Store.claim: KEYS[1] the key; ARGV[1] the new in-flight value
+// claimScript, the in-flight path of Store.claim: KEYS[1] the key; ARGV[1] the new in-flight value
 // ('i' | fingerprint | token), ARGV[2] lease+grace (ms), ARGV[3] grace (ms).
 // Returns
 //
@@ -84,9 +84,10 @@ end
 return 0
 `)
 
-// completeScript: KEYS[1] the key, KEYS[2] its release key (see
-// releaseScript), deleted on completion so that an earlier holder's release
-// mark cannot outlive a record with a retention shorter than the grace;
+// completeScript: KEYS[1] the key, KEYS[2] (only for a short retention, see
+// Store.Complete) its release key (see releaseScript), deleted on
+// completion so that an earlier holder's release mark cannot outlive a
+// record with a retention shorter than the grace;
 // ARGV[1] token, ARGV[2] grace (ms),
 // ARGV[3] encoded record, ARGV[4] retention (ms). Returns 1 if completed, or
 // if the token already completed the key with the same record (nothing

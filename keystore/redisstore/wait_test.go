@@ -66,7 +66,7 @@ func TestWaitReplicas(t *testing.T) {
 			}
 			return err
 		})
-		expectRoundTrips(t, h, "in-flight claim with WaitReplicas 1", []string{claimTrip}, func() error {
+		expectRoundTrips(t, h, "in-flight claim with WaitReplicas 1", []string{claimTrip, "evalsha"}, func() error {
 			_, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
 			return err
 		})
