@@ -12,8 +12,10 @@ import (
 
 // claim claims key, and, with WaitInFlight, waits for an in-flight original
 // with the same fingerprint to finish. It also returns when the last Claim
-// was sent: an acquired lease may end at that time plus the lease.
-func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, time.Time, error) {
+// was sent: an acquired lease may end at that time plus the lease. The
+// wait ends with ctx (the request's); the store is called under sctx,
+// the request's context detached from its cancellation.
+func (m *Middleware) claim(ctx, sctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, time.Time, error) {
 	var deadline time.Time
 	if m.waitInFlight > 0 {
 		deadline = time.Now().Add(m.waitInFlight)
@@ -21,7 +23,7 @@ func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerpr
 	pause := 10 * time.Millisecond
 	for {
 		sent := time.Now()
-		c, err := m.storeClaim(ctx, key, fp)
+		c, err := m.storeClaim(sctx, key, fp)
 		if err != nil || c.State != keystore.InFlight || c.Fingerprint != fp {
 			return c, sent, err
 		}
@@ -40,7 +42,7 @@ func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerpr
 	}
 }
 
-// storeClaim runs one Claim under a context the client cannot cancel
+// storeClaim runs one Claim under ctx, a context the client cannot cancel
 // (bounded by Config.StoreTimeout): a claim canceled by a client that left
 // may commit in the store while its reply is lost, leaving the key in
 // flight for the whole lease. See abandon for what follows.
@@ -52,11 +54,11 @@ func (m *Middleware) claim(ctx context.Context, key string, fp keystore.Fingerpr
 // every retry would otherwise meet 409 for the whole lease.
 func (m *Middleware) storeClaim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, error) {
 	if m.nonBlocking {
-		return m.store.Claim(context.WithoutCancel(ctx), key, fp, m.storeLease)
+		return m.store.Claim(ctx, key, fp, m.storeLease)
 	}
 	sent := time.Now()
 	tok := keystore.NewClaimToken()
-	sctx, cancel := m.storeContext(keystore.ContextWithClaimToken(context.WithoutCancel(ctx), tok))
+	sctx, cancel := m.storeContext(keystore.ContextWithClaimToken(ctx, tok))
 	defer cancel()
 	c, err := m.store.Claim(sctx, key, fp, m.storeLease)
 	if err != nil && sctx.Err() != nil {

@@ -76,11 +76,14 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		storeKey = StoreKey(m.scope(r), key)
 	}
 	fp := m.fingerprint(r, path, body)
-	ctx := r.Context()
+	// The exchange is allocated before the claim: its detached context
+	// serves the claim, and, if the key is acquired, the whole run.
+	x := &exchange{base: detached{parent: r.Context()}}
+	var sctx context.Context = &x.base
 	if m.client != nil {
-		ctx = keystore.ContextWithClient(ctx, m.client(r))
+		sctx = keystore.ContextWithClient(sctx, m.client(r))
 	}
-	claim, sent, err := m.claim(ctx, storeKey, fp)
+	claim, sent, err := m.claim(r.Context(), sctx, storeKey, fp)
 	if errors.Is(err, keystore.ErrStoreFull) {
 		m.storeFull(w, r, storeKey, err, start)
 		return
@@ -115,13 +118,14 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.done(r.Context(), Event{Outcome: Replayed, Key: storeKey, Status: status}, start)
 		return
 	}
-	m.execute(w, r, next, body, storeKey, claim, sent, start)
+	m.execute(x, w, r, next, body, storeKey, claim, sent, start)
 }
 
 // exchange is the state of one request that acquired its key, allocated
 // in one piece.
 type exchange struct {
-	base    detached
+	base    detached // for the store's calls
+	held    holding  // for the handler: base with the hold
 	hold    keystore.Hold
 	rec     hijacker
 	body    bodyReader
@@ -141,6 +145,35 @@ func (*detached) Done() <-chan struct{}       { return nil }
 func (*detached) Err() error                  { return nil }
 func (d *detached) Value(key any) any         { return d.parent.Value(key) }
 
+// holding is a detached context that also carries a hold, as
+// keystore.ContextWithHold would, without a context of its own.
+type holding struct {
+	detached
+	hold *keystore.Hold
+}
+
+func (h *holding) Value(key any) any {
+	if key == holdKey {
+		return h.hold
+	}
+	return h.parent.Value(key)
+}
+
+// holdKey is the context key keystore.ContextWithHold uses, learned once
+// by asking keystore.HoldFromContext (keyProbe records what it is asked).
+var holdKey = func() any {
+	var p keyProbe
+	keystore.HoldFromContext(&p)
+	return p.key
+}()
+
+type keyProbe struct {
+	detached
+	key any
+}
+
+func (p *keyProbe) Value(key any) any { p.key = key; return nil }
+
 // ErrHandlerTimeout is the cause with which the handler's context ends
 // when Config.HandlerTimeout has passed.
 var ErrHandlerTimeout = errors.New("middleware: Config.HandlerTimeout passed")
@@ -153,18 +186,16 @@ func (*bodyReader) Close() error { return nil }
 
 // execute runs the validator and the handler for an acquired claim, renews
 // the lease while they run, and records or releases afterwards.
-func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, key string, claim keystore.Claim, sent, start time.Time) {
-	x := &exchange{
-		hold: keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention},
-		rec:  hijacker{recorder{w: w, allow: m.replayHeaders, limit: m.maxRecord}},
-	}
+func (m *Middleware) execute(x *exchange, w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, key string, claim keystore.Claim, sent, start time.Time) {
+	x.hold = keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention}
+	x.rec = hijacker{recorder{w: w, allow: m.replayHeaders, limit: m.maxRecord}}
 	hold, rec := &x.hold, &x.rec.recorder
 	rw := x.rec.writer()
 	// The handler's context ends only when the lease is lost or may have
 	// ended (the renewal's cancel) or Config.HandlerTimeout passes, never
 	// when the client leaves: see Config.HandlerTimeout.
-	x.base.parent = r.Context()
-	ctx, cancel := context.WithCancelCause(keystore.ContextWithHold(&x.base, hold))
+	x.held = holding{detached: x.base, hold: hold}
+	ctx, cancel := context.WithCancelCause(&x.held)
 	defer cancel(nil)
 	x.renewal.start(m, ctx, hold, cancel, sent)
 	if m.handlerTime > 0 {
@@ -225,18 +256,18 @@ func (m *Middleware) execute(w http.ResponseWriter, r *http.Request, next http.H
 		// the store would refuse the record anyway; release in case it
 		// did no work, so that a retry runs it again.
 		ev.Outcome = Released
-		m.release(r.Context(), hold, &x.renewal)
+		m.release(&x.base, hold, &x.renewal)
 	case retryable(ev.Status) && rec.replayable():
 		ev.Outcome = Released
-		m.release(r.Context(), hold, &x.renewal)
+		m.release(&x.base, hold, &x.renewal)
 	case verr != nil:
 		// The validator's answer has no side effect and depends on the
 		// body alone: the same body gets the same answer again, so it is
 		// not recorded. Kept, it would let a small body fill the store
 		// with a large answer for the whole retention.
-		m.release(r.Context(), hold, &x.renewal)
+		m.release(&x.base, hold, &x.renewal)
 	default:
-		m.record(r.Context(), hold, &x.renewal, rec.record(), &ev)
+		m.record(&x.base, hold, &x.renewal, rec.record(), &ev)
 	}
 	m.done(r.Context(), ev, start)
 }
@@ -258,4 +289,13 @@ func (m *Middleware) storeFull(w http.ResponseWriter, r *http.Request, key strin
 		Detail: detail}), retryAfter)
 	m.refusals.Warn(r.Context(), "idempotency store full", slog.String("key", key), slog.Any("error", err))
 	m.done(r.Context(), Event{Outcome: StoreError, Key: key, Status: http.StatusServiceUnavailable, Err: err}, start)
+}
+
+// detach returns ctx without its cancellation: ctx itself when it is the
+// exchange's detached context already, else context.WithoutCancel(ctx).
+func detach(ctx context.Context) context.Context {
+	if d, ok := ctx.(*detached); ok {
+		return d
+	}
+	return context.WithoutCancel(ctx)
 }

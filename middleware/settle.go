@@ -81,7 +81,7 @@ func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewa
 // client has gone: the work is done and its answer must be kept for the
 // client's retry.
 func (m *Middleware) complete(ctx context.Context, hold *keystore.Hold, rec keystore.Record) error {
-	cctx, cancel := m.storeContext(context.WithoutCancel(ctx))
+	cctx, cancel := m.storeContext(detach(ctx))
 	defer cancel()
 	return m.store.Complete(cctx, hold.Key, hold.Token, rec, m.retention)
 }
@@ -91,7 +91,7 @@ func (m *Middleware) complete(ctx context.Context, hold *keystore.Hold, rec keys
 // (releaseLater) until the lease may have ended.
 func (m *Middleware) release(ctx context.Context, hold *keystore.Hold, rn *renewal) {
 	rn.stop()
-	rctx, cancel := m.storeContext(context.WithoutCancel(ctx))
+	rctx, cancel := m.storeContext(detach(ctx))
 	defer cancel()
 	if err := m.store.Release(rctx, hold.Key, hold.Token); err != nil && !errors.Is(err, keystore.ErrLeaseLost) {
 		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency claim not released within the request; retrying in the background while the lease holds",
