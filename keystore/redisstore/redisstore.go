@@ -28,6 +28,10 @@ const DefaultWaitTimeout = 500 * time.Millisecond
 // keystore.Claim.TookOver.
 const abandonedGrace = time.Minute
 
+// graceArg is abandonedGrace in milliseconds as a script argument, boxed
+// once rather than on every call.
+var graceArg any = abandonedGrace.Milliseconds()
+
 // ErrNotReplicated reports that a claim made with Config.WaitReplicas set was
 // acknowledged by fewer replicas than required within Config.WaitTimeout. The
 // store has released the claim (if it could reach Redis to do so), so the
@@ -165,7 +169,7 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	}
 	tok := tokenBytes(token)
 	grace := abandonedGrace.Milliseconds()
-	n, err := extendScript.Run(ctx, s.client, scriptKeys(s.RedisKey(key)), tok[:], grace, leaseMs+grace).Int64()
+	n, err := extendScript.Run(ctx, s.client, scriptKeys(s.RedisKey(key)), tok[:], graceArg, leaseMs+grace).Int64()
 	switch {
 	case err != nil:
 		return opError(ctx, "extend", err)
@@ -199,15 +203,15 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if err := rec.Validate(); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
-	tok := tokenBytes(token)
-	enc := keystore.AppendRecord(make([]byte, 0, keystore.RecordLen(rec)), rec)
-	grace := abandonedGrace.Milliseconds()
+	// The token and the encoded record share one allocation.
+	buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+keystore.RecordLen(rec)), uint64(token))
+	buf = keystore.AppendRecord(buf, rec)
 	rkey := s.RedisKey(key)
 	keys := []string{rkey}
-	if retMs < 2*grace {
+	if retMs < 2*abandonedGrace.Milliseconds() {
 		keys = scriptKeys(rkey)
 	}
-	n, err := completeScript.Run(ctx, s.client, keys, tok[:], grace, enc, retMs).Int64()
+	n, err := completeScript.Run(ctx, s.client, keys, buf[:8:8], graceArg, buf[8:], retMs).Int64()
 	if err != nil {
 		return opError(ctx, "complete", err)
 	}
@@ -223,7 +227,7 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 		return fmt.Errorf("redisstore: release: %w", err)
 	}
 	tok := tokenBytes(token)
-	return s.held(ctx, "release", releaseScript, key, tok[:], abandonedGrace.Milliseconds())
+	return s.held(ctx, "release", releaseScript, key, tok[:], graceArg)
 }
 
 // scriptKeys returns the keys the held scripts take: rkey, and the key under
