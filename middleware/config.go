@@ -171,6 +171,7 @@ type Config struct {
 
 // Middleware makes a handler idempotent: see the package documentation.
 type Middleware struct {
+	sched         schedule // the renewals' ticks
 	store         keystore.Store
 	nonBlocking   bool // the store never waits: no timeouts needed around it
 	methods       map[string]bool

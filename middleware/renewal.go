@@ -34,9 +34,9 @@ import (
 // retried in the background) can consult: from then on another request
 // may hold the key, and the store fences the token.
 //
-// It runs on one timer, not a goroutine of its own, so a handler that
-// finishes within Lease/3 costs no more than arming and stopping it. The
-// timer fires for the next extension or, while one is under way, for the
+// It runs on the Middleware's schedule (one timer for all requests), not
+// a goroutine or a timer of its own, so a handler that finishes within
+// Lease/3 costs no more than a push and a removal in its heap. It fires for the next extension or, while one is under way, for the
 // handler's stop or the expiry; no lock is held while the store is called,
 // so neither is ever delayed by a store that hangs.
 type renewal struct {
@@ -45,24 +45,26 @@ type renewal struct {
 	hold *keystore.Hold
 	lost context.CancelCauseFunc
 
-	mu        sync.Mutex // guards the fields below
-	stopped   bool       // the renewal is over: no more extensions
-	ended     bool       // the lease is gone, or may be: the token is spent
-	extending bool       // an Extend is under way
-	canceled  bool       // the handler's context was canceled at stopAt
-	stopAt    time.Time  // the handler is stopped from then on
-	until     time.Time  // the lease may have ended from then on
-	next      time.Time  // the next extension is due
-	t         *time.Timer
+	mu        sync.Mutex    // guards the fields below
+	stopped   bool          // the renewal is over: no more extensions
+	ended     bool          // the lease is gone, or may be: the token is spent
+	extending bool          // an Extend is under way
+	canceled  bool          // the handler's context was canceled at stopAt
+	stopAt    time.Time     // the handler is stopped from then on
+	until     time.Time     // the lease may have ended from then on
+	next      time.Time     // the next extension is due
+	due       time.Time     // when the schedule runs tick; guarded by m.sched.mu
+	slot      int           // in m.sched's heap, -1 if not there; guarded by m.sched.mu
 	clockStep time.Duration // see Event.ClockStep
 }
 
 func (rn *renewal) start(m *Middleware, ctx context.Context, hold *keystore.Hold, lost context.CancelCauseFunc, sent time.Time) {
 	rn.m, rn.ctx, rn.hold, rn.lost = m, ctx, hold, lost
-	rn.mu.Lock() // tick must not run before t is assigned
+	rn.slot = -1
+	rn.mu.Lock() // tick must not run before rn is set up
 	defer rn.mu.Unlock()
 	rn.renewed(sent)
-	rn.t = time.AfterFunc(time.Until(rn.next), rn.tick)
+	m.sched.set(rn, rn.next)
 }
 
 // renewed moves the reckoning on after a Claim or Extend sent at sent
@@ -83,7 +85,7 @@ func (rn *renewal) arm() {
 	if !rn.extending && rn.next.Before(at) {
 		at = rn.next
 	}
-	rn.t.Reset(time.Until(at))
+	rn.m.sched.set(rn, at)
 }
 
 func (rn *renewal) tick() {
@@ -149,7 +151,7 @@ func (rn *renewal) tick() {
 		rn.renewed(sent)
 	case errors.Is(err, keystore.ErrLeaseLost) && !rn.hold.Completed():
 		rn.stopped, rn.ended, rn.canceled = true, true, true
-		rn.t.Stop()
+		rn.m.sched.cancel(rn)
 		rn.mu.Unlock()
 		m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease lost while the handler ran", slog.String("key", rn.hold.Key))
 		rn.lost(keystore.ErrLeaseLost)
@@ -218,5 +220,7 @@ func (rn *renewal) stop() {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	rn.stopped = true
-	rn.t.Stop()
+	if rn.m != nil {
+		rn.m.sched.cancel(rn)
+	}
 }
