@@ -26,10 +26,12 @@ func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key stri
 			Detail: fmt.Sprintf("The request was executed once, but the response recorded for it has status %d, which cannot be replayed.", rec.StatusCode)}), 0)
 		return status
 	}
+	// The caller owns a Claim's record (keystore.Claim.Record): its value
+	// slices are handed on as they are, not copied again.
 	h := w.Header()
 	for _, k := range m.replayHeaders {
 		if vs, ok := rec.Header[k]; ok {
-			h[k] = append([]string(nil), vs...)
+			h[k] = vs
 		}
 	}
 	if vs, ok := rec.Header["Cache-Control"]; ok && len(vs) == 1 && vs[0] == "no-store" {
@@ -49,7 +51,7 @@ func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key stri
 	w.WriteHeader(rec.StatusCode)
 	_, _ = w.Write(rec.Body)
 	for _, k := range trailers {
-		h[k] = append([]string(nil), rec.Header[http.TrailerPrefix+k]...)
+		h[k] = rec.Header[http.TrailerPrefix+k]
 	}
 	return rec.StatusCode
 }
