@@ -88,7 +88,7 @@ func BenchmarkFirstCall(b *testing.B) {
 					fpb, hdr, body     []byte
 					status             *int32
 				)
-				if err := pool.QueryRow(ctx, claimSQL, key, fp[:], lease).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &body, &remaining); err != nil {
+				if err := pool.QueryRow(ctx, claimSQL, key, fp[:], lease, nil).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &body, &remaining); err != nil {
 					return err
 				}
 				if !acquired {
@@ -140,7 +140,7 @@ func BenchmarkFirstCallInTx(b *testing.B) {
 					fpb, hdr, body     []byte
 					status             *int32
 				)
-				if err := pool.QueryRow(ctx, claimSQL, key, fp[:], lease).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &body, &remaining); err != nil {
+				if err := pool.QueryRow(ctx, claimSQL, key, fp[:], lease, nil).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &body, &remaining); err != nil {
 					return err
 				}
 				return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -255,7 +255,7 @@ func BenchmarkHandler(b *testing.B) {
 				fpb, hdr, rbody    []byte
 				status             *int32
 			)
-			if err := pool.QueryRow(ctx, claimSQL, key, sum[:], time.Minute.Microseconds()).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &rbody, &remaining); err != nil || !acquired {
+			if err := pool.QueryRow(ctx, claimSQL, key, sum[:], time.Minute.Microseconds(), nil).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &rbody, &remaining); err != nil || !acquired {
 				http.Error(w, "claim", http.StatusServiceUnavailable)
 				return
 			}
