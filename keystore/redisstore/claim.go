@@ -70,6 +70,12 @@ func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fing
 	case err != nil:
 		return keystore.Claim{}, opError(ctx, "claim", err)
 	}
+	if old == string(v[:]) {
+		// This claim's own entry, its token and all: go-redis resent the
+		// SET after Redis applied it and the reply was lost. Tokens are
+		// unique, so no other claim wrote it: acquired.
+		return keystore.Claim{State: keystore.Acquired, Token: token, Fingerprint: fp}, nil
+	}
 	if len(old) > 0 && old[0] == 'i' {
 		// In flight: read its lease, or take the key over if that has run
 		// out, atomically.

@@ -18,10 +18,11 @@ import (
 )
 
 // replyDropper is a go-redis Dialer whose connections, once armed, let the
-// next EVALSHA reach Redis, wait for its reply, and then break instead of
+// next EVALSHA (or, with cmd set, the next command named cmd) reach Redis, wait for its reply, and then break instead of
 // delivering it: the command was applied, the client sees a network error
 // and go-redis retries it on a new connection.
 type replyDropper struct {
+	cmd     string // default "evalsha"
 	armed   atomic.Bool
 	dropped atomic.Int32
 }
@@ -43,7 +44,11 @@ type droppingConn struct {
 }
 
 func (c *droppingConn) Write(b []byte) (int, error) {
-	if bytes.Contains(b, []byte("evalsha")) && c.d.armed.CompareAndSwap(true, false) {
+	cmd := c.d.cmd
+	if cmd == "" {
+		cmd = "evalsha"
+	}
+	if bytes.Contains(b, []byte("\r\n"+cmd+"\r\n")) && c.d.armed.CompareAndSwap(true, false) {
 		c.mu.Lock()
 		c.poison = true
 		c.mu.Unlock()
@@ -113,6 +118,32 @@ func TestRetriedOperationsSucceed(t *testing.T) {
 	}
 	if r, err := s.Claim(ctx, other, keystore.Fingerprint{2}, time.Minute); err != nil || r.State != keystore.Acquired || r.TookOver {
 		t.Fatalf("claim after the retried Release: %v %v TookOver %v, want a fresh acquire", r.State, err, r.TookOver)
+	}
+}
+
+// A Claim whose SET … NX GET Redis applied, whose reply was lost and which
+// go-redis then retried, acquires the key: the retry finds the claim's own
+// in-flight entry, the same token, and must not report it in flight to the
+// claim that holds it (which would leave the key in flight for the lease).
+func TestRetriedClaimAcquires(t *testing.T) {
+	t.Parallel()
+	direct := standaloneClient(t)
+	d := &replyDropper{cmd: "set"}
+	client := redis.NewClient(&redis.Options{Addr: standaloneAddr, Dialer: d.dial, MaxRetries: 3})
+	t.Cleanup(func() { client.Close() })
+	s := newStore(t, client, direct, redisstore.Config{})
+	ctx := t.Context()
+	key := keystoretest.Key(t)
+	d.armed.Store(true)
+	c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+	if d.dropped.Load() != 1 {
+		t.Fatalf("the reply to the claim's SET was not dropped (%d drops); the test proves nothing", d.dropped.Load())
+	}
+	if err != nil || c.State != keystore.Acquired || c.Token == 0 {
+		t.Fatalf("Claim applied, its reply lost and retried: %v %v token %v, want Acquired", c.State, err, c.Token)
+	}
+	if err := s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 201}, time.Minute); err != nil {
+		t.Errorf("Complete with the retried claim's token: %v", err)
 	}
 }
 
