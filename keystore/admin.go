@@ -113,3 +113,27 @@ type Summary struct {
 	OldestState     EntryState
 	OldestRemaining time.Duration
 }
+
+// Add counts e, the entry of key, holding bytes as its store counts them,
+// into s: a store's Summarize calls it once for each entry it finds. An
+// entry neither in flight nor completed is not counted.
+func (s *Summary) Add(key string, e Entry, bytes int64) {
+	var left time.Duration
+	switch e.State {
+	case Held:
+		s.InFlight++
+		if e.LeaseRunOut {
+			s.LeaseRunOut++
+		}
+		left = e.LeaseRemaining
+	case Recorded:
+		s.Completed++
+		left = e.RetentionRemaining
+	default:
+		return
+	}
+	s.Bytes += bytes
+	if s.InFlight+s.Completed == 1 || left < s.OldestRemaining {
+		s.Oldest, s.OldestState, s.OldestRemaining = key, e.State, left
+	}
+}

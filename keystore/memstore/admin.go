@@ -92,28 +92,8 @@ func (s *Store) Summarize(ctx context.Context) (keystore.Summary, error) {
 	defer s.mu.Unlock()
 	now := s.now()
 	var sum keystore.Summary
-	first := true
 	for id, slot := range s.index {
-		e := s.entryOf(slot, now)
-		var left time.Duration
-		switch e.State {
-		case keystore.Held:
-			sum.InFlight++
-			if e.LeaseRunOut {
-				sum.LeaseRunOut++
-			}
-			left = e.LeaseRemaining
-		case keystore.Recorded:
-			sum.Completed++
-			left = e.RetentionRemaining
-		default:
-			continue
-		}
-		sum.Bytes += s.entries[slot].size
-		if first || left < sum.OldestRemaining {
-			first = false
-			sum.Oldest, sum.OldestState, sum.OldestRemaining = id.String(), e.State, left
-		}
+		sum.Add(id.String(), s.entryOf(slot, now), s.entries[slot].size)
 	}
 	return sum, nil
 }

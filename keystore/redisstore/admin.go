@@ -166,7 +166,6 @@ func (s *Store) Forget(ctx context.Context, key string) (keystore.Entry, error) 
 // scans may be counted or not. Bytes are the bytes of the stored values.
 func (s *Store) Summarize(ctx context.Context) (keystore.Summary, error) {
 	var sum keystore.Summary
-	first := true
 	scan := func(ctx context.Context, c *redis.Client) error {
 		pattern := globEscape(s.prefix) + "{*"
 		var cursor uint64
@@ -205,26 +204,7 @@ func (s *Store) Summarize(ctx context.Context) (keystore.Summary, error) {
 					if err != nil {
 						continue // not ours
 					}
-					var left time.Duration
-					switch e.State {
-					case keystore.Held:
-						sum.InFlight++
-						if e.LeaseRunOut {
-							sum.LeaseRunOut++
-						}
-						left = e.LeaseRemaining
-					case keystore.Recorded:
-						sum.Completed++
-						left = e.RetentionRemaining
-					default:
-						continue
-					}
-					sum.Bytes += int64(len(v))
-					if first || left < sum.OldestRemaining {
-						first = false
-						sum.Oldest = strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+"{"), "}")
-						sum.OldestState, sum.OldestRemaining = e.State, left
-					}
+					sum.Add(strings.TrimSuffix(strings.TrimPrefix(k, s.prefix+"{"), "}"), e, int64(len(v)))
 				}
 			}
 			cursor = next
