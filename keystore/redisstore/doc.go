@@ -101,10 +101,9 @@
 // Complete resent after its record's retention ended, report ErrLeaseLost
 // although their first attempt took effect. Neither can run a handler twice
 // (the middleware treats a lost lease on Release as done, and a record that
-// outlived its retention is gone either way). A retried Claim
-// reports the key in flight (held by its own first attempt, until the lease
-// runs out): that fails safe, nothing runs twice. Set MaxRetries to -1 if
-// you prefer an error over that answer.
+// outlived its retention is gone either way). A retried Claim whose first
+// attempt acquired the key finds its own entry, its own token, and reports
+// the key acquired, as the first attempt did.
 //
 // Configure the Redis server with maxmemory-policy noeviction (or enough
 // memory): every key this store writes has a TTL, so the volatile-* policies
