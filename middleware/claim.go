@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -43,6 +44,7 @@ func (m *Middleware) claim(ctx, sctx context.Context, key string, fp keystore.Fi
 }
 
 // storeClaim runs one Claim under ctx, a context the client cannot cancel
+// (for a NonBlocking store, one it can: see below)
 // (bounded by Config.StoreTimeout): a claim canceled by a client that left
 // may commit in the store while its reply is lost, leaving the key in
 // flight for the whole lease. See abandon for what follows.
@@ -54,7 +56,18 @@ func (m *Middleware) claim(ctx, sctx context.Context, key string, fp keystore.Fi
 // every retry would otherwise meet 409 for the whole lease.
 func (m *Middleware) storeClaim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, error) {
 	if m.nonBlocking {
-		return m.store.Claim(ctx, key, fp, m.storeLease)
+		// A NonBlocking store may be called under the request's own
+		// context: it honours a context done before the call, and then
+		// (keystore.NonBlocking, and the conformance suite's canceled-context
+		// rule) changes nothing; once it has looked, it returns at once.
+		// So a claim refused because the client has just left is sent
+		// again, detached, as any claim once the request arrived: abandon
+		// then releases what it acquires.
+		c, err := m.store.Claim(ctx, key, fp, m.storeLease)
+		if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
+			c, err = m.store.Claim(context.WithoutCancel(ctx), key, fp, m.storeLease)
+		}
+		return c, err
 	}
 	sent := time.Now()
 	tok := keystore.NewClaimToken()

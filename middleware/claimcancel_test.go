@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/middleware"
 )
@@ -152,5 +153,32 @@ func TestClientGoneMidClaimDoesNotBlockKey(t *testing.T) {
 	if w.Code != http.StatusCreated || runs.Load() != 1 {
 		t.Fatalf("retry: %d %s (handler runs %d), want 201 from one run: the abandoned claim must not block the key for its lease",
 			w.Code, w.Body, runs.Load())
+	}
+}
+
+// TestClientGoneBeforeNonBlockingClaim: a NonBlocking store (memstore) is
+// claimed under the request's own context, so a client gone before the
+// claim makes the store refuse it; the middleware claims again, detached,
+// and abandons the key as for any client that left: nothing runs, the key
+// is free for the retry.
+func TestClientGoneBeforeNonBlockingClaim(t *testing.T) {
+	var runs atomic.Int64
+	var ev events
+	m := newMiddleware(t, memstore.New(memstore.Config{}), middleware.Config{Observer: ev.observe})
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w := serve(h, post("k1", feature).WithContext(ctx))
+	if n := runs.Load(); n != 0 || w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("a request whose client was gone before its claim: %d %s, handler runs %d, want 503 and no run", w.Code, w.Body, n)
+	}
+	if got := ev.outcomes(); len(got) != 1 || got[0] != middleware.Canceled {
+		t.Errorf("outcomes %v, want [canceled]", got)
+	}
+	if w := serve(h, post("k1", feature)); w.Code != http.StatusCreated || runs.Load() != 1 {
+		t.Fatalf("retry: %d %s (handler runs %d), want 201 from one run", w.Code, w.Body, runs.Load())
 	}
 }

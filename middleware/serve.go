@@ -76,10 +76,17 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		storeKey = StoreKey(m.scope(r), key)
 	}
 	fp := m.fingerprint(r, path, body)
-	// The exchange is allocated before the claim: its detached context
-	// serves the claim, and, if the key is acquired, the whole run.
-	x := &exchange{base: detached{parent: r.Context()}}
-	var sctx context.Context = &x.base
+	// A store that can block is called under the exchange's detached
+	// context, so the exchange is allocated before the claim. A
+	// keystore.NonBlocking store is called under the request's context
+	// (see storeClaim), and the exchange allocated only when the key is
+	// acquired: a replay needs none.
+	var x *exchange
+	sctx := r.Context()
+	if !m.nonBlocking {
+		x = &exchange{base: detached{parent: r.Context()}}
+		sctx = &x.base
+	}
 	if m.client != nil {
 		sctx = keystore.ContextWithClient(sctx, m.client(r))
 	}
@@ -117,6 +124,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		status := m.replay(r.Context(), w, storeKey, claim.Record)
 		m.done(r.Context(), Event{Outcome: Replayed, Key: storeKey, Status: status}, start)
 		return
+	}
+	if x == nil {
+		x = &exchange{base: detached{parent: r.Context()}}
 	}
 	m.execute(x, w, r, next, body, storeKey, claim, sent, start)
 }
