@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -19,13 +20,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
-
-func redisAddr() string {
-	if a := os.Getenv("GEOIDEM_TEST_REDIS"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
 
 func postgresURL() string {
 	if u := os.Getenv("GEOIDEM_TEST_POSTGRES"); u != "" {
@@ -44,7 +38,7 @@ type keysStore struct {
 
 func keysStores(t *testing.T) []keysStore {
 	suffix := fmt.Sprintf("%x", rand.Uint64())
-	client := redis.NewClient(&redis.Options{Addr: redisAddr(), MaintNotificationsConfig: quiet})
+	client := redis.NewClient(&redis.Options{Addr: redisserver.SharedAddr(), MaintNotificationsConfig: quiet})
 	t.Cleanup(func() { client.Close() })
 	prefix := "geoidem-cli-" + suffix + ":"
 	rs, err := redisstore.New(client, redisstore.Config{KeyPrefix: prefix, Durability: redisstore.AcceptVolatile, Eviction: redisstore.SkipEvictionCheck})
@@ -78,7 +72,7 @@ func keysStores(t *testing.T) []keysStore {
 		}
 	})
 	return []keysStore{
-		{"redis", rs, []string{"-store", "redis://" + redisAddr() + "/0", "-redis-prefix", prefix}},
+		{"redis", rs, []string{"-store", redisserver.SharedURL(), "-redis-prefix", prefix}},
 		{"postgres", ps, []string{"-store", postgresURL(), "-pg-key-table", table}},
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/redisserver"
 )
 
 // TestMain lets the test binary serve as the -kill-receiver child: the
@@ -20,10 +22,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-const (
-	redisURL = "redis://127.0.0.1:6379/0"
-	pgURL    = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-)
+const pgURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 func storeURL(env, def string) string {
 	if u := os.Getenv(env); u != "" {
@@ -131,7 +130,7 @@ func TestMemory(t *testing.T) {
 
 func TestRedisStoreFaults(t *testing.T) {
 	t.Parallel()
-	rows := runChaos(t, "-store", storeURL("GEOIDEM_TEST_REDIS", redisURL), "-store-faults", "-events", "150")
+	rows := runChaos(t, "-store", redisserver.SharedURL(), "-store-faults", "-events", "150")
 	if n := count(t, rows, "store cuts"); n != 2 {
 		t.Errorf("%d store cuts, want 2", n)
 	}
@@ -177,7 +176,7 @@ func TestPathSpellingsRun(t *testing.T) {
 func TestKillSender(t *testing.T) {
 	for name, store := range map[string]string{
 		"memory":   "memory",
-		"redis":    storeURL("GEOIDEM_TEST_REDIS", redisURL),
+		"redis":    redisserver.SharedURL(),
 		"postgres": storeURL("GEOIDEM_TEST_POSTGRES", pgURL),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -327,7 +326,7 @@ func TestPostgresTerminate(t *testing.T) {
 // StoreTimeout), this run had events run twice on Redis and PostgreSQL.
 func TestLeaseStall90(t *testing.T) {
 	for name, store := range map[string]string{
-		"redis":    storeURL("GEOIDEM_TEST_REDIS", redisURL),
+		"redis":    redisserver.SharedURL(),
 		"postgres": storeURL("GEOIDEM_TEST_POSTGRES", pgURL),
 	} {
 		t.Run(name, func(t *testing.T) {

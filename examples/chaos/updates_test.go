@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/redisserver"
 )
 
 // runUpdates runs an -updates run and checks what every one must show:
@@ -48,7 +50,7 @@ func TestUpdatesMemory(t *testing.T) {
 
 func TestUpdatesRedis(t *testing.T) {
 	t.Parallel()
-	runUpdates(t, "-store", storeURL("GEOIDEM_TEST_REDIS", redisURL))
+	runUpdates(t, "-store", redisserver.SharedURL())
 }
 
 func TestUpdatesPostgres(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/examples/internal/ingest"
 	"github.com/geoidem/geoidem/internal/faultproxy"
+	"github.com/geoidem/geoidem/internal/redisserver"
 )
 
 var (
@@ -69,10 +70,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-const (
-	crashRedisURL = "redis://127.0.0.1:6379/0"
-	crashPgURL    = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-)
+const crashPgURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 func envOr(env, def string) string {
 	if v := os.Getenv(env); v != "" {
@@ -108,7 +106,7 @@ func TestSenderCrash(t *testing.T) {
 		{name: "memory", args: func(*testing.T) []string { return []string{"-store", "memory"} }},
 		{name: "redis", args: func(t *testing.T) []string {
 			prefix := "geoidem-i15-crash-" + suffix + ":"
-			u := envOr("GEOIDEM_TEST_REDIS", crashRedisURL)
+			u := redisserver.SharedURL()
 			t.Cleanup(func() { dropRedisPrefix(t, u, prefix) })
 			return []string{"-store", u, "-redis-prefix", prefix, "-redis-volatile"}
 		}},
