@@ -6,14 +6,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/examples/internal/ingest"
-	"github.com/geoidem/geoidem/internal/faultproxy"
 	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/middleware"
 )
@@ -99,26 +97,12 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		label += " (own redis-server, no persistence)"
 	}
 
-	target, _ := url.Parse(rcv.URL())
-	proxy, err := faultproxy.New(target, faultproxy.Config{
-		Seed:      o.seed,
-		LostAck:   0.10,
-		Inject503: 0.05,
-		Inject429: 0.05,
-		Reset:     0.05,
-		Delay:     0.05,
-		DelayFor:  delayFor, // past the senders' attempt timeout
-	})
+	proxy, proxyURL, err := startProxy(rcv.URL(), o.seed)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
 		return 1
 	}
 	defer proxy.Close()
-	proxyURL, err := proxy.Start()
-	if err != nil {
-		fmt.Fprintf(stderr, "chaos: %v\n", err)
-		return 1
-	}
 
 	evs := makeEvents(o.events, o.seed, suffix)
 	var jobs []*event
@@ -142,11 +126,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		acked acks
 		done  atomic.Int64
 	)
-	var prepare func(*http.Request, client.AttemptStart) error
-	if o.pathSpellings {
-		prepare = spellPath
-	}
-	senders, closeIdle, err := newSenders(o.senders, o.attempts, o.seed, &t, &dl, prepare)
+	senders, closeIdle, err := newSenders(o.senders, o.attempts, o.seed, &t, &dl, o.pathSpellings)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
 		return 1
@@ -206,15 +186,10 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 
 	// Stop the faults; let every held request land before looking.
-	proxy.Pause()
-	sctx, cancel := context.WithTimeout(ctx, delayFor+30*time.Second)
-	err = proxy.Shutdown(sctx)
-	cancel()
-	if err != nil {
+	if rep.proxy, err = drainProxy(ctx, proxy); err != nil {
 		fmt.Fprintf(stderr, "chaos: proxy shutdown: %v\n", err)
 		return 1
 	}
-	rep.proxy = proxy.Stats()
 
 	// Before anything is sent again: every acknowledged event's effect
 	// must be there. A re-send would run an event whose record was lost

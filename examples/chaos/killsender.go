@@ -85,7 +85,7 @@ func runSenderChild(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	defer sink.Close()
 	var t tally
-	ss, closeIdle, err := newSenders(senders, attempts, seed, &t, sink, nil)
+	ss, closeIdle, err := newSenders(senders, attempts, seed, &t, sink, false)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos sender: %v\n", err)
 		return 1

@@ -33,9 +33,13 @@ func (t *tally) observe(a client.Attempt) {
 
 // newSenders returns n paired senders sharing one transport without
 // keep-alives (so that every fault reaches a sender rather than being
-// re-sent by net/http), each with its own seeded jitter, preparing each
-// attempt with prepare if not nil.
-func newSenders(n, attempts int, seed uint64, t *tally, dl client.DeadLetterSink, prepare func(*http.Request, client.AttemptStart) error) ([]*client.Sender, func(), error) {
+// re-sent by net/http), each with its own seeded jitter, sending each
+// attempt to another spelling of its path when spellings is set.
+func newSenders(n, attempts int, seed uint64, t *tally, dl client.DeadLetterSink, spellings bool) ([]*client.Sender, func(), error) {
+	var prepare func(*http.Request, client.AttemptStart) error
+	if spellings {
+		prepare = spellPath
+	}
 	tr := &http.Transport{DisableKeepAlives: true, MaxConnsPerHost: 0}
 	hc := &http.Client{Transport: tr}
 	ss := make([]*client.Sender, n)

@@ -44,7 +44,7 @@ func TestPathSpellings(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tl tally
-	ss, closeIdle, err := newSenders(1, len(pathSpellings), 1, &tl, nil, spellPath)
+	ss, closeIdle, err := newSenders(1, len(pathSpellings), 1, &tl, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,30 +139,18 @@ func updatesChaos(ctx context.Context, o options, stdout, stderr io.Writer) int 
 		return 1
 	}
 	defer rcv.Close()
-	target, _ := url.Parse(rcv.URL())
-	proxy, err := faultproxy.New(target, faultproxy.Config{
-		Seed: o.seed, LostAck: 0.10, Inject503: 0.05, Inject429: 0.05, Reset: 0.05, Delay: 0.05, DelayFor: delayFor,
-	})
+	proxy, proxyURL, err := startProxy(rcv.URL(), o.seed)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
 		return 1
 	}
 	defer proxy.Close()
-	proxyURL, err := proxy.Start()
-	if err != nil {
-		fmt.Fprintf(stderr, "chaos: %v\n", err)
-		return 1
-	}
 	var (
 		t  tally
 		dl deadLetters
 		mu sync.Mutex
 	)
-	var prepare func(*http.Request, client.AttemptStart) error
-	if o.pathSpellings {
-		prepare = spellPath
-	}
-	senders, closeIdle, err := newSenders(o.senders, o.attempts, o.seed, &t, &dl, prepare)
+	senders, closeIdle, err := newSenders(o.senders, o.attempts, o.seed, &t, &dl, o.pathSpellings)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
 		return 1
@@ -173,7 +161,7 @@ func updatesChaos(ctx context.Context, o options, stdout, stderr io.Writer) int 
 		label = ingest.Redacted(o.store)
 	}
 	rep := updatesReport{store: label, features: o.events, perFeature: o.updates, senders: o.senders}
-	deliver := func(base string, queue <-chan client.Delivery) (failed int) {
+	deliver := func(queue <-chan client.Delivery) (failed int) {
 		var wg sync.WaitGroup
 		for _, s := range senders {
 			wg.Go(func() {
@@ -206,20 +194,15 @@ func updatesChaos(ctx context.Context, o options, stdout, stderr io.Writer) int 
 			}
 		}
 	}()
-	deliver(proxyURL, queue)
+	deliver(queue)
 	if ctx.Err() != nil {
 		fmt.Fprintf(stderr, "chaos: %v\n", ctx.Err())
 		return 1
 	}
-	proxy.Pause()
-	sctx, cancel := context.WithTimeout(ctx, delayFor+30*time.Second)
-	err = proxy.Shutdown(sctx)
-	cancel()
-	if err != nil {
+	if rep.proxy, err = drainProxy(ctx, proxy); err != nil {
 		fmt.Fprintf(stderr, "chaos: proxy shutdown: %v\n", err)
 		return 1
 	}
-	rep.proxy = proxy.Stats()
 
 	// The dead letters, re-driven straight to the receiver: old
 	// observations arriving last.
@@ -230,7 +213,7 @@ func updatesChaos(ctx context.Context, o options, stdout, stderr io.Writer) int 
 		queue <- client.Delivery{URL: rcv.URL() + "/features", Key: d.Key, Body: d.Payload, ContentType: d.ContentType}
 	}
 	close(queue)
-	rep.redriven, rep.redriveFailed = len(dls), deliver(rcv.URL(), queue)
+	rep.redriven, rep.redriveFailed = len(dls), deliver(queue)
 	dl.take()
 
 	// The check: every feature holds its newest observation.
