@@ -46,6 +46,27 @@ var (
 	ErrNotCompleted = errors.New("keystore: the key holds no completed record")
 )
 
+// CanFree is Admin.Free's rule, for a store that applies it in Go: nil
+// when e, the entry Free found, may be deleted, else the error Free
+// returns.
+func CanFree(e Entry, force bool) error {
+	switch {
+	case e.State != Held:
+		return ErrNotInFlight
+	case !e.LeaseRunOut && !force:
+		return ErrLeaseRunning
+	}
+	return nil
+}
+
+// CanForget is Admin.Forget's rule, as CanFree is Free's.
+func CanForget(e Entry) error {
+	if e.State != Recorded {
+		return ErrNotCompleted
+	}
+	return nil
+}
+
 // EntryState says what Admin.Inspect found under a key.
 type EntryState int
 

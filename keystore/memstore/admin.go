@@ -42,28 +42,17 @@ func (s *Store) Inspect(ctx context.Context, key string) (keystore.Entry, error)
 
 // Free implements keystore.Admin.
 func (s *Store) Free(ctx context.Context, key string, force bool) (keystore.Entry, error) {
-	if err := ctx.Err(); err != nil {
-		return keystore.Entry{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	slot, ok := s.index[idOf(key)]
-	if !ok {
-		return keystore.Entry{}, keystore.ErrNotInFlight
-	}
-	e := s.entryOf(slot, s.now())
-	switch {
-	case e.State != keystore.Held:
-		return e, keystore.ErrNotInFlight
-	case !e.LeaseRunOut && !force:
-		return e, keystore.ErrLeaseRunning
-	}
-	s.remove(slot)
-	return e, nil
+	return s.change(ctx, key, func(e keystore.Entry) error { return keystore.CanFree(e, force) })
 }
 
 // Forget implements keystore.Admin.
 func (s *Store) Forget(ctx context.Context, key string) (keystore.Entry, error) {
+	return s.change(ctx, key, keystore.CanForget)
+}
+
+// change removes key's entry when rule, given the entry as it is, says
+// nil; else it returns the entry with rule's error, changing nothing.
+func (s *Store) change(ctx context.Context, key string, rule func(keystore.Entry) error) (keystore.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return keystore.Entry{}, err
 	}
@@ -71,11 +60,11 @@ func (s *Store) Forget(ctx context.Context, key string) (keystore.Entry, error) 
 	defer s.mu.Unlock()
 	slot, ok := s.index[idOf(key)]
 	if !ok {
-		return keystore.Entry{}, keystore.ErrNotCompleted
+		return keystore.Entry{}, rule(keystore.Entry{})
 	}
 	e := s.entryOf(slot, s.now())
-	if e.State != keystore.Recorded {
-		return e, keystore.ErrNotCompleted
+	if err := rule(e); err != nil {
+		return e, err
 	}
 	s.remove(slot)
 	return e, nil

@@ -90,25 +90,12 @@ func (s *Store) change(ctx context.Context, op, key string, del func(keystore.En
 // Free implements keystore.Admin: the row, locked, read and deleted in one
 // transaction.
 func (s *Store) Free(ctx context.Context, key string, force bool) (keystore.Entry, error) {
-	return s.change(ctx, "free", key, func(e keystore.Entry) error {
-		switch {
-		case e.State != keystore.Held:
-			return keystore.ErrNotInFlight
-		case !e.LeaseRunOut && !force:
-			return keystore.ErrLeaseRunning
-		}
-		return nil
-	})
+	return s.change(ctx, "free", key, func(e keystore.Entry) error { return keystore.CanFree(e, force) })
 }
 
 // Forget implements keystore.Admin, as Free does.
 func (s *Store) Forget(ctx context.Context, key string) (keystore.Entry, error) {
-	return s.change(ctx, "forget", key, func(e keystore.Entry) error {
-		if e.State != keystore.Recorded {
-			return keystore.ErrNotCompleted
-		}
-		return nil
-	})
+	return s.change(ctx, "forget", key, keystore.CanForget)
 }
 
 // Summarize implements keystore.Admin: a count over the whole table, and
