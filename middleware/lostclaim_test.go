@@ -38,44 +38,40 @@ func (s *lostReplyStore) Claim(ctx context.Context, key string, fp keystore.Fing
 }
 
 // lostClaimReply sends a request whose claim commits but whose reply is
-// lost: it is answered 503, not executed. Then it retries the key every
-// 100 ms, with sleep, until the handler runs, for at most 20 s (the lease
-// the store was asked for is 47 s): the claim that took the key must be
-// released in the background, not block every retry with 409 for the
-// whole lease.
-func lostClaimReply(t *testing.T, inner keystore.Store, sleep func(time.Duration)) {
+// lost: it is answered 503, not executed. The claim that took the key must
+// be released in the background, not block every retry with 409 for the
+// whole lease the store was asked for (47 s). Shutdown waits for that
+// background release, so the test waits for it there, a condition rather
+// than a time; then the retry, through a second middleware on the same
+// store, must run the handler.
+func lostClaimReply(t *testing.T, inner keystore.Store) {
 	t.Helper()
 	store := &lostReplyStore{Store: inner}
-	m := newMiddleware(t, store, middleware.Config{})
 	var runs atomic.Int64
-	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
 		w.WriteHeader(http.StatusCreated)
-	}))
-	wantProblem(t, serve(h, post("k1", feature)), http.StatusServiceUnavailable, middleware.ProblemStoreDown)
-	var last int
-	for range 200 {
-		last = serve(h, post("k1", feature)).Code
-		if last != http.StatusConflict {
-			break
-		}
-		sleep(100 * time.Millisecond)
-	}
+	})
+	m := newMiddleware(t, store, middleware.Config{})
+	wantProblem(t, serve(m.Handler(handler), post("k1", feature)), http.StatusServiceUnavailable, middleware.ProblemStoreDown)
+	shutdown(t, m)
+	retry := newMiddleware(t, store, middleware.Config{})
+	last := serve(retry.Handler(handler), post("k1", feature)).Code
 	if last != http.StatusCreated || runs.Load() != 1 {
-		t.Fatalf("retries after the lost claim reply: last answer %d, handler runs %d; want 201 from one run within 20 s",
+		t.Fatalf("retry after the lost claim reply and its background release: last answer %d, handler runs %d; want 201 from one run",
 			last, runs.Load())
 	}
-	shutdown(t, m)
+	shutdown(t, retry)
 }
 
 func TestLostClaimReplyIsReleasedMemstore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lostClaimReply(t, new(memstore.Store), time.Sleep)
+		lostClaimReply(t, new(memstore.Store))
 	})
 }
 
 func TestLostClaimReplyIsReleasedRedis(t *testing.T) {
-	lostClaimReply(t, newRedisStore(t), time.Sleep)
+	lostClaimReply(t, newRedisStore(t))
 }
 
 // newRedisStore returns a redisstore.Store on the shared test Redis, under
@@ -105,5 +101,5 @@ func newRedisStore(t *testing.T) *redisstore.Store {
 }
 
 func TestLostClaimReplyIsReleasedPostgres(t *testing.T) {
-	lostClaimReply(t, newPGStore(t), time.Sleep)
+	lostClaimReply(t, newPGStore(t))
 }
