@@ -63,13 +63,9 @@ type Result struct {
 // sink's error when Put failed; errors.As finds it either way); the Result
 // then describes the last attempt.
 func (s *Sender) Deliver(ctx context.Context, d Delivery) (Result, error) {
-	keyHeader, err := EncodeKey(d.Key)
+	keyHeader, method, err := keyAndMethod(d)
 	if err != nil {
 		return Result{}, err
-	}
-	method := d.Method
-	if method == "" {
-		method = http.MethodPost
 	}
 	if err := checkTarget(method, d.URL); err != nil {
 		return Result{}, err
@@ -110,13 +106,9 @@ func (s *Sender) newPending(d Delivery, method, keyHeader string) *pending {
 // failed delivery, it is handed to the dead-letter sink with cause as its
 // last error.
 func (s *Sender) notSent(ctx context.Context, d Delivery, reason, cause error) (Result, error) {
-	keyHeader, err := EncodeKey(d.Key)
+	keyHeader, method, err := keyAndMethod(d)
 	if err != nil {
 		return Result{}, err
-	}
-	method := d.Method
-	if method == "" {
-		method = http.MethodPost
 	}
 	return s.fail(ctx, s.newPending(d, method, keyHeader), Result{}, outcome{err: cause}, reason)
 }
@@ -338,4 +330,16 @@ func reasonName(reason error) string {
 	default:
 		return "canceled"
 	}
+}
+
+// keyAndMethod returns d's key as its header value and d's method (POST
+// when unset).
+func keyAndMethod(d Delivery) (keyHeader, method string, err error) {
+	if keyHeader, err = EncodeKey(d.Key); err != nil {
+		return "", "", err
+	}
+	if method = d.Method; method == "" {
+		method = http.MethodPost
+	}
+	return keyHeader, method, nil
 }
