@@ -127,27 +127,24 @@ var refusals = map[string]error{
 // Handler returns the handler that serves a.
 func Handler(a keystore.Admin) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /inspect", func(w http.ResponseWriter, r *http.Request) {
-		key, ok := keyOf(w, r)
-		if ok {
-			e, err := a.Inspect(r.Context(), key)
-			reply(w, e, err)
+	// byKey serves an operation on the key the query names.
+	byKey := func(op func(r *http.Request, key string) (keystore.Entry, error)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if key, ok := keyOf(w, r); ok {
+				e, err := op(r, key)
+				reply(w, e, err)
+			}
 		}
-	})
-	mux.HandleFunc("POST /free", func(w http.ResponseWriter, r *http.Request) {
-		key, ok := keyOf(w, r)
-		if ok {
-			e, err := a.Free(r.Context(), key, r.URL.Query().Get("force") == "true")
-			reply(w, e, err)
-		}
-	})
-	mux.HandleFunc("POST /forget", func(w http.ResponseWriter, r *http.Request) {
-		key, ok := keyOf(w, r)
-		if ok {
-			e, err := a.Forget(r.Context(), key)
-			reply(w, e, err)
-		}
-	})
+	}
+	mux.Handle("GET /inspect", byKey(func(r *http.Request, key string) (keystore.Entry, error) {
+		return a.Inspect(r.Context(), key)
+	}))
+	mux.Handle("POST /free", byKey(func(r *http.Request, key string) (keystore.Entry, error) {
+		return a.Free(r.Context(), key, r.URL.Query().Get("force") == "true")
+	}))
+	mux.Handle("POST /forget", byKey(func(r *http.Request, key string) (keystore.Entry, error) {
+		return a.Forget(r.Context(), key)
+	}))
 	mux.HandleFunc("GET /summary", func(w http.ResponseWriter, r *http.Request) {
 		s, err := a.Summarize(r.Context())
 		if err != nil {
