@@ -38,6 +38,7 @@ func tinyOptions(t *testing.T) options {
 	o.hostileBody, o.hostileHoles, o.hostileCircle = 64<<10, []int{1000}, 1000
 	o.faultEvents, o.faultSenders, o.faultWriteDelay = 40, 4, 5*time.Millisecond
 	o.faultStall, o.faultPGKills = time.Second, 3
+	o.journalOps, o.journalTime, o.journalRounds = 50, 50*time.Millisecond, 2
 	if addr := os.Getenv("GEOIDEM_REDIS_ADDR"); addr != "" {
 		o.redisAddr = addr
 	}
@@ -76,7 +77,9 @@ func TestRun(t *testing.T) {
 			t.Errorf("REPORT.md lacks section %q", s.title)
 		}
 	}
-	for _, want := range []string{"## Summary", "runtime.NumCPU", "GOMAXPROCS", "go test ./bench", "handler ran 1 time(s)", "### Validate ÷ json.Valid", "geojson.Validate ÷ encoding/json.Valid (speed)"} {
+	for _, want := range []string{"## Summary", "runtime.NumCPU", "GOMAXPROCS", "go test ./bench", "handler ran 1 time(s)", "### Validate ÷ json.Valid", "geojson.Validate ÷ encoding/json.Valid (speed)",
+		"## Issue 24 goals", "memstore first call ÷ bare handler, req/s, 8 client(s)", "allocations per request, whole server, pgstore replay, 1 client(s)",
+		"geojson.Validate ÷ encoding/json.Valid, zigzag 100k (speed)", "sender journal, serial deliveries/s ÷ the disk's fsyncs/s", "journal deliveries ÷ fsyncs"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("REPORT.md lacks %q", want)
 		}
@@ -286,6 +289,13 @@ func TestParseOnly(t *testing.T) {
 	}
 	if _, err := parseOnly("plots"); err == nil {
 		t.Error("unknown section accepted")
+	}
+	got, err = parseOnly("goals,8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]bool{"http": true, "validate": true, "journal": true}; !reflect.DeepEqual(got, want) {
+		t.Errorf("goals: got %v, want %v", got, want)
 	}
 }
 

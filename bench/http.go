@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/geoidem/geoidem/keystore"
@@ -23,15 +21,6 @@ import (
 // Section 1: what the middleware costs over loopback HTTP, against the bare
 // handler and against hand-written handlers that make the same store round
 // trips themselves.
-
-// measurement is one bounded run of requests against one server.
-type measurement struct {
-	n    int
-	wall time.Duration
-	lat  []time.Duration // sorted
-}
-
-func (m measurement) rps() float64 { return float64(m.n) / m.wall.Seconds() }
 
 // pct returns the p-th percentile (0 < p ≤ 100) by the nearest-rank method.
 func pct(lat []time.Duration, p float64) time.Duration {
@@ -72,54 +61,6 @@ func post(ctx context.Context, c *http.Client, url, key string, wantReplay bool)
 		return fmt.Errorf("Idempotent-Replayed %v, want %v", replayed, wantReplay)
 	}
 	return nil
-}
-
-// measure runs conc clients against url until maxReq requests are done or
-// maxTime has passed, whichever comes first, after a short warm-up that
-// opens the connections. key(i) is the key of request i.
-func measure(ctx context.Context, url string, conc, maxReq int, maxTime time.Duration, key func(i int64) string, wantReplay bool) (measurement, error) {
-	c := newClient(conc)
-	defer c.CloseIdleConnections()
-	var next atomic.Int64
-	var failed atomic.Pointer[error]
-	phase := func(limit int64, deadline time.Time, record bool) [][]time.Duration {
-		lats := make([][]time.Duration, conc)
-		var wg sync.WaitGroup
-		for w := range conc {
-			wg.Go(func() {
-				for failed.Load() == nil && ctx.Err() == nil {
-					i := next.Add(1)
-					if i > limit || (record && time.Now().After(deadline)) {
-						return
-					}
-					t0 := time.Now()
-					if err := post(ctx, c, url, key(i), wantReplay); err != nil {
-						failed.CompareAndSwap(nil, &err)
-						return
-					}
-					if record {
-						lats[w] = append(lats[w], time.Since(t0))
-					}
-				}
-			})
-		}
-		wg.Wait()
-		return lats
-	}
-	phase(int64(2*conc), time.Time{}, false) // warm-up: 2 requests per client
-	start := time.Now()
-	lats := phase(next.Load()+int64(maxReq), start.Add(maxTime), true)
-	m := measurement{wall: time.Since(start)}
-	if p := failed.Load(); p != nil {
-		return m, *p
-	}
-	if err := ctx.Err(); err != nil {
-		return m, err
-	}
-	m.lat = slices.Concat(lats...)
-	slices.Sort(m.lat)
-	m.n = len(m.lat)
-	return m, nil
 }
 
 // httpTarget is one server of section 1.
@@ -202,6 +143,7 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 		rps   float64         // median over the rounds
 		ratio []float64       // per round: throughput ÷ that round's bare
 		vsBL  []float64       // per round: throughput ÷ that round's baseline
+		alloc []float64       // per round: heap allocations per request
 	}
 	modes := []string{"first call", "replay"}
 	results := map[string]*cell{} // name|mode|conc; name "bare" for the bare handler
@@ -219,7 +161,8 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 		}
 		for round := range rounds {
 			o.logf("http: %d clients, round %d of %d", conc, round+1, rounds)
-			m, err := measure(ctx, bare.URL+"/features", conc, perReq, perTime, func(i int64) string { return "bare-" + strconv.FormatInt(i, 10) }, false)
+			bareKey := func(dst []byte, i int64) []byte { return strconv.AppendInt(append(dst, "bare-"...), i, 10) }
+			m, err := measure(ctx, bare.Listener.Addr().String(), conc, perReq, perTime, bareKey, false)
 			if err != nil {
 				return fmt.Errorf("bare, %d clients: %w", conc, err)
 			}
@@ -230,14 +173,14 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 			results[k].runs = append(results[k].runs, m)
 			for _, t := range targets {
 				for _, mode := range modes {
-					url := servers[t.name].URL + "/features"
+					addr := servers[t.name].Listener.Addr().String()
 					prefix := fmt.Sprintf("%s-%d-%d-%s-", sv.id, conc, round, strings.ReplaceAll(t.name, " ", "_"))
-					key := func(i int64) string { return prefix + strconv.FormatInt(i, 10) }
+					key := func(dst []byte, i int64) []byte { return strconv.AppendInt(append(dst, prefix...), i, 10) }
 					if mode == "replay" {
 						h := hot[t.name]
-						key = func(int64) string { return h }
+						key = func(dst []byte, _ int64) []byte { return append(dst, h...) }
 					}
-					m, err := measure(ctx, url, conc, perReq, perTime, key, mode == "replay")
+					m, err := measure(ctx, addr, conc, perReq, perTime, key, mode == "replay")
 					if err != nil {
 						return fmt.Errorf("%s, %s, %d clients: %w", t.name, mode, conc, err)
 					}
@@ -256,6 +199,7 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 		var rps []float64
 		for i, m := range c.runs {
 			rps = append(rps, m.rps())
+			c.alloc = append(c.alloc, m.allocs())
 			c.lat = append(c.lat, m.lat...)
 			c.ratio = append(c.ratio, m.rps()/results[cellKey("bare", "", conc)].runs[i].rps())
 			for _, t := range targets {
@@ -268,13 +212,19 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 		c.rps = median(rps)
 	}
 
-	s.line("Each server is an `httptest.Server` on 127.0.0.1; the clients are goroutines sharing one keep-alive `http.Transport`, each")
-	s.line("sending the next request as soon as its last one is answered. Every measurement stops at %d requests or after %v, whichever", o.httpRequests, o.httpTime)
+	s.line("Each server is an `httptest.Server` on 127.0.0.1. The load generator works like wrk: every client is one keep-alive TCP")
+	s.line("connection, driven by its own goroutine, that writes each request from a reused buffer and parses the answer in place, sending")
+	s.line("the next request as soon as its last one is answered; it allocates nothing per request. Every measurement stops at %d requests or after %v, whichever", o.httpRequests, o.httpTime)
 	s.line("comes first, after a warm-up of 2 requests per client. The body is a %d-byte Point Feature; the handler reads it and answers", len(feature))
 	s.line("201 with a small JSON document. The middleware runs with its default Config (no validator: this is the idempotency cost alone).")
 	s.line("*First call*: every request a new key (claim, handler, record). *Replay*: one key, completed before the measurement, sent by")
 	s.line("every request (claim finds the record; the handler does not run). Every answer is checked: 201, and `Idempotent-Replayed: true`")
 	s.line("exactly for replays. The bare handler gets the same requests, a new key header on each, so only the middleware differs.")
+	s.line("")
+	s.line("*allocs/req* is the whole server's heap allocations per request: `runtime.MemStats.Mallocs` before and after the measured requests")
+	s.line("(after the warm-up), divided by the requests. Server and load generator share the process, but the generator allocates nothing")
+	s.line("per request (`TestRawClientAllocs`), so the count is the server's: net/http, the middleware, the store and its Redis or PostgreSQL")
+	s.line("client, as a count of the server process under wrk would be. It is the median over the rounds; it varies little between rounds.")
 	s.line("")
 	s.line("- **redisstore**: Redis %s, go-redis v9 default pool, a random key prefix removed afterwards. **Redis by hand**: the bare handler", o.redisAddr)
 	s.line("  doing `SET key - NX PX 30000 GET` before (one round trip; a replay gets the record from it) and `SET key record PX` after.")
@@ -289,7 +239,7 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	s.line("bare handler and then every handler and mode in turn. req/s is the median over the rounds, p50 and p99 are over all rounds'")
 	s.line("requests, and each ratio is the median over the rounds of the ratio within a round, followed by its range over the rounds.")
 	s.line("")
-	header := []string{"handler", "mode", "clients", "requests", "req/s", "p50", "p99", "× bare (req/s)", "× by-hand baseline (req/s)"}
+	header := []string{"handler", "mode", "clients", "requests", "req/s", "p50", "p99", "allocs/req", "× bare (req/s)", "× by-hand baseline (req/s)"}
 	var rows [][]string
 	ratioText := func(r []float64) string {
 		if len(r) == 0 {
@@ -303,12 +253,12 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	for _, conc := range o.clients {
 		b := results[cellKey("bare", "", conc)]
 		rows = append(rows, []string{"bare", "–", fmt.Sprint(conc), fmt.Sprint(len(b.lat)), fmt.Sprintf("%.0f", b.rps),
-			fmtDur(pct(b.lat, 50)), fmtDur(pct(b.lat, 99)), "1", ""})
+			fmtDur(pct(b.lat, 50)), fmtDur(pct(b.lat, 99)), fmt.Sprintf("%.1f", median(b.alloc)), "1", ""})
 		for _, t := range targets {
 			for _, mode := range modes {
 				c := results[cellKey(t.name, mode, conc)]
 				rows = append(rows, []string{t.name, mode, fmt.Sprint(conc), fmt.Sprint(len(c.lat)), fmt.Sprintf("%.0f", c.rps),
-					fmtDur(pct(c.lat, 50)), fmtDur(pct(c.lat, 99)), ratioText(c.ratio), ratioText(c.vsBL)})
+					fmtDur(pct(c.lat, 50)), fmtDur(pct(c.lat, 99)), fmt.Sprintf("%.1f", median(c.alloc)), ratioText(c.ratio), ratioText(c.vsBL)})
 			}
 		}
 	}
@@ -336,6 +286,54 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 		groups: groups, names: names, values: values, ref: 1,
 	}.render()); err != nil {
 		return err
+	}
+
+	// Issue 24's goals: the ratios at every client count, then the
+	// allocations.
+	ratioGoals := []struct {
+		name, mode, figure string
+		vsBaseline         bool
+		bound              float64
+	}{
+		{"memstore", "first call", "memstore first call ÷ bare handler", false, 0.9},
+		{"memstore", "replay", "memstore replay ÷ bare handler", false, 0.95},
+		{"redisstore", "first call", "redisstore first call ÷ Redis by hand", true, 1.0},
+		{"pgstore", "first call", "pgstore first call ÷ PostgreSQL by hand", true, 1.0},
+		{"pgstore", "replay", "pgstore replay ÷ PostgreSQL by hand", true, 1.0},
+	}
+	for _, g := range ratioGoals {
+		for _, conc := range o.clients {
+			c := results[cellKey(g.name, g.mode, conc)]
+			r := c.ratio
+			if g.vsBaseline {
+				r = c.vsBL
+			}
+			s.goal(ratioGoal(fmt.Sprintf("%s, req/s, %d client(s)", g.figure, conc), median(r), r, g.bound))
+		}
+	}
+	allocGoals := []struct {
+		name, baseline string
+		first, replay  float64 // allowed extra allocations over the baseline
+	}{
+		{"memstore", "bare", 8, 4},
+		{"redisstore", "Redis by hand", 10, 10},
+		{"pgstore", "PostgreSQL by hand", 15, 15},
+	}
+	for _, g := range allocGoals {
+		for _, conc := range o.clients {
+			for _, mode := range modes {
+				base := results[cellKey(g.baseline, mode, conc)]
+				if g.baseline == "bare" {
+					base = results[cellKey("bare", "", conc)]
+				}
+				extra := g.first
+				if mode == "replay" {
+					extra = g.replay
+				}
+				s.goal(allocGoal(fmt.Sprintf("allocations per request, whole server, %s %s, %d client(s)", g.name, mode, conc),
+					results[cellKey(g.name, mode, conc)].alloc, base.alloc, g.baseline, extra))
+			}
+		}
 	}
 
 	for _, conc := range o.clients {

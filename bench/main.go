@@ -1,7 +1,7 @@
 // Command bench measures geoidem against the baselines that matter, in one
 // run on one machine, and writes bench/REPORT.md with its SVG figures.
 //
-//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage,hostile,faults]
+//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage,hostile,faults,journal|goals]
 //
 // Sections (numbered as in issue 8):
 //
@@ -19,7 +19,13 @@
 //     key store (issue 17): a Redis restart without persistence and with
 //     AOF, a Redis stall, a failover with and without WaitReplicas,
 //     pg_terminate_backend under load; each row a run
-//     of examples/chaos (which it builds), quoting its command.
+//     of examples/chaos (which it builds), quoting its command;
+//  8. journal: serial deliveries through an Outbox with a FileJournal
+//     against a raw write-and-fsync loop in the same directory (issue 24).
+//
+// Under the summary, "Issue 24 goals" puts every figure of issue 24's table
+// that the run measured (sections 1, 3 and 8) next to its goal; -only goals
+// runs just those sections.
 //
 // Sections 1, 2 and 7 need Redis on 127.0.0.1:6379 and PostgreSQL at
 // postgres://postgres@127.0.0.1:5432/test (see -redis and -postgres); a
@@ -86,11 +92,21 @@ type options struct {
 	faultWriteDelay time.Duration // its pause before each feature write
 	faultStall      time.Duration // how long the Redis stall lasts
 	faultPGKills    int           // pg_terminate_backend rounds
+
+	// Section 8.
+	journalDir    string        // directory of the journal and the fsync loop ("": the system's temporary directory)
+	journalOps    int           // operation bound of each measurement
+	journalTime   time.Duration // time bound of each measurement
+	journalRounds int           // interleaved rounds
 }
 
 // sectionNames are the -only names, in report order; the issue's numbers
 // are accepted as well.
-var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults"}
+var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults", "journal"}
+
+// goalSections are the sections -only goals stands for: those that measure
+// the figures of issue 24's goals.
+var goalSections = []string{"http", "validate", "journal"}
 
 func defaultOptions(quick bool) options {
 	o := options{
@@ -123,6 +139,10 @@ func defaultOptions(quick bool) options {
 		faultWriteDelay: 20 * time.Millisecond,
 		faultStall:      3 * time.Second,
 		faultPGKills:    20,
+
+		journalOps:    5000,
+		journalTime:   2 * time.Second,
+		journalRounds: 5,
 	}
 	if quick {
 		o.httpRequests, o.httpTime, o.httpRounds = 2000, 600*time.Millisecond, 3
@@ -130,6 +150,7 @@ func defaultOptions(quick bool) options {
 		o.occClients = []int{10, 50, 100, 190}
 		o.occTrials = 20
 		o.faultEvents = 500
+		o.journalTime, o.journalRounds = 300*time.Millisecond, 3
 	}
 	return o
 }
@@ -157,6 +178,12 @@ func parseOnly(s string) (map[string]bool, error) {
 		if f == "" {
 			continue
 		}
+		if f == "goals" {
+			for _, name := range goalSections {
+				only[name] = true
+			}
+			continue
+		}
 		known := false
 		for i, name := range sectionNames {
 			if f == name || f == fmt.Sprint(i+1) {
@@ -164,7 +191,7 @@ func parseOnly(s string) (map[string]bool, error) {
 			}
 		}
 		if !known {
-			return nil, fmt.Errorf("unknown section %q (want %s, or 1 to %d)", f, strings.Join(sectionNames, ", "), len(sectionNames))
+			return nil, fmt.Errorf("unknown section %q (want %s, goals, or 1 to %d)", f, strings.Join(sectionNames, ", "), len(sectionNames))
 		}
 	}
 	return only, nil
@@ -173,14 +200,15 @@ func parseOnly(s string) (map[string]bool, error) {
 func main() {
 	quick := flag.Bool("quick", false, "smaller sizes, for a quick look")
 	out := flag.String("out", "bench", "directory for REPORT.md and its figures")
-	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-7); default all")
+	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-8), or goals (= "+strings.Join(goalSections, ",")+"); default all")
 	seed := flag.Uint64("seed", 1, "seed of the simulations (sections occ and outage)")
 	redisAddr := flag.String("redis", "127.0.0.1:6379", "Redis address")
 	pgURL := flag.String("postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL connection string")
+	journalDir := flag.String("journal-dir", "", "directory on the disk section journal measures (default: the system's temporary directory)")
 	flag.Parse()
 
 	o := defaultOptions(*quick)
-	o.out, o.seed, o.redisAddr, o.postgresURL = *out, *seed, *redisAddr, *pgURL
+	o.out, o.seed, o.redisAddr, o.postgresURL, o.journalDir = *out, *seed, *redisAddr, *pgURL, *journalDir
 	var err error
 	if o.only, err = parseOnly(*only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -20,6 +20,7 @@ type section struct {
 	title     string
 	md        strings.Builder
 	headlines []headline
+	goals     *goalBook // the run's, shared by its sections
 }
 
 // A headline is one row of the summary at the top of the report.
@@ -30,6 +31,9 @@ func (s *section) line(format string, args ...any) {
 	fmt.Fprintf(&s.md, format, args...)
 	s.md.WriteByte('\n')
 }
+
+// goal adds a row to the run's table of issue 24's goals.
+func (s *section) goal(g goalRow) { s.goals.add(s.name, g) }
 
 func (s *section) headline(what, format string, args ...any) {
 	s.headlines = append(s.headlines, headline{what, fmt.Sprintf(format, args...)})
@@ -79,6 +83,7 @@ var sections = []struct {
 	{"outage", "5. Webhook outage and recovery", runOutage},
 	{"hostile", "6. Hostile inputs", runHostile},
 	{"faults", "7. Store faults", runFaults},
+	{"journal", "8. Sender journal against the disk's fsync", runJournal},
 }
 
 // environment describes the machine and the moment of a run.
@@ -149,6 +154,7 @@ func run(ctx context.Context, o *options) (*report, error) {
 	env.loadedAtStart = loaded(env.loadStart)
 	rep := &report{path: filepath.Join(o.out, "REPORT.md")}
 	var done []*section
+	goals := &goalBook{}
 	for _, def := range sections {
 		if !o.wants(def.name) {
 			continue
@@ -156,7 +162,7 @@ func run(ctx context.Context, o *options) (*report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		s := &section{o: o, name: def.name, title: def.title}
+		s := &section{o: o, name: def.name, title: def.title, goals: goals}
 		o.logf("section %s", def.name)
 		t0 := time.Now()
 		err := def.run(ctx, s)
@@ -176,7 +182,7 @@ func run(ctx context.Context, o *options) (*report, error) {
 	}
 	env.end, env.loadEnd = time.Now().UTC(), loadAvg()
 	env.loadedAtFinish = loaded(env.loadEnd)
-	return rep, os.WriteFile(rep.path, []byte(compose(o, env, done)), 0o644)
+	return rep, os.WriteFile(rep.path, []byte(compose(o, env, done, goals)), 0o644)
 }
 
 // notAvailable is the error of a section that could not run here.
@@ -184,7 +190,7 @@ type notAvailable struct{ reason string }
 
 func (n notAvailable) Error() string { return "not available: " + n.reason }
 
-func compose(o *options, env environment, done []*section) string {
+func compose(o *options, env environment, done []*section, goals *goalBook) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	p("# geoidem benchmark report")
@@ -222,6 +228,7 @@ func compose(o *options, env environment, done []*section) string {
 		}
 	}
 	p("")
+	b.WriteString(goals.markdown(o.command))
 	for _, s := range done {
 		p("## %s", s.title)
 		p("")

@@ -225,16 +225,19 @@ func runParseSpeed(ctx context.Context, s *section) error {
 	worstName := ""
 	for _, in := range benchshape.ParseSpeedInputs() {
 		var best [2]time.Duration
+		var rounds []float64 // each round's ratio
 		for range parseSpeedRounds {
+			var d [2]time.Duration
 			for i, fn := range [2]func([]byte) error{validate, valid} {
-				d, err := timeOp(ctx, fn, in.Data, o.valTime)
-				if err != nil {
+				var err error
+				if d[i], err = timeOp(ctx, fn, in.Data, o.valTime); err != nil {
 					return fmt.Errorf("%s: %w", in.Name, err)
 				}
-				if best[i] == 0 || d < best[i] {
-					best[i] = d
+				if best[i] == 0 || d[i] < best[i] {
+					best[i] = d[i]
 				}
 			}
+			rounds = append(rounds, d[1].Seconds()/d[0].Seconds())
 		}
 		_ = validate(in.Data) // warm: the pools filled
 		var m0, m1 runtime.MemStats
@@ -246,6 +249,7 @@ func runParseSpeed(ctx context.Context, s *section) error {
 		if r < parseSpeedGoal {
 			met = "no"
 		}
+		s.goal(ratioGoal(fmt.Sprintf("geojson.Validate ÷ encoding/json.Valid, %s (speed)", in.Name), r, rounds, parseSpeedGoal))
 		if r < worst {
 			worst, worstName = r, in.Name
 		}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Issue 24's goals, each figure next to its bound, gathered from the
+// sections that measure them (http, validate, journal) and written as one
+// table under the summary: the report's "Issue 24 goals" section.
+
+// A goalRow is one measured figure and its goal.
+type goalRow struct {
+	figure string
+	value  float64   // the figure: the median over the rounds unless the section says otherwise
+	rounds []float64 // the figure in each round, for the range
+	// roundsMet is how many rounds met the goal on their own (for
+	// allocation goals, against that round's baseline).
+	roundsMet int
+	bound     float64 // the goal
+	atMost    bool    // the goal is an upper bound (else a lower bound)
+	goalText  string  // the goal as written in the table
+	digits    int     // decimals of value and range
+}
+
+// met reports whether the figure meets its goal.
+func (g goalRow) met() bool {
+	if math.IsNaN(g.value) {
+		return false
+	}
+	if g.atMost {
+		return g.value <= g.bound
+	}
+	return g.value >= g.bound
+}
+
+// metText is the table's "met?" cell: "yes" when the figure and every round
+// meet the goal, "yes (k of n rounds)" when the figure does but some rounds
+// do not, "no" otherwise.
+func (g goalRow) metText() string {
+	switch {
+	case !g.met():
+		return "**no**"
+	case len(g.rounds) > 1 && g.roundsMet < len(g.rounds):
+		return fmt.Sprintf("yes (%d of %d rounds)", g.roundsMet, len(g.rounds))
+	}
+	return "yes"
+}
+
+// measuredText is the table's "measured" cell: the figure, then its range
+// over the rounds.
+func (g goalRow) measuredText() string {
+	v := fmt.Sprintf("%.*f", g.digits, g.value)
+	if len(g.rounds) > 1 {
+		v += fmt.Sprintf(" (%.*f–%.*f)", g.digits, slices.Min(g.rounds), g.digits, slices.Max(g.rounds))
+	}
+	return v
+}
+
+// ratioGoal is a figure that should be at least bound: value is the figure,
+// rounds its per-round values.
+func ratioGoal(figure string, value float64, rounds []float64, bound float64) goalRow {
+	g := goalRow{figure: figure, value: value, rounds: rounds, bound: bound, goalText: fmt.Sprintf("≥ %.2f", bound), digits: 3}
+	for _, r := range rounds {
+		if r >= bound {
+			g.roundsMet++
+		}
+	}
+	return g
+}
+
+// allocGoal is an allocation count that should be at most the baseline's
+// plus extra: the medians over the rounds are compared, and round i's count
+// with round i's baseline.
+func allocGoal(figure string, rounds, baseline []float64, baseName string, extra float64) goalRow {
+	base := median(baseline)
+	g := goalRow{figure: figure, value: median(rounds), rounds: rounds, bound: base + extra, atMost: true, digits: 1,
+		goalText: fmt.Sprintf("≤ %.1f (%s %.1f + %g)", base+extra, baseName, base, extra)}
+	for i, r := range rounds {
+		if i < len(baseline) && r <= baseline[i]+extra {
+			g.roundsMet++
+		}
+	}
+	return g
+}
+
+// goalBook collects the goal rows of one run, in the order the sections add
+// them.
+type goalBook struct {
+	rows []goalRow
+	from map[string]bool // sections that added rows
+}
+
+func (b *goalBook) add(section string, g goalRow) {
+	if b.from == nil {
+		b.from = map[string]bool{}
+	}
+	b.rows = append(b.rows, g)
+	b.from[section] = true
+}
+
+// goalSources are the sections that measure issue 24's figures, and what
+// each measures.
+var goalSources = []struct{ section, what string }{
+	{"http", "throughput ratios and allocations per request of the whole server"},
+	{"validate", "geojson.Validate ÷ encoding/json.Valid"},
+	{"journal", "sender journal ÷ the disk's fsync rate"},
+}
+
+// markdown is the "Issue 24 goals" section: one table of every
+// figure of the run next to its goal, and the sections that would have
+// measured the rest. It is empty when no section added a row.
+func (b *goalBook) markdown(command string) string {
+	if len(b.rows) == 0 {
+		return ""
+	}
+	var s strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&s, format+"\n", args...) }
+	p("## Issue 24 goals")
+	p("")
+	p("Every figure of issue 24's table that this run measured, next to its goal, all from `%s`.", command)
+	p("Ratios are the median over the interleaved rounds of the ratio within a round, then their range; allocations are per request of")
+	p("the whole server (net/http, middleware, store and its client), the median over the rounds, then their range. *met?* compares the")
+	p("median with the goal, and says how many rounds met it on their own when not all did. How each figure is measured: sections 1")
+	p("(throughput and allocations), 3 (*Validate ÷ json.Valid*: there the figure is the best time of the rounds over the best, and the")
+	p("range is the rounds' own ratios) and 8 (journal).")
+	p("")
+	p("| figure | measured (median, range) | goal | met? |")
+	p("| --- | ---: | ---: | --- |")
+	met := 0
+	for _, g := range b.rows {
+		p("| %s | %s | %s | %s |", g.figure, g.measuredText(), g.goalText, g.metText())
+		if g.met() {
+			met++
+		}
+	}
+	p("")
+	p("**%d of %d goals met in this run.**", met, len(b.rows))
+	var missing []string
+	for _, src := range goalSources {
+		if !b.from[src.section] {
+			missing = append(missing, fmt.Sprintf("%s (section `%s`)", src.what, src.section))
+		}
+	}
+	if len(missing) > 0 {
+		p("Not measured in this run: %s; `go run ./bench -only goals` runs every section the table draws from.", strings.Join(missing, "; "))
+	}
+	p("")
+	return s.String()
+}
