@@ -29,10 +29,16 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 			return keystore.Claim{}, err
 		}
 	}
+	var claim keystore.Claim
 	if s.waitReplicas > 0 {
-		return s.claimReplicated(ctx, s.RedisKey(key), fp, token, leaseMs)
+		claim, err = s.claimReplicated(ctx, s.RedisKey(key), fp, token, leaseMs)
+	} else {
+		claim, err = s.claim(ctx, s.client, s.RedisKey(key), fp, token, leaseMs)
 	}
-	return s.claim(ctx, s.client, s.RedisKey(key), fp, token, leaseMs)
+	if err == nil && claim.State == keystore.Acquired {
+		s.fps.put(key, token, fp)
+	}
+	return claim, err
 }
 
 // conn is what a claim runs on: the store's client, or, with WaitReplicas,

@@ -49,7 +49,12 @@
 // Complete and Release, which must check the fencing token and change the
 // key in one step, are each one Lua script run by EVALSHA, on the key alone
 // (Complete touches Release's marker only for a retention shorter than two
-// minutes, see Store.Complete).
+// minutes, see Store.Complete). Complete by the Store that made the claim
+// knows the claim's fingerprint, hence the whole value it replaces, so its
+// script is a PTTL and one SET … GET (a Complete from another Store reads
+// the value first: GET, PTTL, SET); a Complete whose token lost the key
+// puts the value it replaced back as it was, expiry included, so that
+// nothing changes, though keyspace notifications then show two set events.
 //
 // Three cases take a second round trip. A Claim that finds the key in
 // flight runs the claim script, which reads the lease remaining, or, if the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -99,6 +100,49 @@ type Store struct {
 	waitTimeout  time.Duration
 	policy       string // maxmemory-policy read at New
 	persistence  string // persistence read at New
+	fps          fpCache
+}
+
+// fpCache remembers the fingerprints of the claims a Store acquired and has
+// not yet completed or released, so that Complete can send the whole
+// in-flight and completed values and run completeOwnScript. A Complete that
+// finds no fingerprint (the claim was made by another Store or process, or
+// the cache was cleared) runs completeScript, which reads the fingerprint
+// from Redis: the cache saves Redis work, it never decides an outcome.
+type fpCache struct {
+	mu sync.Mutex
+	m  map[fpKey]keystore.Fingerprint
+}
+
+type fpKey struct {
+	key   string
+	token keystore.Token
+}
+
+// fpCacheMax bounds the fingerprints a Store remembers. Claims that are
+// never completed nor released (their handler's process lost the lease and
+// gave up) would otherwise accumulate; at the bound the cache is cleared,
+// and the claims it held complete through completeScript.
+const fpCacheMax = 1 << 14
+
+func (c *fpCache) put(key string, token keystore.Token, fp keystore.Fingerprint) {
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= fpCacheMax {
+		c.m = make(map[fpKey]keystore.Fingerprint)
+	}
+	c.m[fpKey{key, token}] = fp
+	c.mu.Unlock()
+}
+
+// take returns and forgets the fingerprint of key's claim by token.
+func (c *fpCache) take(key string, token keystore.Token) (keystore.Fingerprint, bool) {
+	c.mu.Lock()
+	fp, ok := c.m[fpKey{key, token}]
+	if ok {
+		delete(c.m, fpKey{key, token})
+	}
+	c.mu.Unlock()
+	return fp, ok
 }
 
 var _ keystore.Store = (*Store)(nil)
@@ -203,15 +247,29 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if err := rec.Validate(); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
-	// The token and the encoded record share one allocation.
-	buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+keystore.RecordLen(rec)), uint64(token))
-	buf = keystore.AppendRecord(buf, rec)
 	rkey := s.RedisKey(key)
 	keys := []string{rkey}
 	if retMs < 2*abandonedGrace.Milliseconds() {
 		keys = scriptKeys(rkey)
 	}
-	n, err := completeScript.Run(ctx, s.client, keys, buf[:8:8], graceArg, buf[8:], retMs).Int64()
+	var n int64
+	if fp, ok := s.fps.take(key, token); ok {
+		// The in-flight value and the completed one share one allocation.
+		const head = 1 + len(keystore.Fingerprint{}) + 8
+		buf := make([]byte, 0, 2*head+keystore.RecordLen(rec))
+		for _, st := range []byte{'i', 'd'} {
+			buf = append(buf, st)
+			buf = append(buf, fp[:]...)
+			buf = binary.BigEndian.AppendUint64(buf, uint64(token))
+		}
+		buf = keystore.AppendRecord(buf, rec)
+		n, err = completeOwnScript.Run(ctx, s.client, keys, buf[:head:head], buf[head:], retMs).Int64()
+	} else {
+		// The token and the encoded record share one allocation.
+		buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+keystore.RecordLen(rec)), uint64(token))
+		buf = keystore.AppendRecord(buf, rec)
+		n, err = completeScript.Run(ctx, s.client, keys, buf[:8:8], graceArg, buf[8:], retMs).Int64()
+	}
 	if err != nil {
 		return opError(ctx, "complete", err)
 	}
@@ -226,6 +284,7 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: release: %w", err)
 	}
+	s.fps.take(key, token)
 	tok := tokenBytes(token)
 	return s.held(ctx, "release", releaseScript, key, tok[:], graceArg)
 }

@@ -1,6 +1,10 @@
 package redisstore
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // The value stored under an idempotency key's Redis key is one string:
 //
@@ -120,6 +124,46 @@ if held then
   return 1
 end
 if not v and KEYS[2] and redis.call('GET', KEYS[2]) == ARGV[1] then
+  return 1
+end
+return 0
+`)
+
+// completeOwnScript is Complete's script when the Store knows the
+// fingerprint of the claim it completes (it acquired the key itself, see
+// Store.fps): the fingerprint makes the whole in-flight value and the whole
+// completed one known in advance, so that the record is written by one
+// SET … GET that returns the value it replaced, instead of a GET and a
+// SET. Only when the replaced value was not this claim's in-flight entry
+// does the script put it back, as it was (same value, same expiry: Redis 7
+// freezes the clock for a script's run), so nothing changes.
+//
+// KEYS as completeScript; ARGV[1] the in-flight value ('i' | fingerprint |
+// token), ARGV[2] the completed value ('d' | fingerprint | token | record),
+// ARGV[3] retention (ms). The grace is written into the script. Returns as
+// completeScript: 1 if completed, or if the token already completed the
+// key with the same record, 0 if the lease was lost.
+//
+// Against completeScript's GET, PTTL and SET with the value assembled in
+// Lua, it runs two commands and no string operations, and takes one
+// argument less: about a fifth fewer instructions for Redis.
+var completeOwnScript = redis.NewScript(`
+local p = redis.call('PTTL', KEYS[1])
+if p > ` + strconv.FormatInt(abandonedGrace.Milliseconds(), 10) + ` then
+  local v = redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3], 'GET')
+  if v == ARGV[1] then
+    if KEYS[2] then
+      redis.call('DEL', KEYS[2])
+    end
+    return 1
+  end
+  redis.call('SET', KEYS[1], v, 'PX', p)
+  if v == ARGV[2] then
+    return 1
+  end
+  return 0
+end
+if redis.call('GET', KEYS[1]) == ARGV[2] then
   return 1
 end
 return 0
