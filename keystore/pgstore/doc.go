@@ -65,12 +65,16 @@
 //
 // # Statements
 //
-// Each operation is one statement. Claim inserts the key, takes over an
-// expired lease or record, or reports the live entry, in one INSERT … ON
-// CONFLICT with a read of the key under the same snapshot: a first delivery
+// Each operation is one statement, but for the rarer claims. Claim inserts
+// an absent key, or reports the live entry, in one INSERT … ON CONFLICT DO
+// NOTHING with a read of the key under the same snapshot: a first delivery
 // costs two statements (Claim and Complete, or Claim and CompleteTx inside
 // the handler's transaction), and a replay one, which is a plain index read
-// that takes no row lock, so replays of one hot key run in parallel. Extend,
+// that takes no row lock, so replays of one hot key run in parallel. A claim
+// that takes over an expired lease or record (or a released key), or that
+// lost the race for a new key to a claim committed after its snapshot, runs
+// a second statement: an INSERT … ON CONFLICT DO UPDATE that takes the key
+// over or reports the winner's entry. Extend,
 // Complete and Release each change the row only where the key, the token and
 // a running lease all match, and report [keystore.ErrLeaseLost] when no row
 // matched. Each also accepts, changing nothing, the row its own token has

@@ -195,12 +195,14 @@ func lost(op string) error {
 	return fmt.Errorf("pgstore: %s: %w", op, keystore.ErrLeaseLost)
 }
 
-// Claim implements [keystore.Store.Claim] in one statement. A key that is
-// live (in flight with its lease running, or completed within its retention)
-// is reported from a plain read: no write, no row lock, so any number of
-// replays of one key run in parallel. An absent or expired key is inserted
-// or taken over with a token from the table's sequence. Leases are judged and
-// LeaseRemaining computed by the database clock.
+// Claim implements [keystore.Store.Claim]. One statement settles the common
+// cases: an absent key is inserted with a token from the table's sequence,
+// and a key that is live (in flight with its lease running, or completed
+// within its retention) is reported from a plain read: no write, no row
+// lock, so any number of replays of one key run in parallel. A key whose
+// lease or retention has ended is taken over, and a claim that lost the race
+// for a new key reports the winner, by a second statement. Leases are judged
+// and LeaseRemaining computed by the database clock.
 func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return keystore.Claim{}, fmt.Errorf("pgstore: claim: %w", err)
@@ -209,12 +211,6 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 	if err != nil {
 		return keystore.Claim{}, err
 	}
-	var (
-		acquired, tookOver bool
-		token, remaining   int64
-		fpb, header, body  []byte
-		status             *int32
-	)
 	var chosen *int64 // NULL: a token from the sequence
 	if tok, ok := keystore.ClaimTokenFromContext(ctx); ok {
 		if tok > math.MaxInt64 {
@@ -223,34 +219,59 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 		v := int64(tok)
 		chosen = &v
 	}
-	err = retrySerialization(ctx, func() error {
-		return s.pool.QueryRow(ctx, s.sql.claim, key, fp[:], us, chosen).
-			Scan(&acquired, &tookOver, &token, &fpb, &status, &header, &body, &remaining)
-	})
-	if err != nil {
+	var r claimRow
+	fpArg := fp[:]
+	err = s.queryClaim(ctx, s.sql.fastClaim, &r, key, fpArg, us, chosen)
+	switch {
+	case err == nil && (r.acquired || r.remaining > 0):
+		if r.acquired {
+			r.fp, r.fpNull = fp, false
+		}
+		return r.claim()
+	case err != nil && !errors.Is(err, pgx.ErrNoRows):
 		return keystore.Claim{}, storeErr(ctx, "claim", err)
 	}
-	var c keystore.Claim
-	if len(fpb) != len(c.Fingerprint) {
-		return keystore.Claim{}, fmt.Errorf("pgstore: claim: stored fingerprint has %d bytes, want %d", len(fpb), len(c.Fingerprint))
+	// The key's lease or retention has ended, or another claim inserted it
+	// after this one's snapshot was taken.
+	r = claimRow{}
+	if err := s.queryClaim(ctx, s.sql.claim, &r, key, fpArg, us, chosen); err != nil {
+		return keystore.Claim{}, storeErr(ctx, "claim", err)
 	}
-	copy(c.Fingerprint[:], fpb)
+	return r.claim()
+}
+
+// queryClaim runs one of the claim statements into r, retrying
+// serialization failures (see retrySerialization).
+func (s *Store) queryClaim(ctx context.Context, sql string, r *claimRow, key string, fp []byte, us int64, chosen *int64) error {
+	err := s.pool.QueryRow(ctx, sql, key, fp, us, chosen).Scan(r)
+	for attempt := 1; attempt <= maxSerializationRetries && err != nil && isSerializationFailure(err); attempt++ {
+		if serializationPause(ctx, attempt) != nil {
+			return err
+		}
+		*r = claimRow{}
+		err = s.pool.QueryRow(ctx, sql, key, fp, us, chosen).Scan(r)
+	}
+	return err
+}
+
+// claim returns the keystore.Claim that r reports.
+func (r *claimRow) claim() (keystore.Claim, error) {
+	if r.fpNull {
+		return keystore.Claim{}, errors.New("pgstore: claim: stored fingerprint is NULL")
+	}
+	c := keystore.Claim{Fingerprint: r.fp}
 	switch {
-	case acquired:
-		if token <= 0 {
-			return keystore.Claim{}, fmt.Errorf("pgstore: claim: issued token %d", token)
+	case r.acquired:
+		if r.token <= 0 {
+			return keystore.Claim{}, fmt.Errorf("pgstore: claim: issued token %d", r.token)
 		}
-		c.State, c.Token, c.TookOver = keystore.Acquired, keystore.Token(token), tookOver
-	case status != nil:
+		c.State, c.Token, c.TookOver = keystore.Acquired, keystore.Token(r.token), r.tookOver
+	case !r.statusNull:
 		c.State = keystore.Completed
-		h, err := decodeHeader(header)
-		if err != nil {
-			return keystore.Claim{}, err
-		}
-		c.Record = keystore.Record{StatusCode: int(*status), Header: h, Body: body}
+		c.Record = keystore.Record{StatusCode: int(r.status), Header: r.header, Body: r.body}
 	default:
 		c.State = keystore.InFlight
-		c.LeaseRemaining = max(time.Duration(remaining)*time.Microsecond, time.Microsecond)
+		c.LeaseRemaining = max(time.Duration(r.remaining)*time.Microsecond, time.Microsecond)
 	}
 	return c, nil
 }

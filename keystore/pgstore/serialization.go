@@ -35,15 +35,25 @@ func isSerializationFailure(err error) bool {
 func retrySerialization(ctx context.Context, stmt func() error) error {
 	err := stmt()
 	for attempt := 1; attempt <= maxSerializationRetries && err != nil && isSerializationFailure(err); attempt++ {
-		pause := time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond)))
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if perr := serializationPause(ctx, attempt); perr != nil {
 			return err
-		case <-t.C:
 		}
 		err = stmt()
 	}
 	return err
+}
+
+// serializationPause waits before retry number attempt: a short random
+// pause that grows with each attempt. It returns ctx.Err() if ctx ends
+// first.
+func serializationPause(ctx context.Context, attempt int) error {
+	pause := time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond)))
+	t := time.NewTimer(pause)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

@@ -71,20 +71,52 @@ func (n names) expand(sql string) string {
 
 // statements holds a store's SQL, with its names filled in.
 type statements struct {
-	claim, extend, complete, release, prune string
+	fastClaim, claim, extend, complete, release, prune string
 }
 
 func newStatements(n names) statements {
 	return statements{
-		claim:    n.expand(claimSQL),
-		extend:   n.expand(extendSQL),
-		complete: n.expand(completeSQL),
-		release:  n.expand(releaseSQL),
-		prune:    n.expand(pruneSQL),
+		fastClaim: n.expand(fastClaimSQL),
+		claim:     n.expand(claimSQL),
+		extend:    n.expand(extendSQL),
+		complete:  n.expand(completeSQL),
+		release:   n.expand(releaseSQL),
+		prune:     n.expand(pruneSQL),
 	}
 }
 
-// claimSQL is Claim, in one statement. $1 key, $2 fingerprint, $3 lease in
+// fastClaimSQL is Claim's first statement, which settles the two common
+// cases at the cost of an INSERT … ON CONFLICT DO NOTHING: a key with no row
+// (inserted, acquired) and a live key (reported from a plain read under the
+// statement's snapshot, with no write and no row lock). $1 key, $2
+// fingerprint, $3 lease in microseconds, $4 the chosen token or NULL. It
+// returns the columns of claimSQL, in at most one row: an inserted key
+// (acquired true; fingerprint NULL: the one given), or the row the snapshot
+// shows, live or not, with the remaining lease or retention in
+// microseconds, zero or negative once it has ended. No row (the insert met
+// a row committed after the snapshot was taken) or an ended one is left to
+// claimSQL, which takes an expired key over or reports the race's winner.
+// The token is drawn only when the insert runs.
+const fastClaimSQL = `
+WITH cur AS MATERIALIZED (
+    SELECT k.fingerprint, k.status, k.header, k.body, k.expires_at
+    FROM {{table}} k
+    WHERE k.key = $1::text
+), ins AS (
+    INSERT INTO {{table}} (key, fingerprint, token, expires_at)
+    SELECT $1::text, $2::bytea, COALESCE($4::bigint, nextval({{seqlit}})), clock_timestamp() + $3::bigint * interval '1 microsecond'
+    WHERE NOT EXISTS (SELECT FROM cur)
+    ON CONFLICT (key) DO NOTHING
+    RETURNING token
+)
+SELECT true, false, ins.token, NULL::bytea, NULL::integer, NULL::bytea, NULL::bytea, $3::bigint
+FROM ins
+UNION ALL
+SELECT false, false, 0::bigint, cur.fingerprint, cur.status, cur.header, cur.body,
+       (extract(epoch FROM cur.expires_at - clock_timestamp()) * 1000000)::bigint
+FROM cur`
+
+// claimSQL is Claim in one statement, run when fastClaimSQL did not settle it. $1 key, $2 fingerprint, $3 lease in
 // microseconds, $4 the token the caller chose (keystore.ContextWithClaimToken)
 // or NULL for one from the sequence. It always returns exactly one row: acquired, took_over,
 // token, fingerprint, status, header, body, remaining (microseconds).

@@ -1,0 +1,102 @@
+package pgstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/http"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// claimRow receives the row of fastClaimSQL or claimSQL: acquired,
+// took_over, token, fingerprint, status, header, body, remaining. It is a
+// [pgx.RowScanner]: the row's binary values are decoded in place, without
+// pgx's scan plans and the allocations of one destination per column; a row
+// in any other format (a pool whose default exec mode is the simple
+// protocol, say) goes through Rows.Scan.
+type claimRow struct {
+	acquired, tookOver bool
+	token, remaining   int64
+	fp                 keystore.Fingerprint
+	fpNull             bool
+	status             int32
+	statusNull         bool
+	header             http.Header // nil for a NULL header
+	body               []byte
+}
+
+// claimColumns are the types of a claim statement's columns, in order.
+var claimColumns = [8]uint32{pgtype.BoolOID, pgtype.BoolOID, pgtype.Int8OID, pgtype.ByteaOID,
+	pgtype.Int4OID, pgtype.ByteaOID, pgtype.ByteaOID, pgtype.Int8OID}
+
+// ScanRow implements pgx.RowScanner.
+func (r *claimRow) ScanRow(rows pgx.Rows) error {
+	fds := rows.FieldDescriptions()
+	if len(fds) != len(claimColumns) {
+		return fmt.Errorf("pgstore: claim returned %d columns, want %d", len(fds), len(claimColumns))
+	}
+	for i, fd := range fds {
+		if fd.Format != pgtype.BinaryFormatCode || fd.DataTypeOID != claimColumns[i] {
+			return r.scan(rows)
+		}
+	}
+	v := rows.RawValues()
+	if len(v) != len(claimColumns) || len(v[0]) != 1 || len(v[1]) != 1 || len(v[2]) != 8 || len(v[7]) != 8 ||
+		(v[4] != nil && len(v[4]) != 4) {
+		return fmt.Errorf("pgstore: claim returned a malformed row")
+	}
+	r.acquired, r.tookOver = v[0][0] != 0, v[1][0] != 0
+	r.token, r.remaining = int64(binary.BigEndian.Uint64(v[2])), int64(binary.BigEndian.Uint64(v[7]))
+	if err := r.setFingerprint(v[3]); err != nil {
+		return err
+	}
+	r.statusNull = v[4] == nil
+	if !r.statusNull {
+		r.status = int32(binary.BigEndian.Uint32(v[4]))
+	}
+	if err := r.setHeader(v[5]); err != nil {
+		return err
+	}
+	if v[6] != nil {
+		// The row's values live in the connection's read buffer.
+		r.body = append(make([]byte, 0, len(v[6])), v[6]...)
+	}
+	return nil
+}
+
+// scan decodes the row through pgx's scan plans.
+func (r *claimRow) scan(rows pgx.Rows) error {
+	var (
+		fpb, header []byte
+		status      *int32
+	)
+	if err := rows.Scan(&r.acquired, &r.tookOver, &r.token, &fpb, &status, &header, &r.body, &r.remaining); err != nil {
+		return err
+	}
+	if err := r.setFingerprint(fpb); err != nil {
+		return err
+	}
+	r.statusNull = status == nil
+	if status != nil {
+		r.status = *status
+	}
+	return r.setHeader(header)
+}
+
+func (r *claimRow) setFingerprint(b []byte) error {
+	r.fpNull = b == nil
+	if !r.fpNull && len(b) != len(r.fp) {
+		return fmt.Errorf("pgstore: claim: stored fingerprint has %d bytes, want %d", len(b), len(r.fp))
+	}
+	copy(r.fp[:], b)
+	return nil
+}
+
+func (r *claimRow) setHeader(b []byte) error {
+	h, err := decodeHeader(b)
+	r.header = h
+	return err
+}
