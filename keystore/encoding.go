@@ -1,11 +1,14 @@
 package keystore
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/bits"
 	"net/http"
 	"slices"
+	"time"
 )
 
 // ErrCorruptRecord reports bytes that are not a record encoding (or, from
@@ -79,6 +82,90 @@ func DecodeRecord[E string | []byte](enc E) (Record, error) {
 		rec.Body = append([]byte(nil), d.b...)
 	}
 	return rec, nil
+}
+
+// CheckRecord reports whether enc is a record encoding exactly as
+// [AppendRecord] writes it, header fields in name order and each name once,
+// and returns its status. It returns an error wrapping [ErrCorruptRecord]
+// for any other input (including a valid encoding whose fields are out of
+// order or a number written in more bytes than it needs, which [DecodeRecord]
+// accepts), and one wrapping [ErrInvalidStatus]
+// for an encoding whose status is outside 200–599, as [Record.Validate].
+// It never allocates, except for an error.
+func CheckRecord(enc []byte) (status int, err error) {
+	d := decoder[[]byte]{b: enc}
+	// Each uvarint must be as short as AppendRecord writes it: decoders
+	// accept longer ones, whose bytes differ from an equal record's.
+	minimal := func(before int, x uint64) {
+		if !d.bad && before-len(d.b) != uvarintLen(x) {
+			d.bad = true
+		}
+	}
+	count := func() int {
+		before := len(d.b)
+		n := d.count()
+		minimal(before, uint64(n))
+		return n
+	}
+	s := d.varint()
+	minimal(len(enc), uint64(s<<1)^uint64(s>>63))
+	fields := count()
+	var prev []byte
+	for i := range fields {
+		n := count()
+		if d.bad {
+			break
+		}
+		name := d.b[:n]
+		d.b = d.b[n:]
+		if i > 0 && string(prev) >= string(name) {
+			d.bad = true
+			break
+		}
+		prev = name
+		for range count() {
+			d.b = d.b[count():]
+		}
+	}
+	if d.bad {
+		return 0, ErrCorruptRecord
+	}
+	if s < MinStatusCode || s > MaxStatusCode {
+		return int(s), fmt.Errorf("%w: %d", ErrInvalidStatus, s)
+	}
+	return int(s), nil
+}
+
+// EncodedCompleter is an optional capability of a Store that keeps records
+// as their encoding: it can complete a key with a record given already
+// encoded, so that its caller (the middleware) writes a response straight
+// into one buffer instead of building a Record for the store to encode.
+//
+// CompleteEncoded is Complete with the record that enc encodes, which must
+// be encoded exactly as [AppendRecord] writes it ([CheckRecord]); it fails
+// with an error wrapping [ErrCorruptRecord], storing nothing and leaving
+// token's hold as it was, for any other enc. It copies enc, and keeps no
+// reference to it once it returns. A repeat that Complete would accept
+// with the decoded record, it accepts with its encoding.
+//
+// As [NonBlocking], the capability belongs to one concrete store, never to
+// a wrapper that embeds it (and may change what Complete does): callers
+// trust it only through [CompletesEncoded], which requires CompletesEncoded
+// to return the very store asked about.
+type EncodedCompleter interface {
+	CompletesEncoded() Store
+	CompleteEncoded(ctx context.Context, key string, token Token, enc []byte, retention time.Duration) error
+}
+
+// CompletesEncoded returns s as an [EncodedCompleter] when s has the
+// capability itself (not by embedding a store that has it), and false
+// otherwise.
+func CompletesEncoded(s Store) (EncodedCompleter, bool) {
+	ec, ok := s.(EncodedCompleter)
+	if !ok || !sameStore(ec.CompletesEncoded(), s) {
+		return nil, false
+	}
+	return ec, true
 }
 
 // AppendHeader appends the header encoding of h, the part of a record

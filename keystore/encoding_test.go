@@ -217,6 +217,43 @@ func TestDecodeCorrupt(t *testing.T) {
 	}
 }
 
+func TestCheckRecord(t *testing.T) {
+	for _, g := range golden {
+		enc := unhex(t, g.record)
+		if status, err := keystore.CheckRecord(enc); status != g.rec.StatusCode || err != nil {
+			t.Errorf("CheckRecord(%s) = %d, %v; want %d, nil", g.record, status, err, g.rec.StatusCode)
+		}
+		if n := testing.AllocsPerRun(10, func() { _, _ = keystore.CheckRecord(enc) }); n != 0 {
+			t.Errorf("CheckRecord(%s): %v allocations, want 0", g.record, n)
+		}
+	}
+	full := keystore.AppendRecord(nil, keystore.Record{StatusCode: 201, Header: http.Header{"A": {"b", "c"}}})
+	for n := range len(full) {
+		if _, err := keystore.CheckRecord(full[:n]); !errors.Is(err, keystore.ErrCorruptRecord) {
+			t.Errorf("CheckRecord of the first %d of %d bytes: err = %v, want ErrCorruptRecord", n, len(full), err)
+		}
+	}
+	for _, b := range []string{
+		"\x92\x03\x02\x01b\x00\x01a\x00", // fields out of order (DecodeRecord accepts them)
+		"\x92\x03\x02\x01a\x00\x01a\x00", // one name twice
+		"\x02\x01\x05ab",                 // name longer than the input
+		"\x02\x01\x01a\x01\x09xyz",       // value longer than the input
+		"\x92\x83\x00\x00",               // status in three bytes, not two
+		"\x92\x03\x80\x00",               // no fields, counted in two bytes
+		"\x92\x03\x01\x81\x00a\x00",      // a name's length in two bytes
+	} {
+		if _, err := keystore.CheckRecord([]byte(b)); !errors.Is(err, keystore.ErrCorruptRecord) {
+			t.Errorf("CheckRecord(%q): err = %v, want ErrCorruptRecord", b, err)
+		}
+	}
+	for _, status := range []int{199, 600, -1} {
+		enc := keystore.AppendRecord(nil, keystore.Record{StatusCode: status})
+		if got, err := keystore.CheckRecord(enc); got != status || !errors.Is(err, keystore.ErrInvalidStatus) {
+			t.Errorf("CheckRecord of status %d = %d, %v; want ErrInvalidStatus", status, got, err)
+		}
+	}
+}
+
 // FuzzRecord checks that every record survives the round trip, and that
 // RecordLen and HeaderLen are exact.
 func FuzzRecord(f *testing.F) {
@@ -235,6 +272,10 @@ func FuzzRecord(f *testing.F) {
 		enc = enc[6:]
 		if len(enc) != keystore.RecordLen(rec) || keystore.HeaderLen(rec.Header) != len(keystore.AppendHeader(nil, rec.Header)) {
 			t.Fatalf("%+v: RecordLen %d, HeaderLen %d, encoding %x", rec, keystore.RecordLen(rec), keystore.HeaderLen(rec.Header), enc)
+		}
+		status, cerr := keystore.CheckRecord(enc)
+		if rec.Validate() == nil && (cerr != nil || status != rec.StatusCode) || rec.Validate() != nil && !errors.Is(cerr, keystore.ErrInvalidStatus) {
+			t.Fatalf("CheckRecord(AppendRecord(%+v)) = %d, %v", rec, status, cerr)
 		}
 		got, err := keystore.DecodeRecord(enc)
 		if len(rec.Body) == 0 {
@@ -271,6 +312,9 @@ func FuzzDecodeRecord(f *testing.F) {
 			return
 		}
 		enc := keystore.AppendRecord(nil, rec)
+		if _, cerr := keystore.CheckRecord(b); errors.Is(cerr, keystore.ErrCorruptRecord) == bytes.Equal(enc, b) {
+			t.Fatalf("CheckRecord(%x) = %v, but AppendRecord of what it decodes to is %x", b, cerr, enc)
+		}
 		again, err := keystore.DecodeRecord(enc)
 		if err != nil || !reflect.DeepEqual(again, rec) {
 			t.Fatalf("%x decoded to %+v, which round-trips to %+v, %v", b, rec, again, err)

@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"bytes"
 	"encoding/binary"
 	"net/http"
 
@@ -79,11 +78,4 @@ func decodeRecord(b []byte) keystore.Record {
 	}
 	rec.Header = h
 	return rec
-}
-
-// sameRecord reports whether data, written by encodeRecord, encodes a record
-// equal to r: the same status, header fields and values in order, and body
-// (nil and empty alike). Equal records have equal encodings.
-func sameRecord(data []byte, r keystore.Record) bool {
-	return len(data) == keystore.RecordLen(r) && bytes.Equal(data, encodeRecord(r))
 }

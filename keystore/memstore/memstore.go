@@ -46,6 +46,7 @@
 package memstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -99,6 +100,7 @@ func New(cfg Config) *Store {
 var (
 	_ keystore.Store       = (*Store)(nil)
 	_ keystore.NonBlocking = (*Store)(nil)
+	_ keystore.EncodedCompleter = (*Store)(nil)
 )
 
 // NonBlocking marks Store as a keystore.NonBlocking store: no operation
@@ -217,17 +219,43 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if err := rec.Validate(); err != nil {
 		return fmt.Errorf("memstore: complete: %w", err)
 	}
+	return s.complete(key, token, retention, keystore.RecordLen(rec), func(dst []byte) []byte { return keystore.AppendRecord(dst, rec) })
+}
+
+// CompletesEncoded marks Store as a keystore.EncodedCompleter. It vouches
+// for s only, not for a type that embeds it (see keystore.CompletesEncoded).
+func (s *Store) CompletesEncoded() keystore.Store { return s }
+
+// CompleteEncoded implements keystore.EncodedCompleter: Complete with the
+// record that enc encodes, copied.
+func (s *Store) CompleteEncoded(ctx context.Context, key string, token keystore.Token, enc []byte, retention time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if retention <= 0 {
+		return errDuration
+	}
+	if _, err := keystore.CheckRecord(enc); err != nil {
+		return fmt.Errorf("memstore: complete: %w", err)
+	}
+	return s.complete(key, token, retention, len(enc), func(dst []byte) []byte { return append(dst, enc...) })
+}
+
+// complete stores the record that encode appends, n bytes, for the key
+// that token holds.
+func (s *Store) complete(key string, token keystore.Token, retention time.Duration, n int, encode func([]byte) []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	slot := s.held(key, token, now)
 	if slot < 0 {
-		if done := s.ended(key, token, completed, now); done >= 0 && sameRecord(s.recs[done], rec) {
+		// Equal records have equal encodings.
+		if done := s.ended(key, token, completed, now); done >= 0 && len(s.recs[done]) == n && bytes.Equal(s.recs[done], encode(make([]byte, 0, n))) {
 			return nil
 		}
 		return keystore.ErrLeaseLost
 	}
-	data := encodeRecord(rec)
+	data := encode(make([]byte, 0, n))
 	// The record's real size replaces the claim's reservation.
 	grow := entryOverhead + int64(len(key)) + int64(len(data)) - s.entries[slot].size
 	// Take the entry out of the lease heap first so that making room can
