@@ -183,12 +183,21 @@ func AppendHeader(dst []byte, h http.Header) []byte {
 	slices.Sort(names)
 	dst = binary.AppendUvarint(dst, uint64(len(names)))
 	for _, name := range names {
-		values := h[name]
-		dst = appendString(dst, name)
-		dst = binary.AppendUvarint(dst, uint64(len(values)))
-		for _, v := range values {
-			dst = appendString(dst, v)
-		}
+		dst = AppendHeaderField(dst, name, h[name])
+	}
+	return dst
+}
+
+// AppendHeaderField appends one field of a header encoding to dst and
+// returns the extended buffer. A header encoding is the number of fields,
+// as [encoding/binary.AppendUvarint] writes it, then each field in name
+// order: a caller that writes a header that way, field by field without
+// building an [http.Header], writes what [AppendHeader] does.
+func AppendHeaderField(dst []byte, name string, values []string) []byte {
+	dst = appendString(dst, name)
+	dst = binary.AppendUvarint(dst, uint64(len(values)))
+	for _, v := range values {
+		dst = appendString(dst, v)
 	}
 	return dst
 }

@@ -19,7 +19,7 @@ import (
 // and must either be cut or raise the budget deliberately.
 func TestAllocationBudget(t *testing.T) {
 	const (
-		firstCallBudget = 13 // allocations over the bare handler
+		firstCallBudget = 8 // allocations over the bare handler
 		replayBudget    = 4
 	)
 	store := memstore.New(memstore.Config{MaxEntries: 1 << 16, MaxBytes: 1 << 28})

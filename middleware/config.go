@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -186,6 +187,8 @@ type Middleware struct {
 	maxBody       int64
 	maxRecord     int
 	replayHeaders []string
+	recordHeaders []string                  // replayHeaders sorted, each once: the recorder's order
+	encoded       keystore.EncodedCompleter // store, when it takes records encoded
 	lease         time.Duration
 	storeLease    time.Duration // what the store grants: see StoreLease
 	retention     time.Duration
@@ -271,6 +274,8 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 		}
 		m.replayHeaders = append(m.replayHeaders, c)
 	}
+	m.recordHeaders = slices.Compact(slices.Sorted(slices.Values(m.replayHeaders)))
+	m.encoded, _ = keystore.CompletesEncoded(store)
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}

@@ -192,9 +192,9 @@ func (m *Middleware) Shutdown(ctx context.Context) error {
 // longer, so that a store that refuses the record for good (but extends
 // leases) cannot block the key for ever: the background ends at most
 // Lease + StoreLease after the handler returned. It stops rn when it ends.
-func (m *Middleware) completeLater(ctx context.Context, hold *keystore.Hold, rec keystore.Record, rn *renewal) {
+func (m *Middleware) completeLater(ctx context.Context, hold *keystore.Hold, rec recording, rn *renewal) {
 	m.later(ctx, hold, rn, bgRecord, func(ctx context.Context) error {
-		return m.store.Complete(ctx, hold.Key, hold.Token, rec, m.retention)
+		return m.storeComplete(ctx, hold, rec)
 	})
 }
 

@@ -52,7 +52,7 @@ var ErrHandlerPanicked = errors.New("middleware: handler panicked")
 // store fails (other than with a lost lease), the record is handed to the
 // background (completeLater), which keeps rn renewing the lease while it
 // tries again; otherwise rn is stopped.
-func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewal, rec keystore.Record, ev *Event) {
+func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewal, rec recording, ev *Event) {
 	err := m.complete(ctx, hold, rec)
 	if err == nil {
 		rn.stop()
@@ -80,10 +80,18 @@ func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewa
 // complete records rec, once, within the request. It runs even when the
 // client has gone: the work is done and its answer must be kept for the
 // client's retry.
-func (m *Middleware) complete(ctx context.Context, hold *keystore.Hold, rec keystore.Record) error {
+func (m *Middleware) complete(ctx context.Context, hold *keystore.Hold, rec recording) error {
 	cctx, cancel := m.storeContext(detach(ctx))
 	defer cancel()
-	return m.store.Complete(cctx, hold.Key, hold.Token, rec, m.retention)
+	return m.storeComplete(cctx, hold, rec)
+}
+
+// storeComplete records rec under ctx: as its encoding, when it is one.
+func (m *Middleware) storeComplete(ctx context.Context, hold *keystore.Hold, rec recording) error {
+	if rec.enc != nil {
+		return m.encoded.CompleteEncoded(ctx, hold.Key, hold.Token, rec.enc, m.retention)
+	}
+	return m.store.Complete(ctx, hold.Key, hold.Token, rec.rec, m.retention)
 }
 
 // release gives up hold's claim and stops rn. When the store fails (other

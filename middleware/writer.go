@@ -2,6 +2,8 @@ package middleware
 
 import (
 	"bufio"
+	"encoding/binary"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -36,6 +38,18 @@ type recorder struct {
 	tooLong  bool  // size exceeded limit: body is incomplete
 	hijacked bool  // the handler took the connection over
 	declared int64 // the Content-Length at WriteHeader; -1 if none
+
+	// With encode, the record is written straight into enc as the
+	// response goes by, in keystore.AppendRecord's encoding, without
+	// header or body of its own: two bytes for the status (every status
+	// from 200 to 599 takes two), written by record; the recorded
+	// headers, field by field in name order (allow is sorted), from
+	// WriteHeader; then the body, from bodyAt. The rare response that
+	// does not fit that form (recorded trailers, a status outside
+	// 200–599) is decoded back into header and body (unencode).
+	encode bool
+	enc    []byte
+	bodyAt int
 }
 
 // hijacker is a recorder whose writer, or a writer it unwraps to, is an
@@ -115,6 +129,16 @@ func (r *recorder) snapshot() {
 			fields, values = fields+1, values+len(vs)
 		}
 	}
+	if r.encode {
+		r.enc = binary.AppendUvarint(append(r.enc[:0], 0, 0), uint64(fields))
+		for _, name := range r.allow {
+			if vs, ok := src[name]; ok && !slices.Contains(r.trailers, name) {
+				r.enc = keystore.AppendHeaderField(r.enc, name, vs)
+			}
+		}
+		r.bodyAt = len(r.enc)
+		return
+	}
 	if fields == 0 {
 		return
 	}
@@ -128,12 +152,37 @@ func (r *recorder) snapshot() {
 	}
 }
 
+// unencode turns an encoding recorder into one with a header and a body
+// of their own, for a response that the encoding cannot take as it goes.
+func (r *recorder) unencode() {
+	if !r.encode {
+		return
+	}
+	r.encode = false
+	if len(r.enc) < 2 { // no snapshot yet: nothing recorded
+		return
+	}
+	if h, err := keystore.DecodeHeader(r.enc[2:r.bodyAt]); err == nil && len(h) > 0 {
+		r.header = h
+	}
+	if !r.tooLong && len(r.enc) > r.bodyAt {
+		r.body = r.enc[r.bodyAt:]
+	}
+	r.enc = nil
+}
+
 func (r *recorder) Write(p []byte) (int, error) {
 	if r.status == 0 {
 		r.WriteHeader(http.StatusOK)
 	}
 	r.size += int64(len(p))
-	if !r.tooLong {
+	if r.encode && !r.tooLong {
+		if len(r.enc)+len(p) > r.limit { // the record is too large already
+			r.tooLong, r.enc = true, r.enc[:r.bodyAt]
+		} else {
+			r.enc = append(r.enc, p...)
+		}
+	} else if !r.tooLong {
 		if len(r.body)+len(p) > r.limit {
 			r.tooLong, r.body = true, nil
 		} else {
@@ -143,10 +192,34 @@ func (r *recorder) Write(p []byte) (int, error) {
 	return r.w.Write(p)
 }
 
+// WriteString is Write without converting s to a byte slice, for
+// io.WriteString.
+func (r *recorder) WriteString(s string) (int, error) {
+	if r.status == 0 {
+		r.WriteHeader(http.StatusOK)
+	}
+	r.size += int64(len(s))
+	if r.encode && !r.tooLong {
+		if len(r.enc)+len(s) > r.limit {
+			r.tooLong, r.enc = true, r.enc[:r.bodyAt]
+		} else {
+			r.enc = append(r.enc, s...)
+		}
+	} else if !r.tooLong {
+		if len(r.body)+len(s) > r.limit {
+			r.tooLong, r.body = true, nil
+		} else {
+			r.body = append(r.body, s...)
+		}
+	}
+	return io.WriteString(r.w, s)
+}
+
 // keepNoStore records Cache-Control: no-store whatever the allow-list says:
 // for problem documents the middleware writes itself, whose replays must not
 // be cached either.
 func (r *recorder) keepNoStore() {
+	r.unencode()
 	if r.header == nil {
 		r.header = http.Header{}
 	}
@@ -192,13 +265,23 @@ func notReplayable() keystore.Record {
 // document that says so, under the original status, so that a retry learns
 // the outcome instead of running the handler again. Allow-listed trailers
 // are recorded under http.TrailerPrefix.
-func (r *recorder) record() keystore.Record {
+func (r *recorder) record() recording {
 	if !r.replayable() {
-		return notReplayable()
+		return recording{rec: notReplayable()}
 	}
 	status := r.finalStatus()
-	rec := keystore.Record{StatusCode: status, Header: r.header, Body: r.body}
 	src := r.w.Header()
+	if r.encode {
+		if status < keystore.MinStatusCode || status > keystore.MaxStatusCode || r.hasTrailers(src) {
+			r.unencode()
+		} else if r.tooLong {
+			return recording{rec: tooLarge(status)}
+		} else {
+			binary.AppendVarint(r.enc[:0], int64(status)) // into the two bytes kept for it
+			return recording{enc: r.enc}
+		}
+	}
+	rec := keystore.Record{StatusCode: status, Header: r.header, Body: r.body}
 	for _, name := range r.allow {
 		vs, ok := src[http.TrailerPrefix+name]
 		if !ok && slices.Contains(r.trailers, name) {
@@ -212,14 +295,41 @@ func (r *recorder) record() keystore.Record {
 		}
 	}
 	if r.tooLong || keystore.RecordLen(rec) > r.limit {
-		return keystore.Record{
-			StatusCode: status,
-			Header:     problem.Header(),
-			Body: problem.JSON(problem.Doc{Type: ProblemNotRecorded, Title: "Response too large to replay", Status: status,
-				Detail: "The request was executed once and answered with this status, but its response was larger than the middleware records, so it cannot be replayed."}),
+		return recording{rec: tooLarge(status)}
+	}
+	return recording{rec: rec}
+}
+
+// hasTrailers reports whether the response has trailers to record, given
+// its header map src.
+func (r *recorder) hasTrailers(src http.Header) bool {
+	for _, name := range r.allow {
+		if _, ok := src[http.TrailerPrefix+name]; ok {
+			return true
+		}
+		if _, ok := src[name]; ok && slices.Contains(r.trailers, name) {
+			return true
 		}
 	}
-	return rec
+	return false
+}
+
+// tooLarge is what to store for a response larger than the middleware
+// records.
+func tooLarge(status int) keystore.Record {
+	return keystore.Record{
+		StatusCode: status,
+		Header:     problem.Header(),
+		Body: problem.JSON(problem.Doc{Type: ProblemNotRecorded, Title: "Response too large to replay", Status: status,
+			Detail: "The request was executed once and answered with this status, but its response was larger than the middleware records, so it cannot be replayed."}),
+	}
+}
+
+// recording is what to store for a response: a record, or, from an
+// encoding recorder, its encoding (enc not nil).
+type recording struct {
+	rec keystore.Record
+	enc []byte
 }
 
 // interrupted returns what to store for a response whose handler panicked
@@ -227,17 +337,17 @@ func (r *recorder) record() keystore.Record {
 // provably complete (as long as the Content-Length declared at WriteHeader),
 // else a problem document under that status saying the response was not
 // recorded, since its body may be incomplete.
-func (r *recorder) interrupted() keystore.Record {
+func (r *recorder) interrupted() recording {
 	if !r.replayable() {
-		return notReplayable()
+		return recording{rec: notReplayable()}
 	}
 	if r.declared >= 0 && r.size == r.declared && !r.tooLong {
 		return r.record()
 	}
-	return keystore.Record{
+	return recording{rec: keystore.Record{
 		StatusCode: r.status,
 		Header:     problem.Header(),
 		Body: problem.JSON(problem.Doc{Type: ProblemNotRecorded, Title: "Response not recorded", Status: r.status,
 			Detail: "The request was executed once and answered with this status, but the handler failed while sending its response, so it cannot be replayed."}),
-	}
+	}}
 }

@@ -98,8 +98,8 @@ func New(cfg Config) *Store {
 }
 
 var (
-	_ keystore.Store       = (*Store)(nil)
-	_ keystore.NonBlocking = (*Store)(nil)
+	_ keystore.Store            = (*Store)(nil)
+	_ keystore.NonBlocking      = (*Store)(nil)
 	_ keystore.EncodedCompleter = (*Store)(nil)
 )
 
