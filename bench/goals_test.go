@@ -166,3 +166,34 @@ func TestRawClientChecks(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestRoundOrder checks that every round measures every handler and mode
+// once, with the two sides of every goal's ratio next to each other.
+func TestRoundOrder(t *testing.T) {
+	for round := range 2 {
+		steps := roundOrder(round)
+		at := map[httpStep]int{}
+		for i, st := range steps {
+			if _, dup := at[st]; dup {
+				t.Errorf("round %d measures %v twice", round, st)
+			}
+			at[st] = i
+		}
+		if len(steps) != 11 {
+			t.Errorf("round %d: %d steps, want 11 (bare, and 5 handlers in 2 modes)", round, len(steps))
+		}
+		adjacent := func(a, b httpStep) {
+			ia, oka := at[a]
+			ib, okb := at[b]
+			if !oka || !okb || (ia-ib != 1 && ib-ia != 1) {
+				t.Errorf("round %d: %v (%d) and %v (%d) not next to each other", round, a, ia, b, ib)
+			}
+		}
+		bare := httpStep{"bare", ""}
+		for _, mode := range []string{"first call", "replay"} {
+			adjacent(bare, httpStep{"memstore", mode})
+			adjacent(httpStep{"redisstore", mode}, httpStep{"Redis by hand", mode})
+			adjacent(httpStep{"pgstore", mode}, httpStep{"PostgreSQL by hand", mode})
+		}
+	}
+}

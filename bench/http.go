@@ -63,6 +63,35 @@ func post(ctx context.Context, c *http.Client, url, key string, wantReplay bool)
 	return nil
 }
 
+// An httpStep is one measurement of a round: a handler ("bare" for the bare
+// handler, whose mode is "") in a mode.
+type httpStep struct{ name, mode string }
+
+// roundOrder is the order of a round's measurements. Every ratio's two
+// sides are measured next to each other, so that they meet the same
+// moments of a shared machine: the bare handler between memstore's first
+// call and its replay, each store next to its by-hand baseline in the same
+// mode; odd rounds reverse the triple and every pair.
+func roundOrder(round int) []httpStep {
+	odd := round%2 == 1
+	var steps []httpStep
+	mem := []httpStep{{"memstore", "first call"}, {"bare", ""}, {"memstore", "replay"}}
+	if odd {
+		slices.Reverse(mem)
+	}
+	steps = append(steps, mem...)
+	for _, pair := range [][2]string{{"redisstore", "Redis by hand"}, {"pgstore", "PostgreSQL by hand"}} {
+		for _, mode := range []string{"first call", "replay"} {
+			a, b := httpStep{pair[0], mode}, httpStep{pair[1], mode}
+			if odd {
+				a, b = b, a
+			}
+			steps = append(steps, a, b)
+		}
+	}
+	return steps
+}
+
 // httpTarget is one server of section 1.
 type httpTarget struct {
 	name     string
@@ -161,35 +190,27 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 		}
 		for round := range rounds {
 			o.logf("http: %d clients, round %d of %d", conc, round+1, rounds)
-			bareKey := func(dst []byte, i int64) []byte { return strconv.AppendInt(append(dst, "bare-"...), i, 10) }
-			m, err := measure(ctx, bare.Listener.Addr().String(), conc, perReq, perTime, bareKey, false)
-			if err != nil {
-				return fmt.Errorf("bare, %d clients: %w", conc, err)
-			}
-			k := cellKey("bare", "", conc)
-			if results[k] == nil {
-				results[k] = &cell{}
-			}
-			results[k].runs = append(results[k].runs, m)
-			for _, t := range targets {
-				for _, mode := range modes {
-					addr := servers[t.name].Listener.Addr().String()
-					prefix := fmt.Sprintf("%s-%d-%d-%s-", sv.id, conc, round, strings.ReplaceAll(t.name, " ", "_"))
-					key := func(dst []byte, i int64) []byte { return strconv.AppendInt(append(dst, prefix...), i, 10) }
-					if mode == "replay" {
-						h := hot[t.name]
+			for _, st := range roundOrder(round) {
+				addr := bare.Listener.Addr().String()
+				key := func(dst []byte, i int64) []byte { return strconv.AppendInt(append(dst, "bare-"...), i, 10) }
+				if st.name != "bare" {
+					addr = servers[st.name].Listener.Addr().String()
+					prefix := fmt.Sprintf("%s-%d-%d-%s-", sv.id, conc, round, strings.ReplaceAll(st.name, " ", "_"))
+					key = func(dst []byte, i int64) []byte { return strconv.AppendInt(append(dst, prefix...), i, 10) }
+					if st.mode == "replay" {
+						h := hot[st.name]
 						key = func(dst []byte, _ int64) []byte { return append(dst, h...) }
 					}
-					m, err := measure(ctx, addr, conc, perReq, perTime, key, mode == "replay")
-					if err != nil {
-						return fmt.Errorf("%s, %s, %d clients: %w", t.name, mode, conc, err)
-					}
-					k := cellKey(t.name, mode, conc)
-					if results[k] == nil {
-						results[k] = &cell{}
-					}
-					results[k].runs = append(results[k].runs, m)
 				}
+				m, err := measure(ctx, addr, conc, perReq, perTime, key, st.mode == "replay")
+				if err != nil {
+					return fmt.Errorf("%s, %s, %d clients: %w", st.name, st.mode, conc, err)
+				}
+				k := cellKey(st.name, st.mode, conc)
+				if results[k] == nil {
+					results[k] = &cell{}
+				}
+				results[k].runs = append(results[k].runs, m)
 			}
 		}
 	}
@@ -236,7 +257,9 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	s.line("  filtering, problem documents, fencing tokens): their cost is the inherent cost of the store round trips.")
 	s.line("")
 	s.line("The run is split into %d rounds (each measurement above is per round: at most %d requests or %v); every round measures the", rounds, perReq, perTime)
-	s.line("bare handler and then every handler and mode in turn. req/s is the median over the rounds, p50 and p99 are over all rounds'")
+	s.line("bare handler and every handler and mode once, the two sides of every ratio next to each other: memstore first call, bare,")
+	s.line("memstore replay, then each store and its by-hand baseline in the first-call mode, then in the replay mode; odd rounds reverse the memstore")
+	s.line("triple and every pair. req/s is the median over the rounds, p50 and p99 are over all rounds'")
 	s.line("requests, and each ratio is the median over the rounds of the ratio within a round, followed by its range over the rounds.")
 	s.line("")
 	header := []string{"handler", "mode", "clients", "requests", "req/s", "p50", "p99", "allocs/req", "× bare (req/s)", "× by-hand baseline (req/s)"}
