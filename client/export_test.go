@@ -11,3 +11,6 @@ type JournalFile = journalFile
 func OpenFileJournalWrapped(path string, cfg FileJournalConfig, wrap func(*os.File) JournalFile) (*FileJournal, error) {
 	return openFileJournal(path, cfg, wrap)
 }
+
+// Datasync is datasync, for the raw baseline of BenchmarkJournalCost.
+var Datasync = datasync

@@ -1,11 +1,13 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -19,6 +21,12 @@ import (
 // ("journal"), one delivery at a time ("serial") and 16 at once
 // ("parallel", where concurrent records share their syncs). Compare the
 // deliveries/s of one run.
+//
+// The disk's own rate is measured in the same run, just before: "raw"
+// appends one line of a record's size to a file in the same directory and
+// syncs it, in a loop, with fsync ("raw/fsync") and with fdatasync
+// ("raw/fdatasync"). serial/journal reports its deliveries/s divided by
+// each (x-fsync, x-fdatasync): the journal at the disk's speed is 1.
 func BenchmarkJournalCost(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -51,6 +59,45 @@ func BenchmarkJournalCost(b *testing.B) {
 			return err
 		}
 	}
+	// The size of one record line, and the disk's sync rates.
+	probe := filepath.Join(b.TempDir(), "probe")
+	pj, err := client.OpenFileJournal(probe, client.FileJournalConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pj.Record(context.Background(), client.JournalEntry{URL: srv.URL, Key: "k1000000", Body: body}); err != nil {
+		b.Fatal(err)
+	}
+	pj.Close()
+	line, err := os.ReadFile(probe)
+	if err != nil {
+		b.Fatal(err)
+	}
+	line = bytes.TrimRight(line, "\x00")
+	raw := map[string]float64{}
+	for _, name := range []string{"fsync", "fdatasync"} {
+		b.Run("raw/"+name, func(b *testing.B) {
+			f, err := os.OpenFile(filepath.Join(b.TempDir(), "raw"), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			sync := f.Sync
+			if name == "fdatasync" {
+				sync = func() error { return client.Datasync(f) }
+			}
+			for b.Loop() {
+				if _, err := f.Write(line); err != nil {
+					b.Fatal(err)
+				}
+				if err := sync(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			raw[name] = float64(b.N) / b.Elapsed().Seconds()
+			b.ReportMetric(raw[name], "syncs/s")
+		})
+	}
 	for _, mode := range []string{"serial", "parallel"} {
 		for _, journal := range []bool{false, true} {
 			name := mode + "/bare"
@@ -77,7 +124,12 @@ func BenchmarkJournalCost(b *testing.B) {
 						}
 					})
 				}
-				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+				rate := float64(b.N) / b.Elapsed().Seconds()
+				b.ReportMetric(rate, "deliveries/s")
+				if mode == "serial" && journal && raw["fsync"] > 0 && raw["fdatasync"] > 0 {
+					b.ReportMetric(rate/raw["fsync"], "x-fsync")
+					b.ReportMetric(rate/raw["fdatasync"], "x-fdatasync")
+				}
 			})
 		}
 	}
