@@ -14,3 +14,10 @@ func OpenFileJournalWrapped(path string, cfg FileJournalConfig, wrap func(*os.Fi
 
 // Datasync is datasync, for the raw baseline of BenchmarkJournalCost.
 var Datasync = datasync
+
+// Syncs returns how many group commits the journal made.
+func (j *FileJournal) Syncs() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.syncs
+}

@@ -51,7 +51,7 @@ func (j *FileJournal) compact() error {
 	if _, err := wf.Write(buf.Bytes()); err != nil {
 		return fail(err)
 	}
-	if err := wf.Sync(); err != nil {
+	if err := syncData(wf); err != nil {
 		return fail(err)
 	}
 	if err := os.Rename(tmp, j.path); err != nil {
