@@ -6,8 +6,8 @@ import "slices"
 // MultiPolygon for forbidden contacts in O(n log n) time for n segments
 // (plus the number of ring-to-ring touch points, which is bounded by the
 // number of rings on valid input): a Shamos–Hoey sweep over the
-// lexicographically sorted vertices, with an AVL tree (with parent links)
-// as the sweep status.
+// lexicographically sorted vertices, with a list of blocks of segments,
+// ordered by an AVL tree, as the sweep status (sweepstatus.go).
 //
 // Only segments that become neighbours in the status are tested for
 // crossings and overlaps, which finds one if any exists (the leftmost
@@ -17,12 +17,12 @@ import "slices"
 // equal vertices, and by collecting the status segments that pass through
 // the vertex, which are contiguous in the status.
 //
-// At a vertex where a segment ends, its tree node is known, so the
-// segments at the vertex and their neighbours are found by walking the
-// tree locally; segments that start there are linked in next to their
-// neighbour. Only a vertex where segments start and none ends needs a
-// descent from the root. Every tree operation is O(log n) in the worst
-// case.
+// At a vertex where a segment ends, its place in the status is known, so
+// the segments at the vertex and their neighbours are found by walking
+// the status locally; segments that start there are linked in next to
+// their neighbour. Only a vertex where segments start and none ends needs
+// a descent from the root. Every status operation is O(log n + blockCap)
+// in the worst case.
 
 // seg is a ring segment with a before b in sweep order.
 type seg struct {
@@ -58,8 +58,12 @@ type sweeper struct {
 	segOff  []int   // first segment of each ring
 	segs    []seg
 	evs     []event // vertex events, sorted
-	nodes   []tnode
-	root    int32
+	at      []slot  // where each segment is in the status
+	nodes   []tnode // status blocks
+	bitems  []int32 // segments of the status blocks, blockCap per block
+	bfree   []int32 // free blocks
+	root    int32   // root of the block tree
+	head    int32   // first block
 	uf      []int32 // union-find over rings and touch points
 	onBuf   []int32
 	dirs    []dir
@@ -88,10 +92,19 @@ type sweeper struct {
 	inconsistent int  // status order violations seen when verifying
 }
 
-// vertex returns vertex k (mod n) of ring r.
+// vertex returns vertex k (mod n) of ring r, for 0 <= k < 2n.
 func (s *sweeper) vertex(r int32, k int32) pt {
 	ring := s.rings[r]
-	return ring[int(k)%len(ring)]
+	if int(k) >= len(ring) {
+		k -= int32(len(ring))
+	}
+	return ring[k]
+}
+
+// follows reports whether segment k of a ring of n segments is the one
+// after segment j, without a division.
+func follows(j, k, n int32) bool {
+	return j+1 == k || (k == 0 && j == n-1)
 }
 
 // run sweeps the rings set up in s.rings and s.poly (each ring at least 3
@@ -109,7 +122,10 @@ func (s *sweeper) run() *sweepFault {
 	for r, ring := range s.rings {
 		s.segOff = append(s.segOff, len(s.segs))
 		for k := range ring {
-			a, b := ring[k], ring[(k+1)%len(ring)]
+			a, b := ring[k], ring[0]
+			if k+1 < len(ring) {
+				b = ring[k+1]
+			}
 			if less(b, a) {
 				a, b = b, a
 			}
@@ -126,11 +142,7 @@ func (s *sweeper) run() *sweepFault {
 		}
 	}
 	s.sortEvents()
-	s.nodes = slices.Grow(s.nodes[:0], len(s.segs))
-	for range s.segs {
-		s.nodes = append(s.nodes, tnode{l: nilNode, r: nilNode, par: nilNode}) // h 0: not in the status
-	}
-	s.root = nilNode
+	s.resetStatus(len(s.segs))
 	s.ccw = s.ccw[:0]
 	s.parent = s.parent[:0]
 	for _, ring := range s.rings {
@@ -185,8 +197,13 @@ func (s *sweeper) event(p pt, grp []int32) *sweepFault {
 			return f
 		}
 	}
-	if len(s.starts) > 1 {
-		slices.SortFunc(s.starts, s.cmpSeg)
+	switch st := s.starts; {
+	case len(st) == 2: // a ring's two segments: no sort needed
+		if s.cmpSeg(st[0], st[1]) > 0 {
+			st[0], st[1] = st[1], st[0]
+		}
+	case len(st) > 2:
+		slices.SortFunc(st, s.cmpSeg)
 	}
 	if !through {
 		// The segments ending here are exactly s.onBuf, contiguous in the
@@ -199,17 +216,12 @@ func (s *sweeper) event(p pt, grp []int32) *sweepFault {
 		for i := range m {
 			s.replace(s.onBuf[i], s.starts[i])
 		}
-		for _, sg := range s.onBuf[m:] {
-			s.remove(sg)
-		}
+		s.removeRun(s.onBuf[m:])
 		after := below
 		if m > 0 {
 			after = s.starts[m-1]
 		}
-		for _, sg := range s.starts[m:] {
-			s.insertAfter(sg, after)
-			after = sg
-		}
+		s.insertRun(s.starts[m:], after)
 	} else {
 		for _, sg := range s.ends {
 			s.remove(sg)
@@ -244,12 +256,8 @@ func (s *sweeper) event(p pt, grp []int32) *sweepFault {
 	// Test every pair that became neighbours, from below to above.
 	t := below
 	if t == nilNode {
-		if s.root == nilNode {
+		if t = s.first(); t == nilNode {
 			return nil
-		}
-		t = s.root
-		for s.nodes[t].l != nilNode {
-			t = s.nodes[t].l
 		}
 	}
 	for t != above && t != nilNode {
@@ -292,7 +300,7 @@ func (s *sweeper) check(i, j int32) *sweepFault {
 	}
 	if a.ring == b.ring {
 		n := int32(len(s.rings[a.ring]))
-		adjacent := (a.k+1)%n == b.k || (b.k+1)%n == a.k
+		adjacent := follows(a.k, b.k, n) || follows(b.k, a.k, n)
 		if c == cTouch && adjacent {
 			return nil
 		}
@@ -332,9 +340,9 @@ func (s *sweeper) check(i, j int32) *sweepFault {
 func (s *sweeper) apartButOneVertex(a, b *seg) bool {
 	n := int32(len(s.rings[a.ring]))
 	switch {
-	case (a.k+1)%n == b.k: // b leaves a's end for vertex b.k+1
+	case follows(a.k, b.k, n): // b leaves a's end for vertex b.k+1
 		return orient(a.a, a.b, s.vertex(b.ring, b.k+1)) != 0
-	case (b.k+1)%n == a.k:
+	case follows(b.k, a.k, n):
 		return orient(b.a, b.b, s.vertex(a.ring, a.k+1)) != 0
 	}
 	return false

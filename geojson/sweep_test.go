@@ -1,8 +1,10 @@
 package geojson
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 )
@@ -370,18 +372,14 @@ func TestSortEvents(t *testing.T) {
 	}
 }
 
-// TestStatusTreeBalanced checks the AVL invariants of the sweep status
-// under sorted insertions (the worst case for an unbalanced tree) and
-// removals, and that the in-order sequence stays right.
-func TestStatusTreeBalanced(t *testing.T) {
-	const n = 5000
-	var s sweeper
-	for i := range n {
-		s.segs = append(s.segs, seg{a: pt{0, float64(i)}, b: pt{1, float64(i)}})
-		s.nodes = append(s.nodes, tnode{l: nilNode, r: nilNode, par: nilNode, h: 1})
-	}
-	s.root = nilNode
+// checkStatus checks the sweep status against want, the segments it
+// should hold in order: the block tree's AVL invariants and in-order
+// sequence, the block list, every segment's slot, next and prev, and the
+// bound on the number of blocks for inserted insertions.
+func checkStatus(t *testing.T, s *sweeper, want []int32, inserted int) {
+	t.Helper()
 	var check func(x int32) int32
+	var inorder []int32
 	check = func(x int32) int32 {
 		if x == nilNode {
 			return 0
@@ -389,57 +387,211 @@ func TestStatusTreeBalanced(t *testing.T) {
 		l, r := s.nodes[x].l, s.nodes[x].r
 		for _, c := range []int32{l, r} {
 			if c != nilNode && s.nodes[c].par != x {
-				t.Fatalf("node %d: child %d has parent %d", x, c, s.nodes[c].par)
+				t.Fatalf("block %d: child %d has parent %d", x, c, s.nodes[c].par)
 			}
 		}
-		hl, hr := check(l), check(r)
+		hl := check(l)
+		inorder = append(inorder, x)
+		hr := check(r)
 		if hl-hr > 1 || hr-hl > 1 || s.nodes[x].h != 1+max(hl, hr) {
-			t.Fatalf("node %d: heights %d, %d, stored %d", x, hl, hr, s.nodes[x].h)
+			t.Fatalf("block %d: heights %d, %d, stored %d", x, hl, hr, s.nodes[x].h)
 		}
 		return s.nodes[x].h
 	}
-	inorder := func() []int32 {
-		var out []int32
-		if s.root == nilNode {
-			return nil
-		}
-		x := s.root
-		for s.nodes[x].l != nilNode {
-			x = s.nodes[x].l
-		}
-		for ; x != nilNode; x = s.next(x) {
-			out = append(out, x)
-		}
-		return out
+	if h := check(s.root); float64(h) > 1.45*math.Log2(float64(len(inorder))+2) {
+		t.Fatalf("block tree height %d for %d blocks", h, len(inorder))
 	}
+	if len(inorder) > 1+2*inserted/blockCap {
+		t.Fatalf("%d blocks after %d insertions", len(inorder), inserted)
+	}
+	var got []int32
+	prevB := int32(nilNode)
+	for i, b := 0, s.head; b != nilNode; i, b = i+1, s.nodes[b].next {
+		if i >= len(inorder) || inorder[i] != b {
+			t.Fatalf("block list and block tree disagree at block %d", i)
+		}
+		if s.nodes[b].prev != prevB {
+			t.Fatalf("block %d: prev %d, want %d", b, s.nodes[b].prev, prevB)
+		}
+		if n := s.nodes[b].n; n < 1 || n > blockCap {
+			t.Fatalf("block %d holds %d segments", b, n)
+		}
+		for j, x := range s.items(b) {
+			if s.at[x] != (slot{b, int32(j)}) {
+				t.Fatalf("segment %d at %v, want %v", x, s.at[x], slot{b, int32(j)})
+			}
+			got = append(got, x)
+		}
+		prevB = b
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d segments in the status, want %d", len(got), len(want))
+	}
+	for i, x := range want {
+		if got[i] != x {
+			t.Fatalf("position %d holds %d, want %d", i, got[i], x)
+		}
+		if p := s.prev(x); (i == 0) != (p == nilNode) || (i > 0 && p != want[i-1]) {
+			t.Fatalf("prev(%d) = %d", x, p)
+		}
+		if n := s.next(x); (i == len(want)-1) != (n == nilNode) || (i < len(want)-1 && n != want[i+1]) {
+			t.Fatalf("next(%d) = %d", x, n)
+		}
+	}
+	if (len(want) == 0) != (s.first() == nilNode) || (len(want) > 0 && s.first() != want[0]) {
+		t.Fatalf("first() = %d", s.first())
+	}
+	in := make([]bool, len(s.at))
+	for _, x := range want {
+		in[x] = true
+	}
+	for x := range s.at {
+		if s.active(int32(x)) != in[x] {
+			t.Fatalf("segment %d: active %v", x, s.active(int32(x)))
+		}
+	}
+}
+
+// TestStatusBalanced checks the sweep status under sorted insertions (the
+// worst case for an unbalanced tree) and removals.
+func TestStatusBalanced(t *testing.T) {
+	const n = 5000
+	var s sweeper
+	for i := range n {
+		s.segs = append(s.segs, seg{a: pt{0, float64(i)}, b: pt{1, float64(i)}})
+	}
+	s.resetStatus(n)
+	var want []int32
 	after := int32(nilNode)
 	for i := range int32(n) {
 		s.insertAfter(i, after)
 		after = i
+		want = append(want, i)
 	}
-	if h := check(s.root); float64(h) > 1.45*math.Log2(n+2) {
-		t.Fatalf("height %d after %d sorted insertions", h, n)
-	}
-	for i := int32(0); i < n; i += 2 {
-		s.remove(i)
-	}
-	check(s.root)
-	got := inorder()
-	if len(got) != n/2 {
-		t.Fatalf("%d nodes left, want %d", len(got), n/2)
-	}
-	for i, x := range got {
-		if x != int32(2*i+1) {
-			t.Fatalf("in-order position %d holds %d", i, x)
-		}
-		if p := s.prev(x); (i == 0) != (p == nilNode) || (i > 0 && p != got[i-1]) {
-			t.Fatalf("prev(%d) = %d", x, p)
+	checkStatus(t, &s, want, n)
+	want = want[:0]
+	for i := int32(0); i < n; i++ {
+		if i%2 == 0 {
+			s.remove(i)
+		} else {
+			want = append(want, i)
 		}
 	}
-	for _, x := range got {
+	checkStatus(t, &s, want, n)
+	for _, x := range want {
 		s.remove(x)
 	}
-	if s.root != nilNode {
-		t.Fatal("tree not empty after removing everything")
+	checkStatus(t, &s, nil, n)
+	if s.root != nilNode || s.head != nilNode {
+		t.Fatal("status not empty after removing everything")
+	}
+}
+
+// TestStatusRandom checks the sweep status against a slice under random
+// insertions (after a random segment, or first), removals, replacements
+// and searches.
+func TestStatusRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for round := range 20 {
+		n := 50 + rng.IntN(3000)
+		var s sweeper
+		// Horizontal segments at distinct heights, so the order is by y.
+		ys := rng.Perm(n)
+		for i := range n {
+			s.segs = append(s.segs, seg{a: pt{0, float64(ys[i])}, b: pt{1, float64(ys[i])}})
+		}
+		s.resetStatus(n)
+		var want []int32
+		var idle []int32
+		for i := range int32(n) {
+			idle = append(idle, i)
+		}
+		inserted := 0
+		for step := range 4 * n {
+			switch op := rng.IntN(10); {
+			case op < 5 && len(idle) > 0: // insert at its place by search
+				k := rng.IntN(len(idle))
+				x := idle[k]
+				idle = slices.Delete(idle, k, k+1)
+				s.insertSearch(x)
+				j, _ := slices.BinarySearchFunc(want, x, func(a, b int32) int { return cmp.Compare(ys[a], ys[b]) })
+				want = slices.Insert(want, j, x)
+				inserted++
+			case op < 8 && len(want) > 0: // remove
+				j := rng.IntN(len(want))
+				s.remove(want[j])
+				idle = append(idle, want[j])
+				want = slices.Delete(want, j, j+1)
+			case len(want) > 0 && len(idle) > 0: // locate, then replace
+				j := rng.IntN(len(want))
+				x := want[j]
+				p := pt{0.5, float64(ys[x])}
+				on, below, above := s.locate(p, nil)
+				wantBelow, wantAbove := int32(nilNode), int32(nilNode)
+				if j > 0 {
+					wantBelow = want[j-1]
+				}
+				if j < len(want)-1 {
+					wantAbove = want[j+1]
+				}
+				if len(on) != 1 || on[0] != x || below != wantBelow || above != wantAbove {
+					t.Fatalf("round %d step %d: locate(%v) = %v, %d, %d, want [%d], %d, %d", round, step, p, on, below, above, x, wantBelow, wantAbove)
+				}
+				// y takes x's place only when the order allows it: swap
+				// their heights.
+				k := rng.IntN(len(idle))
+				y := idle[k]
+				if (j == 0 || ys[y] > ys[want[j-1]]) && (j == len(want)-1 || ys[y] < ys[want[j+1]]) {
+					s.replace(x, y)
+					idle[k] = x
+					want[j] = y
+				}
+			}
+			if step%97 == 0 {
+				checkStatus(t, &s, want, inserted)
+			}
+		}
+		checkStatus(t, &s, want, inserted)
+	}
+}
+
+// TestStatusRuns checks the sweep status against a slice under random
+// insertions and removals of runs of consecutive segments, which need no
+// geometry.
+func TestStatusRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for range 20 {
+		n := 50 + rng.IntN(3000)
+		var s sweeper
+		s.resetStatus(n)
+		var want, idle []int32
+		for i := range int32(n) {
+			idle = append(idle, i)
+		}
+		inserted := 0
+		for step := range 4 * n {
+			k := 1 + rng.IntN(4)
+			if rng.IntN(2) == 0 && len(idle) >= k {
+				j := rng.IntN(len(want) + 1) // the run goes at want[j:]
+				after := int32(nilNode)
+				if j > 0 {
+					after = want[j-1]
+				}
+				xs := slices.Clone(idle[len(idle)-k:])
+				idle = idle[:len(idle)-k]
+				s.insertRun(xs, after)
+				want = slices.Insert(want, j, xs...)
+				inserted += k
+			} else if len(want) >= k {
+				j := rng.IntN(len(want) - k + 1)
+				s.removeRun(want[j : j+k])
+				idle = append(idle, want[j:j+k]...)
+				want = slices.Delete(want, j, j+k)
+			}
+			if step%89 == 0 {
+				checkStatus(t, &s, want, inserted)
+			}
+		}
+		checkStatus(t, &s, want, inserted)
 	}
 }

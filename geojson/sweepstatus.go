@@ -1,17 +1,55 @@
 package geojson
 
-import "cmp"
+import (
+	"cmp"
+	"slices"
+)
 
 // This file holds the sweep status: the segments the sweep line crosses,
-// in order, in an AVL tree with parent links.
+// in order. They are kept in blocks of at most blockCap segments, in
+// order within each block; the blocks are linked in order, and ordered
+// again by an AVL tree (with parent links) for the searches that start
+// from nothing (a descent over the blocks, then a binary search in one).
+//
+// Most of the sweep's work is local: a segment's neighbours, a segment
+// taking another's place, one linked in next to a known neighbour or
+// unlinked. Each such step costs O(1), or a shift within one block,
+// O(blockCap), over contiguous memory; the tree changes only when a full
+// block splits or an empty one leaves, which is O(log n) in the worst
+// case, like a descent.
+//
+// Bounds: a block splits only when full, into two halves, so at most
+// 1 + 2n/blockCap blocks ever exist at once for n segments inserted, and
+// their storage is at most 8 bytes per segment (plus one block).
 
-// tnode is an AVL tree node; node i holds segment i.
+// blockCap is the capacity of a status block, in segments.
+const blockCap = 32
+
+// tnode is a status block: its AVL node (node i is block i), its place
+// in the list of blocks, and how many segments it holds (at
+// s.bitems[i*blockCap:]).
 type tnode struct {
-	l, r, par int32
-	h         int32 // height: 1 for a leaf
+	l, r, par  int32
+	h          int32 // height: 1 for a leaf
+	n          int32 // segments held
+	next, prev int32 // neighbouring blocks in order
 }
 
+// slot is where an active segment is: its block and its index there. A
+// segment not in the status has block nilNode.
+type slot struct{ b, i int32 }
+
 const nilNode = -1
+
+// resetStatus empties the status for nseg segments.
+func (s *sweeper) resetStatus(nseg int) {
+	s.at = slices.Grow(s.at[:0], nseg)[:nseg]
+	for i := range s.at {
+		s.at[i] = slot{nilNode, 0}
+	}
+	s.nodes, s.bitems, s.bfree = s.nodes[:0], s.bitems[:0], s.bfree[:0]
+	s.root, s.head = nilNode, nilNode
+}
 
 // cmpSeg orders two distinct active segments in the status: by the
 // position of the later-starting one's first point relative to the other,
@@ -40,37 +78,378 @@ func (s *sweeper) contains(i int32, p pt) bool {
 	return orient(sg.a, sg.b, p) == 0
 }
 
-func (s *sweeper) next(x int32) int32 {
-	if r := s.nodes[x].r; r != nilNode {
-		for s.nodes[r].l != nilNode {
-			r = s.nodes[r].l
-		}
-		return r
-	}
-	for {
-		p := s.nodes[x].par
-		if p == nilNode || s.nodes[p].l == x {
-			return p
-		}
-		x = p
-	}
+// below reports whether active segment i passes strictly below p.
+func (s *sweeper) below(i int32, p pt) bool {
+	sg := &s.segs[i]
+	return orient(sg.a, sg.b, p) > 0
 }
 
-func (s *sweeper) prev(x int32) int32 {
-	if l := s.nodes[x].l; l != nilNode {
-		for s.nodes[l].r != nilNode {
-			l = s.nodes[l].r
-		}
-		return l
-	}
-	for {
-		p := s.nodes[x].par
-		if p == nilNode || s.nodes[p].r == x {
-			return p
-		}
-		x = p
-	}
+// active reports whether segment x is in the status.
+func (s *sweeper) active(x int32) bool { return s.at[x].b != nilNode }
+
+// items returns the segments of block b.
+func (s *sweeper) items(b int32) []int32 {
+	o := int(b) * blockCap
+	return s.bitems[o : o+int(s.nodes[b].n)]
 }
+
+// first returns the lowest segment of the status, or nilNode.
+func (s *sweeper) first() int32 {
+	if s.head == nilNode {
+		return nilNode
+	}
+	return s.bitems[int(s.head)*blockCap]
+}
+
+// next returns the segment just above active segment x, or nilNode.
+func (s *sweeper) next(x int32) int32 {
+	a := s.at[x]
+	nd := &s.nodes[a.b]
+	if a.i+1 < nd.n {
+		return s.bitems[int(a.b)*blockCap+int(a.i)+1]
+	}
+	if nd.next == nilNode {
+		return nilNode
+	}
+	return s.bitems[int(nd.next)*blockCap]
+}
+
+// prev returns the segment just below active segment x, or nilNode.
+func (s *sweeper) prev(x int32) int32 {
+	a := s.at[x]
+	if a.i > 0 {
+		return s.bitems[int(a.b)*blockCap+int(a.i)-1]
+	}
+	pb := s.nodes[a.b].prev
+	if pb == nilNode {
+		return nilNode
+	}
+	return s.bitems[int(pb)*blockCap+int(s.nodes[pb].n)-1]
+}
+
+// newBlock returns an empty block, not linked in.
+func (s *sweeper) newBlock() int32 {
+	if k := len(s.bfree); k > 0 {
+		b := s.bfree[k-1]
+		s.bfree = s.bfree[:k-1]
+		s.nodes[b].n = 0
+		return b
+	}
+	b := int32(len(s.nodes))
+	s.nodes = append(s.nodes, tnode{})
+	n := len(s.bitems)
+	s.bitems = slices.Grow(s.bitems, blockCap)[:n+blockCap]
+	return b
+}
+
+// linkBlock links block b in right after block after (nilNode: first).
+func (s *sweeper) linkBlock(b, after int32) {
+	nxt := s.head
+	if after != nilNode {
+		nxt = s.nodes[after].next
+		s.nodes[after].next = b
+	} else {
+		s.head = b
+	}
+	if nxt != nilNode {
+		s.nodes[nxt].prev = b
+	}
+	s.nodes[b].prev, s.nodes[b].next = after, nxt
+	s.avlInsertAfter(b, after)
+}
+
+// unlinkBlock unlinks block b and frees it.
+func (s *sweeper) unlinkBlock(b int32) {
+	p, n := s.nodes[b].prev, s.nodes[b].next
+	if p != nilNode {
+		s.nodes[p].next = n
+	} else {
+		s.head = n
+	}
+	if n != nilNode {
+		s.nodes[n].prev = p
+	}
+	s.avlRemove(b)
+	s.bfree = append(s.bfree, b)
+}
+
+// insertAfter links segment x in right after active segment after
+// (nilNode: first).
+func (s *sweeper) insertAfter(x, after int32) {
+	b, i := s.slotAfter(after)
+	if s.nodes[b].n == blockCap {
+		b, i = s.split(b, i)
+	}
+	s.place(b, i, []int32{x})
+}
+
+// insertRun links segments xs, in order, in right after active segment
+// after (nilNode: first): the segments starting at a vertex, in one
+// shift of one block (unless it is too full).
+func (s *sweeper) insertRun(xs []int32, after int32) {
+	if len(xs) == 0 {
+		return
+	}
+	b, i := s.slotAfter(after)
+	if int(s.nodes[b].n)+len(xs) > blockCap {
+		for _, x := range xs {
+			s.insertAfter(x, after)
+			after = x
+		}
+		return
+	}
+	s.place(b, i, xs)
+}
+
+// slotAfter returns the block and index where a segment linked in right
+// after active segment after (nilNode: first) goes, making the first
+// block if there is none.
+func (s *sweeper) slotAfter(after int32) (b, i int32) {
+	if after != nilNode {
+		a := s.at[after]
+		return a.b, a.i + 1
+	}
+	if s.head == nilNode {
+		s.linkBlock(s.newBlock(), nilNode)
+	}
+	return s.head, 0
+}
+
+// split moves the upper half of full block b to a new block after it,
+// and returns where index i of b is then.
+func (s *sweeper) split(b, i int32) (int32, int32) {
+	nb := s.newBlock()
+	const h = blockCap / 2
+	o := int(b) * blockCap
+	moved := s.bitems[o+h : o+blockCap]
+	copy(s.bitems[int(nb)*blockCap:], moved)
+	at := s.at
+	for j, y := range moved {
+		at[y] = slot{nb, int32(j)}
+	}
+	s.nodes[b].n, s.nodes[nb].n = h, blockCap-h
+	s.linkBlock(nb, b)
+	if i > h {
+		return nb, i - h
+	}
+	return b, i
+}
+
+// place puts xs at index i of block b, which has room for them.
+func (s *sweeper) place(b, i int32, xs []int32) {
+	k := int32(len(xs))
+	n := s.nodes[b].n
+	o := int(b) * blockCap
+	it := s.bitems[o : o+int(n+k)]
+	copy(it[i+k:], it[i:n])
+	copy(it[i:], xs)
+	at := s.at
+	for j, x := range xs {
+		at[x] = slot{b, i + int32(j)}
+	}
+	for j := i + k; j < n+k; j++ {
+		at[it[j]].i = j
+	}
+	s.nodes[b].n = n + k
+}
+
+// remove unlinks active segment x.
+func (s *sweeper) remove(x int32) {
+	s.unplace(s.at[x], 1)
+}
+
+// removeRun unlinks active segments xs, which are consecutive in the
+// status, in order: the segments ending at a vertex, in one shift when
+// they share a block.
+func (s *sweeper) removeRun(xs []int32) {
+	if len(xs) == 0 {
+		return
+	}
+	a := s.at[xs[0]]
+	if s.at[xs[len(xs)-1]].b != a.b {
+		for _, x := range xs {
+			s.remove(x)
+		}
+		return
+	}
+	s.unplace(a, int32(len(xs)))
+}
+
+// unplace takes the k segments from slot a out of its block.
+func (s *sweeper) unplace(a slot, k int32) {
+	o := int(a.b) * blockCap
+	n := s.nodes[a.b].n
+	it := s.bitems[o : o+int(n)]
+	at := s.at
+	for _, x := range it[a.i : a.i+k] {
+		at[x].b = nilNode
+	}
+	if n == k {
+		s.unlinkBlock(a.b)
+		return
+	}
+	copy(it[a.i:], it[a.i+k:])
+	for j := a.i; j < n-k; j++ {
+		at[it[j]].i = j
+	}
+	s.nodes[a.b].n = n - k
+}
+
+// replace puts segment y in active segment x's place: x leaves the
+// status and y takes its position in the order.
+func (s *sweeper) replace(x, y int32) {
+	a := s.at[x]
+	s.at[y] = a
+	s.at[x].b = nilNode
+	s.bitems[int(a.b)*blockCap+int(a.i)] = y
+}
+
+// lastBlock returns the last block whose first segment satisfies pred,
+// which holds for a prefix of the status, or nilNode.
+func (s *sweeper) lastBlock(pred func(int32) bool) int32 {
+	cand := int32(nilNode)
+	for t := s.root; t != nilNode; {
+		if pred(s.bitems[int(t)*blockCap]) {
+			cand = t
+			t = s.nodes[t].r
+		} else {
+			t = s.nodes[t].l
+		}
+	}
+	return cand
+}
+
+// lastIn returns the last segment of block b, whose first segment
+// satisfies pred, that satisfies pred, which holds for a prefix.
+func lastIn(it []int32, pred func(int32) bool) int32 {
+	lo, hi := 1, len(it) // it[:lo] satisfy pred, it[hi:] do not
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if pred(it[m]) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return it[lo-1]
+}
+
+// insertSearch inserts x at its place in the order, found by descent.
+func (s *sweeper) insertSearch(x int32) {
+	notBefore := func(t int32) bool { return s.cmpSeg(x, t) >= 0 }
+	after := int32(nilNode)
+	if b := s.lastBlock(notBefore); b != nilNode {
+		after = lastIn(s.items(b), notBefore)
+	}
+	s.insertAfter(x, after)
+}
+
+// locate finds, by descent, the segments containing p (appended to out in
+// order) and the nearest segments below and above p.
+func (s *sweeper) locate(p pt, out []int32) (on []int32, below, above int32) {
+	isBelow := func(t int32) bool { return s.below(t, p) }
+	below = nilNode
+	first := s.first()
+	if b := s.lastBlock(isBelow); b != nilNode {
+		below = lastIn(s.items(b), isBelow)
+		first = s.next(below)
+	}
+	above = nilNode
+	for t := first; t != nilNode; t = s.next(t) {
+		if !s.contains(t, p) {
+			above = t
+			break
+		}
+		out = append(out, t)
+	}
+	return out, below, above
+}
+
+// around collects the block of segments containing p around node x,
+// which contains p, and the segments just below and above the block.
+func (s *sweeper) around(x int32, p pt, out []int32) (on []int32, below, above int32) {
+	lo := x
+	for {
+		q := s.prev(lo)
+		if q == nilNode || !s.contains(q, p) {
+			below = q
+			break
+		}
+		lo = q
+	}
+	for t := lo; ; {
+		out = append(out, t)
+		t = s.next(t)
+		if t == nilNode || !s.contains(t, p) {
+			above = t
+			break
+		}
+	}
+	return out, below, above
+}
+
+// locateHinted is locate for an event where segments only start, tried
+// first next to the ring's segments that continue those starting at p
+// (a ring's segments are often close in the status: a zigzag's spikes
+// start next to their neighbours): a hint costs two orientation tests, a
+// descent one per level.
+func (s *sweeper) locateHinted(p pt, out []int32) (on []int32, below, above int32) {
+	for _, sg := range s.starts {
+		r := s.segs[sg].ring
+		n := int32(s.segOff[r+1] - s.segOff[r])
+		k := s.segs[sg].k
+		kn, kp := k+1, k-1 // the segments after and before sg
+		if kn == n {
+			kn = 0
+		}
+		if kp < 0 {
+			kp = n - 1
+		}
+		for _, h := range [2]int32{int32(s.segOff[r]) + kn, int32(s.segOff[r]) + kp} {
+			if s.active(h) {
+				if on, below, above, ok := s.locateNear(h, p, out); ok {
+					return on, below, above
+				}
+			}
+		}
+	}
+	return s.locate(p, out)
+}
+
+// locateNear finds what locate finds when active segment h is next to p:
+// the last segment p lies strictly above, or the first it does not. It
+// reports false when h is neither.
+func (s *sweeper) locateNear(h int32, p pt, out []int32) (on []int32, below, above int32, ok bool) {
+	var first int32
+	if sg := &s.segs[h]; orient(sg.a, sg.b, p) > 0 {
+		first = s.next(h)
+		if first != nilNode {
+			if f := &s.segs[first]; orient(f.a, f.b, p) > 0 {
+				return out, nilNode, nilNode, false
+			}
+		}
+		below = h
+	} else {
+		below = s.prev(h)
+		if below != nilNode {
+			if b := &s.segs[below]; orient(b.a, b.b, p) <= 0 {
+				return out, nilNode, nilNode, false
+			}
+		}
+		first = h
+	}
+	above = nilNode
+	for t := first; t != nilNode; t = s.next(t) {
+		if !s.contains(t, p) {
+			above = t
+			break
+		}
+		out = append(out, t)
+	}
+	return out, below, above, true
+}
+
+// The block tree: an AVL tree over the blocks, in order.
 
 // replaceChild makes c take old's place under old's parent (or as root).
 func (s *sweeper) replaceChild(old, c int32) {
@@ -167,9 +546,11 @@ func (s *sweeper) rebalance(n int32) {
 	}
 }
 
-// insertAfter links x in right after node after (nilNode: first).
-func (s *sweeper) insertAfter(x, after int32) {
-	s.nodes[x] = tnode{l: nilNode, r: nilNode, par: nilNode, h: 1}
+// avlInsertAfter links block x into the tree right after block after
+// (nilNode: first).
+func (s *sweeper) avlInsertAfter(x, after int32) {
+	nd := &s.nodes[x]
+	nd.l, nd.r, nd.par, nd.h = nilNode, nilNode, nilNode, 1
 	switch {
 	case s.root == nilNode:
 		s.root = x
@@ -195,23 +576,9 @@ func (s *sweeper) insertAfter(x, after int32) {
 	s.rebalance(s.nodes[x].par)
 }
 
-// insertSearch inserts x at its place in the order, found by descent.
-func (s *sweeper) insertSearch(x int32) {
-	after := int32(nilNode)
-	for t := s.root; t != nilNode; {
-		if s.cmpSeg(x, t) < 0 {
-			t = s.nodes[t].l
-		} else {
-			after = t
-			t = s.nodes[t].r
-		}
-	}
-	s.insertAfter(x, after)
-}
-
-// remove unlinks node x: its in-order successor takes its place when it
-// has two children.
-func (s *sweeper) remove(x int32) {
+// avlRemove unlinks block x from the tree: its in-order successor takes
+// its place when it has two children.
+func (s *sweeper) avlRemove(x int32) {
 	l, r := s.nodes[x].l, s.nodes[x].r
 	var start int32
 	switch {
@@ -241,131 +608,4 @@ func (s *sweeper) remove(x int32) {
 	}
 	s.rebalance(start)
 	s.nodes[x].h = 0
-}
-
-// locate finds, by descent, the segments containing p (appended to out in
-// order) and the nearest segments below and above p.
-func (s *sweeper) locate(p pt, out []int32) (on []int32, below, above int32) {
-	below, above = nilNode, nilNode
-	first := int32(nilNode)
-	for t := s.root; t != nilNode; {
-		sg := &s.segs[t]
-		if orient(sg.a, sg.b, p) > 0 {
-			below = t
-			t = s.nodes[t].r
-		} else {
-			first = t
-			t = s.nodes[t].l
-		}
-	}
-	for t := first; t != nilNode; t = s.next(t) {
-		if !s.contains(t, p) {
-			above = t
-			break
-		}
-		out = append(out, t)
-	}
-	return out, below, above
-}
-
-// around collects the block of segments containing p around node x,
-// which contains p, and the segments just below and above the block.
-func (s *sweeper) around(x int32, p pt, out []int32) (on []int32, below, above int32) {
-	lo := x
-	for {
-		q := s.prev(lo)
-		if q == nilNode || !s.contains(q, p) {
-			below = q
-			break
-		}
-		lo = q
-	}
-	for t := lo; ; {
-		out = append(out, t)
-		t = s.next(t)
-		if t == nilNode || !s.contains(t, p) {
-			above = t
-			break
-		}
-	}
-	return out, below, above
-}
-
-// replace puts node y in node x's place in the tree: x leaves the
-// status and y takes its position in the order, with no rebalancing.
-func (s *sweeper) replace(x, y int32) {
-	n := s.nodes[x]
-	s.nodes[y] = n
-	switch {
-	case n.par == nilNode:
-		s.root = y
-	case s.nodes[n.par].l == x:
-		s.nodes[n.par].l = y
-	default:
-		s.nodes[n.par].r = y
-	}
-	if n.l != nilNode {
-		s.nodes[n.l].par = y
-	}
-	if n.r != nilNode {
-		s.nodes[n.r].par = y
-	}
-	s.nodes[x].h = 0
-}
-
-// active reports whether segment x is in the status.
-func (s *sweeper) active(x int32) bool { return s.nodes[x].h > 0 }
-
-// locateHinted is locate for an event where segments only start, tried
-// first next to the ring's segments that continue those starting at p
-// (a ring's segments are often close in the status: a zigzag's spikes
-// start next to their neighbours): a hint costs two orientation tests, a
-// descent one per level.
-func (s *sweeper) locateHinted(p pt, out []int32) (on []int32, below, above int32) {
-	for _, sg := range s.starts {
-		r := s.segs[sg].ring
-		n := int32(s.segOff[r+1] - s.segOff[r])
-		k := s.segs[sg].k
-		for _, h := range [2]int32{int32(s.segOff[r]) + (k+1)%n, int32(s.segOff[r]) + (k+n-1)%n} {
-			if s.active(h) {
-				if on, below, above, ok := s.locateNear(h, p, out); ok {
-					return on, below, above
-				}
-			}
-		}
-	}
-	return s.locate(p, out)
-}
-
-// locateNear finds what locate finds when active segment h is next to p:
-// the last segment p lies strictly above, or the first it does not. It
-// reports false when h is neither.
-func (s *sweeper) locateNear(h int32, p pt, out []int32) (on []int32, below, above int32, ok bool) {
-	var first int32
-	if sg := &s.segs[h]; orient(sg.a, sg.b, p) > 0 {
-		first = s.next(h)
-		if first != nilNode {
-			if f := &s.segs[first]; orient(f.a, f.b, p) > 0 {
-				return out, nilNode, nilNode, false
-			}
-		}
-		below = h
-	} else {
-		below = s.prev(h)
-		if below != nilNode {
-			if b := &s.segs[below]; orient(b.a, b.b, p) <= 0 {
-				return out, nilNode, nilNode, false
-			}
-		}
-		first = h
-	}
-	above = nilNode
-	for t := first; t != nilNode; t = s.next(t) {
-		if !s.contains(t, p) {
-			above = t
-			break
-		}
-		out = append(out, t)
-	}
-	return out, below, above, true
 }
