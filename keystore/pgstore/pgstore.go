@@ -77,13 +77,17 @@ type Config struct {
 // processes sharing the table. Create it with New and stop its janitor with
 // Close.
 type Store struct {
-	pool    *pgxpool.Pool
-	names   names
-	sql     statements
-	lockKey int64
-	batch   int
-	log     *slog.Logger
-	observe func(observe.StoreCall)
+	pool *pgxpool.Pool
+	// typedArgs: the pool's statements are described before they run
+	// (pgx's default exec mode, or the description cache), so arguments
+	// can be passed as pgtype valuers (see params).
+	typedArgs bool
+	names     names
+	sql       statements
+	lockKey   int64
+	batch     int
+	log       *slog.Logger
+	observe   func(observe.StoreCall)
 
 	stop      context.CancelFunc
 	done      chan struct{}
@@ -121,14 +125,16 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	}
 	h := fnv.New64a()
 	h.Write([]byte("github.com/geoidem/geoidem/keystore/pgstore\x00" + n.table))
+	mode := pool.Config().ConnConfig.DefaultQueryExecMode
 	s := &Store{
-		pool:    pool,
-		names:   n,
-		sql:     newStatements(n),
-		lockKey: int64(h.Sum64()),
-		batch:   orDefault(cfg.PruneBatch, DefaultPruneBatch),
-		log:     cfg.Logger,
-		observe: cfg.Observer,
+		pool:      pool,
+		typedArgs: mode == pgx.QueryExecModeCacheStatement || mode == pgx.QueryExecModeCacheDescribe,
+		names:     n,
+		sql:       newStatements(n),
+		lockKey:   int64(h.Sum64()),
+		batch:     orDefault(cfg.PruneBatch, DefaultPruneBatch),
+		log:       cfg.Logger,
+		observe:   cfg.Observer,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -219,9 +225,12 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 		v := int64(tok)
 		chosen = &v
 	}
-	var r claimRow
-	fpArg := fp[:]
-	err = s.queryClaim(ctx, s.sql.fastClaim, &r, key, fpArg, us, chosen)
+	call := new(struct {
+		r claimRow
+		p params
+	})
+	r, args := &call.r, call.p.claim(s.typedArgs, key, fp, us, chosen)
+	err = s.queryClaim(ctx, s.sql.fastClaim, r, args)
 	switch {
 	case err == nil && (r.acquired || r.remaining > 0):
 		if r.acquired {
@@ -233,8 +242,7 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 	}
 	// The key's lease or retention has ended, or another claim inserted it
 	// after this one's snapshot was taken.
-	r = claimRow{}
-	if err := s.queryClaim(ctx, s.sql.claim, &r, key, fpArg, us, chosen); err != nil {
+	if err := s.queryClaim(ctx, s.sql.claim, r, args); err != nil {
 		return keystore.Claim{}, storeErr(ctx, "claim", err)
 	}
 	return r.claim()
@@ -242,14 +250,15 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 
 // queryClaim runs one of the claim statements into r, retrying
 // serialization failures (see retrySerialization).
-func (s *Store) queryClaim(ctx context.Context, sql string, r *claimRow, key string, fp []byte, us int64, chosen *int64) error {
-	err := s.pool.QueryRow(ctx, sql, key, fp, us, chosen).Scan(r)
+func (s *Store) queryClaim(ctx context.Context, sql string, r *claimRow, args []any) error {
+	*r = claimRow{}
+	err := s.pool.QueryRow(ctx, sql, args...).Scan(r)
 	for attempt := 1; attempt <= maxSerializationRetries && err != nil && isSerializationFailure(err); attempt++ {
 		if serializationPause(ctx, attempt) != nil {
 			return err
 		}
 		*r = claimRow{}
-		err = s.pool.QueryRow(ctx, sql, key, fp, us, chosen).Scan(r)
+		err = s.pool.QueryRow(ctx, sql, args...).Scan(r)
 	}
 	return err
 }
@@ -341,11 +350,12 @@ func (s *Store) complete(ctx context.Context, db execer, key string, token keyst
 	if err := rec.Validate(); err != nil {
 		return fmt.Errorf("pgstore: complete: %w", err)
 	}
-	header := encodeHeader(rec.Header)
 	if token == 0 || token > math.MaxInt64 {
 		return lost("complete")
 	}
-	return s.fenced(ctx, db, "complete", s.sql.complete, key, int64(token), int32(rec.StatusCode), header, rec.Body, us)
+	p := new(params)
+	args := p.complete(s.typedArgs && db == execer(s.pool), key, int64(token), int32(rec.StatusCode), encodeHeader(rec.Header), rec.Body, us)
+	return s.fenced(ctx, db, "complete", s.sql.complete, args...)
 }
 
 // fenced runs one of the fenced statements on db. On the pool, each

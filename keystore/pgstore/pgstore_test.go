@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
@@ -23,6 +24,22 @@ func TestConformance(t *testing.T) {
 	keystoretest.Run(t, func(t *testing.T) keystore.Store {
 		return newStore(t, pool, pgstore.Config{})
 	})
+}
+
+// The store works whatever exec mode the pool's connections default to: its
+// arguments are passed as pgtype valuers only when the statements are
+// described first, and claim rows that are not in the binary format (the
+// simple protocol's text) are scanned by pgx.
+func TestConformanceExecModes(t *testing.T) {
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeDescribeExec,
+		pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol} {
+		t.Run(mode.String(), func(t *testing.T) {
+			pool := openPool(t, 8, func(cfg *pgxpool.Config) { cfg.ConnConfig.DefaultQueryExecMode = mode })
+			keystoretest.Run(t, func(t *testing.T) keystore.Store {
+				return newStore(t, pool, pgstore.Config{})
+			})
+		})
+	}
 }
 
 // A first call costs two statements (claim, complete), a replay one.

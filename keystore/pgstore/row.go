@@ -100,3 +100,57 @@ func (r *claimRow) setHeader(b []byte) error {
 	r.header = h
 	return err
 }
+
+// bytea is a bytea argument that pgx encodes through pgtype.BytesValuer
+// when passed as a pointer, without boxing a copy of the slice; nil is
+// NULL.
+type bytea []byte
+
+// BytesValue implements pgtype.BytesValuer.
+func (b *bytea) BytesValue() ([]byte, error) { return *b, nil }
+
+// params holds the arguments of one statement, passed to pgx as pointers to
+// its fields: with the statement's parameter types known from its cached
+// description (see Store.typedArgs), pgx encodes them without the
+// allocation of boxing each value and of the argument slice.
+type params struct {
+	key               pgtype.Text
+	token, us, token2 pgtype.Int8
+	status            pgtype.Int4
+	fpArr             keystore.Fingerprint
+	fp, header, body  bytea
+	args              [6]any
+}
+
+// claim returns the arguments of a claim statement: key, fingerprint, lease
+// in microseconds, the chosen token or NULL.
+func (p *params) claim(typed bool, key string, fp keystore.Fingerprint, us int64, chosen *int64) []any {
+	p.fpArr = fp
+	if !typed {
+		p.args = [6]any{key, p.fpArr[:], us, chosen}
+		return p.args[:4]
+	}
+	p.key = pgtype.Text{String: key, Valid: true}
+	p.fp = p.fpArr[:]
+	p.us = pgtype.Int8{Int64: us, Valid: true}
+	if chosen != nil {
+		p.token2 = pgtype.Int8{Int64: *chosen, Valid: true}
+	}
+	p.args = [6]any{&p.key, &p.fp, &p.us, &p.token2}
+	return p.args[:4]
+}
+
+// complete returns the arguments of completeSQL.
+func (p *params) complete(typed bool, key string, token int64, status int32, header, body []byte, us int64) []any {
+	if !typed {
+		p.args = [6]any{key, token, status, header, body, us}
+		return p.args[:]
+	}
+	p.key = pgtype.Text{String: key, Valid: true}
+	p.token = pgtype.Int8{Int64: token, Valid: true}
+	p.status = pgtype.Int4{Int32: status, Valid: true}
+	p.header, p.body = header, body
+	p.us = pgtype.Int8{Int64: us, Valid: true}
+	p.args = [6]any{&p.key, &p.token, &p.status, &p.header, &p.body, &p.us}
+	return p.args[:]
+}
