@@ -12,7 +12,7 @@ var _ keystore.Admin = (*Store)(nil)
 
 // entryOf describes the entry in slot; s.mu is held.
 func (s *Store) entryOf(slot int32, now int64) keystore.Entry {
-	e := &s.entries[slot]
+	e := s.entry(slot)
 	left := time.Duration(e.deadline - now)
 	switch e.state {
 	case inFlight:
@@ -21,7 +21,7 @@ func (s *Store) entryOf(slot int32, now int64) keystore.Entry {
 		if left <= 0 {
 			return keystore.Entry{} // the retention has ended: as good as absent
 		}
-		return keystore.Entry{State: keystore.Recorded, Fingerprint: e.fp, Token: e.token, Record: decodeRecord(s.recs[slot]), RetentionRemaining: left}
+		return keystore.Entry{State: keystore.Recorded, Fingerprint: e.fp, Token: e.token, Record: decodeRecord(*s.rec(slot)), RetentionRemaining: left}
 	}
 	return keystore.Entry{State: keystore.Released, Fingerprint: e.fp, Token: e.token}
 }
@@ -82,7 +82,7 @@ func (s *Store) Summarize(ctx context.Context) (keystore.Summary, error) {
 	now := s.now()
 	var sum keystore.Summary
 	for id, slot := range s.index {
-		sum.Add(id.String(), s.entryOf(slot, now), s.entries[slot].size)
+		sum.Add(id.String(), s.entryOf(slot, now), s.entry(slot).size)
 	}
 	return sum, nil
 }

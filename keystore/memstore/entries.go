@@ -35,15 +35,40 @@ const (
 // or released) rather than the record heap (completed).
 func (e *entry) inLeaseHeap() bool { return e.state != completed }
 
+// Entries and their records are kept in pages of pageSize slots, added as
+// the store grows and never moved: a new entry never copies the ones before
+// it, as a slab grown by append does each time it doubles.
+const (
+	pageBits = 8
+	pageSize = 1 << pageBits
+)
+
+type (
+	entryPage [pageSize]entry
+	recPage   [pageSize][]byte
+)
+
+// entry returns the entry in slot.
+func (s *Store) entry(slot int32) *entry { return &s.entries[slot>>pageBits][slot&(pageSize-1)] }
+
+// rec returns the record in slot: the encoding of a completed entry's
+// record, nil for any other.
+func (s *Store) rec(slot int32) *[]byte { return &s.recs[slot>>pageBits][slot&(pageSize-1)] }
+
+// alloc returns a free slot, adding a page when every slot is in use.
 func (s *Store) alloc() int32 {
 	if n := len(s.free); n > 0 {
 		slot := s.free[n-1]
 		s.free = s.free[:n-1]
 		return slot
 	}
-	s.entries = append(s.entries, entry{})
-	s.recs = append(s.recs, nil)
-	return int32(len(s.entries) - 1)
+	slot := s.slots
+	if slot&(pageSize-1) == 0 {
+		s.entries = append(s.entries, new(entryPage))
+		s.recs = append(s.recs, new(recPage))
+	}
+	s.slots++
+	return slot
 }
 
 // held returns the slot of the in-flight entry that token holds, or -1.
@@ -52,7 +77,7 @@ func (s *Store) held(key string, token keystore.Token, now int64) int32 {
 	if !ok {
 		return -1
 	}
-	if e := &s.entries[slot]; e.state != inFlight || e.token != token || e.deadline <= now {
+	if e := s.entry(slot); e.state != inFlight || e.token != token || e.deadline <= now {
 		return -1
 	}
 	return slot
@@ -65,7 +90,7 @@ func (s *Store) ended(key string, token keystore.Token, state entryState, now in
 	if !ok {
 		return -1
 	}
-	e := &s.entries[slot]
+	e := s.entry(slot)
 	if e.state != state || e.token != token || (state == completed && e.deadline <= now) {
 		return -1
 	}
@@ -75,7 +100,7 @@ func (s *Store) ended(key string, token keystore.Token, state entryState, now in
 // remove deletes the entry in slot from the index and from whichever heap
 // holds it, and frees the slot.
 func (s *Store) remove(slot int32) {
-	e := &s.entries[slot]
+	e := s.entry(slot)
 	if e.state == released {
 		s.released--
 	}
@@ -88,6 +113,6 @@ func (s *Store) remove(slot int32) {
 	s.bytes -= e.size
 	s.chargeClient(e.client, -1, -e.size)
 	*e = entry{}
-	s.recs[slot] = nil // drop the record for the collector
+	*s.rec(slot) = nil // drop the record for the collector
 	s.free = append(s.free, slot)
 }

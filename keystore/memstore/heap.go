@@ -9,19 +9,19 @@ type slotHeap struct {
 }
 
 func (h *slotHeap) less(i, j int) bool {
-	return h.s.entries[h.slots[i]].deadline < h.s.entries[h.slots[j]].deadline
+	return h.s.entry(h.slots[i]).deadline < h.s.entry(h.slots[j]).deadline
 }
 
 func (h *slotHeap) swap(i, j int) {
 	h.slots[i], h.slots[j] = h.slots[j], h.slots[i]
-	h.s.entries[h.slots[i]].pos = int32(i)
-	h.s.entries[h.slots[j]].pos = int32(j)
+	h.s.entry(h.slots[i]).pos = int32(i)
+	h.s.entry(h.slots[j]).pos = int32(j)
 }
 
 func (h *slotHeap) push(slot int32) {
 	h.slots = append(h.slots, slot)
 	i := len(h.slots) - 1
-	h.s.entries[slot].pos = int32(i)
+	h.s.entry(slot).pos = int32(i)
 	h.up(i)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/geoidem/geoidem/keystore"
@@ -18,7 +19,7 @@ func (s *Store) check(t *testing.T) {
 	seen := map[int32]bool{}
 	for name, h := range map[string]*slotHeap{"leases": &s.leases, "records": &s.records} {
 		for i, slot := range h.slots {
-			e := &s.entries[slot]
+			e := s.entry(slot)
 			if int(e.pos) != i {
 				t.Fatalf("%s[%d] = slot %d whose pos is %d", name, i, slot, e.pos)
 			}
@@ -37,11 +38,11 @@ func (s *Store) check(t *testing.T) {
 	var bytes int64
 	nReleased := 0
 	for id, slot := range s.index {
-		if s.entries[slot].id != id || !seen[slot] {
-			t.Fatalf("index[%x] = %d, which holds %x (in a heap: %v)", id[:4], slot, s.entries[slot].id[:4], seen[slot])
+		if s.entry(slot).id != id || !seen[slot] {
+			t.Fatalf("index[%x] = %d, which holds %x (in a heap: %v)", id[:4], slot, s.entry(slot).id[:4], seen[slot])
 		}
-		bytes += s.entries[slot].size
-		if s.entries[slot].state == released {
+		bytes += s.entry(slot).size
+		if s.entry(slot).state == released {
 			nReleased++
 		}
 	}
@@ -51,6 +52,62 @@ func (s *Store) check(t *testing.T) {
 	if nReleased != s.released {
 		t.Fatalf("%d released entries, %d counted", nReleased, s.released)
 	}
+	// Every slot the pages hold is live or free, and a free one is empty.
+	if len(seen)+len(s.free) != int(s.slots) || len(s.entries) != int(s.slots+pageSize-1)/pageSize || len(s.recs) != len(s.entries) {
+		t.Fatalf("%d live and %d free slots, %d made, in %d and %d pages", len(seen), len(s.free), s.slots, len(s.entries), len(s.recs))
+	}
+	for _, slot := range s.free {
+		if seen[slot] || *s.entry(slot) != (entry{}) || *s.rec(slot) != nil {
+			t.Fatalf("free slot %d is live (%v) or not empty: %+v", slot, seen[slot], *s.entry(slot))
+		}
+	}
+}
+
+// TestPagesKeepInvariants fills several pages of entries, empties some
+// slots and fills them again.
+func TestPagesKeepInvariants(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Config{MaxEntries: 16 * pageSize, MaxBytes: 1 << 30, ReserveBytes: 1})
+		ctx := context.Background()
+		tokens := map[string]keystore.Token{}
+		for round := range 3 {
+			for i := range 3*pageSize + 7 {
+				key := fmt.Sprint("key-", round, "-", i)
+				c, err := s.Claim(ctx, key, keystore.Fingerprint{}, time.Minute)
+				if err != nil || c.State != keystore.Acquired {
+					t.Fatalf("Claim(%s): %v, %v", key, c.State, err)
+				}
+				tokens[key] = c.Token
+			}
+			s.check(t)
+			for key, tok := range tokens {
+				var err error
+				if len(key)%2 == 0 {
+					err = s.Complete(ctx, key, tok, keystore.Record{StatusCode: 200, Body: []byte(key)}, time.Nanosecond)
+				} else {
+					err = s.Complete(ctx, key, tok, keystore.Record{StatusCode: 201, Body: []byte(key)}, time.Hour)
+				}
+				if err != nil {
+					t.Fatalf("Complete(%s): %v", key, err)
+				}
+				if len(key)%2 == 0 {
+					continue
+				}
+				if c, _ := s.Claim(ctx, key, keystore.Fingerprint{}, time.Minute); string(c.Record.Body) != key {
+					t.Fatalf("Claim(%s) after Complete: %v %q", key, c.State, c.Record.Body)
+				}
+			}
+			clear(tokens)
+			time.Sleep(time.Millisecond) // the short retentions end (synctest's clock)
+			s.dropExpired(s.now())
+			s.check(t)
+			for _, slot := range s.index {
+				if e := s.entry(slot); e.state == completed && string(*s.rec(slot)) == "" {
+					t.Fatalf("slot %d: completed without its record", slot)
+				}
+			}
+		}
+	})
 }
 
 func TestRandomOperationsKeepInvariants(t *testing.T) {

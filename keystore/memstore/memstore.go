@@ -78,8 +78,9 @@ type Store struct {
 	cfg       Config
 	base      time.Time       // deadlines are nanoseconds since base, on the monotonic clock
 	index     map[keyID]int32 // key -> slot in entries and recs
-	entries   []entry         // a slab without pointers: the collector never scans it
-	recs      [][]byte        // encoded records, by slot: the only pointers per entry
+	entries   []*entryPage    // by slot (see entry): pages without pointers, which the collector never scans
+	recs      []*recPage      // encoded records, by slot (see rec): the only pointers per entry
+	slots     int32           // slots in use or free: the pages hold this many
 	free      []int32         // unused slots
 	leases    slotHeap        // in-flight slots, by lease expiry
 	records   slotHeap        // completed slots, by end of retention
@@ -136,12 +137,12 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 	id := idOf(key)
 	tookOver := false
 	if slot, ok := s.index[id]; ok {
-		e := &s.entries[slot]
+		e := s.entry(slot)
 		if e.deadline > now && e.state != released {
 			if e.state == inFlight {
 				return keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: time.Duration(e.deadline - now)}, nil
 			}
-			return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: decodeRecord(s.recs[slot])}, nil
+			return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: decodeRecord(*s.rec(slot))}, nil
 		}
 		tookOver = e.state == inFlight
 		s.remove(slot)
@@ -165,10 +166,11 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 		tok = s.lastToken
 	}
 	slot := s.alloc()
-	s.entries[slot] = entry{id: id, fp: fp, token: tok, deadline: now + int64(lease), size: size}
+	e := s.entry(slot)
+	*e = entry{id: id, fp: fp, token: tok, deadline: now + int64(lease), size: size}
 	if named {
-		s.entries[slot].client = s.clientIndex(client)
-		s.chargeClient(s.entries[slot].client, 1, size)
+		e.client = s.clientIndex(client)
+		s.chargeClient(e.client, 1, size)
 	}
 	s.index[id] = slot
 	s.bytes += size
@@ -201,9 +203,9 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 		}
 		return keystore.ErrLeaseLost
 	}
-	remaining = time.Duration(s.entries[slot].deadline - now)
-	s.entries[slot].deadline = now + int64(lease)
-	s.leases.fix(s.entries[slot].pos)
+	remaining = time.Duration(s.entry(slot).deadline - now)
+	s.entry(slot).deadline = now + int64(lease)
+	s.leases.fix(s.entry(slot).pos)
 	return nil
 }
 
@@ -250,25 +252,25 @@ func (s *Store) complete(key string, token keystore.Token, retention time.Durati
 	slot := s.held(key, token, now)
 	if slot < 0 {
 		// Equal records have equal encodings.
-		if done := s.ended(key, token, completed, now); done >= 0 && len(s.recs[done]) == n && bytes.Equal(s.recs[done], encode(make([]byte, 0, n))) {
+		if done := s.ended(key, token, completed, now); done >= 0 && len(*s.rec(done)) == n && bytes.Equal(*s.rec(done), encode(make([]byte, 0, n))) {
 			return nil
 		}
 		return keystore.ErrLeaseLost
 	}
 	data := encode(make([]byte, 0, n))
 	// The record's real size replaces the claim's reservation.
-	grow := entryOverhead + int64(len(key)) + int64(len(data)) - s.entries[slot].size
+	grow := entryOverhead + int64(len(key)) + int64(len(data)) - s.entry(slot).size
 	// Take the entry out of the lease heap first so that making room can
 	// never consider it; put it back unchanged if there is no room.
-	s.leases.remove(s.entries[slot].pos)
+	s.leases.remove(s.entry(slot).pos)
 	if grow > 0 && !s.makeRoom(0, grow, now) {
 		s.leases.push(slot)
 		s.refused++
 		return &keystore.FullError{RetryAfter: s.nextFree(now)}
 	}
-	e := &s.entries[slot]
+	e := s.entry(slot)
 	e.state = completed
-	s.recs[slot] = data
+	*s.rec(slot) = data
 	e.size += grow
 	s.bytes += grow
 	s.chargeClient(e.client, 0, grow)
@@ -295,7 +297,7 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 		}
 		return keystore.ErrLeaseLost
 	}
-	e := &s.entries[slot]
+	e := s.entry(slot)
 	e.state = released
 	e.deadline = now
 	s.leases.fix(e.pos)
@@ -321,7 +323,7 @@ func (s *Store) Stats() Stats {
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.index, s.entries, s.recs, s.free, s.leases.slots, s.records.slots, s.bytes, s.released = nil, nil, nil, nil, nil, nil, 0, 0
+	s.index, s.entries, s.recs, s.slots, s.free, s.leases.slots, s.records.slots, s.bytes, s.released = nil, nil, nil, 0, nil, nil, nil, 0, 0
 	s.clients, s.clientUse, s.freeUse = nil, nil, nil
 	return nil
 }

@@ -10,10 +10,10 @@ const abandonedGrace = time.Minute
 // dropExpired removes completed entries past their retention and in-flight
 // entries whose lease expired more than abandonedGrace ago.
 func (s *Store) dropExpired(now int64) {
-	for len(s.records.slots) > 0 && s.entries[s.records.slots[0]].deadline <= now {
+	for len(s.records.slots) > 0 && s.entry(s.records.slots[0]).deadline <= now {
 		s.remove(s.records.slots[0])
 	}
-	for len(s.leases.slots) > 0 && s.entries[s.leases.slots[0]].deadline <= now-int64(abandonedGrace) {
+	for len(s.leases.slots) > 0 && s.entry(s.leases.slots[0]).deadline <= now-int64(abandonedGrace) {
 		s.remove(s.leases.slots[0])
 	}
 }
@@ -34,7 +34,7 @@ func (s *Store) makeRoom(addEntries int, addBytes int64, now int64) bool {
 		return false // nothing could make room: drop nothing
 	}
 	s.dropExpired(now)
-	for !fits() && len(s.leases.slots) > 0 && s.entries[s.leases.slots[0]].deadline <= now {
+	for !fits() && len(s.leases.slots) > 0 && s.entry(s.leases.slots[0]).deadline <= now {
 		s.remove(s.leases.slots[0])
 	}
 	return fits()

@@ -66,8 +66,8 @@ func (s *Store) clientRoom(client string, size int64, now int64) (time.Duration,
 	if u.nextFree <= now {
 		// Once per end of an entry: scan for the client's earliest.
 		u.nextFree = 0
-		for slot := range s.entries {
-			e := &s.entries[slot]
+		for slot := range s.slots {
+			e := s.entry(slot)
 			if e.client != i {
 				continue
 			}
@@ -92,7 +92,7 @@ func (s *Store) nextFree(now int64) time.Duration {
 	next := int64(0)
 	for _, h := range []*slotHeap{&s.records, &s.leases} {
 		for _, slot := range h.slots[:min(1, len(h.slots))] {
-			if d := s.entries[slot].deadline; d > now && (next == 0 || d < next) {
+			if d := s.entry(slot).deadline; d > now && (next == 0 || d < next) {
 				next = d
 			}
 		}
