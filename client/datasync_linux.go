@@ -27,3 +27,25 @@ func datasync(f *os.File) error {
 	}
 	return nil
 }
+
+// fallocate reserves size bytes of f from off, growing the file: the
+// reserved part reads as zeros until it is written.
+func fallocate(f *os.File, off, size int64) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	if cerr := rc.Control(func(fd uintptr) {
+		for {
+			if err = syscall.Fallocate(int(fd), 0, off, size); err != syscall.EINTR {
+				return
+			}
+		}
+	}); cerr != nil {
+		return cerr
+	}
+	if err != nil {
+		return &os.PathError{Op: "fallocate", Path: f.Name(), Err: err}
+	}
+	return nil
+}

@@ -54,6 +54,12 @@ type FileJournalConfig struct {
 // with it. An unparseable line anywhere else is corruption, and
 // [OpenFileJournal] refuses the file.
 //
+// The file grows by preallocated steps (see [journalPrealloc]), so that
+// a record's sync does not also wait for the file system to allocate
+// blocks and grow the file; [FileJournal.Close] gives the room not used
+// back. After a crash, the room reads as zeros, and opening the journal
+// ends it at the first zero byte: what follows was never synced.
+//
 // # Growth
 //
 // The journal keeps its entries in memory too: the pending ones and those
@@ -83,10 +89,16 @@ type FileJournal struct {
 	synced   uint64         // appends known to be on stable storage
 	syncing  bool
 	syncs    uint64 // group commits so far (for the benchmarks)
-	buf      []byte // lines appended but not yet written (while a sync runs)
-	spare    []byte // the previous batch, reused
-	err      error  // sticky: a failed write or sync leaves the file unknown
-	closed   bool
+	end      int64  // where the next write goes: the bytes written so far
+	reserved int64  // the file's size, room preallocated past end included
+	noRoom   bool   // no preallocation: plain appends from then on
+	// roomUnknown: a preallocation failed, and may have reserved part of
+	// its room (Close truncates the file at end all the same).
+	roomUnknown bool
+	buf         []byte // lines appended but not yet written (while a sync runs)
+	spare       []byte // the previous batch, reused
+	err         error  // sticky: a failed write or sync leaves the file unknown
+	closed      bool
 }
 
 // journalFile is what the journal does with its open file once loaded.
@@ -137,15 +149,17 @@ func openFileJournal(path string, cfg FileJournalConfig, wrap func(*os.File) jou
 	if errors.Is(statErr, os.ErrNotExist) {
 		syncDir(path) // a new file's name must survive a crash too
 	}
-	if err := j.load(f); err != nil {
+	end, err := j.load(f)
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("client: journal %s: %w", path, err)
 	}
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+	if _, err := f.Seek(end, io.SeekStart); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("client: journal: %w", err)
 	}
 	j.f = j.file(f)
+	j.end, j.reserved = end, end
 	j.baseline = j.lines
 	return j, nil
 }
@@ -257,8 +271,9 @@ func (j *FileJournal) Lines() int {
 	return j.lines
 }
 
-// Close writes and syncs what is buffered and closes the file; later calls
-// fail with [ErrJournalClosed]. It waits for a sync in progress, and is a
+// Close writes and syncs what is buffered, gives back the room reserved
+// past the last line, and closes the file; later calls fail with
+// [ErrJournalClosed]. It waits for a sync in progress, and is a
 // no-op the second time.
 func (j *FileJournal) Close() error {
 	j.mu.Lock()
@@ -273,10 +288,18 @@ func (j *FileJournal) Close() error {
 	j.cond.Broadcast()
 	var err error
 	if j.err == nil && len(j.buf) > 0 {
-		if _, err = j.f.Write(j.buf); err == nil {
+		if err = j.writeBuf(); err == nil {
 			err = syncData(j.f)
 		}
 		j.buf = nil
+	}
+	if err == nil && j.err == nil && (j.reserved > j.end || j.roomUnknown) {
+		// Give the room back: the file is its lines again.
+		if t, ok := j.f.(interface{ Truncate(int64) error }); ok {
+			if err = t.Truncate(j.end); err == nil {
+				err = syncData(j.f)
+			}
+		}
 	}
 	return errors.Join(err, j.f.Close())
 }

@@ -234,3 +234,98 @@ func TestFileJournalNegativeRetention(t *testing.T) {
 		t.Errorf("remembered %d entries, first %q; want the pending one and few done", len(es), es[0].Key)
 	}
 }
+
+// TestFileJournalPreallocatedTail: a crash leaves the preallocated part of
+// the file as zeros after the last line, and in the part not yet synced a
+// torn line can be followed by a hole of zeros and by lines written after
+// it. Opening the journal ends it at the line holding its first zero byte
+// (no line the journal writes holds one: nothing after it had been
+// synced), keeps every entry before, and appends the next record there.
+func TestFileJournalPreallocatedTail(t *testing.T) {
+	ctx := context.Background()
+	const torn = `{"op":"record","method":"POST","url":"http://receiver.test/features","key":"torn","bo`
+	zeros := func(n int) string { return strings.Repeat("\x00", n) }
+	for name, tail := range map[string]string{
+		"zeros":           zeros(1 << 20),
+		"torn then zeros": torn + zeros(1<<20),
+		"torn, a hole, lines written after it": torn + zeros(4096) +
+			`dy":{}}` + "\n" + `{"op":"done","method":"POST","url":"http://receiver.test/features","key":"a","time":"2026-03-01T12:00:00Z","outcome":"delivered"}` + "\n" + zeros(8192),
+		"a hole, then a line": zeros(4096) + `{"op":"done","method":"POST","url":"http://receiver.test/features","key":"a","time":"2026-03-01T12:00:00Z","outcome":"delivered"}` + "\n" + zeros(100),
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal")
+			j := openJournal(t, path, client.FileJournalConfig{})
+			j.Record(ctx, entry("a", `{"a":1}`))
+			j.Close()
+			good, _ := os.ReadFile(path)
+			f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			f.WriteString(tail)
+			f.Close()
+
+			j = openJournal(t, path, client.FileJournalConfig{})
+			if p, _ := j.Pending(ctx); len(p) != 1 || p[0].Key != "a" {
+				t.Fatalf("pending = %v, want a", p)
+			}
+			if _, err := j.Record(ctx, entry("b", `{"b":1}`)); err != nil {
+				t.Fatal(err)
+			}
+			j.Close()
+			data, _ := os.ReadFile(path)
+			if !bytes.HasPrefix(data, good) || bytes.IndexByte(data, 0) >= 0 || bytes.Count(data, []byte("\n")) != 2 {
+				t.Errorf("file after a record and Close = %q; want the first line, then b's, and no zeros", data)
+			}
+			j = openJournal(t, path, client.FileJournalConfig{})
+			p, _ := j.Pending(ctx)
+			if len(p) != 2 || p[0].Key != "a" || p[1].Key != "b" {
+				t.Errorf("pending = %v, want a and b", p)
+			}
+		})
+	}
+}
+
+// TestFileJournalCrashWithPreallocation: while open, the journal may hold
+// room reserved past its last line; a crash (the file as it is, never
+// closed) loses no synced record, and the journal reopened from it
+// appends after the last line.
+func TestFileJournalCrashWithPreallocation(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal")
+	j := openJournal(t, path, client.FileJournalConfig{})
+	for i := range 20 {
+		e, err := j.Record(ctx, entry(fmt.Sprint("k", i), fmt.Sprintf(`{"i":%d}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			j.Done(ctx, e, client.OutcomeDelivered)
+		}
+	}
+	crashed, _ := os.ReadFile(path) // a crash now: the file as the disk holds it
+	if bytes.IndexByte(crashed, 0) < 0 {
+		t.Log("no room reserved past the last line: the file system cannot preallocate")
+	}
+	copyPath := filepath.Join(dir, "crashed")
+	if err := os.WriteFile(copyPath, crashed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j2 := openJournal(t, copyPath, client.FileJournalConfig{})
+	p, _ := j2.Pending(ctx)
+	if len(p) != 10 {
+		t.Fatalf("%d pending after the crash, want 10", len(p))
+	}
+	if _, err := j2.Record(ctx, entry("after", `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	j2.Close()
+	j2 = openJournal(t, copyPath, client.FileJournalConfig{})
+	if p, _ := j2.Pending(ctx); len(p) != 11 || p[10].Key != "after" {
+		t.Errorf("%d pending after a record and a reopen, want 11 ending with after", len(p))
+	}
+	// A clean Close gives the reserved room back: the file is its lines.
+	j.Close()
+	data, _ := os.ReadFile(path)
+	if bytes.IndexByte(data, 0) >= 0 || !bytes.HasSuffix(data, []byte("\n")) {
+		t.Errorf("file after Close ends %q; want its last line, no zeros", data[max(0, len(data)-40):])
+	}
+}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
@@ -26,7 +27,10 @@ func (j *FileJournal) writeBuf() error {
 	if len(j.buf) == 0 {
 		return nil
 	}
-	if _, err := j.f.Write(j.buf); err != nil {
+	n, err := j.f.Write(j.buf)
+	j.end += int64(n)
+	j.reserved = max(j.reserved, j.end)
+	if err != nil {
 		j.err = fmt.Errorf("client: journal write: %w", err)
 		return j.err
 	}
@@ -51,17 +55,34 @@ func (j *FileJournal) waitSynced(seq uint64) error {
 		}
 		j.syncing = true
 		batch, target, f := j.buf, j.appended, j.f
+		end, reserved, prealloc, partly := j.end, j.reserved, !j.noRoom, false
 		j.buf = j.spare[:0]
 		j.mu.Unlock()
+		if prealloc && end+int64(len(batch)) > reserved {
+			size := max(journalPrealloc, int64(len(batch)))
+			switch err := reserve(f, end, size); {
+			case err == nil:
+				reserved = end + size
+			case errors.Is(err, errors.ErrUnsupported):
+				prealloc = false
+			default:
+				prealloc, partly = false, true
+			}
+		}
 		op := "write"
 		var err error
+		var n int
 		if len(batch) > 0 {
-			_, err = f.Write(batch)
+			n, err = f.Write(batch)
 		}
 		if err == nil {
 			op, err = "sync", syncData(f)
 		}
 		j.mu.Lock()
+		j.end += int64(n)
+		j.reserved = max(reserved, j.end)
+		j.noRoom = !prealloc
+		j.roomUnknown = j.roomUnknown || partly
 		j.spare = batch
 		j.syncing = false
 		if err != nil {
@@ -84,4 +105,22 @@ func syncData(f journalFile) error {
 		return datasync(osf)
 	}
 	return f.Sync()
+}
+
+// journalPrealloc is the room a FileJournal reserves past its last line
+// when a batch does not fit in what is left.
+const journalPrealloc = 1 << 20
+
+// reserve preallocates size bytes of f from off (fallocate(2), growing the
+// file, where there is one): writing there then neither allocates blocks
+// nor grows the file, and a sync of the data waits for less. It fails
+// where the platform or the file system cannot, or when the disk is full;
+// the journal then appends as before. A file a test wraps is not
+// preallocated.
+func reserve(f journalFile, off, size int64) error {
+	osf, ok := f.(*os.File)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return fallocate(osf, off, size)
 }

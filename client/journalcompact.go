@@ -60,6 +60,7 @@ func (j *FileJournal) compact() error {
 	syncDir(j.path) // make the rename durable
 	old := j.f
 	j.f = wf
+	j.end, j.reserved = int64(buf.Len()), int64(buf.Len())
 	j.buf = j.buf[:0] // their effect is in the compacted file
 	_ = old.Close()
 	j.order = kept

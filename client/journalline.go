@@ -28,32 +28,43 @@ type journalLine struct {
 	Ended       time.Time       `json:"ended,omitzero"` // a compacted record of a done entry
 }
 
-// load reads every line of f, truncating a torn last one.
-func (j *FileJournal) load(f *os.File) error {
+// load reads every line of f, truncating a torn last one, and returns the
+// offset where the next line goes.
+//
+// The journal ends at the first line holding a zero byte, which no line
+// written by the journal holds (JSON escapes it): the room reserved past
+// the last line reads as zeros, and a crash while a batch was written but
+// not yet synced can leave its pages, and the lines written after it,
+// partly on disk around holes of zeros. None of that had been synced (a
+// sync makes every page before it durable), so no Record that returned
+// is lost by dropping it.
+func (j *FileJournal) load(f *os.File) (int64, error) {
 	r := bufio.NewReaderSize(f, 64<<10)
 	var off int64
 	for n := 1; ; n++ {
 		line, err := r.ReadBytes('\n')
 		if err != nil && err != io.EOF {
-			return err
+			return 0, err
 		}
 		if len(line) == 0 {
-			return nil
+			return off, nil
 		}
 		complete := line[len(line)-1] == '\n'
+		zero := bytes.IndexByte(line, 0) >= 0
 		perr := errors.New("incomplete line")
-		if complete {
+		if complete && !zero {
 			perr = j.apply(line)
 		}
 		if perr != nil {
-			if _, err := r.Peek(1); err != io.EOF { // not the last line
-				return fmt.Errorf("line %d: %w", n, perr)
+			if _, err := r.Peek(1); err != io.EOF && !zero { // not the last line
+				return 0, fmt.Errorf("line %d: %w", n, perr)
 			}
-			// A torn last line: its Record never returned.
+			// A torn last line, or the end of what was synced: no
+			// Record of what follows returned.
 			if err := f.Truncate(off); err != nil {
-				return err
+				return 0, err
 			}
-			return f.Sync()
+			return off, f.Sync()
 		}
 		off += int64(len(line))
 		j.lines++

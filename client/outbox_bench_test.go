@@ -34,6 +34,8 @@ import (
 // delivery: 1 is a journal that costs nothing but its sync, while x-fsync
 // cannot exceed fsync ÷ (fsync + bare). records/sync is the journal's
 // group commit: how many records one sync made durable, on average.
+// serial/record is the journal alone, Record then Done with no delivery,
+// against the same raw syncs: the journal at the disk's speed is 1 there.
 func BenchmarkJournalCost(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -107,6 +109,35 @@ func BenchmarkJournalCost(b *testing.B) {
 			return time.Since(start)
 		}
 	}
+	// The journal alone: Record and Done, one after another, with a raw
+	// fsync and a raw fdatasync timed after each (timer stopped).
+	b.Run("serial/record", func(b *testing.B) {
+		j, err := client.OpenFileJournal(filepath.Join(b.TempDir(), "journal"), client.FileJournalConfig{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer j.Close()
+		fsync, fdatasync := rawFile(b, false), rawFile(b, true)
+		var fsyncTime, fdatasyncTime time.Duration
+		ctx := context.Background()
+		for b.Loop() {
+			e, err := j.Record(ctx, client.JournalEntry{URL: srv.URL, Key: fmt.Sprint("k", seq.Add(1)), Body: body})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := j.Done(ctx, e, client.OutcomeDelivered); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			fsyncTime += fsync()
+			fdatasyncTime += fdatasync()
+			b.StartTimer()
+		}
+		rate := float64(b.N) / b.Elapsed().Seconds()
+		b.ReportMetric(rate, "records/s")
+		b.ReportMetric(rate/(float64(b.N)/fsyncTime.Seconds()), "x-fsync")
+		b.ReportMetric(rate/(float64(b.N)/fdatasyncTime.Seconds()), "x-fdatasync")
+	})
 	for _, mode := range []string{"serial", "parallel"} {
 		for _, journal := range []bool{false, true} {
 			name := mode + "/bare"
