@@ -315,3 +315,97 @@ func BenchmarkHandler(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSharedPool is the store's part of bench/'s HTTP comparison: one
+// pool of 16 connections, 1 or 64 clients, first calls (a new key each) and
+// replays (one completed key), pgstore against that section's baseline by
+// hand, an INSERT … ON CONFLICT DO NOTHING claim that also reads an
+// existing row, and an UPDATE completion, on a table of key, expires_at,
+// status and body with an index on expires_at.
+func BenchmarkSharedPool(b *testing.B) {
+	pool := newPool(b, 16, nil)
+	schema := newSchema(b, pool)
+	s := newStore(b, pool, pgstore.Config{Schema: schema})
+	hand := pgx.Identifier{schema, "hand"}.Sanitize()
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+hand+` (key text COLLATE "C" PRIMARY KEY, expires_at timestamptz NOT NULL, status integer, body bytea)`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE INDEX ON `+hand+` (expires_at)`); err != nil {
+		b.Fatal(err)
+	}
+	claimSQL := `WITH ins AS (
+		INSERT INTO ` + hand + ` (key, expires_at) VALUES ($1, now() + interval '30 seconds')
+		ON CONFLICT DO NOTHING RETURNING true)
+	SELECT EXISTS (SELECT 1 FROM ins), b.status, b.body
+	FROM (VALUES (1)) one LEFT JOIN ` + hand + ` b ON b.key = $1`
+	completeSQL := `UPDATE ` + hand + ` SET status = $2, body = $3, expires_at = now() + interval '24 hours' WHERE key = $1`
+	prefix := keystoretest.Key(b)[:40]
+	byHand := func(ctx context.Context, key string, replay bool) error {
+		var (
+			acquired bool
+			status   *int32
+			stored   []byte
+		)
+		if err := pool.QueryRow(ctx, claimSQL, key).Scan(&acquired, &status, &stored); err != nil {
+			return err
+		}
+		switch {
+		case replay && (acquired || status == nil):
+			return fmt.Errorf("not replayed")
+		case replay:
+			return nil
+		case !acquired:
+			return fmt.Errorf("not acquired")
+		}
+		_, err := pool.Exec(ctx, completeSQL, key, http.StatusCreated, benchRecord.Body)
+		return err
+	}
+	withStore := func(ctx context.Context, key string, replay bool) error {
+		c, err := s.Claim(ctx, key, fp, time.Minute)
+		switch {
+		case err != nil:
+			return err
+		case replay && c.State != keystore.Completed:
+			return fmt.Errorf("not replayed: %v", c.State)
+		case replay:
+			return nil
+		case c.State != keystore.Acquired:
+			return fmt.Errorf("not acquired: %v", c.State)
+		}
+		return s.Complete(ctx, key, c.Token, benchRecord, time.Hour)
+	}
+	handlers := []struct {
+		name string
+		call func(context.Context, string, bool) error
+	}{{"hand", byHand}, {"pgstore", withStore}}
+	for _, h := range handlers {
+		if err := h.call(ctx, prefix+"hot-"+h.name, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, clients := range []int{1, 64} {
+		for _, mode := range []string{"first", "replay"} {
+			for _, h := range handlers {
+				b.Run(fmt.Sprintf("%s/%s/clients=%d", mode, h.name, clients), func(b *testing.B) {
+					ctx := b.Context()
+					call := func() error {
+						if mode == "replay" {
+							return h.call(ctx, prefix+"hot-"+h.name, true)
+						}
+						return h.call(ctx, prefix+h.name+strconv.FormatInt(next(), 10), false)
+					}
+					if clients == 1 {
+						for b.Loop() {
+							if err := call(); err != nil {
+								b.Fatal(err)
+							}
+						}
+						return
+					}
+					parallel(b, clients, call)
+				})
+			}
+		}
+	}
+}

@@ -82,6 +82,7 @@ type Store struct {
 	// (pgx's default exec mode, or the description cache), so arguments
 	// can be passed as pgtype valuers (see params).
 	typedArgs bool
+	claims    claimQueue
 	names     names
 	sql       statements
 	lockKey   int64
@@ -138,6 +139,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.typedArgs {
+		s.claims.limit = max(1, int(pool.Config().MaxConns)/2)
 	}
 	if !cfg.SkipMigrate {
 		if err := s.Migrate(ctx); err != nil {
@@ -230,7 +234,7 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 		p params
 	})
 	r, args := &call.r, call.p.claim(s.typedArgs, key, fp, us, chosen)
-	err = s.queryClaim(ctx, s.sql.fastClaim, r, args)
+	err = s.fastClaim(ctx, r, args, key, fp, us, chosen)
 	switch {
 	case err == nil && (r.acquired || r.remaining > 0):
 		if r.acquired {

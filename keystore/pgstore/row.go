@@ -33,19 +33,36 @@ var claimColumns = [8]uint32{pgtype.BoolOID, pgtype.BoolOID, pgtype.Int8OID, pgt
 	pgtype.Int4OID, pgtype.ByteaOID, pgtype.ByteaOID, pgtype.Int8OID}
 
 // ScanRow implements pgx.RowScanner.
-func (r *claimRow) ScanRow(rows pgx.Rows) error {
-	fds := rows.FieldDescriptions()
-	if len(fds) != len(claimColumns) {
-		return fmt.Errorf("pgstore: claim returned %d columns, want %d", len(fds), len(claimColumns))
+func (r *claimRow) ScanRow(rows pgx.Rows) error { return r.scanRow(rows, nil) }
+
+// scanRow decodes a claim row. With n non-nil the row starts with one more
+// column, a bigint stored in *n: the number of the request in a batch.
+func (r *claimRow) scanRow(rows pgx.Rows, n *int64) error {
+	fds, v := rows.FieldDescriptions(), rows.RawValues()
+	off := 0
+	if n != nil {
+		off = 1
+	}
+	if len(fds) != off+len(claimColumns) || len(v) != len(fds) {
+		return fmt.Errorf("pgstore: claim returned %d columns, want %d", len(fds), off+len(claimColumns))
 	}
 	for i, fd := range fds {
-		if fd.Format != pgtype.BinaryFormatCode || fd.DataTypeOID != claimColumns[i] {
-			return r.scan(rows)
+		want := uint32(pgtype.Int8OID)
+		if i >= off {
+			want = claimColumns[i-off]
+		}
+		if fd.Format != pgtype.BinaryFormatCode || fd.DataTypeOID != want {
+			return r.scan(rows, n)
 		}
 	}
-	v := rows.RawValues()
-	if len(v) != len(claimColumns) || len(v[0]) != 1 || len(v[1]) != 1 || len(v[2]) != 8 || len(v[7]) != 8 ||
-		(v[4] != nil && len(v[4]) != 4) {
+	if n != nil {
+		if len(v[0]) != 8 {
+			return fmt.Errorf("pgstore: claim returned a malformed row")
+		}
+		*n = int64(binary.BigEndian.Uint64(v[0]))
+		v = v[1:]
+	}
+	if len(v[0]) != 1 || len(v[1]) != 1 || len(v[2]) != 8 || len(v[7]) != 8 || (v[4] != nil && len(v[4]) != 4) {
 		return fmt.Errorf("pgstore: claim returned a malformed row")
 	}
 	r.acquired, r.tookOver = v[0][0] != 0, v[1][0] != 0
@@ -68,12 +85,16 @@ func (r *claimRow) ScanRow(rows pgx.Rows) error {
 }
 
 // scan decodes the row through pgx's scan plans.
-func (r *claimRow) scan(rows pgx.Rows) error {
+func (r *claimRow) scan(rows pgx.Rows, n *int64) error {
 	var (
 		fpb, header []byte
 		status      *int32
 	)
-	if err := rows.Scan(&r.acquired, &r.tookOver, &r.token, &fpb, &status, &header, &r.body, &r.remaining); err != nil {
+	dest := []any{&r.acquired, &r.tookOver, &r.token, &fpb, &status, &header, &r.body, &r.remaining}
+	if n != nil {
+		dest = append([]any{n}, dest...)
+	}
+	if err := rows.Scan(dest...); err != nil {
 		return err
 	}
 	if err := r.setFingerprint(fpb); err != nil {

@@ -71,17 +71,18 @@ func (n names) expand(sql string) string {
 
 // statements holds a store's SQL, with its names filled in.
 type statements struct {
-	fastClaim, claim, extend, complete, release, prune string
+	fastClaim, batchClaim, claim, extend, complete, release, prune string
 }
 
 func newStatements(n names) statements {
 	return statements{
-		fastClaim: n.expand(fastClaimSQL),
-		claim:     n.expand(claimSQL),
-		extend:    n.expand(extendSQL),
-		complete:  n.expand(completeSQL),
-		release:   n.expand(releaseSQL),
-		prune:     n.expand(pruneSQL),
+		fastClaim:  n.expand(fastClaimSQL),
+		batchClaim: n.expand(batchClaimSQL),
+		claim:      n.expand(claimSQL),
+		extend:     n.expand(extendSQL),
+		complete:   n.expand(completeSQL),
+		release:    n.expand(releaseSQL),
+		prune:      n.expand(pruneSQL),
 	}
 }
 
@@ -115,6 +116,34 @@ UNION ALL
 SELECT false, false, 0::bigint, cur.fingerprint, cur.status, cur.header, cur.body,
        (extract(epoch FROM cur.expires_at - clock_timestamp()) * 1000000)::bigint
 FROM cur`
+
+// batchClaimSQL is fastClaimSQL for several keys at once, all different:
+// $1 keys, $2 fingerprints, $3 leases in microseconds, $4 chosen tokens or
+// NULLs, arrays of one element per request. It returns one row per request:
+// its number (1 for the first element), then the columns of fastClaimSQL,
+// the fingerprint NULL when the request got no row there (acquired false,
+// remaining 0). The keys are inserted in their order, so that two batches
+// that meet on several new keys wait for each other in one order, never in
+// a cycle.
+const batchClaimSQL = `
+WITH req AS MATERIALIZED (
+    SELECT r.key, r.fingerprint, r.us, r.chosen, r.i
+    FROM unnest($1::text[], $2::bytea[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS r(key, fingerprint, us, chosen, i)
+), cur AS MATERIALIZED (
+    SELECT req.i, k.fingerprint, k.status, k.header, k.body, k.expires_at
+    FROM req JOIN {{table}} k ON k.key = req.key
+), ins AS (
+    INSERT INTO {{table}} (key, fingerprint, token, expires_at)
+    SELECT req.key, req.fingerprint, COALESCE(req.chosen, nextval({{seqlit}})), clock_timestamp() + req.us * interval '1 microsecond'
+    FROM req
+    WHERE NOT EXISTS (SELECT FROM cur WHERE cur.i = req.i)
+    ORDER BY req.key
+    ON CONFLICT (key) DO NOTHING
+    RETURNING key, token
+)
+SELECT req.i, ins.token IS NOT NULL, false, COALESCE(ins.token, 0), cur.fingerprint, cur.status, cur.header, cur.body,
+       COALESCE((extract(epoch FROM cur.expires_at - clock_timestamp()) * 1000000)::bigint, 0)
+FROM req LEFT JOIN ins ON ins.key = req.key LEFT JOIN cur ON cur.i = req.i`
 
 // claimSQL is Claim in one statement, run when fastClaimSQL did not settle it. $1 key, $2 fingerprint, $3 lease in
 // microseconds, $4 the token the caller chose (keystore.ContextWithClaimToken)
