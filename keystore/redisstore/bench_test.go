@@ -144,29 +144,34 @@ func BenchmarkConcurrent64(b *testing.B) {
 		})
 		cpu.report(b)
 	})
-	b.Run("Store/FirstCall", func(b *testing.B) {
-		s := newStore(b, client, client, redisstore.Config{})
-		ctx := b.Context()
-		prefix := keystoretest.Key(b)[:48]
-		var n atomic.Int64
-		b.SetParallelism(parallelism)
-		cpu := startCPU(b, client)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				key := prefix + strconv.FormatInt(n.Add(1), 10)
-				c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
-				if err != nil || c.State != keystore.Acquired {
-					b.Errorf("Claim: %v %v", c.State, err)
-					return
+	for _, v := range []struct {
+		name string
+		cfg  redisstore.Config
+	}{{"Store/FirstCall", redisstore.Config{}}, {"Store/FirstCall/NoAutoPipeline", redisstore.Config{NoAutoPipeline: true}}} {
+		b.Run(v.name, func(b *testing.B) {
+			s := newStore(b, client, client, v.cfg)
+			ctx := b.Context()
+			prefix := keystoretest.Key(b)[:48]
+			var n atomic.Int64
+			b.SetParallelism(parallelism)
+			cpu := startCPU(b, client)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					key := prefix + strconv.FormatInt(n.Add(1), 10)
+					c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+					if err != nil || c.State != keystore.Acquired {
+						b.Errorf("Claim: %v %v", c.State, err)
+						return
+					}
+					if err := s.Complete(ctx, key, c.Token, benchRecord, time.Hour); err != nil {
+						b.Errorf("Complete: %v", err)
+						return
+					}
 				}
-				if err := s.Complete(ctx, key, c.Token, benchRecord, time.Hour); err != nil {
-					b.Errorf("Complete: %v", err)
-					return
-				}
-			}
+			})
+			cpu.report(b)
 		})
-		cpu.report(b)
-	})
+	}
 }
 
 func testingProcs() int { return runtime.GOMAXPROCS(0) }
@@ -177,7 +182,13 @@ func testingProcs() int { return runtime.GOMAXPROCS(0) }
 // and the handler wrapped with the middleware on redisstore, for first calls
 // and for replays. All Redis variants share one go-redis client with its
 // default options.
-func BenchmarkHTTP64(b *testing.B) {
+func BenchmarkHTTP64(b *testing.B) { benchHTTP(b, 64) }
+
+// BenchmarkHTTP1 is BenchmarkHTTP64 with one client sending one request at
+// a time.
+func BenchmarkHTTP1(b *testing.B) { benchHTTP(b, 1) }
+
+func benchHTTP(b *testing.B, clients int) {
 	client := standaloneClient(b)
 	inFlight, completed := bareValues()
 	type variant struct {
@@ -215,6 +226,10 @@ func BenchmarkHTTP64(b *testing.B) {
 			return newMiddleware(b, memstore.New(memstore.Config{}), middleware.Config{}).Handler(ingest)
 		}, newKey},
 		{"Redisstore/FirstCall", wrapped, newKey},
+		{"Redisstore/FirstCall/NoAutoPipeline", func(b *testing.B) http.Handler {
+			s := newStore(b, client, client, redisstore.Config{NoAutoPipeline: true})
+			return newMiddleware(b, s, middleware.Config{}).Handler(ingest)
+		}, newKey},
 		{"Redisstore/Replay", wrapped, func(int64) string { return "hot-key" }},
 	}
 	for _, v := range variants {
@@ -227,26 +242,40 @@ func BenchmarkHTTP64(b *testing.B) {
 				b.Fatalf("warm-up: status %d", w.Code)
 			}
 			var n atomic.Int64
-			b.SetParallelism(max(1, 64/testingProcs()))
+			one := func() bool {
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/features", strings.NewReader(feature))
+				req.Header.Set("Idempotency-Key", v.key(n.Add(1)))
+				resp, err := hc.Do(req)
+				if err != nil {
+					b.Error(err)
+					return false
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusCreated {
+					b.Errorf("status %d", resp.StatusCode)
+					return false
+				}
+				return true
+			}
 			b.ReportAllocs()
 			cpu := startCPU(b, client)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					req, _ := http.NewRequest(http.MethodPost, srv.URL+"/features", strings.NewReader(feature))
-					req.Header.Set("Idempotency-Key", v.key(n.Add(1)))
-					resp, err := hc.Do(req)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusCreated {
-						b.Errorf("status %d", resp.StatusCode)
-						return
+			if clients == 1 {
+				for b.Loop() {
+					if !one() {
+						break
 					}
 				}
-			})
+			} else {
+				b.SetParallelism(max(1, clients/testingProcs()))
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if !one() {
+							return
+						}
+					}
+				})
+			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 			cpu.report(b)
 		})

@@ -68,7 +68,13 @@ func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fing
 	grace := abandonedGrace.Milliseconds()
 
 	set := redis.NewStringCmd(ctx, "set", rkey, v[:], "px", leaseMs+grace, "nx", "get")
-	_ = c.Process(ctx, set)
+	if s.batch != nil && any(c) == any(s.client) {
+		if err := s.batch.do(ctx, set); err != nil {
+			return keystore.Claim{}, opError(ctx, "claim", err)
+		}
+	} else {
+		_ = c.Process(ctx, set)
+	}
 	old, err := set.Result()
 	switch {
 	case err == redis.Nil: // absent: acquired
@@ -96,7 +102,13 @@ func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fing
 
 // claimScripted runs claimScript, for a key found in flight.
 func (s *Store) claimScripted(ctx context.Context, c redis.Scripter, rkey string, fp keystore.Fingerprint, token keystore.Token, v []byte, ttlMs, graceMs int64) (keystore.Claim, error) {
-	res, err := claimScript.Run(ctx, c, []string{rkey}, v, ttlMs, graceMs).Result()
+	var res any
+	var err error
+	if any(c) == any(s.client) {
+		res, err = s.run(ctx, claimScript, []string{rkey}, v, ttlMs, graceMs).Result()
+	} else {
+		res, err = claimScript.Run(ctx, c, []string{rkey}, v, ttlMs, graceMs).Result()
+	}
 	if err != nil {
 		return keystore.Claim{}, opError(ctx, "claim", err)
 	}

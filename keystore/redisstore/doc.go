@@ -56,6 +56,20 @@
 // puts the value it replaced back as it was, expiry included, so that
 // nothing changes, though keyspace notifications then show two set events.
 //
+// Concurrent calls share round trips. A Store keeps at most two round
+// trips of its own under way; a call that finds both busy queues its
+// command, and when one returns, everything queued meanwhile goes out as
+// one pipeline: one write and one read for the client and for Redis,
+// instead of one per command (a Cluster's pipeline is split by node, and
+// each command follows its own MOVED or ASK). No timer is involved: a lone
+// call is sent at once, on its own goroutine, exactly as without batching,
+// and under load the batches grow by themselves. Each call keeps its own
+// outcome, error and context: a call whose context ends while it is queued
+// returns at once and its command is not sent. Measured over loopback HTTP
+// with 64 clients (BenchmarkHTTP64), this makes a first call cheaper than
+// the same two commands sent by hand without batching; set
+// [Config.NoAutoPipeline] to send every command on its own.
+//
 // Three cases take a second round trip. A Claim that finds the key in
 // flight runs the claim script, which reads the lease remaining, or, if the
 // lease has run out (its holder crashed or stalled), takes the key over

@@ -26,12 +26,14 @@ func linearizable(t *testing.T, s *redisstore.Store, cfg keystoretest.Linearizab
 // shared Redis, with go-redis's default options.
 func TestLinearizable(t *testing.T) {
 	t.Parallel()
-	c := standaloneClient(t)
-	s := newStore(t, c, c, redisstore.Config{})
-	st := linearizable(t, s, keystoretest.LinearizableConfig{})
-	if st.TookOver == 0 || st.InFlight == 0 || st.Completed == 0 || st.LeaseLost == 0 {
-		t.Errorf("the workload missed a case: %v", st)
-	}
+	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
+		c := standaloneClient(t)
+		s := newStore(t, c, c, cfg)
+		st := linearizable(t, s, keystoretest.LinearizableConfig{})
+		if st.TookOver == 0 || st.InFlight == 0 || st.Completed == 0 || st.LeaseLost == 0 {
+			t.Errorf("the workload missed a case: %v", st)
+		}
+	})
 }
 
 // faultyClient returns a client of the shared Redis through a tcpcut proxy,
@@ -82,12 +84,14 @@ func faultyClient(t *testing.T, maxRetries int) (*redis.Client, *tcpcut.Proxy, f
 // or may not have been applied.
 func TestLinearizableFaults(t *testing.T) {
 	t.Parallel()
-	c, _, faults := faultyClient(t, -1)
-	s := newStore(t, c, standaloneClient(t), redisstore.Config{})
-	st := linearizable(t, s, keystoretest.LinearizableConfig{Duration: 3 * time.Second, Faults: faults})
-	if st.Unknown == 0 || st.Acquired == 0 {
-		t.Errorf("the faults made no call's outcome unknown, or nothing was acquired: %v", st)
-	}
+	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
+		c, _, faults := faultyClient(t, -1)
+		s := newStore(t, c, standaloneClient(t), cfg)
+		st := linearizable(t, s, keystoretest.LinearizableConfig{Duration: 3 * time.Second, Faults: faults})
+		if st.Unknown == 0 || st.Acquired == 0 {
+			t.Errorf("the faults made no call's outcome unknown, or nothing was acquired: %v", st)
+		}
+	})
 }
 
 // The same with go-redis's default retries (MaxRetries 3): a call whose
@@ -100,26 +104,30 @@ func TestLinearizableFaults(t *testing.T) {
 // released the key.
 func TestLinearizableFaultsRetried(t *testing.T) {
 	t.Parallel()
-	c, p, faults := faultyClient(t, 3)
-	s := newStore(t, c, standaloneClient(t), redisstore.Config{})
-	st := linearizable(t, s, keystoretest.LinearizableConfig{Duration: 3 * time.Second, Faults: faults, Resends: true})
-	// The retries hide most faults from the caller: require that live
-	// connections were broken, rather than calls of unknown outcome.
-	if ps := p.Stats(); ps.Severed == 0 || ps.Stalls == 0 || st.Acquired == 0 {
-		t.Errorf("no connection was cut, none stalled, or nothing was acquired: %+v; %v", ps, st)
-	}
+	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
+		c, p, faults := faultyClient(t, 3)
+		s := newStore(t, c, standaloneClient(t), cfg)
+		st := linearizable(t, s, keystoretest.LinearizableConfig{Duration: 3 * time.Second, Faults: faults, Resends: true})
+		// The retries hide most faults from the caller: require that live
+		// connections were broken, rather than calls of unknown outcome.
+		if ps := p.Stats(); ps.Severed == 0 || ps.Stalls == 0 || st.Acquired == 0 {
+			t.Errorf("no connection was cut, none stalled, or nothing was acquired: %+v; %v", ps, st)
+		}
+	})
 }
 
 // The same on the test run's Redis Cluster, where each key's entry and its
 // release marker share a slot.
 func TestLinearizableCluster(t *testing.T) {
 	t.Parallel()
-	c := clusterClient(t)
-	s := newStore(t, c, c, redisstore.Config{})
-	st := linearizable(t, s, keystoretest.LinearizableConfig{Duration: time.Second})
-	if st.Acquired == 0 || st.InFlight == 0 {
-		t.Errorf("the workload missed a case: %v", st)
-	}
+	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
+		c := clusterClient(t)
+		s := newStore(t, c, c, cfg)
+		st := linearizable(t, s, keystoretest.LinearizableConfig{Duration: time.Second})
+		if st.Acquired == 0 || st.InFlight == 0 {
+			t.Errorf("the workload missed a case: %v", st)
+		}
+	})
 }
 
 // The same on a Redis of the test's own whose script cache is flushed and
@@ -129,40 +137,42 @@ func TestLinearizableCluster(t *testing.T) {
 // are off, so the history is checked per call.
 func TestLinearizableScriptFlushAndClientKill(t *testing.T) {
 	t.Parallel()
-	srv := privateServer(t)
-	admin := privateClient(t, srv)
-	c := redis.NewClient(&redis.Options{Addr: srv.addr, MaxRetries: -1, ReadTimeout: 200 * time.Millisecond, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { c.Close() })
-	s := newStore(t, c, admin, redisstore.Config{})
-	var flushes, killed int64
-	faults := func(ctx context.Context) {
-		for {
-			tm := time.NewTimer(30*time.Millisecond + rand.N(120*time.Millisecond))
-			select {
-			case <-ctx.Done():
-				tm.Stop()
-				return
-			case <-tm.C:
-			}
-			actx := context.WithoutCancel(ctx)
-			if err := admin.ScriptFlush(actx).Err(); err != nil {
-				t.Errorf("SCRIPT FLUSH: %v", err)
-				return
-			}
-			flushes++
-			if rand.IntN(2) == 0 {
-				n, err := admin.ClientKillByFilter(actx, "TYPE", "normal", "SKIPME", "yes").Result()
-				if err != nil {
-					t.Errorf("CLIENT KILL: %v", err)
+	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
+		srv := privateServer(t)
+		admin := privateClient(t, srv)
+		c := redis.NewClient(&redis.Options{Addr: srv.addr, MaxRetries: -1, ReadTimeout: 200 * time.Millisecond, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { c.Close() })
+		s := newStore(t, c, admin, cfg)
+		var flushes, killed int64
+		faults := func(ctx context.Context) {
+			for {
+				tm := time.NewTimer(30*time.Millisecond + rand.N(120*time.Millisecond))
+				select {
+				case <-ctx.Done():
+					tm.Stop()
+					return
+				case <-tm.C:
+				}
+				actx := context.WithoutCancel(ctx)
+				if err := admin.ScriptFlush(actx).Err(); err != nil {
+					t.Errorf("SCRIPT FLUSH: %v", err)
 					return
 				}
-				killed += n
+				flushes++
+				if rand.IntN(2) == 0 {
+					n, err := admin.ClientKillByFilter(actx, "TYPE", "normal", "SKIPME", "yes").Result()
+					if err != nil {
+						t.Errorf("CLIENT KILL: %v", err)
+						return
+					}
+					killed += n
+				}
 			}
 		}
-	}
-	st := linearizable(t, s, keystoretest.LinearizableConfig{Duration: 2 * time.Second, Faults: faults})
-	t.Logf("%d script flushes, %d connections killed", flushes, killed)
-	if flushes == 0 || killed == 0 || st.Acquired == 0 {
-		t.Errorf("no flush, no connection killed, or nothing acquired: %v", st)
-	}
+		st := linearizable(t, s, keystoretest.LinearizableConfig{Duration: 2 * time.Second, Faults: faults})
+		t.Logf("%d script flushes, %d connections killed", flushes, killed)
+		if flushes == 0 || killed == 0 || st.Acquired == 0 {
+			t.Errorf("no flush, no connection killed, or nothing acquired: %v", st)
+		}
+	})
 }

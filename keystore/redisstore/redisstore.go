@@ -75,6 +75,24 @@ type Config struct {
 	// Logger receives the warnings of the eviction and durability checks.
 	// Default: no logging.
 	Logger *slog.Logger
+
+	// NoAutoPipeline stops the Store from sending the commands of
+	// concurrent calls together. By default, a call that finds two round
+	// trips of this Store already under way queues its command, and when
+	// one of them returns, everything queued meanwhile goes out as one
+	// pipeline (one write, one round trip; split by node for a Cluster or
+	// Ring). A lone call never waits for a batch: it is sent at once, on
+	// the calling goroutine. Under concurrency this saves the client and
+	// Redis a system call or two per command (see the package
+	// documentation, Round trips). A call whose context ends while its
+	// command is queued or on its way returns at once with the context's
+	// error; a queued command is then not sent, one on its way may still
+	// run (as with any call whose reply is lost). A batch's round trip is
+	// bounded by the latest deadline of its calls' contexts (with the
+	// client's ContextTimeoutEnabled), else by the client's timeouts.
+	// Claims made with WaitReplicas are never batched: their WAIT needs the
+	// claim's own connection.
+	NoAutoPipeline bool
 }
 
 // Store is a keystore.Store on Redis, through a go-redis
@@ -85,7 +103,8 @@ type Config struct {
 // Each method is one round trip: Claim one plain SET … NX GET, Extend,
 // Complete and Release a Lua script run by EVALSHA. The package
 // documentation lists the exceptions (a key found in flight, a script
-// missing from a node's cache, Config.WaitReplicas).
+// missing from a node's cache, Config.WaitReplicas). Concurrent calls share
+// round trips (see Config.NoAutoPipeline).
 //
 // A Store does not own its client: closing the client is the caller's job.
 //
@@ -101,6 +120,7 @@ type Store struct {
 	policy       string // maxmemory-policy read at New
 	persistence  string // persistence read at New
 	fps          fpCache
+	batch        *batcher // nil with Config.NoAutoPipeline
 }
 
 // fpCache remembers the fingerprints of the claims a Store acquired and has
@@ -185,6 +205,9 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("redisstore: WaitReplicas needs a *redis.Client or *redis.ClusterClient, not %T", client)
 		}
 	}
+	if !cfg.NoAutoPipeline {
+		s.batch = &batcher{client: client}
+	}
 	if err := s.checkEviction(client, cfg.Eviction, cfg.Logger); err != nil {
 		return nil, err
 	}
@@ -213,7 +236,7 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	}
 	tok := tokenBytes(token)
 	grace := abandonedGrace.Milliseconds()
-	n, err := extendScript.Run(ctx, s.client, scriptKeys(s.RedisKey(key)), tok[:], graceArg, leaseMs+grace).Int64()
+	n, err := s.run(ctx, extendScript, scriptKeys(s.RedisKey(key)), tok[:], graceArg, leaseMs+grace).Int64()
 	switch {
 	case err != nil:
 		return opError(ctx, "extend", err)
@@ -263,12 +286,12 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 			buf = binary.BigEndian.AppendUint64(buf, uint64(token))
 		}
 		buf = keystore.AppendRecord(buf, rec)
-		n, err = completeOwnScript.Run(ctx, s.client, keys, buf[:head:head], buf[head:], retMs).Int64()
+		n, err = s.run(ctx, completeOwnScript, keys, buf[:head:head], buf[head:], retMs).Int64()
 	} else {
 		// The token and the encoded record share one allocation.
 		buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+keystore.RecordLen(rec)), uint64(token))
 		buf = keystore.AppendRecord(buf, rec)
-		n, err = completeScript.Run(ctx, s.client, keys, buf[:8:8], graceArg, buf[8:], retMs).Int64()
+		n, err = s.run(ctx, completeScript, keys, buf[:8:8], graceArg, buf[8:], retMs).Int64()
 	}
 	if err != nil {
 		return opError(ctx, "complete", err)
@@ -306,7 +329,7 @@ func scriptKeys(rkey string) []string {
 
 // held runs one of the scripts that act only for the token holding key.
 func (s *Store) held(ctx context.Context, op string, script *redis.Script, key string, args ...any) error {
-	n, err := script.Run(ctx, s.client, scriptKeys(s.RedisKey(key)), args...).Int64()
+	n, err := s.run(ctx, script, scriptKeys(s.RedisKey(key)), args...).Int64()
 	if err != nil {
 		return opError(ctx, op, err)
 	}
@@ -314,6 +337,34 @@ func (s *Store) held(ctx context.Context, op string, script *redis.Script, key s
 		return keystore.ErrLeaseLost
 	}
 	return nil
+}
+
+// run runs script on the store's client by EVALSHA, falling back to EVAL
+// when the node lacks the script (NOSCRIPT), as redis.Script.Run does, and
+// through the batcher when there is one.
+func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if s.batch == nil {
+		return script.Run(ctx, s.client, keys, args...)
+	}
+	a := make([]any, 3+len(keys), 3+len(keys)+len(args))
+	a[0], a[1], a[2] = "evalsha", script.Hash(), len(keys)
+	for i, k := range keys {
+		a[3+i] = k
+	}
+	cmd := redis.NewCmd(ctx, append(a, args...)...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	if err := s.batch.do(ctx, cmd); err != nil {
+		// cmd may still be on its way: answer with another.
+		failed := redis.NewCmd(ctx)
+		failed.SetErr(err)
+		return failed
+	}
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		return script.Eval(ctx, s.client, keys, args...)
+	}
+	return cmd
 }
 
 // opError wraps a failed command's error, and the context's error too when

@@ -127,17 +127,21 @@ func deletePrefix(t testing.TB, c redis.UniversalClient, prefix string) {
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	client := standaloneClient(t)
-	keystoretest.Run(t, func(t *testing.T) keystore.Store {
-		return newStore(t, client, client, redisstore.Config{})
+	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
+		client := standaloneClient(t)
+		keystoretest.Run(t, func(t *testing.T) keystore.Store {
+			return newStore(t, client, client, cfg)
+		})
 	})
 }
 
 func TestConformanceCluster(t *testing.T) {
 	t.Parallel()
-	client := clusterClient(t)
-	keystoretest.Run(t, func(t *testing.T) keystore.Store {
-		return newStore(t, client, client, redisstore.Config{})
+	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
+		client := clusterClient(t)
+		keystoretest.Run(t, func(t *testing.T) keystore.Store {
+			return newStore(t, client, client, cfg)
+		})
 	})
 }
 
@@ -334,5 +338,20 @@ func TestNonPositiveDurations(t *testing.T) {
 	}
 	if err := s.Release(ctx, key, c.Token); err != nil {
 		t.Errorf("Release after the refused calls: %v", err)
+	}
+}
+
+// forEachMode runs f, in parallel subtests, for a Store that batches
+// concurrent commands (the default) and for one that sends each command on
+// its own (Config.NoAutoPipeline).
+func forEachMode(t *testing.T, f func(t *testing.T, cfg redisstore.Config)) {
+	for _, m := range []struct {
+		name string
+		cfg  redisstore.Config
+	}{{"AutoPipeline", redisstore.Config{}}, {"NoAutoPipeline", redisstore.Config{NoAutoPipeline: true}}} {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, m.cfg)
+		})
 	}
 }
