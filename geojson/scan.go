@@ -22,6 +22,14 @@ func (p *parser) ws() {
 
 // peek skips whitespace and returns the next byte, failing at the end.
 func (p *parser) peek() byte {
+	if p.i < len(p.data) && p.data[p.i] > ' ' { // no whitespace: the usual case
+		return p.data[p.i]
+	}
+	return p.peekWS()
+}
+
+// peekWS is peek past whitespace.
+func (p *parser) peekWS() byte {
 	p.ws()
 	if p.i >= len(p.data) {
 		p.fail("unexpected end of input")
@@ -50,6 +58,21 @@ func (p *parser) found() string {
 // next reads ',' or the closing byte after an element and reports
 // whether another element follows.
 func (p *parser) next(closing byte) bool {
+	if p.i < len(p.data) { // no whitespace: the usual case
+		switch p.data[p.i] {
+		case ',':
+			p.i++
+			return true
+		case closing:
+			p.i++
+			return false
+		}
+	}
+	return p.nextWS(closing)
+}
+
+// nextWS is next past whitespace.
+func (p *parser) nextWS(closing byte) bool {
 	c := p.peek()
 	if c == ',' {
 		p.i++

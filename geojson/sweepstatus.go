@@ -75,7 +75,7 @@ func (s *sweeper) cmpSeg(i, j int32) int {
 // segment spans p in sweep order, so collinear means on it.
 func (s *sweeper) contains(i int32, p pt) bool {
 	sg := &s.segs[i]
-	return orient(sg.a, sg.b, p) == 0
+	return sg.b == p || sg.a == p || orient(sg.a, sg.b, p) == 0
 }
 
 // below reports whether active segment i passes strictly below p.
@@ -420,15 +420,21 @@ func (s *sweeper) locateHinted(p pt, out []int32) (on []int32, below, above int3
 // the last segment p lies strictly above, or the first it does not. It
 // reports false when h is neither.
 func (s *sweeper) locateNear(h int32, p pt, out []int32) (on []int32, below, above int32, ok bool) {
-	var first int32
-	if sg := &s.segs[h]; orient(sg.a, sg.b, p) > 0 {
-		first = s.next(h)
-		if first != nilNode {
-			if f := &s.segs[first]; orient(f.a, f.b, p) > 0 {
-				return out, nilNode, nilNode, false
-			}
-		}
+	var first int32 // the first segment containing p
+	sg := &s.segs[h]
+	if o := orient(sg.a, sg.b, p); o > 0 {
 		below = h
+		first = s.next(h)
+		if first == nilNode {
+			return out, below, nilNode, true
+		}
+		f := &s.segs[first]
+		switch o := orient(f.a, f.b, p); {
+		case o > 0:
+			return out, nilNode, nilNode, false
+		case o < 0:
+			return out, below, first, true
+		}
 	} else {
 		below = s.prev(h)
 		if below != nilNode {
@@ -436,10 +442,14 @@ func (s *sweeper) locateNear(h int32, p pt, out []int32) (on []int32, below, abo
 				return out, nilNode, nilNode, false
 			}
 		}
+		if o < 0 {
+			return out, below, h, true
+		}
 		first = h
 	}
+	out = append(out, first)
 	above = nilNode
-	for t := first; t != nilNode; t = s.next(t) {
+	for t := s.next(first); t != nilNode; t = s.next(t) {
 		if !s.contains(t, p) {
 			above = t
 			break
