@@ -3,6 +3,7 @@ package geojson
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -216,4 +217,53 @@ func TestConcurrentValidate(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestNumbersNearFastPathLimits: numbers at the limits of num's fast path
+// (15 integer digits, 19 digits, 2^53, leading zeros, a sign, an
+// exponent) read as strconv reads them, and the reading stops at the
+// byte after the number.
+func TestNumbersNearFastPathLimits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + rng.IntN(10))
+		}
+		if n > 1 && b[0] == '0' {
+			b[0] = '1' + byte(rng.IntN(9))
+		}
+		return string(b)
+	}
+	fixed := []string{"0", "-0", "0.0", "-0.0", "9007199254740991", "9007199254740992", "9007199254740993",
+		"900719925474099.3", "0.9007199254740993", "1.0000000000000000001", "123456789012345.6789",
+		"0.00000000000000000001", "1e5", "1.5E-3", "-12.5e+2", "999999999999999.9"}
+	var cases []string
+	cases = append(cases, fixed...)
+	for range 20000 {
+		s := digits(1 + rng.IntN(17))
+		if rng.IntN(2) == 0 {
+			s += "." + digits(1+rng.IntN(22))
+			if rng.IntN(3) == 0 {
+				s = "0." + strings.Repeat("0", rng.IntN(8)) + digits(1+rng.IntN(12))
+			}
+		}
+		if rng.IntN(5) == 0 {
+			s += "e" + strconv.Itoa(rng.IntN(40)-20)
+		}
+		if rng.IntN(2) == 0 {
+			s = "-" + s
+		}
+		cases = append(cases, s)
+	}
+	for _, s := range cases {
+		for _, tail := range []string{"", "]", ",", " "} {
+			p := &parser{data: []byte(s + tail)}
+			got, raw := p.num()
+			want := mustParseFloat(t, s)
+			if math.Float64bits(got) != math.Float64bits(want) || p.i != len(s) || string(raw) != s {
+				t.Fatalf("num(%q) = %v, %q (read %d bytes), want %v, %q", s+tail, got, raw, p.i, want, s)
+			}
+		}
+	}
 }

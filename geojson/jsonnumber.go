@@ -15,6 +15,67 @@ var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 // num reads a JSON number and returns its value, correctly rounded, and
 // its raw text. A number too large for float64 yields ±Inf.
 func (p *parser) num() (float64, []byte) {
+	if f, start, ok := p.numFast(); ok {
+		return f, p.data[start:p.i]
+	}
+	return p.numSlow()
+}
+
+// numFast reads the usual number, with no exponent and at most 19
+// digits, of which at most 15 before the point, whose digits make an
+// integer below 2^53: then it is that integer divided by a power of ten,
+// both exact, so the quotient is correctly rounded. It reports false,
+// consuming nothing, for any other number.
+func (p *parser) numFast() (f float64, start int, ok bool) {
+	d := p.data
+	start = p.i
+	i := start
+	neg := i < len(d) && d[i] == '-'
+	if neg {
+		i++
+	}
+	var mant uint64
+	j := i
+	for j < len(d) && d[j]-'0' < 10 {
+		mant = mant*10 + uint64(d[j]-'0')
+		j++
+	}
+	nint := j - i
+	if nint == 0 || nint > 15 || (nint > 1 && d[i] == '0') {
+		return 0, 0, false
+	}
+	nfrac := 0
+	if j < len(d) && d[j] == '.' {
+		k := j + 1
+		if k+8 <= len(d) {
+			if v, ok := eightDigits(binary.LittleEndian.Uint64(d[k:])); ok {
+				mant = mant*1e8 + v
+				k += 8
+			}
+		}
+		for k < len(d) && d[k]-'0' < 10 && k-j <= 19 {
+			mant = mant*10 + uint64(d[k]-'0')
+			k++
+		}
+		nfrac = k - j - 1
+		if nfrac == 0 || nint+nfrac > 19 {
+			return 0, 0, false
+		}
+		j = k
+	}
+	if j < len(d) && (d[j] == 'e' || d[j] == 'E' || d[j]-'0' < 10) || mant >= 1<<53 {
+		return 0, 0, false
+	}
+	f = float64(mant) / pow10[nfrac]
+	if neg {
+		f = -f
+	}
+	p.i = j
+	return f, start, true
+}
+
+// numSlow is num for any number.
+func (p *parser) numSlow() (float64, []byte) {
 	d := p.data
 	start := p.i
 	i := start
