@@ -186,10 +186,13 @@ func (s *sweeper) event(p pt, grp []int32) *sweepFault {
 		}
 	}
 	var below, above int32
-	if len(s.ends) > 0 {
-		s.onBuf, below, above = s.around(s.ends[0], p, s.onBuf[:0])
-	} else {
+	switch len(s.ends) {
+	case 2:
+		s.onBuf, below, above = s.aroundPair(s.ends[0], s.ends[1], p, s.onBuf[:0])
+	case 0:
 		s.onBuf, below, above = s.locateHinted(p, s.onBuf[:0])
+	default:
+		s.onBuf, below, above = s.around(s.ends[0], p, s.onBuf[:0])
 	}
 	through := len(s.onBuf) > len(s.ends) // segments pass through p
 	if len(grp) > 1 || through {

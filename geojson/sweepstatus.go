@@ -241,10 +241,12 @@ func (s *sweeper) place(b, i int32, xs []int32) {
 	n := s.nodes[b].n
 	o := int(b) * blockCap
 	it := s.bitems[o : o+int(n+k)]
-	copy(it[i+k:], it[i:n])
-	copy(it[i:], xs)
+	if i < n {
+		copy(it[i+k:], it[i:n])
+	}
 	at := s.at
 	for j, x := range xs {
+		it[int(i)+j] = x
 		at[x] = slot{b, i + int32(j)}
 	}
 	for j := i + k; j < n+k; j++ {
@@ -288,7 +290,9 @@ func (s *sweeper) unplace(a slot, k int32) {
 		s.unlinkBlock(a.b)
 		return
 	}
-	copy(it[a.i:], it[a.i+k:])
+	if a.i+k < n {
+		copy(it[a.i:], it[a.i+k:])
+	}
 	for j := a.i; j < n-k; j++ {
 		at[it[j]].i = j
 	}
@@ -363,6 +367,25 @@ func (s *sweeper) locate(p pt, out []int32) (on []int32, below, above int32) {
 		out = append(out, t)
 	}
 	return out, below, above
+}
+
+// aroundPair is around for segments e0 and e1, which end at p: when they
+// are neighbours in the status, the usual case, only the segments just
+// outside them need a test.
+func (s *sweeper) aroundPair(e0, e1 int32, p pt, out []int32) (on []int32, below, above int32) {
+	a0, a1 := s.at[e0], s.at[e1]
+	if a0.b != a1.b || (a0.i+1 != a1.i && a1.i+1 != a0.i) {
+		return s.around(e0, p, out)
+	}
+	lo, hi := e0, e1
+	if a1.i < a0.i {
+		lo, hi = e1, e0
+	}
+	below, above = s.prev(lo), s.next(hi)
+	if below != nilNode && s.contains(below, p) || above != nilNode && s.contains(above, p) {
+		return s.around(e0, p, out)
+	}
+	return append(out, lo, hi), below, above
 }
 
 // around collects the block of segments containing p around node x,
