@@ -15,23 +15,30 @@ func idOf(key string) keyID {
 	if len(key) != 2*len(id) {
 		return sha256.Sum256([]byte(key))
 	}
+	bad := byte(0)
 	for i := range id {
-		hi, ok1 := lowerHex(key[2*i])
-		lo, ok2 := lowerHex(key[2*i+1])
-		if !ok1 || !ok2 { // only lowercase digits: "AB" and "ab" must not share an ID
-			return sha256.Sum256([]byte(key))
-		}
-		id[i] = hi<<4 | lo
+		hi, lo := hexValue[key[2*i]], hexValue[key[2*i+1]]
+		bad |= hi | lo
+		id[i] = hi<<4 | lo&0x0f
+	}
+	if bad&0xf0 != 0 { // only lowercase digits: "AB" and "ab" must not share an ID
+		return sha256.Sum256([]byte(key))
 	}
 	return id
 }
 
-func lowerHex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
+// hexValue is the value of each lowercase hexadecimal digit, and 0xff for
+// every other byte.
+var hexValue = func() (t [256]byte) {
+	for c := range t {
+		switch {
+		case '0' <= c && c <= '9':
+			t[c] = byte(c - '0')
+		case 'a' <= c && c <= 'f':
+			t[c] = byte(c - 'a' + 10)
+		default:
+			t[c] = 0xff
+		}
 	}
-	return 0, false
-}
+	return t
+}()
