@@ -188,6 +188,7 @@ type Middleware struct {
 	maxRecord     int
 	replayHeaders []string
 	recordHeaders []string                  // replayHeaders sorted, each once: the recorder's order
+	trailerKeys   []string                  // http.TrailerPrefix + each of recordHeaders
 	encoded       keystore.EncodedCompleter // store, when it takes records encoded
 	lease         time.Duration
 	storeLease    time.Duration // what the store grants: see StoreLease
@@ -275,6 +276,9 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 		m.replayHeaders = append(m.replayHeaders, c)
 	}
 	m.recordHeaders = slices.Compact(slices.Sorted(slices.Values(m.replayHeaders)))
+	for _, name := range m.recordHeaders {
+		m.trailerKeys = append(m.trailerKeys, http.TrailerPrefix+name)
+	}
 	m.encoded, _ = keystore.CompletesEncoded(store)
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)

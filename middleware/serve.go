@@ -199,7 +199,7 @@ func (*bodyReader) Close() error { return nil }
 // the lease while they run, and records or releases afterwards.
 func (m *Middleware) execute(x *exchange, w http.ResponseWriter, r *http.Request, next http.Handler, body []byte, key string, claim keystore.Claim, sent, start time.Time) {
 	x.hold = keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention}
-	x.rec = hijacker{recorder{w: w, allow: m.recordHeaders, limit: m.maxRecord, encode: m.encoded != nil}}
+	x.rec = hijacker{recorder{w: w, allow: m.recordHeaders, trailerKeys: m.trailerKeys, limit: m.maxRecord, encode: m.encoded != nil}}
 	x.rec.enc = x.enc[:0]
 	hold, rec := &x.hold, &x.rec.recorder
 	rw := x.rec.writer()

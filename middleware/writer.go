@@ -27,17 +27,19 @@ import (
 // be hijacked gets a hijacker instead, chosen once per request by
 // hijacker.writer, so that type assertions see what the server offers.
 type recorder struct {
-	w        http.ResponseWriter
-	allow    []string // canonical header names to record
-	limit    int
-	status   int // 0 until the final status is written
-	header   http.Header
-	trailers []string // names declared in the Trailer header at WriteHeader
-	body     []byte
-	size     int64 // bytes the handler wrote in all
-	tooLong  bool  // size exceeded limit: body is incomplete
-	hijacked bool  // the handler took the connection over
-	declared int64 // the Content-Length at WriteHeader; -1 if none
+	w     http.ResponseWriter
+	allow []string // canonical header names to record, sorted
+	// trailerKeys are http.TrailerPrefix + each name of allow, by index.
+	trailerKeys []string
+	limit       int
+	status      int // 0 until the final status is written
+	header      http.Header
+	trailers    []string // names declared in the Trailer header at WriteHeader
+	body        []byte
+	size        int64 // bytes the handler wrote in all
+	tooLong     bool  // size exceeded limit: body is incomplete
+	hijacked    bool  // the handler took the connection over
+	declared    int64 // the Content-Length at WriteHeader; -1 if none
 
 	// With encode, the record is written straight into enc as the
 	// response goes by, in keystore.AppendRecord's encoding, without
@@ -122,6 +124,20 @@ func (r *recorder) snapshot() {
 				r.trailers = append(r.trailers, name)
 			}
 		}
+	}
+	if r.encode && len(r.allow) < 0x80 { // the count of fields fits one byte
+		// One pass: the fields, then their count in the byte kept for it.
+		r.enc = append(r.enc[:0], 0, 0, 0)
+		fields := 0
+		for _, name := range r.allow {
+			if vs, ok := src[name]; ok && !slices.Contains(r.trailers, name) {
+				r.enc = keystore.AppendHeaderField(r.enc, name, vs)
+				fields++
+			}
+		}
+		r.enc[2] = byte(fields)
+		r.bodyAt = len(r.enc)
+		return
 	}
 	fields, values := 0, 0
 	for _, name := range r.allow {
@@ -282,8 +298,8 @@ func (r *recorder) record() recording {
 		}
 	}
 	rec := keystore.Record{StatusCode: status, Header: r.header, Body: r.body}
-	for _, name := range r.allow {
-		vs, ok := src[http.TrailerPrefix+name]
+	for i, name := range r.allow {
+		vs, ok := src[r.trailerKeys[i]]
 		if !ok && slices.Contains(r.trailers, name) {
 			vs, ok = src[name]
 		}
@@ -291,7 +307,7 @@ func (r *recorder) record() recording {
 			if rec.Header == nil {
 				rec.Header = http.Header{}
 			}
-			rec.Header[http.TrailerPrefix+name] = slices.Clone(vs)
+			rec.Header[r.trailerKeys[i]] = slices.Clone(vs)
 		}
 	}
 	if r.tooLong || keystore.RecordLen(rec) > r.limit {
@@ -303,11 +319,13 @@ func (r *recorder) record() recording {
 // hasTrailers reports whether the response has trailers to record, given
 // its header map src.
 func (r *recorder) hasTrailers(src http.Header) bool {
-	for _, name := range r.allow {
-		if _, ok := src[http.TrailerPrefix+name]; ok {
+	for _, name := range r.trailers { // declared, and allowed
+		if _, ok := src[name]; ok {
 			return true
 		}
-		if _, ok := src[name]; ok && slices.Contains(r.trailers, name) {
+	}
+	for _, key := range r.trailerKeys {
+		if _, ok := src[key]; ok {
 			return true
 		}
 	}
