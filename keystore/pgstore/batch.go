@@ -208,3 +208,162 @@ func aborted(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == serializationFailure || pgErr.Code == deadlockDetected)
 }
+
+// Completions on the pool are batched the same way as claims, in
+// completeQueue (batchCompleteSQL).
+
+// completeQueue holds the completions waiting for a batch.
+type completeQueue struct {
+	limit    int // complete statements in flight at most; 0: no batching
+	mu       sync.Mutex
+	inflight int
+	waiting  []*completeWaiter
+}
+
+// completeWaiter is one completion in a batch.
+type completeWaiter struct {
+	ctx          context.Context
+	key          string
+	token, us    int64
+	status       int32
+	header, body []byte
+	done         chan struct{}
+	applied      bool
+	err          error
+	p            params // the arguments of a statement of its own
+}
+
+// completeOnPool runs completeSQL for one completion on the pool, alone or
+// in a batch. It reports whether the statement changed (or matched) the
+// row.
+func (s *Store) completeOnPool(ctx context.Context, args []any, w *completeWaiter) (bool, error) {
+	q := &s.completes
+	if q.limit > 0 {
+		q.mu.Lock()
+		if q.inflight >= q.limit {
+			w.ctx, w.done = ctx, make(chan struct{})
+			q.waiting = append(q.waiting, w)
+			q.mu.Unlock()
+			select {
+			case <-w.done:
+				return w.applied, w.err
+			case <-ctx.Done():
+				// The batch may still complete the key: the outcome is
+				// unknown, as for a statement interrupted in flight.
+				return false, ctx.Err()
+			}
+		}
+		q.inflight++
+		q.mu.Unlock()
+		defer s.nextCompleteBatch()
+	}
+	var tag pgconn.CommandTag
+	err := retrySerialization(ctx, func() (err error) {
+		tag, err = s.pool.Exec(ctx, s.sql.complete, args...)
+		return err
+	})
+	return err == nil && tag.RowsAffected() > 0, err
+}
+
+// nextCompleteBatch hands the slot of a complete statement that ended to
+// the completions waiting, if any, as one batch.
+func (s *Store) nextCompleteBatch() {
+	q := &s.completes
+	q.mu.Lock()
+	if len(q.waiting) == 0 {
+		q.inflight--
+		q.mu.Unlock()
+		return
+	}
+	n := min(len(q.waiting), maxClaimBatch)
+	batch := slices.Clone(q.waiting[:n])
+	q.waiting = slices.Delete(q.waiting, 0, n)
+	q.mu.Unlock()
+	go s.runCompleteBatch(batch)
+}
+
+// runCompleteBatch runs the completions of batch, those of different keys
+// in one statement, then the others of a key that appears twice one at a
+// time, and passes its slot on.
+func (s *Store) runCompleteBatch(batch []*completeWaiter) {
+	defer s.nextCompleteBatch()
+	send := batch[:0:0]
+	for _, w := range batch {
+		if err := w.ctx.Err(); err != nil {
+			w.err = err
+			close(w.done)
+			continue
+		}
+		send = append(send, w)
+	}
+	slices.SortStableFunc(send, func(a, b *completeWaiter) int { return cmp.Compare(a.key, b.key) })
+	var uniq, dup []*completeWaiter
+	for _, w := range send {
+		if len(uniq) > 0 && w.key == uniq[len(uniq)-1].key {
+			dup = append(dup, w)
+			continue
+		}
+		uniq = append(uniq, w)
+	}
+	if len(uniq) > 1 {
+		s.execCompleteBatch(uniq)
+	} else {
+		dup = send
+	}
+	for _, w := range uniq {
+		if len(uniq) > 1 {
+			close(w.done)
+		}
+	}
+	for _, w := range dup {
+		var p params
+		args := p.complete(s.typedArgs, w.key, w.token, w.status, w.header, w.body, w.us)
+		var tag pgconn.CommandTag
+		w.err = retrySerialization(w.ctx, func() (err error) {
+			tag, err = s.pool.Exec(w.ctx, s.sql.complete, args...)
+			return err
+		})
+		w.applied = w.err == nil && tag.RowsAffected() > 0
+		close(w.done)
+	}
+}
+
+// execCompleteBatch runs batchCompleteSQL for completions of different
+// keys, setting each one's outcome.
+func (s *Store) execCompleteBatch(uniq []*completeWaiter) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(uniq[0].ctx), batchTimeout)
+	defer cancel()
+	keys := make([]string, len(uniq))
+	tokens := make([]int64, len(uniq))
+	statuses := make([]int32, len(uniq))
+	headers := make([][]byte, len(uniq))
+	bodies := make([][]byte, len(uniq))
+	retentions := make([]int64, len(uniq))
+	for i, w := range uniq {
+		keys[i], tokens[i], statuses[i], headers[i], bodies[i], retentions[i] = w.key, w.token, w.status, w.header, w.body, w.us
+	}
+	err := retryAborted(ctx, func() error {
+		for _, w := range uniq {
+			w.applied = false
+		}
+		rows, err := s.pool.Query(ctx, s.sql.batchComplete, keys, tokens, statuses, headers, bodies, retentions)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n int64
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
+			if n < 1 || n > int64(len(uniq)) {
+				return errors.New("pgstore: complete batch returned a row for no request")
+			}
+			uniq[n-1].applied = true
+		}
+		return rows.Err()
+	})
+	for _, w := range uniq {
+		w.err = err
+	}
+}

@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -113,4 +114,83 @@ func TestClaimBatches(t *testing.T) {
 		t.Errorf("%d claims ran %d statements, %d of them batches; want fewer statements, in batches", 2*len(kinds)*perKind, statements, batches)
 	}
 	t.Logf("%d claims ran %d statements, %d of them batches", 2*len(kinds)*perKind, statements, batches)
+}
+
+// Completions that arrive while the store's complete statements are all in
+// flight go together too, each with the outcome it would have alone: on a
+// pool of two connections, 64 keys completed at once, some twice with the
+// same record (both succeed), some also with a stale token (lease lost),
+// some with a nil header and body.
+func TestCompleteBatches(t *testing.T) {
+	tr := &counter{}
+	pool := newPool(t, 2, tr)
+	s := newStore(t, pool, pgstore.Config{})
+	ctx := testCtx(t)
+
+	const n = 64
+	keys := make([]string, n)
+	tokens := make([]keystore.Token, n)
+	records := make([]keystore.Record, n)
+	for i := range n {
+		keys[i] = fmt.Sprintf("%s-%d", keystoretest.Key(t)[:32], i)
+		tokens[i] = claim(t, s, keys[i], time.Minute, keystore.Acquired).Token
+		records[i] = record(keys[i])
+		if i%4 == 3 {
+			records[i] = keystore.Record{StatusCode: 204}
+		}
+	}
+	tr.take()
+	type call struct {
+		i     int
+		token keystore.Token
+		err   error
+	}
+	var calls []*call
+	for i := range n {
+		calls = append(calls, &call{i: i, token: tokens[i]})
+		switch i % 4 {
+		case 1:
+			calls = append(calls, &call{i: i, token: tokens[i]})
+		case 2:
+			calls = append(calls, &call{i: i, token: tokens[i] + 1_000_000})
+		}
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for _, c := range calls {
+		wg.Go(func() {
+			<-start
+			c.err = s.Complete(ctx, keys[c.i], c.token, records[c.i], time.Hour)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for _, c := range calls {
+		stale := c.token != tokens[c.i]
+		switch {
+		case stale && !errors.Is(c.err, keystore.ErrLeaseLost):
+			t.Errorf("%s: Complete with a stale token: %v, want the lease lost", keys[c.i], c.err)
+		case !stale && c.err != nil:
+			t.Errorf("%s: Complete: %v", keys[c.i], c.err)
+		}
+	}
+	var statements, batches int
+	for _, q := range tr.take() {
+		statements++
+		if strings.Contains(q, "unnest(") {
+			batches++
+		}
+	}
+	if batches == 0 || statements >= len(calls) {
+		t.Errorf("%d completions ran %d statements, %d of them batches; want fewer statements, in batches", len(calls), statements, batches)
+	}
+	t.Logf("%d completions ran %d statements, %d of them batches", len(calls), statements, batches)
+	for i, key := range keys {
+		c := claim(t, s, key, time.Minute, keystore.Completed)
+		want := records[i]
+		if c.Record.StatusCode != want.StatusCode || string(c.Record.Body) != string(want.Body) ||
+			(c.Record.Header == nil) != (want.Header == nil) || c.Record.Header.Get("Content-Type") != want.Header.Get("Content-Type") {
+			t.Errorf("%s: recorded %+v, want %+v", key, c.Record, want)
+		}
+	}
 }

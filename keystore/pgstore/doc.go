@@ -85,15 +85,17 @@
 // the row lock of its own request's CompleteTx and then meets the committed
 // record succeeds.
 //
-// Claims from many goroutines share statements when the pool is busy:
-// while half the pool's connections run claim statements, further claims
-// wait, and those that gathered go together, in one statement, as soon as
-// one in flight ends (at most 64 keys; the statement inserts the new keys in
-// key order, so that batches never wait for each other in a cycle). A lone
-// client never waits, and concurrent replays of one hot key are answered by
-// one read. A claim's answer is the one it would get alone; a claim whose
-// context ends while it waits for its batch returns the context's error, and
-// may or may not have claimed the key, as when a statement is interrupted.
+// Claims and completions from many goroutines share statements when the
+// pool is busy: while half the pool's connections run claim statements
+// (or, counted apart, completions on the pool), further ones wait, and
+// those that gathered go together, in one statement, as soon as one in
+// flight ends (at most 64 keys; the statement takes the keys in key order,
+// so that batches never wait for each other in a cycle). A lone client never
+// waits, and concurrent replays of one hot key are answered by one read.
+// Each call gets the answer it would get alone; one whose context ends
+// while it waits for its batch returns the context's error, and its claim
+// or completion may or may not have happened, as when a statement is
+// interrupted. CompleteTx, in the caller's transaction, is never batched.
 // Batching needs the statements' parameter types, which pgx learns by
 // describing them: it is on when the pool's DefaultQueryExecMode is
 // QueryExecModeCacheStatement (pgx's default) or QueryExecModeCacheDescribe.

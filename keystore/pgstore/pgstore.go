@@ -83,6 +83,7 @@ type Store struct {
 	// can be passed as pgtype valuers (see params).
 	typedArgs bool
 	claims    claimQueue
+	completes completeQueue
 	names     names
 	sql       statements
 	lockKey   int64
@@ -142,6 +143,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	}
 	if s.typedArgs {
 		s.claims.limit = max(1, int(pool.Config().MaxConns)/2)
+		s.completes.limit = s.claims.limit
 	}
 	if !cfg.SkipMigrate {
 		if err := s.Migrate(ctx); err != nil {
@@ -357,9 +359,20 @@ func (s *Store) complete(ctx context.Context, db execer, key string, token keyst
 	if token == 0 || token > math.MaxInt64 {
 		return lost("complete")
 	}
-	p := new(params)
-	args := p.complete(s.typedArgs && db == execer(s.pool), key, int64(token), int32(rec.StatusCode), encodeHeader(rec.Header), rec.Body, us)
-	return s.fenced(ctx, db, "complete", s.sql.complete, args...)
+	header := encodeHeader(rec.Header)
+	if db != execer(s.pool) {
+		var p params
+		return s.fenced(ctx, db, "complete", s.sql.complete, p.complete(false, key, int64(token), int32(rec.StatusCode), header, rec.Body, us)...)
+	}
+	w := &completeWaiter{key: key, token: int64(token), us: us, status: int32(rec.StatusCode), header: header, body: rec.Body}
+	applied, err := s.completeOnPool(ctx, w.p.complete(s.typedArgs, w.key, w.token, w.status, w.header, w.body, w.us), w)
+	switch {
+	case err != nil:
+		return storeErr(ctx, "complete", err)
+	case !applied:
+		return lost("complete")
+	}
+	return nil
 }
 
 // fenced runs one of the fenced statements on db. On the pool, each

@@ -71,18 +71,19 @@ func (n names) expand(sql string) string {
 
 // statements holds a store's SQL, with its names filled in.
 type statements struct {
-	fastClaim, batchClaim, claim, extend, complete, release, prune string
+	fastClaim, batchClaim, claim, extend, complete, batchComplete, release, prune string
 }
 
 func newStatements(n names) statements {
 	return statements{
-		fastClaim:  n.expand(fastClaimSQL),
-		batchClaim: n.expand(batchClaimSQL),
-		claim:      n.expand(claimSQL),
-		extend:     n.expand(extendSQL),
-		complete:   n.expand(completeSQL),
-		release:    n.expand(releaseSQL),
-		prune:      n.expand(pruneSQL),
+		fastClaim:     n.expand(fastClaimSQL),
+		batchClaim:    n.expand(batchClaimSQL),
+		claim:         n.expand(claimSQL),
+		extend:        n.expand(extendSQL),
+		complete:      n.expand(completeSQL),
+		batchComplete: n.expand(batchCompleteSQL),
+		release:       n.expand(releaseSQL),
+		prune:         n.expand(pruneSQL),
 	}
 }
 
@@ -234,6 +235,25 @@ WHERE key = $1::text AND token = $2::bigint AND NOT released AND expires_at > cl
     AND (status IS NULL OR (status = $3::integer
         AND coalesce(header, '\x00'::bytea) = coalesce($4::bytea, '\x00'::bytea)
         AND coalesce(body, ''::bytea) = coalesce($5::bytea, ''::bytea)))`
+
+// batchCompleteSQL is completeSQL for several keys at once, all different:
+// $1 keys, $2 tokens, $3 statuses, $4 headers, $5 bodies, $6 retentions in
+// microseconds, arrays of one element per request. It returns the number
+// (1 for the first element) of each request whose row it changed or
+// matched. The keys come in their order, which the rows are locked in.
+const batchCompleteSQL = `
+UPDATE {{table}} AS k SET status = r.status,
+    header = CASE WHEN k.status IS NULL THEN r.header ELSE k.header END,
+    body = CASE WHEN k.status IS NULL THEN r.body ELSE k.body END,
+    expires_at = CASE WHEN k.status IS NULL
+        THEN clock_timestamp() + r.us * interval '1 microsecond' ELSE k.expires_at END
+FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::bytea[], $5::bytea[], $6::bigint[])
+    WITH ORDINALITY AS r(key, token, status, header, body, us, i)
+WHERE k.key = r.key AND k.token = r.token AND NOT k.released AND k.expires_at > clock_timestamp()
+    AND (k.status IS NULL OR (k.status = r.status
+        AND coalesce(k.header, '\x00'::bytea) = coalesce(r.header, '\x00'::bytea)
+        AND coalesce(k.body, ''::bytea) = coalesce(r.body, ''::bytea)))
+RETURNING r.i`
 
 // releaseSQL: $1 key, $2 token. It ends the lease now and marks the row
 // released; Claim takes it over without TookOver, Prune deletes it.
