@@ -77,9 +77,10 @@
 // the delivery ends (delivered, replayed, refused permanently or
 // dead-lettered); [Outbox.Resume] delivers what a crash left pending.
 //
-// [FileJournal] is the embedded journal: JSON lines, synced per record with
-// group commit across concurrent deliveries, a torn last line dropped on
-// open, done entries forgotten after a retention and the file compacted.
+// [FileJournal] is the embedded journal: JSON lines in a preallocated file,
+// synced (fdatasync) per record with group commit across concurrent
+// deliveries, a torn tail dropped on open, done entries forgotten after a
+// retention and the file compacted.
 // To stop cleanly (a SIGINT), deliver under [WithStop]: after the stop no
 // attempt starts, attempts in flight run until the context ends, and what
 // did not end is [ErrInterrupted], never dead-lettered, and left pending.

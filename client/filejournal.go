@@ -54,11 +54,15 @@ type FileJournalConfig struct {
 // with it. An unparseable line anywhere else is corruption, and
 // [OpenFileJournal] refuses the file.
 //
-// The file grows by preallocated steps (see [journalPrealloc]), so that
-// a record's sync does not also wait for the file system to allocate
-// blocks and grow the file; [FileJournal.Close] gives the room not used
-// back. After a crash, the room reads as zeros, and opening the journal
-// ends it at the first zero byte: what follows was never synced.
+// The file grows 1 MiB at a time, preallocated where the platform can
+// (fallocate on Linux), so that a record's sync does not also wait for the
+// file system to allocate blocks; [FileJournal.Close] gives the room not
+// used back. After a crash that room reads as zeros, and the part written
+// since the last sync may be on disk only in pieces, around holes of
+// zeros. No line the journal writes holds a zero byte, so opening it ends
+// the journal at the first line that does, and truncates the file there:
+// nothing from there on had been synced, so no Record that returned is
+// dropped.
 //
 // # Growth
 //
