@@ -329,3 +329,30 @@ func TestFileJournalCrashWithPreallocation(t *testing.T) {
 		t.Errorf("file after Close ends %q; want its last line, no zeros", data[max(0, len(data)-40):])
 	}
 }
+
+// TestFileJournalZeroBytesInEntries: zero bytes in an entry's key, header
+// or body never reach the file as zero bytes (opening the journal ends it
+// at the first one), so the entry survives a reopen with its bytes.
+func TestFileJournalZeroBytesInEntries(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal")
+	j := openJournal(t, path, client.FileJournalConfig{})
+	es := []client.JournalEntry{entry("k\x00ey", "\x00"), entry("json", `{"s":"\u0000"}`), entry("header", "{}")}
+	es[2].Header.Set("X-Zero", "a\x00b")
+	for _, e := range es {
+		if _, err := j.Record(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Record(ctx, entry("last", "{}"))
+	j.Close()
+	if data, _ := os.ReadFile(path); bytes.IndexByte(data, 0) >= 0 {
+		t.Fatalf("the file holds a zero byte: %q", data)
+	}
+	j = openJournal(t, path, client.FileJournalConfig{})
+	p, _ := j.Pending(ctx)
+	if len(p) != 4 || p[0].Key != "k\x00ey" || string(p[0].Body) != "\x00" || string(p[1].Body) != `{"s":"\u0000"}` ||
+		p[2].Header.Get("X-Zero") != "a\x00b" || p[3].Key != "last" {
+		t.Errorf("pending after reopen = %q", p)
+	}
+}
