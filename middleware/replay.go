@@ -29,7 +29,7 @@ func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key stri
 	// The caller owns a Claim's record (keystore.Claim.Record): its value
 	// slices are handed on as they are, not copied again.
 	h := w.Header()
-	for _, k := range m.replayHeaders {
+	for _, k := range m.recordHeaders {
 		if vs, ok := rec.Header[k]; ok {
 			h[k] = vs
 		}
@@ -37,21 +37,27 @@ func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key stri
 	if vs, ok := rec.Header["Cache-Control"]; ok && len(vs) == 1 && vs[0] == "no-store" {
 		h.Set("Cache-Control", "no-store") // the middleware's own problem documents
 	}
-	h.Set("Idempotent-Replayed", "true")
-	var trailers []string // recorded under http.TrailerPrefix; sent as trailers, so chunked
-	for _, k := range m.replayHeaders {
-		if _, ok := rec.Header[http.TrailerPrefix+k]; ok {
-			trailers = append(trailers, k)
-			h.Add("Trailer", k)
+	var trailers []int // of recordHeaders, recorded under trailerKeys; sent as trailers, so chunked
+	for i, k := range m.trailerKeys {
+		if _, ok := rec.Header[k]; ok {
+			trailers = append(trailers, i)
+			h.Add("Trailer", m.recordHeaders[i])
 		}
 	}
+	// The two fields the middleware adds share one backing array; each is
+	// its own slice (capacity 1), so that appending to one never changes
+	// the other.
+	added := make([]string, 2)
+	added[0] = "true"
+	h["Idempotent-Replayed"] = added[0:1:1]
 	if trailers == nil {
-		h.Set("Content-Length", strconv.Itoa(len(rec.Body)))
+		added[1] = strconv.Itoa(len(rec.Body))
+		h["Content-Length"] = added[1:2:2]
 	}
 	w.WriteHeader(rec.StatusCode)
 	_, _ = w.Write(rec.Body)
-	for _, k := range trailers {
-		h[k] = rec.Header[http.TrailerPrefix+k]
+	for _, i := range trailers {
+		h[m.recordHeaders[i]] = rec.Header[m.trailerKeys[i]]
 	}
 	return rec.StatusCode
 }
