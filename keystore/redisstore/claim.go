@@ -67,7 +67,7 @@ func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fing
 	binary.BigEndian.PutUint64(v[1+len(fp):], uint64(token))
 	grace := abandonedGrace.Milliseconds()
 
-	set := redis.NewStringCmd(ctx, "set", rkey, v[:], "px", leaseMs+grace, "nx", "get")
+	set := redis.NewStringCmd(ctx, "set", rkey, v[:], "px", s.ttlArg.get(leaseMs+grace), "nx", "get")
 	if s.batch != nil && any(c) == any(s.client) {
 		if err := s.batch.do(ctx, set); err != nil {
 			return keystore.Claim{}, opError(ctx, "claim", err)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -121,6 +122,27 @@ type Store struct {
 	persistence  string // persistence read at New
 	fps          fpCache
 	batch        *batcher // nil with Config.NoAutoPipeline
+	ttlArg       boxCache // claims' and extensions' lease+grace
+	retArg       boxCache // completions' retention
+}
+
+// boxCache keeps the last millisecond count it boxed as a command
+// argument: the middleware passes the same lease and retention to every
+// call, and boxing an int64 above 255 allocates.
+type boxCache struct{ p atomic.Pointer[boxed] }
+
+type boxed struct {
+	ms int64
+	v  any
+}
+
+func (c *boxCache) get(ms int64) any {
+	if b := c.p.Load(); b != nil && b.ms == ms {
+		return b.v
+	}
+	b := &boxed{ms: ms, v: ms}
+	c.p.Store(b)
+	return b.v
 }
 
 // fpCache remembers the fingerprints of the claims a Store acquired and has
@@ -236,7 +258,7 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	}
 	tok := tokenBytes(token)
 	grace := abandonedGrace.Milliseconds()
-	n, err := s.run(ctx, extendScript, scriptKeys(s.RedisKey(key)), tok[:], graceArg, leaseMs+grace).Int64()
+	n, err := s.run(ctx, extendScript, scriptKeys(s.RedisKey(key)), tok[:], graceArg, s.ttlArg.get(leaseMs+grace)).Int64()
 	switch {
 	case err != nil:
 		return opError(ctx, "extend", err)
@@ -286,12 +308,12 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 			buf = binary.BigEndian.AppendUint64(buf, uint64(token))
 		}
 		buf = keystore.AppendRecord(buf, rec)
-		n, err = s.run(ctx, completeOwnScript, keys, buf[:head:head], buf[head:], retMs).Int64()
+		n, err = s.run(ctx, completeOwnScript, keys, buf[:head:head], buf[head:], s.retArg.get(retMs)).Int64()
 	} else {
 		// The token and the encoded record share one allocation.
 		buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+keystore.RecordLen(rec)), uint64(token))
 		buf = keystore.AppendRecord(buf, rec)
-		n, err = s.run(ctx, completeScript, keys, buf[:8:8], graceArg, buf[8:], retMs).Int64()
+		n, err = s.run(ctx, completeScript, keys, buf[:8:8], graceArg, buf[8:], s.retArg.get(retMs)).Int64()
 	}
 	if err != nil {
 		return opError(ctx, "complete", err)
@@ -328,7 +350,7 @@ func scriptKeys(rkey string) []string {
 }
 
 // held runs one of the scripts that act only for the token holding key.
-func (s *Store) held(ctx context.Context, op string, script *redis.Script, key string, args ...any) error {
+func (s *Store) held(ctx context.Context, op string, script luaScript, key string, args ...any) error {
 	n, err := s.run(ctx, script, scriptKeys(s.RedisKey(key)), args...).Int64()
 	if err != nil {
 		return opError(ctx, op, err)
@@ -339,32 +361,38 @@ func (s *Store) held(ctx context.Context, op string, script *redis.Script, key s
 	return nil
 }
 
-// run runs script on the store's client by EVALSHA, falling back to EVAL
-// when the node lacks the script (NOSCRIPT), as redis.Script.Run does, and
-// through the batcher when there is one.
-func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	if s.batch == nil {
-		return script.Run(ctx, s.client, keys, args...)
-	}
+// run runs script on the store's client by EVALSHA, through the batcher
+// when there is one, falling back to EVAL when the node lacks the script
+// (NOSCRIPT), as redis.Script.Run does. keys and args are copied, not kept.
+func (s *Store) run(ctx context.Context, script luaScript, keys []string, args ...any) *redis.Cmd {
 	a := make([]any, 3+len(keys), 3+len(keys)+len(args))
-	a[0], a[1], a[2] = "evalsha", script.Hash(), len(keys)
+	a[0], a[1], a[2] = "evalsha", script.sha, len(keys)
 	for i, k := range keys {
 		a[3+i] = k
 	}
-	cmd := redis.NewCmd(ctx, append(a, args...)...)
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
 	if len(keys) > 0 {
 		cmd.SetFirstKeyPos(3)
 	}
-	if err := s.batch.do(ctx, cmd); err != nil {
+	if s.batch == nil {
+		_ = s.client.Process(ctx, cmd)
+	} else if err := s.batch.do(ctx, cmd); err != nil {
 		// cmd may still be on its way: answer with another.
 		failed := redis.NewCmd(ctx)
 		failed.SetErr(err)
 		return failed
 	}
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		return script.Eval(ctx, s.client, keys, args...)
+	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return cmd
 	}
-	return cmd
+	// EVAL caches the script on the node for the next EVALSHA.
+	eval := redis.NewCmd(ctx, append([]any{"eval", script.src}, a[2:]...)...)
+	if len(keys) > 0 {
+		eval.SetFirstKeyPos(3)
+	}
+	_ = s.client.Process(ctx, eval)
+	return eval
 }
 
 // opError wraps a failed command's error, and the context's error too when

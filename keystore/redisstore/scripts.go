@@ -52,7 +52,7 @@ local done = st == 'd' and string.sub(v, 34, 41) == ARGV[1]
 //	0 or 1                      acquired; 1 when it took over an expired lease
 //	{fingerprint, remaining}    in flight, remaining lease in ms
 //	value (a string)            completed: the whole stored value
-var claimScript = redis.NewScript(`
+var claimScript = newLua(`
 local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 if not v then
   return 0
@@ -76,7 +76,7 @@ return 1
 // ARGV[3] lease+grace (ms). Returns 2 + the lease that remained (ms, for
 // keystore.ReportLease) if extended, 1 if the token completed the key
 // (nothing changes), 0 if the lease was lost.
-var extendScript = redis.NewScript(holdCheck + `
+var extendScript = newLua(holdCheck + `
 if held then
   local rem = redis.call('PTTL', KEYS[1]) - tonumber(ARGV[2])
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
@@ -96,7 +96,7 @@ return 0
 // ARGV[3] encoded record, ARGV[4] retention (ms). Returns 1 if completed, or
 // if the token already completed the key with the same record (nothing
 // changes), 0 if the lease was lost.
-var completeScript = redis.NewScript(holdCheck + `
+var completeScript = newLua(holdCheck + `
 if held then
   redis.call('SET', KEYS[1], 'd' .. string.sub(v, 2, 33) .. ARGV[1] .. ARGV[3], 'PX', ARGV[4])
   if KEYS[2] then
@@ -115,7 +115,7 @@ return 0
 // ARGV[2] grace (ms). Returns 1 if released, or if the token released the
 // key and nobody has claimed it since (nothing changes), 0 if the lease was
 // lost.
-var releaseScript = redis.NewScript(holdCheck + `
+var releaseScript = newLua(holdCheck + `
 if held then
   redis.call('DEL', KEYS[1])
   if KEYS[2] then
@@ -147,7 +147,7 @@ return 0
 // Against completeScript's GET, PTTL and SET with the value assembled in
 // Lua, it runs two commands and no string operations, and takes one
 // argument less: about a fifth fewer instructions for Redis.
-var completeOwnScript = redis.NewScript(`
+var completeOwnScript = newLua(`
 local p = redis.call('PTTL', KEYS[1])
 if p > ` + strconv.FormatInt(abandonedGrace.Milliseconds(), 10) + ` then
   local v = redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3], 'GET')
@@ -168,3 +168,16 @@ if redis.call('GET', KEYS[1]) == ARGV[2] then
 end
 return 0
 `)
+
+// luaScript is a script the Store runs through Store.run: its SHA1 boxed
+// once, for EVALSHA's argument, and its source, for the EVAL fallback.
+type luaScript struct {
+	*redis.Script
+	sha any
+	src string
+}
+
+func newLua(src string) luaScript {
+	sc := redis.NewScript(src)
+	return luaScript{Script: sc, sha: sc.Hash(), src: src}
+}
