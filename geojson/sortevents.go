@@ -28,27 +28,34 @@ func (s *sweeper) sortEvents() {
 	}
 	// Floating-point subtraction, multiplication and truncation are
 	// monotone, so bucket(x) never decreases as x grows.
-	bucket := func(x float64) int {
-		return min(max(int((x-lo)*scale), 0), n-1)
+	bucket := func(x float64) int32 {
+		return int32(min(max(int((x-lo)*scale), 0), n-1))
 	}
-	count := growInt(s.count, n+1)
-	clear(count)
-	for _, e := range s.evs {
-		count[bucket(e.p.x)+1]++
+	// Each event's bucket, computed once; then the buckets' ends, from
+	// their sizes; then the events placed from each bucket's end down,
+	// which leaves end[b] at the start of bucket b.
+	bk := growInt32(s.bk, n)
+	end := growInt32(s.count, n)
+	clear(end)
+	for i, e := range s.evs {
+		b := bucket(e.p.x)
+		bk[i] = b
+		end[b]++
 	}
-	for i := 1; i <= n; i++ {
-		count[i] += count[i-1]
+	for i := 1; i < n; i++ {
+		end[i] += end[i-1]
 	}
 	out := growEv(s.evs2, n)
-	next := growInt(s.nextB, n)
-	copy(next, count[:n])
-	for _, e := range s.evs {
-		b := bucket(e.p.x)
-		out[next[b]] = e
-		next[b]++
+	for i := len(s.evs) - 1; i >= 0; i-- {
+		b := bk[i]
+		end[b]--
+		out[end[b]] = s.evs[i]
 	}
 	for b := range n {
-		from, to := count[b], count[b+1]
+		from, to := int(end[b]), n
+		if b+1 < n {
+			to = int(end[b+1])
+		}
 		switch {
 		case to-from < 2:
 		case to-from <= 12:
@@ -57,7 +64,7 @@ func (s *sweeper) sortEvents() {
 			sortEventsCmp(out[from:to])
 		}
 	}
-	s.count, s.nextB = count, next
+	s.count, s.bk = end, bk
 	s.evs, s.evs2 = out, s.evs
 }
 
@@ -73,9 +80,9 @@ func insertionSortEvents(evs []event) {
 	}
 }
 
-func growInt(b []int, n int) []int {
+func growInt32(b []int32, n int) []int32 {
 	if cap(b) < n {
-		return make([]int, n)
+		return make([]int32, n)
 	}
 	return b[:n]
 }

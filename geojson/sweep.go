@@ -74,8 +74,8 @@ type sweeper struct {
 	vbuf    []int32
 	ends    []int32
 	starts  []int32
-	count   []int // bucket sort buffers
-	nextB   []int
+	count   []int32 // bucket sort buffers
+	bk      []int32
 	evs2    []event
 
 	ccw    []bool  // orientation of each ring
