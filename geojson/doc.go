@@ -79,8 +79,9 @@
 // Segment intersection is built on it,
 // so nearly collinear points are never misjudged. Ring checks run one
 // Shamos–Hoey plane sweep over all segments of a polygon (or of all
-// polygons of a MultiPolygon), with a balanced (AVL) tree as sweep
-// status: O(n log n) in the worst case, whatever the shape, with no
+// polygons of a MultiPolygon), with blocks of at most 32 segments,
+// ordered by a balanced (AVL) tree, as sweep status: O(n log n) in the
+// worst case, whatever the shape, with no
 // spatial index to degrade on long thin or zigzag rings. The same sweep finds where rings touch
 // (and checks that rings meeting at a point do not cross there) and which
 // ring directly encloses each ring, from which holes outside their shell,
