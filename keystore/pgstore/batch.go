@@ -43,7 +43,7 @@ type claimWaiter struct {
 	key    string
 	fp     keystore.Fingerprint
 	us     int64
-	chosen *int64
+	chosen pgtype.Int8
 	r      claimRow
 	err    error
 	done   chan struct{}
@@ -55,7 +55,7 @@ type claimWaiter struct {
 const deadlockDetected = "40P01"
 
 // fastClaim runs fastClaimSQL for one claim into r, alone or in a batch.
-func (s *Store) fastClaim(ctx context.Context, r *claimRow, args []any, key string, fp keystore.Fingerprint, us int64, chosen *int64) error {
+func (s *Store) fastClaim(ctx context.Context, r *claimRow, args []any, key string, fp keystore.Fingerprint, us int64, chosen pgtype.Int8) error {
 	q := &s.claims
 	if q.limit == 0 {
 		return s.queryClaim(ctx, s.sql.fastClaim, r, args)
@@ -160,9 +160,7 @@ func (s *Store) queryClaimBatch(uniq []*claimWaiter) {
 	chosen := make([]pgtype.Int8, len(uniq))
 	for i, w := range uniq {
 		keys[i], fps[i], leases[i] = w.key, w.fp[:], w.us
-		if w.chosen != nil {
-			chosen[i] = pgtype.Int8{Int64: *w.chosen, Valid: true}
-		}
+		chosen[i] = w.chosen
 	}
 	err := retryAborted(ctx, func() error {
 		for _, w := range uniq {

@@ -323,7 +323,8 @@ func BenchmarkHandler(b *testing.B) {
 // existing row, and an UPDATE completion, on a table of key, expires_at,
 // status and body with an index on expires_at.
 func BenchmarkSharedPool(b *testing.B) {
-	pool := newPool(b, 16, nil)
+	stmts := new(statementCount)
+	pool := newPool(b, 16, stmts)
 	schema := newSchema(b, pool)
 	s := newStore(b, pool, pgstore.Config{Schema: schema})
 	hand := pgx.Identifier{schema, "hand"}.Sanitize()
@@ -389,6 +390,8 @@ func BenchmarkSharedPool(b *testing.B) {
 			for _, h := range handlers {
 				b.Run(fmt.Sprintf("%s/%s/clients=%d", mode, h.name, clients), func(b *testing.B) {
 					ctx := b.Context()
+					before := stmts.n.Load()
+					defer func() { b.ReportMetric(float64(stmts.n.Load()-before)/float64(b.N), "stmts/op") }()
 					call := func() error {
 						if mode == "replay" {
 							return h.call(ctx, prefix+"hot-"+h.name, true)
@@ -409,3 +412,13 @@ func BenchmarkSharedPool(b *testing.B) {
 		}
 	}
 }
+
+// statementCount is a pgx.QueryTracer that counts the statements run.
+type statementCount struct{ n atomic.Int64 }
+
+func (c *statementCount) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *statementCount) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geoidem/geoidem/keystore"
@@ -223,13 +224,12 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 	if err != nil {
 		return keystore.Claim{}, err
 	}
-	var chosen *int64 // NULL: a token from the sequence
+	var chosen pgtype.Int8 // NULL: a token from the sequence
 	if tok, ok := keystore.ClaimTokenFromContext(ctx); ok {
 		if tok > math.MaxInt64 {
 			return keystore.Claim{}, fmt.Errorf("pgstore: claim: chosen token %d does not fit a bigint (use keystore.NewClaimToken)", tok)
 		}
-		v := int64(tok)
-		chosen = &v
+		chosen = pgtype.Int8{Int64: int64(tok), Valid: true}
 	}
 	call := new(struct {
 		r claimRow

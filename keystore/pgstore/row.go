@@ -145,18 +145,21 @@ type params struct {
 
 // claim returns the arguments of a claim statement: key, fingerprint, lease
 // in microseconds, the chosen token or NULL.
-func (p *params) claim(typed bool, key string, fp keystore.Fingerprint, us int64, chosen *int64) []any {
+func (p *params) claim(typed bool, key string, fp keystore.Fingerprint, us int64, chosen pgtype.Int8) []any {
 	p.fpArr = fp
 	if !typed {
-		p.args = [6]any{key, p.fpArr[:], us, chosen}
+		var c *int64
+		if chosen.Valid {
+			c = new(int64)
+			*c = chosen.Int64
+		}
+		p.args = [6]any{key, p.fpArr[:], us, c}
 		return p.args[:4]
 	}
 	p.key = pgtype.Text{String: key, Valid: true}
 	p.fp = p.fpArr[:]
 	p.us = pgtype.Int8{Int64: us, Valid: true}
-	if chosen != nil {
-		p.token2 = pgtype.Int8{Int64: *chosen, Valid: true}
-	}
+	p.token2 = chosen
 	p.args = [6]any{&p.key, &p.fp, &p.us, &p.token2}
 	return p.args[:4]
 }
