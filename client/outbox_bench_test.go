@@ -28,11 +28,15 @@ import (
 // is appended to a file in the same directory and synced with fsync, and
 // one to another file with fdatasync, each timed. serial/journal reports
 // those rates (fsyncs/s, fdatasyncs/s) and its deliveries/s divided by
-// each (x-fsync, x-fdatasync): a journal at the disk's speed is 1. A bare
-// delivery is timed after each too, and x-fsync+bare is the time of one
-// fsync and one bare delivery divided by the time of one journaled
-// delivery: 1 is a journal that costs nothing but its sync, while x-fsync
-// cannot exceed fsync ÷ (fsync + bare). records/sync is the journal's
+// each (x-fsync, x-fdatasync). A serial delivery is a sync and then a
+// round trip, so x-fsync cannot reach 1: it is at most fsync ÷ (fsync +
+// the round trip). A bare delivery is timed after the raw syncs too, and
+// x-fsync+bare is the time of one raw fsync and that bare delivery divided
+// by the time of one journaled delivery: about 1 when the journal costs
+// nothing but its sync. (A round trip right after a sync is slower than
+// one in a loop of round trips, as serial/bare times them: the threads
+// slept through the sync, on this loopback alike for the journal's
+// delivery and for the bare one.) records/sync is the journal's
 // group commit: how many records one sync made durable, on average.
 // serial/record is the journal alone, Record then Done with no delivery,
 // against the same raw syncs: the journal at the disk's speed is 1 there.
