@@ -20,7 +20,7 @@ import (
 func TestAllocationBudget(t *testing.T) {
 	const (
 		firstCallBudget = 8 // allocations over the bare handler
-		replayBudget    = 3
+		replayBudget    = 2
 	)
 	store := memstore.New(memstore.Config{MaxEntries: 1 << 16, MaxBytes: 1 << 28})
 	m, err := middleware.New(store, middleware.Config{})

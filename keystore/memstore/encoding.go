@@ -3,6 +3,7 @@ package memstore
 import (
 	"encoding/binary"
 	"net/http"
+	"unsafe"
 
 	"github.com/geoidem/geoidem/keystore"
 )
@@ -19,8 +20,9 @@ func encodeRecord(r keystore.Record) []byte {
 // b was written by encodeRecord in this process, so it is well formed.
 //
 // It allocates less than keystore.DecodeRecord, which it agrees with: one
-// string holds every header name and value (each a substring of it), one
-// slice backs every field's values, then the map and the body.
+// string holds every header name and value (each a substring of it), in
+// the same allocation as the body, one slice backs every field's values,
+// then the map.
 func decodeRecord(b []byte) keystore.Record {
 	status, n := binary.Varint(b)
 	if n <= 0 {
@@ -48,15 +50,23 @@ func decodeRecord(b []byte) keystore.Record {
 		}
 	}
 	rec := keystore.Record{StatusCode: int(status)}
-	if body := b[off:]; len(body) > 0 {
-		rec.Body = append([]byte(nil), body...)
-	}
 	if fields == 0 {
+		if body := b[off:]; len(body) > 0 {
+			rec.Body = make([]byte, len(body))
+			copy(rec.Body, body)
+		}
 		return rec
 	}
-	// Second pass: the header, its strings cut from one copy.
+	// Second pass: the header, its strings cut from one copy of its bytes,
+	// which the body follows in the same allocation. The body's capacity
+	// ends at its length and the strings lie before it, so nothing the
+	// caller does with the body (which it owns) can reach them.
 	end := off
-	text := string(b[headerStart:end])
+	buf := append([]byte(nil), b[headerStart:]...)
+	text := unsafe.String(&buf[0], end-headerStart)
+	if len(buf) > len(text) {
+		rec.Body = buf[len(text):len(buf):len(buf)]
+	}
 	all := make([]string, values)
 	h := make(http.Header, fields)
 	off = headerStart

@@ -28,6 +28,16 @@ func TestDecodeRecordAgrees(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("decodeRecord = %#v, keystore.DecodeRecord = %#v", got, want)
 		}
+		// The header's strings share the body's allocation: no write to
+		// the body, nor an append, may change them.
+		again := decodeRecord(data)
+		for i := range again.Body {
+			again.Body[i] = '!'
+		}
+		_ = append(again.Body, "appended"...)
+		if !reflect.DeepEqual(again.Header, want.Header) || cap(again.Body) != len(again.Body) {
+			t.Errorf("after changing the body, the header is %#v, want %#v (body capacity %d, length %d)", again.Header, want.Header, cap(again.Body), len(again.Body))
+		}
 		for _, vs := range got.Header {
 			for i := range vs {
 				vs[i] = "changed"
