@@ -229,6 +229,7 @@ type completeWaiter struct {
 	applied      bool
 	err          error
 	p            params // the arguments of a statement of its own
+	headerRoom   [128]byte
 }
 
 // completeOnPool runs completeSQL for one completion on the pool, alone or

@@ -359,12 +359,15 @@ func (s *Store) complete(ctx context.Context, db execer, key string, token keyst
 	if token == 0 || token > math.MaxInt64 {
 		return lost("complete")
 	}
-	header := encodeHeader(rec.Header)
 	if db != execer(s.pool) {
 		var p params
-		return s.fenced(ctx, db, "complete", s.sql.complete, p.complete(false, key, int64(token), int32(rec.StatusCode), header, rec.Body, us)...)
+		return s.fenced(ctx, db, "complete", s.sql.complete, p.complete(false, key, int64(token), int32(rec.StatusCode), encodeHeader(rec.Header), rec.Body, us)...)
 	}
-	w := &completeWaiter{key: key, token: int64(token), us: us, status: int32(rec.StatusCode), header: header, body: rec.Body}
+	w := &completeWaiter{key: key, token: int64(token), us: us, status: int32(rec.StatusCode), body: rec.Body}
+	if rec.Header != nil {
+		// In the waiter's own room when it fits: no allocation of its own.
+		w.header = keystore.AppendHeader(w.headerRoom[:0], rec.Header)
+	}
 	applied, err := s.completeOnPool(ctx, w.p.complete(s.typedArgs, w.key, w.token, w.status, w.header, w.body, w.us), w)
 	switch {
 	case err != nil:
