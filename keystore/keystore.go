@@ -68,7 +68,9 @@
 //
 // A store that keeps records as bytes encodes them with [AppendRecord] and
 // decodes them with [DecodeRecord]: one stable encoding for every store, in
-// which equal records encode equally. A store's Claim should issue the
+// which equal records encode equally. Such a store may also offer
+// [EncodedCompleter]: the middleware then writes a response straight into
+// its encoding and hands the store those bytes (memstore does). A store's Claim should issue the
 // token its caller chose, when the context carries one
 // ([ClaimTokenFromContext]): the middleware then releases a key whose
 // claim timed out after acquiring it, instead of leaving it in flight for
