@@ -187,12 +187,15 @@ func (p *parser) position() [3]float64 {
 			c := p.peek()
 			switch {
 			case c == '-' || (c >= '0' && c <= '9'):
-				f, raw := p.num()
-				if math.IsInf(f, 0) {
-					if p.listing() {
-						p.report(RulePositionNotFinite, "number "+string(raw)+" is not a finite float64", n)
+				f, _, fast := p.numFast() // never ±Inf
+				if !fast {
+					var raw []byte
+					if f, raw = p.numSlow(); math.IsInf(f, 0) {
+						if p.listing() {
+							p.report(RulePositionNotFinite, "number "+string(raw)+" is not a finite float64", n)
+						}
+						ok = false
 					}
-					ok = false
 				}
 				if n < 4 {
 					v[n] = f
