@@ -122,7 +122,11 @@ func (s *Store) init() {
 // now returns the current time as a deadline value.
 func (s *Store) now() int64 { return int64(time.Since(s.base)) }
 
-// Claim implements keystore.Store.
+// Claim implements keystore.Store. What needs no state (the key's ID, the
+// client and token the context names, a replayed record's decoding) is done
+// outside the lock: every request claims, so the lock is held only for the
+// lookup and the bookkeeping. A stored encoding is never written in place,
+// only replaced, so decoding it after the unlock reads what was found.
 func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return keystore.Claim{}, err
@@ -130,37 +134,47 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 	if lease <= 0 {
 		return keystore.Claim{}, errDuration
 	}
+	id := idOf(key)
+	client, named := keystore.ClientFromContext(ctx)
+	tok, chosen := keystore.ClaimTokenFromContext(ctx)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	c, enc, err := s.claim(id, int64(len(key)), fp, lease, client, named, tok, chosen)
+	s.mu.Unlock()
+	if err == nil && c.State == keystore.Completed {
+		c.Record = decodeRecord(enc)
+	}
+	return c, err
+}
+
+// claim is Claim under s.mu. For a completed key it returns the record's
+// encoding, for the caller to decode after the unlock.
+func (s *Store) claim(id keyID, keyLen int64, fp keystore.Fingerprint, lease time.Duration, client string, named bool, tok keystore.Token, chosen bool) (keystore.Claim, []byte, error) {
 	s.init()
 	now := s.now()
-	id := idOf(key)
 	tookOver := false
 	if slot, ok := s.index[id]; ok {
 		e := s.entry(slot)
 		if e.deadline > now && e.state != released {
 			if e.state == inFlight {
-				return keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: time.Duration(e.deadline - now)}, nil
+				return keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: time.Duration(e.deadline - now)}, nil, nil
 			}
-			return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: decodeRecord(*s.rec(slot))}, nil
+			return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp}, *s.rec(slot), nil
 		}
 		tookOver = e.state == inFlight
 		s.remove(slot)
 	}
 	s.dropExpired(now)
-	size := entryOverhead + int64(len(key)) + s.reserve()
-	client, named := keystore.ClientFromContext(ctx)
+	size := entryOverhead + keyLen + s.reserve()
 	if named {
 		if ra, ok := s.clientRoom(client, size, now); !ok {
 			s.refused++
-			return keystore.Claim{}, &keystore.FullError{RetryAfter: ra, Client: true}
+			return keystore.Claim{}, nil, &keystore.FullError{RetryAfter: ra, Client: true}
 		}
 	}
 	if !s.makeRoom(1, size, now) {
 		s.refused++
-		return keystore.Claim{}, &keystore.FullError{RetryAfter: s.nextFree(now)}
+		return keystore.Claim{}, nil, &keystore.FullError{RetryAfter: s.nextFree(now)}
 	}
-	tok, chosen := keystore.ClaimTokenFromContext(ctx)
 	if !chosen {
 		s.lastToken++
 		tok = s.lastToken
@@ -175,7 +189,7 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 	s.index[id] = slot
 	s.bytes += size
 	s.leases.push(slot)
-	return keystore.Claim{State: keystore.Acquired, Token: tok, TookOver: tookOver, Fingerprint: fp}, nil
+	return keystore.Claim{State: keystore.Acquired, Token: tok, TookOver: tookOver, Fingerprint: fp}, nil, nil
 }
 
 // Extend implements keystore.Store. Extend by the token that completed the
