@@ -21,6 +21,14 @@
 // ([keystore.AppendRecord]): status, header fields and the body byte for
 // byte, with no JSON or base64 around it. Release deletes the value and leaves the releasing token under a
 // second key with the same hash tag (RedisKey + ":released") for a minute.
+// Because the value holds the record's encoding as it is, a Store has the
+// capability [keystore.EncodedCompleter]: [Store.CompleteEncoded] takes a
+// record already encoded (the middleware writes a response straight into
+// its encoding) and copies it into the value, with no [keystore.Record] in
+// between; it refuses, sending nothing, an encoding that
+// [keystore.CheckRecord] refuses. Like every capability, it is the Store's
+// own: a type that embeds a *Store does not have it (see
+// [keystore.CompletesEncoded]).
 // Completed entries written by earlier versions, which lack the token, are
 // still read and replayed; earlier versions cannot read this version's
 // completed entries and fail such a Claim with an error (the middleware

@@ -187,7 +187,10 @@ func (c *fpCache) take(key string, token keystore.Token) (keystore.Fingerprint, 
 	return fp, ok
 }
 
-var _ keystore.Store = (*Store)(nil)
+var (
+	_ keystore.Store            = (*Store)(nil)
+	_ keystore.EncodedCompleter = (*Store)(nil)
+)
 
 // New returns a Store that keeps its keys in Redis through client. It fails
 // on a nil client or an invalid Config, and, with Config.Eviction set to
@@ -282,6 +285,56 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 // marker too, lest a repeated Release by that earlier holder succeed after
 // the record expired.
 func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec keystore.Record, retention time.Duration) error {
+	return s.complete(ctx, key, token, encoding{rec: &rec}, retention)
+}
+
+// CompletesEncoded marks Store as a keystore.EncodedCompleter. It vouches
+// for s only, not for a type that embeds it (see keystore.CompletesEncoded).
+func (s *Store) CompletesEncoded() keystore.Store { return s }
+
+// CompleteEncoded implements keystore.EncodedCompleter: Complete with the
+// record that enc encodes, which it copies into the command it sends (the
+// value Complete would store). An enc that keystore.CheckRecord refuses
+// fails with an error wrapping keystore.ErrCorruptRecord (or, for a status
+// outside 200–599, keystore.ErrInvalidStatus) before anything is sent.
+func (s *Store) CompleteEncoded(ctx context.Context, key string, token keystore.Token, enc []byte, retention time.Duration) error {
+	return s.complete(ctx, key, token, encoding{enc: enc}, retention)
+}
+
+// encoding is a record to store: either rec, which complete encodes, or
+// enc, already its encoding.
+type encoding struct {
+	rec *keystore.Record
+	enc []byte
+}
+
+// validate returns rec.Validate(), or for enc what keystore.CheckRecord
+// refuses.
+func (e encoding) validate() error {
+	if e.rec != nil {
+		return e.rec.Validate()
+	}
+	_, err := keystore.CheckRecord(e.enc)
+	return err
+}
+
+func (e encoding) len() int {
+	if e.rec != nil {
+		return keystore.RecordLen(*e.rec)
+	}
+	return len(e.enc)
+}
+
+func (e encoding) appendTo(dst []byte) []byte {
+	if e.rec != nil {
+		return keystore.AppendRecord(dst, *e.rec)
+	}
+	return append(dst, e.enc...)
+}
+
+// complete is Complete and CompleteEncoded: it checks the record, then
+// writes its encoding straight into the command's one buffer.
+func (s *Store) complete(ctx context.Context, key string, token keystore.Token, rec encoding, retention time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
@@ -289,7 +342,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if err != nil {
 		return err
 	}
-	if err := rec.Validate(); err != nil {
+	if err := rec.validate(); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
 	rkey := s.RedisKey(key)
@@ -301,18 +354,18 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if fp, ok := s.fps.take(key, token); ok {
 		// The in-flight value and the completed one share one allocation.
 		const head = 1 + len(keystore.Fingerprint{}) + 8
-		buf := make([]byte, 0, 2*head+keystore.RecordLen(rec))
+		buf := make([]byte, 0, 2*head+rec.len())
 		for _, st := range []byte{'i', 'd'} {
 			buf = append(buf, st)
 			buf = append(buf, fp[:]...)
 			buf = binary.BigEndian.AppendUint64(buf, uint64(token))
 		}
-		buf = keystore.AppendRecord(buf, rec)
+		buf = rec.appendTo(buf)
 		n, err = s.run(ctx, completeOwnScript, keys, buf[:head:head], buf[head:], s.retArg.get(retMs)).Int64()
 	} else {
 		// The token and the encoded record share one allocation.
-		buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+keystore.RecordLen(rec)), uint64(token))
-		buf = keystore.AppendRecord(buf, rec)
+		buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+rec.len()), uint64(token))
+		buf = rec.appendTo(buf)
 		n, err = s.run(ctx, completeScript, keys, buf[:8:8], graceArg, buf[8:], s.retArg.get(retMs)).Int64()
 	}
 	if err != nil {
