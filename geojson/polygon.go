@@ -22,9 +22,11 @@ type ringRef struct {
 func (p *parser) checkPolygons(g *gnode) {
 	s := sweeperPool.Get().(*sweeper)
 	defer sweeperPool.Put(s)
-	s.rings = s.rings[:0]
-	s.poly = s.poly[:0]
-	s.shell = s.shell[:0]
+	// Per-ring scratch sized from the ring count, not grown by appends.
+	nr := len(g.ends)
+	s.rings = slices.Grow(s.rings[:0], nr)
+	s.poly = slices.Grow(s.poly[:0], nr)
+	s.shell = slices.Grow(s.shell[:0], nr)
 	multi := g.typ == tMultiPolygon
 	at := func(ref ringRef, k int) []any {
 		var e []any
@@ -47,7 +49,7 @@ func (p *parser) checkPolygons(g *gnode) {
 	// indices another: two allocations at most, however many rings.
 	s.pts = slices.Grow(s.pts[:0], g.npos)
 	origs := slices.Grow(s.origs[:0], g.npos)
-	s.ringOff = s.ringOff[:0]
+	s.ringOff = slices.Grow(s.ringOff[:0], nr)
 	// ref locates sweeper ring r in the input.
 	ref := func(r int) ringRef {
 		off := int(s.ringOff[r])

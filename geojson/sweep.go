@@ -143,8 +143,8 @@ func (s *sweeper) run() *sweepFault {
 	}
 	s.sortEvents()
 	s.resetStatus(len(s.segs))
-	s.ccw = s.ccw[:0]
-	s.parent = s.parent[:0]
+	s.ccw = slices.Grow(s.ccw[:0], len(s.rings))
+	s.parent = slices.Grow(s.parent[:0], len(s.rings))
 	for _, ring := range s.rings {
 		s.ccw = append(s.ccw, ringCCW(ring))
 		s.parent = append(s.parent, unknownParent)
@@ -156,7 +156,7 @@ func (s *sweeper) run() *sweepFault {
 	s.evNum = 0
 	// Union-find nodes: rings first, then one node per touch point per
 	// polygon, created on demand.
-	s.uf = s.uf[:0]
+	s.uf = slices.Grow(s.uf[:0], len(s.rings))
 	for r := range s.rings {
 		s.uf = append(s.uf, int32(r))
 	}
