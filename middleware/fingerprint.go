@@ -3,7 +3,6 @@ package middleware
 import (
 	"crypto/sha256"
 	"hash"
-	"io"
 	"net/http"
 	"sync"
 
@@ -23,7 +22,12 @@ func (m *Middleware) fingerprint(r *http.Request, path string, body []byte) keys
 		}
 	}
 	const prefix = "geoidem fingerprint v1\x00"
-	var stack [4096]byte // small requests hash from the stack, without allocating
+	// A small request hashes from the stack, without allocating; the
+	// buffer is small too, as a frame of kilobytes would grow the stack of
+	// net/http's connection goroutine on every request after a GC has
+	// shrunk it (runtime.copystack under load). A larger one streams into
+	// a pooled hash.
+	var stack [512]byte
 	if n := len(prefix) + len(r.Method) + len(path) + len(r.URL.RawQuery) + 3 + len(content); n <= len(stack) {
 		b := append(stack[:0], prefix...)
 		b = append(append(b, r.Method...), 0)
@@ -31,20 +35,45 @@ func (m *Middleware) fingerprint(r *http.Request, path string, body []byte) keys
 		b = append(append(b, r.URL.RawQuery...), 0)
 		return sha256.Sum256(append(b, content...))
 	}
-	h := hashers.Get().(hash.Hash)
-	defer hashers.Put(h)
-	h.Reset()
-	io.WriteString(h, prefix)
-	io.WriteString(h, r.Method)
-	h.Write([]byte{0})
-	io.WriteString(h, path)
-	h.Write([]byte{0})
-	io.WriteString(h, r.URL.RawQuery)
-	h.Write([]byte{0})
-	h.Write(content)
-	var fp keystore.Fingerprint
-	h.Sum(fp[:0])
-	return fp
+	h := getHasher()
+	defer h.put()
+	h.buf = append(h.buf, prefix...)
+	h.buf = append(append(h.buf, r.Method...), 0)
+	h.buf = append(append(h.buf, path...), 0)
+	h.buf = append(append(h.buf, r.URL.RawQuery...), 0)
+	return h.sum(content)
 }
 
-var hashers = sync.Pool{New: func() any { return sha256.New() }}
+// hasher is a SHA-256 state and a buffer for the short fields hashed ahead
+// of a body, pooled: the fingerprint of a large request is hashed without
+// copying its body and, mostly, without allocating.
+type hasher struct {
+	h   hash.Hash
+	buf []byte
+}
+
+// maxPooledHashBuf bounds the buffer a hasher keeps between uses.
+const maxPooledHashBuf = 4 << 10
+
+var hashers = sync.Pool{New: func() any { return &hasher{h: sha256.New(), buf: make([]byte, 0, 512)} }}
+
+func getHasher() *hasher {
+	h := hashers.Get().(*hasher)
+	h.h.Reset()
+	h.buf = h.buf[:0]
+	return h
+}
+
+// sum writes buf, then tail, and returns the digest.
+func (h *hasher) sum(tail []byte) (out [sha256.Size]byte) {
+	h.h.Write(h.buf)
+	h.h.Write(tail)
+	copy(out[:], h.h.Sum(h.buf[:0]))
+	return out
+}
+
+func (h *hasher) put() {
+	if cap(h.buf) <= maxPooledHashBuf {
+		hashers.Put(h)
+	}
+}
