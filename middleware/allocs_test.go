@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 )
@@ -50,5 +51,66 @@ func TestAllocationBudget(t *testing.T) {
 	}
 	if replay-bare > replayBudget {
 		t.Errorf("replay: %v allocations over the bare handler's %v, budget %d", replay-bare, bare, replayBudget)
+	}
+}
+
+// blockingMemstore is memstore as a store that may block: not
+// keystore.NonBlocking (its NonBlocking vouches for the embedded Store, not
+// for it), so the middleware bounds every call by Config.StoreTimeout, as
+// for Redis and PostgreSQL, and a keystore.EncodedCompleter like memstore.
+type blockingMemstore struct{ *memstore.Store }
+
+func (s blockingMemstore) CompletesEncoded() keystore.Store { return s }
+
+// TestStoreTimeoutAllocationBudget pins what bounding the store's calls by
+// Config.StoreTimeout costs a request: a first call (a claim and a
+// complete) and a replay (a claim) through a store that may block, against
+// the same through memstore, which needs no bound. Under
+// context.WithTimeout it cost 11 and 7 (the timer context, its timer, the
+// Done channel, and the claim token's own context, per call); under the
+// shared deadlines (deadline.go) a call costs one context, and the claim's
+// token its boxing.
+func TestStoreTimeoutAllocationBudget(t *testing.T) {
+	const (
+		firstCallBudget = 4 // allocations over the same request on memstore
+		replayBudget    = 2
+	)
+	newStore := func() *memstore.Store { return memstore.New(memstore.Config{MaxEntries: 1 << 16, MaxBytes: 1 << 28}) }
+	n := 0
+	measure := func(store keystore.Store, replay bool) float64 {
+		m, err := middleware.New(store, middleware.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := m.Handler(ingestHandler)
+		return testing.AllocsPerRun(200, func() {
+			key := "hot-key"
+			if !replay {
+				n++
+				key = "key-" + strconv.Itoa(n)
+			}
+			r := httptest.NewRequest(http.MethodPost, "/features", strings.NewReader(feature))
+			r.Header.Set("Idempotency-Key", key)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusCreated {
+				t.Fatalf("status %d", w.Code)
+			}
+		})
+	}
+	for _, replay := range []bool{false, true} {
+		free := measure(newStore(), replay)
+		bounded := measure(blockingMemstore{newStore()}, replay)
+		budget := firstCallBudget
+		if replay {
+			budget = replayBudget
+		}
+		if raceEnabled {
+			budget++ // the claim token's buffer (see raceEnabled)
+		}
+		t.Logf("replay %v: allocations per request %v on memstore, %v bounded by StoreTimeout (+%v)", replay, free, bounded, bounded-free)
+		if bounded-free > float64(budget) {
+			t.Errorf("replay %v: bounding the store's calls by StoreTimeout costs %v allocations per request, budget %d", replay, bounded-free, budget)
+		}
 	}
 }

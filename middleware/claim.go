@@ -43,9 +43,9 @@ func (m *Middleware) claim(ctx, sctx context.Context, key string, fp keystore.Fi
 	}
 }
 
-// storeClaim runs one Claim under ctx, a context the client cannot cancel
-// (for a NonBlocking store, one it can: see below)
-// (bounded by Config.StoreTimeout): a claim canceled by a client that left
+// storeClaim runs one Claim under ctx's values, not its cancellation, for
+// a store that can block (for a NonBlocking store, under ctx itself: see
+// below), bounded by Config.StoreTimeout: a claim canceled by a client that left
 // may commit in the store while its reply is lost, leaving the key in
 // flight for the whole lease. See abandon for what follows.
 //
@@ -71,7 +71,7 @@ func (m *Middleware) storeClaim(ctx context.Context, key string, fp keystore.Fin
 	}
 	sent := time.Now()
 	tok := keystore.NewClaimToken()
-	sctx, cancel := m.storeContext(keystore.ContextWithClaimToken(ctx, tok))
+	sctx, cancel := m.claimContext(ctx, tok)
 	defer cancel()
 	c, err := m.store.Claim(sctx, key, fp, m.storeLease)
 	if err != nil && sctx.Err() != nil {
@@ -110,10 +110,43 @@ func (m *Middleware) inFlightRetryAfter(remaining time.Duration) time.Duration {
 }
 
 // storeContext bounds one store operation by Config.StoreTimeout, unless
-// the store is keystore.NonBlocking and needs no bound.
+// the store is keystore.NonBlocking and needs no bound. Under a parent
+// that is never canceled (the usual case: store calls are detached from
+// the client) the bound comes from m.deadlines, one shared timer.
 func (m *Middleware) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if m.nonBlocking {
-		return ctx, func() {}
+		return ctx, nop
+	}
+	if ctx.Done() == nil && m.storeTimeout >= minBucketed {
+		return m.deadlines.bound(ctx, m.storeTimeout), nop
 	}
 	return context.WithTimeout(ctx, m.storeTimeout)
+}
+
+// storeContextUntil is storeContext(ctx) ending at until if that is
+// sooner: one context, where storeContext's and a deadline derived from
+// it would be two (and, under a shared deadline, a goroutine watching it).
+func (m *Middleware) storeContextUntil(ctx context.Context, until time.Time) (context.Context, context.CancelFunc) {
+	if !m.nonBlocking {
+		until = minTime(until, time.Now().Add(m.storeTimeout))
+	}
+	return context.WithDeadline(ctx, until)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// claimContext is storeContext(keystore.ContextWithClaimToken(context.WithoutCancel(ctx), tok)),
+// in one allocation when it can.
+func (m *Middleware) claimContext(ctx context.Context, tok keystore.Token) (context.Context, context.CancelFunc) {
+	if m.storeTimeout < minBucketed {
+		return context.WithTimeout(keystore.ContextWithClaimToken(context.WithoutCancel(ctx), tok), m.storeTimeout)
+	}
+	c := m.deadlines.bound(ctx, m.storeTimeout)
+	c.token = tok
+	return c, nop
 }

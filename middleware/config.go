@@ -172,7 +172,8 @@ type Config struct {
 
 // Middleware makes a handler idempotent: see the package documentation.
 type Middleware struct {
-	sched         schedule // the renewals' ticks
+	sched         schedule  // the renewals' ticks
+	deadlines     deadlines // the store calls' StoreTimeout
 	store         keystore.Store
 	nonBlocking   bool // the store never waits: no timeouts needed around it
 	methods       map[string]bool

@@ -266,10 +266,8 @@ func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal
 			if until, ok = rn.held(); !ok {
 				continue // logged above
 			}
-			sctx, cancel := m.storeContext(ctx)
-			sctx, cancel2 := context.WithDeadline(sctx, until) // no use of the token after the lease may have ended
+			sctx, cancel := m.storeContextUntil(ctx, until) // no use of the token after the lease may have ended
 			err := op(sctx)
-			cancel2()
 			cancel()
 			switch {
 			case err == nil:

@@ -131,10 +131,8 @@ func (rn *renewal) tick() {
 	sent := time.Now()
 	var reported atomic.Int64 // the remaining lease the store reports, +1; 0: none
 	ctx := keystore.ContextWithLeaseReport(context.WithoutCancel(rn.ctx), func(d time.Duration) { reported.Store(int64(max(d, 0)) + 1) })
-	ctx, cancel := m.storeContext(ctx)
-	ctx, cancel2 := context.WithDeadline(ctx, until) // no use after the lease may have ended
+	ctx, cancel := m.storeContextUntil(ctx, until) // no use after the lease may have ended
 	err := m.store.Extend(ctx, rn.hold.Key, rn.hold.Token, m.storeLease)
-	cancel2()
 	cancel()
 	if r := reported.Load(); err == nil && r > 0 {
 		rn.checkClock(time.Duration(r-1), until.Sub(sent))

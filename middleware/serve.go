@@ -76,17 +76,10 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		storeKey = StoreKey(m.scope(r), key)
 	}
 	fp := m.fingerprint(r, path, body)
-	// A store that can block is called under the exchange's detached
-	// context, so the exchange is allocated before the claim. A
-	// keystore.NonBlocking store is called under the request's context
-	// (see storeClaim), and the exchange allocated only when the key is
-	// acquired: a replay needs none.
-	var x *exchange
+	// storeClaim detaches the claim of a store that can block from the
+	// request's cancellation; the exchange is allocated only when the key
+	// is acquired: a replay needs none.
 	sctx := r.Context()
-	if !m.nonBlocking {
-		x = &exchange{base: detached{parent: r.Context()}}
-		sctx = &x.base
-	}
 	if m.client != nil {
 		sctx = keystore.ContextWithClient(sctx, m.client(r))
 	}
@@ -125,10 +118,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.done(r.Context(), Event{Outcome: Replayed, Key: storeKey, Status: status}, start)
 		return
 	}
-	if x == nil {
-		x = &exchange{base: detached{parent: r.Context()}}
-	}
-	m.execute(x, w, r, next, body, storeKey, claim, sent, start)
+	m.execute(&exchange{base: detached{parent: r.Context()}}, w, r, next, body, storeKey, claim, sent, start)
 }
 
 // exchange is the state of one request that acquired its key, allocated
