@@ -133,6 +133,9 @@ type Config struct {
 	// treated as unavailable (503, handler not run). It must be less than
 	// Lease/3, so that a renewal sent at Lease/3 can be answered well inside
 	// the lease. Default: DefaultStoreTimeout, or Lease/4 if that is less.
+	// From 10 ms up, the calls of one Middleware share one timer: a call's
+	// context ends when StoreTimeout has passed or up to a millisecond
+	// before.
 	StoreTimeout time.Duration
 
 	// RetryAfter is the Retry-After sent with 503 (store unavailable), and
