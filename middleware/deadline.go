@@ -38,8 +38,11 @@ const (
 )
 
 type deadlineBucket struct {
-	at   time.Time // the deadline of every context in the bucket
-	done chan struct{}
+	d     *deadlines
+	at    time.Time // the deadline of every context in the bucket
+	done  chan struct{}
+	funcs []*func() // AfterFunc's, nil once stopped; guarded by d.mu
+	ended bool      // done is closed; guarded by d.mu
 }
 
 // deadlineCtx is a store call's context: the values of its parent, whose
@@ -79,6 +82,32 @@ func (c *deadlineCtx) Value(key any) any {
 
 func (c *deadlineCtx) String() string { return "middleware.storeContext" }
 
+// AfterFunc runs f in a goroutine of its own once c has ended, as
+// context.AfterFunc does; having it, c is one to which context.AfterFunc
+// (pgx watches every query's context so) and context.WithCancel hook
+// without starting a goroutine of their own.
+func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
+	b := c.b
+	b.d.mu.Lock()
+	defer b.d.mu.Unlock()
+	if b.ended {
+		go f()
+		return func() bool { return false }
+	}
+	p := &f
+	i := len(b.funcs)
+	b.funcs = append(b.funcs, p)
+	return func() bool {
+		b.d.mu.Lock()
+		defer b.d.mu.Unlock()
+		if b.ended || b.funcs[i] != p {
+			return false
+		}
+		b.funcs[i] = nil
+		return true
+	}
+}
+
 // claimTokenKey and cancelCtxKey are the context keys of
 // keystore.ContextWithClaimToken and of the context package's own
 // canceled parents, learned once by asking (keyProbe records what it is
@@ -111,7 +140,7 @@ func (d *deadlines) bound(parent context.Context, timeout time.Duration) *deadli
 		c.b = d.pending[n-1]
 		return c
 	}
-	c.b = &deadlineBucket{at: at, done: make(chan struct{})}
+	c.b = &deadlineBucket{d: d, at: at, done: make(chan struct{})}
 	d.pending = append(d.pending, c.b)
 	if !d.armed {
 		d.arm()
@@ -138,7 +167,15 @@ func (d *deadlines) fire() {
 	now := time.Now()
 	i := 0
 	for ; i < len(d.pending) && !d.pending[i].at.After(now); i++ {
-		close(d.pending[i].done)
+		b := d.pending[i]
+		close(b.done)
+		b.ended = true
+		for _, f := range b.funcs {
+			if f != nil {
+				go (*f)()
+			}
+		}
+		b.funcs = nil
 		d.pending[i] = nil
 	}
 	d.pending = d.pending[i:]

@@ -3,7 +3,9 @@ package middleware
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -94,4 +96,57 @@ func TestStoreContextsConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestStoreContextAfterFunc registers functions on store-call contexts the
+// way pgx watches every query's context (context.AfterFunc) and the way
+// context.WithCancel follows a parent: they run once the context has
+// ended, a stopped one never runs, and registering starts no goroutine
+// (the context package starts one per registration on a parent it cannot
+// hook into).
+func TestStoreContextAfterFunc(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var d deadlines
+		const timeout = 50 * time.Millisecond
+		c := d.bound(context.Background(), timeout)
+		before := runtime.NumGoroutine()
+		var ran [100]atomic.Bool
+		stops := make([]func() bool, len(ran))
+		for i := range ran {
+			stops[i] = context.AfterFunc(c, func() { ran[i].Store(true) })
+		}
+		child, cancel := context.WithCancel(c)
+		defer cancel()
+		if n := runtime.NumGoroutine() - before; n > 1 { // the shared timer's, at most
+			t.Errorf("registering %d functions and a child started %d goroutines", len(ran), n)
+		}
+		for i := 0; i < len(ran); i += 2 {
+			if !stops[i]() {
+				t.Errorf("stop %d before the deadline returned false", i)
+			}
+		}
+		if stops[0]() {
+			t.Error("a second stop returned true")
+		}
+		time.Sleep(timeout)
+		synctest.Wait()
+		for i := range ran {
+			if got, want := ran[i].Load(), i%2 == 1; got != want {
+				t.Errorf("function %d ran %v, want %v", i, got, want)
+			}
+		}
+		if child.Err() != context.DeadlineExceeded {
+			t.Errorf("the child's Err is %v after its parent ended", child.Err())
+		}
+		if stops[1]() {
+			t.Error("stop after the function ran returned true")
+		}
+		// A registration on a context that has ended runs at once.
+		var late atomic.Bool
+		context.AfterFunc(c, func() { late.Store(true) })
+		synctest.Wait()
+		if !late.Load() {
+			t.Error("a function registered after the deadline did not run")
+		}
+	})
 }
