@@ -41,8 +41,8 @@ type deadlineBucket struct {
 	d     *deadlines
 	at    time.Time // the deadline of every context in the bucket
 	done  chan struct{}
-	funcs []*func() // AfterFunc's, nil once stopped; guarded by d.mu
-	ended bool      // done is closed; guarded by d.mu
+	funcs []func() // AfterFunc's, nil once stopped (slots are not reused); guarded by d.mu
+	ended bool     // done is closed; guarded by d.mu
 }
 
 // deadlineCtx is a store call's context: the values of its parent, whose
@@ -94,13 +94,12 @@ func (c *deadlineCtx) AfterFunc(f func()) (stop func() bool) {
 		go f()
 		return func() bool { return false }
 	}
-	p := &f
 	i := len(b.funcs)
-	b.funcs = append(b.funcs, p)
+	b.funcs = append(b.funcs, f)
 	return func() bool {
 		b.d.mu.Lock()
 		defer b.d.mu.Unlock()
-		if b.ended || b.funcs[i] != p {
+		if b.ended || b.funcs[i] == nil {
 			return false
 		}
 		b.funcs[i] = nil
@@ -172,7 +171,7 @@ func (d *deadlines) fire() {
 		b.ended = true
 		for _, f := range b.funcs {
 			if f != nil {
-				go (*f)()
+				go f()
 			}
 		}
 		b.funcs = nil
