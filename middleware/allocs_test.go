@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
@@ -70,7 +71,17 @@ func (s blockingMemstore) CompletesEncoded() keystore.Store { return s }
 // Done channel, and the claim token's own context, per call); under the
 // shared deadlines (deadline.go) a call costs one context, and the claim's
 // token its boxing.
+//
+// It runs in a synctest bubble, where the clock stands still while the
+// requests run: calls whose deadlines fall within a millisecond share a
+// bucket, whose own two allocations are so counted once, as under any
+// steady load, and not once per call as on a machine that stalls the test
+// for milliseconds at a time.
 func TestStoreTimeoutAllocationBudget(t *testing.T) {
+	synctest.Test(t, testStoreTimeoutAllocationBudget)
+}
+
+func testStoreTimeoutAllocationBudget(t *testing.T) {
 	const (
 		firstCallBudget = 4 // allocations over the same request on memstore
 		replayBudget    = 2
