@@ -16,7 +16,7 @@ import (
 )
 
 // Claims are batched the natural way, without timers: while fewer than
-// claimQueue.limit claim statements are in flight, a claim runs its own
+// Store.claims.limit claim statements are in flight, a claim runs its own
 // statement at once; past that, it waits, and the claims that gathered
 // meanwhile go together, in one statement (batchClaimSQL), as soon as one
 // in flight ends. A lone client never waits; many clients share round
@@ -29,24 +29,79 @@ const maxClaimBatch = 64
 // that may each give up on their own.
 const batchTimeout = time.Minute
 
-// claimQueue holds the claims waiting for a batch.
-type claimQueue struct {
-	limit    int // claim statements in flight at most; 0: no batching
+// batchQueue holds the calls waiting for a batch statement: claims
+// (Store.claims) or completions (Store.completes).
+type batchQueue[W batchable] struct {
+	limit    int // statements in flight at most; 0: no batching
 	mu       sync.Mutex
 	inflight int
-	waiting  []*claimWaiter
+	waiting  []W
+}
+
+// batchCall is what a claim and a completion waiting for a batch share.
+type batchCall struct {
+	ctx  context.Context
+	key  string
+	err  error
+	done chan struct{} // closed once err and the outcome are set
+}
+
+func (c *batchCall) call() *batchCall { return c }
+
+// batchable is a call that waits in a batchQueue: *claimWaiter or
+// *completeWaiter.
+type batchable interface{ call() *batchCall }
+
+// next hands the slot of a statement that ended to the calls waiting, if
+// any: it returns them, as one batch for the caller to run (which passes
+// the slot on in turn); else it gives the slot up and returns nil.
+func (q *batchQueue[W]) next() []W {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.waiting) == 0 {
+		q.inflight--
+		return nil
+	}
+	n := min(len(q.waiting), maxClaimBatch)
+	batch := slices.Clone(q.waiting[:n])
+	q.waiting = slices.Delete(q.waiting, 0, n)
+	return batch
+}
+
+// byKey ends the calls of batch whose callers have given up, with their
+// context's error, and sorts the others by key, stably, into send. It
+// splits send: uniq holds the first call of each key, dup the others, and
+// first[i] the call of uniq with dup[i]'s key.
+func byKey[W batchable](batch []W) (send, uniq, dup, first []W) {
+	send = batch[:0:0]
+	for _, w := range batch {
+		c := w.call()
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			close(c.done)
+			continue
+		}
+		send = append(send, w)
+	}
+	slices.SortStableFunc(send, func(a, b W) int { return cmp.Compare(a.call().key, b.call().key) })
+	uniq = make([]W, 0, len(send))
+	for _, w := range send {
+		if len(uniq) > 0 && w.call().key == uniq[len(uniq)-1].call().key {
+			dup, first = append(dup, w), append(first, uniq[len(uniq)-1])
+			continue
+		}
+		uniq = append(uniq, w)
+	}
+	return send, uniq, dup, first
 }
 
 // claimWaiter is one claim in a batch.
 type claimWaiter struct {
-	ctx    context.Context
-	key    string
+	batchCall
 	fp     keystore.Fingerprint
 	us     int64
 	chosen pgtype.Int8
 	r      claimRow
-	err    error
-	done   chan struct{}
 }
 
 // deadlockDetected is SQLSTATE 40P01. Keys in a batch are locked in key
@@ -68,7 +123,7 @@ func (s *Store) fastClaim(ctx context.Context, r *claimRow, args []any, key stri
 		s.nextClaimBatch()
 		return err
 	}
-	w := &claimWaiter{ctx: ctx, key: key, fp: fp, us: us, chosen: chosen, done: make(chan struct{})}
+	w := &claimWaiter{batchCall: batchCall{ctx: ctx, key: key, done: make(chan struct{})}, fp: fp, us: us, chosen: chosen}
 	q.waiting = append(q.waiting, w)
 	q.mu.Unlock()
 	select {
@@ -82,21 +137,12 @@ func (s *Store) fastClaim(ctx context.Context, r *claimRow, args []any, key stri
 	}
 }
 
-// nextClaimBatch hands the slot of a claim statement that ended to the
-// claims waiting, if any, as one batch.
+// nextClaimBatch passes the slot of a claim statement that ended on to
+// the claims waiting, as one batch, if there are any.
 func (s *Store) nextClaimBatch() {
-	q := &s.claims
-	q.mu.Lock()
-	if len(q.waiting) == 0 {
-		q.inflight--
-		q.mu.Unlock()
-		return
+	if batch := s.claims.next(); batch != nil {
+		go s.runClaimBatch(batch)
 	}
-	n := min(len(q.waiting), maxClaimBatch)
-	batch := slices.Clone(q.waiting[:n])
-	q.waiting = slices.Delete(q.waiting, 0, n)
-	q.mu.Unlock()
-	go s.runClaimBatch(batch)
 }
 
 // runClaimBatch runs the claims of batch in one statement, then passes its
@@ -105,26 +151,7 @@ func (s *Store) nextClaimBatch() {
 // that they run claimSQL after the batch, and find the key claimed).
 func (s *Store) runClaimBatch(batch []*claimWaiter) {
 	defer s.nextClaimBatch()
-	send := batch[:0:0]
-	for _, w := range batch {
-		if err := w.ctx.Err(); err != nil {
-			w.err = err
-			close(w.done)
-			continue
-		}
-		send = append(send, w)
-	}
-	slices.SortStableFunc(send, func(a, b *claimWaiter) int { return cmp.Compare(a.key, b.key) })
-	var dup []*claimWaiter // dup[i] claims the same key as first[i]
-	var first []*claimWaiter
-	uniq := make([]*claimWaiter, 0, len(send))
-	for _, w := range send {
-		if len(uniq) > 0 && w.key == uniq[len(uniq)-1].key {
-			dup, first = append(dup, w), append(first, uniq[len(uniq)-1])
-			continue
-		}
-		uniq = append(uniq, w)
-	}
+	send, uniq, dup, first := byKey(batch)
 	switch len(uniq) {
 	case 0:
 	case 1:
@@ -208,26 +235,15 @@ func aborted(err error) bool {
 }
 
 // Completions on the pool are batched the same way as claims, in
-// completeQueue (batchCompleteSQL).
-
-// completeQueue holds the completions waiting for a batch.
-type completeQueue struct {
-	limit    int // complete statements in flight at most; 0: no batching
-	mu       sync.Mutex
-	inflight int
-	waiting  []*completeWaiter
-}
+// Store.completes (batchCompleteSQL).
 
 // completeWaiter is one completion in a batch.
 type completeWaiter struct {
-	ctx          context.Context
-	key          string
+	batchCall
 	token, us    int64
 	status       int32
 	header, body []byte
-	done         chan struct{}
 	applied      bool
-	err          error
 	p            params // the arguments of a statement of its own
 	headerRoom   [128]byte
 }
@@ -264,21 +280,11 @@ func (s *Store) completeOnPool(ctx context.Context, args []any, w *completeWaite
 	return err == nil && tag.RowsAffected() > 0, err
 }
 
-// nextCompleteBatch hands the slot of a complete statement that ended to
-// the completions waiting, if any, as one batch.
+// nextCompleteBatch is nextClaimBatch for completions.
 func (s *Store) nextCompleteBatch() {
-	q := &s.completes
-	q.mu.Lock()
-	if len(q.waiting) == 0 {
-		q.inflight--
-		q.mu.Unlock()
-		return
+	if batch := s.completes.next(); batch != nil {
+		go s.runCompleteBatch(batch)
 	}
-	n := min(len(q.waiting), maxClaimBatch)
-	batch := slices.Clone(q.waiting[:n])
-	q.waiting = slices.Delete(q.waiting, 0, n)
-	q.mu.Unlock()
-	go s.runCompleteBatch(batch)
 }
 
 // runCompleteBatch runs the completions of batch, those of different keys
@@ -286,24 +292,7 @@ func (s *Store) nextCompleteBatch() {
 // time, and passes its slot on.
 func (s *Store) runCompleteBatch(batch []*completeWaiter) {
 	defer s.nextCompleteBatch()
-	send := batch[:0:0]
-	for _, w := range batch {
-		if err := w.ctx.Err(); err != nil {
-			w.err = err
-			close(w.done)
-			continue
-		}
-		send = append(send, w)
-	}
-	slices.SortStableFunc(send, func(a, b *completeWaiter) int { return cmp.Compare(a.key, b.key) })
-	var uniq, dup []*completeWaiter
-	for _, w := range send {
-		if len(uniq) > 0 && w.key == uniq[len(uniq)-1].key {
-			dup = append(dup, w)
-			continue
-		}
-		uniq = append(uniq, w)
-	}
+	send, uniq, dup, _ := byKey(batch)
 	if len(uniq) > 1 {
 		s.execCompleteBatch(uniq)
 	} else {

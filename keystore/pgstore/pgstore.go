@@ -83,8 +83,8 @@ type Store struct {
 	// (pgx's default exec mode, or the description cache), so arguments
 	// can be passed as pgtype valuers (see params).
 	typedArgs bool
-	claims    claimQueue
-	completes completeQueue
+	claims    batchQueue[*claimWaiter]
+	completes batchQueue[*completeWaiter]
 	names     names
 	sql       statements
 	lockKey   int64
@@ -363,7 +363,7 @@ func (s *Store) complete(ctx context.Context, db execer, key string, token keyst
 		var p params
 		return s.fenced(ctx, db, "complete", s.sql.complete, p.complete(false, key, int64(token), int32(rec.StatusCode), encodeHeader(rec.Header), rec.Body, us)...)
 	}
-	w := &completeWaiter{key: key, token: int64(token), us: us, status: int32(rec.StatusCode), body: rec.Body}
+	w := &completeWaiter{batchCall: batchCall{key: key}, token: int64(token), us: us, status: int32(rec.StatusCode), body: rec.Body}
 	if rec.Header != nil {
 		// In the waiter's own room when it fits: no allocation of its own.
 		w.header = keystore.AppendHeader(w.headerRoom[:0], rec.Header)
