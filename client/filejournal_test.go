@@ -79,16 +79,8 @@ func TestFileJournalTornLastLine(t *testing.T) {
 		"unparsable": "{not json}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "journal")
+			path, good := journalWithTail(t, tail)
 			j := openJournal(t, path, client.FileJournalConfig{})
-			j.Record(ctx, entry("a", `{"a":1}`))
-			j.Close()
-			good, _ := os.ReadFile(path)
-			f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-			f.WriteString(tail)
-			f.Close()
-
-			j = openJournal(t, path, client.FileJournalConfig{})
 			if after, _ := os.ReadFile(path); !bytes.Equal(after, good) {
 				t.Errorf("file after open = %q, want the torn tail truncated: %q", after, good)
 			}
@@ -253,16 +245,8 @@ func TestFileJournalPreallocatedTail(t *testing.T) {
 		"a hole, then a line": zeros(4096) + `{"op":"done","method":"POST","url":"http://receiver.test/features","key":"a","time":"2026-03-01T12:00:00Z","outcome":"delivered"}` + "\n" + zeros(100),
 	} {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "journal")
+			path, good := journalWithTail(t, tail)
 			j := openJournal(t, path, client.FileJournalConfig{})
-			j.Record(ctx, entry("a", `{"a":1}`))
-			j.Close()
-			good, _ := os.ReadFile(path)
-			f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-			f.WriteString(tail)
-			f.Close()
-
-			j = openJournal(t, path, client.FileJournalConfig{})
 			if p, _ := j.Pending(ctx); len(p) != 1 || p[0].Key != "a" {
 				t.Fatalf("pending = %v, want a", p)
 			}
@@ -355,4 +339,23 @@ func TestFileJournalZeroBytesInEntries(t *testing.T) {
 		p[2].Header.Get("X-Zero") != "a\x00b" || p[3].Key != "last" {
 		t.Errorf("pending after reopen = %q", p)
 	}
+}
+
+// journalWithTail writes a journal holding entry "a" and closes it, then
+// appends tail to its file, as a crash might leave it. It returns the
+// file's path and its contents before tail.
+func journalWithTail(t *testing.T, tail string) (path string, good []byte) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "journal")
+	j := openJournal(t, path, client.FileJournalConfig{})
+	j.Record(context.Background(), entry("a", `{"a":1}`))
+	j.Close()
+	good, _ = os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(tail)
+	f.Close()
+	return path, good
 }
