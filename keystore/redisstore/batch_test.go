@@ -88,9 +88,15 @@ func TestAutoPipelineQueuedCallHonoursContext(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	s := newStore(t, client, admin, redisstore.Config{})
 	ctx := context.Background()
-	// Writes stall: the first two claims take both round trips.
-	if err := admin.Do(ctx, "client", "pause", 1500, "write").Err(); err != nil {
+	// Writes stall (until the CLIENT UNPAUSE below): the first two claims
+	// take both round trips.
+	if err := admin.Do(ctx, "client", "pause", 60000, "write").Err(); err != nil {
 		t.Fatal(err)
+	}
+	unpause := func() {
+		if err := admin.Do(ctx, "client", "unpause").Err(); err != nil {
+			t.Errorf("CLIENT UNPAUSE: %v", err)
+		}
 	}
 	var wg sync.WaitGroup
 	for i := range 2 {
@@ -102,7 +108,12 @@ func TestAutoPipelineQueuedCallHonoursContext(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(200 * time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); redisstore.RoundTripsInFlight(s) < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			unpause()
+			t.Fatalf("the two busy claims were not on their way after 30s")
+		}
+	}
 	qctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -113,6 +124,7 @@ func TestAutoPipelineQueuedCallHonoursContext(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("queued Claim returned after %v, its context ended after 100ms", d)
 	}
+	unpause()
 	wg.Wait()
 	if n, err := admin.Exists(ctx, s.RedisKey("queued")).Result(); err != nil || n != 0 {
 		t.Errorf("the abandoned claim was sent: EXISTS %d %v", n, err)
