@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,21 @@ func TestRun(t *testing.T) {
 		"geojson.Validate ÷ encoding/json.Valid, zigzag 100k (speed)", "sender journal, serial deliveries/s ÷ the disk's fsyncs/s", "journal deliveries ÷ fsyncs"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("REPORT.md lacks %q", want)
+		}
+	}
+	// Section 1's rows: every one has the process's CPU per request, and
+	// every store's and by-hand baseline's row its server's.
+	for line := range strings.Lines(string(md)) {
+		cells := strings.Split(line, "|")
+		if len(cells) != 14 || !slices.Contains([]string{"bare", "memstore", "redisstore", "Redis by hand", "pgstore", "PostgreSQL by hand"}, strings.TrimSpace(cells[1])) {
+			continue
+		}
+		name, cpu, server := strings.TrimSpace(cells[1]), strings.TrimSpace(cells[9]), strings.TrimSpace(cells[10])
+		if !strings.HasSuffix(cpu, " µs") {
+			t.Errorf("section 1, %s: CPU/req %q", name, cpu)
+		}
+		if hasServer := name != "bare" && name != "memstore"; hasServer != strings.HasSuffix(server, " µs") {
+			t.Errorf("section 1, %s: server CPU/req %q", name, server)
 		}
 	}
 	for _, bad := range []string{"FAILED", "Not available", "NaN"} {

@@ -96,8 +96,9 @@ func roundOrder(round int) []httpStep {
 type httpTarget struct {
 	name     string
 	h        http.Handler
-	baseline string // name of the hand-written baseline to compare with
-	hand     bool   // this is a hand-written baseline
+	baseline string   // name of the hand-written baseline to compare with
+	hand     bool     // this is a hand-written baseline
+	server   cpuGauge // the CPU time of its store's server, if it has one
 }
 
 func wrap(store keystore.Store, cfg middleware.Config, h http.Handler) (http.Handler, error) {
@@ -106,6 +107,25 @@ func wrap(store keystore.Store, cfg middleware.Config, h http.Handler) (http.Han
 		return nil, err
 	}
 	return m.Handler(h), nil
+}
+
+// targetNamed returns the target called name.
+func targetNamed(targets []httpTarget, name string) httpTarget {
+	for _, t := range targets {
+		if t.name == name {
+			return t
+		}
+	}
+	panic("bench: no target " + name)
+}
+
+// cpuText is the median of per-round CPU times per request, in µs, or "–"
+// where they were not measured.
+func cpuText(us []float64) string {
+	if len(us) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f µs", median(us))
 }
 
 func median(v []float64) float64 {
@@ -137,8 +157,9 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	}
 	defer func() { ps.Close(); err = errors.Join(err, sv.close(ctx)) }()
 
-	targets := []httpTarget{{name: "memstore"}, {name: "redisstore", baseline: "Redis by hand"}, {name: "Redis by hand", hand: true},
-		{name: "pgstore", baseline: "PostgreSQL by hand"}, {name: "PostgreSQL by hand", hand: true}}
+	targets := []httpTarget{{name: "memstore"},
+		{name: "redisstore", baseline: "Redis by hand", server: sv.redisCPU}, {name: "Redis by hand", hand: true, server: sv.redisCPU},
+		{name: "pgstore", baseline: "PostgreSQL by hand", server: sv.postgresCPU}, {name: "PostgreSQL by hand", hand: true, server: sv.postgresCPU}}
 	stores := map[string]keystore.Store{"memstore": new(memstore.Store), "redisstore": rs, "pgstore": ps}
 	for i := range targets {
 		t := &targets[i]
@@ -173,6 +194,8 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 		ratio []float64       // per round: throughput ÷ that round's bare
 		vsBL  []float64       // per round: throughput ÷ that round's baseline
 		alloc []float64       // per round: heap allocations per request
+		cpu   []float64       // per round: the process's CPU µs per request
+		srv   []float64       // per round: the store server's CPU µs per request
 	}
 	modes := []string{"first call", "replay"}
 	results := map[string]*cell{} // name|mode|conc; name "bare" for the bare handler
@@ -192,9 +215,11 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 			o.logf("http: %d clients, round %d of %d", conc, round+1, rounds)
 			for _, st := range roundOrder(round) {
 				addr := bare.Listener.Addr().String()
+				var server cpuGauge
 				key := func(dst []byte, i int64) []byte { return strconv.AppendInt(append(dst, "bare-"...), i, 10) }
 				if st.name != "bare" {
 					addr = servers[st.name].Listener.Addr().String()
+					server = targetNamed(targets, st.name).server
 					prefix := fmt.Sprintf("%s-%d-%d-%s-", sv.id, conc, round, strings.ReplaceAll(st.name, " ", "_"))
 					key = func(dst []byte, i int64) []byte { return strconv.AppendInt(append(dst, prefix...), i, 10) }
 					if st.mode == "replay" {
@@ -202,7 +227,7 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 						key = func(dst []byte, _ int64) []byte { return append(dst, h...) }
 					}
 				}
-				m, err := measure(ctx, addr, conc, perReq, perTime, key, st.mode == "replay")
+				m, err := measure(ctx, addr, conc, perReq, perTime, key, st.mode == "replay", server)
 				if err != nil {
 					return fmt.Errorf("%s, %s, %d clients: %w", st.name, st.mode, conc, err)
 				}
@@ -221,6 +246,12 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 		for i, m := range c.runs {
 			rps = append(rps, m.rps())
 			c.alloc = append(c.alloc, m.allocs())
+			if m.cpuOK {
+				c.cpu = append(c.cpu, m.perReq(m.cpu))
+			}
+			if m.srvOK {
+				c.srv = append(c.srv, m.perReq(m.server))
+			}
 			c.lat = append(c.lat, m.lat...)
 			c.ratio = append(c.ratio, m.rps()/results[cellKey("bare", "", conc)].runs[i].rps())
 			for _, t := range targets {
@@ -247,6 +278,13 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	s.line("per request (`TestRawClientAllocs`), so the count is the server's: net/http, the middleware, the store and its Redis or PostgreSQL")
 	s.line("client, as a count of the server process under wrk would be. It is the median over the rounds; it varies little between rounds.")
 	s.line("")
+	s.line("*CPU/req* is the process's CPU time (user and system, `getrusage`) during the measured requests, per request: the server's")
+	s.line("and the load generator's, which does the same work for every handler, so a handler's CPU cost is its CPU/req less the bare")
+	s.line("handler's in the same row group. *server CPU/req* is the store server's: Redis's own count (`INFO cpu`), or the CPU time of every")
+	s.line("process `pg_stat_activity` lists, backends and WAL writer included, read from `/proc` (in 10 ms ticks). Both are medians over the")
+	s.line("rounds. Another process's load on the machine changes CPU time far less than req/s. At 1 client it also counts the Go scheduler")
+	s.line("spinning while a request waits on a round trip, so a handler that waits longer shows more: compare it within one client count.")
+	s.line("")
 	s.line("- **redisstore**: Redis %s, go-redis v9 default pool, a random key prefix removed afterwards. **Redis by hand**: the bare handler", o.redisAddr)
 	s.line("  doing `SET key - NX PX 30000 GET` before (one round trip; a replay gets the record from it) and `SET key record PX` after.")
 	s.line("- **pgstore**: PostgreSQL (`%s`), pgxpool with %d connections, a fresh table with a random name, dropped afterwards.", o.postgresURL, pgPoolSize)
@@ -262,7 +300,7 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	s.line("triple and every pair. req/s is the median over the rounds, p50 and p99 are over all rounds'")
 	s.line("requests, and each ratio is the median over the rounds of the ratio within a round, followed by its range over the rounds.")
 	s.line("")
-	header := []string{"handler", "mode", "clients", "requests", "req/s", "p50", "p99", "allocs/req", "× bare (req/s)", "× by-hand baseline (req/s)"}
+	header := []string{"handler", "mode", "clients", "requests", "req/s", "p50", "p99", "allocs/req", "CPU/req", "server CPU/req", "× bare (req/s)", "× by-hand baseline (req/s)"}
 	var rows [][]string
 	ratioText := func(r []float64) string {
 		if len(r) == 0 {
@@ -276,12 +314,13 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	for _, conc := range o.clients {
 		b := results[cellKey("bare", "", conc)]
 		rows = append(rows, []string{"bare", "–", fmt.Sprint(conc), fmt.Sprint(len(b.lat)), fmt.Sprintf("%.0f", b.rps),
-			fmtDur(pct(b.lat, 50)), fmtDur(pct(b.lat, 99)), fmt.Sprintf("%.1f", median(b.alloc)), "1", ""})
+			fmtDur(pct(b.lat, 50)), fmtDur(pct(b.lat, 99)), fmt.Sprintf("%.1f", median(b.alloc)), cpuText(b.cpu), "", "1", ""})
 		for _, t := range targets {
 			for _, mode := range modes {
 				c := results[cellKey(t.name, mode, conc)]
 				rows = append(rows, []string{t.name, mode, fmt.Sprint(conc), fmt.Sprint(len(c.lat)), fmt.Sprintf("%.0f", c.rps),
-					fmtDur(pct(c.lat, 50)), fmtDur(pct(c.lat, 99)), fmt.Sprintf("%.1f", median(c.alloc)), ratioText(c.ratio), ratioText(c.vsBL)})
+					fmtDur(pct(c.lat, 50)), fmtDur(pct(c.lat, 99)), fmt.Sprintf("%.1f", median(c.alloc)), cpuText(c.cpu), cpuText(c.srv),
+					ratioText(c.ratio), ratioText(c.vsBL)})
 			}
 		}
 	}

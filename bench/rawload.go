@@ -153,6 +153,10 @@ type measurement struct {
 	wall    time.Duration
 	lat     []time.Duration // sorted
 	mallocs uint64          // heap allocations in the process during the run
+	cpu     time.Duration   // CPU time of the process during the run
+	cpuOK   bool            // cpu was measured
+	server  time.Duration   // CPU time of the store's server during the run
+	srvOK   bool            // server was measured
 }
 
 func (m measurement) rps() float64 { return float64(m.n) / m.wall.Seconds() }
@@ -160,11 +164,17 @@ func (m measurement) rps() float64 { return float64(m.n) / m.wall.Seconds() }
 // allocs is the number of heap allocations per request.
 func (m measurement) allocs() float64 { return float64(m.mallocs) / float64(m.n) }
 
+// perReq is d per request, in microseconds.
+func (m measurement) perReq(d time.Duration) float64 {
+	return float64(d) / float64(time.Microsecond) / float64(m.n)
+}
+
 // measure runs conc clients against the server at addr until maxReq
 // requests are done or maxTime has passed, whichever comes first, after a
 // warm-up of 2 requests per client that opens the connections. appendKey
-// appends the key of request i.
-func measure(ctx context.Context, addr string, conc, maxReq int, maxTime time.Duration, appendKey func(dst []byte, i int64) []byte, wantReplay bool) (measurement, error) {
+// appends the key of request i. server, if not nil, measures the CPU time
+// of the store's server.
+func measure(ctx context.Context, addr string, conc, maxReq int, maxTime time.Duration, appendKey func(dst []byte, i int64) []byte, wantReplay bool, server cpuGauge) (measurement, error) {
 	conns := make([]*rawConn, conc)
 	defer func() {
 		for _, c := range conns {
@@ -217,12 +227,22 @@ func measure(ctx context.Context, addr string, conc, maxReq int, maxTime time.Du
 	}
 	phase(int64(2*conc), time.Time{}, false)
 	base = next.Load()
+	var serverEnd func() (time.Duration, bool)
+	if server != nil {
+		serverEnd = server(ctx)
+	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	cpu0, cpuOK := processCPU()
 	start := time.Now()
 	phase(base+int64(maxReq), start.Add(maxTime), true)
 	m := measurement{wall: time.Since(start)}
+	cpu1, _ := processCPU()
 	runtime.ReadMemStats(&m1)
+	m.cpu, m.cpuOK = cpu1-cpu0, cpuOK
+	if serverEnd != nil {
+		m.server, m.srvOK = serverEnd()
+	}
 	if err := ctx.Err(); err != nil {
 		return m, err
 	}
