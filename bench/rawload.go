@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/cpustat"
 )
 
 // The load generator of section 1, in the manner of wrk: every client is one
@@ -233,11 +235,11 @@ func measure(ctx context.Context, addr string, conc, maxReq int, maxTime time.Du
 	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := cpustat.Process()
 	start := time.Now()
 	phase(base+int64(maxReq), start.Add(maxTime), true)
 	m := measurement{wall: time.Since(start)}
-	cpu1, _ := processCPU()
+	cpu1, _ := cpustat.Process()
 	runtime.ReadMemStats(&m1)
 	m.cpu, m.cpuOK = cpu1-cpu0, cpuOK
 	if serverEnd != nil {

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/cpustat"
 )
 
 // A cpuGauge measures the CPU time a server uses: called before a
@@ -13,33 +13,12 @@ import (
 type cpuGauge func(ctx context.Context) (end func() (time.Duration, bool))
 
 // redisCPU is the Redis server's gauge: its own count of the CPU time it
-// has used, user and system (INFO cpu: used_cpu_user, used_cpu_sys).
+// has used (cpustat.Redis).
 func (sv *services) redisCPU(ctx context.Context) func() (time.Duration, bool) {
-	read := func() (time.Duration, bool) {
-		info, err := sv.redis.Info(ctx, "cpu").Result()
-		if err != nil {
-			return 0, false
-		}
-		var sum float64
-		found := 0
-		for line := range strings.Lines(info) {
-			name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-			if !ok || (name != "used_cpu_user" && name != "used_cpu_sys") {
-				continue
-			}
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return 0, false
-			}
-			sum += f
-			found++
-		}
-		return time.Duration(sum * float64(time.Second)), found == 2
-	}
-	before, ok := read()
+	before, err := cpustat.Redis(ctx, sv.redis)
 	return func() (time.Duration, bool) {
-		after, ok2 := read()
-		return after - before, ok && ok2
+		after, err2 := cpustat.Redis(ctx, sv.redis)
+		return after - before, err == nil && err2 == nil
 	}
 }
 
@@ -65,7 +44,7 @@ func (sv *services) postgresCPU(ctx context.Context) func() (time.Duration, bool
 		}
 		return pids
 	}
-	before := pidsCPU(pids())
+	before := cpustat.Pids(pids())
 	return func() (time.Duration, bool) {
 		if len(before) == 0 {
 			return 0, false
@@ -76,7 +55,7 @@ func (sv *services) postgresCPU(ctx context.Context) func() (time.Duration, bool
 		for pid := range before {
 			known = append(known, pid)
 		}
-		after := pidsCPU(known)
+		after := cpustat.Pids(known)
 		var fresh []int
 		for _, pid := range pids() {
 			if _, ok := before[pid]; !ok {
@@ -87,7 +66,7 @@ func (sv *services) postgresCPU(ctx context.Context) func() (time.Duration, bool
 		for pid, t := range after {
 			used += t - before[pid]
 		}
-		for _, t := range pidsCPU(fresh) {
+		for _, t := range cpustat.Pids(fresh) {
 			used += t
 		}
 		return used, true

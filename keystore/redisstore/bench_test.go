@@ -10,12 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/cpustat"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/memstore"
@@ -305,28 +305,17 @@ func (m *cpuMeter) report(b *testing.B) {
 }
 
 func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
+	d, ok := cpustat.Process()
+	if !ok {
+		b.Fatal("no CPU time of the process on this system")
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return d
 }
 
 func redisCPU(b *testing.B, c redis.UniversalClient) time.Duration {
-	info, err := c.Info(context.Background(), "cpu").Result()
+	d, err := cpustat.Redis(context.Background(), c)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var total float64
-	for _, line := range strings.Split(info, "\r\n") {
-		name, v, ok := strings.Cut(line, ":")
-		if ok && (name == "used_cpu_sys" || name == "used_cpu_user") {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
+	return d
 }

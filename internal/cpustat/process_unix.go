@@ -1,15 +1,15 @@
 //go:build unix
 
-package main
+package cpustat
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time, user and system, that this process has
-// used so far, and false where the system cannot tell.
-func processCPU() (time.Duration, bool) {
+// Process returns the CPU time this process has used so far
+// (getrusage), and false where the system cannot tell.
+func Process() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false

@@ -1,4 +1,4 @@
-package main
+package cpustat
 
 import (
 	"bytes"
@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// pidsCPU returns the CPU time, user and system, that each process of pids
+// Pids returns the CPU time, user and system, that each process of pids
 // has used so far, read from /proc; a process that has gone, or that this
 // system does not show (a server on another machine), is left out.
-func pidsCPU(pids []int) map[int]time.Duration {
+func Pids(pids []int) map[int]time.Duration {
 	cpu := make(map[int]time.Duration, len(pids))
 	for _, pid := range pids {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")

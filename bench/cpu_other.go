@@ -1,8 +1,0 @@
-//go:build !unix
-
-package main
-
-import "time"
-
-// processCPU reports that this system cannot tell the process's CPU time.
-func processCPU() (time.Duration, bool) { return 0, false }
