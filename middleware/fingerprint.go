@@ -22,25 +22,23 @@ func (m *Middleware) fingerprint(r *http.Request, path string, body []byte) keys
 		}
 	}
 	const prefix = "geoidem fingerprint v1\x00"
-	// A small request hashes from the stack, without allocating; the
-	// buffer is small too, as a frame of kilobytes would grow the stack of
-	// net/http's connection goroutine on every request after a GC has
-	// shrunk it (runtime.copystack under load). A larger one streams into
-	// a pooled hash.
+	// The fields ahead of the body are laid out on the stack, and a small
+	// request hashed from there without allocating; the buffer is small
+	// too, as a frame of kilobytes would grow the stack of net/http's
+	// connection goroutine on every request after a GC has shrunk it
+	// (runtime.copystack under load). A larger request streams into a
+	// pooled hash, the fields copied ahead of it.
 	var stack [512]byte
-	if n := len(prefix) + len(r.Method) + len(path) + len(r.URL.RawQuery) + 3 + len(content); n <= len(stack) {
-		b := append(stack[:0], prefix...)
-		b = append(append(b, r.Method...), 0)
-		b = append(append(b, path...), 0)
-		b = append(append(b, r.URL.RawQuery...), 0)
+	b := append(stack[:0], prefix...)
+	b = append(append(b, r.Method...), 0)
+	b = append(append(b, path...), 0)
+	b = append(append(b, r.URL.RawQuery...), 0)
+	if len(b)+len(content) <= len(stack) {
 		return sha256.Sum256(append(b, content...))
 	}
 	h := getHasher()
 	defer h.put()
-	h.buf = append(h.buf, prefix...)
-	h.buf = append(append(h.buf, r.Method...), 0)
-	h.buf = append(append(h.buf, path...), 0)
-	h.buf = append(append(h.buf, r.URL.RawQuery...), 0)
+	h.buf = append(h.buf, b...)
 	return h.sum(content)
 }
 

@@ -14,13 +14,16 @@ import (
 // either way would turn every retry across it into a mismatch.
 func TestFingerprintIsOneDigest(t *testing.T) {
 	m := &Middleware{}
-	for _, n := range []int{0, 1, 400, 460, 470, 480, 511, 512, 513, 4096, 1 << 16} {
-		body := []byte(strings.Repeat("x", n))
-		r := httptest.NewRequest("POST", "/features?dry-run=1", nil)
-		got := m.fingerprint(r, "/features", body)
-		want := sha256.Sum256([]byte("geoidem fingerprint v1\x00POST\x00/features\x00dry-run=1\x00" + string(body)))
-		if got != want {
-			t.Errorf("body of %d bytes: fingerprint %x, want %x", n, got, want)
+	// The second query alone fills more than the stack buffer.
+	for _, query := range []string{"dry-run=1", "q=" + strings.Repeat("x", 600)} {
+		for _, n := range []int{0, 1, 400, 460, 470, 480, 511, 512, 513, 4096, 1 << 16} {
+			body := []byte(strings.Repeat("x", n))
+			r := httptest.NewRequest("POST", "/features?"+query, nil)
+			got := m.fingerprint(r, "/features", body)
+			want := sha256.Sum256([]byte("geoidem fingerprint v1\x00POST\x00/features\x00" + query + "\x00" + string(body)))
+			if got != want {
+				t.Errorf("query of %d bytes, body of %d bytes: fingerprint %x, want %x", len(query), n, got, want)
+			}
 		}
 	}
 }
