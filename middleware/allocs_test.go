@@ -30,22 +30,10 @@ func TestAllocationBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrapped := m.Handler(ingestHandler)
-	n := 0
-	measure := func(h http.Handler, key func() string) float64 {
-		return testing.AllocsPerRun(200, func() {
-			r := httptest.NewRequest(http.MethodPost, "/features", strings.NewReader(feature))
-			r.Header.Set("Idempotency-Key", key())
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			if w.Code != http.StatusCreated {
-				t.Fatalf("status %d", w.Code)
-			}
-		})
-	}
-	newKey := func() string { n++; return "key-" + strconv.Itoa(n) }
-	bare := measure(ingestHandler, newKey)
-	first := measure(wrapped, newKey)
-	replay := measure(wrapped, func() string { return "hot-key" })
+	newKey := keySeq()
+	bare := allocsPerRequest(t, ingestHandler, newKey)
+	first := allocsPerRequest(t, wrapped, newKey)
+	replay := allocsPerRequest(t, wrapped, hotKey)
 	t.Logf("allocations per request: bare %v, first call %v (+%v), replay %v (+%v)", bare, first, first-bare, replay, replay-bare)
 	if first-bare > firstCallBudget {
 		t.Errorf("first call: %v allocations over the bare handler's %v, budget %d", first-bare, bare, firstCallBudget)
@@ -87,27 +75,17 @@ func testStoreTimeoutAllocationBudget(t *testing.T) {
 		replayBudget    = 2
 	)
 	newStore := func() *memstore.Store { return memstore.New(memstore.Config{MaxEntries: 1 << 16, MaxBytes: 1 << 28}) }
-	n := 0
+	newKey := keySeq()
 	measure := func(store keystore.Store, replay bool) float64 {
 		m, err := middleware.New(store, middleware.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := m.Handler(ingestHandler)
-		return testing.AllocsPerRun(200, func() {
-			key := "hot-key"
-			if !replay {
-				n++
-				key = "key-" + strconv.Itoa(n)
-			}
-			r := httptest.NewRequest(http.MethodPost, "/features", strings.NewReader(feature))
-			r.Header.Set("Idempotency-Key", key)
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			if w.Code != http.StatusCreated {
-				t.Fatalf("status %d", w.Code)
-			}
-		})
+		key := newKey
+		if replay {
+			key = hotKey
+		}
+		return allocsPerRequest(t, m.Handler(ingestHandler), key)
 	}
 	for _, replay := range []bool{false, true} {
 		free := measure(newStore(), replay)
@@ -125,3 +103,26 @@ func testStoreTimeoutAllocationBudget(t *testing.T) {
 		}
 	}
 }
+
+// allocsPerRequest returns the allocations of one request to h: the
+// feature, POSTed under the key that key returns, answered 201.
+func allocsPerRequest(t *testing.T, h http.Handler, key func() string) float64 {
+	t.Helper()
+	return testing.AllocsPerRun(200, func() {
+		r := httptest.NewRequest(http.MethodPost, "/features", strings.NewReader(feature))
+		r.Header.Set("Idempotency-Key", key())
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusCreated {
+			t.Fatalf("status %d", w.Code)
+		}
+	})
+}
+
+// keySeq returns a function that returns a new key at each call.
+func keySeq() func() string {
+	n := 0
+	return func() string { n++; return "key-" + strconv.Itoa(n) }
+}
+
+func hotKey() string { return "hot-key" }
