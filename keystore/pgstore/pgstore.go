@@ -361,13 +361,11 @@ func (s *Store) complete(ctx context.Context, db execer, key string, token keyst
 	}
 	if db != execer(s.pool) {
 		var p params
-		return s.fenced(ctx, db, "complete", s.sql.complete, p.complete(false, key, int64(token), int32(rec.StatusCode), encodeHeader(rec.Header), rec.Body, us)...)
+		return s.fenced(ctx, db, "complete", s.sql.complete, p.complete(false, key, int64(token), int32(rec.StatusCode), encodeHeader(nil, rec.Header), rec.Body, us)...)
 	}
 	w := &completeWaiter{batchCall: batchCall{key: key}, token: int64(token), us: us, status: int32(rec.StatusCode), body: rec.Body}
-	if rec.Header != nil {
-		// In the waiter's own room when it fits: no allocation of its own.
-		w.header = keystore.AppendHeader(w.headerRoom[:0], rec.Header)
-	}
+	w.header = encodeHeader(w.headerRoom[:0], rec.Header) // in the waiter's own room when it fits
+
 	applied, err := s.completeOnPool(ctx, w.p.complete(s.typedArgs, w.key, w.token, w.status, w.header, w.body, w.us), w)
 	switch {
 	case err != nil:

@@ -13,11 +13,17 @@ import (
 // UTF-8, which HTTP allows in values). A nil header is stored as NULL, an
 // empty one as the encoding of zero fields.
 
-func encodeHeader(h http.Header) []byte {
-	if h == nil {
+// encodeHeader appends the header column's value for h to dst, using its
+// room (see keystore.AppendHeader), and returns it: nil for a nil header.
+// A nil dst is allocated at the encoding's size.
+func encodeHeader(dst []byte, h http.Header) []byte {
+	switch {
+	case h == nil:
 		return nil
+	case dst == nil:
+		dst = make([]byte, 0, keystore.HeaderLen(h))
 	}
-	return keystore.AppendHeader(make([]byte, 0, keystore.HeaderLen(h)), h)
+	return keystore.AppendHeader(dst, h)
 }
 
 func decodeHeader(b []byte) (http.Header, error) {
