@@ -20,25 +20,11 @@ func (s encodedStore) Complete(ctx context.Context, key string, token keystore.T
 	return s.CompleteEncoded(ctx, key, token, keystore.AppendRecord(nil, rec), retention)
 }
 
-func TestConformanceEncoded(t *testing.T) {
-	t.Parallel()
-	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
-		client := standaloneClient(t)
-		keystoretest.Run(t, func(t *testing.T) keystore.Store {
-			return encodedStore{newStore(t, client, client, cfg)}
-		})
-	})
-}
+func TestConformanceEncoded(t *testing.T) { conformance(t, onStandalone, encoded) }
 
-func TestConformanceEncodedCluster(t *testing.T) {
-	t.Parallel()
-	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
-		client := clusterClient(t)
-		keystoretest.Run(t, func(t *testing.T) keystore.Store {
-			return encodedStore{newStore(t, client, client, cfg)}
-		})
-	})
-}
+func TestConformanceEncodedCluster(t *testing.T) { conformance(t, onCluster, encoded) }
+
+func encoded(s *redisstore.Store) keystore.Store { return encodedStore{s} }
 
 func TestCompletesEncodedIsNotInherited(t *testing.T) {
 	client := standaloneClient(t)

@@ -125,25 +125,26 @@ func deletePrefix(t testing.TB, c redis.UniversalClient, prefix string) {
 	}
 }
 
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { conformance(t, onStandalone, asIs) }
+
+func TestConformanceCluster(t *testing.T) { conformance(t, onCluster, asIs) }
+
+// conformance runs keystoretest's suite on stores on the client that
+// newClient returns, with and without auto-pipelining, each seen through
+// wrap.
+func conformance(t *testing.T, newClient func(testing.TB) redis.UniversalClient, wrap func(*redisstore.Store) keystore.Store) {
 	t.Parallel()
 	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
-		client := standaloneClient(t)
+		client := newClient(t)
 		keystoretest.Run(t, func(t *testing.T) keystore.Store {
-			return newStore(t, client, client, cfg)
+			return wrap(newStore(t, client, client, cfg))
 		})
 	})
 }
 
-func TestConformanceCluster(t *testing.T) {
-	t.Parallel()
-	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
-		client := clusterClient(t)
-		keystoretest.Run(t, func(t *testing.T) keystore.Store {
-			return newStore(t, client, client, cfg)
-		})
-	})
-}
+func onStandalone(t testing.TB) redis.UniversalClient { return standaloneClient(t) }
+func onCluster(t testing.TB) redis.UniversalClient    { return clusterClient(t) }
+func asIs(s *redisstore.Store) keystore.Store         { return s }
 
 func TestNewRejectsBadConfig(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: standaloneAddr})
