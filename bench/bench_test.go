@@ -87,11 +87,13 @@ func TestRun(t *testing.T) {
 	}
 	// Section 1's rows: every one has the process's CPU per request, and
 	// every store's and by-hand baseline's row its server's.
+	rows := 0
 	for line := range strings.Lines(string(md)) {
 		cells := strings.Split(line, "|")
 		if len(cells) != 14 || !slices.Contains([]string{"bare", "memstore", "redisstore", "Redis by hand", "pgstore", "PostgreSQL by hand"}, strings.TrimSpace(cells[1])) {
 			continue
 		}
+		rows++
 		name, cpu, server := strings.TrimSpace(cells[1]), strings.TrimSpace(cells[9]), strings.TrimSpace(cells[10])
 		if !strings.HasSuffix(cpu, " µs") {
 			t.Errorf("section 1, %s: CPU/req %q", name, cpu)
@@ -99,6 +101,11 @@ func TestRun(t *testing.T) {
 		if hasServer := name != "bare" && name != "memstore"; hasServer != strings.HasSuffix(server, " µs") {
 			t.Errorf("section 1, %s: server CPU/req %q", name, server)
 		}
+	}
+	// Per client count: the bare handler, and three stores and two by-hand
+	// baselines in two modes each.
+	if want := 11 * len(o.clients); rows != want {
+		t.Errorf("section 1 has %d rows with CPU figures, want %d", rows, want)
 	}
 	for _, bad := range []string{"FAILED", "Not available", "NaN"} {
 		if strings.Contains(string(md), bad) {
