@@ -51,7 +51,7 @@ var (
 // returns.
 func CanFree(e Entry, force bool) error {
 	switch {
-	case e.State != Held:
+	case e.State != InFlight:
 		return ErrNotInFlight
 	case !e.LeaseRunOut && !force:
 		return ErrLeaseRunning
@@ -61,58 +61,28 @@ func CanFree(e Entry, force bool) error {
 
 // CanForget is Admin.Forget's rule, as CanFree is Free's.
 func CanForget(e Entry) error {
-	if e.State != Recorded {
+	if e.State != Completed {
 		return ErrNotCompleted
 	}
 	return nil
 }
 
-// EntryState says what Admin.Inspect found under a key.
-type EntryState int
-
-const (
-	// Absent: no entry; a Claim acquires the key.
-	Absent EntryState = iota
-	// Held: in flight; see Entry.LeaseRemaining and Entry.LeaseRunOut.
-	Held
-	// Recorded: completed; see Entry.Record and Entry.RetentionRemaining.
-	Recorded
-	// Released: its holder released it, a Claim acquires it; the store
-	// keeps the mark for a grace (see the package documentation).
-	Released
-)
-
-// String returns the state's name in lower case.
-func (s EntryState) String() string {
-	switch s {
-	case Absent:
-		return "absent"
-	case Held:
-		return "in flight"
-	case Recorded:
-		return "completed"
-	case Released:
-		return "released"
-	}
-	return "unknown"
-}
-
 // Entry is one key's entry, as Admin.Inspect found it.
 type Entry struct {
-	State       EntryState
-	Fingerprint Fingerprint // of the request that claimed the key (Held, Recorded)
+	State       State
+	Fingerprint Fingerprint // of the request that claimed the key (InFlight, Completed)
 	Token       Token       // the token that holds, completed or released the key, where the store keeps it
 
-	// LeaseRemaining is the time left on the lease (Held): zero or negative
+	// LeaseRemaining is the time left on the lease (InFlight): zero or negative
 	// once the lease has run out, when the store can still tell how long ago.
 	LeaseRemaining time.Duration
 	// LeaseRunOut is true when the entry is held by a lease that has run
 	// out: its holder is gone or stalled, and the next Claim takes it over.
 	LeaseRunOut bool
 
-	// Record is the recorded response (Recorded).
+	// Record is the recorded response (Completed).
 	Record Record
-	// RetentionRemaining is how long the record is still kept (Recorded).
+	// RetentionRemaining is how long the record is still kept (Completed).
 	RetentionRemaining time.Duration
 }
 
@@ -131,7 +101,7 @@ type Summary struct {
 	// OldestRemaining the time until that end (negative for a lease that
 	// has run out).
 	Oldest          string
-	OldestState     EntryState
+	OldestState     State
 	OldestRemaining time.Duration
 }
 
@@ -141,13 +111,13 @@ type Summary struct {
 func (s *Summary) Add(key string, e Entry, bytes int64) {
 	var left time.Duration
 	switch e.State {
-	case Held:
+	case InFlight:
 		s.InFlight++
 		if e.LeaseRunOut {
 			s.LeaseRunOut++
 		}
 		left = e.LeaseRemaining
-	case Recorded:
+	case Completed:
 		s.Completed++
 		left = e.RetentionRemaining
 	default:

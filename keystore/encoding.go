@@ -1,14 +1,12 @@
 package keystore
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
 	"net/http"
 	"slices"
-	"time"
 )
 
 // ErrCorruptRecord reports bytes that are not a record encoding (or, from
@@ -91,8 +89,17 @@ func DecodeRecord[E string | []byte](enc E) (Record, error) {
 // order or a number written in more bytes than it needs, which [DecodeRecord]
 // accepts), and one wrapping [ErrInvalidStatus]
 // for an encoding whose status is outside 200–599, as [Record.Validate].
-// It never allocates, except for an error.
+// It never allocates, except for an error. Every store's Complete calls it
+// (or [SplitRecord]) first.
 func CheckRecord(enc []byte) (status int, err error) {
+	status, _, _, err = SplitRecord(enc)
+	return status, err
+}
+
+// SplitRecord is [CheckRecord] that also returns the encoding's parts: the
+// header encoding (see [AppendHeader]) and the body, sub-slices of enc, for
+// a store that keeps them apart (pgstore's header and body columns).
+func SplitRecord(enc []byte) (status int, header, body []byte, err error) {
 	d := decoder[[]byte]{b: enc}
 	// Each uvarint must be as short as AppendRecord writes it: decoders
 	// accept longer ones, whose bytes differ from an equal record's.
@@ -109,6 +116,7 @@ func CheckRecord(enc []byte) (status int, err error) {
 	}
 	s := d.varint()
 	minimal(len(enc), uint64(s<<1)^uint64(s>>63))
+	headerAt := len(enc) - len(d.b)
 	fields := count()
 	var prev []byte
 	for i := range fields {
@@ -128,44 +136,13 @@ func CheckRecord(enc []byte) (status int, err error) {
 		}
 	}
 	if d.bad {
-		return 0, ErrCorruptRecord
+		return 0, nil, nil, ErrCorruptRecord
 	}
 	if s < MinStatusCode || s > MaxStatusCode {
-		return int(s), fmt.Errorf("%w: %d", ErrInvalidStatus, s)
+		return int(s), nil, nil, fmt.Errorf("%w: %d", ErrInvalidStatus, s)
 	}
-	return int(s), nil
-}
-
-// EncodedCompleter is an optional capability of a Store that keeps records
-// as their encoding: it can complete a key with a record given already
-// encoded, so that its caller (the middleware) writes a response straight
-// into one buffer instead of building a Record for the store to encode.
-//
-// CompleteEncoded is Complete with the record that enc encodes, which must
-// be encoded exactly as [AppendRecord] writes it ([CheckRecord]); it fails
-// with an error wrapping [ErrCorruptRecord], storing nothing and leaving
-// token's hold as it was, for any other enc. It copies enc, and keeps no
-// reference to it once it returns. A repeat that Complete would accept
-// with the decoded record, it accepts with its encoding.
-//
-// As [NonBlocking], the capability belongs to one concrete store, never to
-// a wrapper that embeds it (and may change what Complete does): callers
-// trust it only through [CompletesEncoded], which requires CompletesEncoded
-// to return the very store asked about.
-type EncodedCompleter interface {
-	CompletesEncoded() Store
-	CompleteEncoded(ctx context.Context, key string, token Token, enc []byte, retention time.Duration) error
-}
-
-// CompletesEncoded returns s as an [EncodedCompleter] when s has the
-// capability itself (not by embedding a store that has it), and false
-// otherwise.
-func CompletesEncoded(s Store) (EncodedCompleter, bool) {
-	ec, ok := s.(EncodedCompleter)
-	if !ok || !sameStore(ec.CompletesEncoded(), s) {
-		return nil, false
-	}
-	return ec, true
+	bodyAt := len(enc) - len(d.b)
+	return int(s), enc[headerAt:bodyAt:bodyAt], enc[bodyAt:], nil
 }
 
 // AppendHeader appends the header encoding of h, the part of a record

@@ -1,7 +1,6 @@
 package keystore
 
 import (
-	"context"
 	"strconv"
 	"time"
 )
@@ -13,8 +12,8 @@ type FullError struct {
 	// end of a retention or lease whose entry would make room. Zero when
 	// the store cannot tell.
 	RetryAfter time.Duration
-	// Client is set when what is full is the share of the client named by
-	// the claim's context (ContextWithClient), not the whole store.
+	// Client is set when what is full is the share of the claim's client
+	// (ClaimArgs.Client), not the whole store.
 	Client bool
 }
 
@@ -32,20 +31,3 @@ func (e *FullError) Error() string {
 
 // Is reports whether target is ErrStoreFull.
 func (e *FullError) Is(target error) bool { return target == ErrStoreFull }
-
-type clientKey struct{}
-
-// ContextWithClient returns a copy of ctx that names the client a Claim is
-// made for: a store with a share per client (memstore's MaxClientEntries
-// and MaxClientBytes) charges the claim, and its record, to that client, so
-// that one client filling its share cannot deny the others. The
-// middleware sets it from Config.Client.
-func ContextWithClient(ctx context.Context, client string) context.Context {
-	return context.WithValue(ctx, clientKey{}, client)
-}
-
-// ClientFromContext returns the client named by ctx, if any.
-func ClientFromContext(ctx context.Context) (string, bool) {
-	c, ok := ctx.Value(clientKey{}).(string)
-	return c, ok
-}

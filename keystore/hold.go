@@ -12,8 +12,9 @@ import (
 // Most handlers never look at it: the middleware records their response when
 // they return. A handler that records the response itself, inside the same
 // database transaction as its own writes (see package pgstore), uses Key,
-// Token and Retention to do so and then calls MarkCompleted, so that the
-// middleware does not record the response a second time.
+// Token and Retention to do so, stores Fit of its record, commits through
+// Commit, and so marks the hold completed: the middleware does not record
+// the response a second time.
 type Hold struct {
 	// Key is the stored key: the hash of the request's scope and its
 	// Idempotency-Key, never the raw client value.
@@ -22,14 +23,51 @@ type Hold struct {
 	Token Token
 	// Retention is how long the middleware would keep the record.
 	Retention time.Duration
+	// MaxRecordBytes bounds the record kept for Key, as its encoding's
+	// length (RecordLen); zero: no bound. See Fit.
+	MaxRecordBytes int
 
-	completed atomic.Bool
+	completed  atomic.Bool
+	committing atomic.Int32
+	ctx        holdContext // what ContextWithHold returns, in the Hold's own room
 }
+
+// Fit returns what to record for a response rec: rec itself when it fits
+// MaxRecordBytes, else [TooLargeRecord] of its status, as the middleware
+// records a response too large to keep. A handler that records its
+// response itself stores Fit(rec), and answers rec.
+func (h *Hold) Fit(rec Record) Record {
+	if h.MaxRecordBytes > 0 && RecordLen(rec) > h.MaxRecordBytes {
+		return TooLargeRecord(rec.StatusCode)
+	}
+	return rec
+}
+
+// Commit runs commit, the commit of the transaction that recorded the
+// key's response (pgstore's CompleteTx), and marks the hold completed
+// (MarkCompleted) if it succeeds. While commit runs, that transaction
+// holds the key, so no other request can take it over; the middleware,
+// which renews the lease meanwhile, then never stops the handler for a
+// renewal that waits on the transaction (on PostgreSQL, for its row lock).
+// pgstore's InTx calls it; a handler that calls CompleteTx itself commits
+// through it.
+func (h *Hold) Commit(commit func() error) error {
+	h.committing.Add(1)
+	defer h.committing.Add(-1)
+	if err := commit(); err != nil {
+		return err
+	}
+	h.MarkCompleted()
+	return nil
+}
+
+// Committing reports whether a Commit is running.
+func (h *Hold) Committing() bool { return h.committing.Load() > 0 }
 
 // MarkCompleted tells the middleware that the key has been completed, and
 // the record committed, by someone else: it will neither complete nor
 // release the key when the handler returns. Call it only after the commit
-// that stored the record has succeeded.
+// that stored the record has succeeded (Commit does).
 func (h *Hold) MarkCompleted() { h.completed.Store(true) }
 
 // Completed reports whether MarkCompleted was called.
@@ -37,9 +75,28 @@ func (h *Hold) Completed() bool { return h.completed.Load() }
 
 type holdKey struct{}
 
-// ContextWithHold returns a copy of ctx that carries h.
+// holdContext is a context that carries a Hold.
+type holdContext struct {
+	context.Context
+	hold *Hold
+}
+
+func (c *holdContext) Value(key any) any {
+	if key == (holdKey{}) {
+		return c.hold
+	}
+	return c.Context.Value(key)
+}
+
+// ContextWithHold returns a copy of ctx that carries h. The first call for
+// a Hold allocates nothing: the context lives in h's own room (the
+// middleware keeps its Hold in its per-request state).
 func ContextWithHold(ctx context.Context, h *Hold) context.Context {
-	return context.WithValue(ctx, holdKey{}, h)
+	if h.ctx.hold != nil {
+		return &holdContext{ctx, h}
+	}
+	h.ctx = holdContext{ctx, h}
+	return &h.ctx
 }
 
 // HoldFromContext returns the Hold carried by ctx, if any.

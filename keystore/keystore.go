@@ -3,50 +3,73 @@
 //
 // A [Store] does only atomic primitives on one key at a time; every policy
 // decision (what to replay, when to release, how long to keep a record) lives
-// in the middleware. The conformance suite in package keystoretest is the
-// executable definition of a correct Store: every implementation must pass
+// in the middleware. Everything a call needs is one of its arguments: the
+// context carries only cancellation, a deadline and the caller's tracing
+// values, never an input the store must honour. The conformance suite in
+// package keystoretest is the executable definition of a correct Store,
+// one rule per input and capability: every implementation must pass
 // keystoretest.Run.
 //
 // # Life of a key
 //
-// A key is absent, in flight, or completed:
+// A key is in one [State] at a time: [Absent], [InFlight], [Completed] or
+// [Released]. The same four names are used by Admin, the geoidem command
+// and the middleware's logs.
 //
-//   - [Store.Claim] on an absent key acquires it: the store creates an
-//     in-flight entry holding the caller's [Fingerprint], issues a fresh
-//     [Token] and starts a lease. Claim on an in-flight key whose lease is
-//     still running reports it as in flight with the remaining lease; Claim on
-//     an in-flight key whose lease has expired takes it over, exactly as if it
-//     were absent, and issues a new token. Claim on a completed key reports the
-//     stored [Record].
+//   - [Store.Claim] on an absent or released key acquires it for the token
+//     its caller chose ([ClaimArgs.Token]): the store creates an in-flight
+//     entry holding the caller's [Fingerprint] and starts a lease. Claim on
+//     an in-flight key whose lease is still running reports it as in flight
+//     with the remaining lease; Claim on an in-flight key whose lease has
+//     expired takes it over, exactly as if it were absent. Claim on a
+//     completed key reports the stored [Record].
 //   - [Store.Extend] renews the lease of the token that holds the key.
 //   - [Store.Complete] turns the in-flight entry into a completed one that
 //     keeps its Record for the given retention.
-//   - [Store.Release] deletes the in-flight entry, so the key is absent again.
+//   - [Store.Release] ends the in-flight entry: the key is released, and the
+//     next Claim acquires it.
 //
-// A token holds its key from the Claim that issued it until the first of:
+// A token holds its key from the Claim that acquired it until the first of:
 // its lease expires, another Claim takes the key over, or the token is used
 // to Complete or Release. After that, Extend, Complete and Release with the
 // token fail with an error for which errors.Is(err, [ErrLeaseLost]) is true,
 // and change nothing. This is the fencing rule: an owner whose lease ran out
 // can never overwrite the work of the request that took the key over.
 //
+// # Claims whose outcome is unknown
+//
+// A Claim that fails (a timeout, a connection reset, a batch that outlived
+// its caller) may have acquired the key all the same: the store acted and
+// the reply was lost. Its caller knows the token it chose, so it releases
+// the key with that token, whatever ended the call. Release therefore
+// fences the token even when it does not hold the key: once Release(key,
+// token) has returned, that token never holds key, not even by a Claim
+// carrying it that reaches the store only later (a command that sat in a
+// stalled server's queue, a statement still running in a batch). Such a
+// late Claim fails with ErrLeaseLost and changes nothing. Stores keep the
+// fence for a grace after the Release (at least a minute for those in this
+// module).
+//
 // # Repeats of a token's own work
 //
-// Three repeats are not lost leases, because the token's work is done, not
+// Four repeats are not lost leases, because the token's work is done, not
 // undone: each succeeds and changes nothing.
 //
+//   - Claim with the token that holds the key, its lease running: a client
+//     library's resend of a Claim that was applied before the connection
+//     broke reports the key acquired (not in flight, which would leave it
+//     held by a caller who never learned so).
 //   - Extend by the token that completed the key, while its record is kept:
 //     a lease renewal that meets its own request's commit (a record stored by
 //     pgstore's InTx or CompleteTx in the handler's transaction) succeeds,
 //     and the record keeps its retention.
 //   - Complete by the token that completed the key, with an equal record
-//     (same status, header fields and values in order, and body; a nil
-//     header or body equals an empty one): a client library's retry of a
+//     (equal encodings: see [AppendRecord]): a client library's retry of a
 //     Complete that was applied before the connection broke succeeds. With
 //     a different record it fails with ErrLeaseLost.
 //   - Release by the token that released the key, until the key is claimed
-//     again (stores keep the mark for a short grace, at least a minute for
-//     those in this module).
+//     again (stores keep the mark for a grace, at least a minute for those in
+//     this module).
 //
 // So ErrLeaseLost always means: this token's hold was ended by something
 // other than its own Complete or Release, and the call changed nothing.
@@ -62,29 +85,27 @@
 // process that died (Free, only once its lease has run out unless forced),
 // the deletion of a completed record (Forget) and counts (Summarize). The
 // geoidem command's keys subcommand uses it; memstore, redisstore and
-// pgstore have it.
+// pgstore have it. [Pinger] and [NonBlocking] are the other optional
+// capabilities. Each has its own rules in keystoretest; nothing in this
+// module wraps a store, so no capability is ever hidden behind a wrapper.
 //
 // # Writing a store
 //
-// A store that keeps records as bytes encodes them with [AppendRecord] and
-// decodes them with [DecodeRecord]: one stable encoding for every store, in
-// which equal records encode equally. Such a store may also offer
-// [EncodedCompleter]: the middleware then writes a response straight into
-// its encoding and hands the store those bytes (memstore does). A store's Claim should issue the
-// token its caller chose, when the context carries one
-// ([ClaimTokenFromContext]): the middleware then releases a key whose
-// claim timed out after acquiring it, instead of leaving it in flight for
-// the whole lease. Run package keystoretest's Run against it.
+// A store keeps records as bytes: [Store.Complete] receives the record
+// encoded by [AppendRecord], one stable encoding for every store in which
+// equal records encode equally, and a store returns it decoded by
+// [DecodeRecord] from Claim. Run package keystoretest's Run against it.
 package keystore
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 )
 
-// ErrLeaseLost reports that a token no longer holds its key: the lease
+// ErrLeaseLost reports that a token does not hold its key: the lease
 // expired, another claim took the key over, or the token was already used to
 // complete or release it (and the call is not one of the repeats of its own
 // work that succeed, see the package documentation). The operation that
@@ -99,25 +120,25 @@ var ErrLeaseLost = errors.New("keystore: lease lost")
 // nothing; from Claim, nothing was claimed and it is safe to retry later.
 var ErrStoreFull = errors.New("keystore: store full")
 
+// ErrInvalidClaim reports a Claim whose [ClaimArgs] break the contract: a
+// zero Token, a lease that is not positive, a negative RecordBytes. It is
+// a programming error of the caller; nothing was claimed.
+var ErrInvalidClaim = errors.New("keystore: invalid claim arguments")
+
 // MaxKeyLen is the longest key, in bytes, that every Store must accept. The
 // middleware always passes a 64-character hexadecimal SHA-256 digest.
 const MaxKeyLen = 255
 
 // Fingerprint identifies a request's payload (the middleware uses SHA-256 of
-// method, path and body). A store keeps the fingerprint given to the Claim that
-// acquired a key and reports it back to every later Claim, so the caller can
-// detect a different payload sent under the same key.
+// method, path, query and body). A store keeps the fingerprint given to the
+// Claim that acquired a key and reports it back to every later Claim, so the
+// caller can detect a different payload sent under the same key.
 type Fingerprint [32]byte
 
-// Token is a fencing token: the proof that a caller holds a key. A store never
-// issues the zero Token, and never issues the same token twice for the same
-// key, not even after the key has expired, been released or been taken over:
-// memstore and pgstore draw tokens from a counter (pgstore's survives
-// TRUNCATE … RESTART IDENTITY); a store that draws tokens at random
-// (redisstore: 64 bits from crypto/rand) keeps the promise with overwhelming
-// probability instead, two claims of one key sharing a token with
-// probability 2⁻⁶⁴. Callers treat tokens as opaque values compared for
-// equality.
+// Token is a fencing token: the proof that a caller holds a key. The caller
+// of Claim chooses it, with [NewToken], so that it can release a key whose
+// Claim failed (see the package documentation). Tokens are compared for
+// equality only; the zero Token is never valid.
 type Token uint64
 
 // Record is a recorded response: what the middleware replays to every retry.
@@ -132,8 +153,7 @@ type Record struct {
 	Body []byte
 }
 
-// Clone returns a deep copy of r: stores keep and return copies, so neither
-// side can change the other's record after the call.
+// Clone returns a deep copy of r.
 func (r Record) Clone() Record {
 	c := Record{StatusCode: r.StatusCode}
 	if r.Header != nil {
@@ -145,47 +165,113 @@ func (r Record) Clone() Record {
 	return c
 }
 
-// State says what a Claim found.
+// State is where a key is in its life (see the package documentation).
 type State int
 
 const (
-	// Acquired: the key was absent, or its lease had expired, and the caller
-	// now holds it with Claim.Token.
-	Acquired State = iota + 1
-	// InFlight: another caller holds the key; Claim.LeaseRemaining says for
-	// how much longer, unless it is extended.
+	// Absent: no entry; a Claim acquires the key.
+	Absent State = iota
+	// InFlight: a token holds the key (or held it: see Entry.LeaseRunOut).
 	InFlight
-	// Completed: the key holds a Record, in Claim.Record.
+	// Completed: the key holds a Record, replayed to every Claim.
 	Completed
+	// Released: the token that held the key released it; a Claim acquires
+	// it. The store keeps the mark for a grace (see the package
+	// documentation).
+	Released
 )
 
-// String returns the state's name in lower case.
+// String returns the state's name in lower case: "absent", "in flight",
+// "completed" or "released".
 func (s State) String() string {
 	switch s {
-	case Acquired:
-		return "acquired"
+	case Absent:
+		return "absent"
 	case InFlight:
 		return "in flight"
 	case Completed:
 		return "completed"
+	case Released:
+		return "released"
 	}
 	return "unknown"
 }
 
+// ParseState returns the State whose String is s.
+func ParseState(s string) (State, error) {
+	for st := Absent; st <= Released; st++ {
+		if st.String() == s {
+			return st, nil
+		}
+	}
+	return 0, fmt.Errorf("keystore: unknown state %q", s)
+}
+
+// ClaimArgs are the inputs of [Store.Claim], each one a rule of the
+// conformance suite.
+type ClaimArgs struct {
+	// Fingerprint is the request's: kept with the key when the Claim
+	// acquires it, and reported to every later Claim.
+	Fingerprint Fingerprint
+	// Lease is how long the key is held unless extended. It must be
+	// positive; it is rounded up to the store's resolution (at least a
+	// millisecond).
+	Lease time.Duration
+	// Token is the token the key is held by when the Claim acquires it:
+	// chosen by the caller with NewToken, never zero. A token is used for
+	// one Claim only.
+	Token Token
+	// Client names who the key is claimed for, "" for no one. A store with
+	// a share per client (memstore) charges the key, and its record, to
+	// that client, so that one client filling its share cannot deny the
+	// others; other stores ignore it.
+	Client string
+	// RecordBytes is the largest record, as its encoding's length
+	// ([RecordLen]), that the caller may complete the key with: a store
+	// that reserves room per claim (memstore) reserves this much, so that
+	// the record always fits. Zero: the store's own default reservation.
+	// It must not be negative.
+	RecordBytes int
+}
+
+// Validate returns nil if a Claim with a may be sent, and otherwise an
+// error wrapping [ErrInvalidClaim] that says which input is wrong. Every
+// store's Claim calls it first.
+func (a ClaimArgs) Validate() error {
+	switch {
+	case a.Token == 0:
+		return invalidClaim("the token is zero; choose one with keystore.NewToken")
+	case a.Lease <= 0:
+		return invalidClaim("the lease must be positive")
+	case a.RecordBytes < 0:
+		return invalidClaim("RecordBytes must not be negative")
+	}
+	return nil
+}
+
+func invalidClaim(why string) error { return &claimError{why} }
+
+type claimError struct{ why string }
+
+func (e *claimError) Error() string { return ErrInvalidClaim.Error() + ": " + e.why }
+func (e *claimError) Unwrap() error { return ErrInvalidClaim }
+
 // Claim is the result of [Store.Claim].
 type Claim struct {
-	// State says whether the key was acquired, is in flight or is completed.
+	// Acquired is true when the caller now holds the key with its token
+	// (State is then InFlight).
+	Acquired bool
+	// State is InFlight (acquired, or held by another token) or Completed.
 	State State
-	// Token holds the key when State is Acquired; it is zero otherwise.
-	Token Token
-	// TookOver is true when State is Acquired and the key was taken over from
-	// an in-flight entry whose lease had expired.
+	// TookOver is true when the Claim acquired the key by taking it over
+	// from an in-flight entry whose lease had expired.
 	TookOver bool
 	// Fingerprint is the fingerprint stored with the key: the caller's own when
-	// State is Acquired, the original claimant's otherwise.
+	// Acquired, the original claimant's otherwise.
 	Fingerprint Fingerprint
-	// LeaseRemaining is the time left on the holder's lease when State is
-	// InFlight, by the store's clock. It is always positive then.
+	// LeaseRemaining is the time left on the holder's lease when the key is
+	// held by another token, by the store's clock. It is always positive
+	// then.
 	LeaseRemaining time.Duration
 	// Record is the recorded response when State is Completed. The caller owns
 	// it: the store keeps its own copy.
@@ -200,39 +286,56 @@ type Claim struct {
 // return an error that wraps ctx.Err(), without waiting for the store. When a
 // method returns an error other than [ErrLeaseLost], the caller cannot know
 // whether the store acted (a timeout may fall after the write); the middleware
-// therefore treats such errors as "store unavailable" and never runs a handler
-// without a successful Claim.
+// therefore treats such errors as "store unavailable", never runs a handler
+// without a successful Claim, and releases, with its token, a key whose
+// Claim failed.
 //
 // Durations are rounded up to the store's resolution (at least a millisecond)
 // and must be positive.
 type Store interface {
-	// Claim atomically acquires key for a new token held for lease, or reports
+	// Claim atomically acquires key for a.Token, held for a.Lease, or reports
 	// the entry that holds it: in flight with the remaining lease, or
-	// completed with its Record. An in-flight entry whose lease has expired is
-	// taken over as if the key were absent. Exactly one of any number of
-	// concurrent Claims of an absent key acquires it.
-	Claim(ctx context.Context, key string, fp Fingerprint, lease time.Duration) (Claim, error)
+	// completed with its Record. An in-flight entry whose lease has expired,
+	// and a released one, are taken over as if the key were absent. Exactly
+	// one of any number of concurrent Claims of an absent key acquires it.
+	// A Claim with the token that holds key reports it acquired and changes
+	// nothing (see Repeats of a token's own work).
+	// It fails with an error wrapping ErrInvalidClaim, claiming nothing, when
+	// a.Validate does; with ErrLeaseLost, claiming nothing, when it would
+	// acquire key for a token that was used in a Release of key (see the
+	// package documentation); and with ErrStoreFull when a bounded store has
+	// no room.
+	Claim(ctx context.Context, key string, a ClaimArgs) (Claim, error)
 
-	// Extend renews the lease held by token so that it expires lease from now.
-	// It fails with ErrLeaseLost if token no longer holds key, except that
-	// Extend by the token that completed key succeeds and changes nothing
-	// while the record is kept (see Repeats of a token's own work).
-	Extend(ctx context.Context, key string, token Token, lease time.Duration) error
+	// Extend renews the lease held by token so that it expires lease from
+	// now, and returns the lease that remained before, by the store's clock
+	// (the middleware compares it with its own reckoning to detect a step of
+	// the store's clock). It fails with ErrLeaseLost if token does not hold
+	// key, except that Extend by the token that completed key succeeds,
+	// returns zero and changes nothing while the record is kept (see Repeats
+	// of a token's own work).
+	Extend(ctx context.Context, key string, token Token, lease time.Duration) (remaining time.Duration, err error)
 
-	// Complete stores rec as the key's record, kept for retention from now,
-	// and ends token's hold. It fails with ErrLeaseLost, storing nothing, if
-	// token no longer holds key, except that a repeat by the token that
-	// completed key with an equal record succeeds and changes nothing. It
-	// fails with an error wrapping
-	// ErrInvalidStatus, storing nothing and leaving token's hold as it was,
-	// if rec.StatusCode is outside 200–599.
-	Complete(ctx context.Context, key string, token Token, rec Record, retention time.Duration) error
+	// Complete stores the record that rec encodes (as AppendRecord writes
+	// it) as the key's record, kept for retention from now, and ends token's
+	// hold. It fails with ErrLeaseLost, storing nothing, if token does not
+	// hold key, except that a repeat by the token that completed key with an
+	// equal record succeeds and changes nothing. It fails, storing nothing
+	// and leaving token's hold as it was, with an error wrapping
+	// ErrCorruptRecord if rec is not such an encoding ([CheckRecord]), and
+	// with one wrapping ErrInvalidStatus if its status is outside 200–599.
+	// A store that reserved room for the key's record (ClaimArgs.RecordBytes)
+	// never refuses a record that fits the reservation for want of room. It
+	// keeps no reference to rec once it returns.
+	Complete(ctx context.Context, key string, token Token, rec []byte, retention time.Duration) error
 
-	// Release deletes the in-flight entry held by token, so the next Claim
+	// Release ends the in-flight entry held by token, so that the next Claim
 	// acquires the key (without TookOver). It fails with ErrLeaseLost,
-	// deleting nothing, if token no longer holds key, except that a repeat by
+	// releasing nothing, if token does not hold key, except that a repeat by
 	// the token that released key succeeds and changes nothing until key is
-	// claimed again.
+	// claimed again. Whether it succeeds or not, token never holds key
+	// afterwards: a Claim with token that reaches the store later fails
+	// with ErrLeaseLost.
 	Release(ctx context.Context, key string, token Token) error
 }
 
@@ -249,21 +352,11 @@ type Pinger interface {
 // a networked store's calls. Implementations must still honour a context
 // that is already done.
 //
-// The capability belongs to one concrete store, never to what wraps it: a
-// wrapper that embeds a NonBlocking store inherits its method but may add
-// waits of its own, and a wrapper that embeds the Store interface hides the
-// method. So NonBlocking returns the store it vouches for, and callers
-// trust it only through [IsNonBlocking], which requires that store to be the
-// very value asked about: an inherited method vouches for the embedded
-// store, not for the wrapper. A wrapper that adds no waits keeps the
-// capability by declaring it itself:
-//
-//	func (w *wrapper) NonBlocking() keystore.Store {
-//		if keystore.IsNonBlocking(w.inner) {
-//			return w
-//		}
-//		return nil
-//	}
+// The capability belongs to one concrete store, never to what embeds it:
+// a type that embeds a NonBlocking store inherits its method but may add
+// waits of its own. So NonBlocking returns the store it vouches for, and
+// callers trust it only through [IsNonBlocking], which requires that store
+// to be the very value asked about.
 type NonBlocking interface {
 	NonBlocking() Store
 }

@@ -2,6 +2,8 @@ package keystore_test
 
 import (
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/geoidem/geoidem/keystore"
@@ -19,6 +21,41 @@ func TestRecordValidate(t *testing.T) {
 		}
 		if !ok && !errors.Is(err, keystore.ErrInvalidStatus) {
 			t.Errorf("Validate of status %d: err = %v, want one wrapping ErrInvalidStatus", code, err)
+		}
+	}
+}
+
+// TestTooLargeRecordFitsMinRecordBytes: the record kept in place of a
+// response too large to record fits the least bound a caller may set, for
+// every final status, so that a store that reserved that much has room.
+func TestTooLargeRecordFitsMinRecordBytes(t *testing.T) {
+	for status := keystore.MinStatusCode; status <= keystore.MaxStatusCode; status++ {
+		rec := keystore.TooLargeRecord(status)
+		if n := keystore.RecordLen(rec); n > keystore.MinRecordBytes {
+			t.Fatalf("TooLargeRecord(%d) encodes to %d bytes, over MinRecordBytes %d", status, n, keystore.MinRecordBytes)
+		}
+		if rec.StatusCode != status {
+			t.Fatalf("TooLargeRecord(%d) has status %d", status, rec.StatusCode)
+		}
+	}
+}
+
+// TestHoldFit: Fit keeps a record within MaxRecordBytes (the bound
+// included) and replaces a larger one, headers counted.
+func TestHoldFit(t *testing.T) {
+	rec := keystore.Record{StatusCode: 201, Header: http.Header{"Link": {strings.Repeat("x", 100)}}}
+	n := keystore.RecordLen(rec)
+	for _, c := range []struct {
+		max  int
+		keep bool
+	}{{0, true}, {n, true}, {n - 1, false}} {
+		h := keystore.Hold{MaxRecordBytes: c.max}
+		got := h.Fit(rec)
+		if kept := got.Header.Get("Link") != ""; kept != c.keep {
+			t.Errorf("MaxRecordBytes %d, a record of %d bytes: kept = %v, want %v", c.max, n, kept, c.keep)
+		}
+		if got.StatusCode != 201 {
+			t.Errorf("MaxRecordBytes %d: status %d, want 201", c.max, got.StatusCode)
 		}
 	}
 }

@@ -9,17 +9,17 @@ import (
 
 func TestSummaryAdd(t *testing.T) {
 	var s keystore.Summary
-	s.Add("a", keystore.Entry{State: keystore.Recorded, RetentionRemaining: time.Hour}, 100)
-	s.Add("b", keystore.Entry{State: keystore.Held, LeaseRemaining: -time.Second, LeaseRunOut: true}, 10)
-	s.Add("c", keystore.Entry{State: keystore.Held, LeaseRemaining: time.Minute}, 20)
+	s.Add("a", keystore.Entry{State: keystore.Completed, RetentionRemaining: time.Hour}, 100)
+	s.Add("b", keystore.Entry{State: keystore.InFlight, LeaseRemaining: -time.Second, LeaseRunOut: true}, 10)
+	s.Add("c", keystore.Entry{State: keystore.InFlight, LeaseRemaining: time.Minute}, 20)
 	s.Add("d", keystore.Entry{State: keystore.Released}, 5)
 	want := keystore.Summary{InFlight: 2, LeaseRunOut: 1, Completed: 1, Bytes: 130,
-		Oldest: "b", OldestState: keystore.Held, OldestRemaining: -time.Second}
+		Oldest: "b", OldestState: keystore.InFlight, OldestRemaining: -time.Second}
 	if s != want {
 		t.Errorf("Summary = %+v, want %+v", s, want)
 	}
 	var one keystore.Summary
-	one.Add("x", keystore.Entry{State: keystore.Recorded, RetentionRemaining: 2 * time.Hour}, 1)
+	one.Add("x", keystore.Entry{State: keystore.Completed, RetentionRemaining: 2 * time.Hour}, 1)
 	if one.Oldest != "x" || one.OldestRemaining != 2*time.Hour {
 		t.Errorf("one entry: %+v, want it the oldest", one)
 	}

@@ -40,8 +40,8 @@ type leavingStore struct {
 	releases atomic.Int64
 }
 
-func (s *leavingStore) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
-	c, err := s.Store.Claim(ctx, key, fp, lease)
+func (s *leavingStore) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
+	c, err := s.Store.Claim(ctx, key, a)
 	s.leave()
 	return c, err
 }

@@ -19,10 +19,20 @@ import (
 // call at most bare+8, a replay at most bare+4). The counts are
 // deterministic; a change that adds an allocation per request fails here
 // and must either be cut or raise the budget deliberately.
+//
+// Raised deliberately from 8 to 9 (issue 34): a first call detaches the
+// request's context from its cancellation with context.WithoutCancel (16
+// bytes), where a home-made context embedded in the exchange did it
+// without an allocation but had to find the context package's private
+// cancelCtxKey by probing context.Cause. The alternatives that keep the
+// count (allocating the exchange before the claim, so that replays pay
+// its kilobyte too) cost more than they save. A store that can block pays
+// nothing more: its claim's detached context is the exchange's
+// (TestStoreTimeoutAllocationBudget).
 func TestAllocationBudget(t *testing.T) {
 	const (
-		firstCallBudget = 8 // allocations over the bare handler
-		replayBudget    = 2
+		firstCallBudget  = 9 // allocations over the bare handler
+		replayCallBudget = 2
 	)
 	store := memstore.New(memstore.Config{MaxEntries: 1 << 16, MaxBytes: 1 << 28})
 	m, err := middleware.New(store, middleware.Config{})
@@ -31,14 +41,18 @@ func TestAllocationBudget(t *testing.T) {
 	}
 	wrapped := m.Handler(ingestHandler)
 	newKey := keySeq()
+	firstBudget, replayBudget := firstCallBudget, replayCallBudget
+	if raceEnabled {
+		firstBudget, replayBudget = firstBudget+1, replayBudget+1 // the claim token's buffer (see raceEnabled)
+	}
 	bare := allocsPerRequest(t, ingestHandler, newKey)
 	first := allocsPerRequest(t, wrapped, newKey)
 	replay := allocsPerRequest(t, wrapped, hotKey)
 	t.Logf("allocations per request: bare %v, first call %v (+%v), replay %v (+%v)", bare, first, first-bare, replay, replay-bare)
-	if first-bare > firstCallBudget {
-		t.Errorf("first call: %v allocations over the bare handler's %v, budget %d", first-bare, bare, firstCallBudget)
+	if first-bare > float64(firstBudget) {
+		t.Errorf("first call: %v allocations over the bare handler's %v, budget %d", first-bare, bare, firstBudget)
 	}
-	if replay-bare > replayBudget {
+	if replay-bare > float64(replayBudget) {
 		t.Errorf("replay: %v allocations over the bare handler's %v, budget %d", replay-bare, bare, replayBudget)
 	}
 }
@@ -46,10 +60,8 @@ func TestAllocationBudget(t *testing.T) {
 // blockingMemstore is memstore as a store that may block: not
 // keystore.NonBlocking (its NonBlocking vouches for the embedded Store, not
 // for it), so the middleware bounds every call by Config.StoreTimeout, as
-// for Redis and PostgreSQL, and a keystore.EncodedCompleter like memstore.
+// for Redis and PostgreSQL.
 type blockingMemstore struct{ *memstore.Store }
-
-func (s blockingMemstore) CompletesEncoded() keystore.Store { return s }
 
 // TestStoreTimeoutAllocationBudget pins what bounding the store's calls by
 // Config.StoreTimeout costs a request: a first call (a claim and a

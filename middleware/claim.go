@@ -7,77 +7,99 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/problem"
 	"github.com/geoidem/geoidem/keystore"
 )
 
-// claim claims key, and, with WaitInFlight, waits for an in-flight original
-// with the same fingerprint to finish. It also returns when the last Claim
-// was sent: an acquired lease may end at that time plus the lease. The
-// wait ends with ctx (the request's); the store is called under sctx,
-// the request's context detached from its cancellation.
-func (m *Middleware) claim(ctx, sctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, time.Time, error) {
+// claimed is what claim found: the store's answer, the token the Claim was
+// sent with, when it was sent (an acquired lease may end at that time plus
+// the store lease), and, for a store that can block, the request's context
+// detached from its cancellation that the store was called under (nil for
+// a NonBlocking store, called under the request's own).
+type claimed struct {
+	keystore.Claim
+	token    keystore.Token
+	sent     time.Time
+	detached context.Context
+}
+
+// claim claims key for r and, with WaitInFlight, waits for an in-flight
+// original with the same fingerprint to finish. Each Claim carries a token
+// of its own, chosen here (keystore.NewToken), the request's client
+// (Config.Client) and the room its record may need (MaxRecordBytes). The
+// wait ends with the request's context.
+func (m *Middleware) claim(r *http.Request, key string, fp keystore.Fingerprint) (claimed, error) {
+	a := keystore.ClaimArgs{Fingerprint: fp, Lease: m.storeLease, RecordBytes: m.maxRecord}
+	if m.client != nil {
+		a.Client = m.client(r)
+	}
+	ctx := r.Context()
+	var detached context.Context
+	if !m.nonBlocking {
+		detached = context.WithoutCancel(ctx)
+	}
 	var deadline time.Time
 	if m.waitInFlight > 0 {
 		deadline = time.Now().Add(m.waitInFlight)
 	}
 	pause := 10 * time.Millisecond
 	for {
+		a.Token = keystore.NewToken()
 		sent := time.Now()
-		c, err := m.storeClaim(sctx, key, fp)
-		if err != nil || c.State != keystore.InFlight || c.Fingerprint != fp {
-			return c, sent, err
+		c, err := m.claimOnce(ctx, detached, key, a)
+		out := claimed{Claim: c, token: a.Token, sent: sent, detached: detached}
+		if err != nil || c.Acquired || c.State != keystore.InFlight || c.Fingerprint != fp {
+			return out, err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return c, sent, nil
+			return out, nil
 		}
 		t := time.NewTimer(min(pause, left, c.LeaseRemaining))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return c, sent, nil
+			return out, nil
 		case <-t.C:
 		}
 		pause = min(2*pause, 250*time.Millisecond)
 	}
 }
 
-// storeClaim runs one Claim under ctx's values, not its cancellation, for
-// a store that can block (for a NonBlocking store, under ctx itself: see
-// below), bounded by Config.StoreTimeout: a claim canceled by a client that left
-// may commit in the store while its reply is lost, leaving the key in
-// flight for the whole lease. See abandon for what follows.
+// claimOnce sends one Claim.
 //
-// A Claim that times out may have acquired the key all the same. So, for a
-// store that can block, the middleware chooses the claim's token itself
-// (keystore.ContextWithClaimToken) before sending it, and after a timeout
-// releases the key with that token in the background (releaseUncertain):
-// every retry would otherwise meet 409 for the whole lease.
-func (m *Middleware) storeClaim(ctx context.Context, key string, fp keystore.Fingerprint) (keystore.Claim, error) {
+// A NonBlocking store is called under the request's own context: it
+// honours a context done before the call, and then (keystore.NonBlocking,
+// and the conformance suite's canceled-context rule) changes nothing; once
+// it has looked, it returns at once. So a claim refused because the client
+// has just left is sent again, detached, as any claim once the request
+// arrived: abandon then releases what it acquires.
+//
+// A store that can block is called under detached, the request's context
+// detached from its cancellation (a claim canceled by a client that left
+// may commit in the store while its reply is lost), bounded by
+// Config.StoreTimeout. A
+// Claim that fails may have acquired the key all the same, whatever ended
+// it: a timeout, a connection reset, a batch that outlived the call. Its
+// outcome is unknown, so the key is released in the background by the
+// Claim's token (releaseUncertain): if the Claim acquired the key, the key
+// is free again; if it did not, or has not yet, the Release fences the
+// token and the store keeps it from ever acquiring the key (see package
+// keystore, "Claims whose outcome is unknown"). Only a refusal the store
+// makes before acting (ErrStoreFull, ErrInvalidClaim) needs no release.
+func (m *Middleware) claimOnce(ctx, detached context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	if m.nonBlocking {
-		// A NonBlocking store may be called under the request's own
-		// context: it honours a context done before the call, and then
-		// (keystore.NonBlocking, and the conformance suite's canceled-context
-		// rule) changes nothing; once it has looked, it returns at once.
-		// So a claim refused because the client has just left is sent
-		// again, detached, as any claim once the request arrived: abandon
-		// then releases what it acquires.
-		c, err := m.store.Claim(ctx, key, fp, m.storeLease)
+		c, err := m.callClaim(ctx, key, a)
 		if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
-			c, err = m.store.Claim(context.WithoutCancel(ctx), key, fp, m.storeLease)
+			c, err = m.callClaim(context.WithoutCancel(ctx), key, a)
 		}
 		return c, err
 	}
 	sent := time.Now()
-	tok := keystore.NewClaimToken()
-	sctx, cancel := m.claimContext(ctx, tok)
-	defer cancel()
-	c, err := m.store.Claim(sctx, key, fp, m.storeLease)
-	if err != nil && sctx.Err() != nil {
-		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency claim timed out and may have acquired its key; releasing it in the background",
+	c, err := m.callClaim(detached, key, a)
+	if err != nil && !errors.Is(err, keystore.ErrStoreFull) && !errors.Is(err, keystore.ErrInvalidClaim) {
+		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency claim failed and may have acquired its key; releasing it by its token in the background",
 			slog.String("key", key), slog.Any("error", err))
-		m.releaseUncertain(ctx, key, tok, sent)
+		m.releaseUncertain(detached, key, a.Token, sent)
 	}
 	return c, err
 }
@@ -87,16 +109,20 @@ func (m *Middleware) storeClaim(ctx context.Context, key string, fp keystore.Fin
 // the handler does not run, and a retry finds the key free rather than in
 // flight for the whole lease. A release that fails is retried in the
 // background, as after a handler's 5xx, while the lease holds: counted
-// from when the claim was sent (sent), not from when the request arrived,
-// which may be a long upload earlier.
-func (m *Middleware) abandon(w http.ResponseWriter, r *http.Request, key string, claim keystore.Claim, sent, start time.Time) {
-	hold := &keystore.Hold{Key: key, Token: claim.Token, Retention: m.retention}
+// from when the claim was sent, not from when the request arrived, which
+// may be a long upload earlier.
+func (m *Middleware) abandon(w http.ResponseWriter, r *http.Request, key string, c claimed, start time.Time) {
+	hold := &keystore.Hold{Key: key, Token: c.token, Retention: m.retention}
 	rn := new(renewal)
-	rn.start(m, r.Context(), hold, func(error) {}, sent)
-	m.release(r.Context(), hold, rn)
-	problem.Write(w, http.StatusServiceUnavailable, problem.JSON(problem.Doc{Type: ProblemStoreDown, Title: "Idempotency store unavailable", Status: http.StatusServiceUnavailable,
-		Detail: "The request was canceled before it ran; it was not executed, so retry with the same key."}), m.retryAfter)
-	m.done(r.Context(), Event{Outcome: Canceled, Key: key, Status: http.StatusServiceUnavailable, TookOver: claim.TookOver, Err: context.Cause(r.Context())}, start)
+	rn.fixed(m, hold, c.sent)
+	detached := c.detached
+	if detached == nil {
+		detached = context.WithoutCancel(r.Context())
+	}
+	m.release(detached, hold, rn)
+	m.answer(w, r, start, Event{Outcome: Canceled, Key: key, TookOver: c.TookOver, Err: context.Cause(r.Context())},
+		http.StatusServiceUnavailable, ProblemStoreDown, "Idempotency store unavailable",
+		"The request was canceled before it ran; it was not executed, so retry with the same key.", m.retryAfter)
 }
 
 // inFlightRetryAfter is the Retry-After of a 409: what the store knows,
@@ -107,46 +133,4 @@ func (m *Middleware) abandon(w http.ResponseWriter, r *http.Request, key string,
 // lease ends, and the sender comes back about then rather than polling.
 func (m *Middleware) inFlightRetryAfter(remaining time.Duration) time.Duration {
 	return max(m.retryAfter, min(remaining, m.lease/6))
-}
-
-// storeContext bounds one store operation by Config.StoreTimeout, unless
-// the store is keystore.NonBlocking and needs no bound. Under a parent
-// that is never canceled (the usual case: store calls are detached from
-// the client) the bound comes from m.deadlines, one shared timer.
-func (m *Middleware) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if m.nonBlocking {
-		return ctx, nop
-	}
-	if ctx.Done() == nil && m.storeTimeout >= minBucketed {
-		return m.deadlines.bound(ctx, m.storeTimeout), nop
-	}
-	return context.WithTimeout(ctx, m.storeTimeout)
-}
-
-// storeContextUntil is storeContext(ctx) ending at until if that is
-// sooner: one context, where storeContext's and a deadline derived from
-// it would be two (and, under a shared deadline, a goroutine watching it).
-func (m *Middleware) storeContextUntil(ctx context.Context, until time.Time) (context.Context, context.CancelFunc) {
-	if !m.nonBlocking {
-		until = minTime(until, time.Now().Add(m.storeTimeout))
-	}
-	return context.WithDeadline(ctx, until)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// claimContext is storeContext(keystore.ContextWithClaimToken(context.WithoutCancel(ctx), tok)),
-// in one allocation when it can.
-func (m *Middleware) claimContext(ctx context.Context, tok keystore.Token) (context.Context, context.CancelFunc) {
-	if m.storeTimeout < minBucketed {
-		return context.WithTimeout(keystore.ContextWithClaimToken(context.WithoutCancel(ctx), tok), m.storeTimeout)
-	}
-	c := m.deadlines.bound(ctx, m.storeTimeout)
-	c.token = tok
-	return c, nop
 }

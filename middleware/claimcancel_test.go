@@ -96,8 +96,8 @@ type lateReplyStore struct {
 	reply   chan struct{}
 }
 
-func (s *lateReplyStore) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
-	c, err := s.Store.Claim(context.WithoutCancel(ctx), key, fp, lease)
+func (s *lateReplyStore) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
+	c, err := s.Store.Claim(context.WithoutCancel(ctx), key, a)
 	if err != nil {
 		return c, err
 	}

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/deadline"
 	"github.com/geoidem/geoidem/internal/ratelog"
+	"github.com/geoidem/geoidem/internal/schedule"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -56,27 +58,29 @@ type Config struct {
 	KeyOptional bool
 
 	// Scope returns the scope of a request's key: requests share a stored key
-	// only when both their scope and their key are equal. Default: the method
-	// and the [NormalizedPath], one spelling per route of http.ServeMux:
-	// /features and /%66eatures are one scope (the mux runs the same handler
-	// for both), /a%2Fb and /a/b two (different routes). Include the
-	// caller's authenticated identity, so that one tenant can never replay
-	// another's response, and build the path part the same way, from
-	// NormalizedPath (or from a route's own identity): a scope that tells
-	// apart spellings the router merges (r.URL.EscapedPath, r.RequestURI)
-	// runs one delivery once per spelling, and one that merges routes the
-	// router tells apart (r.URL.Path merges /a%2Fb with /a/b) replays one
-	// route's answer to the other.
+	// only when both their scope and their key are equal. Default:
+	// [DefaultScope], one scope per route of http.ServeMux (the method in
+	// any case, the host of a host pattern, the path in every spelling the
+	// mux routes alike), when the middleware wraps a route's handler.
+	// Include the caller's authenticated identity, so that one tenant can
+	// never replay another's response, and build the rest on DefaultScope
+	// (tenantOf(r) + " " + middleware.DefaultScope(r)), or on a route's own
+	// identity where another router routes by more than the method and the
+	// path. A scope that tells apart what the router merges (r.Method as
+	// sent, r.URL.EscapedPath, r.RequestURI) runs one delivery once per
+	// spelling, and one that merges routes the router tells apart (r.Host
+	// ignored behind host patterns, r.URL.Path, which merges /a%2Fb with
+	// /a/b) replays one route's answer to the other.
 	Scope func(r *http.Request) string
 
 	// Client, if set, names the client of a request: its claim is made
-	// with a context naming it (keystore.ContextWithClient), and a store
-	// with a share per client (memstore's MaxClientEntries and
-	// MaxClientBytes) charges the key to that client, so that one client
-	// filling its share cannot deny the others. Use an identity the
-	// client cannot choose: an authenticated tenant, the verified sender of
-	// a Standard Webhook (set in the request context by code after the
-	// verifier), or the remote address. Default: none.
+	// for that client (keystore.ClaimArgs.Client), and a store with a share
+	// per client (memstore's MaxClientEntries and MaxClientBytes) charges
+	// the key to that client, so that one client filling its share cannot
+	// deny the others. Use an identity the client cannot choose: an
+	// authenticated tenant, the verified sender of a Standard Webhook (set
+	// in the request context by code after the verifier), or the remote
+	// address. Default: none.
 	Client func(r *http.Request) string
 
 	// CanonicalJSON fingerprints a JSON body by its RFC 8785 canonical form
@@ -98,12 +102,16 @@ type Config struct {
 
 	// MaxRecordBytes bounds the record kept for replay: the whole record as
 	// a store encodes it ([keystore.RecordLen]: status, recorded headers and
-	// trailers, and body), so that a store that reserves this much per claim
-	// (memstore) always has room for it. A larger response is still sent in
-	// full, but what is recorded, and replayed, is a problem document (of
-	// about 400 bytes) under the same status saying it was too large, so
-	// that the request is never silently executed twice. Default
-	// DefaultMaxRecordBytes.
+	// trailers, and body), whatever path the response took (a body, headers
+	// alone, a flush, trailers). Each claim tells the store
+	// (keystore.ClaimArgs.RecordBytes), so that a store that reserves room
+	// per claim (memstore) always has room for the record. A larger
+	// response is still sent in full, but what is recorded, and replayed,
+	// is keystore.TooLargeRecord: a problem document (of about 400 bytes)
+	// under the same status saying it was too large, so that the request is
+	// never silently executed twice. A handler that records its own
+	// response (keystore.Hold) is held to it too (Hold.Fit). At least
+	// keystore.MinRecordBytes (1 KiB). Default DefaultMaxRecordBytes.
 	MaxRecordBytes int
 
 	// ReplayHeaders are the response headers recorded and replayed; those
@@ -171,12 +179,20 @@ type Config struct {
 	// malformed key (Rejected; see Event). It must be fast and safe for
 	// concurrent use.
 	Observer func(Event)
+
+	// StoreObserver, if set, is called synchronously after each call the
+	// middleware makes of its store (Claim, Extend, Complete, Release),
+	// in the request or in the background, with the operation, its latency
+	// and its error. It must be fast and safe for concurrent use. (Records a
+	// handler commits itself, with pgstore's InTx or CompleteTx, are
+	// reported by pgstore's own Config.Observer.)
+	StoreObserver func(keystore.Call)
 }
 
 // Middleware makes a handler idempotent: see the package documentation.
 type Middleware struct {
-	sched         schedule  // the renewals' ticks
-	deadlines     deadlines // the store calls' StoreTimeout
+	sched         schedule.Schedule // the renewals' ticks
+	deadlines     deadline.Shared   // the store calls' StoreTimeout
 	store         keystore.Store
 	nonBlocking   bool // the store never waits: no timeouts needed around it
 	methods       map[string]bool
@@ -191,9 +207,8 @@ type Middleware struct {
 	maxBody       int64
 	maxRecord     int
 	replayHeaders []string
-	recordHeaders []string                  // replayHeaders sorted, each once: the recorder's order
-	trailerKeys   []string                  // http.TrailerPrefix + each of recordHeaders
-	encoded       keystore.EncodedCompleter // store, when it takes records encoded
+	recordHeaders []string // replayHeaders sorted, each once: the recorder's order
+	trailerKeys   []string // http.TrailerPrefix + each of recordHeaders
 	lease         time.Duration
 	storeLease    time.Duration // what the store grants: see StoreLease
 	retention     time.Duration
@@ -204,6 +219,7 @@ type Middleware struct {
 	log           *slog.Logger
 	refusals      *ratelog.Logger // log, at a bounded rate, for refusals a flood can repeat
 	observe       func(Event)
+	observeStore  func(keystore.Call)
 	bg            background // records and releases retried after their requests
 }
 
@@ -234,6 +250,7 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 		handlerTime:  cfg.HandlerTimeout,
 		log:          cfg.Logger,
 		observe:      cfg.Observer,
+		observeStore: cfg.StoreObserver,
 	}
 	for _, d := range []struct {
 		name string
@@ -247,6 +264,9 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 		if d.v <= 0 {
 			return nil, fmt.Errorf("middleware: Config.%s must not be negative", d.name)
 		}
+	}
+	if m.maxRecord < keystore.MinRecordBytes {
+		return nil, fmt.Errorf("middleware: Config.MaxRecordBytes (%d) must be at least keystore.MinRecordBytes (%d), room for the record kept in place of a larger response", m.maxRecord, keystore.MinRecordBytes)
 	}
 	if m.lease < 3*time.Millisecond {
 		return nil, errors.New("middleware: Config.Lease must be at least 3ms")
@@ -280,10 +300,12 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 		m.replayHeaders = append(m.replayHeaders, c)
 	}
 	m.recordHeaders = slices.Compact(slices.Sorted(slices.Values(m.replayHeaders)))
+	if len(m.recordHeaders) >= 0x80 {
+		return nil, fmt.Errorf("middleware: Config.ReplayHeaders names %d headers; at most 127", len(m.recordHeaders))
+	}
 	for _, name := range m.recordHeaders {
 		m.trailerKeys = append(m.trailerKeys, http.TrailerPrefix+name)
 	}
-	m.encoded, _ = keystore.CompletesEncoded(store)
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 	"time"
-
-	"github.com/geoidem/geoidem/internal/problem"
 )
 
 // ProblemInvalidHeaders is the type of the 400 answered when a
@@ -91,8 +89,8 @@ func (m *Middleware) refuseHeaders(w http.ResponseWriter, r *http.Request, start
 	if err == nil {
 		return false
 	}
-	status, doc := problemOf(err, problem.Doc{Type: ProblemInvalidHeaders, Title: "Request headers refused", Status: http.StatusBadRequest})
-	problem.Write(w, status, doc, 0)
+	status, doc := problemOf(err, ProblemInvalidHeaders, "Request headers refused", http.StatusBadRequest)
+	writeProblem(w, status, doc, 0)
 	m.done(r.Context(), Event{Outcome: Rejected, Status: status, Err: err}, start)
 	return true
 }

@@ -13,11 +13,17 @@
 //
 //  1. parses the key (400 when missing, unless Config.KeyOptional, or
 //     malformed) and reads the body up to Config.MaxBodyBytes (413);
-//  2. claims the key in the [keystore.Store], before any other work. The
-//     stored key is [StoreKey] of the request's scope (method and
-//     [NormalizedPath] by default; see Config.Scope) and its key, so keys of
-//     different paths or tenants never meet, spellings of one path that
-//     http.ServeMux routes alike (/features, /%66eatures) share theirs, and
+//  2. computes the request's identity, once: the method in upper case,
+//     the host of the http.ServeMux pattern that routed it (if any), the
+//     [NormalizedPath], the parsed key; the scope ([DefaultScope], or
+//     Config.Scope), the fingerprint, the stored key, the logs and the
+//     geoidem command all read it. It then claims the key in the
+//     [keystore.Store], before any other work, with a token of its own
+//     ([keystore.NewToken]), the request's client and the room its record
+//     may need as the claim's arguments ([keystore.ClaimArgs]). The stored
+//     key is [StoreKey] of the scope and the key, so keys of different
+//     routes or tenants never meet, spellings of one route that ServeMux
+//     routes alike (/features, /%66eatures; POST, post) share theirs, and
 //     the store never sees raw client input;
 //  3. runs the Validator, if any, and then the handler, renewing the lease
 //     while they run. From the claim on, the request runs to its end: the
@@ -37,14 +43,15 @@
 //	http.MaxBytesReader the server put in front
 //	headers refused by the Validator's CheckHeaders  its problem (geojson: 415), not recorded; nothing claimed
 //	body could not be read (client gone, truncated)  400 body-unreadable; nothing claimed
-//	store failed or slower than Config.StoreTimeout  503 store-unavailable with Retry-After; handler not run
+//	store failed or slower than Config.StoreTimeout  503 store-unavailable with Retry-After; handler not
+//	                                                 run; a claim that failed (a timeout, a reset, a
+//	                                                 batch that outlived the call: it may have acquired
+//	                                                 the key) is released at once, in the background,
+//	                                                 by the token the middleware chose for it, so
+//	                                                 retries do not meet 409 for the whole lease
 //	store full (keystore.ErrStoreFull), or the       503 store-full with Retry-After from when the
 //	client's share of it (Config.Client)             store says room frees (keystore.FullError),
-//	                                                 at least Config.RetryAfter; handler not run;
-//	                                                 a claim that timed out (it may have acquired the
-//	                                                 key) is released in the background by the token
-//	                                                 the middleware chose for it, so retries do not
-//	                                                 meet 409 for the whole lease
+//	                                                 at least Config.RetryAfter; handler not run
 //	request canceled (client gone) while its claim  the key is released at once (the claim runs under
 //	was in flight                                    a context the client cannot cancel, bounded by
 //	                                                 Config.StoreTimeout); 503; handler not run;
@@ -61,9 +68,10 @@
 //	same key and payload, record's status outside    500 response-not-recorded (a replay never panics)
 //	200–599
 //	same key, different payload                      422 key-reused
-//	handler answered 5xx, 408 or 429                 passed on; the claim is released so a retry runs again
+//	handler answered 5xx, 408, 429, or 409 with      passed on; the claim is released so a retry runs again
+//	Retry-After
 //	handler panicked before a final answer,          the claim is released; the panic propagates
-//	or after a 5xx, 408 or 429
+//	or after a 5xx, 408, 429 or 409 with Retry-After
 //	handler panicked after another final answer      the key is completed, never released: with the
 //	(http.ErrAbortHandler included)                  response if its body is as long as its declared
 //	                                                 Content-Length, else with a response-not-recorded
@@ -106,13 +114,18 @@
 // record (status, recorded headers and trailers, and body, as a store
 // encodes it: [keystore.RecordLen]) would be larger than
 // Config.MaxRecordBytes is sent in full but recorded as a problem
-// document saying it was too large, under the original status, so that a
-// retry learns the outcome rather than running the handler twice. The
-// recording happens after the handler returns, even when the client has
-// already hung up: the middleware cannot tell a handler that gave up from
-// one that did its work and had nothing to say (net/http's implicit 200),
-// so a handler that wants its work retried answers 5xx, 408 or 429, or
-// panics with http.ErrAbortHandler before writing.
+// document saying it was too large, under the original status
+// ([keystore.TooLargeRecord]), so that a retry learns the outcome rather
+// than running the handler twice. Every byte counts, on every path a
+// response takes: headers alone (a 201 with a large Link, a 204), a flush,
+// trailers; and each claim tells the store how much room its record may
+// need (keystore.ClaimArgs.RecordBytes), so that a store that reserves room
+// per claim always has it. The recording happens after the handler
+// returns, even when the client has already hung up: the middleware cannot
+// tell a handler that gave up from one that did its work and had nothing
+// to say (net/http's implicit 200), so a handler that wants its work
+// retried answers 5xx, 408, 429 (or 409 with Retry-After), or panics with
+// http.ErrAbortHandler before writing.
 //
 // # Leases
 //
@@ -142,10 +155,9 @@
 // running leases early, and a duplicate sent then is answered by a second
 // run of the handler alongside the first (on PostgreSQL the original's
 // CompleteTx is then fenced and rolled back; on Redis both may answer
-// 201). The middleware detects such a step after the fact: on each renewal
-// a store that supports it reports the lease it found remaining
-// ([keystore.ContextWithLeaseReport]; memstore, redisstore and pgstore
-// do), and when that differs from the middleware's reckoning by more than
+// 201). The middleware detects such a step after the fact: each renewal
+// returns the lease the store found remaining ([keystore.Store.Extend]),
+// and when that differs from the middleware's reckoning by more than
 // StoreTimeout + Lease/10, the middleware logs an error and sets the
 // request's Event.ClockStep.
 //
@@ -217,6 +229,17 @@
 //
 // The handler finds its [keystore.Hold] in the request context
 // ([keystore.HoldFromContext]). A handler that commits its write and the
-// key's record in one database transaction (package pgstore) marks the hold
-// completed, and the middleware then leaves the key alone.
+// key's record in one database transaction (package pgstore) stores the
+// hold's Fit of its record (MaxRecordBytes holds there too) and commits
+// through Hold.Commit, which marks the hold completed: the middleware then
+// leaves the key alone. While that commit runs the transaction holds the
+// key, and the middleware never stops the handler for a renewal that waits
+// on it.
+//
+// # Observing the store
+//
+// Config.StoreObserver receives a [keystore.Call] for every call the
+// middleware makes of its store. Nothing wraps the store, so it keeps
+// every capability it has ([keystore.NonBlocking], [keystore.Pinger],
+// [keystore.Admin]).
 package middleware

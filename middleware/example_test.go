@@ -45,7 +45,7 @@ func ExampleConfig_scope() {
 	cfg := middleware.Config{
 		Scope: func(r *http.Request) string {
 			tenant, _, _ := r.BasicAuth() // or the identity your auth middleware put in the context
-			return tenant + " " + r.Method + " " + middleware.NormalizedPath(r)
+			return tenant + " " + middleware.DefaultScope(r)
 		},
 	}
 	_, err := middleware.New(new(memstore.Store), cfg)

@@ -11,10 +11,11 @@ import (
 )
 
 // fingerprint hashes what must match between a request and its retries:
-// the method, the path (path, its NormalizedPath), the query and the body
-// (or the body's canonical form). The query is included so that, say, ?dry-run=1 and a real run
-// under one key are a mismatch, not a replay of each other.
-func (m *Middleware) fingerprint(r *http.Request, path string, body []byte) keystore.Fingerprint {
+// the method and the path as its identity has them (upper case, the
+// NormalizedPath), the query and the body (or the body's canonical form).
+// The query is included so that, say, ?dry-run=1 and a real run under one
+// key are a mismatch, not a replay of each other.
+func (m *Middleware) fingerprint(r *http.Request, id identity, body []byte) keystore.Fingerprint {
 	content := body
 	if m.canonical && len(body) > 0 {
 		if c, err := jcs.Canonicalize(body); err == nil {
@@ -30,8 +31,8 @@ func (m *Middleware) fingerprint(r *http.Request, path string, body []byte) keys
 	// pooled hash, the fields copied ahead of it.
 	var stack [512]byte
 	b := append(stack[:0], prefix...)
-	b = append(append(b, r.Method...), 0)
-	b = append(append(b, path...), 0)
+	b = append(append(b, id.method...), 0)
+	b = append(append(b, id.path...), 0)
 	b = append(append(b, r.URL.RawQuery...), 0)
 	if len(b)+len(content) <= len(stack) {
 		return sha256.Sum256(append(b, content...))

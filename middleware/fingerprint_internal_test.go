@@ -19,7 +19,7 @@ func TestFingerprintIsOneDigest(t *testing.T) {
 		for _, n := range []int{0, 1, 400, 460, 470, 480, 511, 512, 513, 4096, 1 << 16} {
 			body := []byte(strings.Repeat("x", n))
 			r := httptest.NewRequest("POST", "/features?"+query, nil)
-			got := m.fingerprint(r, "/features", body)
+			got := m.fingerprint(r, identity{method: "POST", path: "/features"}, body)
 			want := sha256.Sum256([]byte("geoidem fingerprint v1\x00POST\x00/features\x00" + query + "\x00" + string(body)))
 			if got != want {
 				t.Errorf("query of %d bytes, body of %d bytes: fingerprint %x, want %x", len(query), n, got, want)

@@ -109,15 +109,18 @@ func (b *background) giveUp() (pending, records, releases int) {
 		b.quit = make(chan struct{})
 	}
 	b.quitQ.Do(func() { close(b.quit) })
-	return b.n, b.gaveUp[bgRecord] + b.pending[bgRecord],
-		b.gaveUp[bgRelease] + b.pending[bgRelease] + b.gaveUp[bgUncertain] + b.pending[bgUncertain]
+	return b.n, b.gaveUp[bgRecord] + b.pending[bgRecord], b.gaveUp[bgRelease] + b.pending[bgRelease]
 }
 
-// given returns the records and releases given up so far.
+// given returns the records and releases given up so far. The releases of
+// claims whose outcome was unknown are not among them: such a claim may
+// never have reached the store (a store that is down fails every claim),
+// and if it did, the key is free again once its lease ends, as for a
+// crashed process; they are logged.
 func (b *background) given() (records, releases int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.gaveUp[bgRecord], b.gaveUp[bgRelease] + b.gaveUp[bgUncertain]
+	return b.gaveUp[bgRecord], b.gaveUp[bgRelease]
 }
 
 // ShutdownError is the error of a Shutdown that gave anything up: records
@@ -126,13 +129,16 @@ func (b *background) given() (records, releases int) {
 // written (their keys answer 409 until then).
 type ShutdownError struct {
 	// Pending is how much work was still pending when Shutdown's context
-	// ended: given up then, after the store call under way (which may
-	// still succeed: the counts are an upper bound).
+	// ended, releases of claims whose outcome was unknown included: given
+	// up then, after the store call under way (which may still succeed:
+	// the counts are an upper bound).
 	Pending int
 	// Records and Releases are the records and releases given up without
 	// being written since the Middleware was created, those pending
 	// included: their lease may have ended in a stall, the store refused
-	// them, MaxBackground was reached, or Shutdown gave them up.
+	// them, MaxBackground was reached, or Shutdown gave them up. The
+	// releases of claims whose outcome was unknown (see Pending) are not
+	// counted: such a claim may never have reached the store.
 	Records, Releases int
 	// Err is the context's error when Shutdown's context ended with work
 	// pending; nil otherwise.
@@ -192,9 +198,9 @@ func (m *Middleware) Shutdown(ctx context.Context) error {
 // longer, so that a store that refuses the record for good (but extends
 // leases) cannot block the key for ever: the background ends at most
 // Lease + StoreLease after the handler returned. It stops rn when it ends.
-func (m *Middleware) completeLater(ctx context.Context, hold *keystore.Hold, rec recording, rn *renewal) {
-	m.later(ctx, hold, rn, bgRecord, func(ctx context.Context) error {
-		return m.storeComplete(ctx, hold, rec)
+func (m *Middleware) completeLater(ctx context.Context, hold *keystore.Hold, rec []byte, rn *renewal) {
+	m.later(ctx, hold, rn, bgRecord, func(ctx context.Context, until time.Time) error {
+		return m.callComplete(ctx, hold.Key, hold.Token, rec, until)
 	})
 }
 
@@ -204,32 +210,36 @@ func (m *Middleware) completeLater(ctx context.Context, hold *keystore.Hold, rec
 // The renewal is already stopped: extending a lease one is trying to give
 // up would only keep the key blocked longer.
 func (m *Middleware) releaseLater(ctx context.Context, hold *keystore.Hold, rn *renewal) {
-	m.later(ctx, hold, rn, bgRelease, func(ctx context.Context) error {
-		return m.store.Release(ctx, hold.Key, hold.Token)
+	m.later(ctx, hold, rn, bgRelease, func(ctx context.Context, until time.Time) error {
+		return m.callRelease(ctx, hold.Key, hold.Token, until)
 	})
 }
 
 // releaseUncertain releases, in the background, a key that the Claim sent
-// at sent with token tok may have acquired although its reply was lost (it
-// timed out): the middleware chose tok before sending (see
-// keystore.ContextWithClaimToken), so it can release the key with it. If
-// that Claim did not acquire the key, the Release fails with
-// keystore.ErrLeaseLost and changes nothing. It is tried, as any release
-// retried in the background, until it is written or the lease that Claim
-// would have started may have ended.
+// at sent with token tok may have acquired although it failed (see
+// claimOnce): at once, then, while the store fails, again with a backoff
+// until the lease that Claim would have started may have ended. The first
+// Release that the store answers settles it: if the Claim acquired the
+// key, the key is free again; if not, the Release fails with
+// keystore.ErrLeaseLost, changes nothing, and fences tok, so that the Claim
+// never acquires the key, however late it reaches the store.
 func (m *Middleware) releaseUncertain(ctx context.Context, key string, tok keystore.Token, sent time.Time) {
 	hold := &keystore.Hold{Key: key, Token: tok, Retention: m.retention}
 	rn := new(renewal)
-	rn.start(m, ctx, hold, func(error) {}, sent)
-	rn.stop() // no extension: the key is to be given up
-	m.later(ctx, hold, rn, bgUncertain, func(ctx context.Context) error {
-		return m.store.Release(ctx, hold.Key, hold.Token)
+	rn.fixed(m, hold, sent)
+	m.later(ctx, hold, rn, bgUncertain, func(ctx context.Context, until time.Time) error {
+		return m.callRelease(ctx, hold.Key, hold.Token, until)
 	})
 }
 
-func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal, kind int, op func(context.Context) error) {
-	what := [...]string{bgRecord: "record", bgRelease: "release", bgUncertain: "release of a claim whose reply was lost"}[kind]
-	ctx = context.WithoutCancel(ctx)
+// later runs op in the background, under ctx (the request's context
+// detached from its cancellation), bounded by StoreTimeout and by the
+// time until which the token surely holds its key, until it succeeds, the
+// lease is lost or may have ended, or Shutdown gives up: with a pause
+// before each try (the first was made within the request), except for the
+// release of an uncertain claim, which tries at once.
+func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal, kind int, op func(ctx context.Context, until time.Time) error) {
+	what := [...]string{bgRecord: "record", bgRelease: "release", bgUncertain: "release of a claim whose outcome is unknown"}[kind]
 	quit := m.bg.quitting()
 	if !m.bg.add(kind) {
 		rn.stop()
@@ -238,12 +248,16 @@ func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal
 		return
 	}
 	renewFor := time.Now().Add(m.lease)
+	first := 2 // the try within the request was the first
+	if kind == bgUncertain {
+		first = 1
+	}
 	go func() {
 		gaveUp := true
 		defer func() { m.bg.done(kind, gaveUp) }()
 		defer rn.stop()
 		pause := firstPause
-		for try := 2; ; try++ {
+		for try := first; ; try++ {
 			if !time.Now().Before(renewFor) {
 				rn.stop() // a store that refuses the record for good must not block the key for ever
 			}
@@ -253,22 +267,22 @@ func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal
 					slog.String("key", hold.Key), slog.Int("tries", try-1))
 				return
 			}
-			t := time.NewTimer(min(pause, time.Until(until)))
-			select {
-			case <-quit:
-				t.Stop()
-				m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency "+what+" not written; given up at shutdown",
-					slog.String("key", hold.Key), slog.Int("tries", try-1))
-				return
-			case <-t.C:
+			if try > 1 {
+				t := time.NewTimer(min(pause, time.Until(until)))
+				select {
+				case <-quit:
+					t.Stop()
+					m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency "+what+" not written; given up at shutdown",
+						slog.String("key", hold.Key), slog.Int("tries", try-1))
+					return
+				case <-t.C:
+				}
+				pause = min(2*pause, maxPause, max(m.lease/6, time.Millisecond))
+				if until, ok = rn.held(); !ok {
+					continue // logged above
+				}
 			}
-			pause = min(2*pause, maxPause, max(m.lease/6, time.Millisecond))
-			if until, ok = rn.held(); !ok {
-				continue // logged above
-			}
-			sctx, cancel := m.storeContextUntil(ctx, until) // no use of the token after the lease may have ended
-			err := op(sctx)
-			cancel()
+			err := op(ctx, until) // no use of the token after the lease may have ended
 			switch {
 			case err == nil:
 				gaveUp = false
@@ -277,9 +291,9 @@ func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal
 				return
 			case errors.Is(err, keystore.ErrLeaseLost) && kind == bgUncertain:
 				// The claim did not acquire the key (or its lease ended):
-				// there was nothing to release.
+				// there was nothing to release, and the token is fenced.
 				gaveUp = false
-				m.log.LogAttrs(ctx, slog.LevelDebug, "idempotency claim whose reply was lost had not acquired its key",
+				m.log.LogAttrs(ctx, slog.LevelDebug, "idempotency claim whose outcome was unknown had not acquired its key; its token is fenced",
 					slog.String("key", hold.Key), slog.Int("tries", try))
 				return
 			case errors.Is(err, keystore.ErrLeaseLost):

@@ -56,21 +56,21 @@ func (s *stallStore) wait(ctx context.Context) error {
 	}
 }
 
-func (s *stallStore) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
+func (s *stallStore) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	if err := s.wait(ctx); err != nil {
 		return keystore.Claim{}, err
 	}
-	return s.inner.Claim(ctx, key, fp, lease)
+	return s.inner.Claim(ctx, key, a)
 }
 
-func (s *stallStore) Extend(ctx context.Context, key string, tok keystore.Token, lease time.Duration) error {
+func (s *stallStore) Extend(ctx context.Context, key string, tok keystore.Token, lease time.Duration) (time.Duration, error) {
 	if err := s.wait(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	return s.inner.Extend(ctx, key, tok, lease)
 }
 
-func (s *stallStore) Complete(ctx context.Context, key string, tok keystore.Token, rec keystore.Record, ret time.Duration) error {
+func (s *stallStore) Complete(ctx context.Context, key string, tok keystore.Token, rec []byte, ret time.Duration) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
@@ -343,6 +343,6 @@ func TestBackgroundWorkIsBounded(t *testing.T) {
 // refusingStore is a memstore whose Complete always fails.
 type refusingStore struct{ *memstore.Store }
 
-func (refusingStore) Complete(context.Context, string, keystore.Token, keystore.Record, time.Duration) error {
+func (refusingStore) Complete(context.Context, string, keystore.Token, []byte, time.Duration) error {
 	return errors.New("network down")
 }

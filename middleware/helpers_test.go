@@ -121,13 +121,13 @@ func (s *failingStore) wait(ctx context.Context) error {
 	return s.err
 }
 
-func (s *failingStore) Claim(ctx context.Context, _ string, _ keystore.Fingerprint, _ time.Duration) (keystore.Claim, error) {
+func (s *failingStore) Claim(ctx context.Context, _ string, _ keystore.ClaimArgs) (keystore.Claim, error) {
 	return keystore.Claim{}, s.wait(ctx)
 }
-func (s *failingStore) Extend(ctx context.Context, _ string, _ keystore.Token, _ time.Duration) error {
-	return s.wait(ctx)
+func (s *failingStore) Extend(ctx context.Context, _ string, _ keystore.Token, _ time.Duration) (time.Duration, error) {
+	return 0, s.wait(ctx)
 }
-func (s *failingStore) Complete(ctx context.Context, _ string, _ keystore.Token, _ keystore.Record, _ time.Duration) error {
+func (s *failingStore) Complete(ctx context.Context, _ string, _ keystore.Token, _ []byte, _ time.Duration) error {
 	return s.wait(ctx)
 }
 func (s *failingStore) Release(ctx context.Context, _ string, _ keystore.Token) error {
@@ -145,18 +145,18 @@ type spyStore struct {
 	completeErr error
 }
 
-func (s *spyStore) Extend(ctx context.Context, key string, tok keystore.Token, lease time.Duration) error {
+func (s *spyStore) Extend(ctx context.Context, key string, tok keystore.Token, lease time.Duration) (time.Duration, error) {
 	s.extends.Add(1)
 	switch {
 	case s.extendLost:
-		return keystore.ErrLeaseLost
+		return 0, keystore.ErrLeaseLost
 	case s.extendNoop:
-		return nil
+		return 0, nil
 	}
 	return s.Store.Extend(ctx, key, tok, lease)
 }
 
-func (s *spyStore) Complete(ctx context.Context, key string, tok keystore.Token, rec keystore.Record, ret time.Duration) error {
+func (s *spyStore) Complete(ctx context.Context, key string, tok keystore.Token, rec []byte, ret time.Duration) error {
 	s.completes.Add(1)
 	if s.completeErr != nil {
 		return s.completeErr
@@ -196,4 +196,22 @@ func equalBodies(t *testing.T, a, b *httptest.ResponseRecorder) {
 	if a.Code != b.Code || !bytes.Equal(a.Body.Bytes(), b.Body.Bytes()) {
 		t.Fatalf("responses differ:\n%d %s\n%d %s", a.Code, a.Body, b.Code, b.Body)
 	}
+}
+
+// claimed is a Claim's result with the token it was sent with, when it
+// acquired the key (zero otherwise).
+type claimed struct {
+	keystore.Claim
+	Token keystore.Token
+}
+
+// claimNew claims key in s with a fresh token.
+func claimNew(s keystore.Store, ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (claimed, error) {
+	tok := keystore.NewToken()
+	c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fp, Lease: lease, Token: tok})
+	r := claimed{Claim: c}
+	if err == nil && c.Acquired {
+		r.Token = tok
+	}
+	return r, err
 }

@@ -85,17 +85,19 @@ func checkKey(k string) (string, error) {
 // StoreKey returns the key under which the middleware stores key for scope:
 // the hexadecimal SHA-256 of both, length-prefixed so that no two different
 // pairs collide by concatenation. Stored keys are fixed-length (64 bytes) and
-// carry no raw client input.
+// carry no raw client input. key is the Idempotency-Key as ParseKey returns
+// it (a structured-field string unquoted): the geoidem command's keys
+// subcommand parses its KEY argument so too.
 func StoreKey(scope, key string) string {
-	return storeKey3(scope, "", "", key)
+	return storeKey4(scope, "", "", "", key)
 }
 
-// storeKey3 is StoreKey(a+b+c, key), without building a+b+c.
-func storeKey3(a, b, c, key string) string {
+// storeKey4 is StoreKey(a+b+c+d, key), without building a+b+c+d.
+func storeKey4(a, b, c, d, key string) string {
 	var stack [512]byte // scope and key usually fit: no allocation but the result
 	buf := append(stack[:0], "geoidem key v1\x00"...)
-	buf = binary.AppendUvarint(buf, uint64(len(a)+len(b)+len(c)))
-	buf = append(append(append(buf, a...), b...), c...)
+	buf = binary.AppendUvarint(buf, uint64(len(a)+len(b)+len(c)+len(d)))
+	buf = append(append(append(append(buf, a...), b...), c...), d...)
 	buf = append(buf, key...)
 	sum := sha256.Sum256(buf)
 	var out [2 * sha256.Size]byte

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -28,8 +30,8 @@ type lostReplyStore struct {
 	claims atomic.Int64
 }
 
-func (s *lostReplyStore) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
-	c, err := s.Store.Claim(context.WithoutCancel(ctx), key, fp, lease)
+func (s *lostReplyStore) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
+	c, err := s.Store.Claim(context.WithoutCancel(ctx), key, a)
 	if s.claims.Add(1) > 1 {
 		return c, err
 	}
@@ -102,4 +104,115 @@ func newRedisStore(t *testing.T) *redisstore.Store {
 
 func TestLostClaimReplyIsReleasedPostgres(t *testing.T) {
 	lostClaimReply(t, newPGStore(t))
+}
+
+// newRedisStoreAt returns a redisstore.Store on the Redis reached at addr
+// (a proxy in front of the shared test Redis), under a key prefix of its
+// own, with the client options the README recommends.
+func newRedisStoreAt(t *testing.T, addr string) *redisstore.Store {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	t.Cleanup(func() { c.Close() })
+	var b [8]byte
+	rand.Read(b[:])
+	s, err := redisstore.New(c, redisstore.Config{KeyPrefix: "geoidem-test:" + hex.EncodeToString(b[:]) + ":", Durability: redisstore.AcceptVolatile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// retryUntilRun sends the request for key again, every 20 ms, until the
+// handler runs (201), and fails t if that takes longer than bound: a key
+// left in flight by a claim whose outcome was unknown answers 409 for the
+// whole store lease instead.
+func retryUntilRun(t *testing.T, h http.Handler, key string, bound time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for {
+		w := serve(h, post(key, feature))
+		if w.Code == http.StatusCreated {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("key %s: still %d %s after %v; the claim whose reply was lost was not released by its token", key, w.Code, w.Body, bound)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A Redis claim that Redis applied but whose reply was lost to a
+// connection reset fails fast with a network error, not a timeout: the
+// middleware answers 503 and must release the key by the claim's token at
+// once, so that the sender's retry runs the handler, not 409 for the whole
+// store lease (47 s).
+func TestRedisClaimReplyResetIsReleased(t *testing.T) {
+	cut := newReplyCutter(t, redisserver.SharedAddr())
+	store := newRedisStoreAt(t, cut.addr())
+	m := newMiddleware(t, store, middleware.Config{})
+	h := m.Handler(newCounter())
+	cut.cut.Store(true)
+	wantProblem(t, serve(h, post("k1", feature)), http.StatusServiceUnavailable, middleware.ProblemStoreDown)
+	cut.cut.Store(false)
+	if cut.cuts.Load() == 0 {
+		t.Fatal("no reply was cut: the claim never reached Redis")
+	}
+	retryUntilRun(t, h, "k1", 10*time.Second)
+	shutdown(t, m)
+}
+
+// The same reached by a timeout: go-redis fails the read at the context's
+// deadline, whatever the context's Err says then; the claim, applied, must
+// be released by its token all the same. Eight keys, so that a release
+// that depends on the context's state rather than on the call's outcome
+// (it missed about one claim in four) fails here.
+func TestRedisClaimReplyTimeoutIsReleased(t *testing.T) {
+	cut := newReplyCutter(t, redisserver.SharedAddr())
+	store := newRedisStoreAt(t, cut.addr())
+	m := newMiddleware(t, store, middleware.Config{StoreTimeout: 200 * time.Millisecond})
+	h := m.Handler(newCounter())
+	for i := range 8 {
+		key := fmt.Sprint("k", i)
+		cut.delay.Store(int64(time.Second))
+		wantProblem(t, serve(h, post(key, feature)), http.StatusServiceUnavailable, middleware.ProblemStoreDown)
+		cut.delay.Store(0)
+		retryUntilRun(t, h, key, 10*time.Second)
+	}
+	shutdown(t, m)
+}
+
+// earlyDeadlineStore lets its first Claim reach the store and apply there,
+// then fails it at once with the error a client library returns when the
+// read hit the context's deadline, while the context's Err still says
+// nil (go-redis sets the socket's deadline from ctx.Deadline(); a shared
+// deadline's timer fires a moment later). A release that depends on the
+// context's state instead of the call's outcome misses it.
+type earlyDeadlineStore struct {
+	keystore.Store
+	claims atomic.Int64
+}
+
+func (s *earlyDeadlineStore) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
+	c, err := s.Store.Claim(ctx, key, a)
+	if s.claims.Add(1) > 1 || err != nil {
+		return c, err
+	}
+	return keystore.Claim{}, fmt.Errorf("read tcp 127.0.0.1:50000->127.0.0.1:6379: i/o timeout: %w", os.ErrDeadlineExceeded)
+}
+
+// A claim that failed on its deadline while its context still looked alive
+// is released by its token as well: the retry runs the handler at once.
+func TestClaimFailedAtDeadlineIsReleased(t *testing.T) {
+	for name, inner := range map[string]keystore.Store{
+		"memstore": new(memstore.Store), "redis": newRedisStore(t), "postgres": newPGStore(t),
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := &earlyDeadlineStore{Store: inner}
+			m := newMiddleware(t, store, middleware.Config{})
+			h := m.Handler(newCounter())
+			wantProblem(t, serve(h, post("k1", feature)), http.StatusServiceUnavailable, middleware.ProblemStoreDown)
+			retryUntilRun(t, h, "k1", 10*time.Second)
+			shutdown(t, m)
+		})
+	}
 }

@@ -157,17 +157,18 @@ func TestStoreUnavailable(t *testing.T) {
 				if got := ev.outcomes(); !slices.Equal(got, []middleware.Outcome{middleware.StoreError}) {
 					t.Errorf("outcomes %v, want [store_error]", got)
 				}
-				// A claim that timed out may have acquired the key: its
-				// release is tried in the background until the lease it
-				// would have started ends, and given up then, here where
-				// the store never answers.
-				err := m.Shutdown(context.Background())
-				var se *middleware.ShutdownError
-				switch {
-				case name == "failing" && err != nil:
-					t.Errorf("Shutdown = %v, want nil: a claim that failed at once leaves nothing to release", err)
-				case name == "slow" && (!errors.As(err, &se) || se.Releases != 1 || se.Records != 0):
-					t.Errorf("Shutdown = %v, want a *ShutdownError naming the one release of the claim that timed out", err)
+				// A claim that failed, however it failed, may have acquired
+				// the key: its release by its token is tried in the
+				// background at once, and again until the lease it would
+				// have started ends, then given up, here where the store
+				// never answers. It is logged, not counted as a release
+				// given up: the claim may never have reached the store.
+				calls := store.calls.Load()
+				if err := m.Shutdown(context.Background()); err != nil {
+					t.Errorf("Shutdown = %v, want nil: an uncertain claim's release given up is no release lost", err)
+				}
+				if n := store.calls.Load() - calls; n < 1 {
+					t.Errorf("the store saw %d calls after the request; want the uncertain claim's release tried", n)
 				}
 			})
 		})
@@ -523,13 +524,13 @@ func TestResponseTooLargeIsRecordedAsTerminal(t *testing.T) {
 	big := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(httptest.NewRecorder(), r)
 		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, strings.Repeat("x", 100))
-		_, _ = io.WriteString(w, strings.Repeat("y", 100))
+		_, _ = io.WriteString(w, strings.Repeat("x", 1000))
+		_, _ = io.WriteString(w, strings.Repeat("y", 1000))
 	})
-	m := newMiddleware(t, new(memstore.Store), middleware.Config{MaxRecordBytes: 150})
+	m := newMiddleware(t, new(memstore.Store), middleware.Config{MaxRecordBytes: 1500})
 	first := serve(m.Handler(big), post("k1", feature))
-	if first.Code != http.StatusOK || first.Body.Len() != 200 {
-		t.Fatalf("first call: %d, %d bytes; want the whole 200-byte response", first.Code, first.Body.Len())
+	if first.Code != http.StatusOK || first.Body.Len() != 2000 {
+		t.Fatalf("first call: %d, %d bytes; want the whole 2000-byte response", first.Code, first.Body.Len())
 	}
 	again := serve(m.Handler(big), post("k1", feature))
 	wantProblem(t, again, http.StatusOK, middleware.ProblemNotRecorded)
@@ -599,7 +600,7 @@ func TestClaimPrecedesValidation(t *testing.T) {
 		if !ok {
 			t.Fatal("validator ran without a hold in its context")
 		}
-		c, err := store.Claim(r.Context(), hold.Key, keystore.Fingerprint{}, time.Minute)
+		c, err := claimNew(store, r.Context(), hold.Key, keystore.Fingerprint{}, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -624,7 +625,7 @@ func TestHandlerSeesItsHold(t *testing.T) {
 		// Record the response itself, as a transactional store would.
 		rec := keystore.Record{StatusCode: http.StatusCreated, Body: []byte("self-recorded"),
 			Header: http.Header{"Set-Cookie": {"session=1"}, "Location": {"/f1"}}}
-		if err := store.Store.Complete(r.Context(), hold.Key, hold.Token, rec, hold.Retention); err != nil {
+		if err := store.Store.Complete(r.Context(), hold.Key, hold.Token, keystore.AppendRecord(nil, rec), hold.Retention); err != nil {
 			t.Fatal(err)
 		}
 		hold.MarkCompleted()
@@ -708,7 +709,7 @@ func TestCompletionFailureIsReported(t *testing.T) {
 			t.Error("the lease was not extended while the record was retried")
 		}
 		time.Sleep(3 * time.Second)
-		if c, err := store.Claim(context.Background(), ev.all[0].Key, keystore.Fingerprint{}, time.Second); err != nil || c.State != keystore.Acquired {
+		if c, err := claimNew(store, context.Background(), ev.all[0].Key, keystore.Fingerprint{}, time.Second); err != nil || !c.Acquired {
 			t.Errorf("after the background gave up and a lease passed: claim %+v, %v; want the key free", c, err)
 		}
 	})

@@ -19,7 +19,7 @@ type waitingMem struct {
 	*memstore.Store
 }
 
-func (s waitingMem) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
+func (s waitingMem) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	<-ctx.Done() // the remote end never answers
 	return keystore.Claim{}, ctx.Err()
 }

@@ -14,10 +14,10 @@ type Outcome int
 const (
 	// Executed: the handler ran and its response was recorded for replay.
 	Executed Outcome = iota + 1
-	// Released: the handler ran and answered 5xx, 408 or 429, or panicked
-	// before a final answer that is not retryable, or returned without
-	// writing anything after its request context was done; its claim was
-	// released so that a retry runs it again.
+	// Released: the handler ran and answered 5xx, 408, 429 or 409 with
+	// Retry-After, or panicked before a final answer that is not
+	// retryable, or returned without writing anything after its lease was
+	// lost; its claim was released so that a retry runs it again.
 	Released
 	// Replayed: a recorded response was replayed.
 	Replayed
@@ -88,7 +88,7 @@ type Event struct {
 	// ClockStep, when not zero, is how far the store's clock disagreed with
 	// the middleware's reckoning of the lease while the handler ran: the
 	// remaining lease the store reported on a renewal (see
-	// keystore.ContextWithLeaseReport) minus the middleware's own reckoning,
+	// keystore.Store.Extend) minus the middleware's own reckoning,
 	// on its monotonic clock. It is set only beyond a tolerance
 	// (StoreTimeout + Lease/10), and then also logged as an error. Negative:
 	// the store's clock stepped forward, which ends leases early (a

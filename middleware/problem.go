@@ -31,7 +31,8 @@ const (
 // HTTPProblem is an error that carries its own RFC 9457 answer. When a
 // Validator returns an error that implements it (errors.As finds it), the
 // middleware answers HTTPStatus() with ProblemJSON() as the body, typed
-// application/problem+json. Package geojson's errors implement it.
+// application/problem+json. Package geojson's errors and problem.Details
+// implement it.
 type HTTPProblem interface {
 	error
 	HTTPStatus() int
@@ -39,13 +40,12 @@ type HTTPProblem interface {
 }
 
 // problemOf returns the answer to a refusal err: its own status and
-// document when it is an HTTPProblem, else fallback with err's text as the
-// detail.
-func problemOf(err error, fallback problem.Doc) (status int, doc []byte) {
+// document when it is an HTTPProblem, else a problem of type typ, title
+// and status with err's text as the detail.
+func problemOf(err error, typ, title string, status int) (int, []byte) {
 	var hp HTTPProblem
 	if errors.As(err, &hp) {
 		return hp.HTTPStatus(), hp.ProblemJSON()
 	}
-	fallback.Detail = err.Error()
-	return fallback.Status, problem.JSON(fallback)
+	return status, problem.JSON(problem.Doc{Type: typ, Title: title, Status: status, Detail: err.Error()})
 }

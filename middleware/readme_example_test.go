@@ -34,8 +34,8 @@ func Example_tenantScope() {
 	store := new(memstore.Store) // in-process; see below for Redis and PostgreSQL
 	idem, err := middleware.New(store, middleware.Config{
 		// Scope keys by the authenticated caller (tenantOf is yours), so one tenant can never replay another's response.
-		// NormalizedPath: one scope for every spelling of a path that routes alike.
-		Scope: func(r *http.Request) string { return tenantOf(r) + " " + r.Method + " " + middleware.NormalizedPath(r) },
+		// DefaultScope: one scope per route (method, host pattern, every spelling of the path).
+		Scope: func(r *http.Request) string { return tenantOf(r) + " " + middleware.DefaultScope(r) },
 	})
 	if err != nil {
 		log.Fatal(err)

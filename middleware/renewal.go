@@ -5,9 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/schedule"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -34,14 +34,24 @@ import (
 // retried in the background) can consult: from then on another request
 // may hold the key, and the store fences the token.
 //
+// A handler that commits the key's record in its own transaction
+// (keystore.Hold.Commit) holds the key for as long as the commit runs: no
+// other request can take it over, and a renewal may wait on the
+// transaction (on PostgreSQL, for its row lock) until it ends. So while the
+// hold is committing, the handler is never stopped for a renewal that does
+// not succeed: once the commit is done, the record is in (and the renewal
+// ends), or the transaction rolled back and the reckoning resumes.
+//
 // It runs on the Middleware's schedule (one timer for all requests), not
 // a goroutine or a timer of its own, so a handler that finishes within
-// Lease/3 costs no more than a push and a removal in its heap. It fires for the next extension or, while one is under way, for the
-// handler's stop or the expiry; no lock is held while the store is called,
-// so neither is ever delayed by a store that hangs.
+// Lease/3 costs no more than a push and a removal in its heap. It fires for
+// the next extension or, while one is under way, for the handler's stop or
+// the expiry; no lock is held while the store is called, so neither is
+// ever delayed by a store that hangs.
 type renewal struct {
+	schedule.Item
 	m    *Middleware
-	ctx  context.Context // the handler's: for its values, and to cancel
+	ctx  context.Context // the request's, detached: the values of the store calls
 	hold *keystore.Hold
 	lost context.CancelCauseFunc
 
@@ -53,18 +63,26 @@ type renewal struct {
 	stopAt    time.Time     // the handler is stopped from then on
 	until     time.Time     // the lease may have ended from then on
 	next      time.Time     // the next extension is due
-	due       time.Time     // when the schedule runs tick; guarded by m.sched.mu
-	slot      int           // in m.sched's heap, -1 if not there; guarded by m.sched.mu
 	clockStep time.Duration // see Event.ClockStep
 }
 
+// start starts renewing hold's lease, acquired by a Claim sent at sent,
+// with ctx's values; lost cancels the handler.
 func (rn *renewal) start(m *Middleware, ctx context.Context, hold *keystore.Hold, lost context.CancelCauseFunc, sent time.Time) {
 	rn.m, rn.ctx, rn.hold, rn.lost = m, ctx, hold, lost
-	rn.slot = -1
-	rn.mu.Lock() // tick must not run before rn is set up
+	rn.mu.Lock() // Run must not run before rn is set up
 	defer rn.mu.Unlock()
 	rn.renewed(sent)
-	m.sched.set(rn, rn.next)
+	m.sched.Set(rn, rn.next)
+}
+
+// fixed sets up a renewal that never extends: the reckoning of a lease
+// acquired, or perhaps acquired, by a Claim sent at sent, for a release
+// (abandon, releaseUncertain) retried while the token may hold its key.
+func (rn *renewal) fixed(m *Middleware, hold *keystore.Hold, sent time.Time) {
+	rn.m, rn.hold, rn.lost = m, hold, func(error) {}
+	rn.renewed(sent)
+	rn.stopped = true
 }
 
 // renewed moves the reckoning on after a Claim or Extend sent at sent
@@ -85,12 +103,27 @@ func (rn *renewal) arm() {
 	if !rn.extending && rn.next.Before(at) {
 		at = rn.next
 	}
-	rn.m.sched.set(rn, at)
+	rn.m.sched.Set(rn, at)
 }
 
-func (rn *renewal) tick() {
+// Run is the renewal's tick, which the schedule runs when it is due.
+func (rn *renewal) Run() {
 	rn.mu.Lock()
 	if rn.stopped || rn.hold.Completed() {
+		rn.mu.Unlock()
+		return
+	}
+	if rn.hold.Committing() {
+		// The handler's own transaction holds the key: look again later,
+		// and extend meanwhile, but never stop the handler now.
+		rn.m.sched.Set(rn, time.Now().Add(max(rn.m.lease/6, time.Millisecond)))
+		if !rn.extending && !time.Now().Before(rn.next) {
+			rn.extending = true
+			until := rn.until
+			rn.mu.Unlock()
+			rn.extend(until)
+			return
+		}
 		rn.mu.Unlock()
 		return
 	}
@@ -126,16 +159,17 @@ func (rn *renewal) tick() {
 	rn.arm() // watch the expiry while the store is called
 	until := rn.until
 	rn.mu.Unlock()
+	rn.extend(until)
+}
 
+// extend sends one Extend, bounded by until (no use of the token after the
+// lease may have ended), and moves the reckoning on.
+func (rn *renewal) extend(until time.Time) {
 	m := rn.m
 	sent := time.Now()
-	var reported atomic.Int64 // the remaining lease the store reports, +1; 0: none
-	ctx := keystore.ContextWithLeaseReport(context.WithoutCancel(rn.ctx), func(d time.Duration) { reported.Store(int64(max(d, 0)) + 1) })
-	ctx, cancel := m.storeContextUntil(ctx, until) // no use after the lease may have ended
-	err := m.store.Extend(ctx, rn.hold.Key, rn.hold.Token, m.storeLease)
-	cancel()
-	if r := reported.Load(); err == nil && r > 0 {
-		rn.checkClock(time.Duration(r-1), until.Sub(sent))
+	left, err := m.callExtend(rn.ctx, rn.hold.Key, rn.hold.Token, until)
+	if err == nil && left > 0 {
+		rn.checkClock(left, until.Sub(sent))
 	}
 
 	rn.mu.Lock()
@@ -147,9 +181,9 @@ func (rn *renewal) tick() {
 	switch {
 	case err == nil:
 		rn.renewed(sent)
-	case errors.Is(err, keystore.ErrLeaseLost) && !rn.hold.Completed():
+	case errors.Is(err, keystore.ErrLeaseLost) && !rn.hold.Completed() && !rn.hold.Committing():
 		rn.stopped, rn.ended, rn.canceled = true, true, true
-		rn.m.sched.cancel(rn)
+		rn.m.sched.Cancel(rn)
 		rn.mu.Unlock()
 		m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease lost while the handler ran", slog.String("key", rn.hold.Key))
 		rn.lost(keystore.ErrLeaseLost)
@@ -219,6 +253,6 @@ func (rn *renewal) stop() {
 	defer rn.mu.Unlock()
 	rn.stopped = true
 	if rn.m != nil {
-		rn.m.sched.cancel(rn)
+		rn.m.sched.Cancel(rn)
 	}
 }

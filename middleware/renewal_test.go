@@ -24,13 +24,13 @@ type cutStore struct {
 	extends atomic.Int64
 }
 
-func (s *cutStore) Extend(ctx context.Context, _ string, _ keystore.Token, _ time.Duration) error {
+func (s *cutStore) Extend(ctx context.Context, _ string, _ keystore.Token, _ time.Duration) (time.Duration, error) {
 	s.extends.Add(1)
 	if s.hang {
 		<-ctx.Done()
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
-	return errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+	return 0, errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
 }
 
 // A renewal that fails, whatever the store answers, must stop the handler

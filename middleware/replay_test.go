@@ -22,8 +22,8 @@ type recordStore struct {
 	rec keystore.Record
 }
 
-func (s *recordStore) Claim(_ context.Context, _ string, fp keystore.Fingerprint, _ time.Duration) (keystore.Claim, error) {
-	return keystore.Claim{State: keystore.Completed, Fingerprint: fp, Record: s.rec.Clone()}, nil
+func (s *recordStore) Claim(_ context.Context, _ string, a keystore.ClaimArgs) (keystore.Claim, error) {
+	return keystore.Claim{State: keystore.Completed, Fingerprint: a.Fingerprint, Record: s.rec.Clone()}, nil
 }
 
 // A record whose status is outside 200–599 (a status 0 from a handler that
@@ -63,9 +63,9 @@ type recordSizes struct {
 	sizes []int
 }
 
-func (s *recordSizes) Complete(ctx context.Context, key string, tok keystore.Token, rec keystore.Record, ret time.Duration) error {
+func (s *recordSizes) Complete(ctx context.Context, key string, tok keystore.Token, rec []byte, ret time.Duration) error {
 	s.mu.Lock()
-	s.sizes = append(s.sizes, keystore.RecordLen(rec))
+	s.sizes = append(s.sizes, len(rec))
 	s.mu.Unlock()
 	return s.Store.Complete(ctx, key, tok, rec, ret)
 }

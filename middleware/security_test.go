@@ -68,16 +68,17 @@ type keyRecorder struct {
 	records []keystore.Record
 }
 
-func (s *keyRecorder) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
+func (s *keyRecorder) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	s.mu.Lock()
 	s.keys = append(s.keys, key)
 	s.mu.Unlock()
-	return s.Store.Claim(ctx, key, fp, lease)
+	return s.Store.Claim(ctx, key, a)
 }
 
-func (s *keyRecorder) Complete(ctx context.Context, key string, tok keystore.Token, rec keystore.Record, ret time.Duration) error {
+func (s *keyRecorder) Complete(ctx context.Context, key string, tok keystore.Token, rec []byte, ret time.Duration) error {
 	s.mu.Lock()
-	s.records = append(s.records, rec.Clone())
+	r, _ := keystore.DecodeRecord(rec)
+	s.records = append(s.records, r)
 	s.mu.Unlock()
 	return s.Store.Complete(ctx, key, tok, rec, ret)
 }

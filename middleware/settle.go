@@ -10,50 +10,99 @@ import (
 	"github.com/geoidem/geoidem/keystore"
 )
 
-// retryable reports whether a status tells the sender to try again, so the
-// response must not be recorded.
-func retryable(status int) bool {
-	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
+// retryable reports whether an answer tells the sender to try again, so it
+// must not be recorded: 5xx, 408, 429, and 409 with Retry-After (the
+// middleware's own "still running" answer, and a handler's "conflict,
+// come back then"). It is the release rule of the package documentation;
+// package client's retry rule is paired with it: every answer the client
+// retries is one the middleware releases, so a retry can run again
+// (contracttest's TestReleaseAndRetryRulesArePaired).
+func retryable(status int, h http.Header) bool {
+	switch {
+	case status >= 500, status == http.StatusRequestTimeout, status == http.StatusTooManyRequests:
+		return true
+	case status == http.StatusConflict:
+		_, ok := h["Retry-After"]
+		return ok
+	}
+	return false
 }
 
-// settlePanic settles a hold whose validator or handler panicked. Before a
-// final status, or after a retryable one, the claim is released. After a
-// final status that is not retryable, the client has its answer and the
-// work may have taken effect, so the key is completed (see
+// settle ends an exchange whose validator and handler returned: the key is
+// recorded, or released, or left to the handler's own record; the renewal
+// goes on until then. verr is the validator's refusal, if any; gaveUp, a
+// handler that returned without a word after its lease was lost.
+func (x *exchange) settle(verr error, gaveUp bool) {
+	m, rec, hold, rn := x.m, &x.rec.recorder, &x.hold, &x.renewal
+	ev := Event{Outcome: Executed, Key: hold.Key, Status: rec.finalStatus(), TookOver: x.tookOver, Err: verr, ClockStep: rn.step()}
+	switch {
+	case hold.Completed():
+		// The handler recorded its response itself, in its own transaction.
+		rn.stop()
+	case gaveUp:
+		// The handler returned without a word because its lease was lost:
+		// the store would refuse the record anyway; release in case it
+		// did no work, so that a retry runs it again.
+		ev.Outcome = Released
+		m.release(x.base, hold, rn)
+	case retryable(ev.Status, rec.w.Header()) && rec.replayable():
+		ev.Outcome = Released
+		m.release(x.base, hold, rn)
+	case verr != nil:
+		// The validator's answer has no side effect and depends on the
+		// body alone: the same body gets the same answer again, so it is
+		// not recorded. Kept, it would let a small body fill the store
+		// with a large answer for the whole retention.
+		ev.Outcome = Invalid
+		m.release(x.base, hold, rn)
+	default:
+		m.record(x.base, hold, rn, rec.record(), &ev)
+	}
+	m.done(x.r.Context(), ev, x.start)
+}
+
+// settlePanic settles an exchange whose validator or handler panicked.
+// Before a final status, or after a retryable one, the claim is released.
+// After a final status that is not retryable, the client has its answer and
+// the work may have taken effect, so the key is completed (see
 // recorder.interrupted): a retry learns the outcome and never runs the
-// handler again. The observer
-// reports the status actually sent (500 when none was).
-func (m *Middleware) settlePanic(ctx context.Context, hold *keystore.Hold, rn *renewal, rec *recorder, tookOver bool, start time.Time) {
-	ev := Event{Outcome: Released, Key: hold.Key, Status: rec.status, TookOver: tookOver, Err: ErrHandlerPanicked}
+// handler again. The observer reports the status actually sent (500 when
+// none was).
+func (x *exchange) settlePanic() {
+	m, rec, hold, rn := x.m, &x.rec.recorder, &x.hold, &x.renewal
+	ctx := x.r.Context()
+	ev := Event{Outcome: Released, Key: hold.Key, Status: rec.status, TookOver: x.tookOver, Err: ErrHandlerPanicked}
 	switch {
 	case hold.Completed():
 		rn.stop()
 		ev.Outcome = Executed
 		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked after recording its response", slog.String("key", hold.Key))
-	case !rec.hijacked && (rec.status == 0 || retryable(rec.status)):
+	case !rec.hijacked && (rec.status == 0 || retryable(rec.status, rec.w.Header())):
 		if ev.Status == 0 {
 			ev.Status = http.StatusInternalServerError
 		}
-		m.release(ctx, hold, rn)
+		m.release(x.base, hold, rn)
 		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked; idempotency claim released", slog.String("key", hold.Key))
 	default:
 		ev.Outcome = Executed
-		m.record(ctx, hold, rn, rec.interrupted(), &ev)
+		m.record(x.base, hold, rn, rec.interrupted(), &ev)
 		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked after its answer was sent; idempotency key completed, not released", slog.String("key", hold.Key), slog.Int("status", rec.status))
 	}
-	m.done(ctx, ev, start)
+	m.done(ctx, ev, x.start)
 }
 
 // ErrHandlerPanicked is the Event.Err of a request whose validator or
 // handler panicked.
 var ErrHandlerPanicked = errors.New("middleware: handler panicked")
 
-// record completes hold with rec and reports a failure in ev. When the
-// store fails (other than with a lost lease), the record is handed to the
-// background (completeLater), which keeps rn renewing the lease while it
-// tries again; otherwise rn is stopped.
-func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewal, rec recording, ev *Event) {
-	err := m.complete(ctx, hold, rec)
+// record completes hold with rec, the record's encoding, within the
+// request (it runs even when the client has gone: the work is done and
+// its answer must be kept for the client's retry), and reports a failure
+// in ev. When the store fails (other than with a lost lease), the record is
+// handed to the background (completeLater), which keeps rn renewing the
+// lease while it tries again; otherwise rn is stopped.
+func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewal, rec []byte, ev *Event) {
+	err := m.callComplete(ctx, hold.Key, hold.Token, rec, time.Time{})
 	if err == nil {
 		rn.stop()
 		return
@@ -66,7 +115,7 @@ func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewa
 		return
 	}
 	ev.Outcome = StoreError
-	if errors.Is(err, keystore.ErrInvalidStatus) { // no retry can fix it
+	if errors.Is(err, keystore.ErrInvalidStatus) || errors.Is(err, keystore.ErrCorruptRecord) { // no retry can fix it
 		rn.stop()
 		m.log.LogAttrs(ctx, slog.LevelError, "idempotency record refused by the store; a retry after the lease ends will run the handler again",
 			slog.String("key", hold.Key), slog.Any("error", err))
@@ -77,31 +126,12 @@ func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewa
 	m.completeLater(ctx, hold, rec, rn)
 }
 
-// complete records rec, once, within the request. It runs even when the
-// client has gone: the work is done and its answer must be kept for the
-// client's retry.
-func (m *Middleware) complete(ctx context.Context, hold *keystore.Hold, rec recording) error {
-	cctx, cancel := m.storeContext(detach(ctx))
-	defer cancel()
-	return m.storeComplete(cctx, hold, rec)
-}
-
-// storeComplete records rec under ctx: as its encoding, when it is one.
-func (m *Middleware) storeComplete(ctx context.Context, hold *keystore.Hold, rec recording) error {
-	if rec.enc != nil {
-		return m.encoded.CompleteEncoded(ctx, hold.Key, hold.Token, rec.enc, m.retention)
-	}
-	return m.store.Complete(ctx, hold.Key, hold.Token, rec.rec, m.retention)
-}
-
 // release gives up hold's claim and stops rn. When the store fails (other
 // than with a lost lease), the release is retried in the background
 // (releaseLater) until the lease may have ended.
 func (m *Middleware) release(ctx context.Context, hold *keystore.Hold, rn *renewal) {
 	rn.stop()
-	rctx, cancel := m.storeContext(detach(ctx))
-	defer cancel()
-	if err := m.store.Release(rctx, hold.Key, hold.Token); err != nil && !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := m.callRelease(ctx, hold.Key, hold.Token, time.Time{}); err != nil && !errors.Is(err, keystore.ErrLeaseLost) {
 		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency claim not released within the request; retrying in the background while the lease holds",
 			slog.String("key", hold.Key), slog.Any("error", err))
 		m.releaseLater(ctx, hold, rn)

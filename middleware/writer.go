@@ -10,16 +10,22 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/geoidem/geoidem/internal/problem"
 	"github.com/geoidem/geoidem/keystore"
 )
 
 // recorder passes a handler's response through to the client and keeps a
-// copy to record: the status and the allow-listed headers as they stood at
-// WriteHeader, allow-listed trailers as they stand when the handler returns,
-// and the body up to a limit. It writes through rather than buffering, so
-// streaming keeps working, and it keeps what the handler wrote even when the
-// client has gone.
+// copy to record, as the record's encoding (keystore.AppendRecord), written
+// as the response goes by: the status and the allow-listed headers as they
+// stood at WriteHeader, then the body; allow-listed trailers are added when
+// the handler returns. It writes through rather than buffering, so streaming
+// keeps working, and it keeps what the handler wrote even when the client
+// has gone.
+//
+// Every recorded byte counts against the limit (Config.MaxRecordBytes, the
+// whole encoding): the headers at WriteHeader, each body write, the
+// trailers at the end. Over it, what is recorded is keystore.TooLargeRecord
+// of the status, whatever path the response took (a body, headers alone, a
+// flush, a trailer).
 //
 // It is an http.Flusher (a flush that the writers beneath cannot do is a
 // no-op), and it lets http.ResponseController reach the writer beneath
@@ -32,24 +38,17 @@ type recorder struct {
 	// trailerKeys are http.TrailerPrefix + each name of allow, by index.
 	trailerKeys []string
 	limit       int
-	status      int // 0 until the final status is written
-	header      http.Header
-	trailers    []string // names declared in the Trailer header at WriteHeader
-	body        []byte
-	size        int64 // bytes the handler wrote in all
-	tooLong     bool  // size exceeded limit: body is incomplete
-	hijacked    bool  // the handler took the connection over
-	declared    int64 // the Content-Length at WriteHeader; -1 if none
+	status      int      // 0 until the final status is written
+	trailers    []string // allowed names declared in the Trailer header at WriteHeader
+	size        int64    // bytes the handler wrote in all
+	tooLong     bool     // the record exceeds limit: enc is incomplete
+	hijacked    bool     // the handler took the connection over
+	declared    int64    // the Content-Length at WriteHeader; -1 if none
 
-	// With encode, the record is written straight into enc as the
-	// response goes by, in keystore.AppendRecord's encoding, without
-	// header or body of its own: two bytes for the status (every status
-	// from 200 to 599 takes two), written by record; the recorded
-	// headers, field by field in name order (allow is sorted), from
-	// WriteHeader; then the body, from bodyAt. The rare response that
-	// does not fit that form (recorded trailers, a status outside
-	// 200–599) is decoded back into header and body (unencode).
-	encode bool
+	// enc is the record's encoding as far as it goes: two bytes for the
+	// status (every status from 200 to 599 takes two), written by record;
+	// the count of header fields and the fields, in name order (allow is
+	// sorted), from WriteHeader; then the body, from bodyAt.
 	enc    []byte
 	bodyAt int
 }
@@ -110,6 +109,8 @@ func (r *recorder) WriteHeader(code int) {
 	r.w.WriteHeader(code) // a superfluous call is net/http's to report
 }
 
+// snapshot encodes the headers to record as they stand now (at the final
+// status, or when the handler returns without one).
 func (r *recorder) snapshot() {
 	src := r.w.Header()
 	r.declared = -1
@@ -125,66 +126,19 @@ func (r *recorder) snapshot() {
 			}
 		}
 	}
-	if r.encode && len(r.allow) < 0x80 { // the count of fields fits one byte
-		// One pass: the fields, then their count in the byte kept for it.
-		r.enc = append(r.enc[:0], 0, 0, 0)
-		fields := 0
-		for _, name := range r.allow {
-			if vs, ok := src[name]; ok && !slices.Contains(r.trailers, name) {
-				r.enc = keystore.AppendHeaderField(r.enc, name, vs)
-				fields++
-			}
-		}
-		r.enc[2] = byte(fields)
-		r.bodyAt = len(r.enc)
-		return
-	}
-	fields, values := 0, 0
+	// One pass: the fields after a byte kept for their count (allow has
+	// fewer than 0x80 names: New checks), then the count.
+	r.enc = append(r.enc[:0], 0, 0, 0)
+	fields := 0
 	for _, name := range r.allow {
 		if vs, ok := src[name]; ok && !slices.Contains(r.trailers, name) {
-			fields, values = fields+1, values+len(vs)
+			r.enc = keystore.AppendHeaderField(r.enc, name, vs)
+			fields++
 		}
 	}
-	if r.encode {
-		r.enc = binary.AppendUvarint(append(r.enc[:0], 0, 0), uint64(fields))
-		for _, name := range r.allow {
-			if vs, ok := src[name]; ok && !slices.Contains(r.trailers, name) {
-				r.enc = keystore.AppendHeaderField(r.enc, name, vs)
-			}
-		}
-		r.bodyAt = len(r.enc)
-		return
-	}
-	if fields == 0 {
-		return
-	}
-	r.header = make(http.Header, fields)
-	all := make([]string, 0, values) // one backing array for every value
-	for _, name := range r.allow {
-		if vs, ok := src[name]; ok && !slices.Contains(r.trailers, name) {
-			all = append(all, vs...)
-			r.header[name] = all[len(all)-len(vs) : len(all) : len(all)]
-		}
-	}
-}
-
-// unencode turns an encoding recorder into one with a header and a body
-// of their own, for a response that the encoding cannot take as it goes.
-func (r *recorder) unencode() {
-	if !r.encode {
-		return
-	}
-	r.encode = false
-	if len(r.enc) < 2 { // no snapshot yet: nothing recorded
-		return
-	}
-	if h, err := keystore.DecodeHeader(r.enc[2:r.bodyAt]); err == nil && len(h) > 0 {
-		r.header = h
-	}
-	if !r.tooLong && len(r.enc) > r.bodyAt {
-		r.body = r.enc[r.bodyAt:]
-	}
-	r.enc = nil
+	r.enc[2] = byte(fields)
+	r.bodyAt = len(r.enc)
+	r.tooLong = len(r.enc) > r.limit
 }
 
 func (r *recorder) Write(p []byte) (int, error) {
@@ -192,17 +146,11 @@ func (r *recorder) Write(p []byte) (int, error) {
 		r.WriteHeader(http.StatusOK)
 	}
 	r.size += int64(len(p))
-	if r.encode && !r.tooLong {
-		if len(r.enc)+len(p) > r.limit { // the record is too large already
+	if !r.tooLong {
+		if len(r.enc)+len(p) > r.limit {
 			r.tooLong, r.enc = true, r.enc[:r.bodyAt]
 		} else {
 			r.enc = append(r.enc, p...)
-		}
-	} else if !r.tooLong {
-		if len(r.body)+len(p) > r.limit {
-			r.tooLong, r.body = true, nil
-		} else {
-			r.body = append(r.body, p...)
 		}
 	}
 	return r.w.Write(p)
@@ -215,31 +163,14 @@ func (r *recorder) WriteString(s string) (int, error) {
 		r.WriteHeader(http.StatusOK)
 	}
 	r.size += int64(len(s))
-	if r.encode && !r.tooLong {
+	if !r.tooLong {
 		if len(r.enc)+len(s) > r.limit {
 			r.tooLong, r.enc = true, r.enc[:r.bodyAt]
 		} else {
 			r.enc = append(r.enc, s...)
 		}
-	} else if !r.tooLong {
-		if len(r.body)+len(s) > r.limit {
-			r.tooLong, r.body = true, nil
-		} else {
-			r.body = append(r.body, s...)
-		}
 	}
 	return io.WriteString(r.w, s)
-}
-
-// keepNoStore records Cache-Control: no-store whatever the allow-list says:
-// for problem documents the middleware writes itself, whose replays must not
-// be cached either.
-func (r *recorder) keepNoStore() {
-	r.unencode()
-	if r.header == nil {
-		r.header = http.Header{}
-	}
-	r.header.Set("Cache-Control", "no-store")
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
@@ -269,35 +200,39 @@ func notReplayable() keystore.Record {
 	status := http.StatusUnprocessableEntity
 	return keystore.Record{
 		StatusCode: status,
-		Header:     problem.Header(),
-		Body: problem.JSON(problem.Doc{Type: ProblemNotReplayable, Title: "Response cannot be replayed", Status: status,
-			Detail: "The request was executed once, but its response switched protocols or took the connection over, so it cannot be replayed; use a new key for a new request."}),
+		Header:     problemHeader(),
+		Body: problemJSON(ProblemNotReplayable, "Response cannot be replayed", status,
+			"The request was executed once, but its response switched protocols or took the connection over, so it cannot be replayed; use a new key for a new request."),
 	}
 }
 
-// record returns what to store. A record over the limit (Config.
-// MaxRecordBytes bounds the whole encoded record, keystore.RecordLen:
-// status, recorded headers and trailers, and body) is replaced by a problem
-// document that says so, under the original status, so that a retry learns
-// the outcome instead of running the handler again. Allow-listed trailers
-// are recorded under http.TrailerPrefix.
-func (r *recorder) record() recording {
+// record returns the encoding to store, at most limit bytes long: the
+// response's own (with its allow-listed trailers, recorded under
+// http.TrailerPrefix), or keystore.TooLargeRecord of its status when that
+// is longer, or notReplayable. Call it once, after the handler returned
+// (and snapshot, for a handler that wrote nothing).
+func (r *recorder) record() []byte {
 	if !r.replayable() {
-		return recording{rec: notReplayable()}
+		return keystore.AppendRecord(nil, notReplayable())
 	}
 	status := r.finalStatus()
 	src := r.w.Header()
-	if r.encode {
-		if status < keystore.MinStatusCode || status > keystore.MaxStatusCode || r.hasTrailers(src) {
-			r.unencode()
-		} else if r.tooLong {
-			return recording{rec: tooLarge(status)}
-		} else {
-			binary.AppendVarint(r.enc[:0], int64(status)) // into the two bytes kept for it
-			return recording{enc: r.enc}
+	if status >= keystore.MinStatusCode && status <= keystore.MaxStatusCode && !r.hasTrailers(src) {
+		if r.tooLong {
+			return keystore.AppendRecord(nil, keystore.TooLargeRecord(status))
 		}
+		binary.AppendVarint(r.enc[:0], int64(status)) // into the two bytes kept for it
+		return r.enc
 	}
-	rec := keystore.Record{StatusCode: status, Header: r.header, Body: r.body}
+	// The rare response the encoding cannot take as it goes (recorded
+	// trailers, a status outside 200–599): decoded, completed, encoded.
+	rec := keystore.Record{StatusCode: status}
+	if h, err := keystore.DecodeHeader(r.enc[2:r.bodyAt]); err == nil && len(h) > 0 {
+		rec.Header = h
+	}
+	if !r.tooLong && len(r.enc) > r.bodyAt {
+		rec.Body = r.enc[r.bodyAt:]
+	}
 	for i, name := range r.allow {
 		vs, ok := src[r.trailerKeys[i]]
 		if !ok && slices.Contains(r.trailers, name) {
@@ -311,9 +246,9 @@ func (r *recorder) record() recording {
 		}
 	}
 	if r.tooLong || keystore.RecordLen(rec) > r.limit {
-		return recording{rec: tooLarge(status)}
+		rec = keystore.TooLargeRecord(status)
 	}
-	return recording{rec: rec}
+	return keystore.AppendRecord(nil, rec)
 }
 
 // hasTrailers reports whether the response has trailers to record, given
@@ -332,40 +267,22 @@ func (r *recorder) hasTrailers(src http.Header) bool {
 	return false
 }
 
-// tooLarge is what to store for a response larger than the middleware
-// records.
-func tooLarge(status int) keystore.Record {
-	return keystore.Record{
-		StatusCode: status,
-		Header:     problem.Header(),
-		Body: problem.JSON(problem.Doc{Type: ProblemNotRecorded, Title: "Response too large to replay", Status: status,
-			Detail: "The request was executed once and answered with this status, but its response was larger than the middleware records, so it cannot be replayed."}),
-	}
-}
-
-// recording is what to store for a response: a record, or, from an
-// encoding recorder, its encoding (enc not nil).
-type recording struct {
-	rec keystore.Record
-	enc []byte
-}
-
 // interrupted returns what to store for a response whose handler panicked
 // after sending a final status: the response itself when its body is
 // provably complete (as long as the Content-Length declared at WriteHeader),
 // else a problem document under that status saying the response was not
 // recorded, since its body may be incomplete.
-func (r *recorder) interrupted() recording {
+func (r *recorder) interrupted() []byte {
 	if !r.replayable() {
-		return recording{rec: notReplayable()}
+		return keystore.AppendRecord(nil, notReplayable())
 	}
 	if r.declared >= 0 && r.size == r.declared && !r.tooLong {
 		return r.record()
 	}
-	return recording{rec: keystore.Record{
+	return keystore.AppendRecord(nil, keystore.Record{
 		StatusCode: r.status,
-		Header:     problem.Header(),
-		Body: problem.JSON(problem.Doc{Type: ProblemNotRecorded, Title: "Response not recorded", Status: r.status,
-			Detail: "The request was executed once and answered with this status, but the handler failed while sending its response, so it cannot be replayed."}),
-	}}
+		Header:     problemHeader(),
+		Body: problemJSON(ProblemNotRecorded, "Response not recorded", r.status,
+			"The request was executed once and answered with this status, but the handler failed while sending its response, so it cannot be replayed."),
+	})
 }

@@ -1,7 +1,7 @@
 package observe
 
 // All returns a callback that calls each non-nil fn in order with its
-// argument: one middleware.Config.Observer or [Store] callback feeding
+// argument: one middleware.Config.Observer or StoreObserver feeding
 // several observers. Each fn must be fast and safe for concurrent use, as
 // the callback it joins must be.
 func All[E any](fns ...func(E)) func(E) {

@@ -11,14 +11,15 @@
 //     the middleware handles (every request of a covered method, including
 //     those rejected without a key, Outcome Rejected with an empty Key): its
 //     outcome, status, latency and the request's context.
-//   - [Store] wraps a [keystore.Store] and reports a [StoreCall] per Claim,
-//     Extend, Complete and Release: the operation, its latency and its
-//     error. The wrapper keeps the store's optional capabilities
-//     ([keystore.Pinger], [keystore.NonBlocking]), so the middleware treats
-//     the wrapped store exactly as the store itself.
-//   - pgstore.Config.Observer receives a [StoreCall] (Op [OpComplete]) per
-//     completion made by pgstore's InTx or CompleteTx, inside the handler's
-//     transaction, which the Store wrapper cannot see.
+//   - middleware.Config.StoreObserver receives a [keystore.Call] per
+//     Claim, Extend, Complete and Release the middleware makes: the
+//     operation, its latency and its error. The middleware observes its own
+//     calls, so nothing wraps the store, and the store keeps every
+//     capability it has.
+//   - pgstore.Config.Observer receives a [keystore.Call] (Op
+//     keystore.OpComplete) per completion made by pgstore's InTx or
+//     CompleteTx, inside the handler's transaction, which the middleware
+//     does not make.
 //
 // [All] feeds one callback to several, so Prometheus, OpenTelemetry and an
 // application's own observer can watch the same middleware:
@@ -27,9 +28,9 @@
 //	…
 //	tel, err := otelobserve.New(meterProvider, tracerProvider)
 //	…
-//	store := observe.Store(new(memstore.Store), observe.All(prom.ObserveStore, tel.ObserveStore))
-//	idem, err := middleware.New(store, middleware.Config{
-//		Observer: observe.All(prom.Observe, tel.Observe),
+//	idem, err := middleware.New(new(memstore.Store), middleware.Config{
+//		Observer:      observe.All(prom.Observe, tel.Observe),
+//		StoreObserver: observe.All(prom.ObserveStore, tel.ObserveStore),
 //	})
 //
 // The middleware's own debug log (Config.Logger at slog.LevelDebug) has a

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/observe"
@@ -15,16 +16,18 @@ import (
 // otelobserve's in a service) from one middleware and one store.
 func ExampleAll() {
 	outcomes := func(ev middleware.Event) { fmt.Println("request:", ev.Outcome, ev.Status) }
-	claims := func(c observe.StoreCall) {
-		if c.Op == observe.OpClaim {
+	claims := func(c keystore.Call) {
+		if c.Op == keystore.OpClaim {
 			fmt.Println("store:", c.Op, c.Err)
 		}
 	}
 	count := 0
 	counter := func(middleware.Event) { count++ }
 
-	store := observe.Store(new(memstore.Store), observe.All(claims))
-	idem, err := middleware.New(store, middleware.Config{Observer: observe.All(outcomes, counter)})
+	idem, err := middleware.New(new(memstore.Store), middleware.Config{
+		Observer:      observe.All(outcomes, counter),
+		StoreObserver: observe.All(claims),
+	})
 	if err != nil {
 		panic(err)
 	}

@@ -54,7 +54,7 @@
 //	idem, err := middleware.New(store, middleware.Config{
 //		KeyHeader: standardwebhooks.HeaderID, // "webhook-id"
 //		// Keys are per sender: one sender's ids never meet another's.
-//		Scope: func(r *http.Request) string { return "acme " + r.Method + " " + middleware.NormalizedPath(r) },
+//		Scope: func(r *http.Request) string { return "acme " + middleware.DefaultScope(r) },
 //	})
 //	if err != nil { … }
 //	http.Handle("POST /webhooks/acme", verify.Handler(idem.Handler(ingest)))

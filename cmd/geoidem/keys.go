@@ -65,7 +65,7 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up after this long")
 	force, yes := new(bool), new(bool)
 	if sub != "stats" {
-		fl.StringVar(&f.scope, "scope", "POST /features", "the key's scope, as the middleware's Config.Scope returns it (default: method, space, path)")
+		fl.StringVar(&f.scope, "scope", "POST /features", "the key's scope, as the middleware's Config.Scope returns it (default, middleware.DefaultScope: the method in upper case, a space, the host of a ServeMux host pattern, the path)")
 		fl.BoolVar(&f.storedKey, "stored-key", false, "KEY is already a stored key (64 hexadecimal characters, as stats prints), not a client's key")
 	}
 	if sub == "get" || sub == "stats" {
@@ -104,11 +104,19 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if sub == "stats" {
 		return stats(ctx, admin, f, stdout, stderr)
 	}
-	clientKey := fl.Arg(0)
-	stored := middleware.StoreKey(f.scope, clientKey)
-	what := fmt.Sprintf("key %q in scope %q", clientKey, f.scope)
+	arg := fl.Arg(0)
+	var key, stored, what string
 	if f.storedKey {
-		stored, what = clientKey, fmt.Sprintf("stored key %s", clientKey)
+		stored, what = arg, fmt.Sprintf("stored key %s", arg)
+	} else {
+		// The key as the middleware reads it from the header: quoted (an
+		// RFC 9651 string) or bare, one key either way.
+		var err error
+		if key, err = middleware.ParseKey(arg); err != nil {
+			fmt.Fprintf(stderr, "geoidem keys %s: %v\n", sub, err)
+			return 2
+		}
+		stored, what = middleware.StoreKey(f.scope, key), fmt.Sprintf("key %q in scope %q", key, f.scope)
 	}
 	switch sub {
 	case "get":
@@ -123,7 +131,7 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 				Scope     string `json:"scope,omitempty"`
 				StoredKey string `json:"stored_key"`
 				adminhttp.Entry
-			}{Key: keyIf(!f.storedKey, clientKey), Scope: keyIf(!f.storedKey, f.scope), StoredKey: stored, Entry: adminhttp.EntryJSON(e)})
+			}{Key: key, Scope: keyIf(!f.storedKey, f.scope), StoredKey: stored, Entry: adminhttp.EntryJSON(e)})
 		}
 		fmt.Fprintf(stdout, "%s (stored as %s)\n", what, stored)
 		describe(stdout, e)
@@ -143,7 +151,7 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 				what, e.LeaseRemaining.Round(time.Millisecond))
 		case errors.Is(err, keystore.ErrNotInFlight):
 			fmt.Fprintf(stdout, "not released: %s is not in flight: %s\n", what, stateLine(e))
-			if e.State == keystore.Recorded {
+			if e.State == keystore.Completed {
 				fmt.Fprintln(stdout, "a completed record is never released; 'geoidem keys forget' deletes it")
 			}
 		default:
@@ -157,7 +165,7 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			fmt.Fprintf(stderr, "geoidem keys forget: %v\n", err)
 			return 2
 		}
-		if e.State != keystore.Recorded {
+		if e.State != keystore.Completed {
 			fmt.Fprintf(stdout, "not forgotten: %s holds no completed record: %s\n", what, stateLine(e))
 			return 1
 		}
@@ -257,12 +265,12 @@ func openAdmin(ctx context.Context, f keysFlags) (keystore.Admin, func(), error)
 // stateLine is an entry's state in one line.
 func stateLine(e keystore.Entry) string {
 	switch e.State {
-	case keystore.Held:
+	case keystore.InFlight:
 		if e.LeaseRunOut {
 			return "in flight, its lease ran out " + ago(-e.LeaseRemaining) + " (its holder is gone or stalled; the next delivery takes it over, 'geoidem keys release' frees it now)"
 		}
 		return fmt.Sprintf("in flight, %v of its lease left", e.LeaseRemaining.Round(time.Millisecond))
-	case keystore.Recorded:
+	case keystore.Completed:
 		return fmt.Sprintf("completed: status %d, %d header field(s), body %d bytes, kept %v more", e.Record.StatusCode, len(e.Record.Header), len(e.Record.Body), e.RetentionRemaining.Round(time.Second))
 	case keystore.Released:
 		return "released: its request failed and gave the key back; the next delivery runs"
@@ -280,10 +288,10 @@ func ago(d time.Duration) string {
 // describe prints an entry for get.
 func describe(w io.Writer, e keystore.Entry) {
 	fmt.Fprintf(w, "state: %s\n", stateLine(e))
-	if e.State == keystore.Held || e.State == keystore.Recorded {
+	if e.State == keystore.InFlight || e.State == keystore.Completed {
 		fmt.Fprintf(w, "fingerprint: %s\n", hex.EncodeToString(e.Fingerprint[:]))
 	}
-	if e.State != keystore.Recorded {
+	if e.State != keystore.Completed {
 		return
 	}
 	names := make([]string, 0, len(e.Record.Header))
@@ -312,9 +320,9 @@ func stats(ctx context.Context, admin keystore.Admin, f keysFlags, stdout, stder
 	switch {
 	case s.Oldest == "":
 		fmt.Fprintln(stdout, "oldest: none")
-	case s.OldestState == keystore.Held && s.OldestRemaining <= 0:
+	case s.OldestState == keystore.InFlight && s.OldestRemaining <= 0:
 		fmt.Fprintf(stdout, "oldest: %s, in flight, its lease ran out %s\n", s.Oldest, ago(-s.OldestRemaining))
-	case s.OldestState == keystore.Held:
+	case s.OldestState == keystore.InFlight:
 		fmt.Fprintf(stdout, "oldest: %s, in flight, %v of its lease left\n", s.Oldest, s.OldestRemaining.Round(time.Millisecond))
 	default:
 		fmt.Fprintf(stdout, "oldest: %s, completed, kept %v more\n", s.Oldest, s.OldestRemaining.Round(time.Second))

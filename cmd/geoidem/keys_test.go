@@ -81,7 +81,7 @@ func keysStores(t *testing.T) []keysStore {
 // it was a replay.
 func post(t *testing.T, url, key string) (int, bool) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url+"/features", strings.NewReader(`{"type":"Feature","id":"`+key+`","geometry":null,"properties":null}`))
+	req, _ := http.NewRequest(http.MethodPost, url+"/features", strings.NewReader(`{"type":"Feature","id":"`+strings.Trim(key, `"`)+`","geometry":null,"properties":null}`))
 	req.Header.Set("Content-Type", "application/geo+json")
 	req.Header.Set("Idempotency-Key", key)
 	resp, err := http.DefaultClient.Do(req)
@@ -130,9 +130,22 @@ func TestKeys(t *testing.T) {
 			code, out = keysCmd(t, st, "", "get", "nobody")
 			expect(t, "get nobody", code, out, 0, "absent")
 
+			// One key, quoted (an RFC 9651 string, as the Idempotency-Key
+			// draft sends it) or bare: the middleware parses it once, and
+			// so does the command.
+			if code, _ := post(t, url, `"evt-9"`); code != http.StatusCreated {
+				t.Fatalf(`POST "evt-9": %d`, code)
+			}
+			for _, arg := range []string{`"evt-9"`, "evt-9"} {
+				code, out = keysCmd(t, st, "", "get", arg)
+				expect(t, "get "+arg, code, out, 0, `key "evt-9" in scope "POST /features"`, "completed: status 201")
+			}
+			code, out = keysCmd(t, st, "", "get", `"evt-9`)
+			expect(t, `get "evt-9 (unterminated)`, code, out, 2, "malformed")
+
 			// A key a dead request holds, with a long lease: refused, then forced.
 			stuck := middleware.StoreKey("POST /features", "k2")
-			if _, err := st.store.Claim(t.Context(), stuck, keystore.Fingerprint{1}, time.Hour); err != nil {
+			if _, err := st.store.Claim(t.Context(), stuck, keystore.ClaimArgs{Fingerprint: keystore.Fingerprint{1}, Lease: time.Hour, Token: keystore.NewToken()}); err != nil {
 				t.Fatal(err)
 			}
 			code, out = keysCmd(t, st, "", "get", "k2")
@@ -150,7 +163,7 @@ func TestKeys(t *testing.T) {
 
 			// A key whose lease runs out: released without -force.
 			short := middleware.StoreKey("POST /features", "k3")
-			if _, err := st.store.Claim(t.Context(), short, keystore.Fingerprint{1}, 200*time.Millisecond); err != nil {
+			if _, err := st.store.Claim(t.Context(), short, keystore.ClaimArgs{Fingerprint: keystore.Fingerprint{1}, Lease: 200 * time.Millisecond, Token: keystore.NewToken()}); err != nil {
 				t.Fatal(err)
 			}
 			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
@@ -183,9 +196,9 @@ func TestKeys(t *testing.T) {
 			expect(t, "forget nobody", code, out, 1, "not forgotten", "absent")
 
 			code, out = keysCmd(t, st, "", "stats")
-			expect(t, "stats", code, out, 0, "in flight: 0 (0 with their lease run out)", "completed: 2", "oldest: ")
+			expect(t, "stats", code, out, 0, "in flight: 0 (0 with their lease run out)", "completed: 3", "oldest: ")
 			code, out = keysCmd(t, st, "", "stats", "-json")
-			expect(t, "stats -json", code, out, 0, `"completed": 2`, `"in_flight": 0`)
+			expect(t, "stats -json", code, out, 0, `"completed": 3`, `"in_flight": 0`)
 		})
 	}
 }

@@ -111,13 +111,15 @@ func wrap(t *testing.T, store keystore.Store, h http.Handler) http.Handler {
 }
 
 // forgetful keeps nothing: behind it every request executes.
-type forgetful struct{ token atomic.Uint64 }
+type forgetful struct{}
 
-func (s *forgetful) Claim(context.Context, string, keystore.Fingerprint, time.Duration) (keystore.Claim, error) {
-	return keystore.Claim{State: keystore.Acquired, Token: keystore.Token(s.token.Add(1))}, nil
+func (s *forgetful) Claim(_ context.Context, _ string, a keystore.ClaimArgs) (keystore.Claim, error) {
+	return keystore.Claim{Acquired: true, State: keystore.InFlight, Fingerprint: a.Fingerprint}, nil
 }
-func (s *forgetful) Extend(context.Context, string, keystore.Token, time.Duration) error { return nil }
-func (s *forgetful) Complete(context.Context, string, keystore.Token, keystore.Record, time.Duration) error {
+func (s *forgetful) Extend(context.Context, string, keystore.Token, time.Duration) (time.Duration, error) {
+	return 0, nil
+}
+func (s *forgetful) Complete(context.Context, string, keystore.Token, []byte, time.Duration) error {
 	return nil
 }
 func (s *forgetful) Release(context.Context, string, keystore.Token) error { return nil }

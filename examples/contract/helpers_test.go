@@ -76,9 +76,9 @@ type flakyStore struct {
 
 var errUnreachable = errors.New("flaky store: unreachable")
 
-func (s *flakyStore) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
+func (s *flakyStore) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	if s.failures.Add(-1) >= 0 {
 		return keystore.Claim{}, errUnreachable
 	}
-	return s.Store.Claim(ctx, key, fp, lease)
+	return s.Store.Claim(ctx, key, a)
 }

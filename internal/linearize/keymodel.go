@@ -44,7 +44,7 @@ func (k Kind) String() string {
 type KeyInput struct {
 	Kind        Kind
 	Fingerprint keystore.Fingerprint // Claim
-	Token       keystore.Token       // Extend, Complete, Release
+	Token       keystore.Token       // the Claim's chosen token; the token of Extend, Complete, Release
 	Duration    time.Duration        // the lease (Claim, Extend) or retention (Complete)
 	Record      keystore.Record      // Complete
 	// Start and End bound, in wall time since the history began, when the
@@ -55,8 +55,9 @@ type KeyInput struct {
 
 // KeyOutput is what the call returned.
 type KeyOutput struct {
-	Claim keystore.Claim // Claim, when Err is nil
-	Err   error
+	Claim     keystore.Claim // Claim, when Err is nil
+	Remaining time.Duration  // Extend, when Err is nil: the lease that remained
+	Err       error
 }
 
 // KeyOp is one operation on a key.
@@ -80,6 +81,9 @@ type KeyState struct {
 	Token       keystore.Token // the holder, the completer or the releaser; 0: a token nobody knows
 	Fingerprint keystore.Fingerprint
 	Record      string // RecordKey of the record, when Completed
+	// Spent lists, sorted and comma-separated, the tokens used in a
+	// Release of the key: none of them may acquire it afterwards.
+	Spent string
 	// The deadline (the lease while Held, the retention while Completed)
 	// is Dur after the instant, between From and To, at which the
 	// operation that set it acted.
@@ -95,15 +99,16 @@ type KeyState struct {
 // holder's (in flight, completed) or the caller's (acquired); TookOver is
 // set exactly when an expired lease is taken over (not after a Release or
 // the end of a record's retention); LeaseRemaining is positive and at most
-// the holder's lease plus Slack; Extend, Complete and Release succeed for the
+// the holder's lease plus Slack, as is the lease an Extend reports; Extend,
+// Complete and Release succeed for the
 // token that holds the key while its lease runs, and for the repeats of a
 // token's own work (Extend and an equal Complete after its Complete while
 // the record is kept, Release after its Release until the key is claimed
-// again), and fail with ErrLeaseLost otherwise, changing nothing. The
+// again, a Claim with the token that holds the key), and fail with
+// ErrLeaseLost otherwise, changing nothing. The
 // marks that make those repeats succeed are assumed to outlast the history
 // (stores in this module keep them at least a minute); tokens must be
-// unique, which the caller checks apart, as the state does not remember
-// every token.
+// unique, as the callers choose them (keystore.NewToken).
 //
 // Time. A lease or a retention runs on the store's clock, which the test
 // cannot read: it only knows, for the operation that set a deadline, the
@@ -135,10 +140,12 @@ type KeyState struct {
 // keystore.ErrLeaseLost (a timeout, a broken connection) may or may not
 // have taken effect, now or later: its Return is Pending, its End is
 // Forever, and the model allows both. A Claim that may have acquired the
-// key leaves it held by a token nobody knows (token 0, which no store
-// issues, so every Extend, Complete and Release of a known token is fenced
-// by it) until its lease surely ran out, which, its End being Forever, the
-// MAY rule allows at any later time.
+// key leaves it held by its token until its lease surely ran out, which,
+// its End being Forever, the MAY rule allows at any later time; its caller
+// may release it with that token. A Release fences its token whatever it
+// returns: from then on a Claim with that token fails with ErrLeaseLost
+// where it would acquire the key (the Store contract's "claims whose
+// outcome is unknown").
 type KeyModel struct {
 	// Slack is how far the store's judgement of a deadline may differ from
 	// the test's clock (see Time above), and how much LeaseRemaining may
@@ -162,9 +169,9 @@ var ErrEarlierAttempt = errors.New("linearize: an earlier attempt of this call, 
 // default): before each operation it adds an earlier attempt of the same
 // call, in the same interval, whose outcome is unknown. Two attempts stand
 // for any number, since the model's operations are idempotent once
-// repeated by the same caller, except Claim, which the added attempt lets
-// hold the key for a token nobody knows (the resent Claim then reports its
-// own first attempt in flight, as redisstore documents).
+// repeated by the same caller: a Claim repeated with the token that holds
+// the key reports it acquired, as the Store contract's repeats of a
+// token's own work say.
 //
 // Accepting a history only WithResends is weaker than accepting it as it
 // is: it says the store is linearizable per attempt, not per call. In
@@ -280,11 +287,11 @@ func (km KeyModel) step(s KeyState, op KeyOp) []KeyState {
 			case v.heldBy(in.Token):
 				ns := s
 				ns.From, ns.To, ns.Dur = in.Start, in.End, in.Duration
-				if !lost {
+				if !lost && (unknown || km.remainingFits(s, in, out.Remaining)) {
 					add(ns)
 				}
 			case v.completedBy(in.Token): // the repeat of its own work
-				if !lost {
+				if !lost && (unknown || out.Remaining == 0) {
 					add(s)
 				}
 			default:
@@ -297,7 +304,7 @@ func (km KeyModel) step(s KeyState, op KeyOp) []KeyState {
 			case v.heldBy(in.Token):
 				if !lost {
 					add(KeyState{Status: Completed, Token: in.Token, Fingerprint: s.Fingerprint,
-						Record: RecordKey(in.Record), From: in.Start, To: in.End, Dur: in.Duration})
+						Record: RecordKey(in.Record), From: in.Start, To: in.End, Dur: in.Duration, Spent: s.Spent})
 				}
 			case v.completedBy(in.Token) && s.Record == RecordKey(in.Record):
 				if !lost {
@@ -309,18 +316,19 @@ func (km KeyModel) step(s KeyState, op KeyOp) []KeyState {
 				}
 			}
 		case Release:
+			fenced := s.spend(in.Token)
 			switch {
 			case v.heldBy(in.Token):
 				if !lost {
-					add(KeyState{Status: Released, Token: in.Token})
+					add(KeyState{Status: Released, Token: in.Token, Spent: fenced.Spent})
 				}
 			case v.s.Status == Released && v.s.Token == in.Token:
 				if !lost {
 					add(s)
 				}
 			default:
-				if lost {
-					add(s)
+				if lost || unknown {
+					add(fenced)
 				}
 			}
 		}
@@ -328,23 +336,61 @@ func (km KeyModel) step(s KeyState, op KeyOp) []KeyState {
 	return next
 }
 
-func (km KeyModel) claim(v view, in KeyInput, out KeyOutput, unknown, lost bool, add func(KeyState)) {
-	if lost {
-		return // Claim never fails with ErrLeaseLost
+// remainingFits reports whether remaining, the lease an Extend by the
+// holder of s reports, is one it can have found: not negative, and at most
+// what is left of the holder's lease at the Extend's start, plus Slack.
+func (km KeyModel) remainingFits(s KeyState, in KeyInput, remaining time.Duration) bool {
+	if remaining < 0 {
+		return false
 	}
+	return s.To == Forever || remaining <= s.To+s.Dur-in.Start+km.Slack
+}
+
+// spend returns s with tok among its spent tokens.
+func (s KeyState) spend(tok keystore.Token) KeyState {
+	if s.spent(tok) {
+		return s
+	}
+	toks := []string{strconv.FormatUint(uint64(tok), 10)}
+	if s.Spent != "" {
+		toks = append(toks, strings.Split(s.Spent, ",")...)
+	}
+	slices.Sort(toks)
+	s.Spent = strings.Join(toks, ",")
+	return s
+}
+
+// spent reports whether tok was used in a Release of the key.
+func (s KeyState) spent(tok keystore.Token) bool {
+	t := strconv.FormatUint(uint64(tok), 10)
+	return slices.Contains(strings.Split(s.Spent, ","), t)
+}
+
+func (km KeyModel) claim(v view, in KeyInput, out KeyOutput, unknown, lost bool, add func(KeyState)) {
 	acq, tookOver := v.acquirable()
-	held := func(tok keystore.Token) KeyState {
-		return KeyState{Status: Held, Token: tok, Fingerprint: in.Fingerprint, From: in.Start, To: in.End, Dur: in.Duration}
+	spent := v.s.spent(in.Token)
+	if lost { // only a Claim fenced by its token's Release fails so
+		if acq && spent {
+			add(v.s)
+		}
+		return
+	}
+	held := func() KeyState {
+		return KeyState{Status: Held, Token: in.Token, Fingerprint: in.Fingerprint, From: in.Start, To: in.End, Dur: in.Duration, Spent: v.s.Spent}
 	}
 	c := out.Claim
 	switch {
 	case unknown:
-		if acq {
-			add(held(0))
+		if acq && !spent {
+			add(held())
 		}
-	case c.State == keystore.Acquired:
-		if acq && c.TookOver == tookOver && c.Token != 0 && c.Fingerprint == in.Fingerprint {
-			add(held(c.Token))
+	case c.Acquired && v.heldBy(in.Token): // the repeat of a Claim applied before
+		if c.State == keystore.InFlight && !c.TookOver && c.Fingerprint == v.s.Fingerprint {
+			add(v.s)
+		}
+	case c.Acquired:
+		if acq && !spent && c.State == keystore.InFlight && c.TookOver == tookOver && c.Fingerprint == in.Fingerprint {
+			add(held())
 		}
 	case c.State == keystore.InFlight:
 		if c.LeaseRemaining <= 0 {
@@ -354,7 +400,7 @@ func (km KeyModel) claim(v view, in KeyInput, out KeyOutput, unknown, lost bool,
 		if km.LeaseRemainingFromCallStart {
 			most += in.End - in.Start // End is finite: the Claim answered
 		}
-		if v.s.Status == Held && !v.expired && c.Fingerprint == v.s.Fingerprint && c.LeaseRemaining <= most {
+		if v.s.Status == Held && !v.expired && v.s.Token != in.Token && c.Fingerprint == v.s.Fingerprint && c.LeaseRemaining <= most {
 			add(v.s)
 		}
 	case c.State == keystore.Completed:
@@ -367,17 +413,24 @@ func (km KeyModel) claim(v view, in KeyInput, out KeyOutput, unknown, lost bool,
 func (s KeyState) String() string {
 	switch s.Status {
 	case Absent:
-		return "absent"
+		return "absent" + s.spentString()
 	case Released:
-		return fmt.Sprintf("released by %s", tokenString(s.Token))
+		return fmt.Sprintf("released by %s", tokenString(s.Token)) + s.spentString()
 	case Held:
 		return fmt.Sprintf("held by %s (fp %s), lease %v from [%s, %s]",
-			tokenString(s.Token), fpString(s.Fingerprint), s.Dur, ms(s.From), ms(s.To))
+			tokenString(s.Token), fpString(s.Fingerprint), s.Dur, ms(s.From), ms(s.To)) + s.spentString()
 	case Completed:
 		return fmt.Sprintf("completed by %s (fp %s), record %s, retention %v from [%s, %s]",
-			tokenString(s.Token), fpString(s.Fingerprint), s.Record, s.Dur, ms(s.From), ms(s.To))
+			tokenString(s.Token), fpString(s.Fingerprint), s.Record, s.Dur, ms(s.From), ms(s.To)) + s.spentString()
 	}
 	return "invalid state"
+}
+
+func (s KeyState) spentString() string {
+	if s.Spent == "" {
+		return ""
+	}
+	return "; spent: tok" + strings.ReplaceAll(s.Spent, ",", ", tok")
 }
 
 // DescribeKeyOp renders op on one line: client, call, wall-time interval
@@ -387,7 +440,7 @@ func DescribeKeyOp(op KeyOp) string {
 	var call string
 	switch in.Kind {
 	case Claim:
-		call = fmt.Sprintf("Claim(fp %s, lease %v)", fpString(in.Fingerprint), in.Duration)
+		call = fmt.Sprintf("Claim(%s, fp %s, lease %v)", tokenString(in.Token), fpString(in.Fingerprint), in.Duration)
 	case Extend:
 		call = fmt.Sprintf("Extend(%s, lease %v)", tokenString(in.Token), in.Duration)
 	case Complete:
@@ -401,19 +454,21 @@ func DescribeKeyOp(op KeyOp) string {
 		res = "ErrLeaseLost"
 	case out.Err != nil:
 		res = "unknown outcome: " + out.Err.Error()
+	case in.Kind == Extend:
+		res = fmt.Sprintf("ok (%v left)", out.Remaining)
 	case in.Kind != Claim:
 		res = "ok"
 	default:
 		c := out.Claim
-		switch c.State {
-		case keystore.Acquired:
-			res = "acquired " + tokenString(c.Token)
+		switch {
+		case c.Acquired:
+			res = "acquired"
 			if c.TookOver {
 				res += " (took over)"
 			}
-		case keystore.InFlight:
+		case c.State == keystore.InFlight:
 			res = fmt.Sprintf("in flight (fp %s, %v left)", fpString(c.Fingerprint), c.LeaseRemaining)
-		case keystore.Completed:
+		case c.State == keystore.Completed:
 			res = fmt.Sprintf("completed (fp %s, record %s)", fpString(c.Fingerprint), RecordKey(c.Record))
 		default:
 			res = "state " + c.State.String()

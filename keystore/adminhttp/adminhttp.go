@@ -75,29 +75,24 @@ type answer struct {
 	Message string   `json:"message,omitempty"`
 }
 
-var states = map[keystore.EntryState]string{
-	keystore.Absent: "absent", keystore.Held: "in flight", keystore.Recorded: "completed", keystore.Released: "released",
-}
-
-func stateOf(s string) (keystore.EntryState, error) {
-	for k, v := range states {
-		if v == s {
-			return k, nil
-		}
+func stateOf(s string) (keystore.State, error) {
+	st, err := keystore.ParseState(s)
+	if err != nil {
+		return 0, fmt.Errorf("adminhttp: %w", err)
 	}
-	return 0, fmt.Errorf("adminhttp: unknown state %q", s)
+	return st, nil
 }
 
 // EntryJSON converts e.
 func EntryJSON(e keystore.Entry) Entry {
-	j := Entry{State: states[e.State], Token: uint64(e.Token)}
+	j := Entry{State: e.State.String(), Token: uint64(e.Token)}
 	if e.State != keystore.Absent && e.Fingerprint != (keystore.Fingerprint{}) {
 		j.Fingerprint = hex.EncodeToString(e.Fingerprint[:])
 	}
 	switch e.State {
-	case keystore.Held:
+	case keystore.InFlight:
 		j.LeaseRemaining, j.LeaseRunOut = e.LeaseRemaining, e.LeaseRunOut
-	case keystore.Recorded:
+	case keystore.Completed:
 		j.Status, j.Header, j.Body, j.RetentionRemaining = e.Record.StatusCode, e.Record.Header, e.Record.Body, e.RetentionRemaining
 	}
 	return j
@@ -152,7 +147,7 @@ func Handler(a keystore.Admin) http.Handler {
 			return
 		}
 		write(w, http.StatusOK, answer{Summary: &Summary{InFlight: s.InFlight, LeaseRunOut: s.LeaseRunOut, Completed: s.Completed, Bytes: s.Bytes,
-			Oldest: s.Oldest, OldestState: states[s.OldestState], OldestRemaining: s.OldestRemaining}})
+			Oldest: s.Oldest, OldestState: s.OldestState.String(), OldestRemaining: s.OldestRemaining}})
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopbackHost(r.Host) {

@@ -21,11 +21,11 @@ import (
 //
 //	func BenchmarkStore(b *testing.B) { keystoretest.RunBenchmarks(b, newStore) }
 func RunBenchmarks(b *testing.B, newStore func(b *testing.B) keystore.Store) {
-	rec := keystore.Record{
+	rec := keystore.AppendRecord(nil, keystore.Record{
 		StatusCode: http.StatusCreated,
 		Header:     http.Header{"Content-Type": {"application/json"}},
 		Body:       []byte(`{"stored":["feature-1"]}`),
-	}
+	})
 	b.Run("FirstCall", func(b *testing.B) {
 		s := newStore(b)
 		ctx := b.Context()
@@ -34,11 +34,12 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) keystore.Store) {
 		for b.Loop() {
 			n++
 			key := prefix + strconv.Itoa(n)
-			c, err := s.Claim(ctx, key, fpA, longLease)
-			if err != nil || c.State != keystore.Acquired {
+			tok := keystore.NewToken()
+			c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: tok})
+			if err != nil || !c.Acquired {
 				b.Fatalf("Claim: %v %v", c.State, err)
 			}
-			if err := s.Complete(ctx, key, c.Token, rec, longRetention); err != nil {
+			if err := s.Complete(ctx, key, tok, rec, longRetention); err != nil {
 				b.Fatalf("Complete: %v", err)
 			}
 		}
@@ -48,7 +49,7 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) keystore.Store) {
 		key := completedKey(b, s, rec)
 		ctx := b.Context()
 		for b.Loop() {
-			c, err := s.Claim(ctx, key, fpA, longLease)
+			c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: keystore.NewToken()})
 			if err != nil || c.State != keystore.Completed {
 				b.Fatalf("Claim: %v %v", c.State, err)
 			}
@@ -60,7 +61,7 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) keystore.Store) {
 		ctx := b.Context()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				c, err := s.Claim(ctx, key, fpA, longLease)
+				c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: keystore.NewToken()})
 				if err != nil || c.State != keystore.Completed {
 					b.Errorf("Claim: %v %v", c.State, err)
 					return
@@ -73,25 +74,27 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) keystore.Store) {
 		key := Key(b)
 		ctx := b.Context()
 		for b.Loop() {
-			c, err := s.Claim(ctx, key, fpA, longLease)
-			if err != nil || c.State != keystore.Acquired {
+			tok := keystore.NewToken()
+			c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: tok})
+			if err != nil || !c.Acquired {
 				b.Fatalf("Claim: %v %v", c.State, err)
 			}
-			if err := s.Release(ctx, key, c.Token); err != nil {
+			if err := s.Release(ctx, key, tok); err != nil {
 				b.Fatalf("Release: %v", err)
 			}
 		}
 	})
 }
 
-func completedKey(b *testing.B, s keystore.Store, rec keystore.Record) string {
+func completedKey(b *testing.B, s keystore.Store, rec []byte) string {
 	b.Helper()
 	key := Key(b)
-	c, err := s.Claim(b.Context(), key, fpA, longLease)
-	if err != nil || c.State != keystore.Acquired {
+	tok := keystore.NewToken()
+	c, err := s.Claim(b.Context(), key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: tok})
+	if err != nil || !c.Acquired {
 		b.Fatalf("Claim: %v %v", c.State, err)
 	}
-	if err := s.Complete(b.Context(), key, c.Token, rec, longRetention); err != nil {
+	if err := s.Complete(b.Context(), key, tok, rec, longRetention); err != nil {
 		b.Fatalf("Complete: %v", err)
 	}
 	return key

@@ -40,33 +40,65 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func mustClaim(t *testing.T, s keystore.Store, key string, fp keystore.Fingerprint, lease time.Duration, want keystore.State) keystore.Claim {
+// acquire, as mustClaim's want, says that the Claim must acquire the key.
+const acquire keystore.State = -1
+
+// claimed is a Claim's result with the token the Claim was sent with,
+// when it acquired the key (zero otherwise).
+type claimed struct {
+	keystore.Claim
+	Token keystore.Token
+}
+
+// claimWith sends a Claim of key with a fresh token.
+func claimWith(s keystore.Store, ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (claimed, error) {
+	tok := keystore.NewToken()
+	c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fp, Lease: lease, Token: tok})
+	r := claimed{Claim: c}
+	if err == nil && c.Acquired {
+		r.Token = tok
+	}
+	return r, err
+}
+
+// complete completes key with rec, encoded.
+func complete(s keystore.Store, ctx context.Context, key string, tok keystore.Token, rec keystore.Record, retention time.Duration) error {
+	return s.Complete(ctx, key, tok, keystore.AppendRecord(nil, rec), retention)
+}
+
+// extend extends key's lease, ignoring the lease that remained.
+func extend(s keystore.Store, ctx context.Context, key string, tok keystore.Token, lease time.Duration) error {
+	_, err := s.Extend(ctx, key, tok, lease)
+	return err
+}
+
+// mustClaim claims key with a fresh token and fails t unless the Claim
+// acquires it (want acquire) or finds it in the state want.
+func mustClaim(t *testing.T, s keystore.Store, key string, fp keystore.Fingerprint, lease time.Duration, want keystore.State) claimed {
 	t.Helper()
-	c, err := s.Claim(ctx(t), key, fp, lease)
+	c, err := claimWith(s, ctx(t), key, fp, lease)
 	if err != nil {
 		t.Fatalf("Claim(%.8s…): unexpected error: %v", key, err)
 	}
-	if c.State != want {
+	switch {
+	case c.Acquired && want != acquire:
+		t.Fatalf("Claim(%.8s…) acquired the key, want %v", key, want)
+	case !c.Acquired && want == acquire:
+		t.Fatalf("Claim(%.8s…) state = %v, want it acquired", key, c.State)
+	case !c.Acquired && c.State != want:
 		t.Fatalf("Claim(%.8s…) state = %v, want %v", key, c.State, want)
 	}
-	switch c.State {
-	case keystore.Acquired:
-		if c.Token == 0 {
-			t.Fatalf("Claim acquired with the zero token; a store must never issue it")
+	switch {
+	case c.Acquired:
+		if c.State != keystore.InFlight {
+			t.Fatalf("acquired Claim reports state %v, want in flight", c.State)
 		}
 		if c.Fingerprint != fp {
 			t.Fatalf("acquired Claim reports fingerprint %x, want the caller's %x", c.Fingerprint[:4], fp[:4])
 		}
-	case keystore.InFlight:
-		if c.Token != 0 {
-			t.Fatalf("in-flight Claim carries token %d; only an acquiring Claim may return a token", c.Token)
-		}
+	case c.State == keystore.InFlight:
 		if c.LeaseRemaining <= 0 {
 			t.Fatalf("in-flight Claim reports LeaseRemaining %v; it must be positive", c.LeaseRemaining)
-		}
-	case keystore.Completed:
-		if c.Token != 0 {
-			t.Fatalf("completed Claim carries token %d; only an acquiring Claim may return a token", c.Token)
 		}
 	}
 	return c

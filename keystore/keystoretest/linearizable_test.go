@@ -1,7 +1,9 @@
 package keystoretest_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -18,15 +20,18 @@ import (
 // switched on: the bugs that nearly every idempotency library has (see
 // DESIGN.md), for showing that Linearizable catches them.
 type naive struct {
-	checkThenSet  bool // Claim reads, lets go of the lock, then writes
-	noFencing     bool // Complete stores the record for any token
-	endlessLeases bool // an expired lease is never taken over
-	lostRepeats   bool // a token's repeated Complete fails with ErrLeaseLost
+	checkThenSet   bool // Claim reads, lets go of the lock, then writes
+	noFencing      bool // Complete stores the record for any token
+	endlessLeases  bool // an expired lease is never taken over
+	lostRepeats    bool // a token's repeated Complete fails with ErrLeaseLost
+	lateClaims     bool // one Claim in 8 answers an error at once and takes effect 5 ms later (not a bug: a stalled server)
+	noReleaseFence bool // a Release does not fence a token that does not hold the key
 
-	mu   sync.Mutex
-	m    map[string]*naiveEntry
-	last keystore.Token
-	hits int // calls whose answer the switched-on bug changed
+	mu    sync.Mutex
+	m     map[string]*naiveEntry
+	spent map[string]map[keystore.Token]bool // by key: tokens used in a Release
+	n     int                                // Claims so far
+	hits  int                                // calls whose answer the switched-on bug changed
 }
 
 type naiveEntry struct {
@@ -34,8 +39,10 @@ type naiveEntry struct {
 	fp       keystore.Fingerprint
 	token    keystore.Token
 	deadline time.Time
-	rec      keystore.Record
+	rec      []byte
 }
+
+var errReplyLost = errors.New("naive: reply lost")
 
 func (s *naive) alive(e *naiveEntry, now time.Time) bool {
 	if e == nil || e.status == linearize.Released {
@@ -51,19 +58,43 @@ func (s *naive) alive(e *naiveEntry, now time.Time) bool {
 	return false
 }
 
-func (s *naive) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
+func (s *naive) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
+	if err := a.Validate(); err != nil {
+		return keystore.Claim{}, err
+	}
 	s.mu.Lock()
 	if s.m == nil {
 		s.m = map[string]*naiveEntry{}
+		s.spent = map[string]map[keystore.Token]bool{}
+	}
+	s.n++
+	if s.lateClaims && s.n%3 == 0 {
+		s.mu.Unlock()
+		go func() {
+			time.Sleep(5 * time.Millisecond)
+			_, _ = s.Claim(context.Background(), key, a)
+		}()
+		return keystore.Claim{}, errReplyLost
 	}
 	e := s.m[key]
 	now := time.Now()
 	if s.alive(e, now) {
 		defer s.mu.Unlock()
-		if e.status == linearize.Held {
+		switch {
+		case e.status == linearize.Held && e.token == a.Token:
+			return keystore.Claim{Acquired: true, State: keystore.InFlight, Fingerprint: e.fp}, nil
+		case e.status == linearize.Held:
 			return keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: max(e.deadline.Sub(now), time.Millisecond)}, nil
 		}
-		return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: e.rec.Clone()}, nil
+		rec, _ := keystore.DecodeRecord(e.rec)
+		return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: rec}, nil
+	}
+	if s.spent[key][a.Token] {
+		if !s.noReleaseFence {
+			s.mu.Unlock()
+			return keystore.Claim{}, keystore.ErrLeaseLost
+		}
+		s.hits++
 	}
 	tookOver := e != nil && e.status == linearize.Held
 	if s.checkThenSet {
@@ -74,10 +105,9 @@ func (s *naive) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 			s.hits++ // another Claim wrote the key in between
 		}
 	}
-	defer s.mu.Unlock()
-	s.last++
-	s.m[key] = &naiveEntry{status: linearize.Held, fp: fp, token: s.last, deadline: time.Now().Add(lease)}
-	return keystore.Claim{State: keystore.Acquired, Token: s.last, TookOver: tookOver, Fingerprint: fp}, nil
+	s.m[key] = &naiveEntry{status: linearize.Held, fp: a.Fingerprint, token: a.Token, deadline: time.Now().Add(a.Lease)}
+	s.mu.Unlock()
+	return keystore.Claim{Acquired: true, State: keystore.InFlight, TookOver: tookOver, Fingerprint: a.Fingerprint}, nil
 }
 
 func (s *naive) held(key string, tok keystore.Token) *naiveEntry {
@@ -87,20 +117,24 @@ func (s *naive) held(key string, tok keystore.Token) *naiveEntry {
 	return nil
 }
 
-func (s *naive) Extend(ctx context.Context, key string, tok keystore.Token, lease time.Duration) error {
+func (s *naive) Extend(ctx context.Context, key string, tok keystore.Token, lease time.Duration) (time.Duration, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.held(key, tok); e != nil {
+		left := time.Until(e.deadline)
 		e.deadline = time.Now().Add(lease)
-		return nil
+		return left, nil
 	}
 	if e := s.m[key]; e != nil && e.status == linearize.Completed && e.token == tok && time.Now().Before(e.deadline) {
-		return nil
+		return 0, nil
 	}
-	return keystore.ErrLeaseLost
+	return 0, keystore.ErrLeaseLost
 }
 
-func (s *naive) Complete(ctx context.Context, key string, tok keystore.Token, rec keystore.Record, retention time.Duration) error {
+func (s *naive) Complete(ctx context.Context, key string, tok keystore.Token, rec []byte, retention time.Duration) error {
+	if _, err := keystore.CheckRecord(rec); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.held(key, tok)
@@ -110,11 +144,11 @@ func (s *naive) Complete(ctx context.Context, key string, tok keystore.Token, re
 		}
 	}
 	if e != nil {
-		e.status, e.token, e.rec, e.deadline = linearize.Completed, tok, rec.Clone(), time.Now().Add(retention)
+		e.status, e.token, e.rec, e.deadline = linearize.Completed, tok, bytes.Clone(rec), time.Now().Add(retention)
 		return nil
 	}
 	if e := s.m[key]; e != nil && e.status == linearize.Completed && e.token == tok &&
-		time.Now().Before(e.deadline) && linearize.RecordKey(e.rec) == linearize.RecordKey(rec) {
+		time.Now().Before(e.deadline) && bytes.Equal(e.rec, rec) {
 		if !s.lostRepeats {
 			return nil
 		}
@@ -126,6 +160,10 @@ func (s *naive) Complete(ctx context.Context, key string, tok keystore.Token, re
 func (s *naive) Release(ctx context.Context, key string, tok keystore.Token) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.spent[key] == nil {
+		s.spent[key] = map[keystore.Token]bool{}
+	}
+	s.spent[key][tok] = true
 	if e := s.held(key, tok); e != nil {
 		e.status = linearize.Released
 		return nil
@@ -167,12 +205,18 @@ func TestLinearizableCatchesBugs(t *testing.T) {
 		name  string
 		store func() *naive
 		ok    bool
+		ops   int // calls in all; 0: the default
 	}{
-		{"correct", func() *naive { return &naive{} }, true},
-		{"check-then-set claim", func() *naive { return &naive{checkThenSet: true} }, false},
-		{"complete without fencing", func() *naive { return &naive{noFencing: true} }, false},
-		{"leases that never end", func() *naive { return &naive{endlessLeases: true} }, false},
-		{"repeated complete fails", func() *naive { return &naive{lostRepeats: true} }, false},
+		{"correct", func() *naive { return &naive{} }, true, 0},
+		{"check-then-set claim", func() *naive { return &naive{checkThenSet: true} }, false, 0},
+		{"complete without fencing", func() *naive { return &naive{noFencing: true} }, false, 0},
+		{"leases that never end", func() *naive { return &naive{endlessLeases: true} }, false, 0},
+		{"repeated complete fails", func() *naive { return &naive{lostRepeats: true} }, false, 0},
+		// Every Claim of unknown outcome lingers in the search (it may take
+		// effect at any later time): fewer calls keep the search within
+		// its budget.
+		{"late claims, fenced by their release", func() *naive { return &naive{lateClaims: true} }, true, 300},
+		{"late claims, a release that does not fence", func() *naive { return &naive{lateClaims: true, noReleaseFence: true} }, false, 300},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -180,7 +224,7 @@ func TestLinearizableCatchesBugs(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				store := c.store()
 				rt := &recordingT{TB: t}
-				st := keystoretest.Linearizable(rt, store, keystoretest.LinearizableConfig{Duration: 10 * time.Second})
+				st := keystoretest.Linearizable(rt, store, keystoretest.LinearizableConfig{Duration: 10 * time.Second, Ops: c.ops})
 				t.Logf("%v; the bug changed %d answers", st, store.hits)
 				if c.ok {
 					if len(rt.errs) > 0 {

@@ -19,7 +19,7 @@ func admin(t *testing.T, s keystore.Store) keystore.Admin {
 	return a
 }
 
-func inspect(t *testing.T, a keystore.Admin, key string, want keystore.EntryState) keystore.Entry {
+func inspect(t *testing.T, a keystore.Admin, key string, want keystore.State) keystore.Entry {
 	t.Helper()
 	e, err := a.Inspect(ctx(t), key)
 	if err != nil {
@@ -36,8 +36,8 @@ func testAdminInspect(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	inspect(t, a, key, keystore.Absent)
 
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
-	e := inspect(t, a, key, keystore.Held)
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
+	e := inspect(t, a, key, keystore.InFlight)
 	if e.Fingerprint != fpA || e.LeaseRunOut || e.LeaseRemaining <= 0 || e.LeaseRemaining > longLease {
 		t.Errorf("in flight: %+v, want fingerprint %x, a lease of at most %v running", e, fpA[:4], longLease)
 	}
@@ -46,10 +46,10 @@ func testAdminInspect(t *testing.T, s keystore.Store) {
 	}
 
 	rec := sampleRecord()
-	if err := s.Complete(ctx(t), key, c.Token, rec, longRetention); err != nil {
+	if err := complete(s, ctx(t), key, c.Token, rec, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	e = inspect(t, a, key, keystore.Recorded)
+	e = inspect(t, a, key, keystore.Completed)
 	equalRecords(t, e.Record, rec)
 	if e.Fingerprint != fpA || e.RetentionRemaining <= 0 || e.RetentionRemaining > longRetention {
 		t.Errorf("completed: fingerprint %x, retention left %v; want %x and at most %v", e.Fingerprint[:4], e.RetentionRemaining, fpA[:4], longRetention)
@@ -58,7 +58,7 @@ func testAdminInspect(t *testing.T, s keystore.Store) {
 	mustClaim(t, s, key, fpA, longLease, keystore.Completed)
 
 	other := Key(t)
-	c = mustClaim(t, s, other, fpB, longLease, keystore.Acquired)
+	c = mustClaim(t, s, other, fpB, longLease, acquire)
 	if err := s.Release(ctx(t), other, c.Token); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
@@ -68,8 +68,8 @@ func testAdminInspect(t *testing.T, s keystore.Store) {
 func testAdminFreeRunOutLease(t *testing.T, s keystore.Store) {
 	a := admin(t, s)
 	key := Key(t)
-	c := mustClaim(t, s, key, fpA, shortLease, keystore.Acquired)
-	if e, err := a.Free(ctx(t), key, false); !errors.Is(err, keystore.ErrLeaseRunning) || e.State != keystore.Held {
+	c := mustClaim(t, s, key, fpA, shortLease, acquire)
+	if e, err := a.Free(ctx(t), key, false); !errors.Is(err, keystore.ErrLeaseRunning) || e.State != keystore.InFlight {
 		t.Fatalf("Free of a running lease without force: %+v, %v; want the entry and ErrLeaseRunning", e, err)
 	}
 	eventually(t, "the lease running out, as Inspect sees it", func() bool {
@@ -77,23 +77,23 @@ func testAdminFreeRunOutLease(t *testing.T, s keystore.Store) {
 		if err != nil {
 			t.Fatalf("Inspect: %v", err)
 		}
-		if e.State != keystore.Held {
+		if e.State != keystore.InFlight {
 			t.Fatalf("Inspect of a key whose lease ran out, unclaimed: %v, want in flight", e.State)
 		}
 		return e.LeaseRunOut
 	})
 	e, err := a.Free(ctx(t), key, false)
-	if err != nil || e.State != keystore.Held || !e.LeaseRunOut {
+	if err != nil || e.State != keystore.InFlight || !e.LeaseRunOut {
 		t.Fatalf("Free of a run-out lease: %+v, %v; want the in-flight entry it freed", e, err)
 	}
 	inspect(t, a, key, keystore.Absent)
-	if err := s.Complete(ctx(t), key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := complete(s, ctx(t), key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete by the freed token: %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Release by the freed token: %v, want ErrLeaseLost", err)
 	}
-	n := mustClaim(t, s, key, fpB, longLease, keystore.Acquired)
+	n := mustClaim(t, s, key, fpB, longLease, acquire)
 	if n.Token == c.Token {
 		t.Errorf("the claim after Free reused token %d", n.Token)
 	}
@@ -105,29 +105,29 @@ func testAdminFreeRunOutLease(t *testing.T, s keystore.Store) {
 func testAdminFreeForce(t *testing.T, s keystore.Store) {
 	a := admin(t, s)
 	key := Key(t)
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
-	if e, err := a.Free(ctx(t), key, true); err != nil || e.State != keystore.Held || e.LeaseRunOut {
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
+	if e, err := a.Free(ctx(t), key, true); err != nil || e.State != keystore.InFlight || e.LeaseRunOut {
 		t.Fatalf("forced Free of a running lease: %+v, %v", e, err)
 	}
-	if err := s.Complete(ctx(t), key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := complete(s, ctx(t), key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete by the token freed by force: %v, want ErrLeaseLost: the fence must hold", err)
 	}
-	if err := s.Extend(ctx(t), key, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := extend(s, ctx(t), key, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend by the token freed by force: %v, want ErrLeaseLost", err)
 	}
-	mustClaim(t, s, key, fpB, longLease, keystore.Acquired)
+	mustClaim(t, s, key, fpB, longLease, acquire)
 }
 
 func testAdminFreeNeverTouchesRecord(t *testing.T, s keystore.Store) {
 	a := admin(t, s)
 	key := Key(t)
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	rec := sampleRecord()
-	if err := s.Complete(ctx(t), key, c.Token, rec, longRetention); err != nil {
+	if err := complete(s, ctx(t), key, c.Token, rec, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	for _, force := range []bool{false, true} {
-		if e, err := a.Free(ctx(t), key, force); !errors.Is(err, keystore.ErrNotInFlight) || e.State != keystore.Recorded {
+		if e, err := a.Free(ctx(t), key, force); !errors.Is(err, keystore.ErrNotInFlight) || e.State != keystore.Completed {
 			t.Errorf("Free(force=%t) of a completed key: %+v, %v; want the record and ErrNotInFlight", force, e.State, err)
 		}
 	}
@@ -141,22 +141,22 @@ func testAdminForget(t *testing.T, s keystore.Store) {
 	if _, err := a.Forget(ctx(t), key); !errors.Is(err, keystore.ErrNotCompleted) {
 		t.Errorf("Forget of an absent key: %v, want ErrNotCompleted", err)
 	}
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
-	if e, err := a.Forget(ctx(t), key); !errors.Is(err, keystore.ErrNotCompleted) || e.State != keystore.Held {
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
+	if e, err := a.Forget(ctx(t), key); !errors.Is(err, keystore.ErrNotCompleted) || e.State != keystore.InFlight {
 		t.Errorf("Forget of a key in flight: %+v, %v; want ErrNotCompleted", e.State, err)
 	}
-	inspect(t, a, key, keystore.Held)
+	inspect(t, a, key, keystore.InFlight)
 	rec := sampleRecord()
-	if err := s.Complete(ctx(t), key, c.Token, rec, longRetention); err != nil {
+	if err := complete(s, ctx(t), key, c.Token, rec, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	e, err := a.Forget(ctx(t), key)
-	if err != nil || e.State != keystore.Recorded {
+	if err != nil || e.State != keystore.Completed {
 		t.Fatalf("Forget of a completed key: %+v, %v", e.State, err)
 	}
 	equalRecords(t, e.Record, rec)
 	inspect(t, a, key, keystore.Absent)
-	mustClaim(t, s, key, fpB, longLease, keystore.Acquired)
+	mustClaim(t, s, key, fpB, longLease, acquire)
 }
 
 func testAdminSummarize(t *testing.T, s keystore.Store) {
@@ -169,10 +169,10 @@ func testAdminSummarize(t *testing.T, s keystore.Store) {
 		t.Fatalf("Summarize of an empty store: %+v, want zero", sum)
 	}
 	held, short, done := Key(t), Key(t), Key(t)
-	mustClaim(t, s, held, fpA, longLease, keystore.Acquired)
-	mustClaim(t, s, short, fpA, shortLease, keystore.Acquired)
-	c := mustClaim(t, s, done, fpA, longLease, keystore.Acquired)
-	if err := s.Complete(ctx(t), done, c.Token, sampleRecord(), longRetention); err != nil {
+	mustClaim(t, s, held, fpA, longLease, acquire)
+	mustClaim(t, s, short, fpA, shortLease, acquire)
+	c := mustClaim(t, s, done, fpA, longLease, acquire)
+	if err := complete(s, ctx(t), done, c.Token, sampleRecord(), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	eventually(t, "the short lease running out, as Summarize counts it", func() bool {
@@ -185,7 +185,7 @@ func testAdminSummarize(t *testing.T, s keystore.Store) {
 	if sum.InFlight != 2 || sum.Completed != 1 || sum.Bytes <= 0 {
 		t.Errorf("Summarize: %+v, want 2 in flight (1 run out), 1 completed, some bytes", sum)
 	}
-	if sum.Oldest != short || sum.OldestState != keystore.Held || sum.OldestRemaining > 0 {
+	if sum.Oldest != short || sum.OldestState != keystore.InFlight || sum.OldestRemaining > 0 {
 		t.Errorf("Summarize: oldest %.8s… (%v, %v left), want the run-out lease %.8s…", sum.Oldest, sum.OldestState, sum.OldestRemaining, short)
 	}
 }

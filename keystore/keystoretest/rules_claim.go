@@ -11,7 +11,7 @@ import (
 )
 
 func testClaimAbsentAcquires(t *testing.T, s keystore.Store) {
-	c := mustClaim(t, s, Key(t), fpA, longLease, keystore.Acquired)
+	c := mustClaim(t, s, Key(t), fpA, longLease, acquire)
 	if c.TookOver {
 		t.Errorf("claim of an absent key reports TookOver")
 	}
@@ -39,13 +39,13 @@ func testConcurrentClaimsOneWinner(t *testing.T, s keystore.Store) {
 			if i%2 == 1 {
 				fp = fpB
 			}
-			c, err := s.Claim(ctx(t), key, fp, longLease)
+			c, err := claimWith(s, ctx(t), key, fp, longLease)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err != nil:
 				problems = append(problems, fmt.Sprintf("claim %d: %v", i, err))
-			case c.State == keystore.Acquired:
+			case c.Acquired:
 				acquired.Add(1)
 			case c.State == keystore.InFlight:
 				inFlight.Add(1)
@@ -85,13 +85,13 @@ func race(t *testing.T, s keystore.Store, key string, n int) (acquired, tookOver
 		go func() {
 			defer wg.Done()
 			<-start
-			c, err := s.Claim(ctx(t), key, fpB, longLease)
+			c, err := claimWith(s, ctx(t), key, fpB, longLease)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err != nil:
 				t.Errorf("claim %d: %v", i, err)
-			case c.State == keystore.Acquired:
+			case c.Acquired:
 				acquired++
 				if c.TookOver {
 					tookOver++
@@ -119,7 +119,7 @@ func waitPast(start time.Time, d time.Duration) {
 func testConcurrentTakeover(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	start := time.Now()
-	mustClaim(t, s, key, fpA, shortLease, keystore.Acquired)
+	mustClaim(t, s, key, fpA, shortLease, acquire)
 	waitPast(start, shortLease)
 	acquired, tookOver, inFlight := race(t, s, key, 64)
 	if acquired != 1 || tookOver != 1 || inFlight != 63 {
@@ -132,9 +132,9 @@ func testConcurrentTakeover(t *testing.T, s keystore.Store) {
 // acquires it, as a fresh claim.
 func testConcurrentExpiredRecord(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	start := time.Now()
-	if err := s.Complete(ctx(t), key, c.Token, sampleRecord(), shortRetention); err != nil {
+	if err := complete(s, ctx(t), key, c.Token, sampleRecord(), shortRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	waitPast(start, shortRetention)
@@ -145,24 +145,9 @@ func testConcurrentExpiredRecord(t *testing.T, s keystore.Store) {
 	}
 }
 
-func testTokensUnique(t *testing.T, s keystore.Store) {
-	key := Key(t)
-	seen := map[keystore.Token]bool{}
-	for i := range 20 {
-		c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
-		if seen[c.Token] {
-			t.Fatalf("claim %d of the same key reused token %d", i, c.Token)
-		}
-		seen[c.Token] = true
-		if err := s.Release(ctx(t), key, c.Token); err != nil {
-			t.Fatalf("Release: %v", err)
-		}
-	}
-}
-
 func testInFlightReportsFingerprint(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	mustClaim(t, s, key, fpA, longLease, acquire)
 	c := mustClaim(t, s, key, fpB, longLease, keystore.InFlight)
 	if c.Fingerprint != fpA {
 		t.Errorf("in-flight Claim with another payload reports fingerprint %x, want the original %x", c.Fingerprint[:4], fpA[:4])

@@ -10,16 +10,16 @@ import (
 
 func testCanceledContext(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	canceled, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := s.Claim(canceled, Key(t), fpA, longLease); !errors.Is(err, context.Canceled) {
+	if _, err := claimWith(s, canceled, Key(t), fpA, longLease); !errors.Is(err, context.Canceled) {
 		t.Errorf("Claim with a canceled context: err = %v, want one wrapping context.Canceled", err)
 	}
-	if err := s.Extend(canceled, key, c.Token, longLease); !errors.Is(err, context.Canceled) {
+	if err := extend(s, canceled, key, c.Token, longLease); !errors.Is(err, context.Canceled) {
 		t.Errorf("Extend with a canceled context: err = %v, want one wrapping context.Canceled", err)
 	}
-	if err := s.Complete(canceled, key, c.Token, sampleRecord(), longRetention); !errors.Is(err, context.Canceled) {
+	if err := complete(s, canceled, key, c.Token, sampleRecord(), longRetention); !errors.Is(err, context.Canceled) {
 		t.Errorf("Complete with a canceled context: err = %v, want one wrapping context.Canceled", err)
 	}
 	if err := s.Release(canceled, key, c.Token); !errors.Is(err, context.Canceled) {
@@ -27,7 +27,7 @@ func testCanceledContext(t *testing.T, s keystore.Store) {
 	}
 	// A canceled call must not have completed or released the key.
 	mustClaim(t, s, key, fpA, longLease, keystore.InFlight)
-	if err := s.Complete(ctx(t), key, c.Token, sampleRecord(), longRetention); err != nil {
+	if err := complete(s, ctx(t), key, c.Token, sampleRecord(), longRetention); err != nil {
 		t.Fatalf("Complete after the canceled calls: %v", err)
 	}
 }
@@ -38,8 +38,8 @@ func testMaxKeyLen(t *testing.T, s keystore.Store) {
 		long[i] = "0123456789abcdef"[i%16]
 	}
 	key := string(long[:keystore.MaxKeyLen-16]) + Key(t)[:16]
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
-	if err := s.Complete(ctx(t), key, c.Token, sampleRecord(), longRetention); err != nil {
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
+	if err := complete(s, ctx(t), key, c.Token, sampleRecord(), longRetention); err != nil {
 		t.Fatalf("Complete with a %d-byte key: %v", len(key), err)
 	}
 	got := mustClaim(t, s, key, fpA, longLease, keystore.Completed)

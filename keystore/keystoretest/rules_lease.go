@@ -10,10 +10,10 @@ import (
 
 func testExtendKeepsLease(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	c := mustClaim(t, s, key, fpA, shortLease, keystore.Acquired)
+	c := mustClaim(t, s, key, fpA, shortLease, acquire)
 	// Extend well past the short lease, several times; the key must stay held.
 	for range 3 {
-		if err := s.Extend(ctx(t), key, c.Token, longLease); err != nil {
+		if err := extend(s, ctx(t), key, c.Token, longLease); err != nil {
 			t.Fatalf("Extend: %v", err)
 		}
 	}
@@ -23,30 +23,30 @@ func testExtendKeepsLease(t *testing.T, s keystore.Store) {
 	if in.LeaseRemaining < longLease/2 {
 		t.Errorf("after Extend(%v) LeaseRemaining is %v; the claim's lease was %v", longLease, in.LeaseRemaining, shortLease)
 	}
-	if err := s.Complete(ctx(t), key, c.Token, sampleRecord(), longRetention); err != nil {
+	if err := complete(s, ctx(t), key, c.Token, sampleRecord(), longRetention); err != nil {
 		t.Fatalf("Complete after Extend: %v", err)
 	}
 }
 
 // takeOver waits until a short lease on key expires and another claimant
 // takes it over, and returns the new claim.
-func takeOver(t *testing.T, s keystore.Store, key string) keystore.Claim {
+func takeOver(t *testing.T, s keystore.Store, key string) claimed {
 	t.Helper()
-	var c keystore.Claim
+	var c claimed
 	eventually(t, "a claim taking over the expired lease", func() bool {
 		var err error
-		c, err = s.Claim(ctx(t), key, fpB, longLease)
+		c, err = claimWith(s, ctx(t), key, fpB, longLease)
 		if err != nil {
 			t.Fatalf("Claim: %v", err)
 		}
-		return c.State == keystore.Acquired
+		return c.Acquired
 	})
 	return c
 }
 
 func testExpiredLeaseTakenOver(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	old := mustClaim(t, s, key, fpA, shortLease, keystore.Acquired)
+	old := mustClaim(t, s, key, fpA, shortLease, acquire)
 	c := takeOver(t, s, key)
 	if !c.TookOver {
 		t.Errorf("taking over an expired lease does not report TookOver")
@@ -63,13 +63,13 @@ func testExpiredLeaseTakenOver(t *testing.T, s keystore.Store) {
 // with ErrLeaseLost and change nothing.
 func testStaleTokenFenced(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	old := mustClaim(t, s, key, fpA, shortLease, keystore.Acquired)
+	old := mustClaim(t, s, key, fpA, shortLease, acquire)
 	cur := takeOver(t, s, key)
 
-	if err := s.Extend(ctx(t), key, old.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := extend(s, ctx(t), key, old.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend with the stale token: err = %v, want ErrLeaseLost", err)
 	}
-	if err := s.Complete(ctx(t), key, old.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := complete(s, ctx(t), key, old.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete with the stale token: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), key, old.Token); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -81,13 +81,13 @@ func testStaleTokenFenced(t *testing.T, s keystore.Store) {
 		t.Errorf("after the stale calls the key reports fingerprint %x, want the new owner's %x", in.Fingerprint[:4], fpB[:4])
 	}
 	want := keystore.Record{StatusCode: http.StatusAccepted, Body: []byte("new owner")}
-	if err := s.Complete(ctx(t), key, cur.Token, want, longRetention); err != nil {
+	if err := complete(s, ctx(t), key, cur.Token, want, longRetention); err != nil {
 		t.Fatalf("Complete by the new owner: %v", err)
 	}
 	got := mustClaim(t, s, key, fpB, longLease, keystore.Completed)
 	equalRecords(t, got.Record, want)
 	// And a stale Complete after the new owner's completion overwrites nothing.
-	if err := s.Complete(ctx(t), key, old.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := complete(s, ctx(t), key, old.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("stale Complete after the new owner completed: err = %v, want ErrLeaseLost", err)
 	}
 	got = mustClaim(t, s, key, fpB, longLease, keystore.Completed)
@@ -96,12 +96,12 @@ func testStaleTokenFenced(t *testing.T, s keystore.Store) {
 
 func testWrongTokenFenced(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	wrong := c.Token + 1
-	if err := s.Extend(ctx(t), key, wrong, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := extend(s, ctx(t), key, wrong, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend with a wrong token: err = %v, want ErrLeaseLost", err)
 	}
-	if err := s.Complete(ctx(t), key, wrong, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := complete(s, ctx(t), key, wrong, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete with a wrong token: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), key, wrong); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -110,27 +110,27 @@ func testWrongTokenFenced(t *testing.T, s keystore.Store) {
 	mustClaim(t, s, key, fpA, longLease, keystore.InFlight)
 	// Operations on a key that was never claimed are fenced too.
 	absent := Key(t)
-	if err := s.Extend(ctx(t), absent, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := extend(s, ctx(t), absent, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend of an absent key: err = %v, want ErrLeaseLost", err)
 	}
-	if err := s.Complete(ctx(t), absent, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := complete(s, ctx(t), absent, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete of an absent key: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), absent, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Release of an absent key: err = %v, want ErrLeaseLost", err)
 	}
-	mustClaim(t, s, absent, fpA, longLease, keystore.Acquired)
+	mustClaim(t, s, absent, fpA, longLease, acquire)
 }
 
 func testKeysIndependent(t *testing.T, s keystore.Store) {
 	k1, k2 := Key(t), Key(t)
-	c1 := mustClaim(t, s, k1, fpA, longLease, keystore.Acquired)
-	c2 := mustClaim(t, s, k2, fpA, longLease, keystore.Acquired)
-	if err := s.Complete(ctx(t), k1, c1.Token, sampleRecord(), longRetention); err != nil {
+	c1 := mustClaim(t, s, k1, fpA, longLease, acquire)
+	c2 := mustClaim(t, s, k2, fpA, longLease, acquire)
+	if err := complete(s, ctx(t), k1, c1.Token, sampleRecord(), longRetention); err != nil {
 		t.Fatalf("Complete k1: %v", err)
 	}
 	mustClaim(t, s, k2, fpA, longLease, keystore.InFlight)
-	if err := s.Complete(ctx(t), k1, c2.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := complete(s, ctx(t), k1, c2.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete of k1 with k2's token: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), k2, c2.Token); err != nil {
@@ -141,11 +141,11 @@ func testKeysIndependent(t *testing.T, s keystore.Store) {
 
 func testReleaseMakesClaimable(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	if err := s.Release(ctx(t), key, c.Token); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	again := mustClaim(t, s, key, fpB, longLease, keystore.Acquired)
+	again := mustClaim(t, s, key, fpB, longLease, acquire)
 	if again.TookOver {
 		t.Errorf("claim after Release reports TookOver; the key was absent")
 	}
@@ -157,19 +157,19 @@ func testReleaseMakesClaimable(t *testing.T, s keystore.Store) {
 
 func testCompleteEndsHold(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	want := sampleRecord()
-	if err := s.Complete(ctx(t), key, c.Token, want, longRetention); err != nil {
+	if err := complete(s, ctx(t), key, c.Token, want, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	if err := s.Extend(ctx(t), key, c.Token, longLease); err != nil {
+	if err := extend(s, ctx(t), key, c.Token, longLease); err != nil {
 		t.Errorf("Extend after Complete by the same token: err = %v, want nil, changing nothing (see ExtendAfterOwnCompleteSucceeds)", err)
 	}
 	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Release after Complete: err = %v, want ErrLeaseLost (a completed record must not be deletable)", err)
 	}
 	other := keystore.Record{StatusCode: http.StatusTeapot}
-	if err := s.Complete(ctx(t), key, c.Token, other, longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := complete(s, ctx(t), key, c.Token, other, longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("second Complete: err = %v, want ErrLeaseLost", err)
 	}
 	got := mustClaim(t, s, key, fpA, longLease, keystore.Completed)

@@ -10,9 +10,9 @@ import (
 
 func testCompletedRecord(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	want := sampleRecord()
-	if err := s.Complete(ctx(t), key, c.Token, want, longRetention); err != nil {
+	if err := complete(s, ctx(t), key, c.Token, want, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	for _, fp := range []keystore.Fingerprint{fpA, fpB} {
@@ -25,8 +25,8 @@ func testCompletedRecord(t *testing.T, s keystore.Store) {
 
 	// An empty record (no headers, no body) survives as such.
 	key = Key(t)
-	c = mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
-	if err := s.Complete(ctx(t), key, c.Token, keystore.Record{StatusCode: http.StatusNoContent}, longRetention); err != nil {
+	c = mustClaim(t, s, key, fpA, longLease, acquire)
+	if err := complete(s, ctx(t), key, c.Token, keystore.Record{StatusCode: http.StatusNoContent}, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	got := mustClaim(t, s, key, fpA, longLease, keystore.Completed)
@@ -37,13 +37,13 @@ func testCompletedRecord(t *testing.T, s keystore.Store) {
 
 func testLargeRecord(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	body := make([]byte, 1<<20)
 	if _, err := rand.Read(body); err != nil {
 		t.Fatal(err)
 	}
 	want := keystore.Record{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/octet-stream"}}, Body: body}
-	if err := s.Complete(ctx(t), key, c.Token, want, longRetention); err != nil {
+	if err := complete(s, ctx(t), key, c.Token, want, longRetention); err != nil {
 		t.Fatalf("Complete with a 1 MiB body: %v", err)
 	}
 	got := mustClaim(t, s, key, fpA, longLease, keystore.Completed)
@@ -54,10 +54,10 @@ func testLargeRecord(t *testing.T, s keystore.Store) {
 // Claim aliases the store's own copy.
 func testRecordIsCopied(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	rec := sampleRecord()
 	want := rec.Clone()
-	if err := s.Complete(ctx(t), key, c.Token, rec, longRetention); err != nil {
+	if err := complete(s, ctx(t), key, c.Token, rec, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	rec.Body[0] = 'X'
@@ -72,18 +72,18 @@ func testRecordIsCopied(t *testing.T, s keystore.Store) {
 
 func testRecordExpires(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
-	if err := s.Complete(ctx(t), key, c.Token, sampleRecord(), shortRetention); err != nil {
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
+	if err := complete(s, ctx(t), key, c.Token, sampleRecord(), shortRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	var again keystore.Claim
+	var again claimed
 	eventually(t, "the record expiring after its retention", func() bool {
 		var err error
-		again, err = s.Claim(ctx(t), key, fpB, longLease)
+		again, err = claimWith(s, ctx(t), key, fpB, longLease)
 		if err != nil {
 			t.Fatalf("Claim: %v", err)
 		}
-		return again.State == keystore.Acquired
+		return again.Acquired
 	})
 	if again.Fingerprint != fpB {
 		t.Errorf("claim after expiry reports fingerprint %x, want the new claimant's", again.Fingerprint[:4])

@@ -18,11 +18,11 @@ var badStatusCodes = []int{0, -1, 1, 99, 100, 101, 199, 600, 999, 1000, math.Max
 // key held by its token; 200 and 599 are accepted.
 func testCompleteRefusesInvalidStatus(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	c := mustClaim(t, s, key, fpA, longLease, keystore.Acquired)
+	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	for _, code := range badStatusCodes {
 		rec := sampleRecord()
 		rec.StatusCode = code
-		err := s.Complete(ctx(t), key, c.Token, rec, longRetention)
+		err := complete(s, ctx(t), key, c.Token, rec, longRetention)
 		if !errors.Is(err, keystore.ErrInvalidStatus) {
 			t.Errorf("Complete with status %d: err = %v, want one wrapping keystore.ErrInvalidStatus", code, err)
 		}
@@ -35,7 +35,7 @@ func testCompleteRefusesInvalidStatus(t *testing.T, s keystore.Store) {
 	if in.Fingerprint != fpA {
 		t.Errorf("after the refused completions the key reports fingerprint %x, want %x", in.Fingerprint[:4], fpA[:4])
 	}
-	if err := s.Extend(ctx(t), key, c.Token, longLease); err != nil {
+	if err := extend(s, ctx(t), key, c.Token, longLease); err != nil {
 		t.Fatalf("Extend after the refused completions: %v (the token must still hold the key)", err)
 	}
 	for _, code := range []int{keystore.MinStatusCode, keystore.MaxStatusCode} {
@@ -43,10 +43,10 @@ func testCompleteRefusesInvalidStatus(t *testing.T, s keystore.Store) {
 		tok := c.Token
 		if code != keystore.MinStatusCode {
 			k = Key(t)
-			tok = mustClaim(t, s, k, fpA, longLease, keystore.Acquired).Token
+			tok = mustClaim(t, s, k, fpA, longLease, acquire).Token
 		}
 		want := keystore.Record{StatusCode: code, Body: []byte(http.StatusText(code))}
-		if err := s.Complete(ctx(t), k, tok, want, longRetention); err != nil {
+		if err := complete(s, ctx(t), k, tok, want, longRetention); err != nil {
 			t.Fatalf("Complete with status %d: %v", code, err)
 		}
 		got := mustClaim(t, s, k, fpA, longLease, keystore.Completed)

@@ -16,12 +16,12 @@ func (s *Store) entryOf(slot int32, now int64) keystore.Entry {
 	left := time.Duration(e.deadline - now)
 	switch e.state {
 	case inFlight:
-		return keystore.Entry{State: keystore.Held, Fingerprint: e.fp, Token: e.token, LeaseRemaining: left, LeaseRunOut: left <= 0}
+		return keystore.Entry{State: keystore.InFlight, Fingerprint: e.fp, Token: e.token, LeaseRemaining: left, LeaseRunOut: left <= 0}
 	case completed:
 		if left <= 0 {
 			return keystore.Entry{} // the retention has ended: as good as absent
 		}
-		return keystore.Entry{State: keystore.Recorded, Fingerprint: e.fp, Token: e.token, Record: decodeRecord(*s.rec(slot)), RetentionRemaining: left}
+		return keystore.Entry{State: keystore.Completed, Fingerprint: e.fp, Token: e.token, Record: decodeRecord(*s.rec(slot)), RetentionRemaining: left}
 	}
 	return keystore.Entry{State: keystore.Released, Fingerprint: e.fp, Token: e.token}
 }

@@ -18,15 +18,17 @@ type Config struct {
 	// (each entry is charged a fixed overhead too), reservations of the
 	// claims in flight included. Default DefaultMaxBytes.
 	MaxBytes int64
-	// ReserveBytes is charged for each claim in flight, as room for its
-	// record: see "Bounded memory" above. Default DefaultReserveBytes, or
-	// MaxBytes/16 when that is smaller; negative means no reservation (a
-	// record is charged only at Complete, which may then refuse it).
+	// ReserveBytes is charged for each claim in flight that does not say
+	// how large its record may be (keystore.ClaimArgs.RecordBytes zero), as
+	// room for its record: see "Bounded memory" above. Default
+	// DefaultReserveBytes, or MaxBytes/16 when that is smaller. Negative
+	// means no reservation at all, whatever a claim asks for (a record is
+	// charged only at Complete, which may then refuse it).
 	ReserveBytes int64
 	// MaxClientEntries and MaxClientBytes bound what one client holds: the
-	// keys, and the bytes (reservations included), of the claims made with
-	// a context naming that client (keystore.ContextWithClient; the
-	// middleware names it from its Config.Client). A client past its share
+	// keys, and the bytes (reservations included), of the claims made for
+	// that client (keystore.ClaimArgs.Client; the middleware names it from
+	// its Config.Client). A client past its share
 	// is refused with a *keystore.FullError whose Client is set, and the
 	// others still claim: one client's flood cannot fill the store. Claims
 	// without a client are bounded by MaxEntries and MaxBytes alone.

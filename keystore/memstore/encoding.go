@@ -17,7 +17,8 @@ func encodeRecord(r keystore.Record) []byte {
 }
 
 // decodeRecord reverses encodeRecord; the result shares nothing with b.
-// b was written by encodeRecord in this process, so it is well formed.
+// b was checked by keystore.CheckRecord when it was stored (Complete), so
+// it is well formed.
 //
 // It allocates less than keystore.DecodeRecord, which it agrees with: one
 // string holds every header name and value (each a substring of it), in

@@ -12,6 +12,7 @@ type entry struct {
 	id       keyID
 	fp       keystore.Fingerprint
 	token    keystore.Token // the token that holds the key, or that completed or released it
+	fenced   keystore.Token // a token released without holding the key: it never acquires it (see Release)
 	deadline int64          // lease expiry while in flight, end of retention once completed, the release once released
 	size     int64
 	pos      int32 // position in its heap
@@ -30,6 +31,12 @@ const (
 	completed
 	released
 )
+
+// spent reports whether a Claim with token must not acquire the entry's
+// key: the token released it, or was released without holding it.
+func (e *entry) spent(token keystore.Token) bool {
+	return e.fenced == token || e.state == released && e.token == token
+}
 
 // inLeaseHeap reports whether the entry belongs in the lease heap (in flight
 // or released) rather than the record heap (completed).

@@ -20,24 +20,24 @@
 // middleware answers 503 store-full with that Retry-After, nothing runs,
 // and the sender retries later). A full store therefore refuses new keys
 // until records reach the end of their retention: size the limits for the
-// traffic of a whole retention period. A claim whose context names a
-// client (keystore.ContextWithClient; the middleware's Config.Client) is
-// also kept to that client's share, [Config.MaxClientEntries] and
+// traffic of a whole retention period. A claim for a client
+// (keystore.ClaimArgs.Client; the middleware's Config.Client) is also kept
+// to that client's share, [Config.MaxClientEntries] and
 // [Config.MaxClientBytes], a quarter of the store by default: one
 // client's flood fills its share, and the others still claim.
 // [Store.Stats] counts the refusals.
 //
-// Each claim is charged, from Claim until Complete or Release, for
-// [Config.ReserveBytes] as well as its key: room for the record it will
-// complete with. Complete then charges the record's real size instead, so a
-// record no larger than the reservation always fits, and the answer of a
-// handler that ran is never lost for want of room. A larger record takes
-// the difference from the free budget (dropping expired entries if it must)
-// and is refused with ErrStoreFull when there is none. A record's size is
-// its encoding, [keystore.RecordLen], which the middleware's MaxRecordBytes
-// bounds (headers included): set ReserveBytes to at least that (the default
-// covers the middleware's defaults); it also bounds the claims in
-// flight at once to MaxBytes / ReserveBytes.
+// Each claim is charged, from Claim until Complete or Release, for room for
+// the record it will complete with as well as its key: the claim's
+// keystore.ClaimArgs.RecordBytes, which the middleware sets to its
+// MaxRecordBytes, or [Config.ReserveBytes] for a claim that does not say.
+// Complete then charges the record's real size instead, so a record no
+// larger than the reservation always fits, and the answer of a handler that
+// ran is never lost for want of room. A larger record takes the difference
+// from the free budget (dropping expired entries if it must) and is refused
+// with ErrStoreFull when there is none. A record's size is its encoding,
+// [keystore.RecordLen]. The reservation also bounds the claims in flight at
+// once to MaxBytes / reservation.
 //
 // # Scope
 //
@@ -85,7 +85,6 @@ type Store struct {
 	leases    slotHeap        // in-flight slots, by lease expiry
 	records   slotHeap        // completed slots, by end of retention
 	bytes     int64
-	lastToken keystore.Token
 	refused   uint64
 	released  int              // entries kept after Release (see Release), not counted as held
 	clients   map[string]int32 // client -> index in clientUse
@@ -99,9 +98,8 @@ func New(cfg Config) *Store {
 }
 
 var (
-	_ keystore.Store            = (*Store)(nil)
-	_ keystore.NonBlocking      = (*Store)(nil)
-	_ keystore.EncodedCompleter = (*Store)(nil)
+	_ keystore.Store       = (*Store)(nil)
+	_ keystore.NonBlocking = (*Store)(nil)
 )
 
 // NonBlocking marks Store as a keystore.NonBlocking store: no operation
@@ -122,23 +120,21 @@ func (s *Store) init() {
 // now returns the current time as a deadline value.
 func (s *Store) now() int64 { return int64(time.Since(s.base)) }
 
-// Claim implements keystore.Store. What needs no state (the key's ID, the
-// client and token the context names, a replayed record's decoding) is done
-// outside the lock: every request claims, so the lock is held only for the
-// lookup and the bookkeeping. A stored encoding is never written in place,
-// only replaced, so decoding it after the unlock reads what was found.
-func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
+// Claim implements keystore.Store. What needs no state (the key's ID, a
+// replayed record's decoding) is done outside the lock: every request
+// claims, so the lock is held only for the lookup and the bookkeeping. A
+// stored encoding is never written in place, only replaced, so decoding it
+// after the unlock reads what was found.
+func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return keystore.Claim{}, err
 	}
-	if lease <= 0 {
-		return keystore.Claim{}, errDuration
+	if err := a.Validate(); err != nil {
+		return keystore.Claim{}, err
 	}
 	id := idOf(key)
-	client, named := keystore.ClientFromContext(ctx)
-	tok, chosen := keystore.ClaimTokenFromContext(ctx)
 	s.mu.Lock()
-	c, enc, err := s.claim(id, int64(len(key)), fp, lease, client, named, tok, chosen)
+	c, enc, err := s.claim(id, int64(len(key)), a)
 	s.mu.Unlock()
 	if err == nil && c.State == keystore.Completed {
 		c.Record = decodeRecord(enc)
@@ -148,25 +144,35 @@ func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, 
 
 // claim is Claim under s.mu. For a completed key it returns the record's
 // encoding, for the caller to decode after the unlock.
-func (s *Store) claim(id keyID, keyLen int64, fp keystore.Fingerprint, lease time.Duration, client string, named bool, tok keystore.Token, chosen bool) (keystore.Claim, []byte, error) {
+func (s *Store) claim(id keyID, keyLen int64, a keystore.ClaimArgs) (keystore.Claim, []byte, error) {
 	s.init()
 	now := s.now()
 	tookOver := false
 	if slot, ok := s.index[id]; ok {
 		e := s.entry(slot)
 		if e.deadline > now && e.state != released {
+			if e.state == inFlight && e.token == a.Token { // the holder's Claim, repeated
+				return keystore.Claim{Acquired: true, State: keystore.InFlight, Fingerprint: e.fp}, nil, nil
+			}
 			if e.state == inFlight {
 				return keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: time.Duration(e.deadline - now)}, nil, nil
 			}
 			return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp}, *s.rec(slot), nil
 		}
+		if e.spent(a.Token) {
+			return keystore.Claim{}, nil, keystore.ErrLeaseLost // fenced by a Release
+		}
 		tookOver = e.state == inFlight
 		s.remove(slot)
 	}
 	s.dropExpired(now)
-	size := entryOverhead + keyLen + s.reserve()
-	if named {
-		if ra, ok := s.clientRoom(client, size, now); !ok {
+	reserve := s.reserve()
+	if a.RecordBytes > 0 && s.cfg.ReserveBytes >= 0 {
+		reserve = int64(a.RecordBytes)
+	}
+	size := entryOverhead + keyLen + reserve
+	if a.Client != "" {
+		if ra, ok := s.clientRoom(a.Client, size, now); !ok {
 			s.refused++
 			return keystore.Claim{}, nil, &keystore.FullError{RetryAfter: ra, Client: true}
 		}
@@ -175,105 +181,71 @@ func (s *Store) claim(id keyID, keyLen int64, fp keystore.Fingerprint, lease tim
 		s.refused++
 		return keystore.Claim{}, nil, &keystore.FullError{RetryAfter: s.nextFree(now)}
 	}
-	if !chosen {
-		s.lastToken++
-		tok = s.lastToken
-	}
 	slot := s.alloc()
 	e := s.entry(slot)
-	*e = entry{id: id, fp: fp, token: tok, deadline: now + int64(lease), size: size}
-	if named {
-		e.client = s.clientIndex(client)
+	*e = entry{id: id, fp: a.Fingerprint, token: a.Token, deadline: now + int64(a.Lease), size: size}
+	if a.Client != "" {
+		e.client = s.clientIndex(a.Client)
 		s.chargeClient(e.client, 1, size)
 	}
 	s.index[id] = slot
 	s.bytes += size
 	s.leases.push(slot)
-	return keystore.Claim{State: keystore.Acquired, Token: tok, TookOver: tookOver, Fingerprint: fp}, nil, nil
+	return keystore.Claim{Acquired: true, State: keystore.InFlight, TookOver: tookOver, Fingerprint: a.Fingerprint}, nil, nil
 }
 
 // Extend implements keystore.Store. Extend by the token that completed the
 // key succeeds and changes nothing while the record is kept.
-func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, lease time.Duration) error {
+func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, lease time.Duration) (time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	if lease <= 0 {
-		return errDuration
+		return 0, errDuration
 	}
-	remaining := time.Duration(-1)
-	defer func() { // after the unlock: the report is the caller's code
-		if remaining >= 0 {
-			keystore.ReportLease(ctx, remaining)
-		}
-	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	slot := s.held(key, token, now)
 	if slot < 0 {
 		if s.ended(key, token, completed, now) >= 0 {
-			return nil
+			return 0, nil
 		}
-		return keystore.ErrLeaseLost
+		return 0, keystore.ErrLeaseLost
 	}
-	remaining = time.Duration(s.entry(slot).deadline - now)
-	s.entry(slot).deadline = now + int64(lease)
-	s.leases.fix(s.entry(slot).pos)
-	return nil
+	e := s.entry(slot)
+	remaining := time.Duration(e.deadline - now)
+	e.deadline = now + int64(lease)
+	s.leases.fix(e.pos)
+	return remaining, nil
 }
 
-// Complete implements keystore.Store. Complete repeated by the token that
-// completed the key, with an equal record, succeeds and changes nothing.
-func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec keystore.Record, retention time.Duration) error {
+// Complete implements keystore.Store: it keeps a copy of rec. Complete
+// repeated by the token that completed the key, with an equal record,
+// succeeds and changes nothing.
+func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec []byte, retention time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if retention <= 0 {
 		return errDuration
 	}
-	if err := rec.Validate(); err != nil {
+	if _, err := keystore.CheckRecord(rec); err != nil {
 		return fmt.Errorf("memstore: complete: %w", err)
 	}
-	return s.complete(key, token, retention, keystore.RecordLen(rec), func(dst []byte) []byte { return keystore.AppendRecord(dst, rec) })
-}
-
-// CompletesEncoded marks Store as a keystore.EncodedCompleter. It vouches
-// for s only, not for a type that embeds it (see keystore.CompletesEncoded).
-func (s *Store) CompletesEncoded() keystore.Store { return s }
-
-// CompleteEncoded implements keystore.EncodedCompleter: Complete with the
-// record that enc encodes, copied.
-func (s *Store) CompleteEncoded(ctx context.Context, key string, token keystore.Token, enc []byte, retention time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if retention <= 0 {
-		return errDuration
-	}
-	if _, err := keystore.CheckRecord(enc); err != nil {
-		return fmt.Errorf("memstore: complete: %w", err)
-	}
-	return s.complete(key, token, retention, len(enc), func(dst []byte) []byte { return append(dst, enc...) })
-}
-
-// complete stores the record that encode appends, n bytes, for the key
-// that token holds.
-func (s *Store) complete(key string, token keystore.Token, retention time.Duration, n int, encode func([]byte) []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	slot := s.held(key, token, now)
 	if slot < 0 {
 		// Equal records have equal encodings.
-		if done := s.ended(key, token, completed, now); done >= 0 && len(*s.rec(done)) == n && bytes.Equal(*s.rec(done), encode(make([]byte, 0, n))) {
+		if done := s.ended(key, token, completed, now); done >= 0 && bytes.Equal(*s.rec(done), rec) {
 			return nil
 		}
 		return keystore.ErrLeaseLost
 	}
-	data := encode(make([]byte, 0, n))
 	// The record's real size replaces the claim's reservation.
-	grow := entryOverhead + int64(len(key)) + int64(len(data)) - s.entry(slot).size
+	grow := entryOverhead + int64(len(key)) + int64(len(rec)) - s.entry(slot).size
 	// Take the entry out of the lease heap first so that making room can
 	// never consider it; put it back unchanged if there is no room.
 	s.leases.remove(s.entry(slot).pos)
@@ -284,7 +256,7 @@ func (s *Store) complete(key string, token keystore.Token, retention time.Durati
 	}
 	e := s.entry(slot)
 	e.state = completed
-	*s.rec(slot) = data
+	*s.rec(slot) = append(make([]byte, 0, len(rec)), rec...)
 	e.size += grow
 	s.bytes += grow
 	s.chargeClient(e.client, 0, grow)
@@ -296,19 +268,27 @@ func (s *Store) complete(key string, token keystore.Token, retention time.Durati
 // Release implements keystore.Store. The released entry is kept as a lease
 // that has ended, without TookOver for the claim that replaces it, so that
 // Release repeated by the same token succeeds and changes nothing until the
-// key is claimed again (or, at most, for a minute).
+// key is claimed again (or, at most, for a minute). A Release by a token
+// that does not hold the key marks the token spent on the key's entry, or
+// leaves a released entry for it on an absent key, so that a Claim with that
+// token never acquires the key; such a mark on an absent key is dropped,
+// like a released entry, when the store needs the room. (A memstore Claim
+// cannot reach the store after its caller has given up on it, so the mark
+// is there for the contract's sake.)
 func (s *Store) Release(ctx context.Context, key string, token keystore.Token) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.init()
 	now := s.now()
 	slot := s.held(key, token, now)
 	if slot < 0 {
 		if s.ended(key, token, released, now) >= 0 {
 			return nil
 		}
+		s.fence(key, token, now)
 		return keystore.ErrLeaseLost
 	}
 	e := s.entry(slot)
@@ -322,6 +302,29 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 	e.size = keep
 	s.released++
 	return nil
+}
+
+// fence makes sure token, which does not hold key, never acquires it: it
+// marks the token spent on key's entry, or, for an absent key, leaves a
+// released entry of the token's. s.mu is held.
+func (s *Store) fence(key string, token keystore.Token, now int64) {
+	id := idOf(key)
+	if slot, ok := s.index[id]; ok {
+		if e := s.entry(slot); e.state != completed || e.deadline <= now {
+			e.fenced = token
+		}
+		return
+	}
+	size := entryOverhead + int64(len(key))
+	if !s.makeRoom(1, size, now) {
+		return
+	}
+	slot := s.alloc()
+	*s.entry(slot) = entry{id: id, token: token, deadline: now, size: size, state: released}
+	s.index[id] = slot
+	s.bytes += size
+	s.leases.push(slot)
+	s.released++
 }
 
 // Stats returns a snapshot of the store's contents.

@@ -30,9 +30,9 @@ func BenchmarkStore(b *testing.B) {
 
 var fp = keystore.Fingerprint{1}
 
-func claim(t *testing.T, s *memstore.Store, key string, lease time.Duration) keystore.Claim {
+func claim(t *testing.T, s *memstore.Store, key string, lease time.Duration) claimed {
 	t.Helper()
-	c, err := s.Claim(context.Background(), key, fp, lease)
+	c, err := claimNew(s, context.Background(), key, fp, lease)
 	if err != nil {
 		t.Fatalf("Claim(%q): %v", key, err)
 	}
@@ -42,39 +42,39 @@ func claim(t *testing.T, s *memstore.Store, key string, lease time.Duration) key
 func complete(t *testing.T, s *memstore.Store, key string, retention time.Duration, body string) {
 	t.Helper()
 	c := claim(t, s, key, time.Minute)
-	if c.State != keystore.Acquired {
+	if !c.Acquired {
 		t.Fatalf("Claim(%q) = %v, want acquired", key, c.State)
 	}
-	if err := s.Complete(context.Background(), key, c.Token, keystore.Record{StatusCode: 200, Body: []byte(body)}, retention); err != nil {
+	if err := completeRec(s, context.Background(), key, c.Token, keystore.Record{StatusCode: 200, Body: []byte(body)}, retention); err != nil {
 		t.Fatalf("Complete(%q): %v", key, err)
 	}
 }
 
 func TestLeaseAndRetentionUseTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var s memstore.Store
-		c := claim(t, &s, "k", 10*time.Second)
+		s := new(memstore.Store)
+		c := claim(t, s, "k", 10*time.Second)
 		time.Sleep(9 * time.Second)
-		if got := claim(t, &s, "k", time.Minute); got.State != keystore.InFlight || got.LeaseRemaining != time.Second {
+		if got := claim(t, s, "k", time.Minute); got.State != keystore.InFlight || got.LeaseRemaining != time.Second {
 			t.Fatalf("at 9s of a 10s lease: %v with %v left, want in flight with 1s", got.State, got.LeaseRemaining)
 		}
 		time.Sleep(time.Second)
-		got := claim(t, &s, "k", time.Minute)
-		if got.State != keystore.Acquired || !got.TookOver {
+		got := claim(t, s, "k", time.Minute)
+		if !got.Acquired || !got.TookOver {
 			t.Fatalf("at the end of the lease: %v (took over %v), want acquired by takeover", got.State, got.TookOver)
 		}
-		if err := s.Complete(context.Background(), "k", c.Token, keystore.Record{StatusCode: 200}, time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
+		if err := completeRec(s, context.Background(), "k", c.Token, keystore.Record{StatusCode: 200}, time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
 			t.Fatalf("old owner's Complete after takeover: %v, want ErrLeaseLost", err)
 		}
-		if err := s.Complete(context.Background(), "k", got.Token, keystore.Record{StatusCode: 201}, time.Hour); err != nil {
+		if err := completeRec(s, context.Background(), "k", got.Token, keystore.Record{StatusCode: 201}, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Hour - time.Nanosecond)
-		if got := claim(t, &s, "k", time.Minute); got.State != keystore.Completed || got.Record.StatusCode != 201 {
+		if got := claim(t, s, "k", time.Minute); got.State != keystore.Completed || got.Record.StatusCode != 201 {
 			t.Fatalf("just before the end of retention: %v %d, want completed 201", got.State, got.Record.StatusCode)
 		}
 		time.Sleep(time.Nanosecond)
-		if got := claim(t, &s, "k", time.Minute); got.State != keystore.Acquired || got.TookOver {
+		if got := claim(t, s, "k", time.Minute); !got.Acquired || got.TookOver {
 			t.Fatalf("at the end of retention: %v (took over %v), want a fresh acquire", got.State, got.TookOver)
 		}
 	})
@@ -82,16 +82,16 @@ func TestLeaseAndRetentionUseTime(t *testing.T) {
 
 func TestExpiredEntriesAreDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var s memstore.Store
+		s := new(memstore.Store)
 		for i := range 100 {
-			complete(t, &s, fmt.Sprint("done", i), time.Minute, "body")
-			claim(t, &s, fmt.Sprint("abandoned", i), time.Second)
+			complete(t, s, fmt.Sprint("done", i), time.Minute, "body")
+			claim(t, s, fmt.Sprint("abandoned", i), time.Second)
 		}
 		if n := s.Stats().Entries; n != 200 {
 			t.Fatalf("entries = %d, want 200", n)
 		}
 		time.Sleep(time.Minute + time.Second + time.Minute) // retention, lease, grace
-		claim(t, &s, "trigger", time.Minute)
+		claim(t, s, "trigger", time.Minute)
 		if st := s.Stats(); st.Entries != 1 || st.Refused != 0 {
 			t.Fatalf("after expiry: %+v, want 1 entry (the new one) and no refusals", st)
 		}
@@ -104,7 +104,7 @@ func TestMaxEntriesDropsOnlyExpiredRecords(t *testing.T) {
 		complete(t, s, "long", 3*time.Hour, "a")
 		complete(t, s, "short", time.Hour, "b")
 		complete(t, s, "mid", 2*time.Hour, "c")
-		if _, err := s.Claim(context.Background(), "new", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+		if _, err := claimNew(s, context.Background(), "new", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
 			t.Fatalf("full of unexpired records: err = %v, want ErrStoreFull", err)
 		}
 		time.Sleep(time.Hour) // "short" reaches the end of its retention
@@ -124,7 +124,7 @@ func TestNeverEvictsInFlight(t *testing.T) {
 	s := memstore.New(memstore.Config{MaxEntries: 2})
 	a := claim(t, s, "a", time.Minute)
 	claim(t, s, "b", time.Minute)
-	if _, err := s.Claim(context.Background(), "c", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+	if _, err := claimNew(s, context.Background(), "c", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
 		t.Fatalf("claim with only in-flight keys held: err = %v, want ErrStoreFull", err)
 	}
 	for _, key := range []string{"a", "b"} {
@@ -135,7 +135,7 @@ func TestNeverEvictsInFlight(t *testing.T) {
 	if err := s.Release(context.Background(), "a", a.Token); err != nil {
 		t.Fatal(err)
 	}
-	if got := claim(t, s, "c", time.Minute); got.State != keystore.Acquired {
+	if got := claim(t, s, "c", time.Minute); !got.Acquired {
 		t.Fatalf("after a release: %v, want acquired", got.State)
 	}
 }
@@ -146,13 +146,13 @@ func TestMaxBytes(t *testing.T) {
 	stored := 0
 	for i := range 20 {
 		key := fmt.Sprint("k", i)
-		c, err := s.Claim(context.Background(), key, fp, time.Minute)
+		c, err := claimNew(s, context.Background(), key, fp, time.Minute)
 		if errors.Is(err, keystore.ErrStoreFull) {
 			continue
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Complete(context.Background(), key, c.Token, keystore.Record{StatusCode: 200, Body: []byte(body)}, time.Duration(i+1)*time.Hour); err != nil {
+		if err := completeRec(s, context.Background(), key, c.Token, keystore.Record{StatusCode: 200, Body: []byte(body)}, time.Duration(i+1)*time.Hour); err != nil {
 			t.Fatalf("Complete of a record within its reservation: %v", err)
 		}
 		stored++
@@ -172,7 +172,7 @@ func TestMaxBytes(t *testing.T) {
 	s = memstore.New(memstore.Config{MaxBytes: 64 << 10, ReserveBytes: 1 << 10})
 	complete(t, s, "small", time.Hour, "x")
 	c := claim(t, s, "huge", time.Minute)
-	err := s.Complete(context.Background(), "huge", c.Token, keystore.Record{StatusCode: 200, Body: make([]byte, 65<<10)}, time.Hour)
+	err := completeRec(s, context.Background(), "huge", c.Token, keystore.Record{StatusCode: 200, Body: make([]byte, 65<<10)}, time.Hour)
 	if !errors.Is(err, keystore.ErrStoreFull) {
 		t.Fatalf("Complete of a record over the budget: %v, want ErrStoreFull", err)
 	}
@@ -204,19 +204,19 @@ func TestReservationKeepsRoomForTheRecord(t *testing.T) {
 	if st := s.Stats(); st.Bytes < 3*reserve {
 		t.Fatalf("3 claims charged %d bytes, want at least 3 reservations of %d", st.Bytes, reserve)
 	}
-	if _, err := s.Claim(context.Background(), "k3", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+	if _, err := claimNew(s, context.Background(), "k3", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
 		t.Fatalf("a fourth reservation of 16 KiB in 64 KiB: err = %v, want ErrStoreFull", err)
 	}
 	rec := keystore.Record{StatusCode: 201, Body: make([]byte, reserve-1<<10)}
 	for i, tok := range tokens {
-		if err := s.Complete(context.Background(), fmt.Sprint("k", i), tok, rec, time.Hour); err != nil {
+		if err := completeRec(s, context.Background(), fmt.Sprint("k", i), tok, rec, time.Hour); err != nil {
 			t.Fatalf("Complete of k%d within its reservation: %v", i, err)
 		}
 	}
 	small := keystore.Record{StatusCode: 201, Body: []byte("ok")}
 	before := s.Stats().Bytes
 	c := claim(t, s, "k3", time.Minute)
-	if err := s.Complete(context.Background(), "k3", c.Token, small, time.Hour); err != nil {
+	if err := completeRec(s, context.Background(), "k3", c.Token, small, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if after := s.Stats().Bytes; after-before > 1<<10 {
@@ -225,26 +225,26 @@ func TestReservationKeepsRoomForTheRecord(t *testing.T) {
 }
 
 func TestNonPositiveDurations(t *testing.T) {
-	var s memstore.Store
-	if _, err := s.Claim(context.Background(), "k", fp, 0); err == nil {
+	s := new(memstore.Store)
+	if _, err := claimNew(s, context.Background(), "k", fp, 0); err == nil {
 		t.Error("Claim with a zero lease succeeded")
 	}
-	c := claim(t, &s, "k", time.Minute)
-	if err := s.Extend(context.Background(), "k", c.Token, -time.Second); err == nil {
+	c := claim(t, s, "k", time.Minute)
+	if err := extendLease(s, context.Background(), "k", c.Token, -time.Second); err == nil {
 		t.Error("Extend with a negative lease succeeded")
 	}
-	if err := s.Complete(context.Background(), "k", c.Token, keystore.Record{}, 0); err == nil {
+	if err := completeRec(s, context.Background(), "k", c.Token, keystore.Record{}, 0); err == nil {
 		t.Error("Complete with a zero retention succeeded")
 	}
 }
 
 func TestCloseEmpties(t *testing.T) {
-	var s memstore.Store
-	complete(t, &s, "k", time.Hour, "x")
+	s := new(memstore.Store)
+	complete(t, s, "k", time.Hour, "x")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := claim(t, &s, "k", time.Minute); got.State != keystore.Acquired {
+	if got := claim(t, s, "k", time.Minute); !got.Acquired {
 		t.Fatalf("after Close: %v, want an empty store", got.State)
 	}
 }
@@ -260,23 +260,23 @@ func TestConcurrentUseIsRaceFree(t *testing.T) {
 			defer wg.Done()
 			for i := range 500 {
 				key := fmt.Sprint("k", (g*7+i)%80)
-				c, err := s.Claim(context.Background(), key, fp, time.Minute)
+				c, err := claimNew(s, context.Background(), key, fp, time.Minute)
 				if err != nil {
 					if !errors.Is(err, keystore.ErrStoreFull) {
 						t.Errorf("Claim: %v", err)
 					}
 					continue
 				}
-				switch c.State {
-				case keystore.Acquired:
+				switch {
+				case c.Acquired:
 					rec := keystore.Record{StatusCode: 200, Header: http.Header{"X": {"1"}}, Body: []byte("body")}
 					if i%3 == 0 {
 						_ = s.Release(context.Background(), key, c.Token)
-					} else if err := s.Complete(context.Background(), key, c.Token, rec, time.Minute); err != nil && !errors.Is(err, keystore.ErrStoreFull) {
+					} else if err := completeRec(s, context.Background(), key, c.Token, rec, time.Minute); err != nil && !errors.Is(err, keystore.ErrStoreFull) {
 						t.Errorf("Complete: %v", err)
 					}
 					rec.Body[0] = 'B'
-				case keystore.Completed:
+				case c.State == keystore.Completed:
 					c.Record.Body[0] = 'X'
 					c.Record.Header.Set("X", "2")
 				}
@@ -290,28 +290,30 @@ func TestConcurrentUseIsRaceFree(t *testing.T) {
 }
 
 func ExampleStore() {
-	var s memstore.Store // the zero value is ready to use
+	s := new(memstore.Store) // the zero value is ready to use
 	ctx := context.Background()
 	fp := keystore.Fingerprint{0x2a}
 
-	c, _ := s.Claim(ctx, "key-1", fp, 30*time.Second)
-	fmt.Println(c.State)
-	_ = s.Complete(ctx, "key-1", c.Token, keystore.Record{StatusCode: 201, Body: []byte(`{"ok":true}`)}, 24*time.Hour)
+	tok := keystore.NewToken() // the caller chooses the token its Claim holds the key by
+	c, _ := s.Claim(ctx, "key-1", keystore.ClaimArgs{Fingerprint: fp, Lease: 30 * time.Second, Token: tok})
+	fmt.Println("acquired:", c.Acquired)
+	rec := keystore.Record{StatusCode: 201, Body: []byte(`{"ok":true}`)}
+	_ = s.Complete(ctx, "key-1", tok, keystore.AppendRecord(nil, rec), 24*time.Hour)
 
-	again, _ := s.Claim(ctx, "key-1", fp, 30*time.Second)
+	again, _ := s.Claim(ctx, "key-1", keystore.ClaimArgs{Fingerprint: fp, Lease: 30 * time.Second, Token: keystore.NewToken()})
 	fmt.Println(again.State, again.Record.StatusCode, string(again.Record.Body))
 	// Output:
-	// acquired
+	// acquired: true
 	// completed 201 {"ok":true}
 }
 
 // Keys that differ only in the case of their hex digits, or that are not
 // hex at all, are different keys.
 func TestKeysAreDistinct(t *testing.T) {
-	var s memstore.Store
+	s := new(memstore.Store)
 	lower := "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 	for _, key := range []string{lower, strings.ToUpper(lower), lower[:63] + "g", lower[:63], "", "k"} {
-		if c := claim(t, &s, key, time.Minute); c.State != keystore.Acquired {
+		if c := claim(t, s, key, time.Minute); !c.Acquired {
 			t.Errorf("Claim(%q) = %v: it collided with an earlier key", key, c.State)
 		}
 	}
@@ -331,7 +333,7 @@ func TestReleasedKeyIsNotCounted(t *testing.T) {
 	if st := s.Stats(); st.Entries != 0 || st.Bytes > before.Bytes {
 		t.Fatalf("after Release: %+v, want no entries and no more bytes than the claim's %d", st, before.Bytes)
 	}
-	if got := claim(t, s, "k", time.Minute); got.State != keystore.Acquired || got.TookOver {
+	if got := claim(t, s, "k", time.Minute); !got.Acquired || got.TookOver {
 		t.Fatalf("claim after Release: %+v, want a fresh acquire", got)
 	}
 	if st := s.Stats(); st.Entries != 1 {

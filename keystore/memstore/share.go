@@ -2,8 +2,8 @@ package memstore
 
 import "time"
 
-// clientUse is what one client holds: the claims made with a context
-// naming it (keystore.ContextWithClient), and their bytes.
+// clientUse is what one client holds: the claims made for it
+// (keystore.ClaimArgs.Client), and their bytes.
 type clientUse struct {
 	name    string
 	entries int

@@ -15,31 +15,35 @@ import (
 // client and says when its room frees; another client still claims.
 func TestClientShare(t *testing.T) {
 	s := memstore.New(memstore.Config{MaxEntries: 100, MaxClientEntries: 10})
-	a := keystore.ContextWithClient(context.Background(), "a")
+	ctx := context.Background()
+	claimFor := func(client, key string) (keystore.Claim, keystore.Token, error) {
+		tok := keystore.NewToken()
+		c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fp, Lease: time.Minute, Token: tok, Client: client})
+		return c, tok, err
+	}
 	for i := range 10 {
-		c, err := s.Claim(a, "a"+strconv.Itoa(i), fp, time.Minute)
+		_, tok, err := claimFor("a", "a"+strconv.Itoa(i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Complete(a, "a"+strconv.Itoa(i), c.Token, keystore.Record{StatusCode: 201}, time.Hour); err != nil {
+		if err := completeRec(s, ctx, "a"+strconv.Itoa(i), tok, keystore.Record{StatusCode: 201}, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := s.Claim(a, "a-more", fp, time.Minute)
+	_, _, err := claimFor("a", "a-more")
 	var fe *keystore.FullError
 	if !errors.As(err, &fe) || !errors.Is(err, keystore.ErrStoreFull) || !fe.Client || fe.RetryAfter < 59*time.Minute || fe.RetryAfter > time.Hour {
 		t.Fatalf("Claim past the client's share: %v (%+v), want a client FullError with RetryAfter about 1h", err, fe)
 	}
-	b := keystore.ContextWithClient(context.Background(), "b")
-	if c, err := s.Claim(b, "b0", fp, time.Minute); err != nil || c.State != keystore.Acquired {
+	if c, _, err := claimFor("b", "b0"); err != nil || !c.Acquired {
 		t.Fatalf("another client's claim: %v %v, want acquired", c.State, err)
 	}
 	// The whole store full: RetryAfter from the earliest entry to free.
 	small := memstore.New(memstore.Config{MaxEntries: 1})
-	if _, err := small.Claim(context.Background(), "x", fp, time.Minute); err != nil {
+	if _, err := claimNew(small, ctx, "x", fp, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	_, err = small.Claim(context.Background(), "y", fp, time.Minute)
+	_, err = claimNew(small, ctx, "y", fp, time.Minute)
 	if !errors.As(err, &fe) || fe.Client || fe.RetryAfter <= 0 || fe.RetryAfter > time.Minute {
 		t.Fatalf("Claim in a full store: %v (%+v), want a FullError with RetryAfter within the lease", err, fe)
 	}

@@ -34,16 +34,21 @@ func scanEntry(row pgx.Row) (keystore.Entry, error) {
 	copy(e.Fingerprint[:], fpb)
 	remaining := time.Duration(left) * time.Microsecond
 	switch {
+	case released && token == 0:
+		return keystore.Entry{}, nil // a fence (see releaseSQL): as good as absent
 	case released:
 		e.State = keystore.Released
 	case status == nil:
-		e.State, e.LeaseRemaining, e.LeaseRunOut = keystore.Held, remaining, left <= 0
+		e.State, e.LeaseRemaining, e.LeaseRunOut = keystore.InFlight, remaining, left <= 0
 	case left > 0:
 		h, err := decodeHeader(header)
 		if err != nil {
 			return keystore.Entry{}, err
 		}
-		e.State, e.RetentionRemaining = keystore.Recorded, remaining
+		e.State, e.RetentionRemaining = keystore.Completed, remaining
+		if len(body) == 0 {
+			body = nil
+		}
 		e.Record = keystore.Record{StatusCode: int(*status), Header: h, Body: body}
 	default:
 		return keystore.Entry{}, nil // the retention has ended: as good as absent
@@ -130,9 +135,9 @@ ORDER BY expires_at LIMIT 1`).Scan(&sum.Oldest, &held, &left)
 	case err != nil:
 		return keystore.Summary{}, storeErr(ctx, "summarize", err)
 	}
-	sum.OldestState, sum.OldestRemaining = keystore.Recorded, time.Duration(left)*time.Microsecond
+	sum.OldestState, sum.OldestRemaining = keystore.Completed, time.Duration(left)*time.Microsecond
 	if held {
-		sum.OldestState = keystore.Held
+		sum.OldestState = keystore.InFlight
 	}
 	return sum, nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/geoidem/geoidem/keystore"
 )
@@ -98,10 +97,10 @@ func byKey[W batchable](batch []W) (send, uniq, dup, first []W) {
 // claimWaiter is one claim in a batch.
 type claimWaiter struct {
 	batchCall
-	fp     keystore.Fingerprint
-	us     int64
-	chosen pgtype.Int8
-	r      claimRow
+	fp    keystore.Fingerprint
+	us    int64
+	token int64
+	r     claimRow
 }
 
 // deadlockDetected is SQLSTATE 40P01. Keys in a batch are locked in key
@@ -110,7 +109,7 @@ type claimWaiter struct {
 const deadlockDetected = "40P01"
 
 // fastClaim runs fastClaimSQL for one claim into r, alone or in a batch.
-func (s *Store) fastClaim(ctx context.Context, r *claimRow, args []any, key string, fp keystore.Fingerprint, us int64, chosen pgtype.Int8) error {
+func (s *Store) fastClaim(ctx context.Context, r *claimRow, args []any, key string, fp keystore.Fingerprint, us, token int64) error {
 	q := &s.claims
 	if q.limit == 0 {
 		return s.queryClaim(ctx, s.sql.fastClaim, r, args)
@@ -123,7 +122,7 @@ func (s *Store) fastClaim(ctx context.Context, r *claimRow, args []any, key stri
 		s.nextClaimBatch()
 		return err
 	}
-	w := &claimWaiter{batchCall: batchCall{ctx: ctx, key: key, done: make(chan struct{})}, fp: fp, us: us, chosen: chosen}
+	w := &claimWaiter{batchCall: batchCall{ctx: ctx, key: key, done: make(chan struct{})}, fp: fp, us: us, token: token}
 	q.waiting = append(q.waiting, w)
 	q.mu.Unlock()
 	select {
@@ -132,7 +131,9 @@ func (s *Store) fastClaim(ctx context.Context, r *claimRow, args []any, key stri
 		return w.err
 	case <-ctx.Done():
 		// The batch may still claim the key: the outcome is unknown, as
-		// for a statement interrupted in flight.
+		// for a statement interrupted in flight. The caller releases the
+		// key by its token, which fences the token should the batch's
+		// claim come later (see releaseSQL).
 		return ctx.Err()
 	}
 }
@@ -157,7 +158,7 @@ func (s *Store) runClaimBatch(batch []*claimWaiter) {
 	case 1:
 		w := uniq[0]
 		var p params
-		w.err = s.queryClaim(w.ctx, s.sql.fastClaim, &w.r, p.claim(s.typedArgs, w.key, w.fp, w.us, w.chosen))
+		w.err = s.queryClaim(w.ctx, s.sql.fastClaim, &w.r, p.claim(s.typedArgs, w.key, w.fp, w.us, w.token))
 	default:
 		s.queryClaimBatch(uniq)
 	}
@@ -184,16 +185,16 @@ func (s *Store) queryClaimBatch(uniq []*claimWaiter) {
 	keys := make([]string, len(uniq))
 	fps := make([][]byte, len(uniq))
 	leases := make([]int64, len(uniq))
-	chosen := make([]pgtype.Int8, len(uniq))
+	tokens := make([]int64, len(uniq))
 	for i, w := range uniq {
 		keys[i], fps[i], leases[i] = w.key, w.fp[:], w.us
-		chosen[i] = w.chosen
+		tokens[i] = w.token
 	}
 	err := retryAborted(ctx, func() error {
 		for _, w := range uniq {
 			w.r = claimRow{}
 		}
-		rows, err := s.pool.Query(ctx, s.sql.batchClaim, keys, fps, leases, chosen)
+		rows, err := s.pool.Query(ctx, s.sql.batchClaim, keys, fps, leases, tokens)
 		if err != nil {
 			return err
 		}
@@ -245,7 +246,6 @@ type completeWaiter struct {
 	header, body []byte
 	applied      bool
 	p            params // the arguments of a statement of its own
-	headerRoom   [128]byte
 }
 
 // completeOnPool runs completeSQL for one completion on the pool, alone or

@@ -33,14 +33,14 @@ func TestClaimBatches(t *testing.T) {
 			keys[kind] = append(keys[kind], key)
 			switch kind {
 			case "completed":
-				c := claim(t, s, key, time.Minute, keystore.Acquired)
-				if err := s.Complete(ctx, key, c.Token, record(key), time.Hour); err != nil {
+				c := claim(t, s, key, time.Minute, acquire)
+				if err := complete(s, ctx, key, c.Token, record(key), time.Hour); err != nil {
 					t.Fatal(err)
 				}
 			case "inFlight":
-				claim(t, s, key, time.Minute, keystore.Acquired)
+				claim(t, s, key, time.Minute, acquire)
 			case "expired":
-				claim(t, s, key, time.Minute, keystore.Acquired)
+				claim(t, s, key, time.Minute, acquire)
 				expireLease(t, pool, s, key)
 			}
 		}
@@ -62,7 +62,7 @@ func TestClaimBatches(t *testing.T) {
 			for range 2 {
 				wg.Go(func() {
 					<-start
-					c, err := s.Claim(ctx, key, fp, time.Minute)
+					c, err := s.Claim(ctx, key, args(time.Minute))
 					mu.Lock()
 					defer mu.Unlock()
 					results[key] = append(results[key], result{c, err})
@@ -82,7 +82,7 @@ func TestClaimBatches(t *testing.T) {
 					t.Errorf("%s: %v", key, r.err)
 				case r.c.Fingerprint != fp:
 					t.Errorf("%s: fingerprint %x, want %x", key, r.c.Fingerprint, fp)
-				case r.c.State == keystore.Acquired:
+				case r.c.Acquired:
 					acquired++
 					if r.c.TookOver != (kind == "expired") {
 						t.Errorf("%s: TookOver %v", key, r.c.TookOver)
@@ -133,7 +133,7 @@ func TestCompleteBatches(t *testing.T) {
 	records := make([]keystore.Record, n)
 	for i := range n {
 		keys[i] = fmt.Sprintf("%s-%d", keystoretest.Key(t)[:32], i)
-		tokens[i] = claim(t, s, keys[i], time.Minute, keystore.Acquired).Token
+		tokens[i] = claim(t, s, keys[i], time.Minute, acquire).Token
 		records[i] = record(keys[i])
 		if i%4 == 3 {
 			records[i] = keystore.Record{StatusCode: 204}
@@ -152,7 +152,7 @@ func TestCompleteBatches(t *testing.T) {
 		case 1:
 			calls = append(calls, &call{i: i, token: tokens[i]})
 		case 2:
-			calls = append(calls, &call{i: i, token: tokens[i] + 1_000_000})
+			calls = append(calls, &call{i: i, token: keystore.NewToken()})
 		}
 	}
 	var wg sync.WaitGroup
@@ -160,7 +160,7 @@ func TestCompleteBatches(t *testing.T) {
 	for _, c := range calls {
 		wg.Go(func() {
 			<-start
-			c.err = s.Complete(ctx, keys[c.i], c.token, records[c.i], time.Hour)
+			c.err = complete(s, ctx, keys[c.i], c.token, records[c.i], time.Hour)
 		})
 	}
 	close(start)

@@ -62,6 +62,10 @@ var benchRecord = keystore.Record{
 	Body:       []byte(`{"stored":["feature-1"]}`),
 }
 
+// benchEncoded is benchRecord encoded, as the middleware passes it to
+// Complete.
+var benchEncoded = keystore.AppendRecord(nil, benchRecord)
+
 // benchPool is a pool with one connection per client.
 func benchPool(b *testing.B, clients int) *pgxpool.Pool {
 	return newPool(b, int32(clients), nil)
@@ -88,7 +92,7 @@ func BenchmarkFirstCall(b *testing.B) {
 					fpb, hdr, body     []byte
 					status             *int32
 				)
-				if err := pool.QueryRow(ctx, claimSQL, key, fp[:], lease, nil).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &body, &remaining); err != nil {
+				if err := pool.QueryRow(ctx, claimSQL, key, fp[:], lease, int64(keystore.NewToken())).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &body, &remaining); err != nil {
 					return err
 				}
 				if !acquired {
@@ -105,11 +109,11 @@ func BenchmarkFirstCall(b *testing.B) {
 			ctx := b.Context()
 			parallel(b, clients, func() error {
 				key := prefix + "s" + strconv.FormatInt(next(), 10)
-				c, err := s.Claim(ctx, key, fp, time.Minute)
-				if err != nil {
+				a := args(time.Minute)
+				if _, err := s.Claim(ctx, key, a); err != nil {
 					return err
 				}
-				return s.Complete(ctx, key, c.Token, benchRecord, time.Hour)
+				return s.Complete(ctx, key, a.Token, benchEncoded, time.Hour)
 			})
 		})
 	}
@@ -140,7 +144,7 @@ func BenchmarkFirstCallInTx(b *testing.B) {
 					fpb, hdr, body     []byte
 					status             *int32
 				)
-				if err := pool.QueryRow(ctx, claimSQL, key, fp[:], lease, nil).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &body, &remaining); err != nil {
+				if err := pool.QueryRow(ctx, claimSQL, key, fp[:], lease, int64(keystore.NewToken())).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &body, &remaining); err != nil {
 					return err
 				}
 				return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -160,12 +164,12 @@ func BenchmarkFirstCallInTx(b *testing.B) {
 			parallel(b, clients, func() error {
 				id := "s" + strconv.FormatInt(next(), 10)
 				key := prefix + id
-				c, err := s.Claim(ctx, key, fp, time.Minute)
-				if err != nil {
+				a := args(time.Minute)
+				if _, err := s.Claim(ctx, key, a); err != nil {
 					return err
 				}
-				hctx := keystore.ContextWithHold(ctx, &keystore.Hold{Key: key, Token: c.Token, Retention: time.Hour})
-				_, err = s.InTx(hctx, func(tx pgx.Tx) (keystore.Record, error) {
+				hctx := keystore.ContextWithHold(ctx, &keystore.Hold{Key: key, Token: a.Token, Retention: time.Hour})
+				_, err := s.InTx(hctx, func(tx pgx.Tx) (keystore.Record, error) {
 					return benchRecord, upsertFeature(hctx, tx, features, id, "x")
 				})
 				return err
@@ -184,14 +188,14 @@ func BenchmarkHotKeyReplay(b *testing.B) {
 		pool := benchPool(b, clients)
 		s := newStore(b, pool, pgstore.Config{})
 		key := keystoretest.Key(b)
-		c := claim(b, s, key, time.Minute, keystore.Acquired)
-		if err := s.Complete(context.Background(), key, c.Token, benchRecord, time.Hour); err != nil {
+		c := claim(b, s, key, time.Minute, acquire)
+		if err := s.Complete(context.Background(), key, c.Token, benchEncoded, time.Hour); err != nil {
 			b.Fatal(err)
 		}
 		b.Run(fmt.Sprintf("pgstore/clients=%d", clients), func(b *testing.B) {
 			ctx := b.Context()
 			parallel(b, clients, func() error {
-				c, err := s.Claim(ctx, key, fp, time.Minute)
+				c, err := s.Claim(ctx, key, args(time.Minute))
 				if err == nil && c.State != keystore.Completed {
 					err = fmt.Errorf("state %v", c.State)
 				}
@@ -255,7 +259,7 @@ func BenchmarkHandler(b *testing.B) {
 				fpb, hdr, rbody    []byte
 				status             *int32
 			)
-			if err := pool.QueryRow(ctx, claimSQL, key, sum[:], time.Minute.Microseconds(), nil).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &rbody, &remaining); err != nil || !acquired {
+			if err := pool.QueryRow(ctx, claimSQL, key, sum[:], time.Minute.Microseconds(), int64(keystore.NewToken())).Scan(&acquired, &tookOver, &token, &fpb, &status, &hdr, &rbody, &remaining); err != nil || !acquired {
 				http.Error(w, "claim", http.StatusServiceUnavailable)
 				return
 			}
@@ -363,7 +367,8 @@ func BenchmarkSharedPool(b *testing.B) {
 		return err
 	}
 	withStore := func(ctx context.Context, key string, replay bool) error {
-		c, err := s.Claim(ctx, key, fp, time.Minute)
+		a := args(time.Minute)
+		c, err := s.Claim(ctx, key, a)
 		switch {
 		case err != nil:
 			return err
@@ -371,10 +376,10 @@ func BenchmarkSharedPool(b *testing.B) {
 			return fmt.Errorf("not replayed: %v", c.State)
 		case replay:
 			return nil
-		case c.State != keystore.Acquired:
+		case !c.Acquired:
 			return fmt.Errorf("not acquired: %v", c.State)
 		}
-		return s.Complete(ctx, key, c.Token, benchRecord, time.Hour)
+		return s.Complete(ctx, key, a.Token, benchEncoded, time.Hour)
 	}
 	handlers := []struct {
 		name string

@@ -23,11 +23,11 @@
 //		})
 //		switch {
 //		case pgstore.Transient(err): // a lost connection, a deadlock, a failover: the retry may succeed
-//			middleware.WriteProblem(w, middleware.Problem{Status: http.StatusServiceUnavailable,
+//			problem.Write(w, problem.Details{Status: http.StatusServiceUnavailable,
 //				Type: typeUnavailable, Title: "Feature store unavailable", RetryAfter: time.Second})
 //			return
 //		case err != nil: // a refused geometry, a constraint, a bug: no retry can fix it
-//			middleware.WriteProblem(w, middleware.Problem{Status: http.StatusUnprocessableEntity,
+//			problem.Write(w, problem.Details{Status: http.StatusUnprocessableEntity,
 //				Type: typeRejected, Title: "Feature rejected"})
 //			return
 //		}
@@ -47,8 +47,9 @@
 // request outlived its lease and another request took the key over, the late
 // transaction is refused with [keystore.ErrLeaseLost] and rolled back
 // instead of writing twice. Handlers that manage their transaction
-// themselves call CompleteTx just before Commit, and Hold.MarkCompleted after
-// it.
+// themselves call CompleteTx just before the commit, and commit through
+// [keystore.Hold.Commit], which marks the hold completed once the commit
+// succeeded and keeps the middleware from stopping the handler meanwhile.
 //
 // # The database clock
 //
@@ -60,8 +61,8 @@
 // and an owner whose lease has ended is fenced even if nobody took its key
 // over yet. The database host must slew its clock, never step it: a step
 // forward ends running leases early (see the middleware's documentation,
-// "The store's clock"). Extend reports the lease it found remaining
-// (keystore.ReportLease), so that the middleware detects such a step.
+// "The store's clock"). Extend returns the lease it found remaining, so
+// that the middleware detects such a step.
 //
 // # Statements
 //
@@ -80,10 +81,11 @@
 // matched. Each also accepts, changing nothing, the row its own token has
 // already completed (Extend; Complete with an equal record) or released
 // (Release; a released row is kept until Prune deletes it, and Claim takes
-// it over without TookOver). Being single UPDATEs, they judge the row as it
-// is after any transaction they waited for: a lease renewal that waits on
+// it over without TookOver). Being single statements, they judge the row as
+// it is after any transaction they waited for: a lease renewal that waits on
 // the row lock of its own request's CompleteTx and then meets the committed
-// record succeeds.
+// record succeeds. Release is an INSERT … ON CONFLICT DO UPDATE, so that it
+// also fences its token where it holds nothing (see Fencing tokens).
 //
 // Claims and completions from many goroutines share statements when the
 // pool is busy: while half the pool's connections run claim statements
@@ -102,17 +104,27 @@
 //
 // # Fencing tokens
 //
-// Tokens come from one bigint sequence for the whole table (Table+"_token_seq"),
-// which no column owns: never zero, and never issued twice for a key, not even
-// for a key that was released, pruned and claimed again. What an operator may
-// do without breaking that: DELETE rows, TRUNCATE the table (with or without
-// RESTART IDENTITY, which restarts only the sequences a column owns), let
-// [Store.Prune] run, dump and restore the schema with pg_dump (which keeps the
-// sequence's position). What breaks it: ALTER SEQUENCE … RESTART, setval to a
-// lower value, or dropping and re-creating the sequence while a request holds
-// a key; a stale owner's token may then be issued again and its late Complete
-// would pass the fence. Dropping the table does not drop the sequence: drop
-// both, and the migration table, only when no replica runs.
+// A key is held by the token its Claim's caller chose
+// ([keystore.ClaimArgs].Token, from keystore.NewToken: 63 random bits, so it
+// fits the bigint token column; a larger one is refused with
+// keystore.ErrInvalidClaim). Nothing the store or an operator does to the
+// table can hand a stale owner's token back to its key: DELETE, TRUNCATE
+// (with or without RESTART IDENTITY), Prune, pg_dump and restore. The
+// sequence Table+"_token_seq", from which earlier versions drew tokens, is
+// no longer used; it stays in the schema, owned by no column, and is
+// dropped with the schema (not with the table).
+//
+// Release fences its token, whether it held the key or not (see package
+// keystore, "Claims whose outcome is unknown"): the token joins the row's
+// fenced tokens (a column of them), or, for a key with no row, a released
+// row of token 0, which Admin reports as absent, is inserted to carry it.
+// A Claim with a fenced token never acquires the key: it fails with
+// keystore.ErrLeaseLost. This matters for a Claim that reaches the
+// database after its caller gave up on it: a batch statement, which runs
+// detached for up to a minute, or a statement the server still runs after
+// its connection was cut. Prune keeps a row for a minute after the last
+// token it fenced, as after its lease or retention. Admin's Free and Forget
+// delete the row, fences and all.
 //
 // # Isolation
 //

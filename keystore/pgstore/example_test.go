@@ -17,6 +17,7 @@ import (
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/problem"
 )
 
 // The store is created once at startup, on the pool the service already uses.
@@ -68,13 +69,13 @@ func ExampleStore_InTx() {
 		case errors.Is(err, keystore.ErrLeaseLost):
 			// Another delivery of this request took the key over; its work
 			// stands and ours was rolled back.
-			middleware.WriteProblem(w, middleware.Problem{Status: http.StatusConflict, Title: "Superseded by a retry"})
+			problem.Write(w, problem.Details{Status: http.StatusConflict, Title: "Superseded by a retry"})
 			return
 		case pgstore.Transient(err):
 			// Nothing was written, and a retry may succeed (a lost
 			// connection, a deadlock, a failover): a 5xx makes the
 			// middleware release the key, so the sender's retry runs again.
-			middleware.WriteProblem(w, middleware.Problem{
+			problem.Write(w, problem.Details{
 				Type:  "https://example.com/problems/feature-store-unavailable",
 				Title: "Feature store unavailable", Status: http.StatusServiceUnavailable,
 				Detail: "Nothing was stored; retry with the same key.", RetryAfter: time.Second,
@@ -83,7 +84,7 @@ func ExampleStore_InTx() {
 		case err != nil:
 			// No retry can fix it (a geometry PostGIS refuses, a constraint,
 			// a bug): a 422 is recorded and replayed, so the sender stops.
-			middleware.WriteProblem(w, middleware.Problem{
+			problem.Write(w, problem.Details{
 				Type:  "https://example.com/problems/feature-rejected",
 				Title: "Feature rejected", Status: http.StatusUnprocessableEntity,
 				Detail: "The database refused the feature.",
@@ -100,7 +101,7 @@ func ExampleStore_InTx() {
 }
 
 // A handler that runs its own transaction completes the key just before
-// committing, and tells the middleware after the commit.
+// committing, and commits through the hold, which tells the middleware.
 func ExampleStore_CompleteTx() {
 	ctx := context.Background()
 	pool, cleanup := examplePool(ctx) // the test database, on a schema of its own
@@ -122,17 +123,27 @@ func ExampleStore_CompleteTx() {
 			return
 		}
 		rec := keystore.Record{StatusCode: http.StatusNoContent}
-		err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		err := func() error {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback(context.WithoutCancel(ctx)) // a no-op after the commit
 			if _, err := tx.Exec(ctx, `DELETE FROM features WHERE id = $1`, r.PathValue("id")); err != nil {
 				return err
 			}
-			return store.CompleteTx(ctx, tx, hold.Key, hold.Token, rec, hold.Retention)
-		})
+			if err := store.CompleteTx(ctx, tx, hold.Key, hold.Token, hold.Fit(rec), hold.Retention); err != nil {
+				return err
+			}
+			// Commit marks the hold completed once the commit succeeded, and
+			// keeps the middleware's lease renewal from stopping the handler
+			// while the commit holds the key.
+			return hold.Commit(func() error { return tx.Commit(ctx) })
+		}()
 		if err != nil {
 			http.Error(w, "not deleted", http.StatusServiceUnavailable)
 			return
 		}
-		hold.MarkCompleted()
 		w.WriteHeader(rec.StatusCode)
 	}
 	// DELETE is not among the middleware's default methods (POST and

@@ -12,3 +12,21 @@ var (
 	EncodeHeader = func(h http.Header) []byte { return encodeHeader(nil, h) }
 	DecodeHeader = decodeHeader
 )
+
+// ClaimsWaiting returns the number of claims waiting for a batch
+// statement.
+func ClaimsWaiting(s *Store) int {
+	s.claims.mu.Lock()
+	defer s.claims.mu.Unlock()
+	return len(s.claims.waiting)
+}
+
+// StatementKinds names the store's statements, by their SQL, for a
+// pgx.QueryTracer that reports what each call ran.
+func StatementKinds(s *Store) map[string]string {
+	q := s.sql
+	return map[string]string{
+		q.fastClaim: "claim", q.batchClaim: "claim (batch)", q.claim: "claim (second statement)",
+		q.extend: "extend", q.complete: "complete", q.batchComplete: "complete (batch)", q.release: "release",
+	}
+}

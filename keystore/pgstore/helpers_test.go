@@ -131,16 +131,56 @@ func (c *counter) take() []string {
 
 var fp = keystore.Fingerprint{'p', 'g'}
 
-func claim(t testing.TB, s keystore.Store, key string, lease time.Duration, want keystore.State) keystore.Claim {
+// acquire, as claim's want, says that the Claim must acquire the key.
+const acquire keystore.State = -1
+
+// claimed is a Claim's result with the token it was sent with, when it
+// acquired the key (zero otherwise).
+type claimed struct {
+	keystore.Claim
+	Token keystore.Token
+}
+
+// args returns the ClaimArgs of a Claim with fp, lease and a fresh token.
+func args(lease time.Duration) keystore.ClaimArgs {
+	return keystore.ClaimArgs{Fingerprint: fp, Lease: lease, Token: keystore.NewToken()}
+}
+
+// claim claims key with a fresh token and fails t unless the Claim
+// acquires it (want acquire) or finds it in the state want.
+func claim(t testing.TB, s keystore.Store, key string, lease time.Duration, want keystore.State) claimed {
 	t.Helper()
-	c, err := s.Claim(testCtx(t), key, fp, lease)
+	a := args(lease)
+	c, err := s.Claim(testCtx(t), key, a)
 	if err != nil {
 		t.Fatalf("Claim: %v", err)
 	}
-	if c.State != want {
+	switch {
+	case want == acquire && !c.Acquired:
+		t.Fatalf("Claim state = %v, want it acquired", c.State)
+	case want != acquire && c.Acquired:
+		t.Fatalf("Claim acquired the key, want %v", want)
+	case c.State != want && want != acquire:
 		t.Fatalf("Claim state = %v, want %v", c.State, want)
+	case c.Acquired && c.State != keystore.InFlight:
+		t.Fatalf("acquired Claim reports state %v, want in flight", c.State)
 	}
-	return c
+	r := claimed{Claim: c}
+	if c.Acquired {
+		r.Token = a.Token
+	}
+	return r
+}
+
+// complete completes key with rec, encoded, as the middleware does.
+func complete(s keystore.Store, ctx context.Context, key string, tok keystore.Token, rec keystore.Record, retention time.Duration) error {
+	return s.Complete(ctx, key, tok, keystore.AppendRecord(nil, rec), retention)
+}
+
+// extend extends key's lease, ignoring the lease that remained.
+func extend(s keystore.Store, ctx context.Context, key string, tok keystore.Token, lease time.Duration) error {
+	_, err := s.Extend(ctx, key, tok, lease)
+	return err
 }
 
 // expireLease ends key's lease or retention now, by the database clock,
@@ -223,7 +263,7 @@ func feature(t testing.TB, pool *pgxpool.Pool, table, id string) (string, int) {
 
 // holdCtx returns a context carrying a hold on c's key, as the middleware
 // hands it to a handler.
-func holdCtx(t testing.TB, key string, c keystore.Claim) (context.Context, *keystore.Hold) {
+func holdCtx(t testing.TB, key string, c claimed) (context.Context, *keystore.Hold) {
 	h := &keystore.Hold{Key: key, Token: c.Token, Retention: time.Hour}
 	return keystore.ContextWithHold(testCtx(t), h), h
 }

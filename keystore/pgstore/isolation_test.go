@@ -51,7 +51,7 @@ func TestConcurrentClaimsUnderStricterIsolation(t *testing.T) {
 				})
 				t.Run(fmt.Sprintf("ExpiredLease/%d", round), func(t *testing.T) {
 					key := keystoretest.Key(t)
-					claim(t, s, key, time.Minute, keystore.Acquired)
+					claim(t, s, key, time.Minute, acquire)
 					expireLease(t, pool, s, key)
 					claimRace(t, s, 32, key, true)
 				})
@@ -86,13 +86,13 @@ func claimRace(t *testing.T, s keystore.Store, n int, key string, wantTookOver b
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			c, err := s.Claim(testCtx(t), key, keystore.Fingerprint{byte(i)}, time.Minute)
+			c, err := s.Claim(testCtx(t), key, keystore.ClaimArgs{Fingerprint: keystore.Fingerprint{byte(i)}, Lease: time.Minute, Token: keystore.NewToken()})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err != nil:
 				t.Errorf("claim %d: %v", i, err)
-			case c.State == keystore.Acquired:
+			case c.Acquired:
 				acquired = append(acquired, c)
 			case c.State == keystore.InFlight && c.LeaseRemaining > 0:
 				inFlight++

@@ -11,24 +11,24 @@ import (
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
-	"github.com/geoidem/geoidem/observe"
 )
 
 // TestObserverSeesCompletionsInTx: the completions InTx and CompleteTx
-// make in the handler's transaction, which no wrapper of the Store sees,
+// make in the handler's transaction, which the middleware does not make (so
+// its StoreObserver does not see them),
 // are reported to Config.Observer, successful or fenced off.
 func TestObserverSeesCompletionsInTx(t *testing.T) {
 	pool := newPool(t, 4, nil)
 	var mu sync.Mutex
-	var calls []observe.StoreCall
-	s := newStore(t, pool, pgstore.Config{Observer: func(c observe.StoreCall) {
+	var calls []keystore.Call
+	s := newStore(t, pool, pgstore.Config{Observer: func(c keystore.Call) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls = append(calls, c)
 	}})
 
 	key := keystoretest.Key(t)
-	ctx, _ := holdCtx(t, key, claim(t, s, key, time.Minute, keystore.Acquired))
+	ctx, _ := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
 	if _, err := s.InTx(ctx, func(pgx.Tx) (keystore.Record, error) { return record(`{}`), nil }); err != nil {
 		t.Fatalf("InTx: %v", err)
 	}
@@ -48,7 +48,7 @@ func TestObserverSeesCompletionsInTx(t *testing.T) {
 		t.Fatalf("Observer saw %d calls, want 2 (InTx's completion, CompleteTx's refusal): %+v", len(calls), calls)
 	}
 	for i, c := range calls {
-		if c.Op != observe.OpComplete || c.Latency <= 0 || c.Context == nil || (c.Err == nil) != (i == 0) {
+		if c.Op != keystore.OpComplete || c.Latency <= 0 || c.Context == nil || (c.Err == nil) != (i == 0) {
 			t.Errorf("call %d: %+v, want op complete, a latency, a context, and an error only for the stale token", i, c)
 		}
 	}

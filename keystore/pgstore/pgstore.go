@@ -12,11 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geoidem/geoidem/keystore"
-	"github.com/geoidem/geoidem/observe"
 )
 
 // Defaults, used where Config leaves a field zero.
@@ -64,13 +62,13 @@ type Config struct {
 	Logger *slog.Logger
 
 	// Observer, if set, is called after each CompleteTx (and so each
-	// completion InTx makes) with Op observe.OpComplete, the statement's
+	// completion InTx makes) with Op keystore.OpComplete, the statement's
 	// latency and its error: the completions made in the handler's
-	// transaction, which an observe.Store wrapper around the store never
-	// sees. Claim, Extend, Complete and Release are not reported here;
-	// wrap the store with observe.Store for those. It is called
-	// synchronously and must be fast and safe for concurrent use.
-	Observer func(observe.StoreCall)
+	// transaction, which the middleware does not make. The calls the
+	// middleware makes (Claim, Extend, Complete, Release) are reported to
+	// its own Config.StoreObserver. It is called synchronously and must be
+	// fast and safe for concurrent use.
+	Observer func(keystore.Call)
 }
 
 // Store is a [keystore.Store] on a PostgreSQL table, reached through a
@@ -90,7 +88,7 @@ type Store struct {
 	lockKey   int64
 	batch     int
 	log       *slog.Logger
-	observe   func(observe.StoreCall)
+	observe   func(keystore.Call)
 
 	stop      context.CancelFunc
 	done      chan struct{}
@@ -209,53 +207,50 @@ func lost(op string) error {
 }
 
 // Claim implements [keystore.Store.Claim]. One statement settles the common
-// cases: an absent key is inserted with a token from the table's sequence,
-// and a key that is live (in flight with its lease running, or completed
+// cases: an absent key is inserted with the caller's token, and a key that is live (in flight with its lease running, or completed
 // within its retention) is reported from a plain read: no write, no row
 // lock, so any number of replays of one key run in parallel. A key whose
 // lease or retention has ended is taken over, and a claim that lost the race
-// for a new key reports the winner, by a second statement. Leases are judged
-// and LeaseRemaining computed by the database clock.
-func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
+// for a new key reports the winner, by a second statement, which also
+// refuses a fenced token (see releaseSQL). Leases are judged and
+// LeaseRemaining computed by the database clock. A token must fit a
+// bigint (keystore.NewToken's do); the claim's client is not used.
+func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return keystore.Claim{}, fmt.Errorf("pgstore: claim: %w", err)
 	}
-	us, err := micros(lease)
+	if err := a.Validate(); err != nil {
+		return keystore.Claim{}, err
+	}
+	if a.Token > math.MaxInt64 {
+		return keystore.Claim{}, fmt.Errorf("%w: token %d does not fit a bigint (use keystore.NewToken)", keystore.ErrInvalidClaim, a.Token)
+	}
+	us, err := micros(a.Lease)
 	if err != nil {
 		return keystore.Claim{}, err
 	}
-	var chosen pgtype.Int8 // NULL: a token from the sequence
-	if tok, ok := keystore.ClaimTokenFromContext(ctx); ok {
-		if tok > math.MaxInt64 {
-			return keystore.Claim{}, fmt.Errorf("pgstore: claim: chosen token %d does not fit a bigint (use keystore.NewClaimToken)", tok)
-		}
-		chosen = pgtype.Int8{Int64: int64(tok), Valid: true}
-	}
+	tok := int64(a.Token)
 	call := new(struct {
 		r claimRow
 		p params
 	})
-	r, args := &call.r, call.p.claim(s.typedArgs, key, fp, us, chosen)
-	err = s.fastClaim(ctx, r, args, key, fp, us, chosen)
+	r, args := &call.r, call.p.claim(s.typedArgs, key, a.Fingerprint, us, tok)
+	err = s.fastClaim(ctx, r, args, key, a.Fingerprint, us, tok)
 	switch {
 	case err == nil && (r.acquired || r.remaining > 0):
 		if r.acquired {
-			r.fp, r.fpNull = fp, false
+			r.fp, r.fpNull = a.Fingerprint, false
 		}
-		return r.claim()
+		return r.claim(tok)
 	case err != nil && !errors.Is(err, pgx.ErrNoRows):
 		return keystore.Claim{}, storeErr(ctx, "claim", err)
 	}
-	// The key's lease or retention has ended, or another claim inserted it
-	// after this one's snapshot was taken.
 	if err := s.queryClaim(ctx, s.sql.claim, r, args); err != nil {
 		return keystore.Claim{}, storeErr(ctx, "claim", err)
 	}
-	return r.claim()
+	return r.claim(tok)
 }
 
-// queryClaim runs one of the claim statements into r, retrying
-// serialization failures (see retrySerialization).
 func (s *Store) queryClaim(ctx context.Context, sql string, r *claimRow, args []any) error {
 	*r = claimRow{}
 	err := s.pool.QueryRow(ctx, sql, args...).Scan(r)
@@ -270,20 +265,22 @@ func (s *Store) queryClaim(ctx context.Context, sql string, r *claimRow, args []
 }
 
 // claim returns the keystore.Claim that r reports.
-func (r *claimRow) claim() (keystore.Claim, error) {
-	if r.fpNull {
-		return keystore.Claim{}, errors.New("pgstore: claim: stored fingerprint is NULL")
-	}
+func (r *claimRow) claim(tok int64) (keystore.Claim, error) {
 	c := keystore.Claim{Fingerprint: r.fp}
 	switch {
+	case !r.acquired && r.remaining <= 0:
+		// claimSQL wrote the ended row back: the token is fenced.
+		return keystore.Claim{}, fmt.Errorf("pgstore: claim: the token was released before the claim arrived: %w", keystore.ErrLeaseLost)
+	case r.fpNull:
+		return keystore.Claim{}, errors.New("pgstore: claim: stored fingerprint is NULL")
 	case r.acquired:
-		if r.token <= 0 {
-			return keystore.Claim{}, fmt.Errorf("pgstore: claim: issued token %d", r.token)
-		}
-		c.State, c.Token, c.TookOver = keystore.Acquired, keystore.Token(r.token), r.tookOver
+		c.Acquired, c.State, c.TookOver = true, keystore.InFlight, r.tookOver
 	case !r.statusNull:
 		c.State = keystore.Completed
 		c.Record = keystore.Record{StatusCode: int(r.status), Header: r.header, Body: r.body}
+	case r.token == tok:
+		// The caller's own claim, repeated.
+		c.Acquired, c.State = true, keystore.InFlight
 	default:
 		c.State = keystore.InFlight
 		c.LeaseRemaining = max(time.Duration(r.remaining)*time.Microsecond, time.Microsecond)
@@ -292,16 +289,16 @@ func (r *claimRow) claim() (keystore.Claim, error) {
 }
 
 // Extend implements [keystore.Store.Extend]: one fenced UPDATE.
-func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, lease time.Duration) error {
+func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, lease time.Duration) (time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("pgstore: extend: %w", err)
+		return 0, fmt.Errorf("pgstore: extend: %w", err)
 	}
 	us, err := micros(lease)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if token == 0 || token > math.MaxInt64 {
-		return lost("extend") // never issued
+		return 0, lost("extend") // never issued
 	}
 	var (
 		remaining int64
@@ -312,32 +309,56 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return lost("extend")
+		return 0, lost("extend")
 	case err != nil:
-		return storeErr(ctx, "extend", err)
+		return 0, storeErr(ctx, "extend", err)
+	case !inFlight:
+		return 0, nil
 	}
-	if inFlight {
-		keystore.ReportLease(ctx, time.Duration(remaining)*time.Microsecond)
-	}
-	return nil
+	return max(time.Duration(remaining)*time.Microsecond, 0), nil
 }
 
 // Complete implements [keystore.Store.Complete]: one fenced UPDATE. See
 // CompleteTx to complete inside a transaction of your own.
-func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec keystore.Record, retention time.Duration) error {
-	return s.complete(ctx, s.pool, key, token, rec, retention)
+func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec []byte, retention time.Duration) error {
+	status, header, body, err := keystore.SplitRecord(rec)
+	if err != nil {
+		return fmt.Errorf("pgstore: complete: %w", err)
+	}
+	// No header fields, and no body bytes, are stored as NULL, as a nil
+	// header and a nil body: the encoding does not tell them from empty
+	// ones, and a Claim returns them nil, as keystore.DecodeRecord does.
+	if len(header) == 1 {
+		header = nil
+	}
+	if len(body) == 0 {
+		body = nil
+	}
+	return s.complete(ctx, s.pool, key, token, int32(status), header, body, retention)
 }
 
-// Release implements [keystore.Store.Release]: one fenced DELETE. A completed
-// key is never deleted: Release with its token fails with ErrLeaseLost.
+// Release implements [keystore.Store.Release]: one INSERT … ON CONFLICT DO
+// UPDATE (see releaseSQL), which releases the key the token holds and, held
+// or not, fences the token. A completed key is never released: Release with
+// its token fails with ErrLeaseLost.
 func (s *Store) Release(ctx context.Context, key string, token keystore.Token) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pgstore: release: %w", err)
 	}
 	if token == 0 || token > math.MaxInt64 {
-		return lost("release")
+		return lost("release") // never issued, so never to be fenced
 	}
-	return s.fenced(ctx, s.pool, "release", s.sql.release, key, int64(token))
+	var released bool
+	err := retrySerialization(ctx, func() error {
+		return s.pool.QueryRow(ctx, s.sql.release, key, int64(token)).Scan(&released)
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows), err == nil && !released:
+		return lost("release")
+	case err != nil:
+		return storeErr(ctx, "release", err)
+	}
+	return nil
 }
 
 // execer is what the fenced statements run on: the pool, or a transaction.
@@ -345,7 +366,7 @@ type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-func (s *Store) complete(ctx context.Context, db execer, key string, token keystore.Token, rec keystore.Record, retention time.Duration) error {
+func (s *Store) complete(ctx context.Context, db execer, key string, token keystore.Token, status int32, header, body []byte, retention time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pgstore: complete: %w", err)
 	}
@@ -353,19 +374,14 @@ func (s *Store) complete(ctx context.Context, db execer, key string, token keyst
 	if err != nil {
 		return err
 	}
-	if err := rec.Validate(); err != nil {
-		return fmt.Errorf("pgstore: complete: %w", err)
-	}
 	if token == 0 || token > math.MaxInt64 {
 		return lost("complete")
 	}
 	if db != execer(s.pool) {
 		var p params
-		return s.fenced(ctx, db, "complete", s.sql.complete, p.complete(false, key, int64(token), int32(rec.StatusCode), encodeHeader(nil, rec.Header), rec.Body, us)...)
+		return s.fenced(ctx, db, "complete", s.sql.complete, p.complete(false, key, int64(token), status, header, body, us)...)
 	}
-	w := &completeWaiter{batchCall: batchCall{key: key}, token: int64(token), us: us, status: int32(rec.StatusCode), body: rec.Body}
-	w.header = encodeHeader(w.headerRoom[:0], rec.Header) // in the waiter's own room when it fits
-
+	w := &completeWaiter{batchCall: batchCall{key: key}, token: int64(token), us: us, status: status, header: header, body: body}
 	applied, err := s.completeOnPool(ctx, w.p.complete(s.typedArgs, w.key, w.token, w.status, w.header, w.body, w.us), w)
 	switch {
 	case err != nil:

@@ -51,8 +51,8 @@ func TestStatementsPerCall(t *testing.T) {
 
 	key := keystoretest.Key(t)
 	tr.take()
-	c := claim(t, s, key, time.Minute, keystore.Acquired)
-	if err := s.Complete(ctx, key, c.Token, record("{}"), time.Hour); err != nil {
+	c := claim(t, s, key, time.Minute, acquire)
+	if err := complete(s, ctx, key, c.Token, record("{}"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if got := tr.take(); len(got) != 2 {
@@ -78,7 +78,7 @@ func TestStatementsPerCallInTx(t *testing.T) {
 
 	key := keystoretest.Key(t)
 	tr.take()
-	c := claim(t, s, key, time.Minute, keystore.Acquired)
+	c := claim(t, s, key, time.Minute, acquire)
 	if got := tr.take(); len(got) != 1 {
 		t.Errorf("claim ran %d statements, want 1: %q", len(got), got)
 	}
@@ -120,14 +120,14 @@ func TestConcurrentClaimsRace(t *testing.T) {
 		})
 		t.Run(fmt.Sprintf("ExpiredLease/%d", round), func(t *testing.T) {
 			key := keystoretest.Key(t)
-			claim(t, s, key, time.Minute, keystore.Acquired)
+			claim(t, s, key, time.Minute, acquire)
 			expireLease(t, pool, s, key)
 			race(t, key, true)
 		})
 		t.Run(fmt.Sprintf("ExpiredRecord/%d", round), func(t *testing.T) {
 			key := keystoretest.Key(t)
-			c := claim(t, s, key, time.Minute, keystore.Acquired)
-			if err := s.Complete(testCtx(t), key, c.Token, record("{}"), time.Hour); err != nil {
+			c := claim(t, s, key, time.Minute, acquire)
+			if err := complete(s, testCtx(t), key, c.Token, record("{}"), time.Hour); err != nil {
 				t.Fatal(err)
 			}
 			expireLease(t, pool, s, key)
@@ -137,17 +137,18 @@ func TestConcurrentClaimsRace(t *testing.T) {
 }
 
 // A replay is a plain read: it neither waits for a transaction holding the
-// key's row lock nor writes anything, and draws no token.
+// key's row lock nor writes anything, whatever token it carries; nor does
+// the claim of a key in flight.
 func TestReplayTakesNoLockAndWritesNothing(t *testing.T) {
 	pool := newPool(t, 4, nil)
 	s := newStore(t, pool, pgstore.Config{})
 	ctx := testCtx(t)
 	done, running := keystoretest.Key(t), keystoretest.Key(t)
-	c := claim(t, s, done, time.Minute, keystore.Acquired)
-	if err := s.Complete(ctx, done, c.Token, record(`{"ok":true}`), time.Hour); err != nil {
+	c := claim(t, s, done, time.Minute, acquire)
+	if err := complete(s, ctx, done, c.Token, record(`{"ok":true}`), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	claim(t, s, running, time.Minute, keystore.Acquired)
+	claim(t, s, running, time.Minute, acquire)
 
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -159,31 +160,35 @@ func TestReplayTakesNoLockAndWritesNothing(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if got, err := s.Claim(short, done, fp, time.Minute); err != nil || got.State != keystore.Completed {
+	if got, err := s.Claim(short, done, args(time.Minute)); err != nil || got.State != keystore.Completed {
 		t.Errorf("replay while another transaction locks the row: %v, %v; want completed at once", got.State, err)
 	}
-	if got, err := s.Claim(short, running, fp, time.Minute); err != nil || got.State != keystore.InFlight {
+	if got, err := s.Claim(short, running, args(time.Minute)); err != nil || got.State != keystore.InFlight {
 		t.Errorf("claim of an in-flight key while another transaction locks the row: %v, %v; want in flight at once", got.State, err)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
 
-	version := func() string {
+	version := func(key string) string {
 		var v string
-		err := pool.QueryRow(ctx, "SELECT k.xmin::text || ' ' || k.ctid::text || ' ' || (SELECT last_value FROM "+
-			strings.TrimSuffix(s.Table(), `"`)+`_token_seq"`+")::text FROM "+s.Table()+" k WHERE key = $1", done).Scan(&v)
+		err := pool.QueryRow(ctx, "SELECT k.xmin::text || ' ' || k.ctid::text FROM "+s.Table()+" k WHERE key = $1", key).Scan(&v)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return v
 	}
-	before := version()
-	for range 20 {
-		claim(t, s, done, time.Minute, keystore.Completed)
-	}
-	if after := version(); after != before {
-		t.Errorf("20 replays changed the row or the sequence: (xmin ctid last token) %s, then %s", before, after)
+	for _, k := range []struct {
+		key  string
+		want keystore.State
+	}{{done, keystore.Completed}, {running, keystore.InFlight}} {
+		before := version(k.key)
+		for range 20 {
+			claim(t, s, k.key, time.Minute, k.want)
+		}
+		if after := version(k.key); after != before {
+			t.Errorf("20 claims of a key %v changed its row: (xmin ctid) %s, then %s", k.want, before, after)
+		}
 	}
 }
 
@@ -221,9 +226,9 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 	// Every replica's store works on the one table.
 	key := keystoretest.Key(t)
-	c := claim(t, stores[0], key, time.Minute, keystore.Acquired)
+	c := claim(t, stores[0], key, time.Minute, acquire)
 	claim(t, stores[n-1], key, time.Minute, keystore.InFlight)
-	if err := stores[n/2].Complete(testCtx(t), key, c.Token, record("{}"), time.Hour); err != nil {
+	if err := complete(stores[n/2], testCtx(t), key, c.Token, record("{}"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if err := stores[1].Migrate(testCtx(t)); err != nil {
@@ -254,9 +259,9 @@ func TestTableNames(t *testing.T) {
 		t.Fatalf("table %s: exists %v, %v", s.Table(), exists, err)
 	}
 	key := keystoretest.Key(t)
-	c := claim(t, s, key, time.Minute, keystore.Acquired)
-	claim(t, other, key, time.Minute, keystore.Acquired) // separate tables, separate keys
-	if err := s.Complete(testCtx(t), key, c.Token, record("{}"), time.Hour); err != nil {
+	c := claim(t, s, key, time.Minute, acquire)
+	claim(t, other, key, time.Minute, acquire) // separate tables, separate keys
+	if err := complete(s, testCtx(t), key, c.Token, record("{}"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	claim(t, s, key, time.Minute, keystore.Completed)
@@ -365,7 +370,7 @@ func TestJanitor(t *testing.T) {
 	}
 	s.Close()
 	s.Close() // idempotent
-	claim(t, s, keystoretest.Key(t), time.Minute, keystore.Acquired)
+	claim(t, s, keystoretest.Key(t), time.Minute, acquire)
 }
 
 // An expired lease is fenced even when nobody took the key over.
@@ -374,18 +379,18 @@ func TestExpiredLeaseFencedWithoutTakeover(t *testing.T) {
 	s := newStore(t, pool, pgstore.Config{})
 	ctx := testCtx(t)
 	key := keystoretest.Key(t)
-	c := claim(t, s, key, time.Minute, keystore.Acquired)
+	c := claim(t, s, key, time.Minute, acquire)
 	expireLease(t, pool, s, key)
-	if err := s.Extend(ctx, key, c.Token, time.Minute); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := extend(s, ctx, key, c.Token, time.Minute); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend after the lease ended: %v, want ErrLeaseLost", err)
 	}
-	if err := s.Complete(ctx, key, c.Token, record("{}"), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := complete(s, ctx, key, c.Token, record("{}"), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete after the lease ended: %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx, key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Release after the lease ended: %v, want ErrLeaseLost", err)
 	}
-	if got := claim(t, s, key, time.Minute, keystore.Acquired); !got.TookOver {
+	if got := claim(t, s, key, time.Minute, acquire); !got.TookOver {
 		t.Errorf("claim of the abandoned key does not report TookOver")
 	}
 }
@@ -395,20 +400,23 @@ func TestNonPositiveDurations(t *testing.T) {
 	s := newStore(t, pool, pgstore.Config{})
 	ctx := testCtx(t)
 	key := keystoretest.Key(t)
-	if _, err := s.Claim(ctx, key, fp, 0); err == nil {
-		t.Errorf("Claim with a zero lease succeeded")
+	if _, err := s.Claim(ctx, key, args(0)); !errors.Is(err, keystore.ErrInvalidClaim) {
+		t.Errorf("Claim with a zero lease: %v, want ErrInvalidClaim", err)
 	}
-	c := claim(t, s, key, time.Minute, keystore.Acquired)
-	if err := s.Extend(ctx, key, c.Token, -time.Second); err == nil {
+	c := claim(t, s, key, time.Minute, acquire)
+	if err := extend(s, ctx, key, c.Token, -time.Second); err == nil {
 		t.Errorf("Extend with a negative lease succeeded")
 	}
-	if err := s.Complete(ctx, key, c.Token, record("{}"), 0); err == nil {
+	if err := complete(s, ctx, key, c.Token, record("{}"), 0); err == nil {
 		t.Errorf("Complete with a zero retention succeeded")
 	}
-	// A sub-microsecond lease is rounded up, not to zero.
-	c2 := claim(t, s, keystoretest.Key(t), time.Nanosecond, keystore.Acquired)
-	if c2.Token == 0 {
-		t.Errorf("zero token")
+	// A sub-microsecond lease is rounded up, not to zero: the key is
+	// acquired, held by the Claim's token.
+	key2 := keystoretest.Key(t)
+	c2 := claim(t, s, key2, time.Nanosecond, acquire)
+	var stored int64
+	if err := pool.QueryRow(ctx, "SELECT token FROM "+s.Table()+" WHERE key = $1", key2).Scan(&stored); err != nil || keystore.Token(stored) != c2.Token {
+		t.Errorf("the key is held by token %d (%v), want the Claim's %d", stored, err, c2.Token)
 	}
 }
 
@@ -419,7 +427,7 @@ func TestDatabaseClock(t *testing.T) {
 	pool := newPool(t, 4, nil)
 	s := newStore(t, pool, pgstore.Config{})
 	key := keystoretest.Key(t)
-	claim(t, s, key, time.Second, keystore.Acquired)
+	claim(t, s, key, time.Second, acquire)
 	if _, err := pool.Exec(testCtx(t), "UPDATE "+s.Table()+" SET expires_at = clock_timestamp() + interval '90 minutes' WHERE key = $1", key); err != nil {
 		t.Fatal(err)
 	}
@@ -433,13 +441,13 @@ func TestDatabaseClock(t *testing.T) {
 func TestSkipMigrate(t *testing.T) {
 	pool := newPool(t, 4, nil)
 	s := newStore(t, pool, pgstore.Config{SkipMigrate: true})
-	if _, err := s.Claim(testCtx(t), keystoretest.Key(t), fp, time.Minute); err == nil {
+	if _, err := s.Claim(testCtx(t), keystoretest.Key(t), args(time.Minute)); err == nil {
 		t.Fatalf("Claim succeeded without a schema")
 	}
 	if err := s.Migrate(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	claim(t, s, keystoretest.Key(t), time.Minute, keystore.Acquired)
+	claim(t, s, keystoretest.Key(t), time.Minute, acquire)
 }
 
 // Header values keep every byte, including those that are not UTF-8, and
@@ -448,13 +456,13 @@ func TestHeaderBytesSurvive(t *testing.T) {
 	pool := newPool(t, 4, nil)
 	s := newStore(t, pool, pgstore.Config{})
 	key := keystoretest.Key(t)
-	c := claim(t, s, key, time.Minute, keystore.Acquired)
+	c := claim(t, s, key, time.Minute, acquire)
 	want := keystore.Record{StatusCode: 200, Header: http.Header{
 		"Etag":    {"W/\"\xff\xfe\x80\""},
 		"Link":    {"</b>", "</a>", ""},
 		"X-Empty": {},
 	}}
-	if err := s.Complete(testCtx(t), key, c.Token, want, time.Hour); err != nil {
+	if err := complete(s, testCtx(t), key, c.Token, want, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	got := claim(t, s, key, time.Minute, keystore.Completed)

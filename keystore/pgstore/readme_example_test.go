@@ -16,6 +16,7 @@ import (
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/problem"
 )
 
 // upsert is the handler's write.
@@ -64,10 +65,10 @@ func ExampleStore_InTx_middleware() {
 		})
 		switch { // not every error is "try again": see "Permanent or transient failures"
 		case pgstore.Transient(err): // a lost connection, a deadlock, a failover: 5xx, the key is released
-			middleware.WriteProblem(w, middleware.Problem{Status: http.StatusServiceUnavailable, RetryAfter: time.Second})
+			problem.Write(w, problem.Details{Status: http.StatusServiceUnavailable, RetryAfter: time.Second})
 			return
 		case err != nil: // a refused geometry, a constraint, a bug: 422, recorded, the sender stops
-			middleware.WriteProblem(w, middleware.Problem{Status: http.StatusUnprocessableEntity, Detail: "feature refused"})
+			problem.Write(w, problem.Details{Status: http.StatusUnprocessableEntity, Detail: "feature refused"})
 			return
 		}
 		maps.Copy(w.Header(), rec.Header)

@@ -77,7 +77,7 @@ func (r *claimRow) scanRow(rows pgx.Rows, n *int64) error {
 	if err := r.setHeader(v[5]); err != nil {
 		return err
 	}
-	if v[6] != nil {
+	if len(v[6]) > 0 { // an empty body is nil, as keystore.DecodeRecord returns it
 		// The row's values live in the connection's read buffer.
 		r.body = append(make([]byte, 0, len(v[6])), v[6]...)
 	}
@@ -97,6 +97,9 @@ func (r *claimRow) scan(rows pgx.Rows, n *int64) error {
 	if err := rows.Scan(dest...); err != nil {
 		return err
 	}
+	if len(r.body) == 0 {
+		r.body = nil
+	}
 	if err := r.setFingerprint(fpb); err != nil {
 		return err
 	}
@@ -108,7 +111,7 @@ func (r *claimRow) scan(rows pgx.Rows, n *int64) error {
 }
 
 func (r *claimRow) setFingerprint(b []byte) error {
-	r.fpNull = b == nil
+	r.fpNull = len(b) == 0 // NULL, or a fence row's empty fingerprint (see releaseSQL)
 	if !r.fpNull && len(b) != len(r.fp) {
 		return fmt.Errorf("pgstore: claim: stored fingerprint has %d bytes, want %d", len(b), len(r.fp))
 	}
@@ -144,22 +147,17 @@ type params struct {
 }
 
 // claim returns the arguments of a claim statement: key, fingerprint, lease
-// in microseconds, the chosen token or NULL.
-func (p *params) claim(typed bool, key string, fp keystore.Fingerprint, us int64, chosen pgtype.Int8) []any {
+// in microseconds, the caller's token.
+func (p *params) claim(typed bool, key string, fp keystore.Fingerprint, us, token int64) []any {
 	p.fpArr = fp
 	if !typed {
-		var c *int64
-		if chosen.Valid {
-			c = new(int64)
-			*c = chosen.Int64
-		}
-		p.args = [6]any{key, p.fpArr[:], us, c}
+		p.args = [6]any{key, p.fpArr[:], us, token}
 		return p.args[:4]
 	}
 	p.key = pgtype.Text{String: key, Valid: true}
 	p.fp = p.fpArr[:]
 	p.us = pgtype.Int8{Int64: us, Valid: true}
-	p.token2 = chosen
+	p.token2 = pgtype.Int8{Int64: token, Valid: true}
 	p.args = [6]any{&p.key, &p.fp, &p.us, &p.token2}
 	return p.args[:4]
 }

@@ -10,39 +10,49 @@ import (
 	"github.com/geoidem/geoidem/keystore/pgstore"
 )
 
-// An operator who empties the table with TRUNCATE … RESTART IDENTITY must not
-// restart the token sequence: a token issued before the truncation would
-// otherwise be issued again for the same key, and its stale owner's Complete
-// would overwrite the new holder's work.
+// An operator who empties the table with TRUNCATE … RESTART IDENTITY must
+// not hand a stale owner's token back to its key. Tokens are the callers'
+// (keystore.NewToken), never drawn from the token sequence the schema still
+// has, so nothing the truncation restarts can issue one again: the claims
+// after it hold tokens of their own, and the stale owner's late Complete is
+// refused, not written over the new holder's work.
 func TestTruncateRestartIdentityKeepsTokensUnique(t *testing.T) {
 	pool := newPool(t, 4, nil)
 	s := newStore(t, pool, pgstore.Config{})
 	ctx := testCtx(t)
 
 	key := keystoretest.Key(t)
-	// Tokens 1, 2, 3 go to other keys; the stale owner holds the fourth.
+	var before []keystore.Token
 	for range 3 {
-		claim(t, s, keystoretest.Key(t), time.Minute, keystore.Acquired)
+		before = append(before, claim(t, s, keystoretest.Key(t), time.Minute, acquire).Token)
 	}
-	stale := claim(t, s, key, time.Minute, keystore.Acquired)
+	stale := claim(t, s, key, time.Minute, acquire)
+	before = append(before, stale.Token)
 
 	if _, err := pool.Exec(ctx, "TRUNCATE "+s.Table()+" RESTART IDENTITY"); err != nil {
 		t.Fatalf("TRUNCATE … RESTART IDENTITY: %v", err)
 	}
 
-	// The same number of claims as before the truncation: a restarted
-	// sequence would hand the key the stale owner's token now.
+	// The same claims as before the truncation.
+	var after []keystore.Token
 	for range 3 {
-		claim(t, s, keystoretest.Key(t), time.Minute, keystore.Acquired)
+		after = append(after, claim(t, s, keystoretest.Key(t), time.Minute, acquire).Token)
 	}
-	cur := claim(t, s, key, time.Minute, keystore.Acquired)
-	if cur.Token == stale.Token {
-		t.Errorf("after TRUNCATE … RESTART IDENTITY the key was claimed again with the stale owner's token %d", cur.Token)
+	cur := claim(t, s, key, time.Minute, acquire)
+	after = append(after, cur.Token)
+	for i := range after {
+		if after[i] == before[i] {
+			t.Errorf("claim %d after TRUNCATE … RESTART IDENTITY holds the token of claim %d before it (%d)", i, i, after[i])
+		}
 	}
-	if err := s.Complete(ctx, key, stale.Token, record(`{"from":"stale"}`), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
+	var held int64
+	if err := pool.QueryRow(ctx, "SELECT token FROM "+s.Table()+" WHERE key = $1", key).Scan(&held); err != nil || keystore.Token(held) != cur.Token {
+		t.Fatalf("the key is held by token %d (%v), want the current owner's %d", held, err, cur.Token)
+	}
+	if err := complete(s, ctx, key, stale.Token, record(`{"from":"stale"}`), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Fatalf("stale owner's Complete after the truncation: err = %v, want ErrLeaseLost", err)
 	}
-	if err := s.Complete(ctx, key, cur.Token, record(`{"from":"current"}`), time.Hour); err != nil {
+	if err := complete(s, ctx, key, cur.Token, record(`{"from":"current"}`), time.Hour); err != nil {
 		t.Fatalf("current owner's Complete: %v", err)
 	}
 	got := claim(t, s, key, time.Minute, keystore.Completed)

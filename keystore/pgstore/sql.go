@@ -66,6 +66,7 @@ func (n names) expand(sql string) string {
 		"{{seqlit}}", n.seqLit,
 		"{{index}}", n.index,
 		"{{versions}}", n.versions,
+		"{{takeover}}", takeoverSQL,
 	).Replace(sql)
 }
 
@@ -91,22 +92,21 @@ func newStatements(n names) statements {
 // cases at the cost of an INSERT … ON CONFLICT DO NOTHING: a key with no row
 // (inserted, acquired) and a live key (reported from a plain read under the
 // statement's snapshot, with no write and no row lock). $1 key, $2
-// fingerprint, $3 lease in microseconds, $4 the chosen token or NULL. It
-// returns the columns of claimSQL, in at most one row: an inserted key
-// (acquired true; fingerprint NULL: the one given), or the row the snapshot
-// shows, live or not, with the remaining lease or retention in
+// fingerprint, $3 lease in microseconds, $4 the caller's token. It returns
+// the columns of claimSQL, in at most one row: an inserted key (acquired
+// true; fingerprint NULL: the one given), or the row the snapshot shows,
+// live or not, with its token and the remaining lease or retention in
 // microseconds, zero or negative once it has ended. No row (the insert met
 // a row committed after the snapshot was taken) or an ended one is left to
 // claimSQL, which takes an expired key over or reports the race's winner.
-// The token is drawn only when the insert runs.
 const fastClaimSQL = `
 WITH cur AS MATERIALIZED (
-    SELECT k.fingerprint, k.status, k.header, k.body, k.expires_at
+    SELECT k.token, k.fingerprint, k.status, k.header, k.body, k.expires_at
     FROM {{table}} k
     WHERE k.key = $1::text
 ), ins AS (
     INSERT INTO {{table}} (key, fingerprint, token, expires_at)
-    SELECT $1::text, $2::bytea, COALESCE($4::bigint, nextval({{seqlit}})), clock_timestamp() + $3::bigint * interval '1 microsecond'
+    SELECT $1::text, $2::bytea, $4::bigint, clock_timestamp() + $3::bigint * interval '1 microsecond'
     WHERE NOT EXISTS (SELECT FROM cur)
     ON CONFLICT (key) DO NOTHING
     RETURNING token
@@ -114,85 +114,97 @@ WITH cur AS MATERIALIZED (
 SELECT true, false, ins.token, NULL::bytea, NULL::integer, NULL::bytea, NULL::bytea, $3::bigint
 FROM ins
 UNION ALL
-SELECT false, false, 0::bigint, cur.fingerprint, cur.status, cur.header, cur.body,
+SELECT false, false, cur.token, cur.fingerprint, cur.status, cur.header, cur.body,
        (extract(epoch FROM cur.expires_at - clock_timestamp()) * 1000000)::bigint
 FROM cur`
 
 // batchClaimSQL is fastClaimSQL for several keys at once, all different:
-// $1 keys, $2 fingerprints, $3 leases in microseconds, $4 chosen tokens or
-// NULLs, arrays of one element per request. It returns one row per request:
-// its number (1 for the first element), then the columns of fastClaimSQL,
-// the fingerprint NULL when the request got no row there (acquired false,
+// $1 keys, $2 fingerprints, $3 leases in microseconds, $4 tokens, arrays of
+// one element per request. It returns one row per request: its number (1
+// for the first element), then the columns of fastClaimSQL, the
+// fingerprint NULL when the request got no row there (acquired false,
 // remaining 0). The keys are inserted in their order, so that two batches
 // that meet on several new keys wait for each other in one order, never in
 // a cycle.
 const batchClaimSQL = `
 WITH req AS MATERIALIZED (
-    SELECT r.key, r.fingerprint, r.us, r.chosen, r.i
-    FROM unnest($1::text[], $2::bytea[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS r(key, fingerprint, us, chosen, i)
+    SELECT r.key, r.fingerprint, r.us, r.token, r.i
+    FROM unnest($1::text[], $2::bytea[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS r(key, fingerprint, us, token, i)
 ), cur AS MATERIALIZED (
-    SELECT req.i, k.fingerprint, k.status, k.header, k.body, k.expires_at
+    SELECT req.i, k.token, k.fingerprint, k.status, k.header, k.body, k.expires_at
     FROM req JOIN {{table}} k ON k.key = req.key
 ), ins AS (
     INSERT INTO {{table}} (key, fingerprint, token, expires_at)
-    SELECT req.key, req.fingerprint, COALESCE(req.chosen, nextval({{seqlit}})), clock_timestamp() + req.us * interval '1 microsecond'
+    SELECT req.key, req.fingerprint, req.token, clock_timestamp() + req.us * interval '1 microsecond'
     FROM req
     WHERE NOT EXISTS (SELECT FROM cur WHERE cur.i = req.i)
     ORDER BY req.key
     ON CONFLICT (key) DO NOTHING
     RETURNING key, token
 )
-SELECT req.i, ins.token IS NOT NULL, false, COALESCE(ins.token, 0), cur.fingerprint, cur.status, cur.header, cur.body,
+SELECT req.i, ins.token IS NOT NULL, false, COALESCE(ins.token, cur.token, 0), cur.fingerprint, cur.status, cur.header, cur.body,
        COALESCE((extract(epoch FROM cur.expires_at - clock_timestamp()) * 1000000)::bigint, 0)
 FROM req LEFT JOIN ins ON ins.key = req.key LEFT JOIN cur ON cur.i = req.i`
 
-// claimSQL is Claim in one statement, run when fastClaimSQL did not settle it. $1 key, $2 fingerprint, $3 lease in
-// microseconds, $4 the token the caller chose (keystore.ContextWithClaimToken)
-// or NULL for one from the sequence. It always returns exactly one row: acquired, took_over,
-// token, fingerprint, status, header, body, remaining (microseconds).
+// takeoverSQL is claimSQL's judgement, inside ON CONFLICT DO UPDATE, of the
+// row k that a Claim with the token excluded.token met: it takes the row
+// over when it was released, or its lease or retention ended at clk,
+// unless the token is fenced (a Release of it; a row released before
+// schema version 4 names its releaser only in token). A released row is
+// taken over whatever its expires_at: a fence row inserted for an absent
+// key (see releaseSQL) after this statement read clk, which its insert then
+// met, ends after clk.
+const takeoverSQL = `((k.released OR k.expires_at <= (SELECT ts FROM clk))
+        AND NOT (excluded.token = ANY(coalesce(k.fenced, '{}')) OR (k.released AND k.token = excluded.token)))`
+
+// claimSQL is Claim in one statement, run when fastClaimSQL did not settle
+// it. $1 key, $2 fingerprint, $3 lease in microseconds, $4 the caller's
+// token. It always returns exactly one row: acquired, took_over, token,
+// fingerprint, status, header, body, remaining (microseconds).
 //
 // clk fixes one instant of the database clock for every judgement the
 // statement makes. cur reads the key under the statement's snapshot: a live
 // row (lease or retention running) is the answer, with no write and no row
-// lock, so replays of a hot key never queue behind each other. Only when the
-// snapshot shows no live row does ins run. Its insert either creates the row,
-// or meets the row that is there now (possibly committed after the snapshot
-// was taken, or being changed by a transaction that it then waits for) and
-// updates it: if that row's lease or retention ended at clk, the update takes
-// it over with the new token; if not, the update writes the row back
-// unchanged and RETURNING reports it, so a concurrent first claim that lost
-// the race still sees the winner's row in this same statement. tok is
-// evaluated only when ins inserts, so replays draw no token.
+// lock, so replays of a hot key never queue behind each other; a live
+// in-flight row of the caller's own token is its Claim repeated, acquired.
+// Only when the snapshot shows no live row does ins run. Its insert either
+// creates the row, or meets the row that is there now (possibly committed
+// after the snapshot was taken, or being changed by a transaction that it
+// then waits for) and updates it: if takeoverSQL holds, the update takes
+// it over with the caller's token; if not, the update writes the row back
+// unchanged and RETURNING reports it, so a concurrent first claim that
+// lost the race still sees the winner's row in this same statement, and a
+// fenced token sees a row it did not acquire, released or its lease ended
+// (remaining zero or less), which Claim reports as ErrLeaseLost.
 const claimSQL = `
 WITH clk AS MATERIALIZED (
     SELECT clock_timestamp() AS ts
 ), cur AS MATERIALIZED (
-    SELECT k.fingerprint, k.status, k.header, k.body, k.expires_at - clk.ts AS remaining
+    SELECT k.token, k.fingerprint, k.status, k.header, k.body, k.expires_at - clk.ts AS remaining
     FROM {{table}} k, clk
     WHERE k.key = $1::text AND k.expires_at > clk.ts
-), tok AS MATERIALIZED (
-    SELECT COALESCE($4::bigint, nextval({{seqlit}})) AS v
 ), ins AS (
     INSERT INTO {{table}} AS k (key, fingerprint, token, expires_at)
-    SELECT $1::text, $2::bytea, tok.v, clock_timestamp() + $3::bigint * interval '1 microsecond'
-    FROM tok
+    SELECT $1::text, $2::bytea, $4::bigint, clock_timestamp() + $3::bigint * interval '1 microsecond'
     WHERE NOT EXISTS (SELECT FROM cur)
     ON CONFLICT (key) DO UPDATE SET
-        fingerprint = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN excluded.fingerprint ELSE k.fingerprint END,
-        token       = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN excluded.token       ELSE k.token       END,
-        expires_at  = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN excluded.expires_at  ELSE k.expires_at  END,
-        took_over   = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN k.status IS NULL AND NOT k.released ELSE k.took_over END,
-        released    = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN false                ELSE k.released    END,
-        status      = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN NULL                 ELSE k.status      END,
-        header      = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN NULL                 ELSE k.header      END,
-        body        = CASE WHEN k.expires_at <= (SELECT ts FROM clk) THEN NULL                 ELSE k.body        END
-    RETURNING k.token, k.took_over, k.fingerprint, k.status, k.header, k.body, k.expires_at
+        fingerprint = CASE WHEN {{takeover}} THEN excluded.fingerprint ELSE k.fingerprint END,
+        token       = CASE WHEN {{takeover}} THEN excluded.token       ELSE k.token       END,
+        expires_at  = CASE WHEN {{takeover}} THEN excluded.expires_at  ELSE k.expires_at  END,
+        took_over   = CASE WHEN {{takeover}} THEN k.status IS NULL AND NOT k.released ELSE k.took_over END,
+        released    = CASE WHEN {{takeover}} THEN false                ELSE k.released    END,
+        status      = CASE WHEN {{takeover}} THEN NULL                 ELSE k.status      END,
+        header      = CASE WHEN {{takeover}} THEN NULL                 ELSE k.header      END,
+        body        = CASE WHEN {{takeover}} THEN NULL                 ELSE k.body        END
+    RETURNING k.token, k.took_over, k.released, k.fingerprint, k.status, k.header, k.body, k.expires_at
 )
-SELECT ins.token = (SELECT v FROM tok), ins.took_over, ins.token, ins.fingerprint, ins.status, ins.header, ins.body,
-       (extract(epoch FROM ins.expires_at - (SELECT ts FROM clk)) * 1000000)::bigint
+SELECT ins.token = $4::bigint AND NOT ins.released AND ins.status IS NULL AND ins.expires_at > (SELECT ts FROM clk),
+       ins.took_over, ins.token, ins.fingerprint, ins.status, ins.header, ins.body,
+       CASE WHEN ins.released THEN 0
+           ELSE (extract(epoch FROM ins.expires_at - (SELECT ts FROM clk)) * 1000000)::bigint END
 FROM ins
 UNION ALL
-SELECT false, false, 0, cur.fingerprint, cur.status, cur.header, cur.body,
+SELECT cur.token = $4::bigint AND cur.status IS NULL, false, cur.token, cur.fingerprint, cur.status, cur.header, cur.body,
        (extract(epoch FROM cur.remaining) * 1000000)::bigint
 FROM cur`
 
@@ -211,8 +223,8 @@ FROM cur`
 
 // extendSQL: $1 key, $2 token, $3 lease in microseconds. It returns one
 // row if it matched: the lease that remained before the extension, in
-// microseconds (see keystore.ReportLease), and whether the key was in
-// flight (false: completed by the token, left as it is).
+// microseconds, and whether the key was in flight (false: completed by the
+// token, left as it is).
 const extendSQL = `
 UPDATE {{table}} AS k SET expires_at = CASE WHEN k.status IS NULL
         THEN clock_timestamp() + $3::bigint * interval '1 microsecond' ELSE k.expires_at END
@@ -255,29 +267,49 @@ WHERE k.key = r.key AND k.token = r.token AND NOT k.released AND k.expires_at > 
         AND coalesce(k.body, ''::bytea) = coalesce(r.body, ''::bytea)))
 RETURNING r.i`
 
-// releaseSQL: $1 key, $2 token. It ends the lease now and marks the row
-// released; Claim takes it over without TookOver, Prune deletes it.
+// releaseSQL: $1 key, $2 token. The row the token holds (in flight, its
+// lease running) is released: its lease ends now and it is marked
+// released; Claim takes it over without TookOver, Prune deletes it. The
+// statement returns true then, and for the row the token released before
+// (a repeat). Whatever the row (in flight for another token, or for this
+// one with its lease ended, released, a record, live or not), the token
+// joins its fenced ones, once, and fenced_at is set to now; a key with no
+// row gets a released row of token 0 (never issued) that fences it. No
+// Claim with the token takes the key afterwards (see takeoverSQL), not
+// even after the record's retention ends or the key is claimed and
+// released again, and Prune keeps the row for its grace after fenced_at.
+// Everything else about a row that the token does not hold (a live
+// record, another token's lease) is left as it is. The statement returns
+// false for all those.
 const releaseSQL = `
-UPDATE {{table}} SET released = true,
-    expires_at = CASE WHEN released THEN expires_at ELSE clock_timestamp() END
-WHERE key = $1::text AND token = $2::bigint AND status IS NULL
-    AND (released OR expires_at > clock_timestamp())`
+INSERT INTO {{table}} AS k (key, fingerprint, token, expires_at, released, fenced, fenced_at)
+VALUES ($1::text, ''::bytea, 0, clock_timestamp(), true, ARRAY[$2::bigint], clock_timestamp())
+ON CONFLICT (key) DO UPDATE SET
+    released   = k.released OR (k.token = $2::bigint AND k.status IS NULL AND k.expires_at > clock_timestamp()),
+    expires_at = CASE WHEN k.token = $2::bigint AND k.status IS NULL AND NOT k.released AND k.expires_at > clock_timestamp()
+        THEN clock_timestamp() ELSE k.expires_at END,
+    fenced     = CASE WHEN $2::bigint = ANY(coalesce(k.fenced, '{}')) THEN k.fenced
+        ELSE array_append(coalesce(k.fenced, '{}'), $2::bigint) END,
+    fenced_at  = clock_timestamp()
+RETURNING k.token = $2::bigint AND k.released`
 
-// pruneSQL deletes one batch of rows that expired more than the grace ago,
-// oldest first along the expiry index, skipping rows that another
-// transaction has locked (a completion about to commit, or another
-// replica's janitor). $1 batch size, $2 grace in microseconds. now() is
-// right here: the statement is its own transaction, and a stable cutoff lets
-// the index bound the scan.
+// pruneSQL deletes one batch of rows that expired, and last fenced a
+// token (releaseSQL), more than the grace ago, oldest first along the
+// expiry index, skipping rows that another transaction has locked (a
+// completion about to commit, or another replica's janitor). $1 batch
+// size, $2 grace in microseconds. now() is right here: the statement is
+// its own transaction, and a stable cutoff lets the index bound the scan.
 const pruneSQL = `
 DELETE FROM {{table}}
 WHERE ctid = ANY (ARRAY(
         SELECT ctid FROM {{table}}
         WHERE expires_at < now() - $2::bigint * interval '1 microsecond'
+            AND (fenced_at IS NULL OR fenced_at < now() - $2::bigint * interval '1 microsecond')
         ORDER BY expires_at
         LIMIT $1::integer
         FOR UPDATE SKIP LOCKED))
-    AND expires_at < now() - $2::bigint * interval '1 microsecond'`
+    AND expires_at < now() - $2::bigint * interval '1 microsecond'
+    AND (fenced_at IS NULL OR fenced_at < now() - $2::bigint * interval '1 microsecond')`
 
 // Migration bookkeeping. $1 of lockSQL is the advisory lock key.
 const (

@@ -15,7 +15,7 @@ import (
 // releases the key and the retry runs the handler again, and a permanent
 // one 4xx (422, say), so that it is recorded, every retry is answered the
 // same and the sender stops.
-// [github.com/geoidem/geoidem/middleware.WriteProblem] writes either as an
+// [github.com/geoidem/geoidem/problem.Write] writes either as an
 // RFC 9457 problem document.
 //
 // Transient:

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/geoidem/geoidem/keystore"
-	"github.com/geoidem/geoidem/observe"
 )
 
 // ErrNoHold reports that InTx found no [keystore.Hold] in its context: the
@@ -39,19 +38,26 @@ const finishTimeout = 10 * time.Second
 // (the default); under REPEATABLE READ or SERIALIZABLE a lease renewed while
 // tx ran makes it fail with a serialization error instead.
 //
-// After a successful Commit, call MarkCompleted on the request's
-// keystore.Hold so that the middleware does not complete the key again; InTx
-// does all of this for you.
+// Store the hold's Fit of the record (the middleware's MaxRecordBytes holds
+// for it too), and commit through the request's keystore.Hold.Commit, which
+// marks the hold completed once the commit succeeded, so that the
+// middleware does not complete the key again, and keeps the middleware
+// from stopping the handler while the commit holds the key; InTx does all
+// of this for you.
 func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, key string, token keystore.Token, rec keystore.Record, retention time.Duration) error {
 	if tx == nil {
 		return errors.New("pgstore: complete: nil transaction")
 	}
+	if err := rec.Validate(); err != nil {
+		return fmt.Errorf("pgstore: complete: %w", err)
+	}
+	header := encodeHeader(nil, rec.Header)
 	if s.observe == nil {
-		return s.complete(ctx, tx, key, token, rec, retention)
+		return s.complete(ctx, tx, key, token, int32(rec.StatusCode), header, rec.Body, retention)
 	}
 	start := time.Now()
-	err := s.complete(ctx, tx, key, token, rec, retention)
-	s.observe(observe.StoreCall{Op: observe.OpComplete, Latency: time.Since(start), Err: err, Context: ctx})
+	err := s.complete(ctx, tx, key, token, int32(rec.StatusCode), header, rec.Body, retention)
+	s.observe(keystore.Call{Op: keystore.OpComplete, Latency: time.Since(start), Err: err, Context: ctx})
 	return err
 }
 
@@ -64,9 +70,11 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, key string, token key
 // completed, so the middleware leaves the key alone.
 //
 // In order: InTx begins a transaction, calls fn, completes the key with
-// CompleteTx, commits, calls Hold.MarkCompleted, and returns fn's record,
-// which the handler then writes to the client: later retries are replayed
-// exactly this record. fn must use tx for every write that should be applied
+// CompleteTx (the hold's Fit of fn's record: a record over the middleware's
+// MaxRecordBytes is kept as keystore.TooLargeRecord of its status), commits
+// through Hold.Commit (which marks the hold completed), and returns fn's
+// record, which the handler then writes to the client: later retries are
+// replayed what was recorded. fn must use tx for every write that should be applied
 // exactly once, and must not commit or roll tx back.
 //
 // If fn returns an error, InTx rolls back and returns that error (wrapped
@@ -120,15 +128,14 @@ func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) (keystore.Record, e
 	if err != nil {
 		return keystore.Record{}, leaseCause(ctx, err)
 	}
-	if err := s.CompleteTx(ctx, tx, hold.Key, hold.Token, rec, hold.Retention); err != nil {
+	if err := s.CompleteTx(ctx, tx, hold.Key, hold.Token, hold.Fit(rec), hold.Retention); err != nil {
 		return keystore.Record{}, leaseCause(ctx, err)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
-	if err := tx.Commit(cctx); err != nil {
+	if err := hold.Commit(func() error { return tx.Commit(cctx) }); err != nil {
 		return keystore.Record{}, fmt.Errorf("pgstore: commit: %w", err)
 	}
-	hold.MarkCompleted()
 	return rec, nil
 }
 

@@ -25,7 +25,7 @@ func TestInTxRefusesInvalidStatus(t *testing.T) {
 
 	for _, code := range []int{0, 101, 600} {
 		key := keystoretest.Key(t)
-		c := claim(t, s, key, time.Minute, keystore.Acquired)
+		c := claim(t, s, key, time.Minute, acquire)
 		ctx, hold := holdCtx(t, key, c)
 		_, err := s.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
 			rec := record(`{"ok":true}`)
@@ -54,7 +54,7 @@ func TestCompleteTxRefusesInvalidStatus(t *testing.T) {
 	s := newStore(t, pool, pgstore.Config{})
 	ctx := testCtx(t)
 	key := keystoretest.Key(t)
-	c := claim(t, s, key, time.Minute, keystore.Acquired)
+	c := claim(t, s, key, time.Minute, acquire)
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

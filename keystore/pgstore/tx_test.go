@@ -20,7 +20,7 @@ func TestInTxCommitsWriteAndRecordTogether(t *testing.T) {
 	s := newStore(t, pool, pgstore.Config{Schema: schema})
 
 	key := keystoretest.Key(t)
-	ctx, hold := holdCtx(t, key, claim(t, s, key, time.Minute, keystore.Acquired))
+	ctx, hold := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
 	want := record(`{"stored":["f1"]}`)
 	got, err := s.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
 		if err := upsertFeature(ctx, tx, features, "f1", "first"); err != nil {
@@ -65,7 +65,7 @@ func TestInTxHandlerErrorRollsBack(t *testing.T) {
 	s := newStore(t, pool, pgstore.Config{Schema: schema})
 
 	key := keystoretest.Key(t)
-	c := claim(t, s, key, time.Minute, keystore.Acquired)
+	c := claim(t, s, key, time.Minute, acquire)
 	ctx, hold := holdCtx(t, key, c)
 	errBoom := errors.New("boom")
 	_, err := s.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
@@ -112,14 +112,14 @@ func TestInTxTakeoverFencesLateTransaction(t *testing.T) {
 	s := newStore(t, pool, pgstore.Config{Schema: schema})
 
 	key := keystoretest.Key(t)
-	ctxA, holdA := holdCtx(t, key, claim(t, s, key, time.Minute, keystore.Acquired))
+	ctxA, holdA := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
 	bDone := make(chan error, 1)
 	_, err := s.InTx(ctxA, func(tx pgx.Tx) (keystore.Record, error) {
 		if err := upsertFeature(ctxA, tx, features, "f1", "late"); err != nil {
 			return keystore.Record{}, err
 		}
 		expireLease(t, pool, s, key)
-		b := claim(t, s, key, time.Minute, keystore.Acquired)
+		b := claim(t, s, key, time.Minute, acquire)
 		if !b.TookOver {
 			t.Errorf("the second request's claim does not report TookOver")
 		}
@@ -162,7 +162,7 @@ func TestInTxExpiredLeaseWithoutTakeover(t *testing.T) {
 	s := newStore(t, pool, pgstore.Config{Schema: schema})
 
 	key := keystoretest.Key(t)
-	ctx, hold := holdCtx(t, key, claim(t, s, key, time.Minute, keystore.Acquired))
+	ctx, hold := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
 	_, err := s.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
 		expireLease(t, pool, s, key)
 		return record("{}"), upsertFeature(ctx, tx, features, "f1", "x")
@@ -173,7 +173,7 @@ func TestInTxExpiredLeaseWithoutTakeover(t *testing.T) {
 	if _, writes := feature(t, pool, features, "f1"); writes != 0 {
 		t.Errorf("write committed after the lease ended")
 	}
-	if got := claim(t, s, key, time.Minute, keystore.Acquired); !got.TookOver {
+	if got := claim(t, s, key, time.Minute, acquire); !got.TookOver {
 		t.Errorf("the next claim does not report TookOver")
 	}
 }
@@ -192,7 +192,7 @@ func TestCompleteTxHoldsKeyUntilTxEnds(t *testing.T) {
 			ctx := testCtx(t)
 
 			key := keystoretest.Key(t)
-			c := claim(t, s, key, time.Minute, keystore.Acquired)
+			c := claim(t, s, key, time.Minute, acquire)
 			// Shorten the lease so that it ends while the transaction is open.
 			if _, err := pool.Exec(ctx, "UPDATE "+s.Table()+" SET expires_at = clock_timestamp() + interval '300 milliseconds' WHERE key = $1", key); err != nil {
 				t.Fatal(err)
@@ -230,7 +230,7 @@ func TestCompleteTxHoldsKeyUntilTxEnds(t *testing.T) {
 			}
 			got := make(chan result, 1)
 			go func() {
-				c, err := s.Claim(ctx, key, fp, time.Minute)
+				c, err := s.Claim(ctx, key, args(time.Minute))
 				got <- result{c, err}
 			}()
 			// The claim must be waiting for the transaction's row lock.
@@ -267,7 +267,7 @@ func TestCompleteTxHoldsKeyUntilTxEnds(t *testing.T) {
 			switch {
 			case commit && (r.c.State != keystore.Completed || string(r.c.Record.Body) != `"x"`):
 				t.Errorf("claim after the commit: %+v, want the committed record", r.c)
-			case !commit && (r.c.State != keystore.Acquired || !r.c.TookOver):
+			case !commit && (!r.c.Acquired || !r.c.TookOver):
 				t.Errorf("claim after the rollback: %+v, want a takeover", r.c)
 			}
 			_, writes := feature(t, pool, features, "f1")
@@ -289,7 +289,7 @@ func TestInTxDroppedConnection(t *testing.T) {
 			s := newStore(t, pool, pgstore.Config{Schema: schema})
 
 			key := keystoretest.Key(t)
-			first := claim(t, s, key, time.Minute, keystore.Acquired)
+			first := claim(t, s, key, time.Minute, acquire)
 			ctx, hold := holdCtx(t, key, first)
 			terminate := func(tx pgx.Tx) {
 				var ok bool
@@ -336,7 +336,7 @@ func TestInTxDroppedConnection(t *testing.T) {
 			if err := s.Release(testCtx(t), key, first.Token); err != nil {
 				t.Fatalf("Release: %v", err)
 			}
-			ctx, hold = holdCtx(t, key, claim(t, s, key, time.Minute, keystore.Acquired))
+			ctx, hold = holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
 			if _, err := s.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
 				return record(`"retry"`), upsertFeature(ctx, tx, features, "f1", "retry")
 			}); err != nil || !hold.Completed() {
@@ -356,7 +356,7 @@ func TestCompleteTxCanceledContext(t *testing.T) {
 	pool := newPool(t, 4, nil)
 	s := newStore(t, pool, pgstore.Config{})
 	key := keystoretest.Key(t)
-	c := claim(t, s, key, time.Minute, keystore.Acquired)
+	c := claim(t, s, key, time.Minute, acquire)
 	ctx, hold := holdCtx(t, key, c)
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
@@ -377,7 +377,7 @@ func TestInTxContextCanceledForLostLease(t *testing.T) {
 	features := newFeatures(t, pool, schema)
 	s := newStore(t, pool, pgstore.Config{Schema: schema})
 	key := keystoretest.Key(t)
-	hctx, hold := holdCtx(t, key, claim(t, s, key, time.Minute, keystore.Acquired))
+	hctx, hold := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
 	ctx, cancel := context.WithCancelCause(hctx)
 	_, err := s.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
 		if err := upsertFeature(ctx, tx, features, "f1", "x"); err != nil {

@@ -16,15 +16,13 @@ import (
 var _ keystore.Admin = (*Store)(nil)
 
 // The keystore.Admin methods read and change one key's entry in one script
-// (its value, its PTTL and its release key together, on one Cluster slot),
+// (its value and its PTTL together),
 // and Summarize scans every master for the store's prefix.
 
-// inspectScript: KEYS as scriptKeys. Returns {value or ”, PTTL, release
-// mark or ”}.
+// inspectScript: KEYS[1] the key. Returns {value or ”, PTTL}.
 var inspectScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
-local m = KEYS[2] and redis.call('GET', KEYS[2])
-return {v or '', redis.call('PTTL', KEYS[1]), m or ''}
+return {v or '', redis.call('PTTL', KEYS[1])}
 `)
 
 // freeScript: KEYS[1] the key; ARGV[1] grace (ms), ARGV[2] '1' to free a
@@ -56,22 +54,25 @@ redis.call('DEL', KEYS[1])
 return {1, v, p}
 `)
 
-// entryOf decodes a stored value and its PTTL (ms); mark is the release
-// mark when the value is absent.
-func entryOf(v string, pttl int64, mark string) (keystore.Entry, error) {
+// entryOf decodes a stored value and its PTTL (ms). A released entry that
+// names no releaser (only fenced tokens) is absent.
+func entryOf(v string, pttl int64) (keystore.Entry, error) {
 	grace := abandonedGrace.Milliseconds()
 	switch {
-	case v == "" && len(mark) == 8:
-		return keystore.Entry{State: keystore.Released, Token: keystore.Token(binary.BigEndian.Uint64([]byte(mark)))}, nil
 	case v == "":
+		return keystore.Entry{}, nil
+	case v[0] == 'r' && len(v) >= 9 && (len(v)-9)%8 == 0:
+		if tok := keystore.Token(binary.BigEndian.Uint64([]byte(v[1:9]))); tok != 0 {
+			return keystore.Entry{State: keystore.Released, Token: tok}, nil
+		}
 		return keystore.Entry{}, nil
 	case v[0] == 'i' && len(v) == 41:
 		left := time.Duration(pttl-grace) * time.Millisecond
-		e := keystore.Entry{State: keystore.Held, Token: keystore.Token(binary.BigEndian.Uint64([]byte(v[33:41]))), LeaseRemaining: left, LeaseRunOut: left <= 0}
+		e := keystore.Entry{State: keystore.InFlight, Token: keystore.Token(binary.BigEndian.Uint64([]byte(v[33:41]))), LeaseRemaining: left, LeaseRunOut: left <= 0}
 		copy(e.Fingerprint[:], v[1:33])
 		return e, nil
 	case (v[0] == 'd' && len(v) >= 41) || (v[0] == 'c' && len(v) >= 33):
-		e := keystore.Entry{State: keystore.Recorded, RetentionRemaining: time.Duration(pttl) * time.Millisecond}
+		e := keystore.Entry{State: keystore.Completed, RetentionRemaining: time.Duration(pttl) * time.Millisecond}
 		copy(e.Fingerprint[:], v[1:33])
 		rec := v[33:]
 		if v[0] == 'd' {
@@ -102,18 +103,17 @@ func adminReply(res any) (n int64, v string, p int64, ok bool) {
 
 // Inspect implements keystore.Admin.
 func (s *Store) Inspect(ctx context.Context, key string) (keystore.Entry, error) {
-	res, err := inspectScript.Run(ctx, s.client, scriptKeys(s.RedisKey(key))).Result()
+	res, err := inspectScript.Run(ctx, s.client, []string{s.RedisKey(key)}).Result()
 	if err != nil {
 		return keystore.Entry{}, opError(ctx, "inspect", err)
 	}
 	arr, ok := res.([]any)
-	if !ok || len(arr) != 3 {
+	if !ok || len(arr) != 2 {
 		return keystore.Entry{}, fmt.Errorf("redisstore: inspect: unexpected reply %v", res)
 	}
 	v, _ := arr[0].(string)
 	p, _ := arr[1].(int64)
-	m, _ := arr[2].(string)
-	return entryOf(v, p, m)
+	return entryOf(v, p)
 }
 
 // Free implements keystore.Admin.
@@ -130,7 +130,7 @@ func (s *Store) Free(ctx context.Context, key string, force bool) (keystore.Entr
 	if !ok {
 		return keystore.Entry{}, fmt.Errorf("redisstore: free: unexpected reply %v", res)
 	}
-	e, err := entryOf(v, p, "")
+	e, err := entryOf(v, p)
 	switch {
 	case err != nil:
 		return e, err
@@ -152,7 +152,7 @@ func (s *Store) Forget(ctx context.Context, key string) (keystore.Entry, error) 
 	if !ok {
 		return keystore.Entry{}, fmt.Errorf("redisstore: forget: unexpected reply %v", res)
 	}
-	e, err := entryOf(v, p, "")
+	e, err := entryOf(v, p)
 	if err == nil && n == 0 {
 		err = keystore.ErrNotCompleted
 	}
@@ -176,7 +176,7 @@ func (s *Store) Summarize(ctx context.Context) (keystore.Summary, error) {
 			}
 			var live []string
 			for _, k := range keys {
-				if !strings.HasSuffix(k, "}") { // a release mark
+				if !strings.HasSuffix(k, "}") { // a fence set, or an earlier version's release mark
 					continue
 				}
 				live = append(live, k)
@@ -200,7 +200,7 @@ func (s *Store) Summarize(ctx context.Context) (keystore.Summary, error) {
 					if err != nil {
 						return err
 					}
-					e, err := entryOf(v, ttls[i].Val().Milliseconds(), "")
+					e, err := entryOf(v, ttls[i].Val().Milliseconds())
 					if err != nil {
 						continue // not ours
 					}

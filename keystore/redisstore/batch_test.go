@@ -46,23 +46,23 @@ func TestAutoPipelineBatchesConcurrentCalls(t *testing.T) {
 			defer wg.Done()
 			for i := range 50 {
 				key := prefix + strconv.Itoa(g) + "-" + strconv.Itoa(i%25)
-				c, err := s.Claim(ctx, key, keystore.Fingerprint{byte(g)}, time.Minute)
+				c, err := newClaim(ctx, s, key, keystore.Fingerprint{byte(g)}, time.Minute)
 				if err != nil {
 					t.Errorf("Claim: %v", err)
 					return
 				}
-				switch c.State {
-				case keystore.Acquired:
+				switch {
+				case c.Acquired:
 					if i >= 25 {
 						t.Errorf("Claim %d of %s acquired a completed key", i, key)
 					}
-					if err := s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 200 + g}, time.Hour); err != nil {
+					if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 200 + g}), time.Hour); err != nil {
 						t.Errorf("Complete: %v", err)
 					}
-					if err := s.Complete(ctx, key, c.Token+1, keystore.Record{StatusCode: 200}, time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
+					if err := s.Complete(ctx, key, c.Token+1, encode(keystore.Record{StatusCode: 200}), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
 						t.Errorf("Complete by a wrong token: %v", err)
 					}
-				case keystore.Completed:
+				case c.State == keystore.Completed:
 					if c.Record.StatusCode != 200+g || i < 25 {
 						t.Errorf("Claim %d of %s: record %d", i, key, c.Record.StatusCode)
 					}
@@ -103,7 +103,7 @@ func TestAutoPipelineQueuedCallHonoursContext(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := s.Claim(ctx, "busy-"+strconv.Itoa(i), keystore.Fingerprint{}, time.Minute); err != nil {
+			if _, err := newClaim(ctx, s, "busy-"+strconv.Itoa(i), keystore.Fingerprint{}, time.Minute); err != nil {
 				t.Errorf("busy Claim: %v", err)
 			}
 		}()
@@ -117,7 +117,7 @@ func TestAutoPipelineQueuedCallHonoursContext(t *testing.T) {
 	qctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := s.Claim(qctx, "queued", keystore.Fingerprint{}, time.Minute)
+	_, err := newClaim(qctx, s, "queued", keystore.Fingerprint{}, time.Minute)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("queued Claim: %v, want the context's deadline", err)
 	}

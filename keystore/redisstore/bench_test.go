@@ -158,12 +158,12 @@ func BenchmarkConcurrent64(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					key := prefix + strconv.FormatInt(n.Add(1), 10)
-					c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
-					if err != nil || c.State != keystore.Acquired {
+					c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
+					if err != nil || !c.Acquired {
 						b.Errorf("Claim: %v %v", c.State, err)
 						return
 					}
-					if err := s.Complete(ctx, key, c.Token, benchRecord, time.Hour); err != nil {
+					if err := s.Complete(ctx, key, c.Token, encode(benchRecord), time.Hour); err != nil {
 						b.Errorf("Complete: %v", err)
 						return
 					}

@@ -14,29 +14,25 @@ import (
 // Claim implements keystore.Store. The lease is judged by the Redis server's
 // clock. A Claim that takes over an expired lease reports TookOver if the
 // lease expired less than a minute ago; after that the abandoned entry has
-// been deleted and the key is simply absent.
-func (s *Store) Claim(ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (keystore.Claim, error) {
+// been deleted and the key is simply absent. The claim's client is not
+// used.
+func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return keystore.Claim{}, fmt.Errorf("redisstore: claim: %w", err)
 	}
-	leaseMs, err := durationMillis("lease", lease)
-	if err != nil {
+	if err := a.Validate(); err != nil {
 		return keystore.Claim{}, err
 	}
-	token, chosen := keystore.ClaimTokenFromContext(ctx)
-	if !chosen {
-		if token, err = newToken(); err != nil {
-			return keystore.Claim{}, err
-		}
-	}
+	leaseMs := ceilMillis(a.Lease)
 	var claim keystore.Claim
+	var err error
 	if s.waitReplicas > 0 {
-		claim, err = s.claimReplicated(ctx, s.RedisKey(key), fp, token, leaseMs)
+		claim, err = s.claimReplicated(ctx, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs)
 	} else {
-		claim, err = s.claim(ctx, s.client, s.RedisKey(key), fp, token, leaseMs)
+		claim, err = s.claim(ctx, s.client, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs)
 	}
-	if err == nil && claim.State == keystore.Acquired {
-		s.fps.put(key, token, fp)
+	if err == nil && claim.Acquired {
+		s.fps.put(key, a.Token, a.Fingerprint)
 	}
 	return claim, err
 }
@@ -54,12 +50,14 @@ type conn interface {
 //	SET rkey 'i'|fp|token PX lease+grace NX GET
 //
 // The SET acquires an absent key and returns the value of a present one
-// unchanged: a completed record (a replay), or an in-flight entry. Only for
-// an in-flight entry, whose remaining lease the answer must tell and whose
-// lease may have run out, does claim run claimScript, which decides again
-// atomically, reads the lease and takes an expired one over: a second round
-// trip, on the path of a duplicate sent while its request runs and of a
-// crashed or stalled holder.
+// unchanged: a completed record (a replay), an in-flight entry or a
+// released one. Only for an in-flight entry, whose remaining lease the
+// answer must tell and whose lease may have run out, and for a released
+// one, which the claim's token may be fenced from, does claim run
+// claimScript, which decides again atomically, reads the lease and takes
+// an expired one over, or checks the fences and acquires: a second round
+// trip, on the path of a duplicate sent while its request runs, of a
+// crashed or stalled holder, and of a retry after a release.
 func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (keystore.Claim, error) {
 	var v [1 + len(keystore.Fingerprint{}) + 8]byte
 	v[0] = 'i'
@@ -78,20 +76,18 @@ func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fing
 	old, err := set.Result()
 	switch {
 	case err == redis.Nil: // absent: acquired
-		return keystore.Claim{State: keystore.Acquired, Token: token, Fingerprint: fp}, nil
+		return acquired(fp, false), nil
 	case err != nil:
 		return keystore.Claim{}, opError(ctx, "claim", err)
 	}
-	if old == string(v[:]) {
-		// This claim's own entry, its token and all: go-redis resent the
-		// SET after Redis applied it and the reply was lost. Tokens are
-		// unique, so no other claim wrote it: acquired.
-		return keystore.Claim{State: keystore.Acquired, Token: token, Fingerprint: fp}, nil
-	}
-	if len(old) > 0 && old[0] == 'i' {
+	if len(old) > 0 && (old[0] == 'i' || old[0] == 'r') {
 		// In flight: read its lease, or take the key over if that has run
-		// out, atomically.
-		return s.claimScripted(ctx, c, rkey, fp, token, v[:], leaseMs+grace, grace)
+		// out; released: acquire it unless the token is fenced; atomically.
+		// This claim's own entry, its token and all (go-redis resent the
+		// SET after Redis applied it and the reply was lost, or the caller
+		// repeated its Claim), goes the same way: acquired while its lease
+		// runs, taken over like any expired lease once it has run out.
+		return s.claimScripted(ctx, c, rkey, fp, v[:], leaseMs+grace, grace)
 	}
 	claim, ok := parseClaim(old)
 	if !ok {
@@ -100,24 +96,32 @@ func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fing
 	return claim, nil
 }
 
-// claimScripted runs claimScript, for a key found in flight.
-func (s *Store) claimScripted(ctx context.Context, c redis.Scripter, rkey string, fp keystore.Fingerprint, token keystore.Token, v []byte, ttlMs, graceMs int64) (keystore.Claim, error) {
+// acquired is the Claim of a key acquired with fingerprint fp.
+func acquired(fp keystore.Fingerprint, tookOver bool) keystore.Claim {
+	return keystore.Claim{Acquired: true, State: keystore.InFlight, TookOver: tookOver, Fingerprint: fp}
+}
+
+// claimScripted runs claimScript, for a key found in flight or released.
+func (s *Store) claimScripted(ctx context.Context, c redis.Scripter, rkey string, fp keystore.Fingerprint, v []byte, ttlMs, graceMs int64) (keystore.Claim, error) {
 	var res any
 	var err error
+	keys := scriptKeys(rkey)
 	if any(c) == any(s.client) {
-		res, err = s.run(ctx, claimScript, []string{rkey}, v, ttlMs, graceMs).Result()
+		res, err = s.run(ctx, claimScript, keys, v, ttlMs, graceMs).Result()
 	} else {
-		res, err = claimScript.Run(ctx, c, []string{rkey}, v, ttlMs, graceMs).Result()
+		res, err = claimScript.Run(ctx, c, keys, v, ttlMs, graceMs).Result()
 	}
 	if err != nil {
 		return keystore.Claim{}, opError(ctx, "claim", err)
+	}
+	if n, ok := res.(int64); ok && n == -1 {
+		return keystore.Claim{}, fmt.Errorf("redisstore: claim: the token was released before the claim arrived: %w", keystore.ErrLeaseLost)
 	}
 	claim, ok := parseClaim(res)
 	if !ok {
 		return keystore.Claim{}, fmt.Errorf("redisstore: claim: unexpected reply %.80q", fmt.Sprint(res))
 	}
-	if claim.State == keystore.Acquired {
-		claim.Token = token
+	if claim.Acquired {
 		claim.Fingerprint = fp
 	}
 	return claim, nil
@@ -127,7 +131,7 @@ func (s *Store) claimScripted(ctx context.Context, c redis.Scripter, rkey string
 func parseClaim(res any) (keystore.Claim, bool) {
 	switch res := res.(type) {
 	case int64: // acquired
-		return keystore.Claim{State: keystore.Acquired, TookOver: res == 1}, true
+		return acquired(keystore.Fingerprint{}, res == 1), res == 0 || res == 1
 	case []any: // in flight
 		if len(res) != 2 {
 			return keystore.Claim{}, false
@@ -177,7 +181,7 @@ func (s *Store) claimReplicated(ctx context.Context, rkey string, fp keystore.Fi
 	conn := node.Conn()
 	defer conn.Close()
 	claim, err := s.claim(ctx, conn, rkey, fp, token, leaseMs)
-	if err != nil || claim.State != keystore.Acquired {
+	if err != nil || !claim.Acquired {
 		return claim, err
 	}
 	n, err := conn.Wait(ctx, s.waitReplicas, s.waitTimeout).Result()

@@ -19,16 +19,23 @@
 // flight, of the request that completed it once completed) and, once
 // completed, the recorded response in keystore's record encoding
 // ([keystore.AppendRecord]): status, header fields and the body byte for
-// byte, with no JSON or base64 around it. Release deletes the value and leaves the releasing token under a
-// second key with the same hash tag (RedisKey + ":released") for a minute.
-// Because the value holds the record's encoding as it is, a Store has the
-// capability [keystore.EncodedCompleter]: [Store.CompleteEncoded] takes a
-// record already encoded (the middleware writes a response straight into
-// its encoding) and copies it into the value, with no [keystore.Record] in
-// between; it refuses, sending nothing, an encoding that
-// [keystore.CheckRecord] refuses. Like every capability, it is the Store's
-// own: a type that embeds a *Store does not have it (see
-// [keystore.CompletesEncoded]).
+// byte, with no JSON or base64 around it. [Store.Complete] copies the
+// encoding it is given into the value, with no [keystore.Record] in
+// between. Release replaces the value by a released entry naming the
+// releasing token, kept for a minute. A Release by a token that does not
+// hold the key fences that token (see keystore, "Claims whose outcome is
+// unknown"): it is added to the key's released entry (one is written for
+// an absent key) or, while another token holds the key, to a set under a
+// second key with the same hash tag (RedisKey + ":fenced"), kept until a
+// minute after that lease ends; a Claim with a fenced token fails with
+// [keystore.ErrLeaseLost]. A Claim that acquires a released key moves the
+// tokens its released entry names into that set, kept a minute, so a
+// fence lasts its minute whoever claims and releases the key meanwhile.
+// The fences live beside the key's entry: a plain SET … NX GET of an
+// absent key does not read them, so a key whose entry is gone before the
+// minute is up (a record completed with a retention shorter than a minute
+// that has run out, an entry deleted by Free or Forget) can be acquired
+// by a Claim with a fenced token that arrives only then.
 // Completed entries written by earlier versions, which lack the token, are
 // still read and replayed; earlier versions cannot read this version's
 // completed entries and fail such a Claim with an error (the middleware
@@ -39,9 +46,8 @@
 // judged by the Redis server's clock, never by the application servers'
 // clocks. The Redis host must slew its clock, never step it: a step
 // forward expires running leases early (see the middleware's
-// documentation, "The store's clock"); Extend reports the lease it found
-// remaining (keystore.ReportLease), so that the middleware detects such a
-// step. A completed key expires at the end of its retention. An in-flight
+// documentation, "The store's clock"); Extend returns the lease it found
+// remaining, so that the middleware detects such a step. A completed key expires at the end of its retention. An in-flight
 // key expires a minute after its lease: its lease has run out when its PTTL
 // is down to that minute. For that minute the claim taking it over can
 // report [keystore.Claim.TookOver], and the stale token is fenced by the
@@ -55,9 +61,8 @@
 // absent key, or leaves a present one alone and returns its value. A new
 // key and a replay therefore cost Redis one SET and no script. Extend,
 // Complete and Release, which must check the fencing token and change the
-// key in one step, are each one Lua script run by EVALSHA, on the key alone
-// (Complete touches Release's marker only for a retention shorter than two
-// minutes, see Store.Complete). Complete by the Store that made the claim
+// key in one step, are each one Lua script run by EVALSHA, on the key (and
+// Release, for a token it fences, on the key's fence set). Complete by the Store that made the claim
 // knows the claim's fingerprint, hence the whole value it replaces, so its
 // script is a PTTL and one SET … GET (a Complete from another Store reads
 // the value first: GET, PTTL, SET); a Complete whose token lost the key
@@ -81,7 +86,8 @@
 // Three cases take a second round trip. A Claim that finds the key in
 // flight runs the claim script, which reads the lease remaining, or, if the
 // lease has run out (its holder crashed or stalled), takes the key over
-// atomically. When a node does not have a script cached (after a restart,
+// atomically; so does a Claim that finds it released (a retry after a 5xx),
+// which checks that its token is not fenced. When a node does not have a script cached (after a restart,
 // a failover to a fresh replica or SCRIPT FLUSH), EVALSHA fails with
 // NOSCRIPT and the store falls back to EVAL, which also caches the script:
 // once per script and node. Claim with [Config.WaitReplicas] set adds its
@@ -89,21 +95,20 @@
 //
 // # Fencing tokens
 //
-// Tokens are 64 random bits from crypto/rand, never zero, drawn by the
-// claiming process so that Claim needs no script. A counter kept in Redis
+// Tokens are chosen by the claim's caller (keystore.NewToken: 63 random
+// bits from crypto/rand, never zero), so that Claim needs no script and a
+// Claim whose reply was lost can be released. A counter kept in Redis
 // would expire with its key and start again, handing a returning owner a
 // token that matches someone else's claim. Random tokens are unique with
 // overwhelming probability, not with certainty: two claims of one key draw
-// the same token with probability 2⁻⁶⁴, and among n claims of one key some
-// two do with probability below n²/2⁶⁵; this is the exact form that
-// keystore's "never issues the same token twice" takes for this store.
+// the same token with probability 2⁻⁶³.
 // Extend, Complete and Release succeed only for the token that holds the key
 // and only while its lease runs; otherwise they return
 // [keystore.ErrLeaseLost] and change nothing. The exceptions are the
-// repeats keystore allows: Extend by the token that completed the key,
-// Complete by it with an equal record, and Release by the token that
-// released the key while nobody has claimed it since; each succeeds and
-// changes nothing.
+// repeats keystore allows: a Claim with the token that holds the key,
+// Extend by the token that completed the key, Complete by it with an equal
+// record, and Release by the token that released the key while nobody has
+// claimed it since; each succeeds and changes nothing.
 //
 // # Timeouts and errors
 //
@@ -129,8 +134,10 @@
 // although their first attempt took effect. Neither can run a handler twice
 // (the middleware treats a lost lease on Release as done, and a record that
 // outlived its retention is gone either way). A retried Claim whose first
-// attempt acquired the key finds its own entry, its own token, and reports
-// the key acquired, as the first attempt did.
+// attempt acquired the key finds its own entry, its own token, and the
+// claim script reports the key acquired, as the first attempt did, while
+// its lease runs; once the lease has run out, the retry takes the key over
+// with a fresh lease, as any Claim would.
 //
 // Configure the Redis server with maxmemory-policy noeviction (or enough
 // memory): every key this store writes has a TTL, so the volatile-* policies

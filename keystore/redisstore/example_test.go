@@ -35,20 +35,27 @@ func ExampleNew() {
 
 	ctx := context.Background()
 	key := "3f2a…" // the middleware passes a SHA-256 hex digest
-	claim, err := store.Claim(ctx, key, keystore.Fingerprint{}, 30*time.Second)
+	// The caller chooses the claim's token, so that it can release a
+	// claim whose outcome it does not know.
+	token := keystore.NewToken()
+	claim, err := store.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: keystore.Fingerprint{}, Lease: 30 * time.Second, Token: token})
 	if err != nil {
-		log.Fatal(err) // Redis unreachable or slow: answer 503
+		// Redis unreachable or slow: answer 503. The claim may have been
+		// applied all the same (its reply lost): release it by its token,
+		// which also fences a claim still on its way.
+		_ = store.Release(context.WithoutCancel(ctx), key, token)
+		log.Fatal(err)
 	}
-	switch claim.State {
-	case keystore.Acquired:
-		// ... run the handler, then record its response:
+	switch {
+	case claim.Acquired:
+		// ... run the handler, then record its response, encoded:
 		rec := keystore.Record{StatusCode: http.StatusCreated, Body: []byte(`{"stored":1}`)}
-		if err := store.Complete(ctx, key, claim.Token, rec, 24*time.Hour); errors.Is(err, keystore.ErrLeaseLost) {
+		if err := store.Complete(ctx, key, token, keystore.AppendRecord(nil, rec), 24*time.Hour); errors.Is(err, keystore.ErrLeaseLost) {
 			log.Print("lease lost: another request took the key over; nothing was overwritten")
 		}
-	case keystore.InFlight:
+	case claim.State == keystore.InFlight:
 		fmt.Printf("in flight for another %v: answer 409\n", claim.LeaseRemaining)
-	case keystore.Completed:
+	case claim.State == keystore.Completed:
 		fmt.Printf("replay %d\n", claim.Record.StatusCode)
 	}
 }
@@ -83,7 +90,7 @@ func ExampleNew_waitReplicas() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, err = store.Claim(context.Background(), "key", keystore.Fingerprint{}, 30*time.Second)
+	_, err = store.Claim(context.Background(), "key", keystore.ClaimArgs{Lease: 30 * time.Second, Token: keystore.NewToken()})
 	if errors.Is(err, redisstore.ErrNotReplicated) {
 		log.Print("no replica acknowledged in time: answer 503, the sender retries")
 	}

@@ -14,9 +14,11 @@ import (
 )
 
 // linearizable runs keystoretest.Linearizable on s. redisstore needs no
-// allowance: the release mark that lets a token repeat its Release is
-// deleted when another token completes the key (it once outlived such a
-// Claim; the conformance rule RepeatedReleaseIsIdempotent now pins that).
+// allowance: the released entry that lets a token repeat its Release is
+// the key's own value, so the Claim that acquires the key replaces it (an
+// earlier release mark of its own once outlived such a Claim; the
+// conformance rule RepeatedReleaseIsIdempotent pins that), and the tokens
+// it fences move to the key's fence set.
 func linearizable(t *testing.T, s *redisstore.Store, cfg keystoretest.LinearizableConfig) keystoretest.LinearizableStats {
 	t.Helper()
 	return keystoretest.Linearizable(t, s, cfg)
@@ -97,8 +99,9 @@ func TestLinearizableFaults(t *testing.T) {
 // The same with go-redis's default retries (MaxRetries 3): a call whose
 // reply was lost is sent again, so the history is checked per attempt
 // (keystoretest.LinearizableConfig.Resends). The repeats of a token's own
-// work succeed; a resent Claim may find its own first attempt in flight, as
-// the package documentation says. Per call, such a history is not always
+// work succeed; a resent Claim that finds its own first attempt holding the
+// key reports it acquired, as the package documentation says. Per call,
+// such a history is not always
 // linearizable: a Release whose first attempt was applied, and whose resend
 // comes after another Claim took the key, reports ErrLeaseLost although it
 // released the key.
@@ -117,7 +120,7 @@ func TestLinearizableFaultsRetried(t *testing.T) {
 }
 
 // The same on the test run's Redis Cluster, where each key's entry and its
-// release marker share a slot.
+// fence set share a slot.
 func TestLinearizableCluster(t *testing.T) {
 	t.Parallel()
 	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {

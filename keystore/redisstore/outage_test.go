@@ -65,16 +65,16 @@ func TestOutage(t *testing.T) {
 			ctx := t.Context()
 			fp := keystore.Fingerprint{7}
 			held := keystoretest.Key(t)
-			c, err := s.Claim(ctx, held, fp, time.Minute)
-			if err != nil || c.State != keystore.Acquired {
+			c, err := newClaim(ctx, s, held, fp, time.Minute)
+			if err != nil || !c.Acquired {
 				t.Fatalf("Claim before the outage: %v %v", c.State, err)
 			}
 			done := keystoretest.Key(t)
-			d, err := s.Claim(ctx, done, fp, time.Minute)
-			if err != nil || d.State != keystore.Acquired {
+			d, err := newClaim(ctx, s, done, fp, time.Minute)
+			if err != nil || !d.Acquired {
 				t.Fatalf("Claim before the outage: %v %v", d.State, err)
 			}
-			if err := s.Complete(ctx, done, d.Token, keystore.Record{StatusCode: 201, Body: []byte("before")}, time.Hour); err != nil {
+			if err := s.Complete(ctx, done, d.Token, encode(keystore.Record{StatusCode: 201, Body: []byte("before")}), time.Hour); err != nil {
 				t.Fatalf("Complete before the outage: %v", err)
 			}
 
@@ -84,16 +84,16 @@ func TestOutage(t *testing.T) {
 				fn   func(context.Context) error
 			}{
 				{"Claim of a new key", func(ctx context.Context) error {
-					_, err := s.Claim(ctx, keystoretest.Key(t), fp, time.Minute)
+					_, err := newClaim(ctx, s, keystoretest.Key(t), fp, time.Minute)
 					return err
 				}},
 				{"Claim of a completed key", func(ctx context.Context) error {
-					_, err := s.Claim(ctx, done, fp, time.Minute)
+					_, err := newClaim(ctx, s, done, fp, time.Minute)
 					return err
 				}},
-				{"Extend", func(ctx context.Context) error { return s.Extend(ctx, held, c.Token, time.Minute) }},
+				{"Extend", func(ctx context.Context) error { return extend(ctx, s, held, c.Token, time.Minute) }},
 				{"Complete", func(ctx context.Context) error {
-					return s.Complete(ctx, held, c.Token, keystore.Record{StatusCode: 200}, time.Hour)
+					return s.Complete(ctx, held, c.Token, encode(keystore.Record{StatusCode: 200}), time.Hour)
 				}},
 				{"Release", func(ctx context.Context) error { return s.Release(ctx, held, c.Token) }},
 			}
@@ -123,7 +123,7 @@ func TestOutage(t *testing.T) {
 			// too (ContextTimeoutEnabled), and the error says so.
 			short, cancel := context.WithTimeout(ctx, outageTimeout/4)
 			start := time.Now()
-			_, err = s.Claim(short, keystoretest.Key(t), fp, time.Minute)
+			_, err = newClaim(short, s, keystoretest.Key(t), fp, time.Minute)
 			cancel()
 			if elapsed := time.Since(start); err == nil || elapsed > outageBound {
 				t.Errorf("Claim with a %v deadline during the outage: %v after %v", outageTimeout/4, err, elapsed)
@@ -132,7 +132,7 @@ func TestOutage(t *testing.T) {
 			proxy.Restore()
 			deadline := time.Now().Add(10 * time.Second)
 			for {
-				_, err := s.Claim(ctx, keystoretest.Key(t), fp, time.Minute)
+				_, err := newClaim(ctx, s, keystoretest.Key(t), fp, time.Minute)
 				if err == nil {
 					break
 				}
@@ -143,14 +143,14 @@ func TestOutage(t *testing.T) {
 			}
 			// Nothing the failed calls attempted took effect, and the
 			// entries from before the outage are intact.
-			in, err := s.Claim(ctx, held, keystore.Fingerprint{8}, time.Minute)
-			if err != nil || in.State != keystore.InFlight || in.Fingerprint != fp {
+			in, err := newClaim(ctx, s, held, keystore.Fingerprint{8}, time.Minute)
+			if err != nil || in.Acquired || in.State != keystore.InFlight || in.Fingerprint != fp {
 				t.Fatalf("Claim of the held key after the outage: %v %v %x", in.State, err, in.Fingerprint[:1])
 			}
-			if err := s.Complete(ctx, held, c.Token, keystore.Record{StatusCode: 202}, time.Hour); err != nil {
+			if err := s.Complete(ctx, held, c.Token, encode(keystore.Record{StatusCode: 202}), time.Hour); err != nil {
 				t.Fatalf("Complete by the holder after the outage: %v", err)
 			}
-			r, err := s.Claim(ctx, done, fp, time.Minute)
+			r, err := newClaim(ctx, s, done, fp, time.Minute)
 			if err != nil || r.State != keystore.Completed || string(r.Record.Body) != "before" {
 				t.Fatalf("replay after the outage: %v %v %q", r.State, err, r.Record.Body)
 			}

@@ -45,11 +45,11 @@ func TestGoldenRecordsAreStoredAsBefore(t *testing.T) {
 	fp := keystore.Fingerprint{9}
 	for _, g := range goldenRecords {
 		key := keystoretest.Key(t)
-		c, err := s.Claim(ctx, key, fp, time.Minute)
-		if err != nil || c.State != keystore.Acquired {
+		c, err := newClaim(ctx, s, key, fp, time.Minute)
+		if err != nil || !c.Acquired {
 			t.Fatalf("Claim: %v %v", c.State, err)
 		}
-		if err := s.Complete(ctx, key, c.Token, g.rec, time.Hour); err != nil {
+		if err := s.Complete(ctx, key, c.Token, encode(g.rec), time.Hour); err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
 		v, err := client.Get(ctx, s.RedisKey(key)).Result()
@@ -76,13 +76,13 @@ func TestGoldenRecordsAreReadAsBefore(t *testing.T) {
 		if err := client.Set(ctx, s.RedisKey(key), completedValue(fp, token, enc), time.Hour).Err(); err != nil {
 			t.Fatal(err)
 		}
-		c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+		c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
 		if err != nil || c.State != keystore.Completed || c.Fingerprint != fp || !reflect.DeepEqual(c.Record, g.rec) {
 			t.Errorf("Claim of the stored %s = %v %+v, %v; want completed with %+v", g.hex, c.State, c.Record, err, g.rec)
 		}
 		// A Complete repeated by the completing token with an equal record
 		// compares its encoding with the stored one.
-		if err := s.Complete(ctx, key, token, g.rec, time.Hour); err != nil {
+		if err := s.Complete(ctx, key, token, encode(g.rec), time.Hour); err != nil {
 			t.Errorf("repeated Complete of the stored %s: %v", g.hex, err)
 		}
 	}

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -187,10 +186,7 @@ func (c *fpCache) take(key string, token keystore.Token) (keystore.Fingerprint, 
 	return fp, ok
 }
 
-var (
-	_ keystore.Store            = (*Store)(nil)
-	_ keystore.EncodedCompleter = (*Store)(nil)
-)
+var _ keystore.Store = (*Store)(nil)
 
 // New returns a Store that keeps its keys in Redis through client. It fails
 // on a nil client or an invalid Config, and, with Config.Eviction set to
@@ -251,90 +247,33 @@ func (s *Store) RedisKey(key string) string {
 }
 
 // Extend implements keystore.Store.
-func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, lease time.Duration) error {
+func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, lease time.Duration) (time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisstore: extend: %w", err)
+		return 0, fmt.Errorf("redisstore: extend: %w", err)
 	}
 	leaseMs, err := durationMillis("lease", lease)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	tok := tokenBytes(token)
 	grace := abandonedGrace.Milliseconds()
-	n, err := s.run(ctx, extendScript, scriptKeys(s.RedisKey(key)), tok[:], graceArg, s.ttlArg.get(leaseMs+grace)).Int64()
+	n, err := s.run(ctx, extendScript, []string{s.RedisKey(key)}, tok[:], graceArg, s.ttlArg.get(leaseMs+grace)).Int64()
 	switch {
 	case err != nil:
-		return opError(ctx, "extend", err)
+		return 0, opError(ctx, "extend", err)
 	case n == 0:
-		return keystore.ErrLeaseLost
+		return 0, keystore.ErrLeaseLost
 	case n >= 2:
-		keystore.ReportLease(ctx, time.Duration(n-2)*time.Millisecond)
+		return time.Duration(n-2) * time.Millisecond, nil
 	}
-	return nil
+	return 0, nil
 }
 
-// Complete implements keystore.Store. The record is stored in a compact
-// binary encoding, its body byte for byte; it expires retention from now by
-// the Redis server's clock.
-//
-// Release leaves its marker (see scriptKeys) for the grace, a minute. A
-// record kept longer than that outlives any marker an earlier holder of
-// the key left, so Complete then runs its script on the key alone; only a
-// shorter retention (below twice the grace, a margin for a Redis clock
-// stepped back between the Release and the Complete) makes it delete the
-// marker too, lest a repeated Release by that earlier holder succeed after
-// the record expired.
-func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec keystore.Record, retention time.Duration) error {
-	return s.complete(ctx, key, token, encoding{rec: &rec}, retention)
-}
-
-// CompletesEncoded marks Store as a keystore.EncodedCompleter. It vouches
-// for s only, not for a type that embeds it (see keystore.CompletesEncoded).
-func (s *Store) CompletesEncoded() keystore.Store { return s }
-
-// CompleteEncoded implements keystore.EncodedCompleter: Complete with the
-// record that enc encodes, which it copies into the command it sends (the
-// value Complete would store). An enc that keystore.CheckRecord refuses
-// fails with an error wrapping keystore.ErrCorruptRecord (or, for a status
-// outside 200–599, keystore.ErrInvalidStatus) before anything is sent.
-func (s *Store) CompleteEncoded(ctx context.Context, key string, token keystore.Token, enc []byte, retention time.Duration) error {
-	return s.complete(ctx, key, token, encoding{enc: enc}, retention)
-}
-
-// encoding is a record to store: either rec, which complete encodes, or
-// enc, already its encoding.
-type encoding struct {
-	rec *keystore.Record
-	enc []byte
-}
-
-// validate returns rec.Validate(), or for enc what keystore.CheckRecord
-// refuses.
-func (e encoding) validate() error {
-	if e.rec != nil {
-		return e.rec.Validate()
-	}
-	_, err := keystore.CheckRecord(e.enc)
-	return err
-}
-
-func (e encoding) len() int {
-	if e.rec != nil {
-		return keystore.RecordLen(*e.rec)
-	}
-	return len(e.enc)
-}
-
-func (e encoding) appendTo(dst []byte) []byte {
-	if e.rec != nil {
-		return keystore.AppendRecord(dst, *e.rec)
-	}
-	return append(dst, e.enc...)
-}
-
-// complete is Complete and CompleteEncoded: it checks the record, then
-// writes its encoding straight into the command's one buffer.
-func (s *Store) complete(ctx context.Context, key string, token keystore.Token, rec encoding, retention time.Duration) error {
+// Complete implements keystore.Store. The record is stored as its encoding,
+// its body byte for byte, copied into the command sent; it expires
+// retention from now by the Redis server's clock. A rec that
+// keystore.CheckRecord refuses fails before anything is sent.
+func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec []byte, retention time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
@@ -342,30 +281,26 @@ func (s *Store) complete(ctx context.Context, key string, token keystore.Token, 
 	if err != nil {
 		return err
 	}
-	if err := rec.validate(); err != nil {
+	if _, err := keystore.CheckRecord(rec); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
-	rkey := s.RedisKey(key)
-	keys := []string{rkey}
-	if retMs < 2*abandonedGrace.Milliseconds() {
-		keys = scriptKeys(rkey)
-	}
+	keys := []string{s.RedisKey(key)}
 	var n int64
 	if fp, ok := s.fps.take(key, token); ok {
 		// The in-flight value and the completed one share one allocation.
 		const head = 1 + len(keystore.Fingerprint{}) + 8
-		buf := make([]byte, 0, 2*head+rec.len())
+		buf := make([]byte, 0, 2*head+len(rec))
 		for _, st := range []byte{'i', 'd'} {
 			buf = append(buf, st)
 			buf = append(buf, fp[:]...)
 			buf = binary.BigEndian.AppendUint64(buf, uint64(token))
 		}
-		buf = rec.appendTo(buf)
+		buf = append(buf, rec...)
 		n, err = s.run(ctx, completeOwnScript, keys, buf[:head:head], buf[head:], s.retArg.get(retMs)).Int64()
 	} else {
 		// The token and the encoded record share one allocation.
-		buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+rec.len()), uint64(token))
-		buf = rec.appendTo(buf)
+		buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(rec)), uint64(token))
+		buf = append(buf, rec...)
 		n, err = s.run(ctx, completeScript, keys, buf[:8:8], graceArg, buf[8:], s.retArg.get(retMs)).Int64()
 	}
 	if err != nil {
@@ -377,41 +312,40 @@ func (s *Store) complete(ctx context.Context, key string, token keystore.Token, 
 	return nil
 }
 
-// Release implements keystore.Store.
+// Release implements keystore.Store. A Release by a token that does not
+// hold the key fences the token (see scripts.go), for the grace after the
+// release, or after the lease of the key's holder ends.
 func (s *Store) Release(ctx context.Context, key string, token keystore.Token) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: release: %w", err)
 	}
 	s.fps.take(key, token)
 	tok := tokenBytes(token)
-	return s.held(ctx, "release", releaseScript, key, tok[:], graceArg)
-}
-
-// scriptKeys returns the keys the held scripts take: rkey, and the key under
-// which Release leaves its token for the grace (see scripts.go), rkey with
-// ":released" appended. That key has rkey's hash tag, so it lives on the
-// same Cluster slot, unless the idempotency key begins with '}': then rkey's
-// hash tag is empty, Redis hashes the whole name, and the two could land on
-// different slots. Such keys (the middleware never passes one: its keys are
-// hexadecimal) get no release marker, so a repeated Release of one reports
-// ErrLeaseLost.
-func scriptKeys(rkey string) []string {
-	if i := strings.IndexByte(rkey, '{'); i >= 0 && strings.HasPrefix(rkey[i+1:], "}") {
-		return []string{rkey}
-	}
-	return []string{rkey, rkey + ":released"}
-}
-
-// held runs one of the scripts that act only for the token holding key.
-func (s *Store) held(ctx context.Context, op string, script luaScript, key string, args ...any) error {
-	n, err := s.run(ctx, script, scriptKeys(s.RedisKey(key)), args...).Int64()
+	n, err := s.run(ctx, releaseScript, scriptKeys(s.RedisKey(key)), tok[:], graceArg).Int64()
 	if err != nil {
-		return opError(ctx, op, err)
+		return opError(ctx, "release", err)
 	}
 	if n != 1 {
 		return keystore.ErrLeaseLost
 	}
 	return nil
+}
+
+// scriptKeys returns the keys that claimScript and releaseScript take:
+// rkey, and its fence key (see scripts.go), rkey with ":fenced" appended.
+// That key has rkey's hash tag, so it lives on the same Cluster slot,
+// unless the idempotency key begins with '}': then rkey's hash tag is
+// empty, Redis hashes the whole name, and the two could land on different
+// slots. Such keys (the middleware never passes one: its keys are
+// hexadecimal) get no fence key, so the token of a Release of one that
+// found it in flight for another token is not fenced, and the tokens a
+// released entry of one fences stay fenced only until the next Claim
+// acquires it.
+func scriptKeys(rkey string) []string {
+	if i := strings.IndexByte(rkey, '{'); i >= 0 && strings.HasPrefix(rkey[i+1:], "}") {
+		return []string{rkey}
+	}
+	return []string{rkey, rkey + ":fenced"}
 }
 
 // run runs script on the store's client by EVALSHA, through the batcher
@@ -471,24 +405,6 @@ func ceilMillis(d time.Duration) int64 {
 		ms++
 	}
 	return ms
-}
-
-// newToken returns a random nonzero token. Tokens are 64 random bits from
-// crypto/rand rather than a counter, because a counter kept in Redis would
-// expire with its key (and restart at 1), and a counter kept in the process
-// would repeat across processes; two claims of one key draw the same token
-// with probability 2⁻⁶⁴.
-func newToken() (keystore.Token, error) {
-	var b [8]byte
-	for range 8 {
-		if _, err := rand.Read(b[:]); err != nil {
-			return 0, fmt.Errorf("redisstore: fencing token: %w", err)
-		}
-		if t := keystore.Token(binary.BigEndian.Uint64(b[:])); t != 0 {
-			return t, nil
-		}
-	}
-	return 0, errors.New("redisstore: fencing token: random source returns zeros")
 }
 
 func tokenBytes(t keystore.Token) [8]byte {

@@ -125,26 +125,24 @@ func deletePrefix(t testing.TB, c redis.UniversalClient, prefix string) {
 	}
 }
 
-func TestConformance(t *testing.T) { conformance(t, onStandalone, asIs) }
+func TestConformance(t *testing.T) { conformance(t, onStandalone) }
 
-func TestConformanceCluster(t *testing.T) { conformance(t, onCluster, asIs) }
+func TestConformanceCluster(t *testing.T) { conformance(t, onCluster) }
 
 // conformance runs keystoretest's suite on stores on the client that
-// newClient returns, with and without auto-pipelining, each seen through
-// wrap.
-func conformance(t *testing.T, newClient func(testing.TB) redis.UniversalClient, wrap func(*redisstore.Store) keystore.Store) {
+// newClient returns, with and without auto-pipelining.
+func conformance(t *testing.T, newClient func(testing.TB) redis.UniversalClient) {
 	t.Parallel()
 	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
 		client := newClient(t)
 		keystoretest.Run(t, func(t *testing.T) keystore.Store {
-			return wrap(newStore(t, client, client, cfg))
+			return newStore(t, client, client, cfg)
 		})
 	})
 }
 
 func onStandalone(t testing.TB) redis.UniversalClient { return standaloneClient(t) }
 func onCluster(t testing.TB) redis.UniversalClient    { return clusterClient(t) }
-func asIs(s *redisstore.Store) keystore.Store         { return s }
 
 func TestNewRejectsBadConfig(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: standaloneAddr})
@@ -213,25 +211,25 @@ func TestClusterSlotIsKeySlot(t *testing.T) {
 		if got != want {
 			t.Fatalf("RedisKey(%s) hashes to slot %d, the key itself to %d", key, got, want)
 		}
-		c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
-		if err != nil || c.State != keystore.Acquired {
+		c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
+		if err != nil || !c.Acquired {
 			t.Fatalf("Claim: %v %v", c.State, err)
 		}
-		if err := s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 200}, time.Minute); err != nil {
+		if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 200}), time.Minute); err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
 	}
 	// Keys with braces of their own still map to one Redis key each.
 	suffix := keystoretest.Key(t)[:16]
 	for _, key := range []string{"{" + suffix, suffix + "}", "}{" + suffix, "{}" + suffix, "{" + suffix + "}x"} {
-		c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
-		if err != nil || c.State != keystore.Acquired {
+		c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
+		if err != nil || !c.Acquired {
 			t.Fatalf("Claim(%q): %v %v", key, c.State, err)
 		}
-		if err := s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 200, Body: []byte(key)}, time.Minute); err != nil {
+		if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 200, Body: []byte(key)}), time.Minute); err != nil {
 			t.Fatalf("Complete(%q): %v", key, err)
 		}
-		r, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+		r, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
 		if err != nil || r.State != keystore.Completed || string(r.Record.Body) != key {
 			t.Fatalf("replay of %q: %v %v %q", key, r.State, err, r.Record.Body)
 		}
@@ -247,8 +245,8 @@ func TestExpiriesAndEncoding(t *testing.T) {
 	s := newStore(t, client, client, redisstore.Config{})
 	ctx := t.Context()
 	key := keystoretest.Key(t)
-	c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, 10*time.Second+time.Nanosecond)
-	if err != nil || c.State != keystore.Acquired {
+	c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, 10*time.Second+time.Nanosecond)
+	if err != nil || !c.Acquired {
 		t.Fatalf("Claim: %v %v", c.State, err)
 	}
 	ttl, err := client.PTTL(ctx, s.RedisKey(key)).Result()
@@ -259,8 +257,8 @@ func TestExpiriesAndEncoding(t *testing.T) {
 	if want := 70*time.Second + time.Millisecond; ttl > want || ttl < want-5*time.Second {
 		t.Errorf("in-flight PTTL = %v, want about %v (lease, rounded up to a millisecond, plus grace)", ttl, want)
 	}
-	in, err := s.Claim(ctx, key, keystore.Fingerprint{2}, time.Minute)
-	if err != nil || in.State != keystore.InFlight {
+	in, err := newClaim(ctx, s, key, keystore.Fingerprint{2}, time.Minute)
+	if err != nil || in.Acquired || in.State != keystore.InFlight {
 		t.Fatalf("second Claim: %v %v", in.State, err)
 	}
 	if in.LeaseRemaining > 10*time.Second+time.Millisecond || in.LeaseRemaining < 5*time.Second {
@@ -268,7 +266,7 @@ func TestExpiriesAndEncoding(t *testing.T) {
 	}
 	body := []byte(`{"id":"feature-1"}`)
 	rec := keystore.Record{StatusCode: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}
-	if err := s.Complete(ctx, key, c.Token, rec, 90*time.Minute); err != nil {
+	if err := s.Complete(ctx, key, c.Token, encode(rec), 90*time.Minute); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	ttl, err = client.PTTL(ctx, s.RedisKey(key)).Result()
@@ -294,26 +292,52 @@ func TestExpiriesAndEncoding(t *testing.T) {
 }
 
 // A Redis key under the store's prefix that holds something else is an
-// error, never mistaken for an absent key or a lost lease.
+// error, never mistaken for an absent key or a lost lease, and neither a
+// Claim nor a Release changes it: also a string that begins with the
+// letter of an in-flight ('i') or released ('r') entry, with or without
+// an expiry.
 func TestForeignValueIsAnError(t *testing.T) {
 	t.Parallel()
 	client := standaloneClient(t)
 	s := newStore(t, client, client, redisstore.Config{})
 	ctx := t.Context()
-	str, hash := keystoretest.Key(t), keystoretest.Key(t)
-	if err := client.Set(ctx, s.RedisKey(str), "hello", time.Minute).Err(); err != nil {
-		t.Fatal(err)
+	strs := map[string]struct {
+		v   string
+		ttl time.Duration
+	}{
+		keystoretest.Key(t): {"hello", time.Minute},
+		keystoretest.Key(t): {"redis", 0},
+		keystoretest.Key(t): {"released but not by us", time.Minute},
+		keystoretest.Key(t): {"ice", 0},
+		keystoretest.Key(t): {"in flight, not an entry", time.Minute},
+	}
+	hash := keystoretest.Key(t)
+	for key, f := range strs {
+		if err := client.Set(ctx, s.RedisKey(key), f.v, f.ttl).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := client.HSet(ctx, s.RedisKey(hash), "a", "b").Err(); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{str, hash} {
-		if c, err := s.Claim(ctx, key, keystore.Fingerprint{}, time.Minute); err == nil || errors.Is(err, keystore.ErrLeaseLost) {
-			t.Errorf("Claim of a key holding a foreign value = %v, %v; want an error that is not ErrLeaseLost", c.State, err)
+	for key := range strs {
+		if c, err := newClaim(ctx, s, key, keystore.Fingerprint{}, time.Minute); err == nil || errors.Is(err, keystore.ErrLeaseLost) {
+			t.Errorf("Claim of a key holding %q = acquired %v, %v, %v; want an error that is not ErrLeaseLost", strs[key].v, c.Acquired, c.State, err)
+		}
+		if err := s.Release(ctx, key, keystore.NewToken()); err == nil {
+			t.Errorf("Release of a key holding %q succeeded", strs[key].v)
 		}
 	}
-	if got, _ := client.Get(ctx, s.RedisKey(str)).Result(); got != "hello" {
-		t.Errorf("the foreign value became %q", got)
+	if c, err := newClaim(ctx, s, hash, keystore.Fingerprint{}, time.Minute); err == nil || errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Claim of a key holding a hash = %v, %v; want an error that is not ErrLeaseLost", c.State, err)
+	}
+	for key, f := range strs {
+		if got, _ := client.Get(ctx, s.RedisKey(key)).Result(); got != f.v {
+			t.Errorf("the foreign value %q became %q", f.v, got)
+		}
+		if n, _ := client.Exists(ctx, s.RedisKey(key)+":fenced").Result(); n != 0 {
+			t.Errorf("a Release of the key holding %q left a fence set", f.v)
+		}
 	}
 }
 
@@ -323,18 +347,18 @@ func TestNonPositiveDurations(t *testing.T) {
 	ctx := t.Context()
 	key := keystoretest.Key(t)
 	for _, d := range []time.Duration{0, -time.Second} {
-		if _, err := s.Claim(ctx, key, keystore.Fingerprint{}, d); err == nil {
-			t.Errorf("Claim with lease %v succeeded", d)
+		if _, err := newClaim(ctx, s, key, keystore.Fingerprint{}, d); !errors.Is(err, keystore.ErrInvalidClaim) {
+			t.Errorf("Claim with lease %v: %v, want ErrInvalidClaim", d, err)
 		}
 	}
-	c, err := s.Claim(ctx, key, keystore.Fingerprint{}, time.Minute)
-	if err != nil {
-		t.Fatal(err)
+	c, err := newClaim(ctx, s, key, keystore.Fingerprint{}, time.Minute)
+	if err != nil || !c.Acquired {
+		t.Fatalf("Claim after the refused ones: %v %v", c.State, err)
 	}
-	if err := s.Extend(ctx, key, c.Token, 0); err == nil || errors.Is(err, keystore.ErrLeaseLost) {
-		t.Errorf("Extend with lease 0: %v, want a non-ErrLeaseLost error", err)
+	if left, err := s.Extend(ctx, key, c.Token, 0); err == nil || errors.Is(err, keystore.ErrLeaseLost) || left != 0 {
+		t.Errorf("Extend with lease 0: %v, %v; want 0 and a non-ErrLeaseLost error", left, err)
 	}
-	if err := s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 200}, 0); err == nil || errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 200}), 0); err == nil || errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete with retention 0: %v, want a non-ErrLeaseLost error", err)
 	}
 	if err := s.Release(ctx, key, c.Token); err != nil {

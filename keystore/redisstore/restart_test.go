@@ -91,8 +91,8 @@ func restartRun(t *testing.T, cfg redisstore.Config, extra ...string) restartOut
 	defer cancel()
 	fp := keystore.Fingerprint{1}
 	for i := range restartInFlight {
-		c, err := store.Claim(ctx, "inflight-"+strconv.Itoa(i), fp, time.Minute)
-		if err != nil || c.State != keystore.Acquired {
+		c, err := newClaim(ctx, store, "inflight-"+strconv.Itoa(i), fp, time.Minute)
+		if err != nil || !c.Acquired {
 			t.Fatalf("claim before the kill: %+v, %v", c, err)
 		}
 	}
@@ -123,11 +123,11 @@ func restartRun(t *testing.T, cfg redisstore.Config, extra ...string) restartOut
 	}
 	mu.Unlock()
 	for i := range restartInFlight {
-		c, err := store.Claim(ctx, "inflight-"+strconv.Itoa(i), fp, time.Minute)
+		c, err := newClaim(ctx, store, "inflight-"+strconv.Itoa(i), fp, time.Minute)
 		if err != nil {
 			t.Fatalf("claim after the restart: %v", err)
 		}
-		if c.State == keystore.InFlight {
+		if !c.Acquired && c.State == keystore.InFlight {
 			out.inFlightKept++
 		}
 	}
@@ -262,12 +262,12 @@ func underLoadRun(t *testing.T, extra ...string) (lost, acked int) {
 	for w := range restartWorkers {
 		wg.Go(func() {
 			for i := w; i < loadMax; i += restartWorkers {
-				c, err := store.Claim(ctx, keyOf(i), fp, time.Minute)
+				c, err := newClaim(ctx, store, keyOf(i), fp, time.Minute)
 				if err != nil {
 					failures.Add(1)
 					return // the server is gone
 				}
-				if err := store.Complete(ctx, keyOf(i), c.Token, rec, time.Hour); err != nil {
+				if err := store.Complete(ctx, keyOf(i), c.Token, encode(rec), time.Hour); err != nil {
 					failures.Add(1)
 					return
 				}
@@ -299,7 +299,7 @@ func underLoadRun(t *testing.T, extra ...string) (lost, acked int) {
 			continue
 		}
 		acked++
-		c, err := after.Claim(ctx, keyOf(i), fp, time.Minute)
+		c, err := newClaim(ctx, after, keyOf(i), fp, time.Minute)
 		if err != nil {
 			t.Fatalf("claim after the restart: %v", err)
 		}

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -88,25 +89,25 @@ func TestRetriedOperationsSucceed(t *testing.T) {
 	warmScripts(t, s) // so that the armed EVALSHA is the operation's only command
 
 	key := keystoretest.Key(t)
-	c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
-	if err != nil || c.State != keystore.Acquired {
+	c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
+	if err != nil || !c.Acquired {
 		t.Fatalf("Claim: %v %v", c.State, err)
 	}
 	rec := keystore.Record{StatusCode: 201, Header: map[string][]string{"B": {"2"}, "A": {"1"}}, Body: []byte("ok")}
 	d.armed.Store(true)
-	if err := s.Complete(ctx, key, c.Token, rec, time.Minute); err != nil {
+	if err := s.Complete(ctx, key, c.Token, encode(rec), time.Minute); err != nil {
 		t.Errorf("Complete applied, its reply lost and retried: err = %v, want nil", err)
 	}
 	if d.dropped.Load() != 1 {
 		t.Fatalf("the reply to Complete was not dropped (%d drops); the test proves nothing", d.dropped.Load())
 	}
-	if r, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute); err != nil || r.State != keystore.Completed || string(r.Record.Body) != "ok" {
+	if r, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute); err != nil || r.State != keystore.Completed || string(r.Record.Body) != "ok" {
 		t.Fatalf("replay after the retried Complete: %v %v %q", r.State, err, r.Record.Body)
 	}
 
 	other := keystoretest.Key(t)
-	c, err = s.Claim(ctx, other, keystore.Fingerprint{1}, time.Minute)
-	if err != nil || c.State != keystore.Acquired {
+	c, err = newClaim(ctx, s, other, keystore.Fingerprint{1}, time.Minute)
+	if err != nil || !c.Acquired {
 		t.Fatalf("Claim: %v %v", c.State, err)
 	}
 	d.armed.Store(true)
@@ -116,7 +117,7 @@ func TestRetriedOperationsSucceed(t *testing.T) {
 	if d.dropped.Load() != 2 {
 		t.Fatalf("the reply to Release was not dropped (%d drops in all); the test proves nothing", d.dropped.Load())
 	}
-	if r, err := s.Claim(ctx, other, keystore.Fingerprint{2}, time.Minute); err != nil || r.State != keystore.Acquired || r.TookOver {
+	if r, err := newClaim(ctx, s, other, keystore.Fingerprint{2}, time.Minute); err != nil || !r.Acquired || r.TookOver {
 		t.Fatalf("claim after the retried Release: %v %v TookOver %v, want a fresh acquire", r.State, err, r.TookOver)
 	}
 }
@@ -135,21 +136,25 @@ func TestRetriedClaimAcquires(t *testing.T) {
 	ctx := t.Context()
 	key := keystoretest.Key(t)
 	d.armed.Store(true)
-	c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+	c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
 	if d.dropped.Load() != 1 {
 		t.Fatalf("the reply to the claim's SET was not dropped (%d drops); the test proves nothing", d.dropped.Load())
 	}
-	if err != nil || c.State != keystore.Acquired || c.Token == 0 {
-		t.Fatalf("Claim applied, its reply lost and retried: %v %v token %v, want Acquired", c.State, err, c.Token)
+	if err != nil || !c.Acquired || c.State != keystore.InFlight || c.TookOver {
+		t.Fatalf("Claim applied, its reply lost and retried: acquired %v, %v, TookOver %v, %v; want it acquired", c.Acquired, c.State, c.TookOver, err)
 	}
-	if err := s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 201}, time.Minute); err != nil {
+	if e, err := s.Inspect(ctx, key); err != nil || e.State != keystore.InFlight || e.Token != c.Token || e.LeaseRunOut {
+		t.Fatalf("after the retried Claim: %+v %v, want in flight for the claim's token", e, err)
+	}
+	if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201}), time.Minute); err != nil {
 		t.Errorf("Complete with the retried claim's token: %v", err)
 	}
 }
 
-// A key that begins with '}' gives its Redis key an empty hash tag, so the
-// release marker could live on another Cluster slot: such keys get none.
-// Release still works (once), and so does every other operation.
+// A key that begins with '}' gives its Redis key an empty hash tag, so a
+// fence set could live on another Cluster slot: such keys get none. Release
+// still works, since the released entry is the key's own value: repeated,
+// it succeeds, and it fences its token; so does every other operation.
 func TestReleaseOfKeyWithEmptyHashTagCluster(t *testing.T) {
 	t.Parallel()
 	client := clusterClient(t)
@@ -157,17 +162,23 @@ func TestReleaseOfKeyWithEmptyHashTagCluster(t *testing.T) {
 	ctx := t.Context()
 	for range 5 {
 		key := "}{" + keystoretest.Key(t)[:16]
-		c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
-		if err != nil || c.State != keystore.Acquired {
+		c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
+		if err != nil || !c.Acquired {
 			t.Fatalf("Claim(%q): %v %v", key, c.State, err)
 		}
-		if err := s.Extend(ctx, key, c.Token, time.Minute); err != nil {
+		if _, err := s.Extend(ctx, key, c.Token, time.Minute); err != nil {
 			t.Fatalf("Extend(%q): %v", key, err)
 		}
 		if err := s.Release(ctx, key, c.Token); err != nil {
 			t.Fatalf("Release(%q): %v", key, err)
 		}
-		if c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute); err != nil || c.State != keystore.Acquired || c.TookOver {
+		if err := s.Release(ctx, key, c.Token); err != nil {
+			t.Fatalf("repeated Release(%q): %v", key, err)
+		}
+		if again, err := claimWith(ctx, s, key, keystore.Fingerprint{1}, time.Minute, c.Token); !errors.Is(err, keystore.ErrLeaseLost) || again.Acquired {
+			t.Fatalf("Claim(%q) with the released token: acquired %v, %v; want ErrLeaseLost", key, again.Acquired, err)
+		}
+		if c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute); err != nil || !c.Acquired || c.TookOver {
 			t.Fatalf("claim after Release(%q): %v %v TookOver %v", key, c.State, err, c.TookOver)
 		}
 	}

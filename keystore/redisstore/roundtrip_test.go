@@ -89,26 +89,26 @@ func warmScripts(t *testing.T, s *redisstore.Store) {
 	expired := make([]string, 64)
 	for i := range expired {
 		expired[i] = keystoretest.Key(t)
-		if _, err := s.Claim(ctx, expired[i], keystore.Fingerprint{1}, 10*time.Millisecond); err != nil {
+		if _, err := newClaim(ctx, s, expired[i], keystore.Fingerprint{1}, 10*time.Millisecond); err != nil {
 			t.Fatalf("warm-up Claim: %v", err)
 		}
 	}
 	time.Sleep(40 * time.Millisecond)
 	for _, key := range expired {
-		if c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute); err != nil || !c.TookOver {
+		if c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute); err != nil || !c.TookOver {
 			t.Fatalf("warm-up takeover: %v, TookOver %v", err, c.TookOver)
 		}
 	}
 	for range 64 {
 		key := keystoretest.Key(t)
-		c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+		c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
 		if err != nil {
 			t.Fatalf("warm-up Claim: %v", err)
 		}
-		if err := s.Extend(ctx, key, c.Token, time.Minute); err != nil {
+		if _, err := s.Extend(ctx, key, c.Token, time.Minute); err != nil {
 			t.Fatalf("warm-up Extend: %v", err)
 		}
-		if err := s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 200}, time.Minute); err != nil {
+		if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 200}), time.Minute); err != nil {
 			t.Fatalf("warm-up Complete: %v", err)
 		}
 		if err := s.Release(ctx, key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -127,36 +127,36 @@ func firstCallAndReplay(t *testing.T, s *redisstore.Store, h *commandCounter) {
 	ctx := t.Context()
 	for range 10 {
 		key := keystoretest.Key(t)
-		var c keystore.Claim
+		var c claimed
 		expectRoundTrips(t, h, "first call", []string{claimTrip, "evalsha"}, func() error {
 			var err error
-			if c, err = s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute); err != nil {
+			if c, err = newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute); err != nil {
 				return err
 			}
-			if c.State != keystore.Acquired {
+			if !c.Acquired {
 				return errors.New("claim not acquired: " + c.State.String())
 			}
-			return s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 201, Body: []byte("ok")}, time.Minute)
+			return s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201, Body: []byte("ok")}), time.Minute)
 		})
 		expectRoundTrips(t, h, "replay", []string{claimTrip}, func() error {
-			r, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+			r, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
 			if err == nil && (r.State != keystore.Completed || string(r.Record.Body) != "ok") {
 				err = errors.New("replay did not return the record")
 			}
 			return err
 		})
 		other := keystoretest.Key(t)
-		var held keystore.Claim
+		var held claimed
 		expectRoundTrips(t, h, "claim, extend", []string{claimTrip, "evalsha"}, func() error {
 			var err error
-			if held, err = s.Claim(ctx, other, keystore.Fingerprint{1}, time.Minute); err != nil {
+			if held, err = newClaim(ctx, s, other, keystore.Fingerprint{1}, time.Minute); err != nil {
 				return err
 			}
-			return s.Extend(ctx, other, held.Token, time.Minute)
+			return extend(ctx, s, other, held.Token, time.Minute)
 		})
 		expectRoundTrips(t, h, "claim in flight", []string{claimTrip, "evalsha"}, func() error {
-			c, err := s.Claim(ctx, other, keystore.Fingerprint{1}, time.Minute)
-			if err == nil && (c.State != keystore.InFlight || c.LeaseRemaining <= 0 || c.LeaseRemaining > time.Minute) {
+			c, err := newClaim(ctx, s, other, keystore.Fingerprint{1}, time.Minute)
+			if err == nil && (c.Acquired || c.State != keystore.InFlight || c.LeaseRemaining <= 0 || c.LeaseRemaining > time.Minute) {
 				err = fmt.Errorf("claim of a held key: %v, lease remaining %v", c.State, c.LeaseRemaining)
 			}
 			return err
@@ -174,13 +174,13 @@ func takeover(t *testing.T, s *redisstore.Store, h *commandCounter, want []strin
 	t.Helper()
 	ctx := t.Context()
 	key := keystoretest.Key(t)
-	if c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, 20*time.Millisecond); err != nil || c.State != keystore.Acquired {
+	if c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, 20*time.Millisecond); err != nil || !c.Acquired {
 		t.Fatalf("Claim: %v %v", c.State, err)
 	}
 	time.Sleep(60 * time.Millisecond) // the lease is judged by the Redis server's clock
 	expectRoundTrips(t, h, "takeover of an expired lease", want, func() error {
-		c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
-		if err == nil && (c.State != keystore.Acquired || !c.TookOver) {
+		c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
+		if err == nil && (!c.Acquired || !c.TookOver) {
 			err = fmt.Errorf("claim after the lease ran out: %v, TookOver %v", c.State, c.TookOver)
 		}
 		return err
@@ -223,17 +223,17 @@ func TestScriptFlushFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := keystoretest.Key(t)
-	var c keystore.Claim
+	var c claimed
 	expectRoundTrips(t, h, "claim after SCRIPT FLUSH", []string{claimTrip}, func() error {
 		var err error
-		c, err = s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+		c, err = newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
 		return err
 	})
 	expectRoundTrips(t, h, "complete after SCRIPT FLUSH", []string{"evalsha", "eval"}, func() error {
-		return s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 201}, time.Minute)
+		return s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201}), time.Minute)
 	})
 	expectRoundTrips(t, h, "replay after SCRIPT FLUSH", []string{claimTrip}, func() error {
-		r, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+		r, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
 		if err == nil && r.State != keystore.Completed {
 			err = errors.New("replay: " + r.State.String())
 		}
@@ -247,14 +247,14 @@ func TestScriptFlushFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := keystoretest.Key(t)
-	c, err := s.Claim(ctx, other, keystore.Fingerprint{1}, time.Minute)
-	if err != nil || c.State != keystore.Acquired {
+	c, err := newClaim(ctx, s, other, keystore.Fingerprint{1}, time.Minute)
+	if err != nil || !c.Acquired {
 		t.Fatalf("Claim: %v %v", c.State, err)
 	}
 	if err := client.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Extend(ctx, other, c.Token, time.Minute); err != nil {
+	if _, err := s.Extend(ctx, other, c.Token, time.Minute); err != nil {
 		t.Fatalf("Extend after SCRIPT FLUSH: %v", err)
 	}
 	if err := client.ScriptFlush(ctx).Err(); err != nil {
@@ -283,20 +283,20 @@ func TestScriptFlushFallbackCluster(t *testing.T) {
 	for range 5 {
 		key := keystoretest.Key(t)
 		flush()
-		c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
-		if err != nil || c.State != keystore.Acquired {
+		c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
+		if err != nil || !c.Acquired {
 			t.Fatalf("Claim after SCRIPT FLUSH: %v %v", c.State, err)
 		}
 		flush()
-		if err := s.Extend(ctx, key, c.Token, time.Minute); err != nil {
+		if _, err := s.Extend(ctx, key, c.Token, time.Minute); err != nil {
 			t.Fatalf("Extend after SCRIPT FLUSH: %v", err)
 		}
 		flush()
-		if err := s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 201}, time.Minute); err != nil {
+		if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201}), time.Minute); err != nil {
 			t.Fatalf("Complete after SCRIPT FLUSH: %v", err)
 		}
 		flush()
-		if r, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute); err != nil || r.State != keystore.Completed {
+		if r, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute); err != nil || r.State != keystore.Completed {
 			t.Fatalf("replay after SCRIPT FLUSH: %v %v", r.State, err)
 		}
 	}

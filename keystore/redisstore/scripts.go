@@ -10,6 +10,7 @@ import (
 //
 //	in flight:  'i' | fingerprint (32 bytes) | token (8 bytes, big endian)
 //	completed:  'd' | fingerprint (32 bytes) | token (8 bytes) | record (see keystore.AppendRecord)
+//	released:   'r' | releaser (8 bytes) | fenced tokens (8 bytes each)
 //
 // where the completed entry's token is the one that completed it. Entries
 // written by earlier versions of this package, 'c' | fingerprint | record,
@@ -25,15 +26,26 @@ import (
 // TookOver, and the expiry, not the key's absence, fences the stale token.
 // A completed key expires at the end of its retention.
 //
-// Release deletes the entry and leaves a marker, the releasing token, under
-// the key's release key (Store.RedisKey + ":released", the same hash tag and
-// so the same Cluster slot; see scriptKeys for the exception) for the grace: a Release repeated by the same
-// token while the key is still absent (a go-redis retry of one that was
-// applied) then succeeds instead of reporting the lease lost.
+// A released entry lives for the grace. Release by the holder writes one,
+// naming it the releaser: a Release repeated by that token then succeeds.
+// A Release by a token that does not hold the key fences it (see package
+// keystore, "Claims whose outcome is unknown"): on an absent or released
+// key it adds the token to the released entry's fenced tokens (the
+// releaser all zeros when there is none); on a key in flight for another
+// token, it adds the token to the set under the key's fence key
+// (Store.RedisKey + ":fenced", the same hash tag and so the same Cluster
+// slot; see scriptKeys for the exception), kept until the grace after that
+// lease ends. A Claim never acquires for a token the key's released entry
+// or fence set names: it fails with ErrLeaseLost. A Claim that acquires a
+// released key moves the tokens of its released entry into the fence set
+// first (see claimScript). Values under the key that are none of these
+// entries (a string that merely begins with 'i' or 'r') are never changed:
+// Claim fails on them with an error, Extend, Complete and Release with
+// ErrLeaseLost.
 //
 // The scripts call no TIME and format no numbers. Claim runs claimScript
-// only for a key found in flight; a new key and a replay are answered by
-// the plain SET … NX GET of Store.claim.
+// only for a key found in flight or released; a new key and a replay are
+// answered by the plain SET … NX GET of Store.claim.
 
 // holdCheck sets v to the entry, held to whether the token in ARGV[1] holds
 // it (in flight, its lease still running: PTTL above the grace in ARGV[2]),
@@ -45,14 +57,41 @@ local held = st == 'i' and string.sub(v, 34) == ARGV[1] and redis.call('PTTL', K
 local done = st == 'd' and string.sub(v, 34, 41) == ARGV[1]
 `
 
-// claimScript, the in-flight path of Store.claim: KEYS[1] the key; ARGV[1] the new in-flight value
-// ('i' | fingerprint | token), ARGV[2] lease+grace (ms), ARGV[3] grace (ms).
-// Returns
+// names reports whether the 8-byte token t is one of the tokens in s from
+// byte i on; released whether v is a released entry ('r', then whole
+// tokens), not some other value that begins with 'r'.
+const names = `
+local function names(s, i, t)
+  for j = i, #s - 7, 8 do
+    if string.sub(s, j, j + 7) == t then
+      return true
+    end
+  end
+  return false
+end
+local function released(v)
+  return string.sub(v, 1, 1) == 'r' and #v >= 9 and (#v - 9) % 8 == 0
+end
+`
+
+// claimScript, the script path of Store.claim: KEYS[1] the key, KEYS[2]
+// its fence key (absent for the rare keys that have none, see
+// scriptKeys); ARGV[1] the new in-flight value ('i' | fingerprint |
+// token), ARGV[2] lease+grace (ms), ARGV[3] grace (ms). Returns
 //
 //	0 or 1                      acquired; 1 when it took over an expired lease
+//	-1                          the token is fenced: nothing acquired
 //	{fingerprint, remaining}    in flight, remaining lease in ms
 //	value (a string)            completed: the whole stored value
-var claimScript = newLua(`
+//
+// A token is fenced when the released entry or the fence set names it.
+// The Claim that acquires a released key replaces its released entry, so
+// it first moves the tokens that entry names (its releaser and the tokens
+// it fences) into the fence set, kept for at least the grace: the longest
+// the released entry could still have kept them. A Claim whose token
+// already holds the key (its own value, a resend) is acquired while the
+// lease runs, and otherwise takes the expired lease over like any other.
+var claimScript = newLua(names + `
 local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 if not v then
   return 0
@@ -61,21 +100,51 @@ local st = string.sub(v, 1, 1)
 if st == 'd' or st == 'c' then
   return v
 end
-if st ~= 'i' then
+local tok = string.sub(ARGV[1], 34)
+local function fenced()
+  return KEYS[2] ~= nil and redis.call('SISMEMBER', KEYS[2], tok) == 1
+end
+if released(v) then
+  if names(v, 2, tok) or fenced() then
+    return -1
+  end
+  if KEYS[2] then
+    local moved = false
+    for j = 2, #v - 7, 8 do
+      local t = string.sub(v, j, j + 7)
+      if t ~= string.rep('\0', 8) then
+        redis.call('SADD', KEYS[2], t)
+        moved = true
+      end
+    end
+    if moved and redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then
+      redis.call('PEXPIRE', KEYS[2], ARGV[3])
+    end
+  end
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 0
+end
+if st ~= 'i' or #v ~= #ARGV[1] then
   return redis.error_reply('ERR redisstore: key holds a value that is not an idempotency entry')
 end
 local rem = redis.call('PTTL', KEYS[1]) - tonumber(ARGV[3])
 if rem > 0 then
+  if v == ARGV[1] then
+    return 0
+  end
   return {string.sub(v, 2, 33), rem}
+end
+if fenced() then
+  return -1
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 `)
 
 // extendScript: KEYS[1] the key; ARGV[1] token, ARGV[2] grace (ms),
-// ARGV[3] lease+grace (ms). Returns 2 + the lease that remained (ms, for
-// keystore.ReportLease) if extended, 1 if the token completed the key
-// (nothing changes), 0 if the lease was lost.
+// ARGV[3] lease+grace (ms). Returns 2 + the lease that remained (ms) if
+// extended, 1 if the token completed the key (nothing changes), 0 if the
+// lease was lost.
 var extendScript = newLua(holdCheck + `
 if held then
   local rem = redis.call('PTTL', KEYS[1]) - tonumber(ARGV[2])
@@ -88,20 +157,13 @@ end
 return 0
 `)
 
-// completeScript: KEYS[1] the key, KEYS[2] (only for a short retention, see
-// Store.Complete) its release key (see releaseScript), deleted on
-// completion so that an earlier holder's release mark cannot outlive a
-// record with a retention shorter than the grace;
-// ARGV[1] token, ARGV[2] grace (ms),
-// ARGV[3] encoded record, ARGV[4] retention (ms). Returns 1 if completed, or
-// if the token already completed the key with the same record (nothing
+// completeScript: KEYS[1] the key; ARGV[1] token, ARGV[2] grace (ms),
+// ARGV[3] encoded record, ARGV[4] retention (ms). Returns 1 if completed,
+// or if the token already completed the key with the same record (nothing
 // changes), 0 if the lease was lost.
 var completeScript = newLua(holdCheck + `
 if held then
   redis.call('SET', KEYS[1], 'd' .. string.sub(v, 2, 33) .. ARGV[1] .. ARGV[3], 'PX', ARGV[4])
-  if KEYS[2] then
-    redis.call('DEL', KEYS[2])
-  end
   return 1
 end
 if done and string.sub(v, 42) == ARGV[3] then
@@ -110,21 +172,35 @@ end
 return 0
 `)
 
-// releaseScript: KEYS[1] the key, KEYS[2] its release key (absent for the
-// rare keys that have none, see scriptKeys); ARGV[1] token,
-// ARGV[2] grace (ms). Returns 1 if released, or if the token released the
-// key and nobody has claimed it since (nothing changes), 0 if the lease was
-// lost.
-var releaseScript = newLua(holdCheck + `
+// releaseScript: KEYS[1] the key, KEYS[2] its fence key (absent for the
+// rare keys that have none, see scriptKeys); ARGV[1] token, ARGV[2] grace
+// (ms). Returns 1 if released, or if the token released the key and nobody
+// has claimed it since (nothing changes); 0 if the token does not hold the
+// key, which it then fences.
+var releaseScript = newLua(holdCheck + names + `
 if held then
-  redis.call('DEL', KEYS[1])
-  if KEYS[2] then
-    redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
-  end
+  redis.call('SET', KEYS[1], 'r' .. ARGV[1], 'PX', ARGV[2])
   return 1
 end
-if not v and KEYS[2] and redis.call('GET', KEYS[2]) == ARGV[1] then
-  return 1
+if not v then
+  redis.call('SET', KEYS[1], 'r' .. string.rep('\0', 8) .. ARGV[1], 'PX', ARGV[2])
+  return 0
+end
+if released(v) then
+  if string.sub(v, 2, 9) == ARGV[1] then
+    return 1
+  end
+  if not names(v, 10, ARGV[1]) then
+    redis.call('SET', KEYS[1], v .. ARGV[1], 'PX', ARGV[2])
+  end
+  return 0
+end
+if st == 'i' and #v == 41 and KEYS[2] then
+  redis.call('SADD', KEYS[2], ARGV[1])
+  local p = math.max(redis.call('PTTL', KEYS[1]), 0) + tonumber(ARGV[2])
+  if redis.call('PTTL', KEYS[2]) < p then
+    redis.call('PEXPIRE', KEYS[2], p)
+  end
 end
 return 0
 `)
@@ -138,7 +214,7 @@ return 0
 // does the script put it back, as it was (same value, same expiry: Redis 7
 // freezes the clock for a script's run), so nothing changes.
 //
-// KEYS as completeScript; ARGV[1] the in-flight value ('i' | fingerprint |
+// KEYS[1] the key; ARGV[1] the in-flight value ('i' | fingerprint |
 // token), ARGV[2] the completed value ('d' | fingerprint | token | record),
 // ARGV[3] retention (ms). The grace is written into the script. Returns as
 // completeScript: 1 if completed, or if the token already completed the
@@ -152,9 +228,6 @@ local p = redis.call('PTTL', KEYS[1])
 if p > ` + strconv.FormatInt(abandonedGrace.Milliseconds(), 10) + ` then
   local v = redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3], 'GET')
   if v == ARGV[1] then
-    if KEYS[2] then
-      redis.call('DEL', KEYS[2])
-    end
     return 1
   end
   redis.call('SET', KEYS[1], v, 'PX', p)

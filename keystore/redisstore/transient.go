@@ -14,7 +14,7 @@ import (
 // the handler again; answer any other failure 4xx, so that it is recorded
 // and the sender stops (see
 // [github.com/geoidem/geoidem/keystore/pgstore.Transient] for the rule, and
-// [github.com/geoidem/geoidem/middleware.WriteProblem] to write either).
+// [github.com/geoidem/geoidem/problem.Write] to write either).
 //
 // Transient: a closed client, a pool timeout or exhaustion; the replies
 // LOADING, READONLY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN, BUSY and OOM; lost

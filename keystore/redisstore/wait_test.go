@@ -57,24 +57,24 @@ func TestWaitReplicas(t *testing.T) {
 		s := newStore(t, client, client, redisstore.Config{KeyPrefix: prefix, WaitReplicas: 1, WaitTimeout: 10 * time.Second})
 		warmScripts(t, s)
 		key := keystoretest.Key(t)
-		var c keystore.Claim
+		var c claimed
 		expectRoundTrips(t, h, "claim with WaitReplicas 1", []string{claimTrip, "wait"}, func() error {
 			var err error
-			c, err = s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
-			if err == nil && c.State != keystore.Acquired {
+			c, err = newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
+			if err == nil && !c.Acquired {
 				err = errors.New(c.State.String())
 			}
 			return err
 		})
 		expectRoundTrips(t, h, "in-flight claim with WaitReplicas 1", []string{claimTrip, "evalsha"}, func() error {
-			_, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+			_, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
 			return err
 		})
 		expectRoundTrips(t, h, "complete with WaitReplicas 1", []string{"evalsha"}, func() error {
-			return s.Complete(ctx, key, c.Token, keystore.Record{StatusCode: 201}, time.Minute)
+			return s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201}), time.Minute)
 		})
 		expectRoundTrips(t, h, "replay with WaitReplicas 1", []string{claimTrip}, func() error {
-			_, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+			_, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
 			return err
 		})
 	})
@@ -84,17 +84,22 @@ func TestWaitReplicas(t *testing.T) {
 		s := newStore(t, client, client, redisstore.Config{KeyPrefix: prefix, WaitReplicas: 2, WaitTimeout: timeout})
 		key := keystoretest.Key(t)
 		start := time.Now()
-		c, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute)
+		c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
 		elapsed := time.Since(start)
+		tok := c.Token
 		if !errors.Is(err, redisstore.ErrNotReplicated) || errors.Is(err, keystore.ErrLeaseLost) {
 			t.Fatalf("Claim with WaitReplicas 2 and one replica = %v, %v; want ErrNotReplicated", c.State, err)
 		}
 		if elapsed < timeout || elapsed > 10*timeout {
 			t.Errorf("the failed claim took %v; WAIT's timeout is %v", elapsed, timeout)
 		}
-		// The refused claim was released: the key is absent, not in flight.
-		again, err := plain.Claim(ctx, key, keystore.Fingerprint{2}, time.Minute)
-		if err != nil || again.State != keystore.Acquired || again.TookOver {
+		// The refused claim was released by its token, which is fenced,
+		// and the key is free, not in flight.
+		if late, err := claimWith(ctx, plain, key, keystore.Fingerprint{1}, time.Minute, tok); !errors.Is(err, keystore.ErrLeaseLost) || late.Acquired {
+			t.Fatalf("Claim with the refused claim's token = acquired %v, %v; want ErrLeaseLost", late.Acquired, err)
+		}
+		again, err := newClaim(ctx, plain, key, keystore.Fingerprint{2}, time.Minute)
+		if err != nil || !again.Acquired || again.TookOver {
 			t.Fatalf("Claim after the refused one = %v (took over %v), %v; want acquired from absent", again.State, again.TookOver, err)
 		}
 	})
@@ -111,10 +116,10 @@ func TestWaitReplicasCluster(t *testing.T) {
 	ctx := t.Context()
 	for i := range 6 {
 		key := keystoretest.Key(t) + strconv.Itoa(i)
-		if _, err := s.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute); !errors.Is(err, redisstore.ErrNotReplicated) {
+		if _, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute); !errors.Is(err, redisstore.ErrNotReplicated) {
 			t.Fatalf("Claim needing a replica on a cluster without any: %v, want ErrNotReplicated", err)
 		}
-		if c, err := plain.Claim(ctx, key, keystore.Fingerprint{1}, time.Minute); err != nil || c.State != keystore.Acquired || c.TookOver {
+		if c, err := newClaim(ctx, plain, key, keystore.Fingerprint{1}, time.Minute); err != nil || !c.Acquired || c.TookOver {
 			t.Fatalf("Claim after the refused one: %v %v", c.State, err)
 		}
 	}

@@ -1,6 +1,7 @@
 package contracttest_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -94,15 +95,15 @@ func newStore() keystore.Store { return new(memstore.Store) }
 
 // forgetfulStore acquires every key and keeps nothing: the middleware in
 // front of it runs the handler for every request.
-type forgetfulStore struct{ token atomic.Uint64 }
+type forgetfulStore struct{}
 
-func (s *forgetfulStore) Claim(context.Context, string, keystore.Fingerprint, time.Duration) (keystore.Claim, error) {
-	return keystore.Claim{State: keystore.Acquired, Token: keystore.Token(s.token.Add(1))}, nil
+func (s *forgetfulStore) Claim(_ context.Context, _ string, a keystore.ClaimArgs) (keystore.Claim, error) {
+	return keystore.Claim{Acquired: true, State: keystore.InFlight, Fingerprint: a.Fingerprint}, nil
 }
-func (s *forgetfulStore) Extend(context.Context, string, keystore.Token, time.Duration) error {
-	return nil
+func (s *forgetfulStore) Extend(context.Context, string, keystore.Token, time.Duration) (time.Duration, error) {
+	return 0, nil
 }
-func (s *forgetfulStore) Complete(context.Context, string, keystore.Token, keystore.Record, time.Duration) error {
+func (s *forgetfulStore) Complete(context.Context, string, keystore.Token, []byte, time.Duration) error {
 	return nil
 }
 func (s *forgetfulStore) Release(context.Context, string, keystore.Token) error { return nil }
@@ -138,7 +139,6 @@ func wrappedWithout(t testing.TB, h http.Handler) http.Handler {
 // concurrent Claims of an absent key can all acquire it.
 type checkThenSetStore struct {
 	mu      sync.Mutex
-	token   keystore.Token
 	keys    map[string]*checkThenSetEntry
 	checked map[string]int // claims of each key that found it absent
 }
@@ -146,10 +146,11 @@ type checkThenSetStore struct {
 type checkThenSetEntry struct {
 	fp    keystore.Fingerprint
 	token keystore.Token // zero once completed
-	rec   keystore.Record
+	rec   []byte
 }
 
-func (s *checkThenSetStore) Claim(_ context.Context, key string, fp keystore.Fingerprint, _ time.Duration) (keystore.Claim, error) {
+func (s *checkThenSetStore) Claim(_ context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
+	fp := a.Fingerprint
 	s.mu.Lock()
 	e, ok := s.keys[key]
 	var c keystore.Claim
@@ -157,7 +158,8 @@ func (s *checkThenSetStore) Claim(_ context.Context, key string, fp keystore.Fin
 	case ok && e.token != 0:
 		c = keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: time.Second}
 	case ok:
-		c = keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: e.rec.Clone()}
+		rec, _ := keystore.DecodeRecord(e.rec)
+		c = keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: rec}
 	}
 	s.mu.Unlock()
 	if ok {
@@ -186,9 +188,8 @@ func (s *checkThenSetStore) Claim(_ context.Context, key string, fp keystore.Fin
 	if s.keys == nil {
 		s.keys = map[string]*checkThenSetEntry{}
 	}
-	s.token++
-	s.keys[key] = &checkThenSetEntry{fp: fp, token: s.token}
-	return keystore.Claim{State: keystore.Acquired, Token: s.token, Fingerprint: fp}, nil
+	s.keys[key] = &checkThenSetEntry{fp: fp, token: a.Token}
+	return keystore.Claim{Acquired: true, State: keystore.InFlight, Fingerprint: fp}, nil
 }
 
 func (s *checkThenSetStore) held(key string, token keystore.Token) *checkThenSetEntry {
@@ -198,23 +199,23 @@ func (s *checkThenSetStore) held(key string, token keystore.Token) *checkThenSet
 	return nil
 }
 
-func (s *checkThenSetStore) Extend(_ context.Context, key string, token keystore.Token, _ time.Duration) error {
+func (s *checkThenSetStore) Extend(_ context.Context, key string, token keystore.Token, _ time.Duration) (time.Duration, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.held(key, token) == nil {
-		return keystore.ErrLeaseLost
+		return 0, keystore.ErrLeaseLost
 	}
-	return nil
+	return 0, nil
 }
 
-func (s *checkThenSetStore) Complete(_ context.Context, key string, token keystore.Token, rec keystore.Record, _ time.Duration) error {
+func (s *checkThenSetStore) Complete(_ context.Context, key string, token keystore.Token, rec []byte, _ time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.held(key, token)
 	if e == nil {
 		return keystore.ErrLeaseLost
 	}
-	e.token, e.rec = 0, rec.Clone()
+	e.token, e.rec = 0, bytes.Clone(rec)
 	return nil
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
-	"github.com/geoidem/geoidem/observe"
 	"github.com/geoidem/geoidem/observe/otelobserve"
 )
 
@@ -46,8 +45,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	store := observe.Store(new(memstore.Store), tel.ObserveStore)
-	idem, err := middleware.New(store, middleware.Config{Observer: tel.Observe})
+	idem, err := middleware.New(new(memstore.Store), middleware.Config{Observer: tel.Observe, StoreObserver: tel.ObserveStore})
 	if err != nil {
 		panic(err)
 	}

@@ -6,8 +6,7 @@
 //
 //	tel, err := otelobserve.New(meterProvider, tracerProvider)
 //	…
-//	store := observe.Store(new(memstore.Store), tel.ObserveStore)
-//	idem, err := middleware.New(store, middleware.Config{Observer: tel.Observe})
+//	idem, err := middleware.New(store, middleware.Config{Observer: tel.Observe, StoreObserver: tel.ObserveStore})
 //	handler := otelhttp.NewHandler(idem.Handler(ingest), "ingest") // the server span
 //
 // # Spans
@@ -36,8 +35,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/middleware"
-	"github.com/geoidem/geoidem/observe"
 )
 
 // instrumentationName names the meter and the tracer of an [OTel].
@@ -71,7 +70,7 @@ type Observer struct {
 	takeovers metric.Int64Counter
 	store     metric.Float64Histogram
 	outcomes  map[middleware.Outcome]attribute.Set
-	ops       map[string][2]attribute.Set // [0] ok, [1] error
+	ops       map[keystore.Op][2]attribute.Set // [0] ok, [1] error
 }
 
 // New creates the instruments on a meter of mp and the spans with a
@@ -106,9 +105,9 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Observer, error) {
 		t.requests.Add(ctx, 0, metric.WithAttributeSet(t.outcomes[o]))
 	}
 	t.takeovers.Add(ctx, 0)
-	t.ops = map[string][2]attribute.Set{}
-	for _, op := range observe.StoreOps() {
-		t.ops[op] = [2]attribute.Set{storeSet(op, "ok"), storeSet(op, "error")}
+	t.ops = map[keystore.Op][2]attribute.Set{}
+	for _, op := range keystore.Ops() {
+		t.ops[op] = [2]attribute.Set{storeSet(string(op), "ok"), storeSet(string(op), "error")}
 	}
 	return t, nil
 }
@@ -160,8 +159,8 @@ func (t *Observer) Observe(ev middleware.Event) {
 }
 
 // ObserveStore records c's latency with its operation and result: an
-// [observe.Store] callback, and a pgstore.Config.Observer.
-func (t *Observer) ObserveStore(c observe.StoreCall) {
+// middleware.Config.StoreObserver, and a pgstore.Config.Observer.
+func (t *Observer) ObserveStore(c keystore.Call) {
 	ctx := c.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -172,7 +171,7 @@ func (t *Observer) ObserveStore(c observe.StoreCall) {
 	}
 	set, ok := t.ops[c.Op]
 	if !ok {
-		set[i] = storeSet(c.Op, result)
+		set[i] = storeSet(string(c.Op), result)
 	}
 	t.store.Record(ctx, c.Latency.Seconds(), metric.WithAttributeSet(set[i]))
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
-	"github.com/geoidem/geoidem/observe"
 	"github.com/geoidem/geoidem/observe/otelobserve"
 )
 
@@ -194,7 +193,7 @@ func TestOTelSpanPerOutcome(t *testing.T) {
 // the store's calls are measured.
 func TestOTelThroughMiddleware(t *testing.T) {
 	k := newOTelKit(t)
-	idem, err := middleware.New(observe.Store(new(memstore.Store), k.tel.ObserveStore), middleware.Config{Observer: k.tel.Observe})
+	idem, err := middleware.New(new(memstore.Store), middleware.Config{Observer: k.tel.Observe, StoreObserver: k.tel.ObserveStore})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
-	"github.com/geoidem/geoidem/observe"
 	"github.com/geoidem/geoidem/observe/promobserve"
 )
 
@@ -30,8 +29,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	store := observe.Store(new(memstore.Store), prom.ObserveStore)
-	idem, err := middleware.New(store, middleware.Config{Observer: prom.Observe})
+	idem, err := middleware.New(new(memstore.Store), middleware.Config{Observer: prom.Observe, StoreObserver: prom.ObserveStore})
 	if err != nil {
 		panic(err)
 	}

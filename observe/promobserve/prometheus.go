@@ -6,11 +6,11 @@
 //
 //	prom, err := promobserve.New(registry)
 //	…
-//	store := observe.Store(new(memstore.Store), prom.ObserveStore)
-//	idem, err := middleware.New(store, middleware.Config{Observer: prom.Observe})
+//	idem, err := middleware.New(store, middleware.Config{Observer: prom.Observe, StoreObserver: prom.ObserveStore})
 //
-// For pgstore, whose InTx and CompleteTx complete keys without the store
-// wrapper, set pgstore.Config.Observer to prom.ObserveStore as well.
+// For pgstore, whose InTx and CompleteTx complete keys in the handler's
+// transaction, without the middleware, set pgstore.Config.Observer to
+// prom.ObserveStore as well.
 //
 // # Series
 //
@@ -19,14 +19,14 @@
 //	geoidem_requests_total{outcome}                 counter, by middleware.Outcome
 //	geoidem_request_duration_seconds{outcome}       histogram of Event.Latency
 //	geoidem_lease_takeovers_total                   counter of Event.TookOver
-//	geoidem_store_operation_seconds{op,result}      histogram of StoreCall.Latency; op "claim", "extend", "complete", "release"; result "ok" or "error"
+//	geoidem_store_operation_seconds{op,result}      histogram of keystore.Call.Latency; op "claim", "extend", "complete", "release"; result "ok" or "error"
 package promobserve
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/middleware"
-	"github.com/geoidem/geoidem/observe"
 )
 
 // Observer keeps the middleware's outcomes and the store's latencies as
@@ -41,7 +41,7 @@ type Observer struct {
 	// The series of every outcome and store operation, looked up once at
 	// registration rather than hashed from label strings on every call.
 	byOutcome map[middleware.Outcome]outcomeSeries
-	byOp      map[string][2]prometheus.Observer // [0] ok, [1] error
+	byOp      map[keystore.Op][2]prometheus.Observer // [0] ok, [1] error
 }
 
 type outcomeSeries struct {
@@ -81,9 +81,9 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 	for _, o := range middleware.Outcomes() {
 		p.byOutcome[o] = outcomeSeries{p.requests.WithLabelValues(o.String()), p.latency.WithLabelValues(o.String())}
 	}
-	p.byOp = map[string][2]prometheus.Observer{}
-	for _, op := range observe.StoreOps() {
-		p.byOp[op] = [2]prometheus.Observer{p.store.WithLabelValues(op, "ok"), p.store.WithLabelValues(op, "error")}
+	p.byOp = map[keystore.Op][2]prometheus.Observer{}
+	for _, op := range keystore.Ops() {
+		p.byOp[op] = [2]prometheus.Observer{p.store.WithLabelValues(string(op), "ok"), p.store.WithLabelValues(string(op), "error")}
 	}
 	var registered []prometheus.Collector
 	for _, c := range []prometheus.Collector{p.requests, p.latency, p.takeovers, p.store} {
@@ -117,8 +117,8 @@ func (p *Observer) Observe(ev middleware.Event) {
 }
 
 // ObserveStore records c's latency under its op and result ("ok" or
-// "error"): an [observe.Store] callback, and a pgstore.Config.Observer.
-func (p *Observer) ObserveStore(c observe.StoreCall) {
+// "error"): a middleware.Config.StoreObserver, and a pgstore.Config.Observer.
+func (p *Observer) ObserveStore(c keystore.Call) {
 	i, result := 0, "ok"
 	if c.Err != nil {
 		i, result = 1, "error"
@@ -127,5 +127,5 @@ func (p *Observer) ObserveStore(c observe.StoreCall) {
 		series[i].Observe(c.Latency.Seconds())
 		return
 	}
-	p.store.WithLabelValues(c.Op, result).Observe(c.Latency.Seconds())
+	p.store.WithLabelValues(string(c.Op), result).Observe(c.Latency.Seconds())
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
-	"github.com/geoidem/geoidem/observe"
 	"github.com/geoidem/geoidem/observe/promobserve"
 )
 
@@ -53,7 +52,7 @@ func TestPrometheusSeries(t *testing.T) {
 	}
 	wantLines(t, scrape(t, reg), append(zero, "geoidem_lease_takeovers_total 0")...)
 
-	idem, err := middleware.New(observe.Store(new(memstore.Store), prom.ObserveStore), middleware.Config{Observer: prom.Observe})
+	idem, err := middleware.New(new(memstore.Store), middleware.Config{Observer: prom.Observe, StoreObserver: prom.ObserveStore})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,14 +20,15 @@ import (
 // acquireStore is a key store that acquires every key and forgets every
 // record: the benchmarks below measure validation and the handler, not a
 // store.
-type acquireStore struct{ token keystore.Token }
+type acquireStore struct{}
 
-func (s *acquireStore) Claim(context.Context, string, keystore.Fingerprint, time.Duration) (keystore.Claim, error) {
-	s.token++
-	return keystore.Claim{State: keystore.Acquired, Token: s.token}, nil
+func (s *acquireStore) Claim(_ context.Context, _ string, a keystore.ClaimArgs) (keystore.Claim, error) {
+	return keystore.Claim{Acquired: true, State: keystore.InFlight, Fingerprint: a.Fingerprint}, nil
 }
-func (*acquireStore) Extend(context.Context, string, keystore.Token, time.Duration) error { return nil }
-func (*acquireStore) Complete(context.Context, string, keystore.Token, keystore.Record, time.Duration) error {
+func (*acquireStore) Extend(context.Context, string, keystore.Token, time.Duration) (time.Duration, error) {
+	return 0, nil
+}
+func (*acquireStore) Complete(context.Context, string, keystore.Token, []byte, time.Duration) error {
 	return nil
 }
 func (*acquireStore) Release(context.Context, string, keystore.Token) error { return nil }

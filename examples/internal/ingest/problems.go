@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/problem"
 )
 
 // The problem types the ingest service answers with, listed in
@@ -26,7 +27,7 @@ const (
 // writeProblem answers an RFC 9457 problem document, not to be cached; a
 // positive retryAfter adds Retry-After in whole seconds, rounded up.
 func writeProblem(w http.ResponseWriter, status int, typ, title, detail string, retryAfter time.Duration) {
-	middleware.WriteProblem(w, middleware.Problem{Type: typ, Title: title, Status: status, Detail: detail, RetryAfter: retryAfter})
+	problem.Write(w, problem.Details{Type: typ, Title: title, Status: status, Detail: detail, RetryAfter: retryAfter})
 }
 
 // writeHTTPProblem answers an error that carries its own problem document

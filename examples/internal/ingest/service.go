@@ -21,7 +21,6 @@ import (
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
-	"github.com/geoidem/geoidem/observe"
 	"github.com/geoidem/geoidem/standardwebhooks"
 )
 
@@ -148,7 +147,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	store := observe.Store(be.store, m.prom.ObserveStore)
+	store := be.store
 	validator := cfg.Validator
 	if validator == nil {
 		validator = geojson.RequestValidator{}
@@ -174,6 +173,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		ReplayHeaders: append(slices.Clone(middleware.DefaultReplayHeaders), "Cache-Control"),
 		Logger:        log,
 		Observer:      m.prom.Observe,
+		StoreObserver: m.prom.ObserveStore,
 	})
 	if err != nil {
 		be.close()

@@ -1,4 +1,4 @@
-package middleware
+package deadline
 
 import (
 	"context"
@@ -9,41 +9,35 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/geoidem/geoidem/keystore"
 )
 
 type valueKey struct{}
 
-// TestStoreContextDeadlines makes store-call contexts at irregular moments
-// on one deadlines (a fake clock: synctest) and checks each against the
-// context contract and the bound's promise: it reports its exact
-// deadline, carries its parent's values (and a claim's token) but not its
-// cancellation, and ends at its deadline, at most a tick before the
-// timeout has passed, when Err and context.Cause turn to DeadlineExceeded.
-func TestStoreContextDeadlines(t *testing.T) {
+// TestBoundDeadlines makes contexts at irregular moments on one Shared (a
+// fake clock: synctest) and checks each against the context contract and
+// Bound's promise: it reports its exact deadline, carries its parent's
+// values but not its cancellation (given a parent without one, as Bound
+// asks: the request's context detached by context.WithoutCancel, whose
+// origin is canceled meanwhile), and ends at its deadline, at most a tick
+// before the timeout has passed, when Err and context.Cause turn to
+// DeadlineExceeded.
+func TestBoundDeadlines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var d deadlines
-		parent, cancel := context.WithCancelCause(context.WithValue(context.Background(), valueKey{}, "v"))
+		var d Shared
+		origin, cancel := context.WithCancelCause(context.WithValue(context.Background(), valueKey{}, "v"))
 		defer cancel(nil)
+		parent := context.WithoutCancel(origin)
 		const timeout = 100 * time.Millisecond
 		var wg sync.WaitGroup
 		for i := range 60 {
-			c := d.bound(parent, timeout)
-			if i%3 == 0 {
-				c.token = keystore.Token(1000 + i)
-			}
+			c := d.Bound(parent, timeout)
 			made := time.Now()
 			dl, ok := c.Deadline()
-			if early := made.Add(timeout).Sub(dl); !ok || early < 0 || early >= deadlineTick {
+			if early := made.Add(timeout).Sub(dl); !ok || early < 0 || early >= Tick {
 				t.Fatalf("context %d: Deadline() = %v, %v; want at most a tick before %v", i, dl, ok, made.Add(timeout))
 			}
 			if got := c.Value(valueKey{}); got != "v" {
 				t.Fatalf("context %d: the parent's value is %v", i, got)
-			}
-			tok, ok := keystore.ClaimTokenFromContext(c)
-			if want := keystore.Token(1000 + i); (i%3 == 0) != ok || (ok && tok != want) {
-				t.Fatalf("context %d: claim token %v, %v", i, tok, ok)
 			}
 			wg.Go(func() {
 				<-c.Done()
@@ -61,7 +55,7 @@ func TestStoreContextDeadlines(t *testing.T) {
 				cancel(errors.New("the client left"))
 			}
 			if err := c.Err(); err != nil {
-				t.Fatalf("context %d: Err() = %v before its deadline (parent canceled: %v)", i, err, parent.Err() != nil)
+				t.Fatalf("context %d: Err() = %v before its deadline (origin canceled: %v)", i, err, origin.Err() != nil)
 			}
 			if err := context.Cause(c); err != nil {
 				t.Fatalf("context %d: context.Cause = %v before its deadline", i, err)
@@ -77,16 +71,16 @@ func TestStoreContextDeadlines(t *testing.T) {
 	})
 }
 
-// TestStoreContextsConcurrent makes store-call contexts from many
-// goroutines at once, on the real clock (under -race, the lock's test):
-// every one ends, and none before its deadline.
-func TestStoreContextsConcurrent(t *testing.T) {
-	var d deadlines
+// TestBoundConcurrent makes contexts from many goroutines at once, with
+// three timeouts (out of order), on the real clock (under -race, the
+// lock's test): every one ends, and none before its deadline.
+func TestBoundConcurrent(t *testing.T) {
+	var d Shared
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 200 {
-				c := d.bound(context.Background(), time.Duration(1+(g+i)%3)*time.Millisecond)
+				c := d.Bound(context.Background(), time.Duration(1+(g+i)%3)*time.Millisecond)
 				<-c.Done()
 				if dl, _ := c.Deadline(); time.Now().Before(dl) {
 					t.Errorf("a context ended before its deadline %v", dl)
@@ -98,17 +92,17 @@ func TestStoreContextsConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-// TestStoreContextAfterFunc registers functions on store-call contexts the
+// TestBoundAfterFunc registers functions on the contexts the
 // way pgx watches every query's context (context.AfterFunc) and the way
 // context.WithCancel follows a parent: they run once the context has
 // ended, a stopped one never runs, and registering starts no goroutine
 // (the context package starts one per registration on a parent it cannot
 // hook into).
-func TestStoreContextAfterFunc(t *testing.T) {
+func TestBoundAfterFunc(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var d deadlines
+		var d Shared
 		const timeout = 50 * time.Millisecond
-		c := d.bound(context.Background(), timeout)
+		c := d.Bound(context.Background(), timeout)
 		before := runtime.NumGoroutine()
 		var ran [100]atomic.Bool
 		stops := make([]func() bool, len(ran))
@@ -147,6 +141,29 @@ func TestStoreContextAfterFunc(t *testing.T) {
 		synctest.Wait()
 		if !late.Load() {
 			t.Error("a function registered after the deadline did not run")
+		}
+	})
+}
+
+// TestBoundShorterAfterLonger: a context with a shorter timeout, made after
+// one with a longer timeout, ends at its own deadline, not with the longer
+// one's bucket.
+func TestBoundShorterAfterLonger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var d Shared
+		start := time.Now()
+		long := d.Bound(context.Background(), 100*time.Millisecond)
+		short := d.Bound(context.Background(), 10*time.Millisecond)
+		<-short.Done()
+		if got := time.Since(start); got > 10*time.Millisecond {
+			t.Errorf("the 10ms context ended after %v", got)
+		}
+		if long.Err() != nil {
+			t.Errorf("the 100ms context ended with the 10ms one")
+		}
+		<-long.Done()
+		if got := time.Since(start); got != 100*time.Millisecond {
+			t.Errorf("the 100ms context ended after %v", got)
 		}
 	})
 }

@@ -1,0 +1,25 @@
+package keystore
+
+import "github.com/geoidem/geoidem/internal/problem"
+
+// TooLargeRecord is the record kept in place of a response larger than
+// the caller records (the middleware's Config.MaxRecordBytes, a Hold's
+// MaxRecordBytes): a response-not-recorded problem document under the
+// response's own status, so that a retry learns the request ran, and how
+// it ended, instead of running it again. Its encoding is at most
+// [MinRecordBytes] long for every status from 200 to 599.
+func TooLargeRecord(status int) Record {
+	return Record{
+		StatusCode: status,
+		Header:     problem.Header(),
+		Body: problem.JSON(problem.Doc{Type: problem.TypeBase + "response-not-recorded", Title: "Response too large to replay", Status: status,
+			Detail: "The request was executed once and answered with this status, but its response was larger than the middleware records, so it cannot be replayed."}),
+	}
+}
+
+// MinRecordBytes is the least bound on a record that a caller may set
+// (the middleware's Config.MaxRecordBytes): room for every record the
+// middleware writes in place of a response (TooLargeRecord and its kind),
+// so that a store that reserves this much always has room for what is
+// recorded.
+const MinRecordBytes = 1024

@@ -1,0 +1,64 @@
+package middleware
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/geoidem/geoidem/internal/problem"
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// The answers the middleware writes itself, each an RFC 9457 problem
+// document, each reported once (done).
+
+// answer writes a problem of type typ and reports ev with its status.
+func (m *Middleware) answer(w http.ResponseWriter, r *http.Request, start time.Time, ev Event, status int, typ, title, detail string, retryAfter time.Duration) {
+	writeProblem(w, status, problemJSON(typ, title, status, detail), retryAfter)
+	ev.Status = status
+	m.done(r.Context(), ev, start)
+}
+
+// reject answers a request refused before anything was claimed.
+func (m *Middleware) reject(w http.ResponseWriter, r *http.Request, start time.Time, status int, typ, title, detail string) {
+	m.answer(w, r, start, Event{Outcome: Rejected}, status, typ, title, detail, 0)
+}
+
+// storeDown answers a claim the store failed: 503 store-unavailable, the
+// handler not run.
+func (m *Middleware) storeDown(w http.ResponseWriter, r *http.Request, key string, err error, start time.Time) {
+	m.refusals.Warn(r.Context(), "idempotency store unavailable", slog.String("key", key), slog.Any("error", err))
+	m.answer(w, r, start, Event{Outcome: StoreError, Key: key, Err: err}, http.StatusServiceUnavailable, ProblemStoreDown, "Idempotency store unavailable",
+		"The request was not executed; retry later with the same key.", m.retryAfter)
+}
+
+// storeFull answers a claim the store refused for want of room: 503
+// store-full, with a Retry-After from when the store says room frees up
+// (keystore.FullError), at least Config.RetryAfter.
+func (m *Middleware) storeFull(w http.ResponseWriter, r *http.Request, key string, err error, start time.Time) {
+	retryAfter := m.retryAfter
+	detail := "The idempotency store has no room for a new key now; the request was not executed. Retry after Retry-After with the same key."
+	var fe *keystore.FullError
+	if errors.As(err, &fe) {
+		retryAfter = max(retryAfter, fe.RetryAfter)
+		if fe.Client {
+			detail = "This client's share of the idempotency store is full; the request was not executed. Retry after Retry-After with the same key."
+		}
+	}
+	m.refusals.Warn(r.Context(), "idempotency store full", slog.String("key", key), slog.Any("error", err))
+	m.answer(w, r, start, Event{Outcome: StoreError, Key: key, Err: err}, http.StatusServiceUnavailable, ProblemStoreFull, "Idempotency store full", detail, retryAfter)
+}
+
+// problemJSON renders a problem document of the middleware's own.
+func problemJSON(typ, title string, status int, detail string) []byte {
+	return problem.JSON(problem.Doc{Type: typ, Title: title, Status: status, Detail: detail})
+}
+
+// problemHeader is the header a recorded problem document is replayed with.
+func problemHeader() http.Header { return problem.Header() }
+
+// writeProblem answers status with doc, a problem document.
+func writeProblem(w http.ResponseWriter, status int, doc []byte, retryAfter time.Duration) {
+	problem.Write(w, status, doc, retryAfter)
+}

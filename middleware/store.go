@@ -1,0 +1,76 @@
+package middleware
+
+import (
+	"context"
+	"time"
+
+	"github.com/geoidem/geoidem/internal/deadline"
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// The middleware's calls of its store, written once: each is bounded by
+// Config.StoreTimeout (unless the store is keystore.NonBlocking) and, where
+// the call uses a token, by the time until which the token surely holds its
+// key; each is reported to Config.StoreObserver. ctx is the context the call
+// inherits its values from: the request's, detached from its cancellation
+// (see exchange.base), for every call after the claim.
+
+// storeCtx bounds one store call made under ctx by StoreTimeout and until
+// (the zero time: no such bound).
+func (m *Middleware) storeCtx(ctx context.Context, until time.Time) (context.Context, context.CancelFunc) {
+	switch {
+	case m.nonBlocking && until.IsZero():
+		return ctx, nop
+	case m.nonBlocking:
+		return context.WithDeadline(ctx, until)
+	case !until.IsZero() && until.Before(time.Now().Add(m.storeTimeout)):
+		return context.WithDeadline(ctx, until)
+	case m.storeTimeout >= deadline.MinTimeout:
+		return m.deadlines.Bound(ctx, m.storeTimeout), nop
+	}
+	return context.WithTimeout(ctx, m.storeTimeout)
+}
+
+func nop() {}
+
+func (m *Middleware) callClaim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
+	cctx, cancel := m.storeCtx(ctx, time.Time{})
+	defer cancel()
+	start := time.Now()
+	c, err := m.store.Claim(cctx, key, a)
+	m.observeCall(cctx, keystore.OpClaim, start, err)
+	return c, err
+}
+
+func (m *Middleware) callExtend(ctx context.Context, key string, tok keystore.Token, until time.Time) (time.Duration, error) {
+	cctx, cancel := m.storeCtx(ctx, until)
+	defer cancel()
+	start := time.Now()
+	left, err := m.store.Extend(cctx, key, tok, m.storeLease)
+	m.observeCall(cctx, keystore.OpExtend, start, err)
+	return left, err
+}
+
+func (m *Middleware) callComplete(ctx context.Context, key string, tok keystore.Token, rec []byte, until time.Time) error {
+	cctx, cancel := m.storeCtx(ctx, until)
+	defer cancel()
+	start := time.Now()
+	err := m.store.Complete(cctx, key, tok, rec, m.retention)
+	m.observeCall(cctx, keystore.OpComplete, start, err)
+	return err
+}
+
+func (m *Middleware) callRelease(ctx context.Context, key string, tok keystore.Token, until time.Time) error {
+	cctx, cancel := m.storeCtx(ctx, until)
+	defer cancel()
+	start := time.Now()
+	err := m.store.Release(cctx, key, tok)
+	m.observeCall(cctx, keystore.OpRelease, start, err)
+	return err
+}
+
+func (m *Middleware) observeCall(ctx context.Context, op keystore.Op, start time.Time, err error) {
+	if m.observeStore != nil {
+		m.observeStore(keystore.Call{Op: op, Latency: time.Since(start), Err: err, Context: ctx})
+	}
+}
