@@ -63,6 +63,20 @@
 // senders post to one service, give each its own Verifier (its own secret)
 // and route, and include the sender in the middleware's Scope, as above.
 //
+// # The query is not signed
+//
+// A signature covers id.timestamp.body and nothing of the URL. The
+// middleware, though, fingerprints the query with the body, so a captured
+// signed message sent again with "?x=1" would claim its webhook-id under a
+// fingerprint of its own: ahead of the genuine delivery, it would run the
+// handler and leave the genuine delivery a 422 key-reused for the whole
+// retention. So the Verifier's Handler answers a request whose URL carries
+// a query 400 [ProblemQueryNotSigned], before it reads the body and before
+// anything is claimed; a sender delivers to the URL without a query.
+// VerifierConfig.AllowQuery turns the refusal off, for a sender whose URL
+// must carry one, with the risk its documentation spells out. [Verifier.Verify]
+// sees no URL: a caller that uses it directly must refuse a query itself.
+//
 // # Sending
 //
 // A [Signer] sets the three headers on an outgoing request
@@ -88,7 +102,8 @@
 // # Problem types
 //
 // The Verifier's 401 answers have the types [ProblemSignatureMissing],
-// [ProblemSignatureInvalid] and [ProblemTimestampOutOfTolerance], under the
+// [ProblemSignatureInvalid] and [ProblemTimestampOutOfTolerance], and its
+// 400 for a URL with a query the type [ProblemQueryNotSigned], under the
 // same base URI as the middleware's problems; its 413 and 400 answers for
 // the body share the middleware's body-too-large and body-unreadable types.
 //

@@ -23,6 +23,11 @@ const (
 	// from the receiver's clock than the tolerance, in the past or the
 	// future.
 	ProblemTimestampOutOfTolerance = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#webhook-timestamp-out-of-tolerance"
+	// ProblemQueryNotSigned (400): the request URL carries a query, which
+	// no Standard Webhooks signature covers, and the Verifier does not
+	// allow one (VerifierConfig.AllowQuery). The sender should deliver to
+	// the URL without the query.
+	ProblemQueryNotSigned = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#webhook-query-not-signed"
 )
 
 // The body problems share their types with the geoidem middleware's

@@ -40,6 +40,10 @@ var (
 	ErrInvalidSignature = errors.New("standardwebhooks: invalid webhook signature")
 )
 
+// errQueryNotSigned: the request URL carries a query and the Verifier does
+// not allow one (VerifierConfig.AllowQuery).
+var errQueryNotSigned = errors.New("standardwebhooks: query not covered by the signature")
+
 // verifyError wraps one of the sentinels with a detail fit for a problem
 // document.
 type verifyError struct {
@@ -78,6 +82,23 @@ type VerifierConfig struct {
 	// DefaultMaxBodyBytes (1 MiB); negative is an error.
 	MaxBodyBytes int64
 
+	// AllowQuery lets the Handler pass on a request whose URL carries a
+	// query. By default (false) such a request is answered 400
+	// webhook-query-not-signed before its body is read, because no
+	// Standard Webhooks signature covers the URL: anyone who captures a
+	// signed message (a proxy log, a misrouted copy) can send it again,
+	// within the tolerance, with a query of their choosing, and the
+	// signature still verifies. Behind the geoidem middleware, which
+	// fingerprints the query with the body, that replay claims the
+	// message's webhook-id under a fingerprint of its own: if it comes
+	// first, it runs the handler and the genuine delivery is answered 422
+	// key-reused for the whole retention; and whatever the handler reads
+	// from the query is the attacker's choice. Set AllowQuery only for a
+	// sender whose URL must carry a query, and then make the handler and
+	// the middleware's identity ignore it (or check it against what the
+	// signed body says).
+	AllowQuery bool
+
 	// Logger receives a Warn record per rejected request, at most
 	// 10 a minute: the others are counted, and the
 	// next record written carries their number as "suppressed", so a flood
@@ -93,12 +114,13 @@ type VerifierConfig struct {
 // concurrent use. Use [Verifier.Handler] as HTTP middleware in front of
 // the idempotency middleware, or [Verifier.Verify] on a body already read.
 type Verifier struct {
-	secrets   []Secret
-	tolerance time.Duration
-	now       func() time.Time
-	maxBody   int64
-	log       *slog.Logger
-	refusals  *ratelog.Logger // log, at a bounded rate
+	secrets    []Secret
+	allowQuery bool
+	tolerance  time.Duration
+	now        func() time.Time
+	maxBody    int64
+	log        *slog.Logger
+	refusals   *ratelog.Logger // log, at a bounded rate
 }
 
 // NewVerifier returns a Verifier, or an error when cfg has no secret, a
@@ -107,7 +129,7 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	if len(cfg.Secrets) == 0 {
 		return nil, errors.New("standardwebhooks: VerifierConfig.Secrets is empty")
 	}
-	v := &Verifier{tolerance: cfg.Tolerance, now: cfg.Now, maxBody: cfg.MaxBodyBytes, log: cfg.Logger}
+	v := &Verifier{tolerance: cfg.Tolerance, now: cfg.Now, maxBody: cfg.MaxBodyBytes, log: cfg.Logger, allowQuery: cfg.AllowQuery}
 	for i, s := range cfg.Secrets {
 		if s.IsZero() {
 			return nil, fmt.Errorf("standardwebhooks: VerifierConfig.Secrets[%d] is the zero Secret", i)
@@ -200,6 +222,21 @@ func (v *Verifier) checkHeaders(h http.Header) (message, error) {
 	return m, nil
 }
 
+// precheck runs every check of r that needs no body: its headers
+// (checkHeaders), then its URL: a query is refused unless allowed, since
+// no signature covers it. A request that fails both is answered for its
+// headers, so an unsigned request is a 401 with or without a query.
+func (v *Verifier) precheck(r *http.Request) (message, error) {
+	m, err := v.checkHeaders(r.Header)
+	if err != nil {
+		return message{}, err
+	}
+	if !v.allowQuery && r.URL.RawQuery != "" {
+		return message{}, failf(errQueryNotSigned, "The request URL carries a query, which the webhook signature does not cover; deliver to the URL without one.")
+	}
+	return m, nil
+}
+
 func (v *Verifier) checkSignature(m message, body []byte) error {
 	seen := false
 	for _, sec := range v.secrets {
@@ -251,7 +288,8 @@ func parseUnix(s string) (int64, bool) {
 
 // Handler wraps next so that it runs only for requests whose Standard
 // Webhooks signature verifies (see [Verifier.Verify]), whatever their
-// method. It checks the headers first, then reads the body, at most
+// method, and whose URL carries no query (unless AllowQuery). It checks the
+// headers and the URL first, then reads the body, at most
 // MaxBodyBytes of it, then checks the signature, all before next runs;
 // next receives the request with its body restored (Body, ContentLength
 // and GetBody over the bytes that were verified).
@@ -272,13 +310,14 @@ func parseUnix(s string) (int64, bool) {
 //	headers missing or empty                   401 webhook-signature-missing
 //	headers malformed, no signature matches    401 webhook-signature-invalid
 //	timestamp more than the tolerance away     401 webhook-timestamp-out-of-tolerance
+//	URL with a query, AllowQuery not set       400 webhook-query-not-signed
 //	body over MaxBodyBytes                     413 body-too-large
 //	body could not be read in full             400 body-unreadable
 //
 // 401 answers carry WWW-Authenticate: Webhook-Signature.
 func (v *Verifier) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m, err := v.checkHeaders(r.Header)
+		m, err := v.precheck(r)
 		if err != nil {
 			v.reject(w, r, err)
 			return
@@ -314,8 +353,11 @@ func (v *Verifier) Handler(next http.Handler) http.Handler {
 }
 
 func (v *Verifier) reject(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusUnauthorized
 	var typ, title, reason string
 	switch {
+	case errors.Is(err, errQueryNotSigned):
+		status, typ, title, reason = http.StatusBadRequest, ProblemQueryNotSigned, "Webhook query not signed", "query_not_signed"
 	case errors.Is(err, ErrMissingHeaders):
 		typ, title, reason = ProblemSignatureMissing, "Webhook signature missing", "signature_missing"
 	case errors.Is(err, ErrTimestampOutOfTolerance):
@@ -333,7 +375,7 @@ func (v *Verifier) reject(w http.ResponseWriter, r *http.Request, err error) {
 		attrs = append(attrs, idAttr(id))
 	}
 	v.refusals.Warn(r.Context(), "webhook rejected", append(attrs, slog.String("error", err.Error()))...)
-	writeProblem(w, http.StatusUnauthorized, typ, title, detail)
+	writeProblem(w, status, typ, title, detail)
 }
 
 // idAttr is how a webhook-id is logged: as webhook_id_sha256, the
