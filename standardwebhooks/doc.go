@@ -28,6 +28,27 @@
 // handler with the body, which it had to read, restored.
 // [Verifier.Verify] checks a body already read.
 //
+// # Cheap checks before the body
+//
+// Everything but the signature's match can be checked from the headers
+// alone ([Verifier.CheckHeaders]): the three headers are there, webhook-id
+// is at most MaxIDLen bytes of printable ASCII (what the middleware takes
+// as a key), webhook-timestamp is a Unix time within the tolerance, and
+// webhook-signature carries at least one well-formed signature of a
+// version the Verifier holds a key for. The Handler runs those checks, and
+// the query rule below, before it reads a byte of the body, answering as
+// it always has (401, or 400 for the query), so unsigned or malformed
+// traffic costs only its rejection, not the read of a slow body.
+//
+// Anything in front of the Handler that holds resources while a body
+// arrives, the middleware's Admission above all, would still admit such
+// traffic. Put [Verifier.Precheck], the same checks as middleware, in
+// front of it, and the Handler behind it:
+//
+//	h := verify.Precheck(admission.Handler(verify.Handler(idem.Handler(ingest))))
+//
+// A service with its own admission control calls CheckHeaders instead.
+//
 // # Verify before claiming the key
 //
 // The webhook-id is the natural idempotency key: the sender keeps it

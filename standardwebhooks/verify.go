@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -161,33 +162,70 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 // message is what the headers of one request say, once checked.
 type message struct {
 	id, timestamp string
-	signatures    []string // the webhook-signature field values
+	sigs          []signature // the well-formed signatures this Verifier can check
+}
+
+// signature is one well-formed signature of webhook-signature.
+type signature struct {
+	version string // SignatureVersion
+	text    string // the base64 signature, as sent
 }
 
 // Verify reports whether header and body make an authentic, fresh Standard
 // Webhooks message. It returns nil when
 //
 //   - webhook-id, webhook-timestamp and webhook-signature are present and
-//     not empty, webhook-id and webhook-timestamp once each (webhook-id
-//     is any string the sender signed, full stops included, as the
-//     specification has it);
+//     not empty, webhook-id and webhook-timestamp once each;
+//   - webhook-id is at most MaxIDLen bytes of printable ASCII (any
+//     string the sender signed, full stops included, as the specification
+//     has it, within what the geoidem middleware takes as a key);
 //   - webhook-timestamp is a Unix time in decimal digits at most the
 //     tolerance away from now (in either direction); and
 //   - at least one "v1,…" signature in webhook-signature (space-separated,
 //     in one or several fields) equals [Sign] of the id, the timestamp and
 //     body under at least one of the secrets, compared in constant time.
 //
-// Signatures of other versions ("v1a,…") and tokens without a comma are
-// ignored. Otherwise the error wraps ErrMissingHeaders,
-// ErrMalformedHeaders, ErrTimestampOutOfTolerance or ErrInvalidSignature,
-// checked in that order, so a stale or malformed request costs no HMAC.
-// body must be the raw bytes received, not re-serialized JSON.
+// Signatures of other versions ("v1a,…"), tokens without a comma and v1
+// signatures that are not the standard base64 of 32 bytes are ignored.
+// Otherwise the error wraps ErrMissingHeaders, ErrMalformedHeaders,
+// ErrTimestampOutOfTolerance or ErrInvalidSignature, checked in that
+// order, so a stale or malformed request costs no HMAC. Everything but the
+// match itself is [Verifier.CheckHeaders]. body must be the raw bytes
+// received, not re-serialized JSON.
+//
+// Verify sees no URL: a caller that uses it rather than the Handler must
+// refuse a request whose URL carries a query itself (see
+// VerifierConfig.AllowQuery).
 func (v *Verifier) Verify(header http.Header, body []byte) error {
 	m, err := v.checkHeaders(header)
 	if err != nil {
 		return err
 	}
 	return v.checkSignature(m, body)
+}
+
+// CheckHeaders runs every check of [Verifier.Verify] that needs no body:
+// the three headers are present, once each where that matters, webhook-id
+// is well formed, webhook-timestamp is a Unix time within the tolerance,
+// and webhook-signature carries at least one well-formed signature of a
+// version this Verifier holds a key for. It returns nil when only the body
+// can tell whether the request is authentic, and otherwise the error
+// Verify would return, wrapping the same sentinel.
+//
+// It costs no HMAC and reads nothing but h. The Handler runs it, with the
+// query check, before it reads the body; [Verifier.Precheck] is the same
+// check as middleware. Call CheckHeaders (or put Precheck) in front of
+// anything that holds resources while a body arrives, such as the
+// middleware's Admission, so that unsigned or malformed traffic costs only
+// its rejection:
+//
+//	h := verify.Precheck(admission.Handler(verify.Handler(idem.Handler(ingest))))
+//
+// The Handler checks the headers again, so a request that waited to be
+// admitted past the tolerance is still refused.
+func (v *Verifier) CheckHeaders(h http.Header) error {
+	_, err := v.checkHeaders(h)
+	return err
 }
 
 func (v *Verifier) checkHeaders(h http.Header) (message, error) {
@@ -207,7 +245,10 @@ func (v *Verifier) checkHeaders(h http.Header) (message, error) {
 	if len(ids) > 1 || len(stamps) > 1 {
 		return message{}, failf(ErrMalformedHeaders, "The request carries webhook-id or webhook-timestamp more than once.")
 	}
-	m := message{id: ids[0], timestamp: stamps[0], signatures: sigs}
+	m := message{id: ids[0], timestamp: stamps[0]}
+	if err := checkReceivedID(m.id); err != nil {
+		return message{}, err
+	}
 	secs, ok := parseUnix(m.timestamp)
 	if !ok {
 		return message{}, failf(ErrMalformedHeaders, "The webhook-timestamp is not a Unix time in whole seconds.")
@@ -219,7 +260,45 @@ func (v *Verifier) checkHeaders(h http.Header) (message, error) {
 	case age < -v.tolerance:
 		return message{}, failf(ErrTimestampOutOfTolerance, "The webhook-timestamp is %s in the future; at most %s is accepted.", (-age).Truncate(time.Second), v.tolerance)
 	}
+	for _, field := range sigs {
+		for _, tok := range strings.Fields(field) {
+			version, text, ok := strings.Cut(tok, ",")
+			if ok && version == SignatureVersion && wellFormed(text, sha256.Size) {
+				m.sigs = append(m.sigs, signature{version: version, text: text})
+			}
+		}
+	}
+	if len(m.sigs) == 0 {
+		return message{}, failf(ErrInvalidSignature, "The webhook-signature carries no well-formed %s signature.", SignatureVersion)
+	}
 	return m, nil
+}
+
+// checkReceivedID checks a received webhook-id: at most MaxIDLen bytes of
+// printable ASCII. That is what the geoidem middleware takes as a key, so
+// an id it would refuse is refused here, before the body is read. Unlike
+// [Signer.SignRequest], a Verifier takes full stops and surrounding spaces:
+// other senders may sign them. The error never contains the id.
+func checkReceivedID(id string) error {
+	if len(id) > MaxIDLen {
+		return failf(ErrMalformedHeaders, "The webhook-id is %d bytes long; at most %d are accepted.", len(id), MaxIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x20 || c > 0x7e {
+			return failf(ErrMalformedHeaders, "The webhook-id has byte 0x%02x, not printable ASCII, at offset %d.", c, i)
+		}
+	}
+	return nil
+}
+
+// wellFormed reports whether text is the standard, padded base64 encoding
+// of exactly n bytes, in its canonical form.
+func wellFormed(text string, n int) bool {
+	if len(text) != base64.StdEncoding.EncodedLen(n) {
+		return false
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(text)
+	return err == nil && len(b) == n
 }
 
 // precheck runs every check of r that needs no body: its headers
@@ -237,25 +316,31 @@ func (v *Verifier) precheck(r *http.Request) (message, error) {
 	return m, nil
 }
 
+// Precheck returns middleware that answers, as the Handler would and
+// before any body is read, every request the Handler would refuse from
+// its headers and URL alone ([Verifier.CheckHeaders], and a query unless
+// AllowQuery), and passes the others on to next untouched. It does not
+// verify the signature: put it in front of anything that holds resources
+// while a body arrives (the middleware's Admission, say) and keep the
+// Handler behind that, as [Verifier.CheckHeaders] shows.
+func (v *Verifier) Precheck(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := v.precheck(r); err != nil {
+			v.reject(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 func (v *Verifier) checkSignature(m message, body []byte) error {
-	seen := false
 	for _, sec := range v.secrets {
 		want := []byte(mac(sec, m.id, m.timestamp, body))
-		for _, field := range m.signatures {
-			for _, tok := range strings.Fields(field) {
-				version, sig, ok := strings.Cut(tok, ",")
-				if !ok || version != SignatureVersion {
-					continue
-				}
-				seen = true
-				if hmac.Equal([]byte(sig), want) {
-					return nil
-				}
+		for _, sig := range m.sigs {
+			if sig.version == SignatureVersion && hmac.Equal([]byte(sig.text), want) {
+				return nil
 			}
 		}
-	}
-	if !seen {
-		return failf(ErrInvalidSignature, "The webhook-signature carries no %s signature.", SignatureVersion)
 	}
 	return failf(ErrInvalidSignature, "No %s signature in webhook-signature matches this request under any configured secret.", SignatureVersion)
 }
@@ -288,9 +373,10 @@ func parseUnix(s string) (int64, bool) {
 
 // Handler wraps next so that it runs only for requests whose Standard
 // Webhooks signature verifies (see [Verifier.Verify]), whatever their
-// method, and whose URL carries no query (unless AllowQuery). It checks the
-// headers and the URL first, then reads the body, at most
-// MaxBodyBytes of it, then checks the signature, all before next runs;
+// method, and whose URL carries no query (unless AllowQuery). It first
+// checks the headers ([Verifier.CheckHeaders]) and the URL, so a request
+// refused on those costs no read of its body; then it reads the body, at
+// most MaxBodyBytes of it, then checks the signature, all before next runs;
 // next receives the request with its body restored (Body, ContentLength
 // and GetBody over the bytes that were verified).
 //
