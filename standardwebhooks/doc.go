@@ -8,20 +8,32 @@
 //	webhook-timestamp: 1614265330                     Unix seconds, fresh on every attempt
 //	webhook-signature: v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
 //
-// The signature is "v1," followed by the base64 HMAC-SHA256, under a shared
-// secret, of id + "." + timestamp + "." + body ([Sign]). Several
-// signatures may be sent, space-separated, while a secret is rotated.
-// Secrets are written "whsec_" followed by base64 ([ParseSecret]).
+// A signature covers id + "." + timestamp + "." + body, in one of two
+// versions:
+//
+//   - "v1," followed by the base64 HMAC-SHA256 under a shared secret
+//     ([Sign]); secrets are written "whsec_" followed by base64
+//     ([ParseSecret]);
+//   - "v1a," followed by the base64 ed25519 signature under the sender's
+//     signing key ([SignAsymmetric]), which receivers verify with its
+//     public key: asymmetric, so a receiver holds nothing that can sign.
+//     See "Asymmetric signatures" below for the keys.
+//
+// Several signatures may be sent, space-separated, of either version, while
+// a key is rotated or a sender moves from v1 to v1a.
 //
 // Outside the standard library, the package imports only geoidem's
 // internal problem writer and body reader: it adds no dependency.
 //
 // # Receiving
 //
-// A [Verifier] checks, in constant time, that at least one v1 signature
-// matches under at least one of its secrets (several secrets are accepted
-// at once, for rotation), and that the timestamp is within its tolerance (5
-// minutes by default, in the past or the future) of its clock.
+// A [Verifier] checks that at least one signature verifies under one of
+// its keys of that signature's version: a v1 signature, compared in
+// constant time, under one of its secrets (VerifierConfig.Secrets), a v1a
+// signature under one of its public keys (VerifierConfig.PublicKeys).
+// Several keys of either kind are accepted at once, for rotation. It also
+// checks that the timestamp is within its tolerance (5 minutes by default,
+// in the past or the future) of its clock.
 // [Verifier.Handler] is plain func(http.Handler) http.Handler middleware:
 // it answers 401 with an RFC 9457 problem document for a missing or wrong
 // signature or a stale or future timestamp, and otherwise runs the next
@@ -101,7 +113,9 @@
 // # Sending
 //
 // A [Signer] sets the three headers on an outgoing request
-// ([Signer.SignRequest]). A receiver rejects a timestamp older than its
+// ([Signer.SignRequest]), with a v1 signature per secret
+// (SignerConfig.Secrets) and a v1a signature per signing key
+// (SignerConfig.SigningKeys). A receiver rejects a timestamp older than its
 // tolerance, so a sender must re-sign every attempt: a retry that reuses
 // the first attempt's signature is rejected by every conforming receiver
 // once the retries outlast five minutes (a long Backoff, a Retry-After, a
@@ -128,9 +142,35 @@
 // same base URI as the middleware's problems; its 413 and 400 answers for
 // the body share the middleware's body-too-large and body-unreadable types.
 //
-// # Not supported
+// # Asymmetric signatures
 //
-// Asymmetric (ed25519, "v1a", "whpk_"/"whsk_") signatures: v1a signatures
-// in webhook-signature are ignored, and asymmetric keys are rejected by
-// ParseSecret.
+// A v1a sender signs with a [SigningKey] and gives each receiver the
+// matching [PublicKey]; nothing a receiver holds can sign. The keys are
+// serialized as the specification presents them, with the encodings of
+// the Standard Webhooks reference libraries:
+//
+//	whpk_ + base64 of the 32-byte ed25519 public key   ParsePublicKey, PublicKey.Encode
+//	whsk_ + base64 of the 32-byte ed25519 seed         ParseSigningKey, SigningKey.Encode
+//
+// A whsk_ key is the seed (RFC 8032's 32-byte private key, what
+// crypto/ed25519's PrivateKey.Seed returns and NewKeyFromSeed takes), as
+// the reference Go library reads it; crypto/ed25519's 64-byte form (the
+// seed followed by the public key) is refused by ParseSigningKey, which
+// says so. The published reference vector verifies
+// (TestSignAsymmetricMatchesPublishedVector). The parsers take the base64
+// text with or without its prefix and padding, like [ParseSecret], and
+// refuse a key of the other kinds by its prefix; [ParseSecret] refuses
+// whsk_ and whpk_ keys.
+//
+//	key, err := standardwebhooks.ParsePublicKey(os.Getenv("ACME_WEBHOOK_PUBLIC_KEY")) // "whpk_…"
+//	if err != nil { … }
+//	verify, err := standardwebhooks.NewVerifier(standardwebhooks.VerifierConfig{
+//		PublicKeys: []standardwebhooks.PublicKey{key},
+//	})
+//
+// A sender signs with SignerConfig.SigningKeys (and may keep signing with
+// its Secrets too, while its receivers move over); [GenerateSigningKey]
+// makes a key. An ed25519 verification costs far more than an HMAC, so
+// the Verifier checks the headers first ("Cheap checks before the body"):
+// a request with no well-formed v1a signature costs none.
 package standardwebhooks

@@ -2,6 +2,7 @@ package standardwebhooks
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -36,8 +37,10 @@ var (
 	// ErrTimestampOutOfTolerance: webhook-timestamp is more than the
 	// tolerance away from now, in the past or in the future.
 	ErrTimestampOutOfTolerance = errors.New("standardwebhooks: webhook timestamp out of tolerance")
-	// ErrInvalidSignature: no v1 signature in webhook-signature matches
-	// the message under any of the secrets.
+	// ErrInvalidSignature: webhook-signature carries no well-formed
+	// signature of a version the Verifier has keys for, or none of them
+	// verifies: no v1 signature matches under any of the secrets, no v1a
+	// signature under any of the public keys.
 	ErrInvalidSignature = errors.New("standardwebhooks: invalid webhook signature")
 )
 
@@ -62,11 +65,16 @@ func failf(kind error, format string, args ...any) error {
 // VerifierConfig configures a Verifier. Zero fields mean the documented
 // defaults.
 type VerifierConfig struct {
-	// Secrets are the keys a signature may be made with; a request is
-	// authentic when any of its v1 signatures matches under any of them.
-	// At least one is required. During a rotation list both the new and
-	// the old secret, then drop the old one.
-	Secrets []Secret
+	// Secrets are the symmetric keys a v1 signature may be made with;
+	// PublicKeys are the ed25519 keys a v1a signature may verify with. A
+	// request is authentic when any of its signatures verifies under any
+	// key of its own version: v1 under a secret, v1a under a public key.
+	// At least one secret or public key is required. During a rotation
+	// list both the new and the old key, then drop the old one; a sender
+	// moving from v1 to v1a is accepted throughout when both its secret
+	// and its public key are listed.
+	Secrets    []Secret
+	PublicKeys []PublicKey
 
 	// Tolerance is how far webhook-timestamp may be from Now, in the past
 	// or in the future, before the request is rejected as a replay (or a
@@ -116,6 +124,8 @@ type VerifierConfig struct {
 // the idempotency middleware, or [Verifier.Verify] on a body already read.
 type Verifier struct {
 	secrets    []Secret
+	publics    []PublicKey
+	versions   string // the versions it checks, for messages: "v1", "v1a" or "v1 or v1a"
 	allowQuery bool
 	tolerance  time.Duration
 	now        func() time.Time
@@ -124,11 +134,12 @@ type Verifier struct {
 	refusals   *ratelog.Logger // log, at a bounded rate
 }
 
-// NewVerifier returns a Verifier, or an error when cfg has no secret, a
-// zero secret, or a negative Tolerance or MaxBodyBytes.
+// NewVerifier returns a Verifier, or an error when cfg has neither a
+// secret nor a public key, a zero secret or public key, or a negative
+// Tolerance or MaxBodyBytes.
 func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
-	if len(cfg.Secrets) == 0 {
-		return nil, errors.New("standardwebhooks: VerifierConfig.Secrets is empty")
+	if len(cfg.Secrets) == 0 && len(cfg.PublicKeys) == 0 {
+		return nil, errors.New("standardwebhooks: VerifierConfig has no Secrets and no PublicKeys")
 	}
 	v := &Verifier{tolerance: cfg.Tolerance, now: cfg.Now, maxBody: cfg.MaxBodyBytes, log: cfg.Logger, allowQuery: cfg.AllowQuery}
 	for i, s := range cfg.Secrets {
@@ -136,6 +147,20 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 			return nil, fmt.Errorf("standardwebhooks: VerifierConfig.Secrets[%d] is the zero Secret", i)
 		}
 		v.secrets = append(v.secrets, s)
+	}
+	for i, k := range cfg.PublicKeys {
+		if k.IsZero() {
+			return nil, fmt.Errorf("standardwebhooks: VerifierConfig.PublicKeys[%d] is the zero PublicKey", i)
+		}
+		v.publics = append(v.publics, k)
+	}
+	switch {
+	case len(v.publics) == 0:
+		v.versions = SignatureVersion
+	case len(v.secrets) == 0:
+		v.versions = SignatureVersionAsymmetric
+	default:
+		v.versions = SignatureVersion + " or " + SignatureVersionAsymmetric
 	}
 	switch {
 	case v.tolerance < 0:
@@ -167,8 +192,9 @@ type message struct {
 
 // signature is one well-formed signature of webhook-signature.
 type signature struct {
-	version string // SignatureVersion
-	text    string // the base64 signature, as sent
+	version string // SignatureVersion or SignatureVersionAsymmetric
+	text    string // the base64 signature, as sent (v1 compares it)
+	raw     []byte // the signature decoded (v1a verifies it)
 }
 
 // Verify reports whether header and body make an authentic, fresh Standard
@@ -181,17 +207,22 @@ type signature struct {
 //     has it, within what the geoidem middleware takes as a key);
 //   - webhook-timestamp is a Unix time in decimal digits at most the
 //     tolerance away from now (in either direction); and
-//   - at least one "v1,…" signature in webhook-signature (space-separated,
-//     in one or several fields) equals [Sign] of the id, the timestamp and
-//     body under at least one of the secrets, compared in constant time.
+//   - at least one signature in webhook-signature (space-separated, in one
+//     or several fields) verifies under a key of its version: a "v1,…"
+//     signature equals [Sign] of the id, the timestamp and body under one
+//     of the secrets, compared in constant time, or a "v1a,…" signature is
+//     the ed25519 signature ([SignAsymmetric]) of the same content under
+//     one of the public keys.
 //
-// Signatures of other versions ("v1a,…"), tokens without a comma and v1
-// signatures that are not the standard base64 of 32 bytes are ignored.
-// Otherwise the error wraps ErrMissingHeaders, ErrMalformedHeaders,
-// ErrTimestampOutOfTolerance or ErrInvalidSignature, checked in that
-// order, so a stale or malformed request costs no HMAC. Everything but the
-// match itself is [Verifier.CheckHeaders]. body must be the raw bytes
-// received, not re-serialized JSON.
+// Signatures of other versions, of a version the Verifier has no key for,
+// tokens without a comma, and signatures that are not the standard,
+// padded base64 of their version's length (32 bytes for v1, 64 for v1a)
+// are ignored. Otherwise the error wraps ErrMissingHeaders,
+// ErrMalformedHeaders, ErrTimestampOutOfTolerance or ErrInvalidSignature,
+// checked in that order, so a stale or malformed request costs no HMAC and
+// no ed25519 verification. Everything but the match itself is
+// [Verifier.CheckHeaders]. body must be the raw bytes received, not
+// re-serialized JSON.
 //
 // Verify sees no URL: a caller that uses it rather than the Handler must
 // refuse a request whose URL carries a query itself (see
@@ -263,13 +294,21 @@ func (v *Verifier) checkHeaders(h http.Header) (message, error) {
 	for _, field := range sigs {
 		for _, tok := range strings.Fields(field) {
 			version, text, ok := strings.Cut(tok, ",")
-			if ok && version == SignatureVersion && wellFormed(text, sha256.Size) {
-				m.sigs = append(m.sigs, signature{version: version, text: text})
+			switch {
+			case !ok:
+			case version == SignatureVersion && len(v.secrets) > 0:
+				if _, ok := decode(text, sha256.Size); ok {
+					m.sigs = append(m.sigs, signature{version: version, text: text})
+				}
+			case version == SignatureVersionAsymmetric && len(v.publics) > 0:
+				if raw, ok := decode(text, ed25519.SignatureSize); ok {
+					m.sigs = append(m.sigs, signature{version: version, raw: raw})
+				}
 			}
 		}
 	}
 	if len(m.sigs) == 0 {
-		return message{}, failf(ErrInvalidSignature, "The webhook-signature carries no well-formed %s signature.", SignatureVersion)
+		return message{}, failf(ErrInvalidSignature, "The webhook-signature carries no well-formed %s signature.", v.versions)
 	}
 	return m, nil
 }
@@ -291,14 +330,14 @@ func checkReceivedID(id string) error {
 	return nil
 }
 
-// wellFormed reports whether text is the standard, padded base64 encoding
-// of exactly n bytes, in its canonical form.
-func wellFormed(text string, n int) bool {
+// decode returns the n bytes that text is the standard, padded base64
+// encoding of, in its canonical form, and whether it is one.
+func decode(text string, n int) ([]byte, bool) {
 	if len(text) != base64.StdEncoding.EncodedLen(n) {
-		return false
+		return nil, false
 	}
 	b, err := base64.StdEncoding.Strict().DecodeString(text)
-	return err == nil && len(b) == n
+	return b, err == nil && len(b) == n
 }
 
 // precheck runs every check of r that needs no body: its headers
@@ -333,16 +372,49 @@ func (v *Verifier) Precheck(next http.Handler) http.Handler {
 	})
 }
 
+// checkSignature reports whether any of m's signatures verifies under a key
+// of its version. Every v1 signature is compared, in constant time, with
+// the MAC under every secret; a v1a signature costs one ed25519
+// verification per public key.
 func (v *Verifier) checkSignature(m message, body []byte) error {
-	for _, sec := range v.secrets {
-		want := []byte(mac(sec, m.id, m.timestamp, body))
-		for _, sig := range m.sigs {
-			if sig.version == SignatureVersion && hmac.Equal([]byte(sig.text), want) {
-				return nil
+	var v1, v1a bool
+	for _, sig := range m.sigs {
+		v1 = v1 || sig.version == SignatureVersion
+		v1a = v1a || sig.version == SignatureVersionAsymmetric
+	}
+	if v1 {
+		for _, sec := range v.secrets {
+			want := []byte(mac(sec, m.id, m.timestamp, body))
+			for _, sig := range m.sigs {
+				if sig.version == SignatureVersion && hmac.Equal([]byte(sig.text), want) {
+					return nil
+				}
 			}
 		}
 	}
-	return failf(ErrInvalidSignature, "No %s signature in webhook-signature matches this request under any configured secret.", SignatureVersion)
+	if v1a {
+		content := signedContent(m.id, m.timestamp, body)
+		for _, sig := range m.sigs {
+			if sig.version != SignatureVersionAsymmetric {
+				continue
+			}
+			for _, pub := range v.publics {
+				if ed25519.Verify(pub.key, content, sig.raw) {
+					return nil
+				}
+			}
+		}
+	}
+	var keys string
+	switch v.versions {
+	case SignatureVersion:
+		keys = "secret"
+	case SignatureVersionAsymmetric:
+		keys = "public key"
+	default:
+		keys = "secret or public key"
+	}
+	return failf(ErrInvalidSignature, "No %s signature in webhook-signature matches this request under any configured %s.", v.versions, keys)
 }
 
 // nonEmpty returns the values that are not empty or blank.
