@@ -226,6 +226,7 @@ func TestHandlerRefusesSignaturesOfAVersionWithoutKeysBeforeReadingBody(t *testi
 		r, _ := http.NewRequest(http.MethodPost, "http://receiver.test/webhooks", nil)
 		cr := &countingReader{r: bytes.NewReader(body)}
 		r.Body = io.NopCloser(cr)
+		r.ContentLength = int64(len(body))
 		r.Header = headers("msg_1", strconv.FormatInt(now.Unix(), 10), tc.sig)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
