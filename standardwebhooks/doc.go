@@ -46,8 +46,10 @@
 // alone ([Verifier.CheckHeaders]): the three headers are there, webhook-id
 // is at most MaxIDLen bytes of printable ASCII (what the middleware takes
 // as a key), webhook-timestamp is a Unix time within the tolerance, and
-// webhook-signature carries at least one well-formed signature of a
-// version the Verifier holds a key for. The Handler runs those checks, and
+// webhook-signature carries at most MaxSignatures (16) signatures, at
+// least one of them well formed and of a version the Verifier holds a key
+// for. So a request costs at most MaxSignatures times the keys held in
+// HMACs or ed25519 verifications, whatever its headers. The Handler runs those checks, and
 // the query rule below, before it reads a byte of the body, answering as
 // it always has (401, or 400 for the query), so unsigned or malformed
 // traffic costs only its rejection, not the read of a slow body.

@@ -20,6 +20,15 @@ import (
 	"github.com/geoidem/geoidem/internal/ratelog"
 )
 
+// MaxSignatures is the most signatures a Verifier takes in
+// webhook-signature, of every version, over all its fields. A sender sends
+// one per key, two or three during a rotation; a request carrying more is
+// refused from its headers (ErrMalformedHeaders), since each v1a signature
+// costs an ed25519 verification per public key, and a header of net/http's
+// default limit (1 MiB) holds over 11,000 of them: more than half a second
+// of CPU per request, for the price of its headers.
+const MaxSignatures = 16
+
 // Defaults for the zero fields of VerifierConfig.
 const (
 	DefaultTolerance    = 5 * time.Minute
@@ -205,6 +214,7 @@ type signature struct {
 //   - webhook-id is at most MaxIDLen bytes of printable ASCII (any
 //     string the sender signed, full stops included, as the specification
 //     has it, within what the geoidem middleware takes as a key);
+//   - webhook-signature carries at most MaxSignatures signatures;
 //   - webhook-timestamp is a Unix time in decimal digits at most the
 //     tolerance away from now (in either direction); and
 //   - at least one signature in webhook-signature (space-separated, in one
@@ -238,8 +248,8 @@ func (v *Verifier) Verify(header http.Header, body []byte) error {
 // CheckHeaders runs every check of [Verifier.Verify] that needs no body:
 // the three headers are present, once each where that matters, webhook-id
 // is well formed, webhook-timestamp is a Unix time within the tolerance,
-// and webhook-signature carries at least one well-formed signature of a
-// version this Verifier holds a key for. It returns nil when only the body
+// and webhook-signature carries at most MaxSignatures signatures, at least
+// one of them well formed and of a version this Verifier holds a key for. It returns nil when only the body
 // can tell whether the request is authentic, and otherwise the error
 // Verify would return, wrapping the same sentinel.
 //
@@ -280,6 +290,10 @@ func (v *Verifier) checkHeaders(h http.Header) (message, error) {
 	if err := checkReceivedID(m.id); err != nil {
 		return message{}, err
 	}
+	tokens := signatureTokens(sigs, MaxSignatures+1)
+	if len(tokens) > MaxSignatures {
+		return message{}, failf(ErrMalformedHeaders, "The webhook-signature carries more than %d signatures.", MaxSignatures)
+	}
 	secs, ok := parseUnix(m.timestamp)
 	if !ok {
 		return message{}, failf(ErrMalformedHeaders, "The webhook-timestamp is not a Unix time in whole seconds.")
@@ -291,19 +305,17 @@ func (v *Verifier) checkHeaders(h http.Header) (message, error) {
 	case age < -v.tolerance:
 		return message{}, failf(ErrTimestampOutOfTolerance, "The webhook-timestamp is %s in the future; at most %s is accepted.", (-age).Truncate(time.Second), v.tolerance)
 	}
-	for _, field := range sigs {
-		for _, tok := range strings.Fields(field) {
-			version, text, ok := strings.Cut(tok, ",")
-			switch {
-			case !ok:
-			case version == SignatureVersion && len(v.secrets) > 0:
-				if _, ok := decode(text, sha256.Size); ok {
-					m.sigs = append(m.sigs, signature{version: version, text: text})
-				}
-			case version == SignatureVersionAsymmetric && len(v.publics) > 0:
-				if raw, ok := decode(text, ed25519.SignatureSize); ok {
-					m.sigs = append(m.sigs, signature{version: version, raw: raw})
-				}
+	for _, tok := range tokens {
+		version, text, ok := strings.Cut(tok, ",")
+		switch {
+		case !ok:
+		case version == SignatureVersion && len(v.secrets) > 0:
+			if _, ok := decode(text, sha256.Size); ok {
+				m.sigs = append(m.sigs, signature{version: version, text: text})
+			}
+		case version == SignatureVersionAsymmetric && len(v.publics) > 0:
+			if raw, ok := decode(text, ed25519.SignatureSize); ok {
+				m.sigs = append(m.sigs, signature{version: version, raw: raw})
 			}
 		}
 	}
@@ -311,6 +323,31 @@ func (v *Verifier) checkHeaders(h http.Header) (message, error) {
 		return message{}, failf(ErrInvalidSignature, "The webhook-signature carries no well-formed %s signature.", v.versions)
 	}
 	return m, nil
+}
+
+// signatureTokens returns the signatures of the webhook-signature fields,
+// at most limit of them: the tokens separated by spaces or tabs, the white
+// space of HTTP. No other character separates them (strings.Fields would
+// also split at U+00A0 and U+0085, which a field may carry), so the
+// signatures counted are exactly the signatures checked, and a field of
+// any size costs one pass.
+func signatureTokens(fields []string, limit int) []string {
+	var tokens []string
+	for _, f := range fields {
+		for len(f) > 0 && len(tokens) < limit {
+			f = strings.TrimLeft(f, " \t")
+			if f == "" {
+				break
+			}
+			end := strings.IndexAny(f, " \t")
+			if end < 0 {
+				end = len(f)
+			}
+			tokens = append(tokens, f[:end])
+			f = f[end:]
+		}
+	}
+	return tokens
 }
 
 // checkReceivedID checks a received webhook-id: at most MaxIDLen bytes of
