@@ -33,11 +33,11 @@
 // signature under one of its public keys (VerifierConfig.PublicKeys).
 // Several keys of either kind are accepted at once, for rotation. It also
 // checks that the timestamp is within its tolerance (5 minutes by default,
-// in the past or the future) of its clock.
-// [Verifier.Handler] is plain func(http.Handler) http.Handler middleware:
-// it answers 401 with an RFC 9457 problem document for a missing or wrong
-// signature or a stale or future timestamp, and otherwise runs the next
-// handler with the body, which it had to read, restored.
+// in the past or the future) of its clock. [Verifier.Handler] is plain
+// func(http.Handler) http.Handler middleware: it answers 401 with an RFC
+// 9457 problem document for a missing or wrong signature or a stale or
+// future timestamp (and 400 for a URL with a query, below), and otherwise
+// runs the next handler with the body, which it had to read, restored.
 // [Verifier.Verify] checks a body already read.
 //
 // # Cheap checks before the body
@@ -49,15 +49,17 @@
 // webhook-signature carries at most MaxSignatures (16) signatures, at
 // least one of them well formed and of a version the Verifier holds a key
 // for. So a request costs at most MaxSignatures times the keys held in
-// HMACs or ed25519 verifications, whatever its headers. The Handler runs those checks, and
-// the query rule below, before it reads a byte of the body, answering as
-// it always has (401, or 400 for the query), so unsigned or malformed
-// traffic costs only its rejection, not the read of a slow body.
+// HMACs or ed25519 verifications, whatever its headers. The Handler runs
+// those checks, and the query rule below, before it reads a byte of the
+// body, answering as it always has (401, or 400 for the query), so
+// unsigned or malformed traffic costs only its rejection, not the read of
+// a slow body.
 //
 // Anything in front of the Handler that holds resources while a body
 // arrives, the middleware's Admission above all, would still admit such
-// traffic. Put [Verifier.Precheck], the same checks as middleware, in
-// front of it, and the Handler behind it:
+// traffic. Put [Verifier.Precheck] (those checks and the query rule, as
+// middleware answering as the Handler does) in front of it, and the
+// Handler behind it:
 //
 //	h := verify.Precheck(admission.Handler(verify.Handler(idem.Handler(ingest))))
 //
@@ -95,8 +97,8 @@
 //	http.Handle("POST /webhooks/acme", verify.Handler(idem.Handler(ingest)))
 //
 // A sender's id is only unique among that sender's messages; when several
-// senders post to one service, give each its own Verifier (its own secret)
-// and route, and include the sender in the middleware's Scope, as above.
+// senders post to one service, give each its own Verifier (its own secret
+// or public key) and route, and include the sender in the middleware's Scope, as above.
 //
 // # The query is not signed
 //
@@ -109,8 +111,9 @@
 // a query 400 [ProblemQueryNotSigned], before it reads the body and before
 // anything is claimed; a sender delivers to the URL without a query.
 // VerifierConfig.AllowQuery turns the refusal off, for a sender whose URL
-// must carry one, with the risk its documentation spells out. [Verifier.Verify]
-// sees no URL: a caller that uses it directly must refuse a query itself.
+// must carry one, with the risk its documentation spells out.
+// [Verifier.Verify] sees no URL: a caller that uses it directly must refuse
+// a query itself.
 //
 // # Sending
 //
@@ -136,13 +139,8 @@
 //		},
 //	})
 //
-// # Problem types
-//
-// The Verifier's 401 answers have the types [ProblemSignatureMissing],
-// [ProblemSignatureInvalid] and [ProblemTimestampOutOfTolerance], and its
-// 400 for a URL with a query the type [ProblemQueryNotSigned], under the
-// same base URI as the middleware's problems; its 413 and 400 answers for
-// the body share the middleware's body-too-large and body-unreadable types.
+// Deliver to a URL without a query: no signature covers it, and a geoidem
+// Verifier refuses it unless configured otherwise.
 //
 // # Asymmetric signatures
 //
@@ -175,4 +173,12 @@
 // makes a key. An ed25519 verification costs far more than an HMAC, so
 // the Verifier checks the headers first ("Cheap checks before the body"):
 // a request with no well-formed v1a signature costs none.
+//
+// # Problem types
+//
+// The Verifier's 401 answers have the types [ProblemSignatureMissing],
+// [ProblemSignatureInvalid] and [ProblemTimestampOutOfTolerance], and its
+// 400 for a URL with a query the type [ProblemQueryNotSigned], under the
+// same base URI as the middleware's problems; its 413 and 400 answers for
+// the body share the middleware's body-too-large and body-unreadable types.
 package standardwebhooks

@@ -32,8 +32,9 @@ const (
 // ignored when verifying.
 const SignatureVersion = "v1"
 
-// MaxIDLen is the longest message id a Signer accepts, in bytes; it matches
-// the longest idempotency key the geoidem middleware accepts.
+// MaxIDLen is the longest message id, in bytes, a Signer signs and a
+// Verifier accepts; it matches the longest idempotency key the geoidem
+// middleware accepts.
 const MaxIDLen = 255
 
 // ErrInvalidID is wrapped by the error SignRequest returns for a message id
