@@ -134,3 +134,56 @@ func ExampleVerifierConfig_rotation() {
 	fmt.Println(err, newSecret) // a Secret prints redacted
 	// Output: <nil> standardwebhooks.Secret(redacted)
 }
+
+// The published v1a test vector of the Standard Webhooks reference
+// libraries: a whsk_ key is the 32-byte ed25519 seed.
+func ExampleSignAsymmetric() {
+	key, err := standardwebhooks.ParseSigningKey("whsk_VEVTVFNJR05JTkdLRVlET05PVFVTRVRISVNGT1JBTlk=")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(standardwebhooks.SignAsymmetric(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), []byte(`{"test": 2432232314}`)))
+	fmt.Println(key.Public()) // what the receivers get
+	fmt.Println(key)          // a SigningKey prints redacted
+	// Output:
+	// v1a,tQ9V2XOqn7jL/DQenEFpqIugdBVtiMmER5mhSkXBNwM0mkATuDe6KYYUuxqtaiHeYGb7KaaBRdM5WqyeFiL8Ag==
+	// whpk_ZlN4eg7dSSqi0moX9hQUk3orrOouK3QVQSlJa248c/g=
+	// standardwebhooks.SigningKey(redacted)
+}
+
+// A receiver of asymmetric (v1a) signatures holds the sender's public key
+// only; during a move from v1 to v1a it holds the secret as well, and
+// either signature is accepted.
+func ExampleVerifierConfig_publicKeys() {
+	public, err := standardwebhooks.ParsePublicKey("whpk_ZlN4eg7dSSqi0moX9hQUk3orrOouK3QVQSlJa248c/g=")
+	if err != nil {
+		panic(err)
+	}
+	secret, _ := standardwebhooks.ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	v, err := standardwebhooks.NewVerifier(standardwebhooks.VerifierConfig{
+		Secrets:    []standardwebhooks.Secret{secret}, // until the sender signs v1a only
+		PublicKeys: []standardwebhooks.PublicKey{public},
+		Now:        func() time.Time { return time.Unix(1614265330, 0) },
+	})
+	if err != nil {
+		panic(err)
+	}
+	payload := []byte(`{"test": 2432232314}`)
+	for _, sig := range []string{
+		"v1a,tQ9V2XOqn7jL/DQenEFpqIugdBVtiMmER5mhSkXBNwM0mkATuDe6KYYUuxqtaiHeYGb7KaaBRdM5WqyeFiL8Ag==",
+		"v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+		"v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc= v1a,tQ9V2XOqn7jL/DQenEFpqIugdBVtiMmER5mhSkXBNwM0mkATuDe6KYYUuxqtaiHeYGb7KaaBRdM5WqyeFiL8Ag==",
+		"v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=",
+	} {
+		h := http.Header{}
+		h.Set("webhook-id", "msg_p5jXN8AQM9LWM0D4loKWxJek")
+		h.Set("webhook-timestamp", "1614265330")
+		h.Set("webhook-signature", sig)
+		fmt.Println(v.Verify(h, payload))
+	}
+	// Output:
+	// <nil>
+	// <nil>
+	// <nil>
+	// standardwebhooks: invalid webhook signature: No v1 or v1a signature in webhook-signature matches this request under any configured secret or public key.
+}

@@ -26,12 +26,14 @@ type downstream struct {
 	body          []byte
 	contentLength int64
 	getBody       []byte
+	rawQuery      string
 }
 
 func (d *downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d.calls++
 	d.body, _ = io.ReadAll(r.Body)
 	d.contentLength = r.ContentLength
+	d.rawQuery = r.URL.RawQuery
 	if r.GetBody != nil {
 		if rc, err := r.GetBody(); err == nil {
 			d.getBody, _ = io.ReadAll(rc)

@@ -17,12 +17,18 @@ const (
 	ProblemSignatureMissing = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#webhook-signature-missing"
 	// ProblemSignatureInvalid (401): no signature matches any secret, or
 	// the headers are malformed (a timestamp that is not a Unix time, a
-	// header sent twice).
+	// header sent twice, a webhook-id over MaxIDLen bytes or not printable
+	// ASCII, no well-formed signature of a version the Verifier checks).
 	ProblemSignatureInvalid = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#webhook-signature-invalid"
 	// ProblemTimestampOutOfTolerance (401): webhook-timestamp is further
 	// from the receiver's clock than the tolerance, in the past or the
 	// future.
 	ProblemTimestampOutOfTolerance = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#webhook-timestamp-out-of-tolerance"
+	// ProblemQueryNotSigned (400): the request URL carries a query, which
+	// no Standard Webhooks signature covers, and the Verifier does not
+	// allow one (VerifierConfig.AllowQuery). The sender should deliver to
+	// the URL without the query.
+	ProblemQueryNotSigned = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#webhook-query-not-signed"
 )
 
 // The body problems share their types with the geoidem middleware's

@@ -42,21 +42,18 @@ type Secret struct {
 // ignored. A key shorter than MinSigningSecretLen bytes is refused.
 //
 // Asymmetric keys ("whsk_", "whpk_": ed25519, signature version v1a) are
-// not supported and are rejected. Errors wrap [ErrInvalidSecret].
+// refused: parse them with [ParseSigningKey] and [ParsePublicKey]. Errors
+// wrap [ErrInvalidSecret].
 func ParseSecret(s string) (Secret, error) {
 	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, "whsk_") || strings.HasPrefix(s, "whpk_") {
-		return Secret{}, fmt.Errorf("%w: asymmetric (ed25519, v1a) keys are not supported", ErrInvalidSecret)
+	if strings.HasPrefix(s, SigningKeyPrefix) || strings.HasPrefix(s, PublicKeyPrefix) {
+		return Secret{}, fmt.Errorf("%w: an asymmetric (ed25519, v1a) key, not a secret: use ParseSigningKey (whsk_) or ParsePublicKey (whpk_)", ErrInvalidSecret)
 	}
 	s = strings.TrimPrefix(s, SecretPrefix)
 	if s == "" {
 		return Secret{}, fmt.Errorf("%w: empty", ErrInvalidSecret)
 	}
-	enc := base64.StdEncoding
-	if !strings.HasSuffix(s, "=") && len(s)%4 != 0 {
-		enc = base64.RawStdEncoding
-	}
-	key, err := enc.DecodeString(s)
+	key, err := decodeBase64(s)
 	if err != nil {
 		// The base64 error names an offset only; it does not echo input.
 		return Secret{}, fmt.Errorf("%w: not base64: %v", ErrInvalidSecret, err)

@@ -27,12 +27,14 @@ const (
 )
 
 // SignatureVersion is the version tag of the symmetric (HMAC-SHA256)
-// signatures this package produces and checks. Signatures with any other
-// tag (the asymmetric "v1a", say) are ignored when verifying.
+// signatures this package produces and checks; the asymmetric ones are
+// tagged [SignatureVersionAsymmetric]. Signatures with any other tag are
+// ignored when verifying.
 const SignatureVersion = "v1"
 
-// MaxIDLen is the longest message id a Signer accepts, in bytes; it matches
-// the longest idempotency key the geoidem middleware accepts.
+// MaxIDLen is the longest message id, in bytes, a Signer signs and a
+// Verifier accepts; it matches the longest idempotency key the geoidem
+// middleware accepts.
 const MaxIDLen = 255
 
 // ErrInvalidID is wrapped by the error SignRequest returns for a message id
@@ -64,12 +66,19 @@ func mac(secret Secret, id, timestamp string, body []byte) string {
 
 // SignerConfig configures a Signer.
 type SignerConfig struct {
-	// Secrets sign every request; at least one is required, each of at
+	// Secrets sign every request with HMAC-SHA256 (v1), each of at
 	// least MinSigningSecretLen bytes. Each secret adds one signature to
 	// webhook-signature, the first secret's first. To rotate a receiver's
 	// secret without downtime, sign with the new and the old secret until
 	// the receiver has switched, then drop the old one.
 	Secrets []Secret
+
+	// SigningKeys sign every request with ed25519 (v1a); each adds one
+	// signature to webhook-signature, after those of the Secrets, the
+	// first key's first. A Signer needs at least one Secret or
+	// SigningKey. Rotate as with secrets: sign with the new and the old
+	// key until every receiver holds the new public key.
+	SigningKeys []SigningKey
 
 	// Now returns the time of an attempt, written to webhook-timestamp.
 	// Default time.Now. Pass the same clock as the sender's (for the
@@ -99,14 +108,16 @@ type SignerConfig struct {
 //	})
 type Signer struct {
 	secrets []Secret
+	keys    []SigningKey
 	now     func() time.Time
 }
 
-// NewSigner returns a Signer, or an error when cfg has no secret, or a
-// secret shorter than MinSigningSecretLen bytes.
+// NewSigner returns a Signer, or an error when cfg has neither a secret
+// nor a signing key, a secret shorter than MinSigningSecretLen bytes, or a
+// zero SigningKey.
 func NewSigner(cfg SignerConfig) (*Signer, error) {
-	if len(cfg.Secrets) == 0 {
-		return nil, errors.New("standardwebhooks: SignerConfig.Secrets is empty")
+	if len(cfg.Secrets) == 0 && len(cfg.SigningKeys) == 0 {
+		return nil, errors.New("standardwebhooks: SignerConfig has no Secrets and no SigningKeys")
 	}
 	s := &Signer{now: cfg.Now}
 	for i, sec := range cfg.Secrets {
@@ -114,6 +125,12 @@ func NewSigner(cfg SignerConfig) (*Signer, error) {
 			return nil, fmt.Errorf("standardwebhooks: SignerConfig.Secrets[%d] is %d bytes long; signing secrets must be at least %d", i, len(sec.key), MinSigningSecretLen)
 		}
 		s.secrets = append(s.secrets, sec)
+	}
+	for i, k := range cfg.SigningKeys {
+		if k.IsZero() {
+			return nil, fmt.Errorf("standardwebhooks: SignerConfig.SigningKeys[%d] is the zero SigningKey", i)
+		}
+		s.keys = append(s.keys, k)
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -124,8 +141,9 @@ func NewSigner(cfg SignerConfig) (*Signer, error) {
 // SignRequest sets the three Standard Webhooks headers on req, replacing
 // any already there: webhook-id to id, webhook-timestamp to the Signer's
 // current time (read at this call) and webhook-signature to one v1
-// signature per secret, space-separated. body must be exactly the bytes req
-// sends; SignRequest does not read req.Body.
+// signature per secret, then one v1a signature per signing key,
+// space-separated. body must be exactly the bytes req sends; SignRequest
+// does not read req.Body.
 //
 // Call it once per attempt, with the same id, as the [Signer]
 // documentation shows: the id stays stable while the timestamp and the
@@ -148,9 +166,12 @@ func (s *Signer) SignRequest(req *http.Request, id string, body []byte) error {
 		return fmt.Errorf("standardwebhooks: the clock reads %d, before the Unix epoch", ts)
 	}
 	timestamp := strconv.FormatInt(ts, 10)
-	sigs := make([]string, len(s.secrets))
-	for i, sec := range s.secrets {
-		sigs[i] = SignatureVersion + "," + mac(sec, id, timestamp, body)
+	sigs := make([]string, 0, len(s.secrets)+len(s.keys))
+	for _, sec := range s.secrets {
+		sigs = append(sigs, SignatureVersion+","+mac(sec, id, timestamp, body))
+	}
+	for _, k := range s.keys {
+		sigs = append(sigs, SignatureVersionAsymmetric+","+edSign(k, id, timestamp, body))
 	}
 	h := req.Header
 	if h == nil {
