@@ -48,6 +48,6 @@ RETURNING true` // no row: stale
 	// Output:
 	// INSERT INTO features AS stored (id, observed_at, feature) VALUES ($1, $2, $3)
 	// ON CONFLICT (id) DO UPDATE SET observed_at = EXCLUDED.observed_at, feature = EXCLUDED.feature
-	// WHERE (EXCLUDED."observed_at" IS NULL OR "stored"."observed_at" IS NULL OR "stored"."observed_at" < EXCLUDED."observed_at" OR ("stored"."observed_at" = EXCLUDED."observed_at" AND "stored"."feature" < EXCLUDED."feature"))
+	// WHERE ("stored"."observed_at" IS NULL OR (EXCLUDED."observed_at" IS NOT NULL AND ("stored"."observed_at" < EXCLUDED."observed_at" OR ("stored"."observed_at" = EXCLUDED."observed_at" AND "stored"."feature" < EXCLUDED."feature"))))
 	// RETURNING true
 }

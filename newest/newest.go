@@ -16,15 +16,23 @@
 //     (bytes.Compare, PostgreSQL's bytea <), wins; identical bytes do not
 //     supersede. Every replica and every arrival order picks the same
 //     winner.
-//   - An observation without a time (a zero [Observation.Time]) always
-//     supersedes, and any observation supersedes a stored one without a
-//     time: features that carry no time keep last-write-wins.
+//   - An update without a time (a zero [Observation.Time]) never replaces
+//     a stored observation that has one: otherwise anyone could roll a
+//     feature back to an older version by sending it without its time. A
+//     stamped observation is superseded only by a later stamped one (or
+//     an equally timed one with larger bytes).
+//   - A stamped update supersedes a stored observation without a time, and
+//     an update without a time supersedes a stored one without a time:
+//     features that never carry a time keep last-write-wins.
 //
-// An update that does not supersede is not an error: the receiver
-// acknowledges it (so the sender stops retrying), records that answer like
-// any other, and changes nothing. [PostgresCondition] is the same rule as
-// the WHERE of an INSERT … ON CONFLICT … DO UPDATE, which makes the
-// compare-and-set one atomic statement under concurrent updates of one id.
+// [Decide] tells which rule applied ([Replace], [Stale], or [Unstamped]
+// for an update without a time over a stamped observation), so that the
+// answer can say so; [Supersedes] is Decide's yes or no. An update that
+// does not supersede is not an error: the receiver acknowledges it (so the
+// sender stops retrying), records that answer like any other, and changes
+// nothing. [PostgresCondition] is the same rule as the WHERE of an
+// INSERT … ON CONFLICT … DO UPDATE, which makes the compare-and-set one
+// atomic statement under concurrent updates of one id.
 package newest
 
 import (
@@ -32,6 +40,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -48,19 +57,74 @@ type Observation struct {
 }
 
 // Supersedes reports whether incoming should replace stored, by the rule of
-// the package documentation.
+// the package documentation: Decide(stored, incoming) == Replace.
 func Supersedes(stored, incoming Observation) bool {
-	if incoming.Time.IsZero() || stored.Time.IsZero() {
-		return true
+	return Decide(stored, incoming) == Replace
+}
+
+// Verdict is what [Decide] rules for an update: replace the stored
+// observation, or keep it and say why.
+type Verdict int
+
+const (
+	// Replace: the update supersedes the stored observation. Its time is
+	// later, or equal with larger bytes, or the stored observation has no
+	// time (and then the update either has one, or has none either: last
+	// write wins).
+	Replace Verdict = iota + 1
+	// Stale: the stored observation is newer. Its time is later, or equal
+	// with bytes at least as large (identical bytes included).
+	Stale
+	// Unstamped: the update has no time and the stored observation has
+	// one. Nothing tells which is newer, so the stamped one stays; the
+	// sender must send the time to change it.
+	Unstamped
+)
+
+// String returns "replace", "stale" or "unstamped": words a service may
+// put in its answer.
+func (v Verdict) String() string {
+	switch v {
+	case Replace:
+		return "replace"
+	case Stale:
+		return "stale"
+	case Unstamped:
+		return "unstamped"
+	}
+	return "Verdict(" + strconv.Itoa(int(v)) + ")"
+}
+
+// Refused returns why an update that was not stored was refused, when only
+// the update is known (what an upsert on [PostgresCondition] that returns
+// no row tells): [Unstamped] when it has no time, else [Stale]. It is what
+// [Decide] would have said.
+func Refused(incoming Observation) Verdict {
+	if incoming.Time.IsZero() {
+		return Unstamped
+	}
+	return Stale
+}
+
+// Decide rules whether incoming replaces stored, by the rule of the package
+// documentation, and if not, why not.
+func Decide(stored, incoming Observation) Verdict {
+	switch {
+	case stored.Time.IsZero():
+		return Replace
+	case incoming.Time.IsZero():
+		return Unstamped
 	}
 	s, i := stored.Time.Truncate(Precision), incoming.Time.Truncate(Precision)
 	switch {
 	case i.After(s):
-		return true
+		return Replace
 	case i.Before(s):
-		return false
+		return Stale
+	case bytes.Compare(incoming.Bytes, stored.Bytes) > 0:
+		return Replace
 	}
-	return bytes.Compare(incoming.Bytes, stored.Bytes) > 0
+	return Stale
 }
 
 // ErrInvalidTime reports a value that is not an RFC 3339 date-time.
@@ -127,14 +191,18 @@ func truncate(b []byte) string {
 //	RETURNING true
 //
 // gives, with its RETURNING, one row when the observation was stored
-// (inserted, or superseding) and none when it was stale. The statement is
+// (inserted, or superseding) and none when it was not ([Refused] tells
+// why: [Unstamped] for an update without a time, else [Stale]). The
+// condition is true or false, never NULL. The statement is
 // atomic under concurrent updates of one id: the conflicting row is locked
 // and the condition evaluated against its latest committed version. Bind
 // the time with microseconds at most ([Precision]; pgx truncates to them).
 func PostgresCondition(stored, timeColumn, bytesColumn string) string {
 	s, t, b := quote(stored), quote(timeColumn), quote(bytesColumn)
-	return fmt.Sprintf(`(EXCLUDED.%[2]s IS NULL OR %[1]s.%[2]s IS NULL OR %[1]s.%[2]s < EXCLUDED.%[2]s`+
-		` OR (%[1]s.%[2]s = EXCLUDED.%[2]s AND %[1]s.%[3]s < EXCLUDED.%[3]s))`, s, t, b)
+	// The IS NOT NULL keeps the condition true or false, never NULL, so
+	// that it may also be negated or selected.
+	return fmt.Sprintf(`(%[1]s.%[2]s IS NULL OR (EXCLUDED.%[2]s IS NOT NULL AND (%[1]s.%[2]s < EXCLUDED.%[2]s`+
+		` OR (%[1]s.%[2]s = EXCLUDED.%[2]s AND %[1]s.%[3]s < EXCLUDED.%[3]s))))`, s, t, b)
 }
 
 // quote quotes a PostgreSQL identifier.

@@ -25,36 +25,54 @@ func at(s string) time.Time {
 func TestSupersedes(t *testing.T) {
 	t5, t9 := at("2026-03-01T10:00:05Z"), at("2026-03-01T10:00:09Z")
 	obs := func(t time.Time, b string) newest.Observation { return newest.Observation{Time: t, Bytes: []byte(b)} }
+	const replace, stale, unstamped = newest.Replace, newest.Stale, newest.Unstamped
 	for _, c := range []struct {
 		name             string
 		stored, incoming newest.Observation
-		want             bool
+		want             newest.Verdict
 	}{
-		{"newer", obs(t5, "a"), obs(t9, "a"), true},
-		{"older", obs(t9, "a"), obs(t5, "z"), false},
-		{"equal, larger bytes", obs(t9, "a"), obs(t9, "b"), true},
-		{"equal, smaller bytes", obs(t9, "b"), obs(t9, "a"), false},
-		{"equal, identical bytes", obs(t9, "a"), obs(t9, "a"), false},
-		{"equal, a prefix is smaller", obs(t9, "ab"), obs(t9, "a"), false},
-		{"equal instants in other zones", obs(at("2026-03-01T12:00:09+02:00"), "a"), obs(t9, "b"), true},
-		{"equal to the microsecond", obs(at("2026-03-01T10:00:09.0000019Z"), "b"), obs(at("2026-03-01T10:00:09.0000011Z"), "a"), false},
-		{"a microsecond later", obs(at("2026-03-01T10:00:09.000001999Z"), "b"), obs(at("2026-03-01T10:00:09.000002Z"), "a"), true},
-		{"no incoming time: last write wins", obs(t9, "z"), obs(time.Time{}, "a"), true},
-		{"no stored time", obs(time.Time{}, "z"), obs(t5, "a"), true},
+		{"newer", obs(t5, "a"), obs(t9, "a"), replace},
+		{"older", obs(t9, "a"), obs(t5, "z"), stale},
+		{"equal, larger bytes", obs(t9, "a"), obs(t9, "b"), replace},
+		{"equal, smaller bytes", obs(t9, "b"), obs(t9, "a"), stale},
+		{"equal, identical bytes", obs(t9, "a"), obs(t9, "a"), stale},
+		{"equal, a prefix is smaller", obs(t9, "ab"), obs(t9, "a"), stale},
+		{"equal instants in other zones", obs(at("2026-03-01T12:00:09+02:00"), "a"), obs(t9, "b"), replace},
+		{"equal to the microsecond", obs(at("2026-03-01T10:00:09.0000019Z"), "b"), obs(at("2026-03-01T10:00:09.0000011Z"), "a"), stale},
+		{"a microsecond later", obs(at("2026-03-01T10:00:09.000001999Z"), "b"), obs(at("2026-03-01T10:00:09.000002Z"), "a"), replace},
+		// An update without a time never replaces a stamped observation:
+		// anyone could otherwise roll a feature back by leaving the time out.
+		{"no incoming time over a stamped one", obs(t9, "a"), obs(time.Time{}, "z"), unstamped},
+		{"no incoming time over a stamped one, smaller bytes", obs(t9, "z"), obs(time.Time{}, "a"), unstamped},
+		{"stamped over no stored time", obs(time.Time{}, "z"), obs(t5, "a"), replace},
+		{"no time on either: last write wins", obs(time.Time{}, "z"), obs(time.Time{}, "a"), replace},
+		{"no time on either, identical bytes", obs(time.Time{}, "a"), obs(time.Time{}, "a"), replace},
 	} {
-		if got := newest.Supersedes(c.stored, c.incoming); got != c.want {
-			t.Errorf("%s: Supersedes = %v, want %v", c.name, got, c.want)
+		if got := newest.Decide(c.stored, c.incoming); got != c.want {
+			t.Errorf("%s: Decide = %v, want %v", c.name, got, c.want)
+		}
+		if got := newest.Supersedes(c.stored, c.incoming); got != (c.want == replace) {
+			t.Errorf("%s: Supersedes = %v, want %v", c.name, got, c.want == replace)
+		}
+	}
+	for v, want := range map[newest.Verdict]string{replace: "replace", stale: "stale", unstamped: "unstamped", 0: "Verdict(0)"} {
+		if v.String() != want {
+			t.Errorf("Verdict(%d).String() = %q, want %q", int(v), v.String(), want)
 		}
 	}
 }
 
 // The rule is an order: whatever order the observations arrive in, the
-// one kept is the same.
+// one kept is the same, updates without a time among them included (they
+// never replace a stamped one, and every stamped one replaces them).
 func TestSupersedesAnyArrivalOrder(t *testing.T) {
 	base := at("2026-03-01T10:00:00Z")
 	var obs []newest.Observation
 	for i := range 30 {
 		obs = append(obs, newest.Observation{Time: base.Add(time.Duration(i%7) * time.Second), Bytes: []byte{byte(i % 5), byte(i)}})
+	}
+	for i := range 5 {
+		obs = append(obs, newest.Observation{Bytes: []byte{0xff, byte(i)}})
 	}
 	var want []byte
 	for round := range 50 {
@@ -106,15 +124,17 @@ func TestParse(t *testing.T) {
 
 func TestPostgresCondition(t *testing.T) {
 	got := newest.PostgresCondition("stored", "observed at", `fe"ature`)
-	want := `(EXCLUDED."observed at" IS NULL OR "stored"."observed at" IS NULL OR "stored"."observed at" < EXCLUDED."observed at"` +
-		` OR ("stored"."observed at" = EXCLUDED."observed at" AND "stored"."fe""ature" < EXCLUDED."fe""ature"))`
+	want := `("stored"."observed at" IS NULL OR (EXCLUDED."observed at" IS NOT NULL AND ("stored"."observed at" < EXCLUDED."observed at"` +
+		` OR ("stored"."observed at" = EXCLUDED."observed at" AND "stored"."fe""ature" < EXCLUDED."fe""ature"))))`
 	if got != want {
 		t.Errorf("PostgresCondition =\n%s\nwant\n%s", got, want)
 	}
 }
 
 // The SQL condition decides as Supersedes does, pair by pair, on a real
-// PostgreSQL, in the documented statement shape.
+// PostgreSQL, in the documented statement shape; when it stores nothing,
+// the incoming time alone tells the verdict, as PostgresCondition says. On
+// its own, selected, the condition is true or false, never NULL.
 func TestPostgresConditionAgreesWithSupersedes(t *testing.T) {
 	url := os.Getenv("GEOIDEM_POSTGRES_URL")
 	if url == "" {
@@ -134,6 +154,9 @@ func TestPostgresConditionAgreesWithSupersedes(t *testing.T) {
 	upsert := `INSERT INTO ` + table + ` AS stored (id, observed_at, feature) VALUES ($1, $2, $3)
 		ON CONFLICT (id) DO UPDATE SET observed_at = EXCLUDED.observed_at, feature = EXCLUDED.feature
 		WHERE ` + newest.PostgresCondition("stored", "observed_at", "feature") + ` RETURNING true`
+	selected := `SELECT ` + newest.PostgresCondition("stored", "observed_at", "feature") + `
+		FROM (VALUES ($1::timestamptz, $2::bytea)) AS stored (observed_at, feature),
+			(VALUES ($3::timestamptz, $4::bytea)) AS excluded (observed_at, feature)`
 	times := []time.Time{{}, at("2026-03-01T10:00:05Z"), at("2026-03-01T10:00:05.0000004Z"), at("2026-03-01T10:00:05.000001Z"), at("2026-03-01T12:00:09+02:00")}
 	bodies := [][]byte{{}, {0}, {1}, {1, 0}, {0xff}, []byte("a")}
 	arg := func(t time.Time) any {
@@ -157,9 +180,21 @@ func TestPostgresConditionAgreesWithSupersedes(t *testing.T) {
 					if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 						t.Fatal(err)
 					}
-					want := newest.Supersedes(newest.Observation{Time: st, Bytes: sb}, newest.Observation{Time: it, Bytes: ib})
+					incoming := newest.Observation{Time: it, Bytes: ib}
+					verdict := newest.Decide(newest.Observation{Time: st, Bytes: sb}, incoming)
+					want := verdict == newest.Replace
 					if stored != want {
 						t.Errorf("stored (%v, %x), incoming (%v, %x): SQL stored = %v, Supersedes = %v", st, sb, it, ib, stored, want)
+					}
+					if !stored && newest.Refused(incoming) != verdict {
+						t.Errorf("stored (%v, %x), incoming (%v, %x): Refused = %v, Decide = %v", st, sb, it, ib, newest.Refused(incoming), verdict)
+					}
+					var cond *bool
+					if err := conn.QueryRow(ctx, selected, arg(st), sb, arg(it), ib).Scan(&cond); err != nil {
+						t.Fatal(err)
+					}
+					if cond == nil || *cond != want {
+						t.Errorf("stored (%v, %x), incoming (%v, %x): selected condition = %v, want %v", st, sb, it, ib, cond, want)
 					}
 				}
 			}
