@@ -33,6 +33,12 @@
 // nothing. [PostgresCondition] is the same rule as the WHERE of an
 // INSERT … ON CONFLICT … DO UPDATE, which makes the compare-and-set one
 // atomic statement under concurrent updates of one id.
+//
+// The time is the sender's: check it with a [Policy] before the compare,
+// or one update stamped far ahead pins its feature (every later update is
+// stale until the receiver's clock passes it). [Parse] and [Policy.Check]
+// refuse with a [*TimeError], which a service answers 422 naming the
+// property.
 package newest
 
 import (
@@ -43,6 +49,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Precision is the resolution at which [Supersedes] compares times: that
@@ -127,14 +134,132 @@ func Decide(stored, incoming Observation) Verdict {
 	return Stale
 }
 
+// DefaultMaxSkew is how far ahead of the receiver's clock an observation
+// time may be when [Policy.MaxSkew] is not set: the tolerance Standard
+// Webhooks gives a signature's timestamp, far above the error of a clock
+// kept by NTP.
+const DefaultMaxSkew = 5 * time.Minute
+
+// ErrAhead reports an observation time further ahead of the receiver's
+// clock than its [Policy] allows.
+var ErrAhead = errors.New("ahead of the receiver's clock by more than the allowed skew")
+
+// Policy is which observation times a receiver accepts: none further ahead
+// of its own clock than MaxSkew. The zero Policy accepts times up to
+// [DefaultMaxSkew] ahead of time.Now.
+//
+// The time is the sender's, and a stored time is superseded only by a
+// later one. Without a bound, one update stamped far ahead (RFC 3339 allows
+// 9999-12-31T23:59:59.999999999-23:59) pins its feature: every later
+// update is stale until the receiver's clock passes that time. One request
+// does it, from a sender whose clock jumped or from anyone who may post.
+// Checking each time before the compare ([Policy.Check]) limits what one
+// update can do to MaxSkew. It is not authentication: a sender that may
+// post at all can keep sending times MaxSkew ahead, or simply wrong
+// features; sign the deliveries (package standardwebhooks) to keep
+// strangers out.
+//
+// There is no lower bound, besides [Parse]'s refusal of the first
+// microsecond of year 1 (Go's zero time, which means "no time", once
+// truncated to [Precision] as PostgreSQL stores it). An old time pins
+// nothing: it loses to every later stamped update, and PostgreSQL's
+// timestamptz holds all of RFC 3339's years, 0000 to 9999, whatever the
+// offset.
+//
+// A refusal is a [*TimeError] wrapping ErrAhead, for a 422 naming the
+// property. It is for good: the idempotency middleware records the 422
+// and replays it to the retries, which carry the same time. A sender whose
+// clock runs ahead of the receiver's by more than MaxSkew loses its
+// updates, so MaxSkew must exceed any honest clock error. Replicas of a
+// receiver whose clocks disagree move the bound by as much, no more.
+type Policy struct {
+	// MaxSkew is how far ahead of Now an observation time may be. Zero or
+	// less means DefaultMaxSkew: the bound cannot be turned off.
+	MaxSkew time.Duration
+	// Now is the receiver's clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Check returns nil when t is at most MaxSkew ahead of Now, and otherwise a
+// [*TimeError] wrapping [ErrAhead], whose Time is t and whose Bound is the
+// latest time accepted (Now plus MaxSkew). A zero t, an observation
+// without a time, is accepted: it has nothing to check.
+func (p Policy) Check(t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	skew := p.MaxSkew
+	if skew <= 0 {
+		skew = DefaultMaxSkew
+	}
+	now := time.Now
+	if p.Now != nil {
+		now = p.Now
+	}
+	bound := now().Add(skew)
+	if !t.After(bound) {
+		return nil
+	}
+	return &TimeError{Err: ErrAhead, Value: strconv.Quote(t.Format(time.RFC3339Nano)), Time: t, Bound: bound}
+}
+
+// TimeError is an observation time that a receiver refuses, for a 422: one
+// that is not an RFC 3339 date-time ([ErrInvalidTime]: [Parse],
+// [ParseJSON]) or that is too far ahead of the receiver's clock
+// ([ErrAhead]: [Policy.Check]).
+//
+// It carries no JSON pointer: the caller knows where the value was
+// (/properties/observation_time, or /features/3/properties/observation_time
+// in a collection) and names it in its answer.
+type TimeError struct {
+	// Err is the reason, ErrInvalidTime or ErrAhead; errors.Is finds it
+	// through the TimeError.
+	Err error
+	// Value is the value refused, for a message: a JSON value as sent
+	// (ParseJSON) or a quoted string (Parse, and Check's time in RFC
+	// 3339), cut after 64 bytes with "…".
+	Value string
+	// Time is the time refused when it parsed (ErrAhead); zero otherwise.
+	Time time.Time
+	// Bound is the latest time accepted when Check ran (ErrAhead): the
+	// receiver's clock plus MaxSkew. Zero otherwise.
+	Bound time.Time
+
+	detail string // why, beyond Err; "" if nothing to add
+}
+
+// Error reads "<value>: <reason> (<detail>)", e.g.
+// "\"yesterday\": not an RFC 3339 date-time".
+func (e *TimeError) Error() string {
+	reason := "invalid observation time"
+	if e.Err != nil {
+		reason = e.Err.Error()
+	}
+	s := e.Value + ": " + reason
+	switch {
+	case e.detail != "":
+		s += " (" + e.detail + ")"
+	case errors.Is(e.Err, ErrAhead):
+		s += " (latest accepted: " + e.Bound.Format(time.RFC3339Nano) + ")"
+	}
+	return s
+}
+
+// Unwrap returns Err.
+func (e *TimeError) Unwrap() error { return e.Err }
+
 // ErrInvalidTime reports a value that is not an RFC 3339 date-time.
 var ErrInvalidTime = errors.New("not an RFC 3339 date-time")
 
 // Parse parses an RFC 3339 date-time ("2026-03-01T10:00:05Z",
 // "2026-03-01T12:00:05.25+02:00"), with any number of fractional digits.
-// Anything else, an empty string included, fails with an error wrapping
-// [ErrInvalidTime]: a receiver must refuse it rather than default it, or a
-// malformed update would silently win or lose.
+// Anything else, an empty string included, fails with a [*TimeError]
+// wrapping [ErrInvalidTime]: a receiver must refuse it rather than default
+// it, or a malformed update would silently win or lose. So does a time
+// within the first microsecond of year 1 (0001-01-01T00:00:00Z is Go's
+// zero time, which means "no time", and the rest of that microsecond is
+// the zero time once truncated to [Precision], as PostgreSQL stores it).
+// Times far ahead are valid here: refuse them with [Policy.Check].
 func Parse(s string) (time.Time, error) {
 	// time.RFC3339Nano parses RFC 3339 with or without a fraction; the
 	// separators are checked first since RFC 3339 allows lowercase t and z
@@ -142,12 +267,11 @@ func Parse(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, strings.Map(upperTZ, s))
 	// time.Parse also takes "05,25" and an offset of +24:00; RFC 3339 does not.
 	if _, off := t.Zone(); err != nil || strings.ContainsRune(s, ',') || off >= 24*3600 || off <= -24*3600 {
-		return time.Time{}, fmt.Errorf("%q: %w", s, ErrInvalidTime)
+		return time.Time{}, &TimeError{Err: ErrInvalidTime, Value: truncate(strconv.Quote(s))}
 	}
-	if t.IsZero() {
-		// 0001-01-01T00:00:00Z is Go's zero time, which means "no time":
-		// refuse it rather than let it mean last-write-wins.
-		return time.Time{}, fmt.Errorf("%q: %w (the zero time)", s, ErrInvalidTime)
+	if t.Truncate(Precision).IsZero() {
+		// Refuse it rather than let it mean "no time", here or once stored.
+		return time.Time{}, &TimeError{Err: ErrInvalidTime, Value: truncate(strconv.Quote(s)), detail: "the zero time"}
 	}
 	return t, nil
 }
@@ -163,21 +287,33 @@ func upperTZ(r rune) rune {
 }
 
 // ParseJSON parses a JSON value that must be a string holding an RFC 3339
-// date-time (see [Parse]); a number, null or anything else fails with an
-// error wrapping [ErrInvalidTime].
+// date-time (see [Parse]); a number, null or anything else fails with a
+// [*TimeError] wrapping [ErrInvalidTime].
 func ParseJSON(value []byte) (time.Time, error) {
 	var s string
 	if err := json.Unmarshal(value, &s); err != nil {
-		return time.Time{}, fmt.Errorf("%s: %w: not a JSON string", truncate(value), ErrInvalidTime)
+		return time.Time{}, &TimeError{Err: ErrInvalidTime, Value: truncate(string(value)), detail: "not a JSON string"}
 	}
-	return Parse(s)
+	t, err := Parse(s)
+	if err != nil {
+		e := *err.(*TimeError)
+		e.Value = truncate(string(value))
+		return time.Time{}, &e
+	}
+	return t, nil
 }
 
-func truncate(b []byte) string {
-	if len(b) > 64 {
-		return string(b[:64]) + "…"
+// truncate cuts a value for a message after 64 bytes (never inside a
+// UTF-8 sequence).
+func truncate(s string) string {
+	if len(s) <= 64 {
+		return s
 	}
-	return string(b)
+	i := 64
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 // PostgresCondition returns the rule of [Supersedes] as SQL, for the WHERE

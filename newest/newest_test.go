@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,10 +93,98 @@ func TestSupersedesAnyArrivalOrder(t *testing.T) {
 	}
 }
 
+// A receiver that checks each time with a Policy before the compare: an
+// observation time far ahead of its clock, valid RFC 3339 and sent by
+// anyone, must be refused, or it pins the feature (every later stamped
+// update is stale until the clock passes it).
+func TestPolicyRefusesFarFuturePin(t *testing.T) {
+	now := at("2026-03-01T10:00:00Z")
+	policy := newest.Policy{MaxSkew: time.Minute, Now: func() time.Time { return now }}
+	var stored newest.Observation
+	put := func(observationTime string, feature string) (newest.Verdict, error) {
+		tm, err := newest.Parse(observationTime)
+		if err == nil {
+			err = policy.Check(tm)
+		}
+		if err != nil {
+			return 0, err
+		}
+		incoming := newest.Observation{Time: tm, Bytes: []byte(feature)}
+		v := newest.Decide(stored, incoming)
+		if v == newest.Replace {
+			stored = incoming
+		}
+		return v, nil
+	}
+	const far = "9999-12-31T23:59:59.999999999-23:59"
+	if v, err := put(far, `{"pin":true}`); err == nil {
+		t.Fatalf("Check(%s) accepted it (%v); want ErrAhead", far, v)
+	} else if !errors.Is(err, newest.ErrAhead) {
+		t.Fatalf("Check(%s) = %v, want ErrAhead", far, err)
+	}
+	now = now.Add(time.Second)
+	if v, err := put("2026-03-01T10:00:01Z", `{"n":1}`); v != newest.Replace || err != nil {
+		t.Fatalf("an update at the receiver's time after the far-future one: %v, %v; want replace", v, err)
+	}
+}
+
+// Check refuses a time further ahead of Now than MaxSkew, with what a 422
+// needs: the reason, the time, the bound. Zero MaxSkew (or less) is
+// DefaultMaxSkew; a zero time (no time) and old times are accepted.
+func TestPolicyCheck(t *testing.T) {
+	now := at("2026-03-01T10:00:00Z")
+	clock := func() time.Time { return now }
+	for _, c := range []struct {
+		name   string
+		policy newest.Policy
+		t      time.Time
+		bound  time.Time // zero: accepted
+	}{
+		{"at the bound", newest.Policy{MaxSkew: time.Minute, Now: clock}, now.Add(time.Minute), time.Time{}},
+		{"a nanosecond past the bound", newest.Policy{MaxSkew: time.Minute, Now: clock}, now.Add(time.Minute + 1), now.Add(time.Minute)},
+		{"behind the clock", newest.Policy{MaxSkew: time.Minute, Now: clock}, now.Add(-time.Hour), time.Time{}},
+		{"no time", newest.Policy{MaxSkew: time.Minute, Now: clock}, time.Time{}, time.Time{}},
+		{"the earliest RFC 3339 time", newest.Policy{MaxSkew: time.Minute, Now: clock}, at("0000-01-01T00:00:00+23:59"), time.Time{}},
+		{"far ahead", newest.Policy{MaxSkew: time.Minute, Now: clock}, at("9999-12-31T23:59:59.999999999-23:59"), now.Add(time.Minute)},
+		{"zero MaxSkew: the default", newest.Policy{Now: clock}, now.Add(newest.DefaultMaxSkew), time.Time{}},
+		{"zero MaxSkew: past the default", newest.Policy{Now: clock}, now.Add(newest.DefaultMaxSkew + 1), now.Add(newest.DefaultMaxSkew)},
+		{"negative MaxSkew: the default", newest.Policy{MaxSkew: -time.Hour, Now: clock}, now.Add(newest.DefaultMaxSkew + 1), now.Add(newest.DefaultMaxSkew)},
+	} {
+		err := c.policy.Check(c.t)
+		if c.bound.IsZero() {
+			if err != nil {
+				t.Errorf("%s: Check = %v, want nil", c.name, err)
+			}
+			continue
+		}
+		var te *newest.TimeError
+		if !errors.As(err, &te) || !errors.Is(err, newest.ErrAhead) {
+			t.Errorf("%s: Check = %v, want a *TimeError wrapping ErrAhead", c.name, err)
+			continue
+		}
+		if !te.Time.Equal(c.t) || !te.Bound.Equal(c.bound) {
+			t.Errorf("%s: TimeError{Time: %v, Bound: %v}, want {%v, %v}", c.name, te.Time, te.Bound, c.t, c.bound)
+		}
+	}
+	err := newest.Policy{MaxSkew: time.Minute, Now: clock}.Check(at("9999-12-31T23:59:59.999999999-23:59"))
+	const want = `"9999-12-31T23:59:59.999999999-23:59": ahead of the receiver's clock by more than the allowed skew (latest accepted: 2026-03-01T10:01:00Z)`
+	if err == nil || err.Error() != want {
+		t.Errorf("Check(far ahead) = %v, want %s", err, want)
+	}
+	// A nil Now is the real clock: a time a day ahead of it is refused.
+	if err := (newest.Policy{}).Check(time.Now().Add(24 * time.Hour)); !errors.Is(err, newest.ErrAhead) {
+		t.Errorf("zero Policy, a day ahead of time.Now: %v, want ErrAhead", err)
+	}
+}
+
 func TestParse(t *testing.T) {
 	for _, s := range []string{
 		"2026-03-01T10:00:05Z", "2026-03-01T10:00:05.123456789Z", "2026-03-01T12:00:05+02:00",
 		"2026-03-01t10:00:05z", "1999-12-31T23:59:60Z",
+		// The extremes of RFC 3339: no lower bound but the first
+		// microsecond of year 1 (below), no upper bound but Policy.Check.
+		"0000-01-01T00:00:00+23:59", "0000-01-01T00:00:00Z", "0001-01-01T00:00:00.000001Z",
+		"0001-01-01T00:59:59.9999999+01:00", "9999-12-31T23:59:59.999999999-23:59",
 	} {
 		if _, err := newest.Parse(s); err != nil && s != "1999-12-31T23:59:60Z" {
 			t.Errorf("Parse(%q): %v", s, err)
@@ -107,6 +196,9 @@ func TestParse(t *testing.T) {
 	for _, s := range []string{
 		"", "yesterday", "2026-03-01", "2026-03-01 10:00:05Z", "2026-03-01T10:00:05", "2026-03-01T10:00:05,5Z",
 		"2026-03-01T25:00:05Z", "2026-03-01T10:00:05+24:00", "0001-01-01T00:00:00Z", "1700000000",
+		// Within the first microsecond of year 1: Go's zero time (no time)
+		// once truncated to Precision, as PostgreSQL stores it.
+		"0001-01-01T00:00:00.0000005Z", "0001-01-01T01:00:00.000000999+01:00",
 	} {
 		if _, err := newest.Parse(s); !errors.Is(err, newest.ErrInvalidTime) {
 			t.Errorf("Parse(%q) err = %v, want ErrInvalidTime", s, err)
@@ -119,6 +211,28 @@ func TestParse(t *testing.T) {
 	}
 	if got, err := newest.ParseJSON([]byte(`"2026-03-01T10:00:05Z"`)); err != nil || !got.Equal(at("2026-03-01T10:00:05Z")) {
 		t.Errorf("ParseJSON = %v, %v", got, err)
+	}
+	// Every refusal is a *TimeError, whose text names the value.
+	long := strings.Repeat("é", 40)
+	for _, c := range []struct {
+		err  func() error
+		want string
+	}{
+		{func() error { _, err := newest.Parse("yesterday"); return err }, `"yesterday": not an RFC 3339 date-time`},
+		{func() error { _, err := newest.Parse("0001-01-01T00:00:00Z"); return err }, `"0001-01-01T00:00:00Z": not an RFC 3339 date-time (the zero time)`},
+		{func() error { _, err := newest.Parse(long); return err }, `"` + long[:62] + `…: not an RFC 3339 date-time`},
+		{func() error { _, err := newest.ParseJSON([]byte(`1700000000`)); return err }, `1700000000: not an RFC 3339 date-time (not a JSON string)`},
+		{func() error { _, err := newest.ParseJSON([]byte(`"soon"`)); return err }, `"soon": not an RFC 3339 date-time`},
+		{func() error { _, err := newest.ParseJSON([]byte(`"0001-01-01T00:00:00Z"`)); return err }, `"0001-01-01T00:00:00Z": not an RFC 3339 date-time (the zero time)`},
+	} {
+		err := c.err()
+		var te *newest.TimeError
+		if !errors.As(err, &te) || te.Err != newest.ErrInvalidTime || !te.Time.IsZero() || !te.Bound.IsZero() {
+			t.Errorf("%v: want a *TimeError{Err: ErrInvalidTime}", err)
+		}
+		if err == nil || err.Error() != c.want {
+			t.Errorf("error %v, want %s", err, c.want)
+		}
 	}
 }
 
@@ -136,16 +250,8 @@ func TestPostgresCondition(t *testing.T) {
 // the incoming time alone tells the verdict, as PostgresCondition says. On
 // its own, selected, the condition is true or false, never NULL.
 func TestPostgresConditionAgreesWithSupersedes(t *testing.T) {
-	url := os.Getenv("GEOIDEM_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatalf("PostgreSQL at %s: %v", url, err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t)
 	table := "newest_" + strconv.FormatUint(rand.Uint64(), 36)
 	if _, err := conn.Exec(ctx, `CREATE TABLE `+table+` (id text PRIMARY KEY, observed_at timestamptz, feature bytea NOT NULL)`); err != nil {
 		t.Fatal(err)
@@ -157,7 +263,8 @@ func TestPostgresConditionAgreesWithSupersedes(t *testing.T) {
 	selected := `SELECT ` + newest.PostgresCondition("stored", "observed_at", "feature") + `
 		FROM (VALUES ($1::timestamptz, $2::bytea)) AS stored (observed_at, feature),
 			(VALUES ($3::timestamptz, $4::bytea)) AS excluded (observed_at, feature)`
-	times := []time.Time{{}, at("2026-03-01T10:00:05Z"), at("2026-03-01T10:00:05.0000004Z"), at("2026-03-01T10:00:05.000001Z"), at("2026-03-01T12:00:09+02:00")}
+	times := []time.Time{{}, at("2026-03-01T10:00:05Z"), at("2026-03-01T10:00:05.0000004Z"), at("2026-03-01T10:00:05.000001Z"), at("2026-03-01T12:00:09+02:00"),
+		at("0000-01-01T00:00:00+23:59"), at("0001-01-01T00:00:00.000001Z"), at("9999-12-31T23:59:59.999999999-23:59")}
 	bodies := [][]byte{{}, {0}, {1}, {1, 0}, {0xff}, []byte("a")}
 	arg := func(t time.Time) any {
 		if t.IsZero() {
@@ -199,5 +306,57 @@ func TestPostgresConditionAgreesWithSupersedes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// connect returns a connection to the test database, closed at the end of
+// the test.
+func connect(t *testing.T) *pgx.Conn {
+	t.Helper()
+	url := os.Getenv("GEOIDEM_POSTGRES_URL")
+	if url == "" {
+		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s: %v", url, err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// Every time Parse accepts, from the first year of RFC 3339 to its last,
+// is stored by PostgreSQL as itself truncated to Precision, and read back
+// as a time, never as Go's zero time ("no time"): no lower bound is needed
+// for the SQL form. The first microsecond of year 1 does read back as the
+// zero time: that is why Parse refuses it.
+func TestPostgresKeepsEveryParsedTime(t *testing.T) {
+	ctx := context.Background()
+	conn := connect(t)
+	roundTrip := func(tm time.Time) time.Time {
+		var back time.Time
+		if err := conn.QueryRow(ctx, `SELECT $1::timestamptz`, tm).Scan(&back); err != nil {
+			t.Fatalf("%v: %v", tm, err)
+		}
+		return back
+	}
+	for _, s := range []string{
+		"0000-01-01T00:00:00+23:59", "0000-01-01T00:00:00Z", "0001-01-01T00:59:59.9999999+01:00",
+		"0001-01-01T00:00:00.000001Z", "2026-03-01T10:00:05.123456789Z", "9999-12-31T23:59:59.999999999-23:59",
+	} {
+		tm, err := newest.Parse(s)
+		if err != nil {
+			t.Fatalf("Parse(%s): %v", s, err)
+		}
+		if back := roundTrip(tm); back.IsZero() || !back.Equal(tm.Truncate(newest.Precision)) {
+			t.Errorf("%s: PostgreSQL gives back %v, want %v", s, back, tm.Truncate(newest.Precision))
+		}
+	}
+	const first = "0001-01-01T00:00:00.0000005Z"
+	if back := roundTrip(at(first)); !back.IsZero() {
+		t.Errorf("%s: PostgreSQL gives back %v, not the zero time: Parse need not refuse it", first, back)
+	}
+	if _, err := newest.Parse(first); !errors.Is(err, newest.ErrInvalidTime) {
+		t.Errorf("Parse(%s) = %v, want ErrInvalidTime", first, err)
 	}
 }
