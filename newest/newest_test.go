@@ -1,8 +1,11 @@
 package newest_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -358,5 +361,156 @@ func TestPostgresKeepsEveryParsedTime(t *testing.T) {
 	}
 	if _, err := newest.Parse(first); !errors.Is(err, newest.ErrInvalidTime) {
 		t.Errorf("Parse(%s) = %v, want ErrInvalidTime", first, err)
+	}
+}
+
+// FromProperties reads the member at the top level of the properties
+// object only, by its name decoded (escapes resolved, exact case), and
+// refuses what is not one RFC 3339 string.
+func TestFromProperties(t *testing.T) {
+	t5 := at("2026-03-01T10:00:05Z")
+	const member = "observation_time"
+	for _, c := range []struct {
+		name  string
+		props string
+		want  time.Time // zero: none
+		ok    bool
+		err   error // the sentinel, or nil
+	}{
+		{"nil: a bare geometry", "", time.Time{}, false, nil},
+		{"null", ` null `, time.Time{}, false, nil},
+		{"empty object", `{}`, time.Time{}, false, nil},
+		{"absent", `{"a":1,"b":[{"observation_time":"2026-03-01T10:00:05Z"}]}`, time.Time{}, false, nil},
+		{"only in a nested object", `{"x":{"observation_time":"2026-03-01T10:00:05Z"}}`, time.Time{}, false, nil},
+		{"present", `{"observation_time":"2026-03-01T10:00:05Z"}`, t5, true, nil},
+		{"present after nested values", ` { "a" : {"b":[1,{"c":"}\"]"}],"observation_time":0} , "s":"\"observation_time\":" ,` +
+			` "observation_time" : "2026-03-01T12:00:05+02:00" } `, t5, true, nil},
+		{"name spelled with escapes", `{"observation\u005ftime":"2026-03-01T10:00:05Z"}`, t5, true, nil},
+		{"name with an escaped slash", `{"observation\/time":"x","observation_time":"2026-03-01T10:00:05Z"}`, t5, true, nil},
+		{"another case is another member", `{"Observation_Time":"2026-03-01T10:00:05Z"}`, time.Time{}, false, nil},
+		{"a longer name", `{"observation_time_":"2026-03-01T10:00:05Z","observation_tim":"x"}`, time.Time{}, false, nil},
+		{"value null", `{"observation_time":null}`, time.Time{}, true, newest.ErrInvalidTime},
+		{"value a number", `{"observation_time":1700000000}`, time.Time{}, true, newest.ErrInvalidTime},
+		{"value an object", `{"observation_time":{"t":"2026-03-01T10:00:05Z"}}`, time.Time{}, true, newest.ErrInvalidTime},
+		{"value not RFC 3339", `{"observation_time":"yesterday"}`, time.Time{}, true, newest.ErrInvalidTime},
+		{"duplicate", `{"observation_time":"2026-03-01T10:00:05Z","observation_time":"2026-03-01T10:00:05Z"}`, time.Time{}, true, newest.ErrDuplicateMember},
+		{"duplicate, once escaped", `{"observation_time":"2026-03-01T10:00:05Z","a":1,"observation\u005Ftime":"2026-03-01T10:00:09Z"}`, time.Time{}, true, newest.ErrDuplicateMember},
+		{"other duplicates are not its business", `{"a":1,"a":2,"observation_time":"2026-03-01T10:00:05Z"}`, t5, true, nil},
+		{"an array", `[{"observation_time":"2026-03-01T10:00:05Z"}]`, time.Time{}, false, newest.ErrInvalidProperties},
+		{"a string", `"observation_time"`, time.Time{}, false, newest.ErrInvalidProperties},
+		{"not JSON", `{"observation_time":"2026-03-01T10:00:05Z"`, time.Time{}, false, newest.ErrInvalidProperties},
+		{"trailing data", `{} {}`, time.Time{}, false, newest.ErrInvalidProperties},
+		{"only spaces", ` `, time.Time{}, false, newest.ErrInvalidProperties},
+	} {
+		got, ok, err := newest.FromProperties([]byte(c.props), member)
+		if !got.Equal(c.want) || ok != c.ok || !errors.Is(err, c.err) || (err == nil) != (c.err == nil) {
+			t.Errorf("%s: FromProperties(%s) = %v, %v, %v; want %v, %v, %v", c.name, c.props, got, ok, err, c.want, c.ok, c.err)
+		}
+		var te *newest.TimeError
+		if isTime := errors.As(err, &te); isTime != (c.err == newest.ErrInvalidTime || c.err == newest.ErrDuplicateMember) {
+			t.Errorf("%s: %v: a *TimeError = %v", c.name, err, isTime)
+		}
+	}
+	for _, c := range []struct{ props, member, want string }{
+		{`{"a/b~":"soon"}`, "a/b~", `"soon": not an RFC 3339 date-time`},
+		{`{"t":1,"t":2}`, "t", `"t": the member appears more than once`},
+	} {
+		if _, _, err := newest.FromProperties([]byte(c.props), c.member); err == nil || err.Error() != c.want {
+			t.Errorf("FromProperties(%s, %q) = %v, want %s", c.props, c.member, err, c.want)
+		}
+	}
+}
+
+// fromPropertiesRef is FromProperties built on encoding/json: a decoder
+// reads the top-level members one by one, with their names decoded as
+// encoding/json decodes them.
+func fromPropertiesRef(props []byte, member string) (time.Time, bool, error) {
+	if len(props) == 0 {
+		return time.Time{}, false, nil
+	}
+	if !json.Valid(props) {
+		return time.Time{}, false, newest.ErrInvalidProperties
+	}
+	dec := json.NewDecoder(bytes.NewReader(props))
+	dec.UseNumber() // 1E1000 is a number, not an error
+	tok, err := dec.Token()
+	if err != nil {
+		panic(err) // json.Valid said it is valid
+	}
+	if tok == nil {
+		return time.Time{}, false, nil
+	}
+	if tok != json.Delim('{') {
+		return time.Time{}, false, newest.ErrInvalidProperties
+	}
+	var values []json.RawMessage
+	for dec.More() {
+		name, _ := dec.Token()
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			panic(err) // json.Valid said it is valid
+		}
+		if name.(string) == member {
+			values = append(values, v)
+		}
+	}
+	switch len(values) {
+	case 0:
+		return time.Time{}, false, nil
+	case 1:
+		t, err := newest.ParseJSON(values[0])
+		return t, true, err
+	}
+	return time.Time{}, true, newest.ErrDuplicateMember
+}
+
+// FromProperties decides as encoding/json does (fromPropertiesRef): the
+// same time, presence, and reason to refuse.
+func FuzzFromProperties(f *testing.F) {
+	for _, props := range []string{
+		``, `null`, `{}`, `[]`, `1`, `"s"`, `{"observation_time":"2026-03-01T10:00:05Z"}`,
+		`{"observation\u005ftime":"2026-03-01T10:00:05.5+01:00"}`, `{"observation_time":null}`,
+		`{"a":{"observation_time":"2026-03-01T10:00:05Z"},"observation_time":"2026-03-01T10:00:09Z"}`,
+		`{"observation_time":"2026-03-01T10:00:05Z","observation_time":1}`, `{"a\ud800":1,"a\ufffd":2}`,
+		"{\"a\xff\":1}", `{"\ud83d\ude00":"x","\ud83d":"y"}`, `{"a":[1,{"b":"\"}"}],"t":"2026-03-01t10:00:05z"}`,
+		`{ "t" : "0001-01-01T00:00:00Z" }`, `1E1000`, `{"t":1E1000}`, `{"t":"9999-12-31T23:59:59.999999999-23:59"}`, `{"\"":1,"\\":2,"\/":3}`,
+	} {
+		for _, member := range []string{"observation_time", "a", "a\ufffd", "t", "😀", "\"", "\\", "/", ""} {
+			f.Add([]byte(props), member)
+		}
+	}
+	f.Fuzz(func(t *testing.T, props []byte, member string) {
+		got, ok, err := newest.FromProperties(props, member)
+		want, wantOK, wantErr := fromPropertiesRef(props, member)
+		if !got.Equal(want) || got.Location().String() != want.Location().String() || ok != wantOK {
+			t.Fatalf("FromProperties(%q, %q) = %v, %v; encoding/json: %v, %v", props, member, got, ok, want, wantOK)
+		}
+		for _, reason := range []error{newest.ErrInvalidTime, newest.ErrDuplicateMember, newest.ErrInvalidProperties} {
+			if errors.Is(err, reason) != errors.Is(wantErr, reason) {
+				t.Fatalf("FromProperties(%q, %q) err = %v; encoding/json: %v", props, member, err, wantErr)
+			}
+		}
+		if (err == nil) != (wantErr == nil) || errors.Is(wantErr, newest.ErrInvalidTime) && err.Error() != wantErr.Error() {
+			t.Fatalf("FromProperties(%q, %q) err = %v; encoding/json: %v", props, member, err, wantErr)
+		}
+	})
+}
+
+// Reading the time costs no allocation when the member is absent, however
+// many members and nesting levels the properties have, and no recursion.
+func TestFromPropertiesBoundedCost(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{`)
+	for i := range 1000 {
+		fmt.Fprintf(&b, `"m\u00e9%d":{"observation_time":[%d,"x"]},`, i, i)
+	}
+	b.WriteString(`"deep":` + strings.Repeat(`[`, 9000) + strings.Repeat(`]`, 9000) + `}`)
+	props := []byte(b.String())
+	if allocs := testing.AllocsPerRun(20, func() {
+		if _, ok, err := newest.FromProperties(props, "observation_time"); ok || err != nil {
+			t.Fatalf("FromProperties = %v, %v; want absent", ok, err)
+		}
+	}); allocs != 0 && !raceEnabled {
+		t.Errorf("FromProperties allocates %v times per call without the member, want 0", allocs)
 	}
 }
