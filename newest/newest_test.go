@@ -275,6 +275,9 @@ func TestPostgresConditionAgreesWithSupersedes(t *testing.T) {
 		}
 		return t
 	}
+	// One batch, run in order: each pair inserts its stored row, upserts
+	// the incoming one, and selects the condition on its own.
+	var b pgx.Batch
 	n := 0
 	for _, st := range times {
 		for _, sb := range bodies {
@@ -282,33 +285,41 @@ func TestPostgresConditionAgreesWithSupersedes(t *testing.T) {
 				for _, ib := range bodies {
 					n++
 					id := strconv.Itoa(n)
-					if _, err := conn.Exec(ctx, `INSERT INTO `+table+` VALUES ($1, $2, $3)`, id, arg(st), sb); err != nil {
-						t.Fatal(err)
-					}
-					var stored bool
-					err := conn.QueryRow(ctx, upsert, id, arg(it), ib).Scan(&stored)
-					if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-						t.Fatal(err)
-					}
+					stored := newest.Observation{Time: st, Bytes: sb}
 					incoming := newest.Observation{Time: it, Bytes: ib}
-					verdict := newest.Decide(newest.Observation{Time: st, Bytes: sb}, incoming)
+					pair := fmt.Sprintf("stored (%v, %x), incoming (%v, %x)", st, sb, it, ib)
+					verdict := newest.Decide(stored, incoming)
 					want := verdict == newest.Replace
-					if stored != want {
-						t.Errorf("stored (%v, %x), incoming (%v, %x): SQL stored = %v, Supersedes = %v", st, sb, it, ib, stored, want)
-					}
-					if !stored && newest.Refused(incoming) != verdict {
-						t.Errorf("stored (%v, %x), incoming (%v, %x): Refused = %v, Decide = %v", st, sb, it, ib, newest.Refused(incoming), verdict)
-					}
-					var cond *bool
-					if err := conn.QueryRow(ctx, selected, arg(st), sb, arg(it), ib).Scan(&cond); err != nil {
-						t.Fatal(err)
-					}
-					if cond == nil || *cond != want {
-						t.Errorf("stored (%v, %x), incoming (%v, %x): selected condition = %v, want %v", st, sb, it, ib, cond, want)
-					}
+					b.Queue(`INSERT INTO `+table+` VALUES ($1, $2, $3)`, id, arg(st), sb)
+					b.Queue(upsert, id, arg(it), ib).QueryRow(func(row pgx.Row) error {
+						var wrote bool
+						if err := row.Scan(&wrote); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+							return err
+						}
+						if wrote != want {
+							t.Errorf("%s: SQL stored = %v, Supersedes = %v", pair, wrote, want)
+						}
+						if !wrote && newest.Refused(incoming) != verdict {
+							t.Errorf("%s: Refused = %v, Decide = %v", pair, newest.Refused(incoming), verdict)
+						}
+						return nil
+					})
+					b.Queue(selected, arg(st), sb, arg(it), ib).QueryRow(func(row pgx.Row) error {
+						var cond *bool
+						if err := row.Scan(&cond); err != nil {
+							return err
+						}
+						if cond == nil || *cond != want {
+							t.Errorf("%s: selected condition = %v, want %v", pair, cond, want)
+						}
+						return nil
+					})
 				}
 			}
 		}
+	}
+	if err := conn.SendBatch(ctx, &b).Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
