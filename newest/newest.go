@@ -1,44 +1,3 @@
-// Package newest decides which of two observations of the same feature a
-// receiver keeps, so that the stored state is the newest observation
-// whatever order the deliveries arrive in.
-//
-// Exactly-once delivery makes each update take effect once; it does not
-// order them. Senders retry with jitter, so an observation made at 10:00:05
-// and retried can arrive after one made at 10:00:09, and a store that
-// simply overwrites ends up holding the older one, for good. The rule here
-// is the one examples/ingest applies on every store:
-//
-//   - An observation with a time supersedes a stored one with an earlier
-//     time, and never one with a later time.
-//   - Equal times (compared at microsecond precision, which is what
-//     PostgreSQL's timestamptz keeps, so that the Go and SQL forms agree)
-//     are broken by the feature's bytes: the larger, compared byte-wise
-//     (bytes.Compare, PostgreSQL's bytea <), wins; identical bytes do not
-//     supersede. Every replica and every arrival order picks the same
-//     winner.
-//   - An update without a time (a zero [Observation.Time]) never replaces
-//     a stored observation that has one: otherwise anyone could roll a
-//     feature back to an older version by sending it without its time. A
-//     stamped observation is superseded only by a later stamped one (or
-//     an equally timed one with larger bytes).
-//   - A stamped update supersedes a stored observation without a time, and
-//     an update without a time supersedes a stored one without a time:
-//     features that never carry a time keep last-write-wins.
-//
-// [Decide] tells which rule applied ([Replace], [Stale], or [Unstamped]
-// for an update without a time over a stamped observation), so that the
-// answer can say so; [Supersedes] is Decide's yes or no. An update that
-// does not supersede is not an error: the receiver acknowledges it (so the
-// sender stops retrying), records that answer like any other, and changes
-// nothing. [PostgresCondition] is the same rule as the WHERE of an
-// INSERT … ON CONFLICT … DO UPDATE, which makes the compare-and-set one
-// atomic statement under concurrent updates of one id.
-//
-// The time is the sender's: check it with a [Policy] before the compare,
-// or one update stamped far ahead pins its feature (every later update is
-// stale until the receiver's clock passes it). [Parse] and [Policy.Check]
-// refuse with a [*TimeError], which a service answers 422 naming the
-// property.
 package newest
 
 import (
@@ -154,8 +113,8 @@ var ErrAhead = errors.New("ahead of the receiver's clock by more than the allowe
 // 9999-12-31T23:59:59.999999999-23:59) pins its feature: every later
 // update is stale until the receiver's clock passes that time. One request
 // does it, from a sender whose clock jumped or from anyone who may post.
-// Checking each time before the compare ([Policy.Check]) limits what one
-// update can do to MaxSkew. It is not authentication: a sender that may
+// Checking each time before the compare ([Policy.Check]) limits the pin of
+// one update to MaxSkew. It is not authentication: a sender that may
 // post at all can keep sending times MaxSkew ahead, or simply wrong
 // features; sign the deliveries (package standardwebhooks) to keep
 // strangers out.
