@@ -1,0 +1,5 @@
+//go:build !race
+
+package newest_test
+
+const raceEnabled = false
