@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"time"
 
 	"github.com/geoidem/geoidem/geojson"
+	"github.com/geoidem/geoidem/internal/allocstat"
 	"github.com/geoidem/geoidem/internal/benchshape"
 )
 
@@ -93,38 +93,6 @@ var hostileRequest = func() *http.Request {
 	return r
 }()
 
-// allocated returns the bytes allocated by one call of fn on data, from
-// runtime.MemStats.TotalAlloc (the total, which bounds the peak heap the
-// call can add): cold, after two collections that empty the sync.Pools
-// (geojson keeps its parsers and sweep buffers in them), and warm, the
-// least of 8 calls after that one.
-func allocated(fn func([]byte) error, data []byte) (cold, warm uint64, err error) {
-	if err := fn(data); err != nil {
-		return 0, 0, err
-	}
-	call := func() (uint64, error) {
-		var m0, m1 runtime.MemStats
-		runtime.ReadMemStats(&m0)
-		err := fn(data)
-		runtime.ReadMemStats(&m1)
-		return m1.TotalAlloc - m0.TotalAlloc, err
-	}
-	runtime.GC()
-	runtime.GC()
-	if cold, err = call(); err != nil {
-		return 0, 0, err
-	}
-	warm = cold
-	for range 8 {
-		a, err := call()
-		if err != nil {
-			return 0, 0, err
-		}
-		warm = min(warm, a)
-	}
-	return cold, warm, nil
-}
-
 // hostileCost is one measured input.
 type hostileCost struct {
 	bytes      int
@@ -140,9 +108,10 @@ type hostileCost struct {
 const hostileRounds = 3
 
 // measureHostile completes the measurement of data, timed at d, with its
-// allocation.
+// allocation (internal/allocstat, which geojson's
+// TestHostileAllocationPerByte measures with too).
 func measureHostile(data []byte, d time.Duration) (hostileCost, error) {
-	cold, warm, err := allocated(answer, data)
+	cold, warm, err := allocstat.Bytes(func() error { return answer(data) })
 	if err != nil {
 		return hostileCost{}, err
 	}
@@ -157,7 +126,7 @@ func runHostile(ctx context.Context, s *section) error {
 	s.line("The inputs of issues 16 and 23 whose cost used to be far out of proportion to their size, each next to a benign document of about the same size.")
 	s.line("Each call is `geojson.RequestValidator.DecodeRequest` (what the middleware calls) and, when the document is rejected, `ProblemJSON` (the 422 body it sends).")
 	s.line("Each input is timed %d times, hostile and benign in turn, each time the best of 5 batch means within %v after a checked first call; the table keeps each input's best.", hostileRounds, o.valTime/hostileRounds)
-	s.line("Allocation is `runtime.MemStats.TotalAlloc` per call, the total allocated, which bounds the peak heap the call can add: cold, one call after two collections (which empty geojson's pools of parsers and sweep buffers), and warm, the least of 8 calls after it.")
+	s.line("Allocation is `runtime.MemStats.TotalAlloc` per call, the total allocated, which bounds the peak heap the call can add: cold, one call after two collections (which empty geojson's pools of parsers and sweep buffers), and warm, the least of it and %d calls after it.", allocstat.WarmCalls)
 	s.line("Cost is given per input byte; the ratios divide the hostile input's by the benign one's.")
 	s.line("")
 	for _, p := range pairs {
