@@ -191,7 +191,7 @@ func TestHostileNesting(t *testing.T) {
 }
 
 // TestConcurrentValidate runs validations in parallel, sharing the pool
-// of sweep buffers (meaningful under -race).
+// of parsers and the sweep buffers they hold (meaningful under -race).
 func TestConcurrentValidate(t *testing.T) {
 	docs := []struct {
 		doc   string

@@ -84,6 +84,8 @@ type parser struct {
 	rootBB      []float64
 	rootFeature bool // the root is a Feature, not a FeatureCollection
 
+	sweep *sweeper // checkPolygons' buffers, reused across polygons and calls
+
 	relSteps int // steps of checkPolygons' ring relation pass, for tests
 }
 
@@ -143,8 +145,8 @@ func (p *parser) validationError() error {
 }
 
 // parserPool recycles parsers and their scratch (path, names, ends, the
-// arena of Validate) across calls, so a warm call allocates little more
-// than what it returns.
+// arena of Validate, the sweep buffers) across calls, so a warm call
+// allocates little more than what it returns.
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
 
 // getParser returns a parser over data, with a pooled one's scratch.
@@ -154,7 +156,7 @@ func getParser(data []byte, o Options, build buildMode) *parser {
 		data: data, o: o, build: build,
 		path: q.path[:0], names: q.names[:0], leaves: q.leaves[:0],
 		ends: q.ends[:0], pends: q.pends[:0], ms: q.ms[:0], zs: q.zs[:0], closed: q.closed[:0],
-		arena: q.arena[:0], gblock: q.gblock,
+		arena: q.arena[:0], gblock: q.gblock, sweep: q.sweep,
 	}
 	return q
 }
@@ -178,7 +180,7 @@ func (p *parser) release() {
 		gblock: p.gblock,
 		path:   p.path[:0], names: p.names[:0], leaves: p.leaves[:0],
 		ends: p.ends[:0], pends: p.pends[:0], ms: p.ms[:0], zs: p.zs[:0], closed: p.closed[:0],
-		arena: p.arena[:0],
+		arena: p.arena[:0], sweep: p.sweep,
 	}
 	parserPool.Put(p)
 }
