@@ -65,6 +65,7 @@ type parser struct {
 
 	npos       int
 	arena      []float64
+	arenaGiven bool     // geometries returned to the caller hold the arena
 	leaves     []*gnode // coordinate-bearing geometries in document order
 	gblock     []gnode  // the block newGnode takes gnodes from
 	gnext      int      // the next gnode of gblock to take
@@ -99,9 +100,12 @@ func parse(data []byte, o Options, build buildMode) (p *parser, err error) {
 		}
 		return p, p.validationError()
 	}
-	if n := len(data)/8 + 16; build != buildNone || cap(p.arena) < n {
-		// A decoded document's geometries keep the arena: it is never
-		// pooled then.
+	// The arena is pooled with the parser until a decode hands it to the
+	// geometries it returns (parser.geometry), so a rejected decode
+	// leaves it for the next call. A decode takes a pooled arena only
+	// when it is at most 4 times the size this input starts with: its
+	// geometries never keep one many times the size of their document.
+	if n := len(data)/8 + 16; cap(p.arena) < n || (build != buildNone && cap(p.arena) > 4*n) {
 		p.arena = make([]float64, 0, n)
 	}
 	defer func() {
@@ -162,10 +166,11 @@ func getParser(data []byte, o Options, build buildMode) *parser {
 }
 
 // release returns p to the pool once nothing it built is in use but
-// what the caller took: the problems and, for a decode, the arena stay
-// with their new owners, and references into the input are dropped.
+// what the caller took: the problems and, for a decode that returned
+// geometries, the arena stay with their new owners, and references into
+// the input are dropped.
 func (p *parser) release() {
-	if p.build != buildNone {
+	if p.arenaGiven {
 		p.arena = nil
 	}
 	clear(p.path[:cap(p.path)])
