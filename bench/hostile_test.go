@@ -9,7 +9,10 @@ import (
 )
 
 // TestHostileSection runs section 6 alone in the tiny mode and checks its
-// table, headline and figures.
+// table, headline and figures, and that it states its allocation bound
+// with a verdict. (Whether the bound is met at 1 MiB is geojson's
+// TestHostileAllocationPerByte; in the tiny mode the problem document's
+// fixed cost, some 0.5 MB, is 7× a 64 KiB circle's warm allocation.)
 func TestHostileSection(t *testing.T) {
 	o := tinyOptions(t)
 	o.only = map[string]bool{"hostile": true}
@@ -25,7 +28,8 @@ func TestHostileSection(t *testing.T) {
 		t.Fatalf("sections failed: %v\n%s", rep.failed, md)
 	}
 	for _, want := range []string{"## 6. Hostile inputs", "| problem document, 64 KiB body |", "| 1000 holes |",
-		"| circle of 1000 vertices at 1e-200 |", "| MultiPoint of [], 64 KiB |", "| overlapping triangles, 64 KiB |", "hostile inputs (issues 16 and 23)", "hostile-time.svg", "hostile-alloc.svg"} {
+		"| circle of 1000 vertices at 1e-200 |", "| MultiPoint of [], 64 KiB |", "| overlapping triangles, 64 KiB |", "hostile inputs (issues 16 and 23)", "hostile-time.svg", "hostile-alloc.svg",
+		"**Allocation bound**: at most 5× the bytes allocated per input byte of a valid circle of the input's size, cold and warm: **", "(bound 5×)", "; bound 5×: "} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("REPORT.md lacks %q:\n%s", want, md)
 		}

@@ -135,10 +135,10 @@ func (p *parser) level(level, firstPos int) {
 			p.pop()
 			switch level {
 			case 2:
-				p.ends = append(p.ends, p.npos-firstPos)
-				p.closed = append(p.closed, p.lastClosed)
+				p.ends = appendScratch(p.ends, p.npos-firstPos)
+				p.closed = appendScratch(p.closed, p.lastClosed)
 			case 3:
-				p.pends = append(p.pends, len(p.ends))
+				p.pends = appendScratch(p.pends, len(p.ends))
 			}
 			if !p.next(']') {
 				break
@@ -156,10 +156,11 @@ const (
 )
 
 // position parses one position. While the current geometry has no
-// problem it stores x and y in the arena and z (0 for 2D) in p.zs; once
-// it has one, nothing is stored, since a bad geometry's positions are
-// never read. It returns x, y and z as parsed (partly 0 for a malformed
-// position), for ring closure.
+// problem it stores x and y in the arena and, while every position so far
+// has an altitude, z in p.zs (widen reads p.zs only for a geometry whose
+// every position has one); once it has a problem, nothing is stored,
+// since a bad geometry's positions are never read. It returns x, y and z
+// as parsed (partly 0 for a malformed position), for ring closure.
 func (p *parser) position() [3]float64 {
 	var v [4]float64
 	n := 0
@@ -257,16 +258,31 @@ func (p *parser) position() [3]float64 {
 		}
 	}
 	if p.nerr == p.gBefore {
+		// Every position stored is ok (a position that is not reports a
+		// problem), so p.dims is that of the first.
 		if ok && n >= 4 && p.o.AllowExtraDimensions {
-			p.ms = append(p.ms, v[3]) // kept when every position of the geometry has one
+			p.ms = appendScratch(p.ms, v[3]) // kept when every position of the geometry has one
 		}
 		if len(p.arena)+2 > cap(p.arena) {
 			p.growArena()
 		}
 		p.arena = append(p.arena, v[0], v[1])
-		p.zs = append(p.zs, v[2])
+		if p.dims == 3 && !p.mixed {
+			p.zs = appendScratch(p.zs, v[2])
+		}
 	}
 	return [3]float64{v[0], v[1], v[2]}
+}
+
+// appendScratch appends v to s, a scratch slice the pooled parser keeps,
+// doubling its capacity when it is full: append grows a large slice by
+// about a quarter, so that a cold parse would allocate some five times the
+// slice's final size, rather than two.
+func appendScratch[E any](s []E, v E) []E {
+	if len(s) == cap(s) {
+		s = slices.Grow(s, max(len(s), 8))
+	}
+	return append(s, v)
 }
 
 // growArena makes room in the arena for the positions still to come:

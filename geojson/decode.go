@@ -67,8 +67,10 @@ func Decode(data []byte, opts Options) ([]Feature, error) {
 	return out, nil
 }
 
-// geometry builds the go-geom value of an accepted geometry.
+// geometry builds the go-geom value of an accepted geometry, whose
+// positions stay in the arena: the parser gives the arena up.
 func (p *parser) geometry(g *gnode) geom.T {
+	p.arenaGiven = true
 	if g.typ == tGeometryCollection {
 		gc := geom.NewGeometryCollection()
 		for _, c := range g.children {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -191,7 +192,7 @@ func TestHostileNesting(t *testing.T) {
 }
 
 // TestConcurrentValidate runs validations in parallel, sharing the pool
-// of sweep buffers (meaningful under -race).
+// of parsers and the sweep buffers they hold (meaningful under -race).
 func TestConcurrentValidate(t *testing.T) {
 	docs := []struct {
 		doc   string
@@ -264,6 +265,75 @@ func TestNumbersNearFastPathLimits(t *testing.T) {
 			if math.Float64bits(got) != math.Float64bits(want) || p.i != len(s) || string(raw) != s {
 				t.Fatalf("num(%q) = %v, %q (read %d bytes), want %v, %q", s+tail, got, raw, p.i, want, s)
 			}
+		}
+	}
+}
+
+// TestDecodedPositionsOutliveThePool: the positions of decoded geometries
+// are the caller's. Rejected decodes, Validate and other decodes of
+// bodies of every size, after and between, on the same pooled parsers,
+// never change them.
+func TestDecodedPositionsOutliveThePool(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	circle := func(n int, r float64) []byte {
+		var b strings.Builder
+		b.WriteString(`{"type":"Polygon","coordinates":[[`)
+		for i := range n {
+			a := 2 * math.Pi * float64(i) / float64(n)
+			b.WriteString("[" + strconv.FormatFloat(r*math.Cos(a), 'g', -1, 64) + "," + strconv.FormatFloat(r*math.Sin(a), 'g', -1, 64) + "],")
+		}
+		b.WriteString(`[` + strconv.FormatFloat(r, 'g', -1, 64) + `,0]]]}`)
+		return []byte(b.String())
+	}
+	overlapping := func(n int) []byte {
+		var b strings.Builder
+		b.WriteString(`{"type":"MultiPolygon","coordinates":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			x := strconv.Itoa(i % 50)
+			x2 := strconv.Itoa(i%50 + 2)
+			b.WriteString("[[[" + x + ",0],[" + x2 + ",0],[" + x + ",2],[" + x + ",0]]]")
+		}
+		b.WriteString(`]}`)
+		return []byte(b.String())
+	}
+	type kept struct {
+		g    geom.T
+		flat []float64
+	}
+	var all []kept
+	for round := range 200 {
+		n := 3 + rng.IntN(2000)
+		switch rng.IntN(4) {
+		case 0:
+			doc, err := DecodeDocument(circle(n, 1+float64(round%80)), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := doc.Features[0].Geometry
+			all = append(all, kept{g, append([]float64(nil), g.FlatCoords()...)})
+		case 1:
+			fs, err := Decode(circle(n, 1+float64(round%80)), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := fs[0].Geometry
+			all = append(all, kept{g, append([]float64(nil), g.FlatCoords()...)})
+		case 2:
+			if _, err := DecodeDocument(overlapping(n), Options{}); err == nil {
+				t.Fatal("overlapping triangles decoded")
+			}
+		case 3:
+			if err := Validate(overlapping(n), Options{}); err == nil {
+				t.Fatal("overlapping triangles valid")
+			}
+		}
+	}
+	for i, k := range all {
+		if got := k.g.FlatCoords(); !slices.Equal(got, k.flat) {
+			t.Fatalf("geometry %d of %d: its positions changed after later calls", i, len(all))
 		}
 	}
 }

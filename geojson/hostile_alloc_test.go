@@ -3,74 +3,93 @@ package geojson
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"runtime"
 	"strconv"
 	"testing"
 
+	"github.com/geoidem/geoidem/internal/allocstat"
 	"github.com/geoidem/geoidem/internal/benchshape"
 )
 
-// decodeRequestAlloc returns the bytes one RequestValidator.DecodeRequest
-// call on body allocates, from runtime.MemStats.TotalAlloc: cold, after
-// two collections (which empty every sync.Pool), and warm, the least of
-// eight calls after a first one (the least, because under the race
-// detector sync.Pool drops a random quarter of what it is given).
-func decodeRequestAlloc(t *testing.T, body []byte) (cold, warm uint64) {
+// answerAlloc returns the bytes allocated by what the middleware does with
+// body, as bench section 6 measures it (internal/allocstat): one
+// RequestValidator.DecodeRequest call and, for a *ValidationError, its
+// problem document; cold, with the pools emptied, and warm.
+func answerAlloc(t *testing.T, body []byte) (cold, warm uint64) {
 	t.Helper()
 	r, err := http.NewRequest(http.MethodPost, "/", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Header.Set("Content-Type", "application/geo+json")
-	v := RequestValidator{}
-	call := func() uint64 {
-		var m0, m1 runtime.MemStats
-		runtime.ReadMemStats(&m0)
-		_, err := v.DecodeRequest(r, body)
-		runtime.ReadMemStats(&m1)
+	cold, warm, err = allocstat.Bytes(func() error {
+		_, err := RequestValidator{}.DecodeRequest(r, body)
 		var verr *ValidationError
-		if err != nil && !errors.As(err, &verr) {
-			t.Fatalf("DecodeRequest: %v", err)
+		if errors.As(err, &verr) {
+			if n := len(verr.ProblemJSON()); n > MaxProblemDocumentBytes {
+				return fmt.Errorf("problem document of %d bytes, over %d", n, MaxProblemDocumentBytes)
+			}
+			return nil
 		}
-		return m1.TotalAlloc - m0.TotalAlloc
-	}
-	runtime.GC()
-	runtime.GC()
-	cold = call()
-	warm = math.MaxUint64
-	for range 8 {
-		warm = min(warm, call())
+		return err
+	})
+	if err != nil {
+		t.Fatalf("DecodeRequest: %v", err)
 	}
 	return cold, warm
 }
 
-// TestHostileAllocationPerByte holds SECURITY.md's bound: through
-// RequestValidator.DecodeRequest, a 1 MiB body of empty positions, empty
-// LineStrings or rings, empty Polygons, overlapping triangles or 20,000
-// holes allocates at most 5× the bytes per input byte of a valid circle
-// of its size, cold and warm (issue 23, item 4).
+// TestHostileAllocationPerByte holds SECURITY.md's bound on every hostile
+// body of bench section 6: through RequestValidator.DecodeRequest and the
+// problem document, a 1 MiB problem bomb, 20,000 and 50,000 holes, 1 MiB
+// of empty positions, empty LineStrings or rings, empty Polygons or
+// overlapping triangles, and a circle at scale 1e-200 allocate at most 5×
+// the bytes per input byte of a valid circle of their size, cold and warm
+// (issue 23, item 4; issue 35).
 func TestHostileAllocationPerByte(t *testing.T) {
 	const size = 1 << 20
 	const bound = 5.0
-	circle := benchshape.CircleOfSize(size, 1)
-	cc, cw := decodeRequestAlloc(t, circle)
 	perB := func(a uint64, body []byte) float64 { return float64(a) / float64(len(body)) }
-	t.Logf("circle, %d bytes: cold %.2f B/B, warm %.2f B/B", len(circle), perB(cc, circle), perB(cw, circle))
+	type perByte struct{ cold, warm float64 }
+	circles := map[int]perByte{} // the circle of each size, measured once
+	circleOf := func(n int) perByte {
+		if c, ok := circles[n]; ok {
+			return c
+		}
+		body := benchshape.CircleOfSize(n, 1)
+		cc, cw := answerAlloc(t, body)
+		c := perByte{perB(cc, body), perB(cw, body)}
+		t.Logf("circle of %d bytes: cold %.2f B/B, warm %.2f B/B", len(body), c.cold, c.warm)
+		circles[n] = c
+		return c
+	}
+	// The bodies of about size bytes are held against the circle of size
+	// bytes, as in bench section 6; the others against one of their own
+	// length.
 	for _, c := range []struct {
-		name string
-		body []byte
+		name   string
+		body   []byte
+		circle int // size of the circle: len(body) when 0
 	}{
-		{"MultiPoint of []", benchshape.EmptyPositions(size)},
-		{"MultiLineString of []", benchshape.EmptyLines(size)},
-		{"Polygon of [] rings", benchshape.EmptyRings(size)},
-		{"MultiPolygon of [[]]", benchshape.EmptyPolygons(size)},
-		{"overlapping triangles", benchshape.Triangles(size)},
-		{"20,000 holes", benchshape.Holes(20_000)},
+		{"problem document", benchshape.ProblemBomb(size, 100), size},
+		{"20,000 holes", benchshape.Holes(20_000), 0},
+		{"50,000 holes", benchshape.Holes(50_000), 0},
+		{"MultiPoint of []", benchshape.EmptyPositions(size), size},
+		{"MultiLineString of []", benchshape.EmptyLines(size), size},
+		{"Polygon of [] rings", benchshape.EmptyRings(size), size},
+		{"MultiPolygon of [[]]", benchshape.EmptyPolygons(size), size},
+		{"overlapping triangles", benchshape.Triangles(size), size},
+		{"circle of 21,000 vertices at 1e-200", benchshape.Circle(21_000, 1e-200), 0},
 	} {
-		hc, hw := decodeRequestAlloc(t, c.body)
-		rc, rw := perB(hc, c.body)/perB(cc, circle), perB(hw, c.body)/perB(cw, circle)
+		if c.circle == 0 {
+			c.circle = len(c.body)
+		}
+		circle := circleOf(c.circle)
+		hc, hw := answerAlloc(t, c.body)
+		rc, rw := perB(hc, c.body)/circle.cold, perB(hw, c.body)/circle.warm
 		t.Logf("%s, %d bytes: cold %.2f B/B (%.1f×), warm %.2f B/B (%.1f×)", c.name, len(c.body), perB(hc, c.body), rc, perB(hw, c.body), rw)
 		if rc > bound || rw > bound {
 			t.Errorf("%s: %.1f× (cold) and %.1f× (warm) the bytes allocated per input byte of a circle of its size, want at most %v×",

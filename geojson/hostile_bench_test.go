@@ -2,6 +2,7 @@ package geojson
 
 import (
 	"errors"
+	"net/http"
 	"strconv"
 	"testing"
 
@@ -25,11 +26,35 @@ func validateAnswer(data []byte) (int, error) {
 	return 0, err
 }
 
+// decodeAnswer is validateAnswer through RequestValidator.DecodeRequest,
+// what the middleware calls.
+func decodeAnswer(data []byte) (int, error) {
+	_, err := RequestValidator{}.DecodeRequest(geoJSONRequest, data)
+	var verr *ValidationError
+	if errors.As(err, &verr) {
+		return len(verr.ProblemJSON()), nil
+	}
+	return 0, err
+}
+
+var geoJSONRequest = func() *http.Request {
+	r, err := http.NewRequest(http.MethodPost, "/", nil)
+	if err != nil {
+		panic(err)
+	}
+	r.Header.Set("Content-Type", "application/geo+json")
+	return r
+}()
+
 func benchHostile(b *testing.B, data []byte, wantProblems bool) {
+	benchAnswer(b, validateAnswer, data, wantProblems)
+}
+
+func benchAnswer(b *testing.B, answer func([]byte) (int, error), data []byte, wantProblems bool) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		n, err := validateAnswer(data)
+		n, err := answer(data)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -56,4 +81,18 @@ func BenchmarkHostileHoles(b *testing.B) {
 func BenchmarkHostileTinyCircle(b *testing.B) {
 	b.Run("scale-1e-200", func(b *testing.B) { benchHostile(b, benchshape.Circle(21_000, 1e-200), false) })
 	b.Run("scale-1", func(b *testing.B) { benchHostile(b, benchshape.Circle(21_000, 1), false) })
+}
+
+// BenchmarkHostileTriangles: issue 23's overlapping triangles, a 1 MiB
+// MultiPolygon rejected by the sweep, and a valid circle of the same size,
+// through Validate and through RequestValidator.DecodeRequest (issue 35).
+func BenchmarkHostileTriangles(b *testing.B) {
+	tri, circle := benchshape.Triangles(1<<20), benchshape.CircleOfSize(1<<20, 1)
+	for _, a := range []struct {
+		name   string
+		answer func([]byte) (int, error)
+	}{{"validate", validateAnswer}, {"decode", decodeAnswer}} {
+		b.Run(a.name+"/triangles-1MiB", func(b *testing.B) { benchAnswer(b, a.answer, tri, true) })
+		b.Run(a.name+"/circle-same-size", func(b *testing.B) { benchAnswer(b, a.answer, circle, false) })
+	}
 }

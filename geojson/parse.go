@@ -65,6 +65,7 @@ type parser struct {
 
 	npos       int
 	arena      []float64
+	arenaGiven bool     // geometries returned to the caller hold the arena
 	leaves     []*gnode // coordinate-bearing geometries in document order
 	gblock     []gnode  // the block newGnode takes gnodes from
 	gnext      int      // the next gnode of gblock to take
@@ -84,6 +85,8 @@ type parser struct {
 	rootBB      []float64
 	rootFeature bool // the root is a Feature, not a FeatureCollection
 
+	sweep *sweeper // checkPolygons' buffers, reused across polygons and calls
+
 	relSteps int // steps of checkPolygons' ring relation pass, for tests
 }
 
@@ -97,9 +100,12 @@ func parse(data []byte, o Options, build buildMode) (p *parser, err error) {
 		}
 		return p, p.validationError()
 	}
-	if n := len(data)/8 + 16; build != buildNone || cap(p.arena) < n {
-		// A decoded document's geometries keep the arena: it is never
-		// pooled then.
+	// The arena is pooled with the parser until a decode hands it to the
+	// geometries it returns (parser.geometry), so a rejected decode
+	// leaves it for the next call. A decode takes a pooled arena only
+	// when it is at most 4 times the size this input starts with: its
+	// geometries never keep one many times the size of their document.
+	if n := len(data)/8 + 16; cap(p.arena) < n || (build != buildNone && cap(p.arena) > 4*n) {
 		p.arena = make([]float64, 0, n)
 	}
 	defer func() {
@@ -143,8 +149,8 @@ func (p *parser) validationError() error {
 }
 
 // parserPool recycles parsers and their scratch (path, names, ends, the
-// arena of Validate) across calls, so a warm call allocates little more
-// than what it returns.
+// arena of Validate, the sweep buffers) across calls, so a warm call
+// allocates little more than what it returns.
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
 
 // getParser returns a parser over data, with a pooled one's scratch.
@@ -154,16 +160,17 @@ func getParser(data []byte, o Options, build buildMode) *parser {
 		data: data, o: o, build: build,
 		path: q.path[:0], names: q.names[:0], leaves: q.leaves[:0],
 		ends: q.ends[:0], pends: q.pends[:0], ms: q.ms[:0], zs: q.zs[:0], closed: q.closed[:0],
-		arena: q.arena[:0], gblock: q.gblock,
+		arena: q.arena[:0], gblock: q.gblock, sweep: q.sweep,
 	}
 	return q
 }
 
 // release returns p to the pool once nothing it built is in use but
-// what the caller took: the problems and, for a decode, the arena stay
-// with their new owners, and references into the input are dropped.
+// what the caller took: the problems and, for a decode that returned
+// geometries, the arena stay with their new owners, and references into
+// the input are dropped.
 func (p *parser) release() {
-	if p.build != buildNone {
+	if p.arenaGiven {
 		p.arena = nil
 	}
 	clear(p.path[:cap(p.path)])
@@ -178,7 +185,7 @@ func (p *parser) release() {
 		gblock: p.gblock,
 		path:   p.path[:0], names: p.names[:0], leaves: p.leaves[:0],
 		ends: p.ends[:0], pends: p.pends[:0], ms: p.ms[:0], zs: p.zs[:0], closed: p.closed[:0],
-		arena: p.arena[:0],
+		arena: p.arena[:0], sweep: p.sweep,
 	}
 	parserPool.Put(p)
 }

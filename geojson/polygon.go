@@ -3,11 +3,7 @@ package geojson
 import (
 	"slices"
 	"strconv"
-	"sync"
 )
-
-// sweeperPool recycles sweep buffers across polygons and calls.
-var sweeperPool = sync.Pool{New: func() any { return new(sweeper) }}
 
 // ringRef locates a sweeper ring in the input.
 type ringRef struct {
@@ -20,8 +16,14 @@ type ringRef struct {
 // strict. Problems point at the polygon's coordinates, a ring or a
 // position.
 func (p *parser) checkPolygons(g *gnode) {
-	s := sweeperPool.Get().(*sweeper)
-	defer sweeperPool.Put(s)
+	// The sweep buffers stay with the parser, pooled with it: taken from
+	// a pool of their own for each polygon, they were lost whenever two
+	// collections fell between one polygon and the next, as they do while
+	// a large body is parsed.
+	if p.sweep == nil {
+		p.sweep = new(sweeper)
+	}
+	s := p.sweep
 	// Per-ring scratch sized from the ring count, not grown by appends.
 	nr := len(g.ends)
 	s.rings = slices.Grow(s.rings[:0], nr)
