@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"time"
@@ -50,7 +51,9 @@ type Result struct {
 // (a retry after a lost acknowledgement can overtake it), and once the
 // original finishes the retry gets its recorded answer replayed. A 409
 // without Retry-After, and every other status, is permanent. Retry-After,
-// clamped to Config.MaxRetryAfter, is preferred over the computed delay.
+// clamped to Config.MaxRetryAfter, is preferred over the computed delay;
+// one that ends too late for an attempt before the deadline ends the
+// delivery at once with [ErrRetryAfterBeyondDeadline].
 // With a delivery deadline, a 409 with Retry-After is not counted against
 // Config.MaxAttempts: the sender waits its Retry-After (at least
 // Backoff.Base) and tries again until the deadline, because the receiver
@@ -187,17 +190,26 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 			return s.interrupt(ctx, p, res, last)
 		}
 
+		need := s.attemptTimeout
+		if need <= 0 {
+			need = longest
+		}
 		delay := s.nextDelay(prev, n)
 		if last.hasRetryAfter {
+			// The receiver says no attempt before retryAfter will do.
+			// Clamping keeps a long one from wedging a worker, but
+			// retrying sooner than asked only to be refused again is no
+			// better: a Retry-After the deadline cannot honour (a store
+			// full for a day) ends the delivery now.
+			if !s.fits(ctx, p, addSat(last.retryAfter, need)) {
+				s.observe(info)
+				return s.fail(ctx, p, res, last, ErrRetryAfterBeyondDeadline)
+			}
 			delay = min(last.retryAfter, s.maxRetryAfter)
 			info.FromRetryAfter = true
 		}
 		if waiting {
 			delay = max(delay, s.backoff.Base) // never spin on 409s
-		}
-		need := s.attemptTimeout
-		if need <= 0 {
-			need = longest
 		}
 		if !s.fits(ctx, p, delay+need) {
 			info.FromRetryAfter = false
@@ -247,6 +259,15 @@ func (s *Sender) fits(ctx context.Context, p *pending, d time.Duration) bool {
 		return false
 	}
 	return true
+}
+
+// addSat returns a+b for non-negative durations, saturated at the largest
+// Duration instead of overflowing (a Retry-After may be that large).
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // checkTarget validates the method and URL before any I/O.
@@ -319,6 +340,8 @@ func reasonName(reason error) string {
 		return "permanent"
 	case errors.Is(reason, ErrExhausted):
 		return "exhausted"
+	case errors.Is(reason, ErrRetryAfterBeyondDeadline):
+		return "retry-after-beyond-deadline"
 	case errors.Is(reason, ErrDeadline):
 		return "deadline"
 	case errors.Is(reason, ErrBudgetExhausted):

@@ -51,6 +51,13 @@
 // Config.MaxRetryAfter. Delays and the delivery deadline are measured on the
 // [Clock] (by default the monotonic clock); the sender never sleeps past the
 // deadline and gives up as soon as the next attempt cannot fit before it.
+// A Retry-After is honoured, never cut short into a doomed retry: when the
+// time it names (unclamped) leaves no room for an attempt before the
+// deadline (a receiver whose store is full for a day answers 503
+// store-full with Retry-After 85811), the delivery ends at once, without
+// a wait, with [ErrRetryAfterBeyondDeadline] (dead-lettered as
+// "retry-after-beyond-deadline"), so no worker is held for a wait that
+// cannot succeed.
 // Every wait ends when the context is canceled. A [RetryBudget] shared by
 // the deliveries to one endpoint caps how much retries can multiply its
 // load.
@@ -59,8 +66,9 @@
 //
 // A delivery that ends without success returns a [*DeliveryError] whose
 // reason is [ErrPermanent], [ErrExhausted], [ErrDeadline],
-// [ErrBudgetExhausted], [ErrNotJournaled] (an [Outbox] whose journal could
-// not record it sent nothing) or the context's error, and is handed to the
+// [ErrRetryAfterBeyondDeadline], [ErrBudgetExhausted], [ErrNotJournaled]
+// (an [Outbox] whose journal could not record it sent nothing) or the
+// context's error, and is handed to the
 // [DeadLetterSink], if any, with its payload, key, attempts, last status and
 // error. [JSONLinesSink] writes them as JSON lines to a file.
 //
