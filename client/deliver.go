@@ -66,6 +66,14 @@ type Result struct {
 // sink's error when Put failed; errors.As finds it either way); the Result
 // then describes the last attempt.
 func (s *Sender) Deliver(ctx context.Context, d Delivery) (Result, error) {
+	return s.deliver(ctx, d, false)
+}
+
+// deliver is Deliver. keyNamesEvent says that d's key names the event, as
+// an [Outbox]'s keys do (the first bytes sent under a key win): a 422
+// key-reused answer then means the event was sent earlier with another
+// payload ([ErrSentEarlier]), not that this one failed.
+func (s *Sender) deliver(ctx context.Context, d Delivery, keyNamesEvent bool) (Result, error) {
 	keyHeader, method, err := keyAndMethod(d)
 	if err != nil {
 		return Result{}, err
@@ -74,6 +82,7 @@ func (s *Sender) Deliver(ctx context.Context, d Delivery) (Result, error) {
 		return Result{}, err
 	}
 	p := s.newPending(d, method, keyHeader)
+	p.keyNamesEvent = keyNamesEvent
 	if s.budget != nil {
 		s.budget.Deposit()
 	}
@@ -124,6 +133,7 @@ type pending struct {
 	header                         http.Header
 	start                          time.Time
 	deadline                       time.Time // zero: none
+	keyNamesEvent                  bool      // see deliver
 }
 
 func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
@@ -176,6 +186,9 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 			return s.interrupt(ctx, p, res, last)
 		case ctx.Err() != nil:
 			reason = ctx.Err()
+		case !last.retryable && p.keyNamesEvent && keyReused(last):
+			s.observe(info)
+			return s.sentEarlier(ctx, p, res, last)
 		case !last.retryable:
 			reason = ErrPermanent
 		case counted >= s.maxAttempts:
@@ -333,6 +346,14 @@ func (s *Sender) fail(ctx context.Context, p *pending, res Result, last outcome,
 	return res, derr
 }
 
+// sentEarlier ends a delivery whose key the receiver holds with another
+// payload (see deliver): not a failure of the event, not dead-lettered.
+func (s *Sender) sentEarlier(ctx context.Context, p *pending, res Result, last outcome) (Result, error) {
+	res.Elapsed = s.clock.Now().Sub(p.start)
+	s.log.InfoContext(ctx, "client: sent earlier with another payload", "url", p.URL, "key", p.Key, "attempts", res.Attempts)
+	return res, &DeliveryError{Reason: ErrSentEarlier, Key: p.Key, Attempts: res.Attempts, StatusCode: res.StatusCode, Err: last.err}
+}
+
 // reasonName is the DeadLetter.Reason for a DeliveryError reason.
 func reasonName(reason error) string {
 	switch {
@@ -350,6 +371,8 @@ func reasonName(reason error) string {
 		return "not-journaled"
 	case errors.Is(reason, ErrInterrupted):
 		return "interrupted"
+	case errors.Is(reason, ErrSentEarlier):
+		return "sent-earlier"
 	default:
 		return "canceled"
 	}

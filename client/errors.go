@@ -53,6 +53,21 @@ var (
 	// bytes again. The delivery is handed to the dead-letter sink, with its
 	// key and exact bytes, ready to be re-driven. Attempts is 0.
 	ErrNotJournaled = errors.New("client: not journaled")
+	// ErrSentEarlier reports that the receiver answered an [Outbox]
+	// delivery 422 key-reused (a problem document whose type ends in
+	// "#key-reused", see docs/problems.md): it holds another payload under the key, first
+	// sent by an earlier run whose journal is gone (another host, a new
+	// container, a deleted journal; the bytes then differ by the
+	// observation_time stamped anew), and has executed or refused that
+	// one. An outbox's key names the event and the first bytes sent under
+	// it win, so the event was sent earlier: not a failure of this send,
+	// and never ErrPermanent. It is not handed to the dead-letter sink
+	// (a re-drive would be refused the same way), and the journal entry is
+	// marked done ([OutcomeSentEarlier]). The outcome of the earlier send
+	// is the receiver's, which this answer does not tell. A bare
+	// [Sender.Deliver], whose keys mean what its caller says, reports the
+	// same answer as ErrPermanent.
+	ErrSentEarlier = errors.New("client: sent earlier with another payload")
 )
 
 // refinedReason is a reason that is also its parent reason for errors.Is.
@@ -69,8 +84,9 @@ func (e *refinedReason) Unwrap() error { return e.parent }
 //
 // errors.Is(err, r) is true for its Reason (one of [ErrPermanent],
 // [ErrExhausted], [ErrDeadline], [ErrRetryAfterBeyondDeadline] (and then
-// ErrDeadline too), [ErrBudgetExhausted], [ErrNotJournaled], or the
-// context's error when it was canceled), and errors.As reaches the last attempt's
+// ErrDeadline too), [ErrBudgetExhausted], [ErrNotJournaled],
+// [ErrSentEarlier] (never dead-lettered), [ErrInterrupted] (never
+// dead-lettered), or the context's error when it was canceled), and errors.As reaches the last attempt's
 // error: a [*StatusError] when the last attempt got a non-2xx answer, or the
 // transport error.
 type DeliveryError struct {
@@ -97,8 +113,8 @@ func (e *DeliveryError) Error() string {
 
 // ReasonName is the reason as a word, the one [DeadLetter.Reason] holds:
 // "permanent", "exhausted", "deadline", "retry-after-beyond-deadline",
-// "budget", "not-journaled", "interrupted" (never dead-lettered) or
-// "canceled".
+// "budget", "not-journaled", "sent-earlier" and "interrupted" (never
+// dead-lettered) or "canceled".
 func (e *DeliveryError) ReasonName() string { return reasonName(e.Reason) }
 
 // Unwrap returns the Reason and the last attempt's error.

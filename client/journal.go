@@ -42,6 +42,7 @@ const (
 	OutcomeReplayed     = "replayed"      // a 2xx answer replayed from the receiver's record
 	OutcomePermanent    = "permanent"     // refused by an answer no retry can fix
 	OutcomeDeadLettered = "dead-lettered" // handed to the dead-letter sink
+	OutcomeSentEarlier  = "sent-earlier"  // refused as key reuse: another payload of the event was sent first ([ErrSentEarlier])
 )
 
 // ErrJournalClosed is returned by a closed [FileJournal].

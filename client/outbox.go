@@ -28,8 +28,14 @@ func NewOutbox(s *Sender, j Journal) *Outbox {
 // replays its answer rather than refusing another payload under the same
 // key or executing it again.
 //
+// The key names the event: a 422 key-reused answer (the receiver holds
+// another payload under it, sent by an earlier run whose journal is gone)
+// ends the delivery with [ErrSentEarlier], not [ErrPermanent], and is not
+// dead-lettered.
+//
 // The entry is marked done when the delivery ends: delivered or replayed
-// (a 2xx answer), refused permanently, or handed to the dead-letter sink.
+// (a 2xx answer), refused permanently, sent earlier, or handed to the
+// dead-letter sink.
 // A delivery that ends otherwise (retries exhausted with no sink, the
 // sink failed, or interrupted by the stop of [WithStop]) stays pending in
 // the journal, to be resumed ([Outbox.Resume]) or sent again by a re-run.
@@ -97,7 +103,7 @@ func (o *Outbox) deliver(ctx context.Context, d Delivery, strict bool) (Result, 
 	if strict && !bytes.Equal(rec.Body, e.Body) {
 		return Result{}, fmt.Errorf("%w: key %q", ErrJournalConflict, d.Key)
 	}
-	res, err := o.sender.Deliver(ctx, rec.Delivery())
+	res, err := o.sender.deliver(ctx, rec.Delivery(), true)
 	if outcome := o.outcome(res, err); outcome != "" {
 		if derr := o.journal.Done(context.WithoutCancel(ctx), rec, outcome); derr != nil {
 			// The entry stays pending: a later re-send is a replay.
@@ -118,6 +124,9 @@ func (o *Outbox) outcome(res Result, err error) string {
 	}
 	if errors.Is(err, ErrPermanent) {
 		return OutcomePermanent
+	}
+	if errors.Is(err, ErrSentEarlier) {
+		return OutcomeSentEarlier
 	}
 	if errors.Is(err, ErrInterrupted) {
 		return "" // not ended: a re-run sends it
