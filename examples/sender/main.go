@@ -33,13 +33,31 @@
 // ~/.local/state/geoidem/sender.journal), synced to disk, before the first
 // attempt. Every attempt, every later run over the same input and every
 // re-drive sends the bytes the journal holds under that key, never a new
-// stamp: a re-run (after a crash, a SIGKILL, or a run that ended) is a
-// replay of what was delivered and a delivery of what was not, never a 422
-// for key reuse and never a second execution. The journal tells deliveries
-// apart by key, URL and method: the same input sent to another -url is
-// another delivery, stamped anew. It remembers a delivered event for 24
-// hours (the receiver's default retention); a run later than that stamps
-// and records the event anew.
+// stamp: a re-run with that journal (after a crash, a SIGKILL, or a run
+// that ended) is a replay of what was delivered and a delivery of what
+// was not, never a 422 for key reuse and never a second execution. The
+// journal tells deliveries apart by key, URL and method: the same input
+// sent to another -url is another delivery, stamped anew. It remembers a
+// delivered event for 24 hours (the receiver's default retention); a run
+// later than that stamps and records the event anew.
+//
+// # A re-run without the journal
+//
+// A run whose journal does not hold an event (the same file sent from
+// another host or a new container, or after the journal was deleted)
+// stamps it anew and sends the new bytes under the same key. The receiver,
+// which holds the first send, keeps it and answers 422 key-reused; the
+// sender counts that event as "sent earlier" (client.ErrSentEarlier): not
+// a failure, not dead-lettered, never executed a second time, and no
+// reason for a non-zero exit. The journal records it so, and a later run
+// with this journal says the same. What holds, journal or not: the key of
+// an event never changes, the receiver holds the first bytes sent under
+// it (and so the first observation_time), and a re-run never turns a
+// delivered event into a failure. What this run cannot tell is the
+// receiver's answer to that first send (executed, or refused); the run
+// that sent it reported it. Past the receiver's retention (24 hours by
+// default) the receiver has forgotten the key too, and a re-sent event is
+// executed as new.
 //
 // # Re-drive
 //
@@ -51,11 +69,12 @@
 //
 // On a terminal, a progress line shows how far it got; otherwise (a pipe,
 // a log) a line "sender: progress: …" goes to stderr every -progress
-// (default 10s; 0: never). At the end it prints
-// a summary (delivered, replayed, not delivered by reason, in the words of
-// the dead letters: permanent, exhausted, deadline, budget, not-journaled;
-// dead-lettered, still pending in the journal) and exits 0 only when every
-// feature was delivered, 1 otherwise, and 2 on usage errors. With
+// (default 10s; 0: never). At the end it prints a summary (delivered,
+// replayed, sent earlier, not delivered by reason, in the words of the
+// dead letters: permanent, exhausted, deadline, budget, not-journaled;
+// dead-lettered, still pending in the journal) and exits 0 only when
+// every feature was delivered or sent earlier, 1 otherwise, and 2 on
+// usage errors. With
 // -dead-letter, every feature that was not delivered is appended to FILE as
 // a JSON line (client.DeadLetter), with its key, the exact bytes sent and
 // the headers, ready to be re-driven.
@@ -340,6 +359,9 @@ dispatch:
 		fmt.Fprintf(stderr, "sender: journal: %v\n", err)
 	}
 	fmt.Fprintf(stdout, "  pending in journal  %d (%s)\n", len(pending), o.journal)
+	if n := out.sentEarlier; n > 0 {
+		fmt.Fprintf(stderr, "sender: %d features were sent earlier with another observation_time (by another host, or before the journal was deleted): the receiver answered 422 key-reused, keeps that first send and its answer, and executed none of them again\n", n)
+	}
 	if n := out.interrupted; n > 0 {
 		fmt.Fprintf(stderr, "sender: interrupted: %d features not delivered, none dead-lettered (%d pending in the journal); run again to deliver them\n", n, len(pending))
 	}
@@ -354,7 +376,7 @@ dispatch:
 	if out.interrupted > 0 {
 		return exitInterrupted
 	}
-	if out.delivered != len(features) || sinkFailed || err != nil {
+	if out.delivered+out.sentEarlier != len(features) || sinkFailed || err != nil {
 		return exitFailed
 	}
 	return exitOK

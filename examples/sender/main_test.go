@@ -109,7 +109,7 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rec, ok := rv.records[key]; ok {
 		if rec.sum != sum {
 			rv.mismatch++
-			problem(w, http.StatusUnprocessableEntity, "Key reused with another payload")
+			problemOf(w, http.StatusUnprocessableEntity, problemTypes+"key-reused", "Idempotency key reused")
 			return
 		}
 		w.Header().Set("Idempotent-Replayed", "true")
@@ -153,9 +153,16 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func problem(w http.ResponseWriter, status int, title string) {
+	problemOf(w, status, "about:blank", title)
+}
+
+// problemTypes is the prefix of the middleware's problem types.
+const problemTypes = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#"
+
+func problemOf(w http.ResponseWriter, status int, typ, title string) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `{"type":"about:blank","title":%q,"status":%d}`, title, status)
+	fmt.Fprintf(w, `{"type":%q,"title":%q,"status":%d}`, typ, title, status)
 }
 
 func writeFile(t *testing.T, name, content string) string {

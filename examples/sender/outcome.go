@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -21,6 +22,7 @@ type outcome struct {
 
 	mu                        sync.Mutex
 	done, delivered, replayed int
+	sentEarlier               int            // the receiver holds another send of the event (client.ErrSentEarlier)
 	interrupted               int            // stopped by the signal, or never started
 	failed                    map[string]int // by reason, the words of the dead letters
 	journalErr                error          // the first journal failure
@@ -81,6 +83,9 @@ func (o *outcome) record(f feature, res client.Result, err error, stderr io.Writ
 		if res.Replayed {
 			o.replayed++
 		}
+	} else if errors.Is(err, client.ErrSentEarlier) {
+		o.sentEarlier++ // not a failure: summed up at the end, not reported one by one
+		report = false
 	} else if why := reason(err); why == "interrupted" {
 		o.interrupted++ // not a failure: left for a re-run, not reported one by one
 		report = false
@@ -103,8 +108,13 @@ func (o *outcome) record(f feature, res client.Result, err error, stderr io.Writ
 		fmt.Fprintf(stderr, "sender: %s: %v\n", f.source, err)
 	}
 	if o.progress != nil {
-		fmt.Fprintf(o.progress, "\r\033[K%d/%d  delivered %d (replayed %d)  failed %d",
-			o.done, o.total, o.delivered, o.replayed, o.notDelivered())
+		var b strings.Builder
+		fmt.Fprintf(&b, "\r\033[K%d/%d  delivered %d (replayed %d)", o.done, o.total, o.delivered, o.replayed)
+		if o.sentEarlier > 0 {
+			fmt.Fprintf(&b, "  sent earlier %d", o.sentEarlier)
+		}
+		fmt.Fprintf(&b, "  failed %d", o.notDelivered())
+		io.WriteString(o.progress, b.String())
 	}
 }
 
@@ -131,8 +141,13 @@ func (o *outcome) printf(w io.Writer, format string, args ...any) {
 func (o *outcome) progressLine(w io.Writer) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	fmt.Fprintf(w, "sender: progress: %d/%d done, delivered %d (replayed %d), not delivered %d, in flight %d\n",
-		o.done, o.total, o.delivered, o.replayed, o.notDelivered(), o.inFlight.Load())
+	var b strings.Builder
+	fmt.Fprintf(&b, "sender: progress: %d/%d done, delivered %d (replayed %d), ", o.done, o.total, o.delivered, o.replayed)
+	if o.sentEarlier > 0 {
+		fmt.Fprintf(&b, "sent earlier %d, ", o.sentEarlier)
+	}
+	fmt.Fprintf(&b, "not delivered %d, in flight %d\n", o.notDelivered(), o.inFlight.Load())
+	io.WriteString(w, b.String())
 }
 
 // summary prints the counts, failures by reason.
@@ -141,6 +156,7 @@ func (o *outcome) summary(w io.Writer) {
 	defer o.mu.Unlock()
 	fmt.Fprintf(w, "  %-20s%d\n", "delivered", o.delivered)
 	fmt.Fprintf(w, "    %-18s%d\n", "replayed", o.replayed)
+	fmt.Fprintf(w, "  %-20s%d\n", "sent earlier", o.sentEarlier)
 	fmt.Fprintf(w, "  %-20s%d\n", "not delivered", o.notDelivered())
 	for _, r := range reasons {
 		if n := o.failed[r]; n > 0 {
