@@ -220,6 +220,10 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	defer journal.Close()
 
+	out := &outcome{total: len(features)}
+	if terminal(stdout) {
+		out.progress = stdout
+	}
 	var sink *countingSink
 	cfg := client.Config{
 		Backoff:        o.backoff,
@@ -227,7 +231,8 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		Deadline:       o.deadline,
 		AttemptTimeout: o.attemptTimeout,
 		MaxRetryAfter:  o.maxRetryAfter,
-		Clock:          clock,
+		Clock:          waitClock{clock, out}, // the waits show on the progress line
+		OnAttempt:      out.attempted,
 	}
 	if o.deadLetter != "" {
 		file, err := client.OpenJSONLinesFile(o.deadLetter)
@@ -247,10 +252,6 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	outbox := client.NewOutbox(sender, journal)
 
 	start := clock.Now()
-	out := &outcome{total: len(features)}
-	if terminal(stdout) {
-		out.progress = stdout
-	}
 
 	// The stop: no new attempt, -grace for those in flight, then cut off.
 	dctx, cutOff := context.WithCancel(context.WithoutCancel(ctx))
@@ -303,9 +304,9 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 				)
 				out.inFlight.Add(1)
 				if f.redrive != nil {
-					res, err = outbox.Redrive(dctx, *f.redrive)
+					res, err = outbox.Redrive(context.WithValue(dctx, jobKey{}, f.redrive.Key), *f.redrive)
 				} else {
-					res, err = outbox.Deliver(dctx, f.delivery)
+					res, err = outbox.Deliver(context.WithValue(dctx, jobKey{}, f.delivery.Key), f.delivery)
 				}
 				out.inFlight.Add(-1)
 				out.record(f, res, err, stderr)

@@ -143,6 +143,16 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
+	case "full": // the key store is full for the day
+		w.Header().Set("Retry-After", "85811")
+		problemOf(w, http.StatusServiceUnavailable, problemTypes+"store-full", "Key store full")
+		return
+	case "busy": // the key store is full for 2 s
+		if rv.attempts[key] == 1 {
+			w.Header().Set("Retry-After", "2")
+			problemOf(w, http.StatusServiceUnavailable, problemTypes+"store-full", "Key store full")
+			return
+		}
 	}
 	rv.bodies[key] = body
 	rv.executed++

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,15 +23,17 @@ type outcome struct {
 
 	mu                        sync.Mutex
 	done, delivered, replayed int
-	sentEarlier               int            // the receiver holds another send of the event (client.ErrSentEarlier)
-	interrupted               int            // stopped by the signal, or never started
-	failed                    map[string]int // by reason, the words of the dead letters
-	journalErr                error          // the first journal failure
+	sentEarlier               int                 // the receiver holds another send of the event (client.ErrSentEarlier)
+	interrupted               int                 // stopped by the signal, or never started
+	failed                    map[string]int      // by reason, the words of the dead letters
+	journalErr                error               // the first journal failure
+	waiting                   map[string]int      // waits between attempts in progress, by cause
+	causes                    map[string][]string // by key: the causes of the waits about to start
 }
 
 // Reasons a feature was not delivered, in the order the summary lists
 // them: client.DeliveryError.ReasonName, the words of the dead letters.
-var reasons = []string{"permanent", "exhausted", "deadline", "budget", "canceled", "not-journaled", "journal-conflict", "error"}
+var reasons = []string{"permanent", "exhausted", "deadline", "retry-after-beyond-deadline", "budget", "canceled", "not-journaled", "journal-conflict", "error"}
 
 // reason is the word for a failed delivery's err.
 func reason(err error) string {
@@ -107,15 +110,25 @@ func (o *outcome) record(f feature, res client.Result, err error, stderr io.Writ
 		}
 		fmt.Fprintf(stderr, "sender: %s: %v\n", f.source, err)
 	}
-	if o.progress != nil {
-		var b strings.Builder
-		fmt.Fprintf(&b, "\r\033[K%d/%d  delivered %d (replayed %d)", o.done, o.total, o.delivered, o.replayed)
-		if o.sentEarlier > 0 {
-			fmt.Fprintf(&b, "  sent earlier %d", o.sentEarlier)
-		}
-		fmt.Fprintf(&b, "  failed %d", o.notDelivered())
-		io.WriteString(o.progress, b.String())
+	o.draw()
+}
+
+// draw redraws the progress line on the terminal, if there is one. o.mu
+// is held.
+func (o *outcome) draw() {
+	if o.progress == nil {
+		return
 	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\r\033[K%d/%d  delivered %d (replayed %d)", o.done, o.total, o.delivered, o.replayed)
+	if o.sentEarlier > 0 {
+		fmt.Fprintf(&b, "  sent earlier %d", o.sentEarlier)
+	}
+	fmt.Fprintf(&b, "  failed %d", o.notDelivered())
+	if w := o.waits(); w != "" {
+		b.WriteString("  " + w)
+	}
+	io.WriteString(o.progress, b.String())
 }
 
 // notStarted counts the features never handed to a delivery (the stop
@@ -146,7 +159,11 @@ func (o *outcome) progressLine(w io.Writer) {
 	if o.sentEarlier > 0 {
 		fmt.Fprintf(&b, "sent earlier %d, ", o.sentEarlier)
 	}
-	fmt.Fprintf(&b, "not delivered %d, in flight %d\n", o.notDelivered(), o.inFlight.Load())
+	fmt.Fprintf(&b, "not delivered %d, in flight %d", o.notDelivered(), o.inFlight.Load())
+	if ws := o.waits(); ws != "" {
+		b.WriteString(", " + ws)
+	}
+	b.WriteString("\n")
 	io.WriteString(w, b.String())
 }
 
@@ -160,10 +177,27 @@ func (o *outcome) summary(w io.Writer) {
 	fmt.Fprintf(w, "  %-20s%d\n", "not delivered", o.notDelivered())
 	for _, r := range reasons {
 		if n := o.failed[r]; n > 0 {
-			fmt.Fprintf(w, "    %-18s%d\n", r, n)
+			fmt.Fprintf(w, "    %s%d\n", pad(r, 18), n)
 		}
 	}
+	// A reason the list does not know yet is still counted, never hidden.
+	var other []string
+	for r := range o.failed {
+		if !slices.Contains(reasons, r) {
+			other = append(other, r)
+		}
+	}
+	slices.Sort(other)
+	for _, r := range other {
+		fmt.Fprintf(w, "    %s%d\n", pad(r, 18), o.failed[r])
+	}
 	fmt.Fprintf(w, "  %-20s%d\n", "interrupted", o.interrupted)
+}
+
+// pad returns s padded with spaces to width, and followed by one space at
+// least.
+func pad(s string, width int) string {
+	return s + strings.Repeat(" ", max(width-len(s), 1))
 }
 
 // isTerminal reports whether w is a terminal (a character device).
