@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -244,6 +245,13 @@ func TestRetryAfterBeyondDeadline(t *testing.T) {
 			}
 			if dls := sink.All(); len(dls) != 1 || dls[0].Reason != "retry-after-beyond-deadline" || dls[0].LastStatus != tc.step.status {
 				t.Errorf("dead letters = %+v", dls)
+			}
+			var se *client.StatusError
+			if !errors.As(err, &se) || se.StatusCode != tc.step.status {
+				t.Errorf("err = %v; want the last answer as a *StatusError", err)
+			}
+			if ra := tc.step.header["Retry-After"]; ra == "85811" && !strings.Contains(err.Error(), "(Retry-After 23h50m11s)") {
+				t.Errorf("err = %v; want it to say how long the Retry-After is", err)
 			}
 			if len(hooks) != 1 || !hooks[0].Final || hooks[0].Delay != 0 {
 				t.Errorf("hooks = %+v; want one final attempt", hooks)

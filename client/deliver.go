@@ -216,6 +216,8 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 			// full for a day) ends the delivery now.
 			if !s.fits(ctx, p, addSat(last.retryAfter, need)) {
 				s.observe(info)
+				// Say how long: when to re-drive the dead letter.
+				last.err = fmt.Errorf("%w (Retry-After %v)", last.err, last.retryAfter)
 				return s.fail(ctx, p, res, last, ErrRetryAfterBeyondDeadline)
 			}
 			delay = min(last.retryAfter, s.maxRetryAfter)
