@@ -87,7 +87,10 @@
 // attempt, every re-run and every re-drive. It marks the entry done when
 // the delivery ends (delivered, replayed, refused permanently, sent
 // earlier or dead-lettered); [Outbox.Resume] delivers what a crash left
-// pending.
+// pending. A re-run does not send again what the journal records as
+// refused permanently ([ErrRefusedEarlier]: no attempt, no second dead
+// letter), unless asked to ([Outbox.Resend], [Outbox.Redrive]); what was
+// dead-lettered for any other reason, it sends again.
 //
 // An outbox's key names the event, and the first bytes sent under it win.
 // A run whose journal does not hold the event (another host, a new

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Outbox delivers through a [Sender] after recording each delivery in a
@@ -48,16 +49,32 @@ func NewOutbox(s *Sender, j Journal) *Outbox {
 // "not-journaled", 0 attempts, the journal's error as the last error; a
 // re-drive sends it once there is room) and returns a [*DeliveryError]
 // whose reason is [ErrNotJournaled].
+//
+// An entry the journal records as refused permanently ([OutcomePermanent],
+// by an earlier run) is not sent again: the receiver would refuse it
+// again, and the dead-letter sink would get it twice. Deliver then sends
+// nothing and returns a [*DeliveryError] whose Reason is [ErrPermanent],
+// with 0 attempts and [ErrRefusedEarlier] as its error; nothing is
+// dead-lettered. [Outbox.Resend] and [Outbox.Redrive] send it anyway.
 func (o *Outbox) Deliver(ctx context.Context, d Delivery) (Result, error) {
-	return o.deliver(ctx, d, false)
+	return o.deliver(ctx, d, false, false)
+}
+
+// Resend is [Outbox.Deliver], except that it also sends an entry the
+// journal records as refused permanently (the receiver, or its rules, may
+// have changed since): the bytes first recorded, under the same key.
+func (o *Outbox) Resend(ctx context.Context, d Delivery) (Result, error) {
+	return o.deliver(ctx, d, false, true)
 }
 
 // Redrive sends a dead letter again under its original key, byte for byte
-// (see [DeadLetter.Delivery]), through the journal like [Outbox.Deliver].
-// If the journal holds other bytes under the dead letter's method, URL and
-// key, it sends nothing and fails with [ErrJournalConflict].
+// (see [DeadLetter.Delivery]), through the journal like [Outbox.Resend]
+// (a dead letter refused permanently is sent too: re-driving it is the
+// request). If the journal holds other bytes under the dead letter's
+// method, URL and key, it sends nothing and fails with
+// [ErrJournalConflict].
 func (o *Outbox) Redrive(ctx context.Context, dl DeadLetter) (Result, error) {
-	return o.deliver(ctx, dl.Delivery(), true)
+	return o.deliver(ctx, dl.Delivery(), true, true)
 }
 
 // Resume delivers every pending entry of the journal, one after another,
@@ -82,7 +99,10 @@ func (o *Outbox) Resume(ctx context.Context) (delivered int, err error) {
 	return delivered, errors.Join(errs...)
 }
 
-func (o *Outbox) deliver(ctx context.Context, d Delivery, strict bool) (Result, error) {
+// deliver records d and sends what the journal holds. strict: fail
+// rather than send other bytes than d's; resend: send an entry refused
+// permanently too.
+func (o *Outbox) deliver(ctx context.Context, d Delivery, strict, resend bool) (Result, error) {
 	if _, err := EncodeKey(d.Key); err != nil {
 		return Result{}, err
 	}
@@ -102,6 +122,13 @@ func (o *Outbox) deliver(ctx context.Context, d Delivery, strict bool) (Result, 
 	}
 	if strict && !bytes.Equal(rec.Body, e.Body) {
 		return Result{}, fmt.Errorf("%w: key %q", ErrJournalConflict, d.Key)
+	}
+	if rec.Outcome == OutcomePermanent && !resend {
+		return Result{}, &DeliveryError{
+			Reason: ErrPermanent,
+			Key:    rec.Key,
+			Err:    fmt.Errorf("%w at %s; not sent again", ErrRefusedEarlier, rec.Ended.Format(time.RFC3339)),
+		}
 	}
 	res, err := o.sender.deliver(ctx, rec.Delivery(), true)
 	if outcome := o.outcome(res, err); outcome != "" {

@@ -26,6 +26,7 @@ type replayer struct {
 	status    map[string]int
 	executed  map[string]int
 	mismatch  int
+	requests  int
 	lastHeads http.Header
 }
 
@@ -39,6 +40,7 @@ func (rv *replayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	rv.lastHeads = r.Header.Clone()
+	rv.requests++
 	if rv.down {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
@@ -278,6 +280,58 @@ func TestOutboxKeyReusedIsSentEarlier(t *testing.T) {
 	s := newSender(t, http.DefaultTransport, client.Config{Clock: newFakeClock()})
 	if _, err := s.Deliver(ctx, d); !errors.Is(err, client.ErrPermanent) {
 		t.Errorf("bare Sender: err = %v; want ErrPermanent", err)
+	}
+}
+
+// TestOutboxDoesNotResendPermanent (issue 36, item 3): a re-run used to
+// send again an event its journal records as refused permanently, to be
+// refused again and dead-lettered again. Deliver now sends it no more:
+// it fails as permanent, refused earlier, with no attempt and no new dead
+// letter. Resend, and a re-drive of its dead letter, send it when asked.
+func TestOutboxDoesNotResendPermanent(t *testing.T) {
+	ctx := context.Background()
+	rv := newReplayer()
+	srv := httptest.NewServer(rv)
+	defer srv.Close()
+	rv.set(func(rv *replayer) { rv.refuse = true })
+	path := filepath.Join(t.TempDir(), "journal")
+	d := client.Delivery{URL: srv.URL + "/features", Key: "bad", Body: []byte(`{"n":1}`)}
+	requests := func() int {
+		rv.mu.Lock()
+		defer rv.mu.Unlock()
+		return rv.requests
+	}
+
+	sink := &memSink{}
+	ob, j := newOutbox(t, srv.URL, path, sink)
+	if _, err := ob.Deliver(ctx, d); !errors.Is(err, client.ErrPermanent) {
+		t.Fatalf("first run: %v, want permanent", err)
+	}
+	j.Close()
+
+	ob, j = newOutbox(t, srv.URL, path, sink) // the re-run
+	res, err := ob.Deliver(ctx, d)
+	if !errors.Is(err, client.ErrPermanent) || res.Attempts != 0 {
+		t.Errorf("re-run: %+v, %v; want permanent after 0 attempts", res, err)
+	}
+	if n := requests(); n != 1 {
+		t.Errorf("%d requests after the re-run, want 1: the refused event was sent again", n)
+	}
+	if n := len(sink.All()); n != 1 {
+		t.Errorf("%d dead letters after the re-run, want 1", n)
+	}
+
+	if _, err := ob.Resend(ctx, d); !errors.Is(err, client.ErrPermanent) || errors.Is(err, client.ErrRefusedEarlier) {
+		t.Errorf("Resend: %v; want the receiver's answer, permanent", err)
+	}
+	if _, err := ob.Redrive(ctx, sink.All()[0]); !errors.Is(err, client.ErrPermanent) || errors.Is(err, client.ErrRefusedEarlier) {
+		t.Errorf("Redrive: %v; want the receiver's answer, permanent", err)
+	}
+	if n := requests(); n != 3 {
+		t.Errorf("%d requests, want 3: Resend and Redrive send", n)
+	}
+	if es := j.Entries(); len(es) != 1 || es[0].Outcome != client.OutcomePermanent {
+		t.Errorf("journal entries %+v", es)
 	}
 }
 
