@@ -129,7 +129,9 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch f.Properties["mode"] {
 	case "bad":
 		rv.records[key] = record{sum, 422, ""}
-		problem(w, http.StatusUnprocessableEntity, "Invalid geometry")
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		io.WriteString(w, badProblem)
 		return
 	case "flaky":
 		if rv.attempts[key] == 1 {
@@ -165,6 +167,13 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func problem(w http.ResponseWriter, status int, title string) {
 	problemOf(w, status, "about:blank", title)
 }
+
+// badProblem is the answer to an invalid feature: an invalid-geojson
+// problem document, with its list of problems, each with its JSON pointer.
+const badProblem = `{"type":"` + problemTypes + `invalid-geojson","title":"Invalid geometry","status":422,` +
+	`"detail":"the body is not valid GeoJSON: 2 problem(s)","errors":[` +
+	`{"pointer":"/geometry/coordinates","rule":"position","detail":"a position needs at least two numbers"},` +
+	`{"pointer":"/geometry/type","rule":"geometry-type","detail":"unknown geometry type \"Pointe\""}]}`
 
 // problemTypes is the prefix of the middleware's problem types.
 const problemTypes = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#"

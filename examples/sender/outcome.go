@@ -108,7 +108,12 @@ func (o *outcome) record(f feature, res client.Result, err error, stderr io.Writ
 		if o.progress != nil {
 			fmt.Fprint(o.progress, "\r\033[K") // clear the progress line first
 		}
-		fmt.Fprintf(stderr, "sender: %s: %v\n", f.source, err)
+		var b strings.Builder
+		fmt.Fprintf(&b, "sender: %s: %v\n", f.source, err)
+		for _, l := range problemLines(err) {
+			fmt.Fprintf(&b, "sender:   %s\n", l)
+		}
+		io.WriteString(stderr, b.String())
 	}
 	o.draw()
 }
