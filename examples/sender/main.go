@@ -5,7 +5,7 @@
 // Usage:
 //
 //	go run ./examples/sender -url URL [-base 500ms] [-cap 30s] [-attempts 6]
-//	    [-deadline 5m] [-dead-letter FILE] [-journal FILE] FILE...
+//	    [-deadline 5m] [-dead-letter FILE] [-journal FILE] [-resend-permanent] FILE...
 //	go run ./examples/sender -redrive DEAD-LETTERS [-dead-letter FILE] [-journal FILE]
 //
 // Each FILE (or "-" for standard input) holds GeoJSON: a FeatureCollection,
@@ -74,10 +74,22 @@
 // dead letters: permanent, exhausted, deadline, budget, not-journaled;
 // dead-lettered, still pending in the journal) and exits 0 only when
 // every feature was delivered or sent earlier, 1 otherwise, and 2 on
-// usage errors. With
-// -dead-letter, every feature that was not delivered is appended to FILE as
-// a JSON line (client.DeadLetter), with its key, the exact bytes sent and
-// the headers, ready to be re-driven.
+// usage errors. With -dead-letter, every feature that was not delivered
+// is appended to FILE as a JSON line (client.DeadLetter), with its key,
+// the exact bytes sent and the headers, ready to be re-driven, unless FILE
+// already holds a dead letter for the same key, URL and method (an
+// earlier run's, or a re-drive's own input): the summary counts those as
+// "already in it", and no delivery is in the file twice.
+//
+// # Failures on a re-run
+//
+// A re-run over the same input with the same journal does not send again
+// a feature the journal records as refused permanently (the receiver
+// answered its payload with a 4xx no retry can fix): it counts as
+// permanent again, with 0 attempts and no new dead letter, and a note at
+// the end names -resend-permanent, which sends such features again (once
+// the receiver or its rules have changed). A feature that failed for now
+// (exhausted, deadline, budget, ...) is sent again.
 //
 // # Stopping: SIGINT and SIGTERM
 //
@@ -224,7 +236,7 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if terminal(stdout) {
 		out.progress = stdout
 	}
-	var sink *countingSink
+	var sink *deadLetterFile
 	cfg := client.Config{
 		Backoff:        o.backoff,
 		MaxAttempts:    o.attempts,
@@ -235,13 +247,12 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		OnAttempt:      out.attempted,
 	}
 	if o.deadLetter != "" {
-		file, err := client.OpenJSONLinesFile(o.deadLetter)
+		sink, err = openDeadLetterFile(o.deadLetter)
 		if err != nil {
 			fmt.Fprintf(stderr, "sender: %v\n", err)
 			return exitFailed
 		}
-		defer file.Close()
-		sink = &countingSink{JSONLinesSink: file}
+		defer sink.Close()
 		cfg.DeadLetter = sink
 	}
 	sender, err := client.New(a.hc, cfg)
@@ -305,6 +316,8 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 				out.inFlight.Add(1)
 				if f.redrive != nil {
 					res, err = outbox.Redrive(context.WithValue(dctx, jobKey{}, f.redrive.Key), *f.redrive)
+				} else if o.resendPermanent {
+					res, err = outbox.Resend(context.WithValue(dctx, jobKey{}, f.delivery.Key), f.delivery)
 				} else {
 					res, err = outbox.Deliver(context.WithValue(dctx, jobKey{}, f.delivery.Key), f.delivery)
 				}
@@ -331,9 +344,9 @@ dispatch:
 	if out.progress != nil {
 		fmt.Fprintln(stdout)
 	}
-	sinkFailed, deadLettered := false, 0
+	sinkFailed, deadLettered, already := false, 0, 0
 	if sink != nil {
-		deadLettered = int(sink.n.Load())
+		deadLettered, already = sink.counts()
 		if err := sink.Close(); err != nil {
 			fmt.Fprintf(stderr, "sender: dead-letter file: %v\n", err)
 			sinkFailed = true
@@ -350,7 +363,9 @@ dispatch:
 	}
 	fmt.Fprintf(stdout, "%d %s to %s in %v%s\n", len(features), what, target, clock.Now().Sub(start).Round(time.Millisecond), how)
 	out.summary(stdout)
-	if sink != nil {
+	if sink != nil && already > 0 {
+		fmt.Fprintf(stdout, "  dead-lettered       %d (%s; already in it: %d)\n", deadLettered+already, o.deadLetter, already)
+	} else if sink != nil {
 		fmt.Fprintf(stdout, "  dead-lettered       %d (%s)\n", deadLettered, o.deadLetter)
 	} else {
 		fmt.Fprintf(stdout, "  dead-lettered       %d (no -dead-letter file)\n", deadLettered)
@@ -362,6 +377,9 @@ dispatch:
 	fmt.Fprintf(stdout, "  pending in journal  %d (%s)\n", len(pending), o.journal)
 	if n := out.sentEarlier; n > 0 {
 		fmt.Fprintf(stderr, "sender: %d features were sent earlier with another observation_time (by another host, or before the journal was deleted): the receiver answered 422 key-reused, keeps that first send and its answer, and executed none of them again\n", n)
+	}
+	if n := out.refusedEarlier; n > 0 {
+		fmt.Fprintf(stderr, "sender: %d features were refused permanently by an earlier run (the journal %s says so) and not sent again; their dead letters are where that run wrote them; -resend-permanent sends them again\n", n, o.journal)
 	}
 	if n := out.interrupted; n > 0 {
 		fmt.Fprintf(stderr, "sender: interrupted: %d features not delivered, none dead-lettered (%d pending in the journal); run again to deliver them\n", n, len(pending))

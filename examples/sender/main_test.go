@@ -70,6 +70,12 @@ func (rv *receiver) heal() {
 	rv.healed = true
 }
 
+func (rv *receiver) attemptsOf(key string) int {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	return rv.attempts[key]
+}
+
 func (rv *receiver) mismatches() int {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()

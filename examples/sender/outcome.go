@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +23,7 @@ type outcome struct {
 	mu                        sync.Mutex
 	done, delivered, replayed int
 	sentEarlier               int                 // the receiver holds another send of the event (client.ErrSentEarlier)
+	refusedEarlier            int                 // not sent: the journal records it as refused (client.ErrRefusedEarlier)
 	interrupted               int                 // stopped by the signal, or never started
 	failed                    map[string]int      // by reason, the words of the dead letters
 	journalErr                error               // the first journal failure
@@ -57,21 +57,6 @@ func (o *outcome) notDelivered() int {
 	return n
 }
 
-// countingSink counts the dead letters its file took.
-type countingSink struct {
-	*client.JSONLinesSink
-	n atomic.Int64
-}
-
-// Put writes dl and counts it if the write succeeded.
-func (s *countingSink) Put(ctx context.Context, dl client.DeadLetter) error {
-	err := s.JSONLinesSink.Put(ctx, dl)
-	if err == nil {
-		s.n.Add(1)
-	}
-	return err
-}
-
 // record counts one finished delivery, reports a failure on stderr and
 // redraws the progress line. A journal that cannot record fails every
 // feature the same way: only the first is reported, the summary counts
@@ -97,6 +82,9 @@ func (o *outcome) record(f feature, res client.Result, err error, stderr io.Writ
 			o.failed = map[string]int{}
 		}
 		o.failed[why]++
+		if errors.Is(err, client.ErrRefusedEarlier) {
+			o.refusedEarlier++
+		}
 		if why == "not-journaled" {
 			report = o.journalErr == nil
 			if report {
