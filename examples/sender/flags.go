@@ -47,7 +47,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.attempts, "attempts", client.DefaultMaxAttempts, "attempts per feature, the first included")
 	fs.DurationVar(&o.deadline, "deadline", client.DefaultDeadline, "deadline per feature, all attempts included")
 	fs.DurationVar(&o.attemptTimeout, "attempt-timeout", client.DefaultAttemptTimeout, "timeout of one attempt")
-	fs.DurationVar(&o.maxRetryAfter, "max-retry-after", client.DefaultMaxRetryAfter, "longest Retry-After honoured")
+	fs.DurationVar(&o.maxRetryAfter, "max-retry-after", client.DefaultMaxRetryAfter, "longest wait for a Retry-After (a longer one is clamped; one beyond -deadline ends the delivery at once)")
 	fs.IntVar(&o.concurrency, "concurrency", 1, "features delivered at once")
 	fs.StringVar(&o.deadLetter, "dead-letter", "", "append undelivered features to `FILE` (JSON lines)")
 	fs.StringVar(&o.journal, "journal", defaultJournal(), "the journal `FILE`: key and bytes of every event, recorded before its first attempt")

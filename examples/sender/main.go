@@ -67,11 +67,26 @@
 // what it never executed and replays what it did. -url and input files are
 // then not used.
 //
+// # Progress, failures and the summary
+//
 // On a terminal, a progress line shows how far it got; otherwise (a pipe,
 // a log) a line "sender: progress: …" goes to stderr every -progress
-// (default 10s; 0: never). At the end it prints a summary (delivered,
-// replayed, sent earlier, not delivered by reason, in the words of the
-// dead letters: permanent, exhausted, deadline, budget, not-journaled;
+// (default 10s; 0: never). While deliveries wait between attempts, the
+// line says how many and why: "waiting 8 (retry-after 503 store-full)",
+// the receiver's Retry-After and the answer that carried it, or
+// "backoff 502" for the sender's own delay. A Retry-After is honoured,
+// clamped to -max-retry-after; one that ends too late for an attempt
+// before -deadline (a receiver whose store is full for a day) ends the
+// delivery at once, with reason retry-after-beyond-deadline, instead of
+// holding a worker until the deadline.
+//
+// Each feature not delivered is reported on stderr as it ends, with the
+// receiver's answer (status, problem title and detail) and, when the
+// problem document lists problems (a 422 invalid-geojson), each with its
+// JSON pointer into the feature, the first five of them. At the end it
+// prints a summary (delivered, replayed, sent earlier, not delivered by
+// reason, in the words of the dead letters: permanent, exhausted,
+// deadline, retry-after-beyond-deadline, budget, not-journaled;
 // dead-lettered, still pending in the journal) and exits 0 only when
 // every feature was delivered or sent earlier, 1 otherwise, and 2 on
 // usage errors. With -dead-letter, every feature that was not delivered
