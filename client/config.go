@@ -55,7 +55,13 @@ type Config struct {
 
 	// MaxRetryAfter clamps a server's Retry-After (default 60 s), so that
 	// "Retry-After: 86400" cannot wedge a worker for a day. The clamped
-	// value then takes the place of the computed delay.
+	// value then takes the place of the computed delay. Clamping never
+	// outlasts the deadline, though: a Retry-After that, as the server
+	// gave it, leaves no room for an attempt before the delivery deadline
+	// (or the context's) ends the delivery at once with
+	// [ErrRetryAfterBeyondDeadline], without a wait, since an earlier
+	// retry would only be refused again. Without any deadline, the clamped
+	// waits are bounded by MaxAttempts.
 	MaxRetryAfter time.Duration
 
 	// MaxResponseBytes bounds the response body kept in a [Result] or a

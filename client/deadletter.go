@@ -32,7 +32,7 @@ type DeadLetter struct {
 	Payload    []byte   // the body every attempt sent, byte for byte
 	Attempts   int      // attempts made, 0 if none was
 	LastStatus int      // status of the last answer, 0 if there was none
-	Reason     string   // "permanent", "exhausted", "deadline", "budget", "not-journaled" or "canceled" ([DeliveryError.ReasonName])
+	Reason     string   // "permanent", "exhausted", "deadline", "retry-after-beyond-deadline", "budget", "not-journaled" or "canceled" ([DeliveryError.ReasonName])
 	Error      string   // the error Deliver returned
 	Problem    *Problem // the last answer's problem document, if any
 }

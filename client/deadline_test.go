@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,6 +187,86 @@ func TestCancellation(t *testing.T) {
 		}
 		if d := time.Since(c.Now()); d < 0 || d > time.Minute {
 			t.Errorf("SystemClock.Now is %v away from time.Now", d)
+		}
+	})
+}
+
+// TestRetryAfterBeyondDeadline (issue 36, item 2): a receiver whose store
+// is full answers 503 store-full with the Retry-After its store gives
+// (85,811 s), far past the delivery's deadline. The sender used to clamp
+// it to MaxRetryAfter and retry, 60 s at a time, until the deadline: five
+// minutes of a worker per feature, days for a large file. A Retry-After
+// that the deadline cannot honour now ends the delivery at once, without
+// a wait, and the dead letter names the reason.
+func TestRetryAfterBeyondDeadline(t *testing.T) {
+	storeFull := step{status: 503, header: map[string]string{
+		"Retry-After":  "85811",
+		"Content-Type": "application/problem+json",
+	}, body: `{"type":"https://github.com/geoidem/geoidem/blob/main/docs/problems.md#store-full","title":"Key store full","status":503}`}
+	for _, tc := range []struct {
+		name string
+		cfg  client.Config
+		ctx  time.Duration // a deadline on the context, if not 0
+		step step
+	}{
+		{name: "503 store-full, the default deadline", step: storeFull},
+		{name: "429 just past the deadline", cfg: client.Config{Deadline: time.Minute, AttemptTimeout: time.Second},
+			step: step{status: 429, header: map[string]string{"Retry-After": "60"}}},
+		{name: "409 in flight past the deadline", cfg: client.Config{Deadline: time.Minute},
+			step: step{status: 409, header: map[string]string{"Retry-After": "600"}}},
+		{name: "the context's deadline", cfg: client.Config{Deadline: -1}, ctx: time.Hour, step: storeFull},
+		{name: "an overflowing delta", step: step{status: 503, header: map[string]string{"Retry-After": "99999999999999999999999"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tc.ctx > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.ctx)
+				defer cancel()
+			}
+			clock := newFakeClock()
+			tr := &scriptTransport{steps: []step{tc.step, {status: 201}}}
+			sink := &memSink{}
+			var hooks []client.Attempt
+			cfg := tc.cfg
+			cfg.Clock, cfg.DeadLetter = clock, sink
+			cfg.OnAttempt = func(a client.Attempt) { hooks = append(hooks, a) }
+			s := newSender(t, tr, cfg)
+			res, err := s.Deliver(ctx, delivery())
+			if res.Attempts != 1 || len(clock.Sleeps()) != 0 {
+				t.Errorf("%d attempts, slept %v; want 1 attempt and no wait", res.Attempts, clock.Sleeps())
+			}
+			if !errors.Is(err, client.ErrRetryAfterBeyondDeadline) || !errors.Is(err, client.ErrDeadline) {
+				t.Errorf("err = %v; want ErrRetryAfterBeyondDeadline, a refinement of ErrDeadline", err)
+			}
+			var de *client.DeliveryError
+			if !errors.As(err, &de) || de.ReasonName() != "retry-after-beyond-deadline" {
+				t.Errorf("err = %v; want reason retry-after-beyond-deadline", err)
+			}
+			if dls := sink.All(); len(dls) != 1 || dls[0].Reason != "retry-after-beyond-deadline" || dls[0].LastStatus != tc.step.status {
+				t.Errorf("dead letters = %+v", dls)
+			}
+			var se *client.StatusError
+			if !errors.As(err, &se) || se.StatusCode != tc.step.status {
+				t.Errorf("err = %v; want the last answer as a *StatusError", err)
+			}
+			if ra := tc.step.header["Retry-After"]; ra == "85811" && !strings.Contains(err.Error(), "(Retry-After 23h50m11s)") {
+				t.Errorf("err = %v; want it to say how long the Retry-After is", err)
+			}
+			if len(hooks) != 1 || !hooks[0].Final || hooks[0].Delay != 0 {
+				t.Errorf("hooks = %+v; want one final attempt", hooks)
+			}
+		})
+	}
+	t.Run("within the deadline it is honoured, clamped", func(t *testing.T) {
+		clock := newFakeClock()
+		tr := &scriptTransport{steps: []step{{status: 503, header: map[string]string{"Retry-After": "90"}}, {status: 201}}}
+		s := newSender(t, tr, client.Config{Clock: clock})
+		if _, err := s.Deliver(context.Background(), delivery()); err != nil {
+			t.Fatal(err)
+		}
+		if got := clock.Sleeps(); len(got) != 1 || got[0] != client.DefaultMaxRetryAfter {
+			t.Errorf("slept %v, want [%v]", got, client.DefaultMaxRetryAfter)
 		}
 	})
 }

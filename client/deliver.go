@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"time"
@@ -50,7 +51,9 @@ type Result struct {
 // (a retry after a lost acknowledgement can overtake it), and once the
 // original finishes the retry gets its recorded answer replayed. A 409
 // without Retry-After, and every other status, is permanent. Retry-After,
-// clamped to Config.MaxRetryAfter, is preferred over the computed delay.
+// clamped to Config.MaxRetryAfter, is preferred over the computed delay;
+// one that ends too late for an attempt before the deadline ends the
+// delivery at once with [ErrRetryAfterBeyondDeadline].
 // With a delivery deadline, a 409 with Retry-After is not counted against
 // Config.MaxAttempts: the sender waits its Retry-After (at least
 // Backoff.Base) and tries again until the deadline, because the receiver
@@ -63,6 +66,14 @@ type Result struct {
 // sink's error when Put failed; errors.As finds it either way); the Result
 // then describes the last attempt.
 func (s *Sender) Deliver(ctx context.Context, d Delivery) (Result, error) {
+	return s.deliver(ctx, d, false)
+}
+
+// deliver is Deliver. keyNamesEvent says that d's key names the event, as
+// an [Outbox]'s keys do (the first bytes sent under a key win): a 422
+// key-reused answer then means the event was sent earlier with another
+// payload ([ErrSentEarlier]), not that this one failed.
+func (s *Sender) deliver(ctx context.Context, d Delivery, keyNamesEvent bool) (Result, error) {
 	keyHeader, method, err := keyAndMethod(d)
 	if err != nil {
 		return Result{}, err
@@ -71,6 +82,7 @@ func (s *Sender) Deliver(ctx context.Context, d Delivery) (Result, error) {
 		return Result{}, err
 	}
 	p := s.newPending(d, method, keyHeader)
+	p.keyNamesEvent = keyNamesEvent
 	if s.budget != nil {
 		s.budget.Deposit()
 	}
@@ -121,6 +133,7 @@ type pending struct {
 	header                         http.Header
 	start                          time.Time
 	deadline                       time.Time // zero: none
+	keyNamesEvent                  bool      // see deliver
 }
 
 func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
@@ -173,6 +186,9 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 			return s.interrupt(ctx, p, res, last)
 		case ctx.Err() != nil:
 			reason = ctx.Err()
+		case !last.retryable && p.keyNamesEvent && keyReused(last):
+			s.observe(info)
+			return s.sentEarlier(ctx, p, res, last)
 		case !last.retryable:
 			reason = ErrPermanent
 		case counted >= s.maxAttempts:
@@ -187,17 +203,28 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 			return s.interrupt(ctx, p, res, last)
 		}
 
+		need := s.attemptTimeout
+		if need <= 0 {
+			need = longest
+		}
 		delay := s.nextDelay(prev, n)
 		if last.hasRetryAfter {
+			// The receiver says no attempt before retryAfter will do.
+			// Clamping keeps a long one from wedging a worker, but
+			// retrying sooner than asked only to be refused again is no
+			// better: a Retry-After the deadline cannot honour (a store
+			// full for a day) ends the delivery now.
+			if !s.fits(ctx, p, addSat(last.retryAfter, need)) {
+				s.observe(info)
+				// Say how long: when to re-drive the dead letter.
+				last.err = fmt.Errorf("%w (Retry-After %v)", last.err, last.retryAfter)
+				return s.fail(ctx, p, res, last, ErrRetryAfterBeyondDeadline)
+			}
 			delay = min(last.retryAfter, s.maxRetryAfter)
 			info.FromRetryAfter = true
 		}
 		if waiting {
 			delay = max(delay, s.backoff.Base) // never spin on 409s
-		}
-		need := s.attemptTimeout
-		if need <= 0 {
-			need = longest
 		}
 		if !s.fits(ctx, p, delay+need) {
 			info.FromRetryAfter = false
@@ -247,6 +274,15 @@ func (s *Sender) fits(ctx context.Context, p *pending, d time.Duration) bool {
 		return false
 	}
 	return true
+}
+
+// addSat returns a+b for non-negative durations, saturated at the largest
+// Duration instead of overflowing (a Retry-After may be that large).
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // checkTarget validates the method and URL before any I/O.
@@ -312,6 +348,14 @@ func (s *Sender) fail(ctx context.Context, p *pending, res Result, last outcome,
 	return res, derr
 }
 
+// sentEarlier ends a delivery whose key the receiver holds with another
+// payload (see deliver): not a failure of the event, not dead-lettered.
+func (s *Sender) sentEarlier(ctx context.Context, p *pending, res Result, last outcome) (Result, error) {
+	res.Elapsed = s.clock.Now().Sub(p.start)
+	s.log.InfoContext(ctx, "client: sent earlier with another payload", "url", p.URL, "key", p.Key, "attempts", res.Attempts)
+	return res, &DeliveryError{Reason: ErrSentEarlier, Key: p.Key, Attempts: res.Attempts, StatusCode: res.StatusCode, Err: last.err}
+}
+
 // reasonName is the DeadLetter.Reason for a DeliveryError reason.
 func reasonName(reason error) string {
 	switch {
@@ -319,6 +363,8 @@ func reasonName(reason error) string {
 		return "permanent"
 	case errors.Is(reason, ErrExhausted):
 		return "exhausted"
+	case errors.Is(reason, ErrRetryAfterBeyondDeadline):
+		return "retry-after-beyond-deadline"
 	case errors.Is(reason, ErrDeadline):
 		return "deadline"
 	case errors.Is(reason, ErrBudgetExhausted):
@@ -327,6 +373,8 @@ func reasonName(reason error) string {
 		return "not-journaled"
 	case errors.Is(reason, ErrInterrupted):
 		return "interrupted"
+	case errors.Is(reason, ErrSentEarlier):
+		return "sent-earlier"
 	default:
 		return "canceled"
 	}

@@ -51,6 +51,13 @@
 // Config.MaxRetryAfter. Delays and the delivery deadline are measured on the
 // [Clock] (by default the monotonic clock); the sender never sleeps past the
 // deadline and gives up as soon as the next attempt cannot fit before it.
+// A Retry-After is honoured, never cut short into a doomed retry: when the
+// time it names (unclamped) leaves no room for an attempt before the
+// deadline (a receiver whose store is full for a day answers 503
+// store-full with Retry-After 85811), the delivery ends at once, without
+// a wait, with [ErrRetryAfterBeyondDeadline] (dead-lettered as
+// "retry-after-beyond-deadline"), so no worker is held for a wait that
+// cannot succeed.
 // Every wait ends when the context is canceled. A [RetryBudget] shared by
 // the deliveries to one endpoint caps how much retries can multiply its
 // load.
@@ -59,10 +66,14 @@
 //
 // A delivery that ends without success returns a [*DeliveryError] whose
 // reason is [ErrPermanent], [ErrExhausted], [ErrDeadline],
-// [ErrBudgetExhausted], [ErrNotJournaled] (an [Outbox] whose journal could
-// not record it sent nothing) or the context's error, and is handed to the
-// [DeadLetterSink], if any, with its payload, key, attempts, last status and
-// error. [JSONLinesSink] writes them as JSON lines to a file.
+// [ErrRetryAfterBeyondDeadline], [ErrBudgetExhausted], [ErrNotJournaled]
+// (an [Outbox] whose journal could not record it sent nothing) or the
+// context's error, and is handed to the [DeadLetterSink], if any, with its
+// payload, key, attempts, last status and error. [JSONLinesSink] writes
+// them as JSON lines to a file. Two reasons are not failures of the event
+// and are never dead-lettered: [ErrInterrupted] (see [WithStop]) and
+// [ErrSentEarlier] (an [Outbox] delivery the receiver already holds under
+// its key with another payload).
 //
 // # The outbox: re-runs, crashes and re-drives
 //
@@ -74,8 +85,22 @@
 // durably (written and synced), before the first attempt, and sends what
 // the journal holds: the bytes first recorded under that identity, on every
 // attempt, every re-run and every re-drive. It marks the entry done when
-// the delivery ends (delivered, replayed, refused permanently or
-// dead-lettered); [Outbox.Resume] delivers what a crash left pending.
+// the delivery ends (delivered, replayed, refused permanently, sent
+// earlier or dead-lettered); [Outbox.Resume] delivers what a crash left
+// pending. A re-run does not send again what the journal records as
+// refused permanently ([ErrRefusedEarlier]: no attempt, no second dead
+// letter), unless asked to ([Outbox.Resend], [Outbox.Redrive]); what was
+// dead-lettered for any other reason, it sends again.
+//
+// An outbox's key names the event, and the first bytes sent under it win.
+// A run whose journal does not hold the event (another host, a new
+// container, a deleted journal, or one past its retention) may send it
+// with other bytes (a new observation_time stamp) under the same key; the
+// receiver, which holds the first send, answers 422 key-reused, and the
+// outbox reports [ErrSentEarlier]: the event was sent earlier, it is not
+// a permanent failure, it is not dead-lettered, and it is not executed
+// twice. What that earlier send's answer was (executed, or refused), the
+// receiver knows and this answer does not say.
 //
 // [FileJournal] is the embedded journal: JSON lines in a preallocated file,
 // synced (fdatasync) per record with group commit across concurrent
@@ -109,7 +134,12 @@
 // and a re-drive of the dead letter all send the first stamp, under the
 // first key; a bare [Sender] keeps it across the attempts of one
 // [Sender.Deliver], and a re-drive sends the dead letter's bytes, stamp
-// included. So the time orders the observations of a feature as the
+// included. A re-run without the journal does stamp anew, but sends the
+// new stamp under the first key: the receiver keeps the first stamp and
+// answers the new one 422 key-reused, which an Outbox reports as
+// [ErrSentEarlier], never as a permanent failure. The stamp the receiver
+// holds is therefore always the first one sent, journal or not. So the
+// time orders the observations of a feature as the
 // sender first saw them, whatever order the deliveries arrive in: a
 // receiver keeps the newest per feature id with package
 // github.com/geoidem/geoidem/newest (examples/ingest does, on every store).

@@ -34,6 +34,16 @@ var (
 	// deadline) left no room for another attempt; the sender gave up
 	// without sleeping into it.
 	ErrDeadline = errors.New("client: delivery deadline reached")
+	// ErrRetryAfterBeyondDeadline reports an answer whose Retry-After, as
+	// the receiver gave it (before Config.MaxRetryAfter clamps it), ends
+	// too late for another attempt before the delivery deadline (or the
+	// context's deadline): a retry sooner would be refused again, so the
+	// sender gave up at once, without a wait. It is a refinement of
+	// ErrDeadline: errors.Is(err, ErrDeadline) is true for it too. A
+	// receiver whose store is full says so for hours (503 store-full with
+	// the end of its earliest retention); re-drive the dead letter once it
+	// has room.
+	ErrRetryAfterBeyondDeadline error = &refinedReason{"client: Retry-After beyond the delivery deadline", ErrDeadline}
 	// ErrBudgetExhausted reports that the shared [RetryBudget] had no token
 	// left for a retry.
 	ErrBudgetExhausted = errors.New("client: retry budget exhausted")
@@ -43,14 +53,40 @@ var (
 	// bytes again. The delivery is handed to the dead-letter sink, with its
 	// key and exact bytes, ready to be re-driven. Attempts is 0.
 	ErrNotJournaled = errors.New("client: not journaled")
+	// ErrSentEarlier reports that the receiver answered an [Outbox]
+	// delivery 422 key-reused (a problem document whose type ends in
+	// "#key-reused", see docs/problems.md): it holds another payload under the key, first
+	// sent by an earlier run whose journal is gone (another host, a new
+	// container, a deleted journal; the bytes then differ by the
+	// observation_time stamped anew), and has executed or refused that
+	// one. An outbox's key names the event and the first bytes sent under
+	// it win, so the event was sent earlier: not a failure of this send,
+	// and never ErrPermanent. It is not handed to the dead-letter sink
+	// (a re-drive would be refused the same way), and the journal entry is
+	// marked done ([OutcomeSentEarlier]). The outcome of the earlier send
+	// is the receiver's, which this answer does not tell. A bare
+	// [Sender.Deliver], whose keys mean what its caller says, reports the
+	// same answer as ErrPermanent.
+	ErrSentEarlier = errors.New("client: sent earlier with another payload")
 )
+
+// refinedReason is a reason that is also its parent reason for errors.Is.
+type refinedReason struct {
+	msg    string
+	parent error
+}
+
+func (e *refinedReason) Error() string { return e.msg }
+func (e *refinedReason) Unwrap() error { return e.parent }
 
 // DeliveryError is the error [Sender.Deliver] returns when a delivery ends
 // without success, after it has been handed to the dead-letter sink.
 //
 // errors.Is(err, r) is true for its Reason (one of [ErrPermanent],
-// [ErrExhausted], [ErrDeadline], [ErrBudgetExhausted], or the context's
-// error when it was canceled), and errors.As reaches the last attempt's
+// [ErrExhausted], [ErrDeadline], [ErrRetryAfterBeyondDeadline] (and then
+// ErrDeadline too), [ErrBudgetExhausted], [ErrNotJournaled],
+// [ErrSentEarlier] (never dead-lettered), [ErrInterrupted] (never
+// dead-lettered), or the context's error when it was canceled), and errors.As reaches the last attempt's
 // error: a [*StatusError] when the last attempt got a non-2xx answer, or the
 // transport error.
 type DeliveryError struct {
@@ -76,8 +112,9 @@ func (e *DeliveryError) Error() string {
 }
 
 // ReasonName is the reason as a word, the one [DeadLetter.Reason] holds:
-// "permanent", "exhausted", "deadline", "budget", "not-journaled",
-// "interrupted" (never dead-lettered) or "canceled".
+// "permanent", "exhausted", "deadline", "retry-after-beyond-deadline",
+// "budget", "not-journaled", "sent-earlier" and "interrupted" (never
+// dead-lettered) or "canceled".
 func (e *DeliveryError) ReasonName() string { return reasonName(e.Reason) }
 
 // Unwrap returns the Reason and the last attempt's error.

@@ -92,9 +92,13 @@ func StampObservationTime(feature []byte, now time.Time) ([]byte, error) {
 // share a key and the second would be refused as key reuse. A re-run that
 // stamps a new observation_time onto an unstamped source feature keeps the
 // key but changes the payload, and the geoidem middleware answers that 422
-// (key reused with another payload) rather than applying it twice; to
-// re-send safely later, send the stamped bytes (from the dead-letter sink,
-// for example), whose key and payload are both unchanged.
+// (key reused with another payload) rather than applying it twice: the
+// event was sent earlier. An [Outbox] sends the stamped bytes its journal
+// holds, and reports that answer, when its journal no longer holds them,
+// as [ErrSentEarlier], not as a permanent failure; a bare [Sender] reports
+// it as [ErrPermanent]. To re-send safely later, send the stamped bytes
+// (from the journal or the dead-letter sink), whose key and payload are
+// both unchanged.
 func FeatureKey(feature []byte) (string, error) {
 	if _, err := parseFeature(feature); err != nil {
 		return "", err

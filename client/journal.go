@@ -21,7 +21,10 @@ type Journal interface {
 	// it returns, and returns it. If an entry with e's identity is already
 	// recorded, Record records nothing and returns that entry: the bytes
 	// first recorded under an identity win, for as long as the journal
-	// remembers it. The caller sends what Record returned, never e.
+	// remembers it. The caller sends what Record returned, never e. The
+	// entry returned should carry its Outcome and Ended when it is done
+	// ([FileJournal]'s do): an [Outbox] does not send again an entry done
+	// as [OutcomePermanent], and sends any entry without an outcome.
 	Record(ctx context.Context, e JournalEntry) (JournalEntry, error)
 
 	// Done marks the entry with e's identity as ended, with outcome (one
@@ -42,7 +45,15 @@ const (
 	OutcomeReplayed     = "replayed"      // a 2xx answer replayed from the receiver's record
 	OutcomePermanent    = "permanent"     // refused by an answer no retry can fix
 	OutcomeDeadLettered = "dead-lettered" // handed to the dead-letter sink
+	OutcomeSentEarlier  = "sent-earlier"  // refused as key reuse: another payload of the event was sent first ([ErrSentEarlier])
 )
+
+// ErrRefusedEarlier is the error of an [Outbox.Deliver] that sent
+// nothing because its journal records the entry as refused permanently
+// ([OutcomePermanent]) by an earlier send: it is wrapped in a
+// [*DeliveryError] whose Reason is [ErrPermanent], with 0 attempts, and
+// is not dead-lettered again. [Outbox.Resend] sends such an entry.
+var ErrRefusedEarlier = errors.New("client: refused permanently by an earlier send")
 
 // ErrJournalClosed is returned by a closed [FileJournal].
 var ErrJournalClosed = errors.New("client: journal closed")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Outbox delivers through a [Sender] after recording each delivery in a
@@ -28,8 +29,14 @@ func NewOutbox(s *Sender, j Journal) *Outbox {
 // replays its answer rather than refusing another payload under the same
 // key or executing it again.
 //
+// The key names the event: a 422 key-reused answer (the receiver holds
+// another payload under it, sent by an earlier run whose journal is gone)
+// ends the delivery with [ErrSentEarlier], not [ErrPermanent], and is not
+// dead-lettered.
+//
 // The entry is marked done when the delivery ends: delivered or replayed
-// (a 2xx answer), refused permanently, or handed to the dead-letter sink.
+// (a 2xx answer), refused permanently, sent earlier, or handed to the
+// dead-letter sink.
 // A delivery that ends otherwise (retries exhausted with no sink, the
 // sink failed, or interrupted by the stop of [WithStop]) stays pending in
 // the journal, to be resumed ([Outbox.Resume]) or sent again by a re-run.
@@ -42,16 +49,32 @@ func NewOutbox(s *Sender, j Journal) *Outbox {
 // "not-journaled", 0 attempts, the journal's error as the last error; a
 // re-drive sends it once there is room) and returns a [*DeliveryError]
 // whose reason is [ErrNotJournaled].
+//
+// An entry the journal records as refused permanently ([OutcomePermanent],
+// by an earlier run) is not sent again: the receiver would refuse it
+// again, and the dead-letter sink would get it twice. Deliver then sends
+// nothing and returns a [*DeliveryError] whose Reason is [ErrPermanent],
+// with 0 attempts and [ErrRefusedEarlier] as its error; nothing is
+// dead-lettered. [Outbox.Resend] and [Outbox.Redrive] send it anyway.
 func (o *Outbox) Deliver(ctx context.Context, d Delivery) (Result, error) {
-	return o.deliver(ctx, d, false)
+	return o.deliver(ctx, d, false, false)
+}
+
+// Resend is [Outbox.Deliver], except that it also sends an entry the
+// journal records as refused permanently (the receiver, or its rules, may
+// have changed since): the bytes first recorded, under the same key.
+func (o *Outbox) Resend(ctx context.Context, d Delivery) (Result, error) {
+	return o.deliver(ctx, d, false, true)
 }
 
 // Redrive sends a dead letter again under its original key, byte for byte
-// (see [DeadLetter.Delivery]), through the journal like [Outbox.Deliver].
-// If the journal holds other bytes under the dead letter's method, URL and
-// key, it sends nothing and fails with [ErrJournalConflict].
+// (see [DeadLetter.Delivery]), through the journal like [Outbox.Resend]
+// (a dead letter refused permanently is sent too: re-driving it is the
+// request). If the journal holds other bytes under the dead letter's
+// method, URL and key, it sends nothing and fails with
+// [ErrJournalConflict].
 func (o *Outbox) Redrive(ctx context.Context, dl DeadLetter) (Result, error) {
-	return o.deliver(ctx, dl.Delivery(), true)
+	return o.deliver(ctx, dl.Delivery(), true, true)
 }
 
 // Resume delivers every pending entry of the journal, one after another,
@@ -76,7 +99,10 @@ func (o *Outbox) Resume(ctx context.Context) (delivered int, err error) {
 	return delivered, errors.Join(errs...)
 }
 
-func (o *Outbox) deliver(ctx context.Context, d Delivery, strict bool) (Result, error) {
+// deliver records d and sends what the journal holds. strict: fail
+// rather than send other bytes than d's; resend: send an entry refused
+// permanently too.
+func (o *Outbox) deliver(ctx context.Context, d Delivery, strict, resend bool) (Result, error) {
 	if _, err := EncodeKey(d.Key); err != nil {
 		return Result{}, err
 	}
@@ -97,7 +123,14 @@ func (o *Outbox) deliver(ctx context.Context, d Delivery, strict bool) (Result, 
 	if strict && !bytes.Equal(rec.Body, e.Body) {
 		return Result{}, fmt.Errorf("%w: key %q", ErrJournalConflict, d.Key)
 	}
-	res, err := o.sender.Deliver(ctx, rec.Delivery())
+	if rec.Outcome == OutcomePermanent && !resend {
+		return Result{}, &DeliveryError{
+			Reason: ErrPermanent,
+			Key:    rec.Key,
+			Err:    fmt.Errorf("%w at %s; not sent again", ErrRefusedEarlier, rec.Ended.Format(time.RFC3339)),
+		}
+	}
+	res, err := o.sender.deliver(ctx, rec.Delivery(), true)
 	if outcome := o.outcome(res, err); outcome != "" {
 		if derr := o.journal.Done(context.WithoutCancel(ctx), rec, outcome); derr != nil {
 			// The entry stays pending: a later re-send is a replay.
@@ -118,6 +151,9 @@ func (o *Outbox) outcome(res Result, err error) string {
 	}
 	if errors.Is(err, ErrPermanent) {
 		return OutcomePermanent
+	}
+	if errors.Is(err, ErrSentEarlier) {
+		return OutcomeSentEarlier
 	}
 	if errors.Is(err, ErrInterrupted) {
 		return "" // not ended: a re-run sends it

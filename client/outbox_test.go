@@ -26,6 +26,7 @@ type replayer struct {
 	status    map[string]int
 	executed  map[string]int
 	mismatch  int
+	requests  int
 	lastHeads http.Header
 }
 
@@ -39,6 +40,7 @@ func (rv *replayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	rv.lastHeads = r.Header.Clone()
+	rv.requests++
 	if rv.down {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
@@ -46,7 +48,9 @@ func (rv *replayer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s, ok := rv.sums[key]; ok {
 		if s != sum {
 			rv.mismatch++
+			w.Header().Set("Content-Type", "application/problem+json")
 			w.WriteHeader(http.StatusUnprocessableEntity)
+			io.WriteString(w, `{"type":"https://github.com/geoidem/geoidem/blob/main/docs/problems.md#key-reused","title":"Idempotency key reused","status":422}`)
 			return
 		}
 		w.Header().Set("Idempotent-Replayed", "true")
@@ -221,6 +225,113 @@ func TestOutboxRedrive(t *testing.T) {
 	res, err := s.Redrive(ctx, read[0])
 	if err != nil || !res.Replayed {
 		t.Errorf("Sender.Redrive: %+v, %v; want a replay", res, err)
+	}
+}
+
+// TestOutboxKeyReusedIsSentEarlier (issue 36, item 1): a re-run without
+// the journal (another host, a new container, the journal deleted) stamps
+// a new observation_time, so the receiver, which executed the first
+// stamp under the same key, answers 422 key-reused. Through an outbox,
+// whose key names the event (the first bytes sent under it win), that is
+// the event sent earlier with another payload: not a permanent failure,
+// not dead-lettered, and marked done in the journal as such. A bare
+// Sender, whose keys mean what its caller says, still reports it as
+// permanent.
+func TestOutboxKeyReusedIsSentEarlier(t *testing.T) {
+	ctx := context.Background()
+	rv := newReplayer()
+	srv := httptest.NewServer(rv)
+	defer srv.Close()
+	dir := t.TempDir()
+	d := client.Delivery{URL: srv.URL + "/features", Key: "event-1", Body: []byte(`{"observation_time":"first"}`)}
+
+	ob, j := newOutbox(t, srv.URL, filepath.Join(dir, "first"), nil)
+	if _, err := ob.Deliver(ctx, d); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	j.Close()
+
+	// The journal is gone: the re-run records the event anew, stamped
+	// anew, and its journal now holds the second stamp.
+	for run := range 2 {
+		sink := &memSink{}
+		ob, j := newOutbox(t, srv.URL, filepath.Join(dir, "second"), sink)
+		d.Body = []byte(`{"observation_time":"second"}`)
+		res, err := ob.Deliver(ctx, d)
+		var de *client.DeliveryError
+		if !errors.Is(err, client.ErrSentEarlier) || errors.Is(err, client.ErrPermanent) || !errors.As(err, &de) || de.ReasonName() != "sent-earlier" {
+			t.Errorf("run %d: err = %v; want reason sent-earlier, not permanent", run+2, err)
+		}
+		if res.StatusCode != http.StatusUnprocessableEntity || res.Problem == nil {
+			t.Errorf("run %d: result %+v; want the 422 key-reused answer", run+2, res)
+		}
+		if dls := sink.All(); len(dls) != 0 {
+			t.Errorf("run %d: dead-lettered %+v", run+2, dls)
+		}
+		if es := j.Entries(); len(es) != 1 || es[0].Outcome != client.OutcomeSentEarlier {
+			t.Errorf("run %d: journal entries %+v; want one, done as sent-earlier", run+2, es)
+		}
+		j.Close()
+	}
+	if rv.executed["event-1"] != 1 {
+		t.Errorf("%d executions, want 1", rv.executed["event-1"])
+	}
+
+	s := newSender(t, http.DefaultTransport, client.Config{Clock: newFakeClock()})
+	if _, err := s.Deliver(ctx, d); !errors.Is(err, client.ErrPermanent) {
+		t.Errorf("bare Sender: err = %v; want ErrPermanent", err)
+	}
+}
+
+// TestOutboxDoesNotResendPermanent (issue 36, item 3): a re-run used to
+// send again an event its journal records as refused permanently, to be
+// refused again and dead-lettered again. Deliver now sends it no more:
+// it fails as permanent, refused earlier, with no attempt and no new dead
+// letter. Resend, and a re-drive of its dead letter, send it when asked.
+func TestOutboxDoesNotResendPermanent(t *testing.T) {
+	ctx := context.Background()
+	rv := newReplayer()
+	srv := httptest.NewServer(rv)
+	defer srv.Close()
+	rv.set(func(rv *replayer) { rv.refuse = true })
+	path := filepath.Join(t.TempDir(), "journal")
+	d := client.Delivery{URL: srv.URL + "/features", Key: "bad", Body: []byte(`{"n":1}`)}
+	requests := func() int {
+		rv.mu.Lock()
+		defer rv.mu.Unlock()
+		return rv.requests
+	}
+
+	sink := &memSink{}
+	ob, j := newOutbox(t, srv.URL, path, sink)
+	if _, err := ob.Deliver(ctx, d); !errors.Is(err, client.ErrPermanent) {
+		t.Fatalf("first run: %v, want permanent", err)
+	}
+	j.Close()
+
+	ob, j = newOutbox(t, srv.URL, path, sink) // the re-run
+	res, err := ob.Deliver(ctx, d)
+	if !errors.Is(err, client.ErrPermanent) || res.Attempts != 0 {
+		t.Errorf("re-run: %+v, %v; want permanent after 0 attempts", res, err)
+	}
+	if n := requests(); n != 1 {
+		t.Errorf("%d requests after the re-run, want 1: the refused event was sent again", n)
+	}
+	if n := len(sink.All()); n != 1 {
+		t.Errorf("%d dead letters after the re-run, want 1", n)
+	}
+
+	if _, err := ob.Resend(ctx, d); !errors.Is(err, client.ErrPermanent) || errors.Is(err, client.ErrRefusedEarlier) {
+		t.Errorf("Resend: %v; want the receiver's answer, permanent", err)
+	}
+	if _, err := ob.Redrive(ctx, sink.All()[0]); !errors.Is(err, client.ErrPermanent) || errors.Is(err, client.ErrRefusedEarlier) {
+		t.Errorf("Redrive: %v; want the receiver's answer, permanent", err)
+	}
+	if n := requests(); n != 3 {
+		t.Errorf("%d requests, want 3: Resend and Redrive send", n)
+	}
+	if es := j.Entries(); len(es) != 1 || es[0].Outcome != client.OutcomePermanent {
+		t.Errorf("journal entries %+v", es)
 	}
 }
 

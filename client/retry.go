@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"syscall"
 )
 
@@ -76,4 +77,15 @@ func retryableError(err error) bool {
 // The deadline bounds the waiting instead; without one, they count.
 func (s *Sender) inFlight(p *pending, o outcome) bool {
 	return o.status == http.StatusConflict && o.hasRetryAfter && !p.deadline.IsZero()
+}
+
+// problemKeyReused ends the type of the problem document the geoidem
+// middleware answers (422) to a key first used with another payload
+// (docs/problems.md#key-reused).
+const problemKeyReused = "#key-reused"
+
+// keyReused reports whether an attempt was answered 422 with the
+// middleware's key-reused problem document.
+func keyReused(o outcome) bool {
+	return o.status == http.StatusUnprocessableEntity && o.problem != nil && strings.HasSuffix(o.problem.Type, problemKeyReused)
 }

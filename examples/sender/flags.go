@@ -16,19 +16,20 @@ const usageHeader = "usage: sender -url URL [flags] FILE...\n       sender -redr
 
 // options are the parsed flags.
 type options struct {
-	url            string
-	backoff        client.Backoff
-	attempts       int
-	deadline       time.Duration
-	attemptTimeout time.Duration
-	maxRetryAfter  time.Duration
-	concurrency    int
-	deadLetter     string
-	journal        string
-	redrive        string
-	grace          time.Duration
-	progress       time.Duration
-	files          []string
+	url             string
+	backoff         client.Backoff
+	attempts        int
+	deadline        time.Duration
+	attemptTimeout  time.Duration
+	maxRetryAfter   time.Duration
+	concurrency     int
+	deadLetter      string
+	journal         string
+	redrive         string
+	resendPermanent bool
+	grace           time.Duration
+	progress        time.Duration
+	files           []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -46,11 +47,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.attempts, "attempts", client.DefaultMaxAttempts, "attempts per feature, the first included")
 	fs.DurationVar(&o.deadline, "deadline", client.DefaultDeadline, "deadline per feature, all attempts included")
 	fs.DurationVar(&o.attemptTimeout, "attempt-timeout", client.DefaultAttemptTimeout, "timeout of one attempt")
-	fs.DurationVar(&o.maxRetryAfter, "max-retry-after", client.DefaultMaxRetryAfter, "longest Retry-After honoured")
+	fs.DurationVar(&o.maxRetryAfter, "max-retry-after", client.DefaultMaxRetryAfter, "longest wait for a Retry-After (a longer one is clamped; one beyond -deadline ends the delivery at once)")
 	fs.IntVar(&o.concurrency, "concurrency", 1, "features delivered at once")
 	fs.StringVar(&o.deadLetter, "dead-letter", "", "append undelivered features to `FILE` (JSON lines)")
 	fs.StringVar(&o.journal, "journal", defaultJournal(), "the journal `FILE`: key and bytes of every event, recorded before its first attempt")
 	fs.StringVar(&o.redrive, "redrive", "", "re-send the dead letters in `FILE` under their original keys, byte for byte")
+	fs.BoolVar(&o.resendPermanent, "resend-permanent", false, "send again the features the journal records as refused permanently by an earlier run (by default they are counted as permanent and not sent)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "on SIGINT or SIGTERM: how long the attempts in flight may take before they are cut off (nothing new starts)")
 	fs.DurationVar(&o.progress, "progress", 10*time.Second, "when the output is not a terminal: print a progress line to stderr this often (0: never)")
 	if err := fs.Parse(args); err != nil {

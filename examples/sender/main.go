@@ -5,7 +5,7 @@
 // Usage:
 //
 //	go run ./examples/sender -url URL [-base 500ms] [-cap 30s] [-attempts 6]
-//	    [-deadline 5m] [-dead-letter FILE] [-journal FILE] FILE...
+//	    [-deadline 5m] [-dead-letter FILE] [-journal FILE] [-resend-permanent] FILE...
 //	go run ./examples/sender -redrive DEAD-LETTERS [-dead-letter FILE] [-journal FILE]
 //
 // Each FILE (or "-" for standard input) holds GeoJSON: a FeatureCollection,
@@ -33,13 +33,31 @@
 // ~/.local/state/geoidem/sender.journal), synced to disk, before the first
 // attempt. Every attempt, every later run over the same input and every
 // re-drive sends the bytes the journal holds under that key, never a new
-// stamp: a re-run (after a crash, a SIGKILL, or a run that ended) is a
-// replay of what was delivered and a delivery of what was not, never a 422
-// for key reuse and never a second execution. The journal tells deliveries
-// apart by key, URL and method: the same input sent to another -url is
-// another delivery, stamped anew. It remembers a delivered event for 24
-// hours (the receiver's default retention); a run later than that stamps
-// and records the event anew.
+// stamp: a re-run with that journal (after a crash, a SIGKILL, or a run
+// that ended) is a replay of what was delivered and a delivery of what
+// was not, never a 422 for key reuse and never a second execution. The
+// journal tells deliveries apart by key, URL and method: the same input
+// sent to another -url is another delivery, stamped anew. It remembers a
+// delivered event for 24 hours (the receiver's default retention); a run
+// later than that stamps and records the event anew.
+//
+// # A re-run without the journal
+//
+// A run whose journal does not hold an event (the same file sent from
+// another host or a new container, or after the journal was deleted)
+// stamps it anew and sends the new bytes under the same key. The receiver,
+// which holds the first send, keeps it and answers 422 key-reused; the
+// sender counts that event as "sent earlier" (client.ErrSentEarlier): not
+// a failure, not dead-lettered, never executed a second time, and no
+// reason for a non-zero exit. The journal records it so, and a later run
+// with this journal says the same. What holds, journal or not: the key of
+// an event never changes, the receiver holds the first bytes sent under
+// it (and so the first observation_time), and a re-run never turns a
+// delivered event into a failure. What this run cannot tell is the
+// receiver's answer to that first send (executed, or refused); the run
+// that sent it reported it. Past the receiver's retention (24 hours by
+// default) the receiver has forgotten the key too, and a re-sent event is
+// executed as new.
 //
 // # Re-drive
 //
@@ -49,16 +67,44 @@
 // what it never executed and replays what it did. -url and input files are
 // then not used.
 //
+// # Progress, failures and the summary
+//
 // On a terminal, a progress line shows how far it got; otherwise (a pipe,
 // a log) a line "sender: progress: …" goes to stderr every -progress
-// (default 10s; 0: never). At the end it prints
-// a summary (delivered, replayed, not delivered by reason, in the words of
-// the dead letters: permanent, exhausted, deadline, budget, not-journaled;
-// dead-lettered, still pending in the journal) and exits 0 only when every
-// feature was delivered, 1 otherwise, and 2 on usage errors. With
-// -dead-letter, every feature that was not delivered is appended to FILE as
-// a JSON line (client.DeadLetter), with its key, the exact bytes sent and
-// the headers, ready to be re-driven.
+// (default 10s; 0: never). While deliveries wait between attempts, the
+// line says how many and why: "waiting 8 (retry-after 503 store-full)",
+// the receiver's Retry-After and the answer that carried it, or
+// "backoff 502" for the sender's own delay. A Retry-After is honoured,
+// clamped to -max-retry-after; one that ends too late for an attempt
+// before -deadline (a receiver whose store is full for a day) ends the
+// delivery at once, with reason retry-after-beyond-deadline, instead of
+// holding a worker until the deadline.
+//
+// Each feature not delivered is reported on stderr as it ends, with the
+// receiver's answer (status, problem title and detail) and, when the
+// problem document lists problems (a 422 invalid-geojson), each with its
+// JSON pointer into the feature, the first five of them. At the end it
+// prints a summary (delivered, replayed, sent earlier, not delivered by
+// reason, in the words of the dead letters: permanent, exhausted,
+// deadline, retry-after-beyond-deadline, budget, not-journaled;
+// dead-lettered, still pending in the journal) and exits 0 only when
+// every feature was delivered or sent earlier, 1 otherwise, and 2 on
+// usage errors. With -dead-letter, every feature that was not delivered
+// is appended to FILE as a JSON line (client.DeadLetter), with its key,
+// the exact bytes sent and the headers, ready to be re-driven, unless FILE
+// already holds a dead letter for the same key, URL and method (an
+// earlier run's, or a re-drive's own input): the summary counts those as
+// "already in it", and no delivery is in the file twice.
+//
+// # Failures on a re-run
+//
+// A re-run over the same input with the same journal does not send again
+// a feature the journal records as refused permanently (the receiver
+// answered its payload with a 4xx no retry can fix): it counts as
+// permanent again, with 0 attempts and no new dead letter, and a note at
+// the end names -resend-permanent, which sends such features again (once
+// the receiver or its rules have changed). A feature that failed for now
+// (exhausted, deadline, budget, ...) is sent again.
 //
 // # Stopping: SIGINT and SIGTERM
 //
@@ -201,23 +247,27 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	defer journal.Close()
 
-	var sink *countingSink
+	out := &outcome{total: len(features)}
+	if terminal(stdout) {
+		out.progress = stdout
+	}
+	var sink *deadLetterFile
 	cfg := client.Config{
 		Backoff:        o.backoff,
 		MaxAttempts:    o.attempts,
 		Deadline:       o.deadline,
 		AttemptTimeout: o.attemptTimeout,
 		MaxRetryAfter:  o.maxRetryAfter,
-		Clock:          clock,
+		Clock:          waitClock{clock, out}, // the waits show on the progress line
+		OnAttempt:      out.attempted,
 	}
 	if o.deadLetter != "" {
-		file, err := client.OpenJSONLinesFile(o.deadLetter)
+		sink, err = openDeadLetterFile(o.deadLetter)
 		if err != nil {
 			fmt.Fprintf(stderr, "sender: %v\n", err)
 			return exitFailed
 		}
-		defer file.Close()
-		sink = &countingSink{JSONLinesSink: file}
+		defer sink.Close()
 		cfg.DeadLetter = sink
 	}
 	sender, err := client.New(a.hc, cfg)
@@ -228,10 +278,6 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	outbox := client.NewOutbox(sender, journal)
 
 	start := clock.Now()
-	out := &outcome{total: len(features)}
-	if terminal(stdout) {
-		out.progress = stdout
-	}
 
 	// The stop: no new attempt, -grace for those in flight, then cut off.
 	dctx, cutOff := context.WithCancel(context.WithoutCancel(ctx))
@@ -284,9 +330,11 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 				)
 				out.inFlight.Add(1)
 				if f.redrive != nil {
-					res, err = outbox.Redrive(dctx, *f.redrive)
+					res, err = outbox.Redrive(context.WithValue(dctx, jobKey{}, f.redrive.Key), *f.redrive)
+				} else if o.resendPermanent {
+					res, err = outbox.Resend(context.WithValue(dctx, jobKey{}, f.delivery.Key), f.delivery)
 				} else {
-					res, err = outbox.Deliver(dctx, f.delivery)
+					res, err = outbox.Deliver(context.WithValue(dctx, jobKey{}, f.delivery.Key), f.delivery)
 				}
 				out.inFlight.Add(-1)
 				out.record(f, res, err, stderr)
@@ -311,9 +359,9 @@ dispatch:
 	if out.progress != nil {
 		fmt.Fprintln(stdout)
 	}
-	sinkFailed, deadLettered := false, 0
+	sinkFailed, deadLettered, already := false, 0, 0
 	if sink != nil {
-		deadLettered = int(sink.n.Load())
+		deadLettered, already = sink.counts()
 		if err := sink.Close(); err != nil {
 			fmt.Fprintf(stderr, "sender: dead-letter file: %v\n", err)
 			sinkFailed = true
@@ -330,7 +378,9 @@ dispatch:
 	}
 	fmt.Fprintf(stdout, "%d %s to %s in %v%s\n", len(features), what, target, clock.Now().Sub(start).Round(time.Millisecond), how)
 	out.summary(stdout)
-	if sink != nil {
+	if sink != nil && already > 0 {
+		fmt.Fprintf(stdout, "  dead-lettered       %d (%s; already in it: %d)\n", deadLettered+already, o.deadLetter, already)
+	} else if sink != nil {
 		fmt.Fprintf(stdout, "  dead-lettered       %d (%s)\n", deadLettered, o.deadLetter)
 	} else {
 		fmt.Fprintf(stdout, "  dead-lettered       %d (no -dead-letter file)\n", deadLettered)
@@ -340,6 +390,12 @@ dispatch:
 		fmt.Fprintf(stderr, "sender: journal: %v\n", err)
 	}
 	fmt.Fprintf(stdout, "  pending in journal  %d (%s)\n", len(pending), o.journal)
+	if n := out.sentEarlier; n > 0 {
+		fmt.Fprintf(stderr, "sender: %d features were sent earlier with another observation_time (by another host, or before the journal was deleted): the receiver answered 422 key-reused, keeps that first send and its answer, and executed none of them again\n", n)
+	}
+	if n := out.refusedEarlier; n > 0 {
+		fmt.Fprintf(stderr, "sender: %d features were refused permanently by an earlier run (the journal %s says so) and not sent again; their dead letters are where that run wrote them; -resend-permanent sends them again\n", n, o.journal)
+	}
 	if n := out.interrupted; n > 0 {
 		fmt.Fprintf(stderr, "sender: interrupted: %d features not delivered, none dead-lettered (%d pending in the journal); run again to deliver them\n", n, len(pending))
 	}
@@ -354,7 +410,7 @@ dispatch:
 	if out.interrupted > 0 {
 		return exitInterrupted
 	}
-	if out.delivered != len(features) || sinkFailed || err != nil {
+	if out.delivered+out.sentEarlier != len(features) || sinkFailed || err != nil {
 		return exitFailed
 	}
 	return exitOK

@@ -70,6 +70,12 @@ func (rv *receiver) heal() {
 	rv.healed = true
 }
 
+func (rv *receiver) attemptsOf(key string) int {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	return rv.attempts[key]
+}
+
 func (rv *receiver) mismatches() int {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
@@ -109,7 +115,7 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rec, ok := rv.records[key]; ok {
 		if rec.sum != sum {
 			rv.mismatch++
-			problem(w, http.StatusUnprocessableEntity, "Key reused with another payload")
+			problemOf(w, http.StatusUnprocessableEntity, problemTypes+"key-reused", "Idempotency key reused")
 			return
 		}
 		w.Header().Set("Idempotent-Replayed", "true")
@@ -129,7 +135,9 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch f.Properties["mode"] {
 	case "bad":
 		rv.records[key] = record{sum, 422, ""}
-		problem(w, http.StatusUnprocessableEntity, "Invalid geometry")
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		io.WriteString(w, badProblem)
 		return
 	case "flaky":
 		if rv.attempts[key] == 1 {
@@ -143,6 +151,16 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
+	case "full": // the key store is full for the day
+		w.Header().Set("Retry-After", "85811")
+		problemOf(w, http.StatusServiceUnavailable, problemTypes+"store-full", "Key store full")
+		return
+	case "busy": // the key store is full for 2 s
+		if rv.attempts[key] == 1 {
+			w.Header().Set("Retry-After", "2")
+			problemOf(w, http.StatusServiceUnavailable, problemTypes+"store-full", "Key store full")
+			return
+		}
 	}
 	rv.bodies[key] = body
 	rv.executed++
@@ -153,9 +171,23 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func problem(w http.ResponseWriter, status int, title string) {
+	problemOf(w, status, "about:blank", title)
+}
+
+// badProblem is the answer to an invalid feature: an invalid-geojson
+// problem document, with its list of problems, each with its JSON pointer.
+const badProblem = `{"type":"` + problemTypes + `invalid-geojson","title":"Invalid geometry","status":422,` +
+	`"detail":"the body is not valid GeoJSON: 2 problem(s)","errors":[` +
+	`{"pointer":"/geometry/coordinates","rule":"position","detail":"a position needs at least two numbers"},` +
+	`{"pointer":"/geometry/type","rule":"geometry-type","detail":"unknown geometry type \"Pointe\""}]}`
+
+// problemTypes is the prefix of the middleware's problem types.
+const problemTypes = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#"
+
+func problemOf(w http.ResponseWriter, status int, typ, title string) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `{"type":"about:blank","title":%q,"status":%d}`, title, status)
+	fmt.Fprintf(w, `{"type":%q,"title":%q,"status":%d}`, typ, title, status)
 }
 
 func writeFile(t *testing.T, name, content string) string {

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -21,14 +22,18 @@ type outcome struct {
 
 	mu                        sync.Mutex
 	done, delivered, replayed int
-	interrupted               int            // stopped by the signal, or never started
-	failed                    map[string]int // by reason, the words of the dead letters
-	journalErr                error          // the first journal failure
+	sentEarlier               int                 // the receiver holds another send of the event (client.ErrSentEarlier)
+	refusedEarlier            int                 // not sent: the journal records it as refused (client.ErrRefusedEarlier)
+	interrupted               int                 // stopped by the signal, or never started
+	failed                    map[string]int      // by reason, the words of the dead letters
+	journalErr                error               // the first journal failure
+	waiting                   map[string]int      // waits between attempts in progress, by cause
+	causes                    map[string][]string // by key: the causes of the waits about to start
 }
 
 // Reasons a feature was not delivered, in the order the summary lists
 // them: client.DeliveryError.ReasonName, the words of the dead letters.
-var reasons = []string{"permanent", "exhausted", "deadline", "budget", "canceled", "not-journaled", "journal-conflict", "error"}
+var reasons = []string{"permanent", "exhausted", "deadline", "retry-after-beyond-deadline", "budget", "canceled", "not-journaled", "journal-conflict", "error"}
 
 // reason is the word for a failed delivery's err.
 func reason(err error) string {
@@ -52,21 +57,6 @@ func (o *outcome) notDelivered() int {
 	return n
 }
 
-// countingSink counts the dead letters its file took.
-type countingSink struct {
-	*client.JSONLinesSink
-	n atomic.Int64
-}
-
-// Put writes dl and counts it if the write succeeded.
-func (s *countingSink) Put(ctx context.Context, dl client.DeadLetter) error {
-	err := s.JSONLinesSink.Put(ctx, dl)
-	if err == nil {
-		s.n.Add(1)
-	}
-	return err
-}
-
 // record counts one finished delivery, reports a failure on stderr and
 // redraws the progress line. A journal that cannot record fails every
 // feature the same way: only the first is reported, the summary counts
@@ -81,6 +71,9 @@ func (o *outcome) record(f feature, res client.Result, err error, stderr io.Writ
 		if res.Replayed {
 			o.replayed++
 		}
+	} else if errors.Is(err, client.ErrSentEarlier) {
+		o.sentEarlier++ // not a failure: summed up at the end, not reported one by one
+		report = false
 	} else if why := reason(err); why == "interrupted" {
 		o.interrupted++ // not a failure: left for a re-run, not reported one by one
 		report = false
@@ -89,6 +82,9 @@ func (o *outcome) record(f feature, res client.Result, err error, stderr io.Writ
 			o.failed = map[string]int{}
 		}
 		o.failed[why]++
+		if errors.Is(err, client.ErrRefusedEarlier) {
+			o.refusedEarlier++
+		}
 		if why == "not-journaled" {
 			report = o.journalErr == nil
 			if report {
@@ -100,12 +96,32 @@ func (o *outcome) record(f feature, res client.Result, err error, stderr io.Writ
 		if o.progress != nil {
 			fmt.Fprint(o.progress, "\r\033[K") // clear the progress line first
 		}
-		fmt.Fprintf(stderr, "sender: %s: %v\n", f.source, err)
+		var b strings.Builder
+		fmt.Fprintf(&b, "sender: %s: %v\n", f.source, err)
+		for _, l := range problemLines(err) {
+			fmt.Fprintf(&b, "sender:   %s\n", l)
+		}
+		io.WriteString(stderr, b.String())
 	}
-	if o.progress != nil {
-		fmt.Fprintf(o.progress, "\r\033[K%d/%d  delivered %d (replayed %d)  failed %d",
-			o.done, o.total, o.delivered, o.replayed, o.notDelivered())
+	o.draw()
+}
+
+// draw redraws the progress line on the terminal, if there is one. o.mu
+// is held.
+func (o *outcome) draw() {
+	if o.progress == nil {
+		return
 	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\r\033[K%d/%d  delivered %d (replayed %d)", o.done, o.total, o.delivered, o.replayed)
+	if o.sentEarlier > 0 {
+		fmt.Fprintf(&b, "  sent earlier %d", o.sentEarlier)
+	}
+	fmt.Fprintf(&b, "  failed %d", o.notDelivered())
+	if w := o.waits(); w != "" {
+		b.WriteString("  " + w)
+	}
+	io.WriteString(o.progress, b.String())
 }
 
 // notStarted counts the features never handed to a delivery (the stop
@@ -131,8 +147,17 @@ func (o *outcome) printf(w io.Writer, format string, args ...any) {
 func (o *outcome) progressLine(w io.Writer) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	fmt.Fprintf(w, "sender: progress: %d/%d done, delivered %d (replayed %d), not delivered %d, in flight %d\n",
-		o.done, o.total, o.delivered, o.replayed, o.notDelivered(), o.inFlight.Load())
+	var b strings.Builder
+	fmt.Fprintf(&b, "sender: progress: %d/%d done, delivered %d (replayed %d), ", o.done, o.total, o.delivered, o.replayed)
+	if o.sentEarlier > 0 {
+		fmt.Fprintf(&b, "sent earlier %d, ", o.sentEarlier)
+	}
+	fmt.Fprintf(&b, "not delivered %d, in flight %d", o.notDelivered(), o.inFlight.Load())
+	if ws := o.waits(); ws != "" {
+		b.WriteString(", " + ws)
+	}
+	b.WriteString("\n")
+	io.WriteString(w, b.String())
 }
 
 // summary prints the counts, failures by reason.
@@ -141,13 +166,31 @@ func (o *outcome) summary(w io.Writer) {
 	defer o.mu.Unlock()
 	fmt.Fprintf(w, "  %-20s%d\n", "delivered", o.delivered)
 	fmt.Fprintf(w, "    %-18s%d\n", "replayed", o.replayed)
+	fmt.Fprintf(w, "  %-20s%d\n", "sent earlier", o.sentEarlier)
 	fmt.Fprintf(w, "  %-20s%d\n", "not delivered", o.notDelivered())
 	for _, r := range reasons {
 		if n := o.failed[r]; n > 0 {
-			fmt.Fprintf(w, "    %-18s%d\n", r, n)
+			fmt.Fprintf(w, "    %s%d\n", pad(r, 18), n)
 		}
 	}
+	// A reason the list does not know yet is still counted, never hidden.
+	var other []string
+	for r := range o.failed {
+		if !slices.Contains(reasons, r) {
+			other = append(other, r)
+		}
+	}
+	slices.Sort(other)
+	for _, r := range other {
+		fmt.Fprintf(w, "    %s%d\n", pad(r, 18), o.failed[r])
+	}
 	fmt.Fprintf(w, "  %-20s%d\n", "interrupted", o.interrupted)
+}
+
+// pad returns s padded with spaces to width, and followed by one space at
+// least.
+func pad(s string, width int) string {
+	return s + strings.Repeat(" ", max(width-len(s), 1))
 }
 
 // isTerminal reports whether w is a terminal (a character device).
