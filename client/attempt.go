@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/geoidem/geoidem/problem"
 )
 
 // AttemptStart describes an attempt about to be sent, for
@@ -46,7 +48,7 @@ type outcome struct {
 	status        int
 	header        http.Header
 	body          []byte
-	problem       *Problem
+	problem       *problem.Details
 	err           error // nil on 2xx
 	retryable     bool
 	retryAfter    time.Duration

@@ -11,6 +11,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/geoidem/geoidem/problem"
 )
 
 // DeadLetter describes a delivery that ended without success, with
@@ -29,30 +31,30 @@ type DeadLetter struct {
 	// credentials in the http.Client's transport or in PrepareAttempt,
 	// which are never recorded.
 	Header     http.Header
-	Payload    []byte   // the body every attempt sent, byte for byte
-	Attempts   int      // attempts made, 0 if none was
-	LastStatus int      // status of the last answer, 0 if there was none
-	Reason     string   // "permanent", "exhausted", "deadline", "retry-after-beyond-deadline", "budget", "not-journaled" or "canceled" ([DeliveryError.ReasonName])
-	Error      string   // the error Deliver returned
-	Problem    *Problem // the last answer's problem document, if any
+	Payload    []byte           // the body every attempt sent, byte for byte
+	Attempts   int              // attempts made, 0 if none was
+	LastStatus int              // status of the last answer, 0 if there was none
+	Reason     string           // "permanent", "exhausted", "deadline", "retry-after-beyond-deadline", "budget", "not-journaled" or "canceled" ([DeliveryError.ReasonName])
+	Error      string           // the error Deliver returned
+	Problem    *problem.Details // the last answer's problem document, if any
 }
 
 // deadLetterJSON is the JSON form of a DeadLetter. The payload is embedded
 // as JSON when that round-trips byte for byte, else as base64.
 type deadLetterJSON struct {
-	Time          time.Time       `json:"time"`
-	URL           string          `json:"url"`
-	Method        string          `json:"method,omitempty"`
-	Key           string          `json:"key"`
-	ContentType   string          `json:"content_type,omitempty"`
-	Header        http.Header     `json:"header,omitempty"`
-	Payload       json.RawMessage `json:"payload,omitempty"`
-	PayloadBase64 []byte          `json:"payload_base64,omitempty"`
-	Attempts      int             `json:"attempts"`
-	LastStatus    int             `json:"last_status,omitempty"`
-	Reason        string          `json:"reason"`
-	Error         string          `json:"error"`
-	Problem       *Problem        `json:"problem,omitempty"`
+	Time          time.Time        `json:"time"`
+	URL           string           `json:"url"`
+	Method        string           `json:"method,omitempty"`
+	Key           string           `json:"key"`
+	ContentType   string           `json:"content_type,omitempty"`
+	Header        http.Header      `json:"header,omitempty"`
+	Payload       json.RawMessage  `json:"payload,omitempty"`
+	PayloadBase64 []byte           `json:"payload_base64,omitempty"`
+	Attempts      int              `json:"attempts"`
+	LastStatus    int              `json:"last_status,omitempty"`
+	Reason        string           `json:"reason"`
+	Error         string           `json:"error"`
+	Problem       *problem.Details `json:"problem,omitempty"`
 }
 
 // MarshalJSON encodes the dead letter as one JSON object. The payload goes

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/geoidem/geoidem/problem"
 )
 
 // Delivery is one payload to deliver under one idempotency key.
@@ -37,15 +39,15 @@ type Result struct {
 	// earlier attempt (Idempotent-Replayed: true): the payload took effect
 	// once, before this answer.
 	Replayed bool
-	Problem  *Problem      // the last answer's problem document, if it had one
-	Elapsed  time.Duration // on the sender's clock
+	Problem  *problem.Details // the last answer's problem document, if it had one
+	Elapsed  time.Duration    // on the sender's clock
 }
 
 // Deliver sends d until it succeeds (a 2xx answer), fails permanently, or
 // runs out of attempts, deadline, budget or context. Every attempt sends the
 // same key and the same body bytes.
 //
-// It retries 429, 500, 502, 503 and 504, connection errors and timeouts,
+// It retries 408, 429, 500, 502, 503 and 504, connection errors and timeouts,
 // and 409 when it carries a Retry-After header: the geoidem middleware
 // answers so while the original request with the same key is still running
 // (a retry after a lost acknowledgement can overtake it), and once the

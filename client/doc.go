@@ -3,8 +3,9 @@
 // the middleware expects, and hands every delivery that ends without
 // success to a dead-letter sink.
 //
-// It imports only the standard library, so a team that posts webhooks can
-// use it without the middleware.
+// It imports only the standard library and package problem (geoidem's
+// RFC 9457 document, which it reads answers into; standard library only as
+// well), so a team that posts webhooks can use it without the middleware.
 //
 //	s, err := client.New(http.DefaultClient, client.Config{})
 //	...
@@ -25,7 +26,7 @@
 //
 // # What is retried
 //
-// 429, 500, 502, 503 and 504, connection errors and timeouts. Also, as a
+// 408, 429, 500, 502, 503 and 504, connection errors and timeouts. Also, as a
 // deliberate addition for the geoidem middleware, 409 Conflict when it
 // carries Retry-After: the middleware answers so while the original
 // request with the same key is still running, which is exactly what a
@@ -39,7 +40,7 @@
 // claim whose reply was lost) is delivered, never dead-lettered. A 409
 // without Retry-After,
 // and every other 4xx (422 included), is permanent and returned at once,
-// with its RFC 9457 problem document parsed ([StatusError], [Problem]).
+// with its RFC 9457 problem document parsed ([StatusError], [problem.Details]).
 //
 // # When
 //

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/geoidem/geoidem/problem"
 )
 
 // Errors returned before any I/O.
@@ -141,7 +143,7 @@ type StatusError struct {
 	Status     string // e.g. "422 Unprocessable Entity"
 	Header     http.Header
 	Body       []byte
-	Problem    *Problem
+	Problem    *problem.Details
 }
 
 // Error gives the status and, when there is a problem document, its title

@@ -57,8 +57,8 @@ func ExampleSender_Deliver_permanent() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.WriteHeader(http.StatusUnprocessableEntity)
-		fmt.Fprint(w, `{"type":"https://geoidem.dev/problems/invalid-geojson","title":"Invalid GeoJSON",`+
-			`"status":422,"problems":[{"pointer":"/geometry/coordinates","detail":"too few positions"}]}`)
+		fmt.Fprint(w, `{"type":"https://github.com/geoidem/geoidem/blob/main/docs/problems.md#invalid-geojson","title":"Invalid GeoJSON",`+
+			`"status":422,"errors":[{"pointer":"/geometry/coordinates","detail":"too few positions"}]}`)
 	}))
 	defer srv.Close()
 
@@ -73,9 +73,9 @@ func ExampleSender_Deliver_permanent() {
 	})
 	var se *client.StatusError
 	if errors.Is(err, client.ErrPermanent) && errors.As(err, &se) {
-		fmt.Println(res.Attempts, se.StatusCode, se.Problem.Title, string(se.Problem.Extensions["problems"]))
+		fmt.Println(res.Attempts, se.StatusCode, se.Problem.Name(), se.Problem.Errors[0].Pointer+":", se.Problem.Errors[0].Detail)
 	}
-	// Output: 1 422 Invalid GeoJSON [{"pointer":"/geometry/coordinates","detail":"too few positions"}]
+	// Output: 1 422 invalid-geojson /geometry/coordinates: too few positions
 }
 
 // A Backoff needs no HTTP: a simulation drives it directly.

@@ -74,6 +74,18 @@ type Error struct {
 	// Rule names the rule broken, where there is a name for it (the
 	// geojson package's rules); empty leaves the member out.
 	Rule string `json:"rule,omitempty"`
+	// Truncated reports that Pointer or Detail was cut short by its writer
+	// (geojson bounds both), false leaves the member out.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Name returns the problem's name when its type is one of geoidem's (the
+// fragment after TypeBase, as "key-reused"), and "" for any other type.
+func (d Details) Name() string {
+	if len(d.Type) > len(TypeBase) && d.Type[:len(TypeBase)] == TypeBase {
+		return d.Type[len(TypeBase):]
+	}
+	return ""
 }
 
 // standard reports whether name is a member Details has a field for.

@@ -94,3 +94,17 @@ func TestDetailsIsAnError(t *testing.T) {
 		t.Errorf("Details as an error: %v", err)
 	}
 }
+
+// TestName: geoidem's type URIs name their problem; any other has none.
+func TestName(t *testing.T) {
+	for typ, want := range map[string]string{
+		problem.TypeBase + "key-reused":        "key-reused",
+		problem.TypeBase:                       "",
+		"about:blank":                          "",
+		"https://example.com/probs#key-reused": "",
+	} {
+		if got := (problem.Details{Type: typ}).Name(); got != want {
+			t.Errorf("Name of %q = %q, want %q", typ, got, want)
+		}
+	}
+}

@@ -16,33 +16,20 @@ const maxProblems = 5
 
 // problemLines lists the problems of err's answer, one per line, each
 // with its JSON pointer: the "errors" member of a problem document
-// (invalid-geojson and observation-time-invalid have one), read through
-// client.Problem's extensions. nil when there is none.
+// (invalid-geojson and observation-time-invalid have one), as
+// problem.Details reads it. nil when there is none.
 func problemLines(err error) []string {
 	var se *client.StatusError
 	if !errors.As(err, &se) || se.Problem == nil {
 		return nil
 	}
-	var raws []json.RawMessage
-	if json.Unmarshal(se.Problem.Extensions["errors"], &raws) != nil {
-		return nil
-	}
 	var lines []string
-	for i, raw := range raws {
+	for i, p := range se.Problem.Errors {
 		if i == maxProblems {
-			lines = append(lines, fmt.Sprintf("… and %d more (all of them in the dead letter)", len(raws)-maxProblems))
+			lines = append(lines, fmt.Sprintf("… and %d more (all of them in the dead letter)", len(se.Problem.Errors)-maxProblems))
 			break
 		}
-		var p struct {
-			Pointer   *string `json:"pointer"`
-			Rule      string  `json:"rule"`
-			Detail    string  `json:"detail"`
-			Truncated bool    `json:"truncated"`
-		}
-		if json.Unmarshal(raw, &p) != nil || p.Pointer == nil {
-			continue
-		}
-		line := *p.Pointer
+		line := p.Pointer
 		if line == "" {
 			line = "(the whole body)"
 		}

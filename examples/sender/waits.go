@@ -107,10 +107,8 @@ func waitCause(a client.Attempt) string {
 		return how + " no answer"
 	}
 	what := strconv.Itoa(se.StatusCode)
-	if p := se.Problem; p != nil {
-		if i := strings.LastIndexByte(p.Type, '#'); i >= 0 && i+1 < len(p.Type) {
-			what += " " + p.Type[i+1:]
-		}
+	if p := se.Problem; p != nil && p.Name() != "" {
+		what += " " + p.Name()
 	}
 	return how + " " + what
 }

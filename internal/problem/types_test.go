@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/geojson"
 	"github.com/geoidem/geoidem/internal/problem"
 	"github.com/geoidem/geoidem/middleware"
@@ -26,8 +25,5 @@ func TestExportedTypesUnderTypeBase(t *testing.T) {
 		if !ok || frag == "" || strings.ContainsAny(frag, "#/ ") {
 			t.Errorf("%q is not %q followed by a fragment", typ, problem.TypeBase)
 		}
-	}
-	if client.ProblemMediaType != problem.MediaType {
-		t.Errorf("client.ProblemMediaType = %q, want %q", client.ProblemMediaType, problem.MediaType)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/problem"
 )
 
 // answer describes a delivery's outcome for a failure message.
@@ -45,8 +46,8 @@ func quote(body []byte) string {
 func checkProblem(status int, header http.Header, body []byte, wantType string) string {
 	var faults []string
 	mt, _, err := mime.ParseMediaType(header.Get("Content-Type"))
-	if err != nil || mt != client.ProblemMediaType {
-		faults = append(faults, fmt.Sprintf("Content-Type is %q, want %s", header.Get("Content-Type"), client.ProblemMediaType))
+	if err != nil || mt != problem.MediaType {
+		faults = append(faults, fmt.Sprintf("Content-Type is %q, want %s", header.Get("Content-Type"), problem.MediaType))
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(body, &doc); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/problem"
 )
 
 const ruleBlocked = "RULE BROKEN: a key the receiver holds in flight for a whole lease (409 with Retry-After until the lease ends) must still be delivered by the paired sender with its default retry settings, not dead-lettered: the sender's deadline must outlast the receiver's lease, and 409 with Retry-After must not use up its attempts"
@@ -44,7 +45,7 @@ func (s *suite) testBlockedKey(t tester) {
 			return forward
 		}
 		w.Header().Set("Retry-After", "1")
-		w.Header().Set("Content-Type", client.ProblemMediaType)
+		w.Header().Set("Content-Type", problem.MediaType)
 		w.WriteHeader(http.StatusConflict)
 		fmt.Fprintf(w, `{"type":%q,"title":"Request in flight","status":409}`, middleware.ProblemInFlight)
 		return answerSelf

@@ -14,6 +14,7 @@ import (
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/problem"
 )
 
 // The rules, as the failures state them.
@@ -243,7 +244,7 @@ func (s *suite) testRetryAfter(t tester) {
 				if date != "" {
 					w.Header().Set("Date", date)
 				}
-				w.Header().Set("Content-Type", client.ProblemMediaType)
+				w.Header().Set("Content-Type", problem.MediaType)
 				w.WriteHeader(c.status)
 				fmt.Fprintf(w, `{"type":"about:blank","title":%q,"status":%d}`, http.StatusText(c.status), c.status)
 				return answerSelf
