@@ -14,13 +14,17 @@ import (
 )
 
 // RetryableStatus reports whether the sender retries an answer with this
-// status: 429, 500, 502, 503 and 504 always, and 409 when it carries a
+// status: 408, 429, 500, 502, 503 and 504 always, and 409 when it carries a
 // valid Retry-After header (hasRetryAfter), which is how the geoidem
 // middleware says "the original request with this key is still running,
-// come back later". Every other status is permanent.
+// come back later". Every other status is permanent. It is paired with the
+// middleware's release rule: every answer it retries is one the middleware
+// releases (5xx, 408, 429, 409 with Retry-After), so that the retry can
+// run the handler again (contracttest's TestReleaseAndRetryRulesArePaired).
 func RetryableStatus(code int, hasRetryAfter bool) bool {
 	switch code {
-	case http.StatusTooManyRequests,
+	case http.StatusRequestTimeout,
+		http.StatusTooManyRequests,
 		http.StatusInternalServerError,
 		http.StatusBadGateway,
 		http.StatusServiceUnavailable,

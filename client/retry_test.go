@@ -124,7 +124,7 @@ func TestRetryAfter(t *testing.T) {
 func TestRetryableSet(t *testing.T) {
 	retryAfter := map[string]string{"Retry-After": "1"}
 	retryable := []step{
-		{status: 429}, {status: 500}, {status: 502}, {status: 503}, {status: 504},
+		{status: 408}, {status: 429}, {status: 500}, {status: 502}, {status: 503}, {status: 504},
 		{status: 409, header: retryAfter},
 		{err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}},
 		{err: fmt.Errorf("read: %w", context.DeadlineExceeded)},
@@ -144,7 +144,7 @@ func TestRetryableSet(t *testing.T) {
 		})
 	}
 	permanent := []step{
-		{status: 400}, {status: 401}, {status: 403}, {status: 404}, {status: 405}, {status: 408},
+		{status: 400}, {status: 401}, {status: 403}, {status: 404}, {status: 405},
 		{status: 409}, {status: 410}, {status: 412}, {status: 413}, {status: 415}, {status: 422},
 		{status: 400, header: retryAfter}, {status: 422, header: retryAfter},
 		{status: 304}, {status: 501}, {status: 505}, {status: 511},
@@ -177,7 +177,7 @@ func TestRetryableSet(t *testing.T) {
 	}
 	t.Run("RetryableStatus", func(t *testing.T) {
 		for code := 100; code < 600; code++ {
-			want := code == 429 || code == 500 || code == 502 || code == 503 || code == 504
+			want := code == 408 || code == 429 || code == 500 || code == 502 || code == 503 || code == 504
 			if got := client.RetryableStatus(code, false); got != want {
 				t.Errorf("RetryableStatus(%d, false) = %v", code, got)
 			}
