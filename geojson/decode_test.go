@@ -152,21 +152,21 @@ func TestProblemCap(t *testing.T) {
 	b.WriteString(`]}`)
 	err := Validate([]byte(b.String()), Options{MaxProblems: 10})
 	var verr *ValidationError
-	if !errors.As(err, &verr) || len(verr.Problems) != 10 || !verr.Truncated {
+	if !errors.As(err, &verr) || len(verr.Violations) != 10 || !verr.Truncated {
 		t.Fatalf("got %v", err)
 	}
-	if verr.Problems[3].Pointer != "/coordinates/3" {
-		t.Errorf("problem 3 at %q", verr.Problems[3].Pointer)
+	if verr.Violations[3].Pointer != "/coordinates/3" {
+		t.Errorf("problem 3 at %q", verr.Violations[3].Pointer)
 	}
-	if err := Validate([]byte(b.String()), Options{}); !errors.As(err, &verr) || len(verr.Problems) != 50 || verr.Truncated {
-		t.Fatalf("default cap: got %d problems, truncated %v", len(verr.Problems), verr.Truncated)
+	if err := Validate([]byte(b.String()), Options{}); !errors.As(err, &verr) || len(verr.Violations) != 50 || verr.Truncated {
+		t.Fatalf("default cap: got %d problems, truncated %v", len(verr.Violations), verr.Truncated)
 	}
 }
 
 func TestPointerEscaping(t *testing.T) {
 	err := Validate([]byte(`{"type":"Feature","geometry":null,"properties":{"a/b~c":{"x":1,"x":2}}}`), Options{})
 	var verr *ValidationError
-	if !errors.As(err, &verr) || verr.Problems[0].Pointer != "/properties/a~1b~0c/x" {
+	if !errors.As(err, &verr) || verr.Violations[0].Pointer != "/properties/a~1b~0c/x" {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -185,8 +185,8 @@ func TestHostileNesting(t *testing.T) {
 		if !errors.As(err, &verr) {
 			t.Fatalf("got %v, want a limit problem", err)
 		}
-		if r := verr.Problems[len(verr.Problems)-1].Rule; r != RuleLimitDepth && r != RuleLimitCollectionDepth {
-			t.Errorf("last problem %v, want a depth limit", verr.Problems[len(verr.Problems)-1])
+		if r := verr.Violations[len(verr.Violations)-1].Rule; r != RuleLimitDepth && r != RuleLimitCollectionDepth {
+			t.Errorf("last problem %v, want a depth limit", verr.Violations[len(verr.Violations)-1])
 		}
 	}
 }

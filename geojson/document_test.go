@@ -145,7 +145,7 @@ func TestEmptyCoordinates(t *testing.T) {
 		}
 		err = Validate(body, Options{RejectEmptyCoordinates: true})
 		var verr *ValidationError
-		if !errors.As(err, &verr) || verr.Problems[0].Rule != RuleEmptyCoordinates || verr.Problems[0].Pointer != "/geometry/coordinates" {
+		if !errors.As(err, &verr) || verr.Violations[0].Rule != RuleEmptyCoordinates || verr.Violations[0].Pointer != "/geometry/coordinates" {
 			t.Errorf("%s with RejectEmptyCoordinates: %v, want %s at /geometry/coordinates", typ, err, RuleEmptyCoordinates)
 		}
 	}

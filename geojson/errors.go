@@ -8,7 +8,7 @@ import (
 )
 
 // Rule identifiers. They are stable: callers may match on them and they
-// appear in problem documents. Each names one check; [Problem.Message]
+// appear in problem documents. Each names one check; [Violation.Message]
 // says what exactly was wrong.
 const (
 	RuleDuplicateMember = "duplicate-member" // an object repeats a member name (I-JSON, RFC 7493)
@@ -58,8 +58,8 @@ const (
 // Bounds of problem documents. A problem document is built from the
 // input (pointers repeat member names, details quote numbers and names), so
 // without bounds a small body could make a huge answer. Each
-// [Problem.Pointer] is cut to at most MaxPointerBytes and each
-// [Problem.Message] to at most MaxDetailBytes, with [Problem.Truncated]
+// [Violation.Pointer] is cut to at most MaxPointerBytes and each
+// [Violation.Message] to at most MaxDetailBytes, with [Violation.Truncated]
 // set; the ProblemJSON methods never return more than
 // MaxProblemDocumentBytes, listing fewer problems (and setting the
 // document's "truncated" member) when all would not fit.
@@ -69,8 +69,9 @@ const (
 	MaxDetailBytes          = 512
 )
 
-// Problem is one reason a document is not valid GeoJSON.
-type Problem struct {
+// Violation is one reason a document is not valid GeoJSON: a rule it
+// breaks, where.
+type Violation struct {
 	// Pointer is the RFC 6901 JSON pointer of the offending value, for
 	// example "/features/3/geometry/coordinates/0/7". The empty string
 	// is the whole document.
@@ -88,7 +89,7 @@ type Problem struct {
 
 // String formats p as "POINTER: RULE: message", with "(root)" standing
 // for the empty pointer (the whole document).
-func (p Problem) String() string {
+func (p Violation) String() string {
 	ptr := p.Pointer
 	if ptr == "" {
 		ptr = "(root)"
@@ -130,9 +131,9 @@ func (e *SyntaxError) ProblemJSON() []byte {
 // ValidationError reports well-formed JSON that is not valid GeoJSON.
 // The middleware answers it 422.
 type ValidationError struct {
-	// Problems lists the problems in document order, at most
+	// Violations lists the rules broken, in document order, at most
 	// Options.MaxProblems of them; never empty.
-	Problems []Problem
+	Violations []Violation
 	// Truncated reports that more problems were found than listed.
 	Truncated bool
 }
@@ -140,11 +141,11 @@ type ValidationError struct {
 // Error implements error; it names the first problem and how many
 // there are.
 func (e *ValidationError) Error() string {
-	if len(e.Problems) == 0 {
+	if len(e.Violations) == 0 {
 		return "geojson: invalid GeoJSON"
 	}
-	s := "geojson: invalid GeoJSON: " + e.Problems[0].String()
-	if n := len(e.Problems); n > 1 || e.Truncated {
+	s := "geojson: invalid GeoJSON: " + e.Violations[0].String()
+	if n := len(e.Violations); n > 1 || e.Truncated {
 		more := ""
 		if e.Truncated {
 			more = " or more"
@@ -160,7 +161,7 @@ func (e *ValidationError) HTTPStatus() int { return http.StatusUnprocessableEnti
 // ProblemJSON returns an RFC 9457 problem document of type
 // [ProblemTypeInvalidGeoJSON] whose extension member "errors" lists the
 // problems as {"pointer", "rule", "detail"}, each with "truncated": true
-// when its pointer or detail was cut (see [Problem.Truncated]). The
+// when its pointer or detail was cut (see [Violation.Truncated]). The
 // document is at most [MaxProblemDocumentBytes] long and is not
 // HTML-escaped; when e.Truncated is set or not every problem fits, it
 // lists the first problems that fit and has the member "truncated": true,
@@ -168,12 +169,12 @@ func (e *ValidationError) HTTPStatus() int { return http.StatusUnprocessableEnti
 func (e *ValidationError) ProblemJSON() []byte {
 	detail := func(listed int) string {
 		s := fmt.Sprintf("the body is not valid GeoJSON: %d problem(s)", listed)
-		if e.Truncated || listed < len(e.Problems) {
+		if e.Truncated || listed < len(e.Violations) {
 			s += " listed, more were found"
 		}
 		return s
 	}
-	return problemDocFit(ProblemTypeInvalidGeoJSON, "Invalid GeoJSON", http.StatusUnprocessableEntity, detail, e.Problems, e.Truncated)
+	return problemDocFit(ProblemTypeInvalidGeoJSON, "Invalid GeoJSON", http.StatusUnprocessableEntity, detail, e.Violations, e.Truncated)
 }
 
 // MediaTypeError reports a request whose Content-Type is neither

@@ -14,7 +14,7 @@ func ExampleValidate() {
 	err := geojson.Validate(body, geojson.Options{})
 	var verr *geojson.ValidationError
 	if errors.As(err, &verr) {
-		for _, p := range verr.Problems {
+		for _, p := range verr.Violations {
 			fmt.Println(p)
 		}
 	}

@@ -36,7 +36,7 @@ func checkErr(t *testing.T, err error) {
 			t.Fatalf("invalid problem document %s", serr.ProblemJSON())
 		}
 	case errors.As(err, &verr):
-		if len(verr.Problems) == 0 {
+		if len(verr.Violations) == 0 {
 			t.Fatal("ValidationError without problems")
 		}
 		if !json.Valid(verr.ProblemJSON()) {
@@ -73,7 +73,7 @@ func FuzzValidate(f *testing.F) {
 }
 
 func hasRule(verr *ValidationError, rules ...string) bool {
-	for _, p := range verr.Problems {
+	for _, p := range verr.Violations {
 		for _, r := range rules {
 			if p.Rule == r {
 				return true

@@ -93,7 +93,7 @@ func TestRequestValidatorOptions(t *testing.T) {
 	r.Header.Set("Content-Type", "application/geo+json")
 	err := v.ValidateRequest(r, []byte(poly(`[[0,0],[0,4],[4,4],[4,0],[0,0]]`)))
 	var verr *ValidationError
-	if !errors.As(err, &verr) || verr.Problems[0].Rule != RuleRightHandRule {
+	if !errors.As(err, &verr) || verr.Violations[0].Rule != RuleRightHandRule {
 		t.Fatalf("got %v, want a right-hand-rule problem", err)
 	}
 }

@@ -17,8 +17,8 @@ func TestFeatureIDBeyondFloat64(t *testing.T) {
 		doc := `{"type":"Feature","id":` + id + `,"geometry":null,"properties":null}`
 		err := Validate([]byte(doc), Options{})
 		var verr *ValidationError
-		if !errors.As(err, &verr) || len(verr.Problems) != 1 ||
-			verr.Problems[0].Rule != RuleNumberTooLarge || verr.Problems[0].Pointer != "/id" {
+		if !errors.As(err, &verr) || len(verr.Violations) != 1 ||
+			verr.Violations[0].Rule != RuleNumberTooLarge || verr.Violations[0].Pointer != "/id" {
 			t.Errorf("id %s: %v, want one %s problem at /id", id, err, RuleNumberTooLarge)
 		}
 		if _, err := Decode([]byte(doc), Options{}); err == nil {

@@ -59,7 +59,7 @@ type parser struct {
 	names     [][]byte
 	quiet     int
 
-	probs     []Problem
+	probs     []Violation
 	nerr      int
 	truncated bool
 
@@ -145,7 +145,7 @@ func parse(data []byte, o Options, build buildMode) (p *parser, err error) {
 }
 
 func (p *parser) validationError() error {
-	return &ValidationError{Problems: p.probs, Truncated: p.truncated}
+	return &ValidationError{Violations: p.probs, Truncated: p.truncated}
 }
 
 // parserPool recycles parsers and their scratch (path, names, ends, the

@@ -14,8 +14,8 @@ import (
 // MaxPointerBytes and MaxDetailBytes, marked Truncated when either was
 // cut. A cut pointer is a prefix of the real one (never ending inside a
 // "~0" or "~1" escape or a UTF-8 sequence); a cut message ends with "…".
-func newProblem(pointer, rule, msg string) Problem {
-	pr := Problem{Pointer: pointer, Rule: rule, Message: msg}
+func newProblem(pointer, rule, msg string) Violation {
+	pr := Violation{Pointer: pointer, Rule: rule, Message: msg}
 	if len(pointer) > MaxPointerBytes {
 		pr.Pointer = cutUTF8(pointer, MaxPointerBytes)
 		if pr.Pointer != "" && pr.Pointer[len(pr.Pointer)-1] == '~' {
@@ -76,7 +76,7 @@ var jsonTrue = []byte("true")
 
 // problemDoc renders an RFC 9457 problem document as problemDocFit does,
 // with a fixed detail.
-func problemDoc(typ, title string, status int, detail string, errs []Problem) []byte {
+func problemDoc(typ, title string, status int, detail string, errs []Violation) []byte {
 	return problemDocFit(typ, title, status, func(int) string { return detail }, errs, false)
 }
 
@@ -87,7 +87,7 @@ func problemDoc(typ, title string, status int, detail string, errs []Problem) []
 // problems did not fit. detail is called with the number listed; it
 // never returns "" (problem.JSON would leave the member out): each
 // caller's detail starts with fixed text.
-func problemDocFit(typ, title string, status int, detail func(listed int) string, errs []Problem, truncated bool) []byte {
+func problemDocFit(typ, title string, status int, detail func(listed int) string, errs []Violation, truncated bool) []byte {
 	var list bytes.Buffer
 	listed := 0
 	if len(errs) > 0 {

@@ -95,7 +95,7 @@ func TestValidateHostileNamesAllocateLinearly(t *testing.T) {
 		}
 		if a := m1.TotalAlloc - m0.TotalAlloc; a > 3*uint64(len(data)) {
 			t.Errorf("Validate of a %d-byte body with %d problems allocated %d bytes (%.1f per input byte), want at most 3 per byte",
-				len(data), len(verr.Problems), a, float64(a)/float64(len(data)))
+				len(data), len(verr.Violations), a, float64(a)/float64(len(data)))
 		}
 	}
 }
@@ -179,10 +179,10 @@ func TestLongEscapedNamePointer(t *testing.T) {
 		real := "/properties/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(decoded) + "/0"
 		err := Validate([]byte(`{"type":"Feature","geometry":null,"properties":{"`+name+`":[1e400]}}`), Options{})
 		var verr *ValidationError
-		if !errors.As(err, &verr) || len(verr.Problems) != 1 {
+		if !errors.As(err, &verr) || len(verr.Violations) != 1 {
 			t.Fatalf("%s: %v, want one problem", esc, err)
 		}
-		pr := verr.Problems[0]
+		pr := verr.Violations[0]
 		if !pr.Truncated || len(pr.Pointer) > MaxPointerBytes || len(pr.Pointer) < MaxPointerBytes-4 || !strings.HasPrefix(real, pr.Pointer) {
 			t.Errorf("%s: pointer of %d bytes, truncated %v, prefix of the real one: %v; want a prefix of %d bytes, marked truncated",
 				esc, len(pr.Pointer), pr.Truncated, strings.HasPrefix(real, pr.Pointer), MaxPointerBytes)

@@ -93,22 +93,22 @@ func problemDocCorpus(t *testing.T) []namedErr {
 	for i, s := range hostile {
 		add("syntax-msg/"+strconv.Itoa(i), &SyntaxError{Offset: i * 1000, Msg: s})
 		add("media-type/"+strconv.Itoa(i), &MediaTypeError{ContentType: s})
-		add("problem/"+strconv.Itoa(i), &ValidationError{Problems: []Problem{{Pointer: s, Rule: s, Message: s}}})
-		add("problem-truncated/"+strconv.Itoa(i), &ValidationError{Problems: []Problem{{Pointer: "/" + s, Rule: "r", Message: s, Truncated: true}}, Truncated: true})
+		add("problem/"+strconv.Itoa(i), &ValidationError{Violations: []Violation{{Pointer: s, Rule: s, Message: s}}})
+		add("problem-truncated/"+strconv.Itoa(i), &ValidationError{Violations: []Violation{{Pointer: "/" + s, Rule: "r", Message: s, Truncated: true}}, Truncated: true})
 	}
 	add("validation/zero", &ValidationError{})
-	add("validation/empty-problems", &ValidationError{Problems: []Problem{}})
+	add("validation/empty-problems", &ValidationError{Violations: []Violation{}})
 	add("validation/truncated-only", &ValidationError{Truncated: true})
-	add("validation/empty-problem", &ValidationError{Problems: []Problem{{}}})
+	add("validation/empty-problem", &ValidationError{Violations: []Violation{{}}})
 	add("syntax/zero", &SyntaxError{})
 	add("media-type/zero", &MediaTypeError{})
 	for _, n := range []int{2, 100, 10_000} {
-		probs := make([]Problem, n)
+		probs := make([]Violation, n)
 		for i := range probs {
-			probs[i] = Problem{Pointer: "/features/" + strconv.Itoa(i) + "/" + long[:i%len(long)], Rule: RuleNumberTooLarge, Message: "message " + long[:(7*i)%len(long)]}
+			probs[i] = Violation{Pointer: "/features/" + strconv.Itoa(i) + "/" + long[:i%len(long)], Rule: RuleNumberTooLarge, Message: "message " + long[:(7*i)%len(long)]}
 		}
-		add("many/"+strconv.Itoa(n), &ValidationError{Problems: probs})
-		add("many-truncated/"+strconv.Itoa(n), &ValidationError{Problems: probs, Truncated: true})
+		add("many/"+strconv.Itoa(n), &ValidationError{Violations: probs})
+		add("many-truncated/"+strconv.Itoa(n), &ValidationError{Violations: probs, Truncated: true})
 	}
 	return out
 }

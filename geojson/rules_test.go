@@ -209,12 +209,12 @@ func TestRules(t *testing.T) {
 			if !errors.As(err, &verr) {
 				t.Fatalf("Validate(%s) = %v, want a *ValidationError", c.doc, err)
 			}
-			for _, p := range verr.Problems {
+			for _, p := range verr.Violations {
 				if p.Rule == c.rule && p.Pointer == c.pointer {
 					return
 				}
 			}
-			t.Fatalf("Validate(%s): want %s at %q, got %v", c.doc, c.rule, c.pointer, verr.Problems)
+			t.Fatalf("Validate(%s): want %s at %q, got %v", c.doc, c.rule, c.pointer, verr.Violations)
 		})
 	}
 }

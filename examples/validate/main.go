@@ -72,7 +72,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case errors.As(err, &serr):
 			fmt.Fprintf(stdout, "%s: (root): malformed-json: %s at offset %d\n", name, serr.Msg, serr.Offset)
 		case errors.As(err, &verr):
-			for _, p := range verr.Problems {
+			for _, p := range verr.Violations {
 				fmt.Fprintf(stdout, "%s: %s\n", name, p)
 			}
 			if verr.Truncated {
