@@ -145,7 +145,7 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 		longest time.Duration // longest attempt so far
 		last    outcome
 		counted int // attempts counted against MaxAttempts (see inFlight)
-		stop    = stopOf(ctx)
+		stop    = s.stop
 	)
 	for n := 1; ; n++ {
 		if stopped(stop) {

@@ -72,7 +72,7 @@
 // context's error, and is handed to the [DeadLetterSink], if any, with its
 // payload, key, attempts, last status and error. [JSONLinesSink] writes
 // them as JSON lines to a file. Two reasons are not failures of the event
-// and are never dead-lettered: [ErrInterrupted] (see [WithStop]) and
+// and are never dead-lettered: [ErrInterrupted] (see [Sender.Stop]) and
 // [ErrSentEarlier] (an [Outbox] delivery the receiver already holds under
 // its key with another payload).
 //
@@ -107,7 +107,7 @@
 // synced (fdatasync) per record with group commit across concurrent
 // deliveries, a torn tail dropped on open, done entries forgotten after a
 // retention and the file compacted.
-// To stop cleanly (a SIGINT), deliver under [WithStop]: after the stop no
+// To stop cleanly (a SIGINT), call [Sender.Stop]: after the stop no
 // attempt starts, attempts in flight run until the context ends, and what
 // did not end is [ErrInterrupted], never dead-lettered, and left pending.
 // [DeadLetter] carries what a re-drive needs; [Sender.Redrive] and

@@ -38,7 +38,7 @@ func NewOutbox(s *Sender, j Journal) *Outbox {
 // (a 2xx answer), refused permanently, sent earlier, or handed to the
 // dead-letter sink.
 // A delivery that ends otherwise (retries exhausted with no sink, the
-// sink failed, or interrupted by the stop of [WithStop]) stays pending in
+// sink failed, or interrupted by [Sender.Stop]) stays pending in
 // the journal, to be resumed ([Outbox.Resume]) or sent again by a re-run.
 // After that stop, Deliver records and sends nothing and returns
 // [ErrInterrupted].
@@ -110,7 +110,7 @@ func (o *Outbox) deliver(ctx context.Context, d Delivery, strict, resend bool) (
 	if err := checkTarget(e.Method, e.URL); err != nil {
 		return Result{}, err
 	}
-	if stopped(stopOf(ctx)) { // nothing recorded, nothing sent: a re-run sends it
+	if stopped(o.sender.stop) { // nothing recorded, nothing sent: a re-run sends it
 		return Result{}, &DeliveryError{Reason: ErrInterrupted, Key: d.Key}
 	}
 	rec, err := o.journal.Record(ctx, e)

@@ -13,6 +13,8 @@ import (
 // Sender delivers payloads with the retry contract of the geoidem
 // middleware. It is safe for concurrent use by multiple goroutines.
 type Sender struct {
+	stop           chan struct{} // closed by Stop
+	stopOnce       sync.Once
 	hc             *http.Client
 	backoff        Backoff
 	maxAttempts    int
@@ -60,6 +62,7 @@ func New(hc *http.Client, cfg Config) (*Sender, error) {
 		return nil, err
 	}
 	s := &Sender{
+		stop:           make(chan struct{}),
 		hc:             hc,
 		backoff:        cfg.Backoff.withDefaults(),
 		maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),

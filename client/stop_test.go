@@ -14,7 +14,7 @@ import (
 	"github.com/geoidem/geoidem/client"
 )
 
-// TestOutboxStop: once the stop of WithStop is closed (a SIGINT), a
+// TestOutboxStop: once its Sender is stopped (Sender.Stop: a SIGINT), a
 // delivery starts no new attempt, neither a first one nor a retry, and a
 // wait between attempts ends at once; an attempt in flight runs to its end
 // and its answer counts; one cut off later by the context (the grace
@@ -55,10 +55,14 @@ func TestOutboxStop(t *testing.T) {
 	}
 	sink := &memSink{}
 	clock := &blockingClock{sleeping: make(chan time.Duration, 1)}
-	s, err := client.New(nil, client.Config{MaxAttempts: 3, Clock: clock, Rand: newSource(1), DeadLetter: sink})
-	if err != nil {
-		t.Fatal(err)
+	newSender := func() *client.Sender {
+		s, err := client.New(nil, client.Config{MaxAttempts: 3, Clock: clock, Rand: newSource(1), DeadLetter: sink})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
+	s := newSender()
 	j := openJournal(t, filepath.Join(t.TempDir(), "journal"), client.FileJournalConfig{})
 	ob := client.NewOutbox(s, j)
 	d := func(key string) client.Delivery {
@@ -76,11 +80,17 @@ func TestOutboxStop(t *testing.T) {
 		}
 	}
 
+	// Each case stops a sender of its own, over the one journal.
+	outbox := func() (*client.Sender, *client.Outbox) {
+		s := newSender()
+		return s, client.NewOutbox(s, j)
+	}
+
 	// Stopped before it starts: nothing sent.
-	stop := make(chan struct{})
-	close(stop)
+	s1, ob1 := outbox()
+	s1.Stop()
 	ctx, cancel := bounded()
-	_, err = ob.Deliver(client.WithStop(ctx, stop), d("before"))
+	_, err := ob1.Deliver(ctx, d("before"))
 	cancel()
 	interrupted("stopped before", err, 0)
 	if n := sent("before"); n != 0 {
@@ -88,10 +98,10 @@ func TestOutboxStop(t *testing.T) {
 	}
 
 	// Stopped while waiting to retry: the wait ends, no retry.
-	stop = make(chan struct{})
-	go func() { <-clock.sleeping; close(stop) }()
+	s2, ob2 := outbox()
+	go func() { <-clock.sleeping; s2.Stop() }()
 	ctx, cancel = bounded()
-	_, err = ob.Deliver(client.WithStop(ctx, stop), d("wait"))
+	_, err = ob2.Deliver(ctx, d("wait"))
 	cancel()
 	interrupted("stopped in a wait", err, 1)
 	if n := sent("wait"); n != 1 {
@@ -99,20 +109,20 @@ func TestOutboxStop(t *testing.T) {
 	}
 
 	// Stopped during an attempt that then succeeds: delivered.
-	stop = make(chan struct{})
-	go func() { <-started; close(stop); close(release) }()
+	s3, ob3 := outbox()
+	go func() { <-started; s3.Stop(); close(release) }()
 	ctx, cancel = bounded()
-	res, err := ob.Deliver(client.WithStop(ctx, stop), d("inflight"))
+	res, err := ob3.Deliver(ctx, d("inflight"))
 	cancel()
 	if err != nil || res.Attempts != 1 {
 		t.Errorf("an attempt in flight at the stop: %+v, %v; want delivered by it", res, err)
 	}
 
 	// Stopped during an attempt, then cut off (the grace period is over).
-	stop = make(chan struct{})
+	s4, ob4 := outbox()
 	ctx, cancel = bounded()
-	go func() { <-started; close(stop); cancel() }()
-	_, err = ob.Deliver(client.WithStop(ctx, stop), d("cut"))
+	go func() { <-started; s4.Stop(); cancel() }()
+	_, err = ob4.Deliver(ctx, d("cut"))
 	cancel()
 	interrupted("cut off after the stop", err, 1)
 

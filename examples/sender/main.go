@@ -282,7 +282,6 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	// The stop: no new attempt, -grace for those in flight, then cut off.
 	dctx, cutOff := context.WithCancel(context.WithoutCancel(ctx))
 	defer cutOff()
-	dctx = client.WithStop(dctx, ctx.Done())
 	finished := make(chan struct{})
 	var stopping sync.WaitGroup
 	stopping.Go(func() {
@@ -291,6 +290,7 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			return
 		case <-ctx.Done():
 		}
+		sender.Stop()
 		out.printf(stderr, "sender: interrupted: no new attempts; waiting up to %v for the %d deliveries in flight (again to cut them off)\n",
 			o.grace, out.inFlight.Load())
 		t := time.NewTimer(o.grace)
