@@ -100,6 +100,7 @@ func New(cfg Config) *Store {
 var (
 	_ keystore.Store       = (*Store)(nil)
 	_ keystore.NonBlocking = (*Store)(nil)
+	_ keystore.Pinger      = (*Store)(nil)
 )
 
 // NonBlocking marks Store as a keystore.NonBlocking store: no operation
@@ -344,3 +345,7 @@ func (s *Store) Close() error {
 	s.clients, s.clientUse, s.freeUse = nil, nil, nil
 	return nil
 }
+
+// Ping implements keystore.Pinger: an in-process store is always
+// reachable; it fails only for a context that is already done.
+func (s *Store) Ping(ctx context.Context) error { return ctx.Err() }

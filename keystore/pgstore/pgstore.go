@@ -95,7 +95,19 @@ type Store struct {
 	closeOnce sync.Once
 }
 
-var _ keystore.Store = (*Store)(nil)
+var (
+	_ keystore.Store  = (*Store)(nil)
+	_ keystore.Pinger = (*Store)(nil)
+)
+
+// Ping implements keystore.Pinger: one round trip on a connection of the
+// store's pool. It touches no key.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return storeErr(ctx, "ping", err)
+	}
+	return nil
+}
 
 // New returns a Store on pool's database. Unless cfg.SkipMigrate is set it
 // first runs Migrate, which is safe while other replicas do the same. Unless

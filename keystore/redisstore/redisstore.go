@@ -186,7 +186,19 @@ func (c *fpCache) take(key string, token keystore.Token) (keystore.Fingerprint, 
 	return fp, ok
 }
 
-var _ keystore.Store = (*Store)(nil)
+var (
+	_ keystore.Store  = (*Store)(nil)
+	_ keystore.Pinger = (*Store)(nil)
+)
+
+// Ping implements keystore.Pinger: one PING through the store's client (on
+// a Cluster, to every node the client uses for it). It touches no key.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		return opError(ctx, "ping", err)
+	}
+	return nil
+}
 
 // New returns a Store that keeps its keys in Redis through client. It fails
 // on a nil client or an invalid Config, and, with Config.Eviction set to
