@@ -67,16 +67,16 @@ func faultCases(o *options) []faultCase {
 
 // faultResult is what one chaos run printed, in numbers.
 type faultResult struct {
-	valid, effects, attempts     int // valid events; runs that took effect; runs reaching the write
-	twice, lost, written2        int
-	dead, permanent, redriven    int
-	dead409, dead503, deadNone   int // dead letters by their last answer
-	deadOther                    int
-	redriveFailed                int
-	storeErrors                  string // "n/a" when unknown
-	faults                       string // the fault lines that fired
-	pass                         bool
-	elapsed                      time.Duration
+	valid, effects, attempts   int // valid events; runs that took effect; runs reaching the write
+	twice, lost, written2      int
+	dead, permanent, redriven  int
+	dead409, dead503, deadNone int // dead letters by their last answer
+	deadOther                  int
+	redriveFailed              int
+	storeErrors                string // "n/a" when unknown
+	faults                     string // the fault lines that fired
+	pass                       bool
+	elapsed                    time.Duration
 }
 
 func runFaults(ctx context.Context, s *section) error {

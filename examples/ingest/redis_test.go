@@ -59,4 +59,3 @@ func TestIngestRefusesUnusableRedis(t *testing.T) {
 		}
 	}
 }
-
