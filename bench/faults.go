@@ -67,16 +67,16 @@ func faultCases(o *options) []faultCase {
 
 // faultResult is what one chaos run printed, in numbers.
 type faultResult struct {
-	valid, effects, attempts     int // valid events; runs that took effect; runs reaching the write
-	twice, skips, lost, written2 int
-	dead, permanent, redriven    int
-	dead409, dead503, deadNone   int // dead letters by their last answer
-	deadOther                    int
-	redriveFailed                int
-	storeErrors                  string // "n/a" when unknown
-	faults                       string // the fault lines that fired
-	pass                         bool
-	elapsed                      time.Duration
+	valid, effects, attempts   int // valid events; runs that took effect; runs reaching the write
+	twice, lost, written2      int
+	dead, permanent, redriven  int
+	dead409, dead503, deadNone int // dead letters by their last answer
+	deadOther                  int
+	redriveFailed              int
+	storeErrors                string // "n/a" when unknown
+	faults                     string // the fault lines that fired
+	pass                       bool
+	elapsed                    time.Duration
 }
 
 func runFaults(ctx context.Context, s *section) error {
@@ -94,16 +94,16 @@ func runFaults(ctx context.Context, s *section) error {
 	s.line("Handler runs per event under faults of the key store, counted by `examples/chaos` (issue 17): each row is one run of the harness,")
 	s.line("%d events (3%% invalid, 5%% sent twice at once) from %d paired senders through its fault-injecting proxy, every feature write paused %v,", o.faultEvents, o.faultSenders, o.faultWriteDelay)
 	s.line("then the dead letters re-driven and every event re-sent once with its key and payload. *Runs per event* is the runs that took effect")
-	s.line("over the valid events (1.00 is exactly-once); *events run twice* counts the events whose effect ran more than once, whatever the")
-	s.line("receiver's in-memory guard absorbed (on PostgreSQL a run rolled back by a killed connection is not counted: the count is the committed")
-	s.line("writes column). *Dead letters* are the first pass's deliveries that ended without success, the invalid events' permanent ones left out;")
+	s.line("over the valid events (1.00 is exactly-once); *events run twice* counts the events whose effect ran more than once (on PostgreSQL")
+	s.line("a run rolled back by a killed connection is not counted: the count is the committed writes column). *Dead letters* are the first")
+	s.line("pass's deliveries that ended without success, the invalid events' permanent ones left out;")
 	s.line("those whose last answer was a 409 are keys blocked in flight, the case of issue 17's item 4 (the others are mostly the harness's HTTP faults).")
 	s.line("The harness's timings are short (1 s lease, 250 ms store timeout, 4 attempts per delivery); the *reported before* column is issue 17's")
 	s.line("figures for the code before its items 3 and 4, measured with `examples/ingest`'s defaults (30 s lease, 2 s store timeout, 3,000 keys),")
 	s.line("**not by this run**. The failover rows run a primary and a replica of the harness's own: replication stalls for 1 s under load, the")
 	s.line("primary is SIGKILLed, the replica promoted (`REPLICAOF NO ONE`) and the receiver pointed at it, and the old primary rejoins, empty, as its replica.")
 	s.line("")
-	header := []string{"fault", "runs per event", "events run twice", "guard skips", "dead letters (re-driven, failed again)", "dead letters by last answer", "events lost", "store 503s", "faults fired", "reported before (issue 17, old code; not this run)", "command"}
+	header := []string{"fault", "runs per event", "events run twice", "dead letters (re-driven, failed again)", "dead letters by last answer", "events lost", "store 503s", "faults fired", "reported before (issue 17, old code; not this run)", "command"}
 	var (
 		rows           [][]string
 		groups         []string
@@ -122,7 +122,7 @@ func runFaults(ctx context.Context, s *section) error {
 		o.logf("faults: %s", command)
 		r, err := runChaos(ctx, bin, args)
 		if err != nil {
-			rows = append(rows, []string{c.name, "—", "—", "—", "—", "—", "—", "—", "—", c.before, fmt.Sprintf("`%s`: **%v**", command, err)})
+			rows = append(rows, []string{c.name, "—", "—", "—", "—", "—", "—", "—", c.before, fmt.Sprintf("`%s`: **%v**", command, err)})
 			failed = append(failed, c.name)
 			continue
 		}
@@ -131,7 +131,7 @@ func runFaults(ctx context.Context, s *section) error {
 			perEvent = float64(r.effects) / float64(r.valid)
 		}
 		rows = append(rows, []string{c.name, fmt.Sprintf("%.3f (%d runs, %d reached the write)", perEvent, r.effects, r.attempts),
-			strconv.Itoa(r.twice), strconv.Itoa(r.skips),
+			strconv.Itoa(r.twice),
 			fmt.Sprintf("%d (%d, %d)", r.dead-r.permanent, r.redriven, r.redriveFailed),
 			fmt.Sprintf("%d 409 (key in flight), %d 503, %d none, %d other", r.dead409, r.dead503, r.deadNone, r.deadOther),
 			strconv.Itoa(r.lost), r.storeErrors, r.faults, c.before, "`" + command + "`"})
@@ -214,7 +214,7 @@ func runChaos(ctx context.Context, bin string, args []string) (*faultResult, err
 		to  *int
 	}{
 		{"runs that took effect", 0, &r.effects}, {"runs reaching the write", 0, &r.attempts},
-		{"events run twice", 0, &r.twice}, {"guard skips (in-process)", 0, &r.skips},
+		{"events run twice", 0, &r.twice},
 		{"events lost", 0, &r.lost}, {"features written twice", 0, &r.written2},
 		{"dead-lettered (first pass)", 0, &r.dead}, {"dead-lettered (first pass)", 1, &r.permanent},
 		{"re-driven", 0, &r.redriven}, {"re-driven", 1, &r.redriveFailed},

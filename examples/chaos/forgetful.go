@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/geoidem/geoidem/examples/internal/ingest"
 	"github.com/geoidem/geoidem/middleware"
 )
 
@@ -90,10 +89,10 @@ func (r *forgetful) Writes(context.Context) (map[string]int, error) {
 }
 
 // Runs: the runs it kept, each once; those it forgot left no trace.
-func (r *forgetful) Runs(context.Context) (ingest.Runs, error) {
+func (r *forgetful) Runs(context.Context) (runs, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return ingest.Runs{Attempts: maps.Clone(r.n), Effects: maps.Clone(r.n), Skipped: map[string]int{}}, nil
+	return runs{Attempts: maps.Clone(r.n), Effects: maps.Clone(r.n)}, nil
 }
 func (r *forgetful) Outcomes() map[middleware.Outcome]int { return nil }
 func (r *forgetful) Close() {

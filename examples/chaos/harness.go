@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/client"
-	"github.com/geoidem/geoidem/examples/internal/ingest"
+	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/middleware"
 )
@@ -69,7 +69,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		rcv = kids
 		label += ", receiver in a child process"
 	default:
-		rcv, err = newInProcess(ctx, st.cfg)
+		rcv, err = newInProcess(ctx, st)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos: receiver: %v\n", err)
@@ -77,7 +77,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	defer rcv.Close()
 	if st.kind != memoryStore {
-		label = ingest.Redacted(o.store) + label[len(o.store):]
+		label = service.Redacted(o.store) + label[len(o.store):]
 	}
 	if o.storeFaults {
 		label += ", store faults"

@@ -1,7 +1,8 @@
 // Command chaos is the proof that geoidem ingests every GeoJSON webhook
 // exactly once while the network, the key store and the receiver fail on
-// purpose. It runs an ingest receiver (internal/ingest: the middleware in
-// front of a feature upsert), a seeded fault-injecting proxy in front of it
+// purpose. It runs an ingest receiver (examples/ingest's service: the
+// middleware in front of a feature upsert, its feature store wrapped to
+// count the handler's runs), a seeded fault-injecting proxy in front of it
 // (lost acknowledgements, injected 503 and 429 with Retry-After, connection
 // resets, requests held past the senders' timeout), and several paired
 // senders (package client) that deliver many events through the proxy:
@@ -65,9 +66,9 @@
 // SIGKILLed N times at seeded points of the first pass and restarted empty
 // at once on the same port (it needs redis-server on PATH). Every key
 // completed before a restart is forgotten, so its re-send runs the handler
-// again: the in-memory feature store skips the second writes, "features
-// written twice" stays 0, and the run must still FAIL on "events run
-// twice". It shows what the run count sees and the write count does not.
+// again, and the run must FAIL on "events run twice" (the feature store has
+// no idempotency of its own, so "features written twice" counts the same
+// events). It shows that the run count sees what a lost record costs.
 // With -redis-aof as well, that redis-server runs with appendonly yes and
 // appendfsync always and restarts on its own files: every write it
 // acknowledged survives, and the run should pass.
@@ -115,22 +116,20 @@
 // middleware refused because the key store was unreachable; "receiver
 // kills" and "Redis restarts" the SIGKILLs.
 //
-// Then the receiver's run counts (internal/ingest Runs), per feature id.
-// "runs reaching the write" counts the handler runs that reached the
-// feature write, counted just before it: in process, or, for a receiver in
-// a child process, in a run log file that keeps the lines of a killed
-// child. "runs that took effect" counts the runs that had an effect: on
-// PostgreSQL the committed ones, read from the writes column, which the
-// write increments inside the handler's transaction, so an attempt rolled
-// back (a killed connection or process) leaves no count and is not a
-// second run; in memory and Redis modes the runs that wrote, plus those
-// whose write the in-memory feature store skipped. That store skips a
-// second write of a key it has seen in the same process, which hides a
-// handler run twice from the feature table: "guard skips (in-process)"
-// counts those skips on their own line.
+// Then the receiver's run counts, per feature id, which the harness takes
+// by wrapping the service's feature store (service.Config.WrapFeatures;
+// runs.go). "runs reaching the write" counts the handler runs that reached
+// the feature write, counted just before it: in process, or, for a
+// receiver in a child process, in a run log file that keeps the lines of a
+// killed child. "runs that took effect" counts the runs that had an
+// effect: on PostgreSQL the committed ones, read from the writes column,
+// which the write increments inside the handler's transaction, so an
+// attempt rolled back (a killed connection or process) leaves no count and
+// is not a second run; in memory and Redis modes the runs whose write the
+// in-memory feature store took.
 //
 // The lines that matter are last: "events run twice", the events whose
-// effect ran more than once, whatever the guard absorbed; "features written
+// effect ran more than once; "features written
 // twice", the feature ids written more than once (the in-memory write
 // counters, or the writes column); and "events lost", the valid events
 // whose feature is not stored after the re-drive, or whose feature was
@@ -201,8 +200,9 @@ type options struct {
 	// redisstore Config.WaitReplicas.
 	failover     bool
 	waitReplicas int
-	// writeDelay pauses each feature write (ingest.Config.WriteDelay), so
-	// that more handlers are running when a store fault strikes.
+	// writeDelay pauses each feature write before it commits (the run
+	// counter's delay), so that more handlers are running when a store
+	// fault strikes.
 	writeDelay time.Duration
 	// updates is how many observations of each feature an -updates run
 	// delivers (0: the exactly-once run).

@@ -19,7 +19,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/geoidem/geoidem/examples/internal/ingest"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
 )
@@ -31,9 +33,9 @@ type receiver interface {
 	// Writes returns how many times each feature id was written.
 	Writes(ctx context.Context) (map[string]int, error)
 	// Runs returns the receiver's run counts: the handler runs that
-	// reached the write (attempts), the in-memory guard's skips, and the
-	// runs that took effect, per feature id.
-	Runs(ctx context.Context) (ingest.Runs, error)
+	// reached the write (attempts) and the runs that took effect, per
+	// feature id.
+	Runs(ctx context.Context) (runs, error)
 	// Outcomes returns the middleware's outcome counts, or nil when they
 	// are not known (a child process that was killed took them along).
 	Outcomes() map[middleware.Outcome]int
@@ -51,15 +53,27 @@ func server(addr string, h http.Handler) (*http.Server, string, error) {
 	return srv, "http://" + ln.Addr().String(), nil
 }
 
-// inProcess is internal/ingest served in this process.
+// inProcess is examples/ingest's service served in this process, its
+// feature store wrapped by a runCounter.
 type inProcess struct {
-	svc *ingest.Service
-	srv *http.Server
-	url string
+	svc     *service.Service
+	srv     *http.Server
+	url     string
+	metrics *prometheus.Registry
+	counter *runCounter
+	// PostgreSQL: where the effects are read, the writes column of the
+	// feature table (table "": not PostgreSQL).
+	direct, table string
 }
 
-func newInProcess(ctx context.Context, cfg ingest.Config) (*inProcess, error) {
-	svc, err := ingest.New(ctx, cfg)
+func newInProcess(ctx context.Context, st *storeSetup) (*inProcess, error) {
+	r := &inProcess{metrics: prometheus.NewRegistry(), counter: newRunCounter(nil, st.writeDelay)}
+	if st.kind == postgresStore {
+		r.direct, r.table = st.direct, st.cfg.FeaturesTable
+	}
+	cfg := st.cfg
+	cfg.Metrics, cfg.WrapFeatures = r.metrics, r.counter.wrap
+	svc, err := service.New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -68,20 +82,63 @@ func newInProcess(ctx context.Context, cfg ingest.Config) (*inProcess, error) {
 		svc.Close()
 		return nil, err
 	}
-	return &inProcess{svc: svc, srv: srv, url: u}, nil
+	r.svc, r.srv, r.url = svc, srv, u
+	return r, nil
 }
 
 func (r *inProcess) URL() string { return r.url }
+
+// Writes: the features each run wrote (in memory), or the writes column.
 func (r *inProcess) Writes(ctx context.Context) (map[string]int, error) {
-	return r.svc.Writes(ctx)
+	if r.table != "" {
+		return pgWrites(ctx, r.direct, r.table)
+	}
+	_, _, writes := r.counter.counts()
+	return writes, nil
 }
-func (r *inProcess) Runs(ctx context.Context) (ingest.Runs, error) { return r.svc.Runs(ctx) }
-func (r *inProcess) Outcomes() map[middleware.Outcome]int          { return r.svc.Outcomes() }
+
+func (r *inProcess) Runs(ctx context.Context) (runs, error) {
+	attempts, effects, _ := r.counter.counts()
+	if r.table != "" {
+		var err error
+		if effects, err = pgWrites(ctx, r.direct, r.table); err != nil {
+			return runs{}, err
+		}
+	}
+	return runs{Attempts: attempts, Effects: effects}, nil
+}
+
+func (r *inProcess) Outcomes() map[middleware.Outcome]int { return outcomes(r.metrics) }
+
 func (r *inProcess) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = r.srv.Shutdown(ctx)
 	r.svc.Close()
+}
+
+// outcomes reads geoidem_requests_total back from reg, by outcome.
+func outcomes(reg *prometheus.Registry) map[middleware.Outcome]int {
+	byName := map[string]middleware.Outcome{}
+	out := map[middleware.Outcome]int{}
+	for _, o := range middleware.Outcomes() {
+		byName[o.String()] = o
+		out[o] = 0
+	}
+	families, _ := reg.Gather() // an error leaves the families it could gather
+	for _, f := range families {
+		if f.GetName() != "geoidem_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if o, ok := byName[l.GetValue()]; ok && l.GetName() == "outcome" {
+					out[o] = int(m.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	return out
 }
 
 // naive is a receiver without the middleware: it applies every request it
@@ -127,11 +184,11 @@ func (r *naive) Writes(context.Context) (map[string]int, error) {
 	return maps.Clone(r.n), nil
 }
 
-// Runs: every request with an id runs and writes; there is no guard.
-func (r *naive) Runs(context.Context) (ingest.Runs, error) {
+// Runs: every request with an id runs and writes.
+func (r *naive) Runs(context.Context) (runs, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return ingest.Runs{Attempts: maps.Clone(r.n), Effects: maps.Clone(r.n), Skipped: map[string]int{}}, nil
+	return runs{Attempts: maps.Clone(r.n), Effects: maps.Clone(r.n)}, nil
 }
 func (r *naive) Outcomes() map[middleware.Outcome]int { return nil }
 func (r *naive) Close() {
@@ -144,13 +201,14 @@ func (r *naive) Close() {
 // serves, followed by its URL.
 const readyPrefix = "chaos receiver: "
 
-// serveReceiver is the hidden -serve-receiver mode: internal/ingest on
-// -addr until stdin closes (the parent went away) or ctx ends. It prints
-// readyPrefix and its URL once it serves.
+// serveReceiver is the hidden -serve-receiver mode: examples/ingest's
+// service on -addr, its runs appended to -run-log and each write paused
+// -write-delay before its commit, until stdin closes (the parent went
+// away) or ctx ends. It prints readyPrefix and its URL once it serves.
 func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("chaos -serve-receiver", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	var cfg ingest.Config
+	var cfg service.Config
 	addr := fl.String("addr", "127.0.0.1:0", "listen address")
 	runLog := fl.String("run-log", "", "append a line per feature a handler run is about to write to this file")
 	fl.StringVar(&cfg.Store, "store", "", "store URL")
@@ -159,7 +217,7 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fl.StringVar(&cfg.RedisPrefix, "redis-prefix", "", "Redis key prefix")
 	fl.DurationVar(&cfg.Lease, "lease", lease, "lease")
 	fl.DurationVar(&cfg.StoreTimeout, "store-timeout", storeTimeout, "store timeout")
-	fl.DurationVar(&cfg.WriteDelay, "write-delay", 0, "pause before each write commits")
+	writeDelay := fl.Duration("write-delay", 0, "pause before each write commits")
 	volatile := fl.Bool("redis-volatile", false, "accept a Redis without persistence")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -172,16 +230,19 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		fmt.Fprintf(stderr, "chaos receiver: -addr %q: want 127.0.0.1:port\n", *addr)
 		return 2
 	}
+	var log io.Writer
 	if *runLog != "" {
+		// O_APPEND: the lines of a child killed with SIGKILL stay.
 		f, err := os.OpenFile(*runLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			fmt.Fprintf(stderr, "chaos receiver: %v\n", err)
 			return 1
 		}
 		defer f.Close()
-		cfg.RunLog = f
+		log = f
 	}
-	svc, err := ingest.New(ctx, cfg)
+	cfg.WrapFeatures = newRunCounter(log, *writeDelay).wrap
+	svc, err := service.New(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos receiver: %v\n", err)
 		return 1
@@ -209,14 +270,15 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 }
 
 // child runs the receiver as a child process that can be killed and
-// restarted on the same port. Writes come from a parent-side service on the
-// same PostgreSQL tables.
+// restarted on the same port. Writes and effects are read from the
+// PostgreSQL feature table, attempts from the run log every child appends
+// to.
 type child struct {
-	exe    string
-	args   []string // after -addr
-	stderr io.Writer
-	writes *ingest.Service // the parent's view of the same tables
-	runLog string          // the file every child appends its runs to
+	exe           string
+	args          []string // after -addr
+	stderr        io.Writer
+	direct, table string // the feature table, and a connection to it
+	runLog        string // the file every child appends its runs to
 
 	mu    sync.Mutex
 	addr  string // 127.0.0.1:port once the first start chose it
@@ -322,7 +384,7 @@ func (c *child) URL() string {
 }
 
 func (c *child) Writes(ctx context.Context) (map[string]int, error) {
-	return c.writes.Writes(ctx)
+	return pgWrites(ctx, c.direct, c.table)
 }
 
 func (c *child) Outcomes() map[middleware.Outcome]int { return nil }
@@ -343,7 +405,6 @@ func (c *child) Close() {
 		}
 		c.cmd = nil
 	}
-	c.writes.Close()
 	removeRunLog(c.runLog)
 }
 
@@ -354,34 +415,33 @@ var executable = os.Executable
 // its commit, so that a SIGKILL often lands inside a transaction.
 const childWriteDelay = 20 * time.Millisecond
 
-// newChild starts the receiver as a child process on st's store. The
-// harness's own service on the same tables creates them first, and
-// afterwards reads the writes.
+// newChild starts the receiver as a child process on st's store. A service
+// of the harness's own on the same tables creates them first.
 func newChild(ctx context.Context, st *storeSetup, stderr io.Writer) (*child, error) {
 	exe, err := executable()
 	if err != nil {
 		return nil, err
 	}
-	own, err := ingest.New(ctx, st.harnessConfig())
+	own, err := service.New(ctx, st.harnessConfig())
 	if err != nil {
 		return nil, err
 	}
+	own.Close()
 	c := &child{
 		exe: exe,
 		args: []string{"-store", st.cfg.Store, "-key-table", st.cfg.KeyTable, "-features-table", st.cfg.FeaturesTable,
 			"-redis-prefix", st.cfg.RedisPrefix, "-lease", lease.String(), "-store-timeout", storeTimeout.String(), "-write-delay", childWriteDelay.String(),
 			"-redis-volatile=" + strconv.FormatBool(st.cfg.RedisDurability == redisstore.AcceptVolatile)},
 		stderr: stderr,
-		writes: own,
+		direct: st.direct,
+		table:  st.cfg.FeaturesTable,
 	}
 	// Every child appends its runs to one log, which outlives a SIGKILL.
 	if c.runLog, err = newRunLog(); err != nil {
-		own.Close()
 		return nil, err
 	}
 	c.args = append(c.args, "-run-log", c.runLog)
 	if err := c.start(ctx); err != nil {
-		own.Close()
 		removeRunLog(c.runLog)
 		return nil, err
 	}

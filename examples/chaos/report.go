@@ -84,7 +84,6 @@ func (r *report) print(w io.Writer) {
 	rc := r.runs
 	row("runs reaching the write", "%d (%d events more than once)", rc.attempts, rc.attemptedTwice)
 	row("runs that took effect", "%d (%d rolled back or refused; %s)", rc.effects, rc.undone, rc.source)
-	row("guard skips (in-process)", "%d%s", rc.skips, sample(rc.skipIDs))
 	row("features stored", "%d", r.stored)
 	row("events run twice", "%d%s", rc.twice, sample(rc.twiceIDs))
 	row("features written twice", "%d%s", r.writtenTwice, sample(r.twiceIDs))

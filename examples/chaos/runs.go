@@ -1,34 +1,225 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
-	"github.com/geoidem/geoidem/examples/internal/ingest"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/geoidem/geoidem/examples/ingest/service"
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/newest"
 )
 
-// runCount is what the table shows of the receiver's run counts
-// (ingest.Runs): how often each event's handler reached the feature write,
-// and how often that took effect.
+// runs is what a receiver counted of its handler runs, per feature id: the
+// proof, or disproof, that each event took effect once. A run counts for
+// every feature it was about to write.
+//
+// Attempts and Effects differ where a run stopped without effect: a
+// PostgreSQL transaction rolled back (a connection killed, a process killed
+// before the commit, a completion refused by fencing) or a write the
+// in-memory feature store refused for room. A PostgreSQL run whose first
+// attempt was rolled back and whose retry committed has Attempts 2 and
+// Effects 1: not a second run of its effect. An event whose Effects exceed
+// 1 ran twice.
+type runs struct {
+	// Attempts counts the handler runs that reached the feature write,
+	// counted just before it (by runCounter, in process or in a run log).
+	Attempts map[string]int
+	// Effects counts the runs that took effect. PostgreSQL: the runs whose
+	// transaction committed, read from the feature table's writes column,
+	// which the write increments inside the handler's transaction (with
+	// the key's completion), so a rolled-back attempt leaves no count; it
+	// covers every process on the table. Memory and Redis: the runs whose
+	// write the in-memory feature store took.
+	Effects map[string]int
+}
+
+// runCounter wraps a service's feature store (service.Config.WrapFeatures)
+// to count its handler runs: before each write, the run about to write
+// (in memory, and as a line per feature in an optional log that outlives
+// the process); after a write the store took, its effect and the features
+// it wrote. It may also pause each write before it commits, so that more
+// handlers are running when a fault strikes.
+type runCounter struct {
+	delay time.Duration // pause between a write and its commit (0: none)
+
+	mu       sync.Mutex
+	attempts map[string]int
+	effects  map[string]int // runs whose write the store took
+	writes   map[string]int // features written (newest.Replace) by those runs
+	log      io.Writer      // nil: none
+	line     []byte         // scratch, under mu
+}
+
+// newRunCounter returns a counter that appends its lines to log (nil: no
+// log) and pauses each write for delay.
+func newRunCounter(log io.Writer, delay time.Duration) *runCounter {
+	return &runCounter{delay: delay, log: log, attempts: map[string]int{}, effects: map[string]int{}, writes: map[string]int{}}
+}
+
+// wrap is the counter as a service.Config.WrapFeatures.
+func (c *runCounter) wrap(fs service.FeatureStore) service.FeatureStore {
+	return countedFeatures{FeatureStore: fs, c: c}
+}
+
+type countedFeatures struct {
+	service.FeatureStore
+	c *runCounter
+}
+
+// Upsert counts the run, then writes: a run the log cannot take stops
+// before the write, with an error the service answers 503 (an error it
+// does not know: transient), since a count that missed a run would pass a
+// test wrongly.
+func (f countedFeatures) Upsert(ctx context.Context, fs []service.Feature, answer func([]newest.Verdict) keystore.Record) (keystore.Record, error) {
+	if err := f.c.run(fs); err != nil {
+		return keystore.Record{}, err
+	}
+	var verdicts []newest.Verdict
+	rec, err := f.FeatureStore.Upsert(ctx, fs, func(v []newest.Verdict) keystore.Record {
+		verdicts = v
+		pause(ctx, f.c.delay) // written, not yet committed
+		return answer(v)
+	})
+	if err == nil {
+		f.c.took(fs, verdicts)
+	}
+	return rec, err
+}
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// run counts a run about to write fs.
+func (c *runCounter) run(fs []service.Feature) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.log != nil {
+		// One line per feature, in a single Write, so that the lines of
+		// processes appending to one file do not interleave.
+		c.line = c.line[:0]
+		for _, f := range fs {
+			c.line = append(c.line, runLogRun...)
+			c.line = append(c.line, ' ')
+			c.line = strconv.AppendQuote(c.line, f.ID)
+			c.line = append(c.line, '\n')
+		}
+		if _, err := c.log.Write(c.line); err != nil {
+			return fmt.Errorf("run log: %w", err)
+		}
+	}
+	for _, f := range fs {
+		c.attempts[f.ID]++
+	}
+	return nil
+}
+
+// took counts a run whose write the store took.
+func (c *runCounter) took(fs []service.Feature, verdicts []newest.Verdict) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, f := range fs {
+		c.effects[f.ID]++
+		if verdicts[i] == newest.Replace {
+			c.writes[f.ID]++
+		}
+	}
+}
+
+// counts returns copies of the attempts, effects and writes.
+func (c *runCounter) counts() (attempts, effects, writes map[string]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.attempts), maps.Clone(c.effects), maps.Clone(c.writes)
+}
+
+// A run log's lines: the verb, a space, the feature id as a Go-quoted
+// string.
+const runLogRun = "run"
+
+// readRunLog reads the attempts a run log received, from one or several
+// processes. A last line cut short by a killed process is ignored.
+func readRunLog(r io.Reader) (map[string]int, error) {
+	attempts := map[string]int{}
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			return attempts, nil // a line without its newline was cut short
+		}
+		if err != nil {
+			return nil, err
+		}
+		verb, quoted, ok := strings.Cut(string(bytes.TrimSuffix(line, []byte("\n"))), " ")
+		id, qerr := strconv.Unquote(quoted)
+		switch {
+		case !ok || qerr != nil:
+			return nil, fmt.Errorf("run log: malformed line %q", line)
+		case verb != runLogRun:
+			return nil, fmt.Errorf("run log: unknown line %q", line)
+		}
+		attempts[id]++
+	}
+}
+
+// pgWrites reads the writes column of a PostGIS feature table: the
+// committed writes per feature id, from every process on the table.
+func pgWrites(ctx context.Context, url, table string) (map[string]int, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, `SELECT id, writes FROM `+pgx.Identifier{table}.Sanitize())
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	var id string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error { out[id] = n; return nil })
+	return out, err
+}
+
+// runCount is what the table shows of the receiver's run counts: how often
+// each event's handler reached the feature write, and how often that took
+// effect.
 type runCount struct {
 	attempts       int // runs that reached the write, counted before it
 	attemptedTwice int // events attempted more than once
 	effects        int // runs that took effect
 	undone         int // attempts without effect: rolled back or refused
-	skips          int // runs whose write the in-memory guard skipped
-	skipIDs        []string
 	twice          int // events whose effect ran more than once
 	twiceIDs       []string
 	source         string // where effects come from
 }
 
 // countRuns sums r over the feature ids. An event ran twice when its
-// effects exceed 1: two committed PostgreSQL transactions, or two in-memory
-// runs that wrote or that the guard skipped; a rolled-back attempt is not
-// a second run.
-func countRuns(r ingest.Runs, source string) runCount {
+// effects exceed 1: two committed PostgreSQL transactions, or two
+// in-memory runs that wrote; a rolled-back attempt is not a second run.
+func countRuns(r runs, source string) runCount {
 	c := runCount{source: source}
 	for id, n := range r.Attempts {
 		c.attempts += n
@@ -44,12 +235,6 @@ func countRuns(r ingest.Runs, source string) runCount {
 			c.twiceIDs = append(c.twiceIDs, id)
 		}
 	}
-	for id, n := range r.Skipped {
-		c.skips += n
-		if n > 0 {
-			c.skipIDs = append(c.skipIDs, id)
-		}
-	}
 	return c
 }
 
@@ -61,7 +246,7 @@ func effectSource(o options) string {
 	case o.kind() == postgresStore:
 		return "committed: the writes column, incremented in the handler's transaction"
 	}
-	return "written, or skipped by the in-memory guard"
+	return "the writes the in-memory feature store took"
 }
 
 // newRunLog returns the path of a run log in a fresh temporary directory:
@@ -77,26 +262,24 @@ func newRunLog() (string, error) {
 // removeRunLog removes the run log and its directory.
 func removeRunLog(path string) { _ = os.RemoveAll(filepath.Dir(path)) }
 
-// Runs reads the attempts and skips of every child from the run log (a
-// killed child's lines stay in the file) and the effects from the tables.
-func (c *child) Runs(ctx context.Context) (ingest.Runs, error) {
-	r, err := c.writes.Runs(ctx)
+// Runs reads the attempts of every child from the run log (a killed
+// child's lines stay in the file) and the effects from the table.
+func (c *child) Runs(ctx context.Context) (runs, error) {
+	effects, err := c.Writes(ctx)
 	if err != nil {
-		return ingest.Runs{}, err
+		return runs{}, err
 	}
 	f, err := os.Open(c.runLog)
 	if errors.Is(err, os.ErrNotExist) {
-		r.Attempts, r.Skipped = map[string]int{}, map[string]int{}
-		return r, nil
+		return runs{Attempts: map[string]int{}, Effects: effects}, nil
 	}
 	if err != nil {
-		return ingest.Runs{}, err
+		return runs{}, err
 	}
 	defer f.Close()
-	logged, err := ingest.ReadRunLog(f)
+	attempts, err := readRunLog(f)
 	if err != nil {
-		return ingest.Runs{}, err
+		return runs{}, err
 	}
-	r.Attempts, r.Skipped = logged.Attempts, logged.Skipped
-	return r, nil
+	return runs{Attempts: attempts, Effects: effects}, nil
 }

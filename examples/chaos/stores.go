@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/examples/internal/ingest"
+	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/internal/tcpcut"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 )
@@ -20,7 +20,10 @@ type storeSetup struct {
 	kind storeKind
 	// cfg configures the receiver: its store URL (through cut, if any)
 	// and its own prefix or tables.
-	cfg ingest.Config
+	cfg service.Config
+	// writeDelay pauses each feature write of the receiver before it
+	// commits (-write-delay).
+	writeDelay time.Duration
 	// direct is the store URL without the cut in between, for the
 	// harness's own connections (PostgreSQL: another application_name).
 	direct string
@@ -32,7 +35,7 @@ type storeSetup struct {
 // setupStore names the run's prefix or tables after suffix and, with
 // faults, puts a tcpcut proxy between the receiver and the store.
 func setupStore(o options, suffix string) (*storeSetup, error) {
-	s := &storeSetup{kind: o.kind(), cfg: ingest.Config{Store: "memory", Lease: lease, StoreTimeout: storeTimeout, CountRuns: true, WriteDelay: o.writeDelay}}
+	s := &storeSetup{kind: o.kind(), cfg: service.Config{Store: "memory", Lease: lease, StoreTimeout: storeTimeout}, writeDelay: o.writeDelay}
 	if s.kind == memoryStore {
 		return s, nil
 	}
@@ -73,7 +76,7 @@ func setupStore(o options, suffix string) (*storeSetup, error) {
 
 // harnessConfig is the receiver's Config for the harness's own service
 // on the same tables: connected directly, under another application_name.
-func (s *storeSetup) harnessConfig() ingest.Config {
+func (s *storeSetup) harnessConfig() service.Config {
 	cfg := s.cfg
 	cfg.Store = s.direct
 	return cfg

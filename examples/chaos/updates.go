@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/client"
-	"github.com/geoidem/geoidem/examples/internal/ingest"
+	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/internal/faultproxy"
 )
 
@@ -133,7 +133,7 @@ func updatesChaos(ctx context.Context, o options, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "chaos: cleanup: %v\n", err)
 		}
 	}()
-	rcv, err := newInProcess(ctx, st.cfg)
+	rcv, err := newInProcess(ctx, st)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos: receiver: %v\n", err)
 		return 1
@@ -158,7 +158,7 @@ func updatesChaos(ctx context.Context, o options, stdout, stderr io.Writer) int 
 	defer closeIdle()
 	label := o.store
 	if st.kind != memoryStore {
-		label = ingest.Redacted(o.store)
+		label = service.Redacted(o.store)
 	}
 	rep := updatesReport{store: label, features: o.events, perFeature: o.updates, senders: o.senders}
 	deliver := func(queue <-chan client.Delivery) (failed int) {

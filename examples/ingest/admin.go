@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/geoidem/geoidem/examples/internal/ingest"
+	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/keystore/adminhttp"
 )
 
@@ -36,7 +36,7 @@ func (a adminFlag) check() error {
 // start listens on the admin address, if one was given, and serves there
 // until the returned stop is called. It refuses an address that is not
 // loopback.
-func (a adminFlag) start(svc *ingest.Service, stdout io.Writer) (stop func(), err error) {
+func (a adminFlag) start(svc *service.Service, stdout io.Writer) (stop func(), err error) {
 	if *a.addr == "" {
 		return func() {}, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -40,10 +41,23 @@ func until(t *testing.T, want string, args ...string) {
 	}
 }
 
-// startProcess starts the ingest command as a process and returns its URL.
-func startProcess(t *testing.T, args ...string) (*exec.Cmd, string) {
+// startPausedProcess starts the ingest command, each feature write paused
+// for delay before it commits, as a process (this test binary: see
+// writeDelayEnv), and returns its URL.
+func startPausedProcess(t *testing.T, delay time.Duration, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(ingestBinary(t), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), writeDelayEnv+"="+delay.String())
+	return startCommand(t, cmd)
+}
+
+// startCommand starts cmd, an ingest command, and returns its URL.
+func startCommand(t *testing.T, cmd *exec.Cmd) (*exec.Cmd, string) {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +112,7 @@ func TestGeoidemKeysReleasesAKilledReceiversKey(t *testing.T) {
 			body := `{"type":"Feature","id":"` + key + `","geometry":{"type":"Point","coordinates":[13.4,52.5]},"properties":null}`
 			get := append(append([]string(nil), st.storeFlags...), key)
 
-			cmd, url := startProcess(t, append([]string{"-lease", "2s", "-write-delay", "10m"}, st.storeArgs...)...)
+			cmd, url := startPausedProcess(t, 10*time.Minute, append([]string{"-lease", "2s"}, st.storeArgs...)...)
 			sent := make(chan error, 1)
 			go func() {
 				req, _ := http.NewRequest(http.MethodPost, url+"/features", strings.NewReader(body))

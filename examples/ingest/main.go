@@ -1,16 +1,22 @@
-// Command ingest is a runnable receiving service: GeoJSON features posted
-// with an Idempotency-Key are stored exactly once, and every retry is
-// answered with the first response.
+// Command ingest is a receiving service to copy: GeoJSON features posted
+// with an Idempotency-Key are stored exactly once, the newest observation
+// of each feature kept, and every retry is answered with the first
+// response. It uses geoidem's public packages only; the service itself
+// (stores, handler, wiring) is in ./service, the flags, the listener and
+// the shutdown here.
 //
 //	go run ./examples/ingest [-addr 127.0.0.1:8080] [-store memory|redis://…|postgres://…]
-//	                         [-webhook-secret whsec_…] [-max-in-flight 64] [-max-in-flight-bytes 16777216] [-order-property observation_time]
+//	                         [-webhook-secret whsec_…] [-webhook-public-key whpk_…] [-retention 24h]
+//	                         [-max-in-flight 64] [-max-in-flight-bytes 16777216]
+//	                         [-order-property observation_time] [-max-observation-skew 5m]
 //	                         [-admin-addr 127.0.0.1:9090]
 //
 // With -store redis://host:port/db the keys live in Redis (a comma-separated
 // list of nodes, redis://h1:p1,h2:p2,h3:p3, selects the Cluster client); the
-// service then refuses to start on a Redis that keeps nothing across a
-// restart (no AOF, no RDB save points) unless -redis-volatile accepts it
-// (see redisstore.Durability); with
+// service refuses to start on a Redis it cannot use (nothing listening, a
+// database it does not have, credentials it refuses), and on a Redis that
+// keeps nothing across a restart (no AOF, no RDB save points) unless
+// -redis-volatile accepts it (see redisstore.Durability). With
 // -store postgres://… keys and features live in PostgreSQL, and each
 // feature upsert into the PostGIS table commits in the same transaction as
 // its key's completion: each geometry goes to PostGIS as EWKB (2D, 3D and
@@ -18,17 +24,27 @@
 // as received. In the memory and Redis modes the features live in process,
 // bounded by -max-features and -max-feature-bytes: when full, a write is
 // answered 507 feature-store-full (no Retry-After: no room frees by
-// itself), and nothing stored is evicted. With
-// -max-in-flight and -max-in-flight-bytes (64 requests, 16 MiB by
-// default; a remote address is kept to a quarter once three quarters are
-// held) the POST requests in
+// itself), and nothing stored is evicted. With -max-in-flight and
+// -max-in-flight-bytes (64 requests, 16 MiB by default; a remote address
+// is kept to a quarter once three quarters are held) the POST requests in
 // flight are bounded: past them a request is answered 503 server-busy, or
-// 429 client-busy, with Retry-After, before its body is read. With
-// -webhook-secret the service accepts only Standard Webhooks signed with
-// that secret, verified before the key (then taken from webhook-id) is
-// claimed. With -run-log FILE every handler run appends a line per feature
-// it is about to write to FILE, before the write (internal/ingest's
-// Config.RunLog): crash tests count runs with it across SIGKILLs.
+// 429 client-busy, with Retry-After, before its body is read.
+//
+// With -webhook-secret (v1, whsec_…) or -webhook-public-key (v1a, whpk_…),
+// each repeatable for a rotation, the service accepts only Standard
+// Webhooks signed with one of them, and the key is the webhook-id. A
+// request whose headers cannot be a signed message (no signature, a
+// timestamp out of tolerance, a URL with a query) is answered 401 (or 400)
+// in front of admission, so unsigned traffic costs only its rejection;
+// the signature is verified over the body behind admission, before the key
+// is claimed, so a forgery claims nothing.
+//
+// A recorded answer is kept -retention long for the retries of its sender:
+// by default 30 h with a webhook key, over Svix's 27.6 h retry schedule,
+// and 24 h without. Size it to the longest retry schedule among your
+// senders, from the first attempt to the last, plus one attempt's
+// timeout: a record dropped before the sender's last retry lets that
+// retry run the handler again.
 //
 // Endpoints:
 //
@@ -39,19 +55,21 @@
 //	                      with a JSON pointer per problem) and parsed only
 //	                      then: the handler stores what the validator decoded.
 //	                      Upserts the features by id (exactly as written, "ID"
-//	                      is not "id") and answers 201 {"stored":[ids…]}; a
-//	                      store error no retry can fix is 422 (recorded), a
-//	                      transient one 503 with Retry-After (key released).
-//	                      The newest observation of an id wins (-order-property,
-//	                      default observation_time, RFC 3339, else 422 with a
-//	                      pointer): an older update changes nothing and is
-//	                      answered 200 {"stored":[],"stale":[ids…]}
+//	                      is not "id"), the newest observation of an id kept
+//	                      (-order-property, default observation_time, RFC 3339,
+//	                      at most -max-observation-skew ahead of the service's
+//	                      clock, else 422 with a pointer), and answers 201
+//	                      {"stored":[ids…]}, with "stale":[ids…] (a newer
+//	                      observation is stored) and "unstamped":[ids…] (no
+//	                      time, and one with a time is stored) for those that
+//	                      changed nothing: 200 when none was stored. A store
+//	                      error that is the features' own fault is 422
+//	                      (recorded); any other, known or not, 503 with
+//	                      Retry-After (the key released).
 //	GET  /features/{id}   a stored feature, byte for byte as posted
 //	GET  /metrics         outcome counters, store latency histograms, lease
-//	                      takeovers, and the features handler runs were about
-//	                      to write and the writes the in-memory store skipped
-//	                      as already done by the same key (a handler run
-//	                      twice), in Prometheus text format
+//	                      takeovers, and the features written, stale and
+//	                      unstamped, in Prometheus text format
 //	GET  /healthz         200 when the key store answers, 503 when it does not
 //
 // With -admin-addr it also serves its key store's admin API
@@ -79,10 +97,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/geoidem/geoidem/examples/internal/ingest"
+	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/newest"
 	"github.com/geoidem/geoidem/standardwebhooks"
 )
 
@@ -92,69 +111,95 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run parses the flags and serves until ctx ends; it returns the exit
+// status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, code := parseFlags(args, stderr)
+	if cfg == nil {
+		return code
+	}
+	return serve(ctx, cfg, stdout, stderr)
+}
+
+// config is what the flags say.
+type config struct {
+	addr            string
+	admin           adminFlag
+	shutdownTimeout time.Duration
+	verbose         bool
+	service         service.Config
+}
+
 // volatileMeaning says what -redis-volatile accepts.
 const volatileMeaning = "a Redis restart then loses every completed record and every claim in flight, so every retry that arrives after it runs its handler again"
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// parseFlags returns the configuration args give, or nil and the exit
+// status of a usage error.
+func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	var cfg ingest.Config
-	addr := fl.String("addr", "127.0.0.1:8080", "listen address")
-	fl.StringVar(&cfg.Store, "store", "memory", "key store: memory, redis://host:port/db, redis://h1:p1,h2:p2 (Cluster) or postgres://…")
-	fl.DurationVar(&cfg.Lease, "lease", middleware.DefaultLease, "how long a claim holds its key without renewal")
-	fl.DurationVar(&cfg.HandlerTimeout, "handler-timeout", 0, "cancel and roll back a feature write still running after this long, answered 503 and its key released (default 0: a write runs to its end, bounded by the lease)")
-	fl.Int64Var(&cfg.MaxBodyBytes, "max-body", middleware.DefaultMaxBodyBytes, "largest request body, in bytes")
-	fl.StringVar(&cfg.KeyTable, "pg-key-table", pgstore.DefaultTable, "PostgreSQL: the key store's table")
-	fl.StringVar(&cfg.FeaturesTable, "pg-features-table", "features", "PostgreSQL: the PostGIS feature table")
-	fl.StringVar(&cfg.RedisPrefix, "redis-prefix", redisstore.DefaultKeyPrefix, "Redis: the key prefix")
-	fl.IntVar(&cfg.MaxFeatures, "max-features", ingest.DefaultMaxFeatures, "memory and Redis modes: most features kept in process")
-	fl.Int64Var(&cfg.MaxFeatureBytes, "max-feature-bytes", ingest.DefaultMaxFeatureBytes, "memory and Redis modes: most bytes of features kept in process")
-	fl.StringVar(&cfg.OrderProperty, "order-property", ingest.DefaultOrderProperty, "the feature property (RFC 3339) by which the newest update of an id wins; features without it: last write wins")
-	fl.IntVar(&cfg.MaxInFlight, "max-in-flight", middleware.DefaultMaxInFlight, "most POST requests in flight at once, a client (remote address) kept to a quarter once three quarters are held; over it 503 server-busy or 429 client-busy before the body is read; negative: no bound")
-	fl.Int64Var(&cfg.MaxInFlightBytes, "max-in-flight-bytes", middleware.DefaultMaxInFlightBytes, "most POST body bytes in flight at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
-	fl.DurationVar(&cfg.WriteDelay, "write-delay", 0, "pause this long after writing features, before the write commits (for crash tests)")
-	runLog := fl.String("run-log", "", "append a line per feature a handler run is about to write, before the write, to this file (crash tests: it keeps a killed process's runs)")
-	fl.Func("webhook-secret", "accept only Standard Webhooks signed with this whsec_… secret (repeat for rotation); the key is then webhook-id", func(v string) error {
+	cfg := &config{admin: newAdminFlag(fl)}
+	sc := &cfg.service
+	fl.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address")
+	fl.StringVar(&sc.Store, "store", "memory", "key store: memory, redis://host:port/db, redis://h1:p1,h2:p2 (Cluster) or postgres://…")
+	fl.DurationVar(&sc.Lease, "lease", middleware.DefaultLease, "how long a claim holds its key without renewal")
+	fl.DurationVar(&sc.Retention, "retention", 0, "how long a recorded answer is kept for the sender's retries: the longest retry schedule among your senders, from the first attempt to the last, plus an attempt's timeout (default 30h with -webhook-secret or -webhook-public-key, over Svix's 27.6 h schedule; 24h without)")
+	fl.DurationVar(&sc.HandlerTimeout, "handler-timeout", 0, "cancel and roll back a feature write still running after this long, answered 503 and its key released (default 0: a write runs to its end, bounded by the lease)")
+	fl.Int64Var(&sc.MaxBodyBytes, "max-body", middleware.DefaultMaxBodyBytes, "largest request body, in bytes")
+	fl.StringVar(&sc.KeyTable, "pg-key-table", pgstore.DefaultTable, "PostgreSQL: the key store's table")
+	fl.StringVar(&sc.FeaturesTable, "pg-features-table", service.DefaultFeaturesTable, "PostgreSQL: the PostGIS feature table")
+	fl.StringVar(&sc.RedisPrefix, "redis-prefix", redisstore.DefaultKeyPrefix, "Redis: the key prefix")
+	fl.IntVar(&sc.MaxFeatures, "max-features", service.DefaultMaxFeatures, "memory and Redis modes: most features kept in process")
+	fl.Int64Var(&sc.MaxFeatureBytes, "max-feature-bytes", service.DefaultMaxFeatureBytes, "memory and Redis modes: most bytes of features kept in process")
+	fl.StringVar(&sc.OrderProperty, "order-property", service.DefaultOrderProperty, "the feature property (RFC 3339) by which the newest update of an id wins; an update without it never replaces one with it")
+	fl.DurationVar(&sc.MaxObservationSkew, "max-observation-skew", newest.DefaultMaxSkew, "refuse (422) an observation time further ahead of this service's clock than this: it would pin its feature until the clock passes it")
+	fl.IntVar(&sc.MaxInFlight, "max-in-flight", middleware.DefaultMaxInFlight, "most POST requests in flight at once, a client (remote address) kept to a quarter once three quarters are held; over it 503 server-busy or 429 client-busy before the body is read; negative: no bound")
+	fl.Int64Var(&sc.MaxInFlightBytes, "max-in-flight-bytes", middleware.DefaultMaxInFlightBytes, "most POST body bytes in flight at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
+	fl.Func("webhook-secret", "accept only Standard Webhooks signed v1 with this whsec_… secret (repeat for rotation); the key is then webhook-id", func(v string) error {
 		s, err := standardwebhooks.ParseSecret(v)
-		cfg.WebhookSecrets = append(cfg.WebhookSecrets, s)
+		sc.WebhookSecrets = append(sc.WebhookSecrets, s)
+		return err
+	})
+	fl.Func("webhook-public-key", "accept only Standard Webhooks signed v1a (ed25519) by the key of this whpk_… public key (repeat for rotation; with -webhook-secret, either); the key is then webhook-id", func(v string) error {
+		k, err := standardwebhooks.ParsePublicKey(v)
+		sc.WebhookPublicKeys = append(sc.WebhookPublicKeys, k)
 		return err
 	})
 	volatile := fl.Bool("redis-volatile", false, "Redis: accept a server without persistence (no AOF, no RDB save points); "+volatileMeaning)
-	verbose := fl.Bool("v", false, "log every outcome")
-	shutdownTimeout := fl.Duration("shutdown-timeout", 0, "on SIGINT or SIGTERM, wait this long for requests in progress and for records and releases retried in the background (default: the lease plus the store's lease, enough for all of them)")
-	admin := newAdminFlag(fl)
+	fl.BoolVar(&cfg.verbose, "v", false, "log every outcome")
+	fl.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 0, "on SIGINT or SIGTERM, wait this long for requests in progress and for records and releases retried in the background (default: the lease plus the store's lease, enough for all of them)")
 	if err := fl.Parse(args); err != nil {
-		return 2
+		return nil, 2
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "ingest: unexpected arguments %q\n", fl.Args())
-		return 2
+		return nil, 2
 	}
-	if err := admin.check(); err != nil {
+	if err := cfg.admin.check(); err != nil {
 		fmt.Fprintf(stderr, "ingest: %v\n", err)
-		return 2
+		return nil, 2
 	}
-	if *runLog != "" {
-		f, err := os.OpenFile(*runLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			fmt.Fprintf(stderr, "ingest: %v\n", err)
-			return 1
-		}
-		defer f.Close()
-		cfg.RunLog = f
+	if *volatile {
+		sc.RedisDurability = redisstore.AcceptVolatile
+		fmt.Fprintln(stderr, "ingest: -redis-volatile: "+volatileMeaning)
 	}
+	return cfg, 0
+}
+
+// serve runs the service cfg describes until ctx ends, then shuts it down;
+// it returns the exit status.
+func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 	level := slog.LevelInfo
-	if *verbose {
+	if cfg.verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg.Logger = log
-	if *volatile {
-		cfg.RedisDurability = redisstore.AcceptVolatile
-		fmt.Fprintln(stderr, "ingest: -redis-volatile: "+volatileMeaning)
-	}
+	cfg.service.Logger = log
 
-	svc, err := ingest.New(ctx, cfg)
+	// The service: its stores, and the request path in front of its
+	// handler (the verifier's header checks, admission, the signature,
+	// the idempotency middleware).
+	svc, err := service.New(ctx, cfg.service)
 	if err != nil {
 		fmt.Fprintf(stderr, "ingest: %v\n", err)
 		if errors.Is(err, redisstore.ErrNotDurable) {
@@ -164,22 +209,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer svc.Close()
 
-	ln, err := net.Listen("tcp", *addr)
+	// The front door: the listener and the HTTP server.
+	ln, srv, err := listen(cfg.addr, svc.Handler(), log)
 	if err != nil {
 		fmt.Fprintf(stderr, "ingest: %v\n", err)
 		return 1
 	}
-	srv := &http.Server{
-		Handler:           svc.Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second, // slow bodies end here, before anything is claimed
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	fmt.Fprintf(stdout, "ingest: serving http://%s (store %s)\n", ln.Addr(), ingest.Redacted(cfg.Store))
-	stopAdmin, err := admin.start(svc, stdout)
+	fmt.Fprintf(stdout, "ingest: serving http://%s (store %s)\n", ln.Addr(), service.Redacted(cfg.service.Store))
+	stopAdmin, err := cfg.admin.start(svc, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "ingest: %v\n", err)
 		ln.Close()
@@ -195,7 +232,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	case <-ctx.Done():
 	}
-	wait := *shutdownTimeout
+
+	// The shutdown: requests in progress first, then the records and
+	// releases the middleware still retries in the background, then the
+	// stores (the deferred Close).
+	wait := cfg.shutdownTimeout
 	if wait <= 0 {
 		wait = svc.ShutdownTimeout()
 	}
@@ -205,10 +246,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ingest: shutdown: %v\n", err)
 		return 1
 	}
-	// Records and releases that failed in a store outage are retried in
-	// the background: wait for them before the store is closed. Any given
-	// up (now, or earlier at the end of their lease) are named, and the
-	// exit status is 1: a record dropped lets a retry run its handler again.
+	// Any record or release given up (now, or earlier at the end of its
+	// lease) is named, and the exit status is 1: a record dropped lets a
+	// retry run its handler again.
 	if err := svc.Shutdown(shutdown); err != nil {
 		var se *middleware.ShutdownError
 		if errors.As(err, &se) {
@@ -222,4 +262,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "ingest: stopped")
 	return 0
+}
+
+// listen opens the public listener on addr and the HTTP server of h on
+// it: the front door, in one place, so that a bound on connections or a
+// guard against slow bodies wraps these two.
+func listen(addr string, h http.Handler, log *slog.Logger) (net.Listener, *http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ln, &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second, // slow bodies end here, before anything is claimed
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}, nil
 }

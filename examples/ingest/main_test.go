@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,6 +17,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/geoidem/geoidem/examples/ingest/service"
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/newest"
 )
 
 // lineWriter hands each line written to it to a channel.
@@ -36,10 +41,22 @@ var servingRE = regexp.MustCompile(`serving (http://\S+)`)
 // start runs the service in process on a free port and returns its URL.
 func start(t *testing.T, args ...string) string {
 	t.Helper()
+	return startWith(t, nil, args...)
+}
+
+// startWith is start with the feature store wrapped by wrap (nil: not
+// wrapped), as a test needs it.
+func startWith(t *testing.T, wrap func(service.FeatureStore) service.FeatureStore, args ...string) string {
+	t.Helper()
+	cfg, c := parseFlags(append([]string{"-addr", "127.0.0.1:0"}, args...), io.Discard)
+	if cfg == nil {
+		t.Fatalf("%q: exit %d", args, c)
+	}
+	cfg.service.WrapFeatures = wrap
 	ctx, cancel := context.WithCancel(context.Background())
 	out := lineWriter{make(chan string, 16)}
 	code := make(chan int, 1)
-	go func() { code <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), out, io.Discard) }()
+	go func() { code <- serve(ctx, cfg, out, io.Discard) }()
 	t.Cleanup(func() {
 		cancel()
 		if c := <-code; c != 0 {
@@ -60,6 +77,40 @@ func start(t *testing.T, args ...string) string {
 		t.Fatal("no URL printed within 10s")
 	}
 	return ""
+}
+
+// hookedFeatures wraps the service's feature store for a test: before
+// each write it calls before with the run's features (nil: nothing), and
+// it pauses for delay between the write and its commit (on PostgreSQL,
+// inside the transaction), unless the request's context ends first.
+type hookedFeatures struct {
+	service.FeatureStore
+	before func([]service.Feature)
+	delay  time.Duration
+}
+
+func (h hookedFeatures) Upsert(ctx context.Context, fs []service.Feature, answer func([]newest.Verdict) keystore.Record) (keystore.Record, error) {
+	if h.before != nil {
+		h.before(fs)
+	}
+	return h.FeatureStore.Upsert(ctx, fs, func(v []newest.Verdict) keystore.Record {
+		if h.delay > 0 {
+			t := time.NewTimer(h.delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+		return answer(v)
+	})
+}
+
+// hook returns a WrapFeatures that wraps the store in a hookedFeatures.
+func hook(before func([]service.Feature), delay time.Duration) func(service.FeatureStore) service.FeatureStore {
+	return func(fs service.FeatureStore) service.FeatureStore {
+		return hookedFeatures{FeatureStore: fs, before: before, delay: delay}
+	}
 }
 
 func do(t *testing.T, method, url, key, body string) (*http.Response, string) {
@@ -219,7 +270,17 @@ func TestIngestRejectsInvalidGeometry(t *testing.T) {
 	}
 }
 
+// writeDelayEnv, set to a duration, makes the test binary the ingest
+// command with each feature write paused that long before it commits: a
+// receiver a test can SIGKILL while its handler runs (see
+// startPausedProcess). The hook lives in the test only; the command has
+// none.
+const writeDelayEnv = "GEOIDEM_INGEST_TEST_WRITE_DELAY"
+
 func TestMain(m *testing.M) {
+	if d := os.Getenv(writeDelayEnv); d != "" {
+		os.Exit(runPaused(d, os.Args[1:]))
+	}
 	code := m.Run()
 	for _, p := range []string{binPath, geoidemPath} {
 		if p != "" {
@@ -227,4 +288,22 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// runPaused is the test binary as the ingest command with its feature
+// writes paused for delay (writeDelayEnv).
+func runPaused(delay string, args []string) int {
+	d, err := time.ParseDuration(delay)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", writeDelayEnv, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, code := parseFlags(args, os.Stderr)
+	if cfg == nil {
+		return code
+	}
+	cfg.service.WrapFeatures = hook(nil, d)
+	return serve(ctx, cfg, os.Stdout, os.Stderr)
 }

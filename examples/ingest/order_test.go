@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // observed is feature f observed at 10:00:ss.
@@ -84,23 +85,100 @@ func TestIngestNewestObservationWins(t *testing.T) {
 	}
 }
 
-// A feature without the property keeps last-write-wins, and the newest
-// rule takes over once a stored feature has a time.
+// A feature without the property keeps last-write-wins until it is stored
+// with a time: after p@30, updates without a time are acknowledged as
+// "unstamped" (200, recorded) and change nothing, so nobody can roll p back
+// by leaving the time out; a stamped update over an unstamped feature wins.
 func TestIngestWithoutObservationTimeLastWriteWins(t *testing.T) {
-	url := start(t)
-	plain := func(x int) string {
-		return fmt.Sprintf(`{"type":"Feature","id":"p","geometry":{"type":"Point","coordinates":[%d,1]},"properties":null}`, x)
+	for _, s := range ingestStores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			url := start(t, s.args...)
+			plain := func(id string, x int) string {
+				return fmt.Sprintf(`{"type":"Feature","id":%q,"geometry":{"type":"Point","coordinates":[%d,1]},"properties":null}`, id, x)
+			}
+			if r, b := do(t, http.MethodPost, url+"/features", "lw0", observed("p", 30)); r.StatusCode != http.StatusCreated {
+				t.Fatalf("POST p@30: %d %s", r.StatusCode, b)
+			}
+			for i, body := range []string{plain("p", 2), plain("p", 1)} {
+				key := "lw" + strconv.Itoa(i+1)
+				r, b := do(t, http.MethodPost, url+"/features", key, body)
+				if r.StatusCode != http.StatusOK || b != `{"stored":[],"unstamped":["p"]}` {
+					t.Fatalf("an update without a time over p@30: %d %s; want 200 {\"stored\":[],\"unstamped\":[\"p\"]}", r.StatusCode, b)
+				}
+				if again, b2 := do(t, http.MethodPost, url+"/features", key, body); again.StatusCode != r.StatusCode || b2 != b || again.Header.Get("Idempotent-Replayed") != "true" {
+					t.Errorf("its retry: %d %s replayed=%q; want the recorded answer", again.StatusCode, b2, again.Header.Get("Idempotent-Replayed"))
+				}
+			}
+			if _, got := do(t, http.MethodGet, url+"/features/p", "", ""); got != observed("p", 30) {
+				t.Errorf("GET /features/p = %s, want p@30 kept: %s", got, observed("p", 30))
+			}
+			// Without a time on either side: the last write wins.
+			for i, body := range []string{plain("q", 2), plain("q", 1)} {
+				if r, b := do(t, http.MethodPost, url+"/features", "lwq"+strconv.Itoa(i), body); r.StatusCode != http.StatusCreated || b != `{"stored":["q"]}` {
+					t.Fatalf("POST %s: %d %s, want 201 stored", body, r.StatusCode, b)
+				}
+			}
+			if _, got := do(t, http.MethodGet, url+"/features/q", "", ""); got != plain("q", 1) {
+				t.Errorf("GET /features/q = %s, want the last written %s", got, plain("q", 1))
+			}
+			if r, b := do(t, http.MethodPost, url+"/features", "lwq2", observed("q", 1)); r.StatusCode != http.StatusCreated || b != `{"stored":["q"]}` {
+				t.Fatalf("a stamped update over an unstamped feature: %d %s, want 201", r.StatusCode, b)
+			}
+			// One collection: each feature against what the ones before it left.
+			coll := `{"type":"FeatureCollection","features":[` + observed("u", 5) + `,` + plain("u", 9) + `,` + plain("v", 1) + `]}`
+			if r, b := do(t, http.MethodPost, url+"/features", "lwc", coll); r.StatusCode != http.StatusCreated || b != `{"stored":["u","v"],"unstamped":["u"]}` {
+				t.Fatalf("collection u@5, u, v: %d %s; want 201 {\"stored\":[\"u\",\"v\"],\"unstamped\":[\"u\"]}", r.StatusCode, b)
+			}
+		})
 	}
-	for i, body := range []string{observed("p", 30), plain(2), plain(1)} {
-		if r, b := do(t, http.MethodPost, url+"/features", "lw"+strconv.Itoa(i), body); r.StatusCode != http.StatusCreated {
-			t.Fatalf("POST %s: %d %s", body, r.StatusCode, b)
-		}
+}
+
+// An observation time further ahead of the receiver's clock than its skew
+// (-max-observation-skew, default newest.DefaultMaxSkew, 5 minutes) is a
+// 422 observation-time-invalid naming it with a JSON pointer, recorded, and
+// nothing of the request is stored: one request stamped
+// 9999-12-31T23:59:59.999999999-23:59 would otherwise pin its feature for
+// good (issue 35). A time within the skew is stored.
+func TestIngestObservationTimeAheadIsRefused(t *testing.T) {
+	at := func(id string, ts string) string {
+		return fmt.Sprintf(`{"type":"Feature","id":%q,"geometry":null,"properties":{"observation_time":%q}}`, id, ts)
 	}
-	if _, got := do(t, http.MethodGet, url+"/features/p", "", ""); got != plain(1) {
-		t.Errorf("GET /features/p = %s, want the last written %s", got, plain(1))
+	soon := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, s := range ingestStores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			url := start(t, s.args...)
+			for i, c := range []struct{ body, pointer string }{
+				{at("pin", "9999-12-31T23:59:59.999999999-23:59"), "/properties/observation_time"},
+				{at("pin", later), "/properties/observation_time"},
+				{`{"type":"FeatureCollection","features":[` + at("pin", soon) + `,` + at("pin2", later) + `]}`, "/features/1/properties/observation_time"},
+			} {
+				key := "ahead" + strconv.Itoa(i)
+				r, b := do(t, http.MethodPost, url+"/features", key, c.body)
+				var p struct {
+					Type   string
+					Errors []struct{ Pointer, Detail string }
+				}
+				_ = json.Unmarshal([]byte(b), &p)
+				if r.StatusCode != http.StatusUnprocessableEntity || !strings.HasSuffix(p.Type, "#observation-time-invalid") ||
+					len(p.Errors) != 1 || p.Errors[0].Pointer != c.pointer || !strings.Contains(p.Errors[0].Detail, "ahead") {
+					t.Errorf("%s: %d %s; want 422 observation-time-invalid, pointer %s, saying it is ahead", c.body, r.StatusCode, b, c.pointer)
+				}
+				if again, b2 := do(t, http.MethodPost, url+"/features", key, c.body); again.StatusCode != r.StatusCode || b2 != b || again.Header.Get("Idempotent-Replayed") != "true" {
+					t.Errorf("retry: %d %s; want the recorded 422", again.StatusCode, b2)
+				}
+			}
+			if r, _ := do(t, http.MethodGet, url+"/features/pin", "", ""); r.StatusCode != http.StatusNotFound {
+				t.Errorf("GET /features/pin: %d, want 404: nothing of a refused request is stored", r.StatusCode)
+			}
+			if r, b := do(t, http.MethodPost, url+"/features", "soon", at("pin", soon)); r.StatusCode != http.StatusCreated {
+				t.Errorf("a time a minute ahead: %d %s, want 201 (within the skew)", r.StatusCode, b)
+			}
+		})
 	}
-	if r, b := do(t, http.MethodPost, url+"/features", "lw3", observed("p", 1)); r.StatusCode != http.StatusCreated {
-		t.Fatalf("a timed update over an untimed feature: %d %s, want 201", r.StatusCode, b)
+	url := start(t, "-max-observation-skew", "2h")
+	if r, b := do(t, http.MethodPost, url+"/features", "later", at("pin", later)); r.StatusCode != http.StatusCreated {
+		t.Errorf("an hour ahead with -max-observation-skew 2h: %d %s, want 201", r.StatusCode, b)
 	}
 }
 

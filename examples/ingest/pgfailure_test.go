@@ -11,16 +11,24 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/geoidem/geoidem/examples/ingest/service"
 )
 
 // pgService starts the service on PostgreSQL with its own tables and
 // returns its URL, the feature table and a connection to look into it.
 func pgService(t *testing.T, extra ...string) (string, string, *pgx.Conn) {
 	t.Helper()
+	return pgServiceWith(t, nil, extra...)
+}
+
+// pgServiceWith is pgService with the feature store wrapped by wrap.
+func pgServiceWith(t *testing.T, wrap func(service.FeatureStore) service.FeatureStore, extra ...string) (string, string, *pgx.Conn) {
+	t.Helper()
 	suffix := strconv.FormatUint(rand.Uint64(), 36)
 	keys, features := "pgfail_keys_"+suffix, "pgfail_features_"+suffix
 	t.Cleanup(func() { dropTables(t, keys, features) })
-	url := start(t, append([]string{"-store", postgresURL(), "-pg-key-table", keys, "-pg-features-table", features}, extra...)...)
+	url := startWith(t, wrap, append([]string{"-store", postgresURL(), "-pg-key-table", keys, "-pg-features-table", features}, extra...)...)
 	conn, err := pgx.Connect(context.Background(), postgresURL())
 	if err != nil {
 		t.Fatalf("PostgreSQL at %s: %v", postgresURL(), err)
@@ -38,10 +46,14 @@ func TestIngestPermanentPostgresErrorIsRecorded(t *testing.T) {
 	}
 	body := `{"type":"Feature","id":"forbidden","geometry":{"type":"Point","coordinates":[1,2,3]},"properties":null}`
 	r, b := do(t, http.MethodPost, url+"/features", "perm", body)
-	var p struct{ Type, Detail string }
+	var p struct {
+		Type   string
+		Errors []struct{ Pointer, Detail string }
+	}
 	_ = json.Unmarshal([]byte(b), &p)
-	if r.StatusCode != http.StatusUnprocessableEntity || !strings.HasSuffix(p.Type, "#feature-rejected") || !strings.Contains(p.Detail, "23514") {
-		t.Fatalf("constraint violation: %d %s; want 422 feature-rejected naming SQLSTATE 23514", r.StatusCode, b)
+	if r.StatusCode != http.StatusUnprocessableEntity || !strings.HasSuffix(p.Type, "#feature-rejected") ||
+		len(p.Errors) != 1 || p.Errors[0].Pointer != "" || !strings.Contains(p.Errors[0].Detail, "23514") {
+		t.Fatalf("constraint violation: %d %s; want 422 feature-rejected naming the feature (pointer \"\") and SQLSTATE 23514", r.StatusCode, b)
 	}
 	again, b2 := do(t, http.MethodPost, url+"/features", "perm", body)
 	if again.StatusCode != http.StatusUnprocessableEntity || b2 != b || again.Header.Get("Idempotent-Replayed") != "true" ||
@@ -55,11 +67,60 @@ func TestIngestPermanentPostgresErrorIsRecorded(t *testing.T) {
 	}
 }
 
+// A store error that is not the feature's own fault, here a trigger's
+// RAISE EXCEPTION (SQLSTATE P0001, which no rule of the service knows),
+// raised once, is transient: 503 feature-store-unavailable with
+// Retry-After, the key released, and the retry with the same key stores the
+// feature, once. Before, it was a recorded 422 "Features refused", and the
+// sender dead-lettered a valid event for good (DESIGN.md, bug 28).
+func TestIngestUnknownStoreErrorIsReleased(t *testing.T) {
+	url, table, conn := pgService(t)
+	ctx := context.Background()
+	seq, fn := pgx.Identifier{table + "_raised"}.Sanitize(), pgx.Identifier{table + "_raise_once"}.Sanitize()
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), `DROP TABLE IF EXISTS `+table)
+		_, _ = conn.Exec(context.Background(), `DROP FUNCTION IF EXISTS `+fn+`() CASCADE`)
+		_, _ = conn.Exec(context.Background(), `DROP SEQUENCE IF EXISTS `+seq)
+	})
+	for _, q := range []string{
+		`CREATE SEQUENCE ` + seq,
+		// nextval is not rolled back with the transaction: the second
+		// attempt passes.
+		`CREATE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF nextval('` + seq + `') = 1 THEN
+				RAISE EXCEPTION 'refused once by a trigger';
+			END IF;
+			RETURN NEW;
+		END $$`,
+		`CREATE TRIGGER raise_once BEFORE INSERT OR UPDATE ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION ` + fn + `()`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := `{"type":"Feature","id":"raised","geometry":{"type":"Point","coordinates":[1,2]},"properties":null}`
+	r, b := do(t, http.MethodPost, url+"/features", "raise", body)
+	if r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" || !strings.Contains(b, "#feature-store-unavailable") {
+		t.Fatalf("a trigger's P0001: %d %s Retry-After=%q; want 503 feature-store-unavailable with Retry-After (unknown means transient)",
+			r.StatusCode, b, r.Header.Get("Retry-After"))
+	}
+	r, b = do(t, http.MethodPost, url+"/features", "raise", body)
+	if r.StatusCode != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("the retry: %d replayed=%q %s; want 201, executed", r.StatusCode, r.Header.Get("Idempotent-Replayed"), b)
+	}
+	var writes int
+	if err := conn.QueryRow(ctx, `SELECT writes FROM `+table+` WHERE id = 'raised'`).Scan(&writes); err != nil || writes != 1 {
+		t.Fatalf("writes = %d (%v), want 1", writes, err)
+	}
+}
+
 // A connection killed while the write's transaction is open
 // (pg_terminate_backend) is transient: 503 with Retry-After, the key
 // released, and the retry with the same key stores the feature, once.
 func TestIngestKilledConnectionIsReleased(t *testing.T) {
-	url, table, conn := pgService(t, "-write-delay", "2s")
+	// The write pauses 2 s inside its transaction, before the commit.
+	url, table, conn := pgServiceWith(t, hook(nil, 2*time.Second))
 	body := `{"type":"Feature","id":"killed","geometry":{"type":"Point","coordinates":[1,2]},"properties":null}`
 	type answer struct {
 		resp *http.Response

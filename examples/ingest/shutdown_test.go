@@ -5,13 +5,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/internal/tcpcut"
 )
@@ -58,15 +57,22 @@ func TestIngestShutdownReportsDroppedRecords(t *testing.T) {
 			defer proxy.Close()
 			var b [6]byte
 			_, _ = rand.Read(b[:])
-			runLog := filepath.Join(t.TempDir(), "runs")
 			ctx, stop := context.WithCancel(context.Background())
 			defer stop()
 			out := lineWriter{make(chan string, 16)}
 			var stderr safeBuffer
 			code := make(chan int, 1)
 			args := append([]string{"-addr", "127.0.0.1:0", "-store", "redis://" + proxy.Addr() + "/0", "-redis-volatile",
-				"-redis-prefix", "ingest-shutdown-" + hex.EncodeToString(b[:]) + ":", "-lease", "3s", "-write-delay", "2s", "-run-log", runLog}, tc.args...)
-			go func() { code <- run(ctx, args, out, &stderr) }()
+				"-redis-prefix", "ingest-shutdown-" + hex.EncodeToString(b[:]) + ":", "-lease", "3s"}, tc.args...)
+			cfg, usage := parseFlags(args, &stderr)
+			if cfg == nil {
+				t.Fatalf("%q: exit %d", args, usage)
+			}
+			// The handler says when it runs, and its write pauses 2 s.
+			running := make(chan struct{})
+			var once sync.Once
+			cfg.service.WrapFeatures = hook(func([]service.Feature) { once.Do(func() { close(running) }) }, 2*time.Second)
+			go func() { code <- serve(ctx, cfg, out, &stderr) }()
 			var url string
 			select {
 			case l := <-out.lines:
@@ -85,15 +91,12 @@ func TestIngestShutdownReportsDroppedRecords(t *testing.T) {
 				r, _ := do(t, "POST", url+"/features", "k1", collection)
 				posted <- r.StatusCode
 			}()
-			// Once the handler runs (it logs its run before writing), the
-			// store stalls: its record cannot be written.
-			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-				if b, _ := os.ReadFile(runLog); len(b) > 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the handler did not run within 30s")
-				}
+			// Once the handler runs (it says so before writing), the store
+			// stalls: its record cannot be written.
+			select {
+			case <-running:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the handler did not run within 30s")
 			}
 			proxy.Stall()
 			if c := <-posted; c != 201 {

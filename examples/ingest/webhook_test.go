@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/geoidem/geoidem/standardwebhooks"
@@ -46,6 +49,119 @@ func TestIngestVerifiesStandardWebhooks(t *testing.T) {
 		t.Fatalf("signed delivery after the forgery: %d replayed=%q, want a fresh 201", code, replayed)
 	}
 	if code, replayed := send(signed); code != http.StatusCreated || replayed != "true" {
+		t.Fatalf("re-signed retry: %d replayed=%q, want the replay", code, replayed)
+	}
+}
+
+// With webhook keys, the verifier's cheap checks (Verifier.Precheck: the
+// headers, the timestamp, a query) run in front of admission: while a
+// signed request holds the only slot in flight, an unsigned request is
+// answered 401, and a signed one sent with a query 400, from their headers
+// and URL alone, not 429 or 503 by admission. Unsigned traffic costs only
+// its rejection. A signed request still meets admission (a 429 or 503 while
+// the slot is held), and the body is verified behind it, before the key.
+func TestIngestUnsignedRefusedBeforeAdmission(t *testing.T) {
+	secret := standardwebhooks.GenerateSecret()
+	url := start(t, "-webhook-secret", secret.Encode(), "-max-in-flight", "1")
+	signer, err := standardwebhooks.NewSigner(standardwebhooks.SignerConfig{Secrets: []standardwebhooks.Secret{secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(id, query string, sign bool) (int, string) {
+		t.Helper()
+		body := []byte(`{"type":"Feature","id":"` + id + `","geometry":null,"properties":null}`)
+		req, _ := http.NewRequest(http.MethodPost, url+"/features"+query, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/geo+json")
+		if sign {
+			if err := signer.SignRequest(req, "msg_"+id, body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	// Hold the only slot: a signed request whose body never ends.
+	body := []byte(`{"type":"Feature","id":"slow","geometry":null,"properties":null}`)
+	req, _ := http.NewRequest(http.MethodPost, url+"/features", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/geo+json")
+	if err := signer.SignRequest(req, "msg_slow", body); err != nil {
+		t.Fatal(err)
+	}
+	var raw bytes.Buffer
+	if err := req.Write(&raw); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(raw.Bytes()[:raw.Len()-10]); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until admission holds it: a signed probe is then refused.
+	held := false
+	for i := 0; !held; i++ {
+		if i == 200 {
+			t.Fatal("admission never held the slow request")
+		}
+		code, b := post("probe"+strconv.Itoa(i), "", true)
+		switch code {
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+			held = true
+		case http.StatusCreated: // the slow request was not in yet
+		default:
+			t.Fatalf("signed probe: %d %s", code, b)
+		}
+	}
+	if code, b := post("unsigned", "", false); code != http.StatusUnauthorized || !strings.Contains(b, "#webhook-signature-missing") {
+		t.Errorf("an unsigned request while admission is full: %d %s; want 401 webhook-signature-missing, before admission", code, b)
+	}
+	if code, b := post("query", "?x=1", true); code != http.StatusBadRequest || !strings.Contains(b, "#webhook-query-not-signed") {
+		t.Errorf("a signed request with a query while admission is full: %d %s; want 400 webhook-query-not-signed, before admission", code, b)
+	}
+}
+
+// With -webhook-public-key (whpk_…) the service takes Standard Webhooks
+// signed v1a (ed25519) with the matching signing key, and refuses a
+// signature under another key; -webhook-secret and -webhook-public-key
+// may be given together.
+func TestIngestVerifiesAsymmetricWebhooks(t *testing.T) {
+	key, other := standardwebhooks.GenerateSigningKey(), standardwebhooks.GenerateSigningKey()
+	secret := standardwebhooks.GenerateSecret()
+	url := start(t, "-webhook-public-key", key.Public().Encode(), "-webhook-secret", secret.Encode())
+	body := []byte(`{"type":"Feature","id":"v1a","geometry":null,"properties":null}`)
+	send := func(k standardwebhooks.SigningKey) (int, string) {
+		signer, err := standardwebhooks.NewSigner(standardwebhooks.SignerConfig{SigningKeys: []standardwebhooks.SigningKey{k}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodPost, url+"/features", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/geo+json")
+		if err := signer.SignRequest(req, "msg_v1a", body); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, resp.Header.Get("Idempotent-Replayed")
+	}
+	if code, _ := send(other); code != http.StatusUnauthorized {
+		t.Fatalf("signed under another key: %d, want 401", code)
+	}
+	if code, replayed := send(key); code != http.StatusCreated || replayed != "" {
+		t.Fatalf("signed v1a: %d replayed=%q, want a fresh 201", code, replayed)
+	}
+	if code, replayed := send(key); code != http.StatusCreated || replayed != "true" {
 		t.Fatalf("re-signed retry: %d replayed=%q, want the replay", code, replayed)
 	}
 }

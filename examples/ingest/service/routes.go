@@ -1,14 +1,9 @@
-package ingest
+package service
 
 import (
 	"net/http"
 
-	"github.com/geoidem/geoidem/middleware"
-)
-
-const (
-	problemNoRoute          = middleware.ProblemTypeBase + "not-found"          // 404
-	problemMethodNotAllowed = middleware.ProblemTypeBase + "method-not-allowed" // 405
+	"github.com/geoidem/geoidem/problem"
 )
 
 // problemRoutes serves mux, answering its own 404 and 405 (Allow kept) as
@@ -35,12 +30,12 @@ func (w *routeErrorWriter) WriteHeader(code int) {
 	case http.StatusNotFound:
 		w.swallow = true
 		w.ResponseWriter.Header().Del("X-Content-Type-Options")
-		writeProblem(w.ResponseWriter, code, problemNoRoute, "Not found", "This service has no such resource.", 0)
+		problem.Write(w.ResponseWriter, problem.Details{Type: problemNoRoute, Title: "Not found", Status: code, Detail: "This service has no such resource."})
 	case http.StatusMethodNotAllowed:
 		w.swallow = true
 		w.ResponseWriter.Header().Del("X-Content-Type-Options")
-		writeProblem(w.ResponseWriter, code, problemMethodNotAllowed, "Method not allowed",
-			"This resource does not accept this method; see the Allow header.", 0)
+		problem.Write(w.ResponseWriter, problem.Details{Type: problemMethodNotAllowed, Title: "Method not allowed", Status: code,
+			Detail: "This resource does not accept this method; see the Allow header."})
 	default:
 		w.ResponseWriter.WriteHeader(code)
 	}

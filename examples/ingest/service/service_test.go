@@ -1,7 +1,9 @@
-package ingest
+package service
 
 import (
 	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -24,7 +26,8 @@ func postTo(h http.Handler, key, body string) *httptest.ResponseRecorder {
 // (no room frees by itself, so no Retry-After) and its key released: the
 // sender retries later, and nothing stored is evicted to make room.
 func TestFullFeatureStoreAnswers507(t *testing.T) {
-	svc, err := New(context.Background(), Config{MaxFeatures: 2, MaxFeatureBytes: 1 << 20})
+	reg := prometheus.NewRegistry()
+	svc, err := New(context.Background(), Config{MaxFeatures: 2, MaxFeatureBytes: 1 << 20, Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +49,7 @@ func TestFullFeatureStoreAnswers507(t *testing.T) {
 				w.Code, w.Body, w.Header().Get("Retry-After"))
 		}
 	}
-	if n := svc.Outcomes()[middleware.Released]; n != 2 {
+	if n := outcomes(t, reg)[middleware.Released.String()]; n != 2 {
 		t.Errorf("%d released outcomes, want 2", n)
 	}
 	for _, id := range []string{"a", "b"} {
@@ -139,5 +142,54 @@ func TestFullFeatureStoreSaysItStaysFull(t *testing.T) {
 	w := postTo(h, "k2", `{"type":"Feature","id":"b","geometry":null,"properties":null}`)
 	if w.Code != http.StatusInsufficientStorage || w.Header().Get("Retry-After") != "" || !strings.Contains(w.Body.String(), "#feature-store-full") {
 		t.Errorf("full store: %d Retry-After=%q %s; want 507 feature-store-full, no Retry-After", w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+}
+
+// outcomes reads geoidem_requests_total back from reg, by outcome.
+func outcomes(t *testing.T, reg *prometheus.Registry) map[string]int {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, f := range families {
+		if f.GetName() != "geoidem_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" {
+					out[l.GetValue()] = int(m.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	return out
+}
+
+// GET /metrics counts the features of the committed writes by what the
+// newest rule did with them.
+func TestMetricsCountFeaturesWritten(t *testing.T) {
+	svc, err := New(context.Background(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	h := svc.Handler()
+	obs := func(id string, s int) string {
+		return `{"type":"Feature","id":"` + id + `","geometry":null,"properties":{"observation_time":"2026-03-01T10:00:0` + strconv.Itoa(s) + `Z"}}`
+	}
+	for i, body := range []string{obs("a", 5), obs("a", 3), `{"type":"Feature","id":"a","geometry":null,"properties":null}`, obs("b", 1)} {
+		if w := postTo(h, "m"+strconv.Itoa(i), body); w.Code/100 != 2 {
+			t.Fatalf("POST %s: %d %s", body, w.Code, w.Body)
+		}
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, want := range []string{`geoidem_features_total{result="stored"} 2`, `geoidem_features_total{result="stale"} 1`, `geoidem_features_total{result="unstamped"} 1`} {
+		if !strings.Contains(w.Body.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, w.Body)
+		}
 	}
 }

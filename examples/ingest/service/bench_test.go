@@ -1,4 +1,4 @@
-package ingest
+package service
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoidem/geoidem/geojson"
 	"github.com/geoidem/geoidem/internal/benchshape"
@@ -58,7 +60,7 @@ func collection(n int) []byte {
 // middleware (on a store that only acquires), the GeoJSON validation and
 // the ingest handler writing to the in-memory feature store.
 //
-//	go test -run '^$' -bench ValidateAndHandle -benchmem ./examples/internal/ingest
+//	go test -run '^$' -bench ValidateAndHandle -benchmem ./examples/ingest/service
 func BenchmarkValidateAndHandle(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -71,7 +73,7 @@ func BenchmarkValidateAndHandle(b *testing.B) {
 			name    string
 			handler http.Handler
 		}{
-			{c.name, postFeatures(newMemFeatures(0, 0, nil), nil, 0, time.Second, slog.New(slog.DiscardHandler), "")},
+			{c.name, http.HandlerFunc(handlerOnly().postFeatures)},
 			// The middleware and the validator with a handler that only
 			// answers: what the ingest handler adds is the difference.
 			{c.name + "/ValidateOnly", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) })},
@@ -103,4 +105,14 @@ func benchPost(b *testing.B, name string, body []byte, handler http.Handler) {
 			}
 		}
 	})
+}
+
+// handlerOnly is a Service with only what postFeatures uses: the in-memory
+// feature store, and counters registered nowhere.
+func handlerOnly() *Service {
+	s := &Service{features: newMemoryFeatures(0, 0), log: slog.New(slog.DiscardHandler), orderProperty: DefaultOrderProperty, retryAfter: time.Second}
+	for i := range s.counts {
+		s.counts[i] = prometheus.NewCounter(prometheus.CounterOpts{Name: "features"})
+	}
+	return s
 }

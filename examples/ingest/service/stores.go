@@ -1,0 +1,145 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/memstore"
+	"github.com/geoidem/geoidem/keystore/pgstore"
+	"github.com/geoidem/geoidem/keystore/redisstore"
+)
+
+// stores is what Config.Store selects: the key store, the feature store,
+// a health probe and what closes them.
+type stores struct {
+	keys     keystore.Store
+	features FeatureStore
+	ping     func(ctx context.Context) error
+	close    func()
+}
+
+// open returns the stores cfg.Store names (see New).
+func open(ctx context.Context, cfg Config, log *slog.Logger) (*stores, error) {
+	switch u := cfg.Store; {
+	case u == "" || u == "memory":
+		return &stores{keys: new(memstore.Store), features: newMemoryFeatures(cfg.MaxFeatures, cfg.MaxFeatureBytes),
+			ping: func(context.Context) error { return nil }, close: func() {}}, nil
+	case strings.HasPrefix(u, "redis://") || strings.HasPrefix(u, "rediss://"):
+		return openRedis(ctx, cfg, log)
+	case strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://"):
+		return openPostgres(ctx, cfg)
+	}
+	return nil, fmt.Errorf("store %q: want memory, redis://… or postgres://…", Redacted(cfg.Store))
+}
+
+// redisTimeout bounds every Redis command; the middleware's own store
+// timeout (2 s) is longer, so a stalled Redis surfaces as a command error.
+const redisTimeout = time.Second
+
+// startTimeout bounds what opening a store may take: reaching it, and
+// PostgreSQL's migrations.
+const startTimeout = 30 * time.Second
+
+// quiet turns off go-redis's maintenance notifications, whose handshake
+// logs a line on every Redis that does not know them.
+var quiet = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+
+func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (*stores, error) {
+	u, err := url.Parse(cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	// newClient returns a client of the URL; maxRetries is its MaxRetries.
+	var newClient func(maxRetries int) redis.UniversalClient
+	if strings.Contains(u.Host, ",") { // a list of seed nodes: a Cluster
+		copts := redis.ClusterOptions{Addrs: strings.Split(u.Host, ",")}
+		if u.User != nil {
+			copts.Username = u.User.Username()
+			copts.Password, _ = u.User.Password()
+		}
+		copts.DialTimeout, copts.ReadTimeout, copts.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
+		copts.ContextTimeoutEnabled = true
+		copts.MaintNotificationsConfig = quiet
+		newClient = func(maxRetries int) redis.UniversalClient {
+			o := copts
+			o.MaxRetries = maxRetries
+			return redis.NewClusterClient(&o)
+		}
+	} else {
+		ropts, err := redis.ParseURL(cfg.Store)
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		ropts.DialTimeout, ropts.ReadTimeout, ropts.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
+		ropts.ContextTimeoutEnabled = true
+		ropts.MaintNotificationsConfig = quiet
+		newClient = func(maxRetries int) redis.UniversalClient {
+			o := *ropts
+			o.MaxRetries = maxRetries
+			return redis.NewClient(&o)
+		}
+	}
+	// Fail now on a Redis that cannot be used (nothing listening, a
+	// database it does not have, credentials it refuses), as PostgreSQL
+	// does: redisstore.New only warns when it cannot read the server's
+	// configuration, and every request would then be a 503. One try, no
+	// retries: the cause is reported at once.
+	probe := newClient(-1)
+	pctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	err = probe.Ping(pctx).Err()
+	probe.Close()
+	if err != nil {
+		return nil, fmt.Errorf("store %s: Redis cannot be used: %w", Redacted(cfg.Store), err)
+	}
+	client := newClient(0) // go-redis's default retries
+	keys, err := redisstore.New(client, redisstore.Config{
+		KeyPrefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix), Durability: cfg.RedisDurability,
+		Logger: log, WaitReplicas: cfg.RedisWaitReplicas,
+	})
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	return &stores{
+		keys:     keys,
+		features: newMemoryFeatures(cfg.MaxFeatures, cfg.MaxFeatureBytes),
+		ping:     func(ctx context.Context) error { return client.Ping(ctx).Err() },
+		close:    func() { client.Close() },
+	}, nil
+}
+
+func openPostgres(ctx context.Context, cfg Config) (*stores, error) {
+	pool, err := pgxpool.New(ctx, cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	fail := func(err error) (*stores, error) { pool.Close(); return nil, err }
+	ictx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	keys, err := pgstore.New(ictx, pool, pgstore.Config{Table: cfg.KeyTable})
+	if err != nil {
+		return fail(err)
+	}
+	features := &postgisFeatures{keys: keys, pool: pool, table: pgx.Identifier{orDefault(cfg.FeaturesTable, DefaultFeaturesTable)}.Sanitize()}
+	if err := features.migrate(ictx); err != nil {
+		keys.Close()
+		return fail(err)
+	}
+	return &stores{
+		keys:     keys,
+		features: features,
+		ping:     pool.Ping,
+		close:    func() { keys.Close(); pool.Close() },
+	}, nil
+}
