@@ -316,7 +316,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	mux.Handle("POST /features", post)
 	mux.Handle("GET /features/{id}", http.HandlerFunc(s.getFeature))
 	mux.Handle("GET /metrics", metricsHandler(reg))
-	mux.Handle("GET /healthz", health(pinger(s.stores.keys, s.stores.ping)))
+	mux.Handle("GET /healthz", health(probe(s.stores.keys)))
 	s.handler = problemRoutes(mux)
 	return s, nil
 }

@@ -20,11 +20,10 @@ import (
 )
 
 // stores is what Config.Store selects: the key store, the feature store,
-// a health probe and what closes them.
+// and what closes them.
 type stores struct {
 	keys     keystore.Store
 	features FeatureStore
-	ping     func(ctx context.Context) error
 	close    func()
 }
 
@@ -33,7 +32,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (*stores, error) {
 	switch u := cfg.Store; {
 	case u == "" || u == "memory":
 		return &stores{keys: new(memstore.Store), features: newMemoryFeatures(cfg.MaxFeatures, cfg.MaxFeatureBytes),
-			ping: func(context.Context) error { return nil }, close: func() {}}, nil
+			close: func() {}}, nil
 	case strings.HasPrefix(u, "redis://") || strings.HasPrefix(u, "rediss://"):
 		return openRedis(ctx, cfg, log)
 	case strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://"):
@@ -114,7 +113,6 @@ func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (*stores, erro
 	return &stores{
 		keys:     keys,
 		features: newMemoryFeatures(cfg.MaxFeatures, cfg.MaxFeatureBytes),
-		ping:     func(ctx context.Context) error { return client.Ping(ctx).Err() },
 		close:    func() { client.Close() },
 	}, nil
 }
@@ -139,7 +137,6 @@ func openPostgres(ctx context.Context, cfg Config) (*stores, error) {
 	return &stores{
 		keys:     keys,
 		features: features,
-		ping:     pool.Ping,
 		close:    func() { keys.Close(); pool.Close() },
 	}, nil
 }
