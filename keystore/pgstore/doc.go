@@ -26,7 +26,7 @@
 //			problem.Write(w, problem.Details{Status: http.StatusServiceUnavailable,
 //				Type: typeUnavailable, Title: "Feature store unavailable", RetryAfter: time.Second})
 //			return
-//		case err != nil: // a refused geometry, a constraint, a bug: no retry can fix it
+//		case err != nil: // the feature's own fault (a refused geometry, a constraint): no retry can fix it
 //			problem.Write(w, problem.Details{Status: http.StatusUnprocessableEntity,
 //				Type: typeRejected, Title: "Feature rejected"})
 //			return

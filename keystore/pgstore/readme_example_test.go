@@ -64,10 +64,10 @@ func ExampleStore_InTx_middleware() {
 			}, nil
 		})
 		switch { // not every error is "try again": see "Permanent or transient failures"
-		case pgstore.Transient(err): // a lost connection, a deadlock, a failover: 5xx, the key is released
+		case pgstore.Transient(err): // a lost connection, a deadlock, a failover, a bug: 503, the key is released
 			problem.Write(w, problem.Details{Status: http.StatusServiceUnavailable, RetryAfter: time.Second})
 			return
-		case err != nil: // a refused geometry, a constraint, a bug: 422, recorded, the sender stops
+		case err != nil: // the feature's own fault (a refused geometry, a constraint): 422, recorded, the sender stops
 			problem.Write(w, problem.Details{Status: http.StatusUnprocessableEntity, Detail: "feature refused"})
 			return
 		}

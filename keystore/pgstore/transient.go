@@ -2,59 +2,46 @@ package pgstore
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/geoidem/geoidem/internal/transient"
 )
 
 // Transient reports whether a failed PostgreSQL call (a handler's write in
 // [Store.InTx], say) may succeed if the sender retries. It is the rule the
-// README states, "a failure no retry can fix must not be a 503", as code:
-// answer a transient error 503 with Retry-After, so that the middleware
-// releases the key and the retry runs the handler again, and a permanent
-// one 4xx (422, say), so that it is recorded, every retry is answered the
-// same and the sender stops.
-// [github.com/geoidem/geoidem/problem.Write] writes either as an
-// RFC 9457 problem document.
+// README states as code: answer a transient error 503 with Retry-After, so
+// that the middleware releases the key and the retry runs the handler
+// again, and a permanent one 4xx (422, say), so that it is recorded, every
+// retry is answered the same and the sender stops.
+// [github.com/geoidem/geoidem/problem.Write] writes either as an RFC 9457
+// problem document.
 //
-// Transient:
+// Permanent, because the request's own data is at fault and no retry can
+// change it: the SQLSTATE classes 22 (data exception), 23 (integrity
+// constraint violation) and 54 (program limit exceeded), and PostGIS's
+// geometry errors (XX000 raised from lwgeom). nil is no failure.
 //
-//   - SQLSTATE classes 08 (connection exception), 40 (transaction
-//     rollback: 40001 serialization failure, 40P01 deadlock), 53
-//     (insufficient resources), 57 (operator intervention: 57P01 from
-//     pg_terminate_backend, 57014 query canceled), 58 (system error), and
-//     the codes 25006 (read-only transaction: a standby after a failover)
-//     and 55P03 (lock not available);
-//   - lost or refused connections: io.EOF, io.ErrUnexpectedEOF,
-//     net.ErrClosed, ECONNRESET, ECONNREFUSED, EPIPE, ECONNABORTED, any
-//     net.Error, pgx's ErrConnClosed and ConnectError, and any error pgx
-//     says is safe to retry;
-//   - timeouts and cancellations: context.DeadlineExceeded,
-//     context.Canceled, pgx timeouts.
-//
-// Every other error is permanent, nil included (it is no failure): the
-// classes 22 (data exception), 23 (integrity constraint violation), 54
-// (program limit exceeded), PostGIS's geometry errors (XX000 from
-// lwgeom_pg.c), and errors Transient does not know. Treating unknown errors
-// as permanent is deliberate: a handler bug (a typo in SQL is 42601, a
-// missing table 42P01) must end in a recorded failure the sender sees, not
-// in retries until the sender's deadline. [keystore.ErrLeaseLost] is
-// permanent too: another delivery of the request took the key over, and
-// its answer stands.
+// Every other error is transient, those Transient does not know included:
+// lost connections, timeouts, serialization failures and deadlocks, a
+// server shutting down, a standby after a failover, and also a handler's
+// bug (a typo in SQL, 42601; a missing table, 42P01; a trigger's
+// exception, P0001). An unknown error is transient on purpose (DESIGN.md,
+// bug 28): answered 422 it is recorded and the sender gives a valid event
+// up for good; answered 503 it costs retries and, if the fault stays, a
+// dead letter that an operator re-drives once it is fixed.
 func Transient(err error) bool {
-	if err == nil {
+	return err != nil && !permanent(err)
+}
+
+// permanent reports whether err is the request's own fault.
+func permanent(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
 		return false
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code[:min(2, len(pgErr.Code))] {
-		case "08", "40", "53", "57", "58":
-			return true
-		}
-		return pgErr.Code == "25006" || pgErr.Code == "55P03"
+	switch pgErr.Code[:min(2, len(pgErr.Code))] {
+	case "22", "23", "54":
+		return true
 	}
-	var connectErr *pgconn.ConnectError
-	return transient.Conn(err) || pgconn.Timeout(err) || errors.Is(err, pgconn.ErrConnClosed) ||
-		errors.As(err, &connectErr) || pgconn.SafeToRetry(err)
+	return pgErr.Code == "XX000" && strings.HasPrefix(pgErr.File, "lwgeom")
 }

@@ -32,10 +32,13 @@ func TestTransient(t *testing.T) {
 		{"23514 check violation", fmt.Errorf("batch: %w", pg("23514")), false},
 		{"54000 value too large", pg("54000"), false},
 		{"PostGIS geometry error", postgis, false},
-		{"42P01 undefined table (a bug)", pg("42P01"), false},
-		{"an unknown error", errors.New("handler bug"), false},
-		{"lease lost", fmt.Errorf("complete: %w", keystore.ErrLeaseLost), false},
-		// Transient: a retry may succeed.
+		// Transient: a retry may succeed, or nothing says it cannot (an
+		// unknown error is transient: DESIGN.md bug 28).
+		{"42P01 undefined table (a bug)", pg("42P01"), true},
+		{"P0001 a trigger's exception", pg("P0001"), true},
+		{"XX000 outside PostGIS", pg("XX000"), true},
+		{"an unknown error", errors.New("handler bug"), true},
+		{"lease lost", fmt.Errorf("complete: %w", keystore.ErrLeaseLost), true},
 		{"40001 serialization failure", pg("40001"), true},
 		{"40P01 deadlock", pg("40P01"), true},
 		{"53300 too many connections", pg("53300"), true},
@@ -70,7 +73,8 @@ func TestTransientOnServerErrors(t *testing.T) {
 		transient bool
 	}{
 		{"division by zero (22012)", `SELECT 1/0`, false},
-		{"undefined table (42P01)", `SELECT * FROM geoidem_no_such_table`, false},
+		{"undefined table (42P01)", `SELECT * FROM geoidem_no_such_table`, true},
+		{"a trigger's exception (P0001)", `DO $$ BEGIN RAISE EXCEPTION 'refused by a trigger'; END $$`, true},
 		{"statement timeout (57014)", `SET statement_timeout = 10; SELECT pg_sleep(1)`, true},
 	} {
 		_, err := conn.Exec(ctx, c.sql)

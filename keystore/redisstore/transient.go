@@ -1,41 +1,21 @@
 package redisstore
 
-import (
-	"errors"
-
-	"github.com/redis/go-redis/v9"
-
-	"github.com/geoidem/geoidem/internal/transient"
-)
+import "github.com/redis/go-redis/v9"
 
 // Transient reports whether a failed Redis call (a handler's own write to
 // Redis, say) may succeed if the sender retries: answer it 503 with
 // Retry-After, so that the middleware releases the key and the retry runs
-// the handler again; answer any other failure 4xx, so that it is recorded
-// and the sender stops (see
+// the handler again; answer a permanent failure 4xx, so that it is
+// recorded and the sender stops (see
 // [github.com/geoidem/geoidem/keystore/pgstore.Transient] for the rule, and
 // [github.com/geoidem/geoidem/problem.Write] to write either).
 //
-// Transient: a closed client, a pool timeout or exhaustion; the replies
-// LOADING, READONLY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN, BUSY and OOM; lost
-// or refused connections (io.EOF, io.ErrUnexpectedEOF, net.ErrClosed,
-// ECONNRESET, ECONNREFUSED, EPIPE, ECONNABORTED, any net.Error); timeouts
-// and cancellations (context.DeadlineExceeded, context.Canceled). Every
-// other error is permanent, nil included: any other reply (WRONGTYPE, a
-// script error: a bug no retry fixes), and errors Transient does not know.
+// Permanent, because the request's own data is at fault: a value larger
+// than the server takes ("ERR string exceeds maximum allowed size"). nil is
+// no failure. Every other error is transient, those Transient does not
+// know included (a lost connection, a failover, OOM, and also a handler's
+// bug, WRONGTYPE or a script error): an unknown error is transient on
+// purpose (DESIGN.md, bug 28).
 func Transient(err error) bool {
-	if err == nil {
-		return false
-	}
-	var rerr redis.Error
-	if errors.As(err, &rerr) {
-		for _, prefix := range []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "OOM"} {
-			if redis.HasErrorPrefix(err, prefix) {
-				return true
-			}
-		}
-		return false
-	}
-	return transient.Conn(err) || errors.Is(err, redis.ErrClosed) ||
-		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted)
+	return err != nil && !redis.HasErrorPrefix(err, "string exceeds maximum allowed size")
 }

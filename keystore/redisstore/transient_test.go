@@ -28,9 +28,13 @@ func TestTransient(t *testing.T) {
 		transient bool
 	}{
 		{"nil", nil, false},
-		{"an unknown error", errors.New("handler bug"), false},
-		{"WRONGTYPE (a bug)", reply("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
-		{"ERR script error", reply("ERR user_script:1: Script attempted to access nonexistent global variable"), false},
+		// Permanent: the request's own data is at fault.
+		{"a value too large", reply("ERR string exceeds maximum allowed size (proto-max-bulk-len)"), false},
+		// Transient: a retry may succeed, or nothing says it cannot (an
+		// unknown error, a bug, is transient: DESIGN.md bug 28).
+		{"an unknown error", errors.New("handler bug"), true},
+		{"WRONGTYPE (a bug)", reply("WRONGTYPE Operation against a key holding the wrong kind of value"), true},
+		{"ERR script error", reply("ERR user_script:1: Script attempted to access nonexistent global variable"), true},
 		{"LOADING", reply("LOADING Redis is loading the dataset in memory"), true},
 		{"READONLY", fmt.Errorf("set: %w", reply("READONLY You can't write against a read only replica.")), true},
 		{"CLUSTERDOWN", reply("CLUSTERDOWN The cluster is down"), true},
