@@ -39,10 +39,10 @@ type ConnsConfig struct {
 	// an IPv4 address, or an IPv6 /64 (one subscriber's allocation). A
 	// connection past it is closed as soon as it is accepted, with a reset:
 	// no goroutine, no buffer, no TIME_WAIT. Default DefaultMaxConnsPerHost
-	// (8), half of what one client may hold of middleware.Admission's
-	// default 64 requests in flight, so that a few addresses cannot hold
-	// them all with slow requests. Behind a proxy every connection comes
-	// from the proxy: set it negative there, and bound hosts at the proxy.
+	// (8), half of a client's share of middleware.Admission's default 64
+	// requests in flight, so that fewer than eight hosts cannot hold them
+	// all with slow requests. Behind a proxy every connection comes from
+	// the proxy: set it negative there, and bound hosts at the proxy.
 	MaxConnsPerHost int
 
 	// MaxIdle bounds the connections waiting for a request: new ones that

@@ -38,10 +38,12 @@
 // middleware.Admission's Retry-After counts on [BodyDeadline].
 //
 // The two work together: the per-host bound is what keeps a few addresses
-// from holding every admission slot (8 connections per host leave room
-// until six hosts send slow bodies at once, against Admission's default 64
-// slots), and the rate is what makes each slot they hold come back within
-// seconds.
+// from holding every admission slot, and the rate is what makes each slot
+// a slow body holds come back within seconds. Against Admission's default
+// 64 slots, 8 connections per host leave a sender room while up to seven
+// hosts send slow bodies; eight hosts hold all 64 again, each slot for
+// Grace + length/MinRate (5.1 s for 100 bytes at the defaults) before it
+// is cut off and, by an attacker that connects again at once, retaken.
 //
 // # Wiring
 //
