@@ -40,6 +40,7 @@ func tinyOptions(t *testing.T) options {
 	o.faultEvents, o.faultSenders, o.faultWriteDelay = 40, 4, 5*time.Millisecond
 	o.faultStall, o.faultPGKills = time.Second, 3
 	o.journalOps, o.journalTime, o.journalRounds = 50, 50*time.Millisecond, 2
+	o.fdIdleConns, o.fdSlowFor = 400, 3*time.Second
 	if addr := os.Getenv("GEOIDEM_REDIS_ADDR"); addr != "" {
 		o.redisAddr = addr
 	}

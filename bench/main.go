@@ -1,7 +1,7 @@
 // Command bench measures geoidem against the baselines that matter, in one
 // run on one machine, and writes bench/REPORT.md with its SVG figures.
 //
-//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage,hostile,faults,journal|goals]
+//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage,hostile,faults,journal,frontdoor|goals]
 //
 // Sections (numbered as in issue 8):
 //
@@ -21,7 +21,10 @@
 //     pg_terminate_backend under load; each row a run
 //     of examples/chaos (which it builds), quoting its command;
 //  8. journal: serial deliveries through an Outbox with a FileJournal
-//     against a raw write-and-fsync loop in the same directory (issue 24).
+//     against a raw write-and-fsync loop in the same directory (issue 24);
+//  9. frontdoor: slow bodies and idle connections from many loopback
+//     addresses against a service as main wires it and behind package
+//     frontdoor (issue 35), each service in a child process.
 //
 // Under the summary, "Issue 24 goals" puts every figure of issue 24's table
 // that the run measured (sections 1, 3 and 8) next to its goal; -only goals
@@ -98,11 +101,15 @@ type options struct {
 	journalOps    int           // operation bound of each measurement
 	journalTime   time.Duration // time bound of each measurement
 	journalRounds int           // interleaved rounds
+
+	// Section 9.
+	fdIdleConns int           // idle connections the attackers hold
+	fdSlowFor   time.Duration // how long the sender posts under slow bodies
 }
 
 // sectionNames are the -only names, in report order; the issue's numbers
 // are accepted as well.
-var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults", "journal"}
+var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults", "journal", "frontdoor"}
 
 // goalSections are the sections -only goals stands for: those that measure
 // the figures of issue 24's goals.
@@ -143,6 +150,9 @@ func defaultOptions(quick bool) options {
 		journalOps:    5000,
 		journalTime:   2 * time.Second,
 		journalRounds: 5,
+
+		fdIdleConns: 20_000,
+		fdSlowFor:   20 * time.Second,
 	}
 	if quick {
 		o.httpRequests, o.httpTime, o.httpRounds = 2000, 600*time.Millisecond, 3
@@ -151,6 +161,7 @@ func defaultOptions(quick bool) options {
 		o.occTrials = 20
 		o.faultEvents = 500
 		o.journalTime, o.journalRounds = 300*time.Millisecond, 3
+		o.fdIdleConns, o.fdSlowFor = 4000, 8*time.Second
 	}
 	return o
 }
@@ -198,9 +209,12 @@ func parseOnly(s string) (map[string]bool, error) {
 }
 
 func main() {
+	if code, ok := frontdoorChild(); ok {
+		os.Exit(code) // a service or an attacker of section 9
+	}
 	quick := flag.Bool("quick", false, "smaller sizes, for a quick look")
 	out := flag.String("out", "bench", "directory for REPORT.md and its figures")
-	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-8), or goals (= "+strings.Join(goalSections, ",")+"); default all")
+	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-9), or goals (= "+strings.Join(goalSections, ",")+"); default all")
 	seed := flag.Uint64("seed", 1, "seed of the simulations (sections occ and outage)")
 	redisAddr := flag.String("redis", "127.0.0.1:6379", "Redis address")
 	pgURL := flag.String("postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL connection string")

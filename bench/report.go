@@ -84,6 +84,7 @@ var sections = []struct {
 	{"hostile", "6. Hostile inputs", runHostile},
 	{"faults", "7. Store faults", runFaults},
 	{"journal", "8. Sender journal against the disk's fsync", runJournal},
+	{"frontdoor", "9. Front door: slow bodies and idle connections", runFrontdoor},
 }
 
 // environment describes the machine and the moment of a run.

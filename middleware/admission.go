@@ -48,6 +48,14 @@ type AdmissionConfig struct {
 	// DefaultRetryAfter.
 	RetryAfter time.Duration
 
+	// BodyDeadline, when set, returns the time by which a request's body
+	// will have arrived in full or been cut off, or the zero time when it
+	// cannot tell: frontdoor.BodyDeadline, with a frontdoor.BodyRate in
+	// front of the Admission. A refusal's Retry-After counts on it for
+	// requests that have run longer than requests take (slow bodies), which
+	// would otherwise be guessed to run as long again. Default: none.
+	BodyDeadline func(r *http.Request) time.Time
+
 	// Logger receives a Warn record per refusal, at most 10 a minute (the
 	// next record written counts those not written). Default: none.
 	Logger *slog.Logger
@@ -71,11 +79,20 @@ type AdmissionConfig struct {
 //
 // So a burst of large bodies leaves room for small requests, one client's
 // burst leaves room for the others, and the key store's reservations (one
-// per claim in flight) are bounded by MaxInFlight. The Retry-After is the
-// time admitted requests have been taking (a moving average), rounded up
-// to whole seconds and at least AdmissionConfig.RetryAfter: about when the
-// requests now in flight will have made room. Nothing is claimed, so the
-// sender's retry with the same key runs.
+// per claim in flight) are bounded by MaxInFlight. Nothing is claimed, so
+// the sender's retry with the same key runs.
+//
+// The Retry-After says when a slot that the refused request could take
+// frees: the earliest expected end among the requests in flight that hold
+// it (the client's own for a 429, the large bodies for a 503 refusing a
+// large body, all of them otherwise), in whole seconds rounded up, at
+// least AdmissionConfig.RetryAfter. A request is expected to take what
+// admitted requests have been taking (a moving average of their
+// durations); one that has run longer is expected to end by its body's
+// deadline (AdmissionConfig.BodyDeadline) when that is still ahead, else to
+// run as long again as it has. So 64 slow bodies that hold every slot
+// until a 30 s read timeout are answered with the time to the first
+// timeout, not with the second that fast requests take.
 type Admission struct {
 	maxN, maxClientN     int
 	maxBytes, maxClientB int64
@@ -86,12 +103,15 @@ type Admission struct {
 	crowdedB             int64 // and past this many bytes
 	maxBody              int64
 	client               func(*http.Request) string
+	bodyDeadline         func(*http.Request) time.Time
 	retryAfter           time.Duration
 	refusals             *ratelog.Logger
 	mu                   sync.Mutex
 	n, largeN            int
 	bytes, largeB        int64
 	clients              map[string]*load
+	flights              []flight      // the requests in flight, in slots reused
+	free                 []int         // the free slots of flights
 	avg                  time.Duration // moving average of the time admitted requests take
 	refused              uint64
 	peakN                int
@@ -102,6 +122,16 @@ type Admission struct {
 type load struct {
 	n     int
 	bytes int64
+}
+
+// flight is one request in flight: what admit charged it, when it began,
+// and when its body must have arrived (zero: unknown).
+type flight struct {
+	client   string
+	size     int64
+	start    time.Time
+	deadline time.Time
+	used     bool
 }
 
 // AdmissionStats is a snapshot of an Admission.
@@ -116,13 +146,14 @@ type AdmissionStats struct {
 // NewAdmission returns an Admission, or an error for a negative bound.
 func NewAdmission(cfg AdmissionConfig) (*Admission, error) {
 	a := &Admission{
-		maxN:       orDefault(cfg.MaxInFlight, DefaultMaxInFlight),
-		maxBytes:   orDefault(cfg.MaxInFlightBytes, DefaultMaxInFlightBytes),
-		maxBody:    orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
-		client:     cfg.Client,
-		retryAfter: orDefault(cfg.RetryAfter, DefaultRetryAfter),
-		refusals:   ratelog.New(cfg.Logger, 0, 0),
-		clients:    map[string]*load{},
+		maxN:         orDefault(cfg.MaxInFlight, DefaultMaxInFlight),
+		maxBytes:     orDefault(cfg.MaxInFlightBytes, DefaultMaxInFlightBytes),
+		maxBody:      orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
+		client:       cfg.Client,
+		bodyDeadline: cfg.BodyDeadline,
+		retryAfter:   orDefault(cfg.RetryAfter, DefaultRetryAfter),
+		refusals:     ratelog.New(cfg.Logger, 0, 0),
+		clients:      map[string]*load{},
 	}
 	if a.maxN < 0 || a.maxBytes < 0 || a.maxBody < 0 || a.retryAfter < 0 {
 		return nil, errors.New("middleware: AdmissionConfig bounds must not be negative")
@@ -153,7 +184,11 @@ func (a *Admission) Handler(next http.Handler) http.Handler {
 			size = a.maxBody
 		}
 		id := a.client(r)
-		status, retryAfter := a.admit(id, size)
+		var deadline time.Time
+		if a.bodyDeadline != nil {
+			deadline = a.bodyDeadline(r)
+		}
+		slot, status, retryAfter := a.admit(id, size, time.Now(), deadline)
 		switch status {
 		case http.StatusTooManyRequests:
 			problem.Write(w, status, problem.JSON(problem.Doc{Type: ProblemClientBusy, Title: "Too many requests in flight from this client", Status: status,
@@ -166,15 +201,15 @@ func (a *Admission) Handler(next http.Handler) http.Handler {
 			a.refusals.Warn(r.Context(), "request refused: too much in flight", slog.Int64("bytes", size))
 			return
 		}
-		start := time.Now()
-		defer a.done(id, size, start)
+		defer a.done(slot)
 		next.ServeHTTP(w, r)
 	})
 }
 
-// admit charges a request of client id with size bytes, or returns the
-// status that refuses it and its Retry-After.
-func (a *Admission) admit(id string, size int64) (int, time.Duration) {
+// admit charges a request of client id with size bytes, begun at now with
+// its body due by deadline, and returns its slot; or returns the status
+// that refuses it and its Retry-After.
+func (a *Admission) admit(id string, size int64, now, deadline time.Time) (int, int, time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c := a.clients[id]
@@ -192,8 +227,15 @@ func (a *Admission) admit(id string, size int64) (int, time.Duration) {
 	}
 	if status != 0 {
 		a.refused++
-		ra := (max(a.avg, a.retryAfter) + time.Second - 1).Truncate(time.Second)
-		return status, ra
+		holds := func(f *flight) bool { return true }
+		switch {
+		case status == http.StatusTooManyRequests:
+			holds = func(f *flight) bool { return f.client == id }
+		case large && !(a.n+1 > a.maxN || a.bytes+size > a.maxBytes):
+			holds = func(f *flight) bool { return f.size > a.large }
+		}
+		wait := max(a.firstEnd(now, holds), a.retryAfter)
+		return -1, status, (wait + time.Second - 1).Truncate(time.Second)
 	}
 	c.n++
 	c.bytes += size
@@ -205,15 +247,58 @@ func (a *Admission) admit(id string, size int64) (int, time.Duration) {
 		a.largeB += size
 	}
 	a.peakN, a.peakBytes = max(a.peakN, a.n), max(a.peakBytes, a.bytes)
-	return 0, 0
+	var slot int
+	if n := len(a.free); n > 0 {
+		slot, a.free = a.free[n-1], a.free[:n-1]
+	} else {
+		slot = len(a.flights)
+		a.flights = append(a.flights, flight{})
+	}
+	a.flights[slot] = flight{client: id, size: size, start: now, deadline: deadline, used: true}
+	return slot, 0, 0
 }
 
-// done gives back what admit charged and folds the request's duration
-// into the moving average.
-func (a *Admission) done(id string, size int64, start time.Time) {
-	took := time.Since(start)
+// firstEnd returns how long from now until the first of the requests in
+// flight that holds (as the refusal has it) is expected to end: a request
+// that has not yet run as long as requests take (the moving average) is
+// expected to end then; one that has, by its body's deadline when that is
+// ahead, else after as long again as it has run. With none in flight that
+// holds, the moving average.
+func (a *Admission) firstEnd(now time.Time, holds func(*flight) bool) time.Duration {
+	var first time.Time
+	for i := range a.flights {
+		f := &a.flights[i]
+		if !f.used || !holds(f) {
+			continue
+		}
+		end := f.start.Add(a.avg)
+		if !end.After(now) {
+			if f.deadline.After(now) {
+				end = f.deadline
+			} else {
+				end = now.Add(now.Sub(f.start))
+			}
+		}
+		if first.IsZero() || end.Before(first) {
+			first = end
+		}
+	}
+	if first.IsZero() {
+		return a.avg
+	}
+	return first.Sub(now)
+}
+
+// done gives back what admit charged the request in slot and folds its
+// duration into the moving average.
+func (a *Admission) done(slot int) {
+	now := time.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	f := &a.flights[slot]
+	id, size, took := f.client, f.size, now.Sub(f.start)
+	*f = flight{}
+	a.free = append(a.free, slot)
 	c := a.clients[id]
 	c.n--
 	c.bytes -= size

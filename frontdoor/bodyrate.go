@@ -1,0 +1,144 @@
+package frontdoor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/geoidem/geoidem/internal/ratelog"
+)
+
+// Defaults for the zero fields of BodyRateConfig.
+const (
+	DefaultGrace       = 5 * time.Second
+	DefaultMinRate     = 1024 // bytes a second
+	DefaultBodyTimeout = 30 * time.Second
+)
+
+// ErrSlowBody is the error with which a request body that fell behind the
+// minimum rate ends, for the handlers inside a BodyRate.
+var ErrSlowBody = errors.New("frontdoor: request body arrived too slowly")
+
+// BodyRateConfig configures a BodyRate. Zero fields mean the defaults.
+type BodyRateConfig struct {
+	// Grace is how long a body may take before it must keep to MinRate:
+	// its n-th byte must have arrived Grace + n/MinRate after the request
+	// began (its header was read). Default DefaultGrace (5 s).
+	Grace time.Duration
+
+	// MinRate is the least rate, in bytes a second, at which a body must
+	// arrive after the Grace. Default DefaultMinRate (1 KiB/s): a sender's
+	// 1 MiB body over a 64 kbit/s link keeps to it; a byte every 2 s does
+	// not.
+	MinRate int64
+
+	// Timeout bounds a body's whole time, however fast it arrives. The
+	// per-read deadlines replace http.Server.ReadTimeout's while a body is
+	// read: set Timeout where you would have set ReadTimeout. Default
+	// DefaultBodyTimeout (30 s).
+	Timeout time.Duration
+
+	// Logger receives a Warn record per body cut off, at most 10 a minute
+	// (the next record written counts those not written). Default: none.
+	Logger *slog.Logger
+}
+
+// A BodyRate holds request bodies to a minimum rate after a grace, as HTTP
+// middleware: a body that falls behind is cut off (its read fails with
+// ErrSlowBody, the connection's read deadline having passed), and the
+// request is answered 408 [ProblemSlowBody], whatever the handlers inside
+// made of the failed read, and the connection closed. So a slow body holds
+// what it holds (an admission slot, a goroutine, a connection) for Grace +
+// its length / MinRate at most, not for the server's ReadTimeout.
+//
+// It enforces the rate with a read deadline before each read of the body
+// (http.ResponseController.SetReadDeadline), which it clears once the body
+// has ended; a request without a body passes untouched, and so does one
+// whose writer has no read deadlines (http.ErrNotSupported).
+//
+// Put it outside everything that holds something while a body arrives:
+// outside middleware.Admission (whose Retry-After then counts on
+// [BodyDeadline]) and the idempotency middleware, which reads the body
+// before it claims the key, so that a body cut off claims nothing.
+type BodyRate struct {
+	grace, timeout time.Duration
+	rate           int64
+	cuts           *ratelog.Logger
+	cut            atomic.Uint64
+}
+
+// BodyRateStats is a snapshot of a BodyRate.
+type BodyRateStats struct {
+	Cut uint64 // bodies cut off for falling behind, answered 408
+}
+
+// NewBodyRate returns a BodyRate, or an error for a negative setting.
+func NewBodyRate(cfg BodyRateConfig) (*BodyRate, error) {
+	b := &BodyRate{
+		grace:   orDefault(cfg.Grace, DefaultGrace),
+		rate:    orDefault(cfg.MinRate, DefaultMinRate),
+		timeout: orDefault(cfg.Timeout, DefaultBodyTimeout),
+		cuts:    ratelog.New(cfg.Logger, 0, 0),
+	}
+	if b.grace < 0 || b.rate < 0 || b.timeout < 0 {
+		return nil, errors.New("frontdoor: BodyRateConfig settings must not be negative")
+	}
+	return b, nil
+}
+
+// Stats returns a snapshot of the bodies cut off.
+func (b *BodyRate) Stats() BodyRateStats { return BodyRateStats{Cut: b.cut.Load()} }
+
+// Handler wraps next so that the bodies it reads keep to the rate.
+func (b *BodyRate) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		g := &guard{rate: b, w: w, ctl: http.NewResponseController(w), src: r.Body, start: time.Now(), length: r.ContentLength}
+		r.Body = (*body)(g)
+		next.ServeHTTP((*writer)(g), r)
+		if g.tripped.Load() {
+			(*writer)(g).answer() // unless the handler's answer was out before the cut
+			b.cut.Add(1)
+			b.cuts.Warn(r.Context(), "request body cut off: it fell behind the minimum rate",
+				slog.String("remote", r.RemoteAddr), slog.Int64("received", g.got), slog.Int64("declared", r.ContentLength))
+		}
+	})
+}
+
+// BodyDeadline returns the time by which r's body must have arrived in
+// full under the BodyRate that r passed through (Grace + length / MinRate
+// after the request began, no later than Timeout), or the zero time when
+// no BodyRate guards r's body (or not directly: something in between
+// replaced r.Body). It is middleware.AdmissionConfig.BodyDeadline's value
+// when a BodyRate runs outside the Admission: by then a slot held by a
+// slow body has been given back.
+func BodyDeadline(r *http.Request) time.Time {
+	g, ok := r.Body.(*body)
+	if !ok {
+		return time.Time{}
+	}
+	if g.length < 0 {
+		return g.start.Add(g.rate.timeout)
+	}
+	return g.start.Add(g.rate.allowance(g.length))
+}
+
+// allowance is how long after a request began its n-th body byte may
+// arrive: Grace + n/MinRate, at most Timeout.
+func (b *BodyRate) allowance(n int64) time.Duration {
+	if b.rate == 0 {
+		return b.timeout
+	}
+	d := b.grace + time.Duration(float64(n)/float64(b.rate)*float64(time.Second))
+	return min(d, b.timeout)
+}
+
+func (b *BodyRate) String() string {
+	return fmt.Sprintf("%d bytes/s after %v, at most %v", b.rate, b.grace, b.timeout)
+}

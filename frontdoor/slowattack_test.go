@@ -1,0 +1,98 @@
+package frontdoor_test
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/geoidem/geoidem/frontdoor"
+)
+
+// victim sends n small valid requests one after another from ip and
+// returns how many were answered 2xx, and the other answers.
+func victim(t *testing.T, s *service, ip string, n int) (int, map[string]int) {
+	t.Helper()
+	c := clientFrom(ip)
+	defer c.CloseIdleConnections()
+	ok, other := 0, map[string]int{}
+	for i := range n {
+		req, _ := http.NewRequest(http.MethodPost, s.url+"/features", bytes.NewReader([]byte(`{"type":"Feature","id":"v`+strconv.Itoa(i)+`","geometry":null,"properties":null}`)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "victim-"+strconv.Itoa(i))
+		resp, err := c.Do(req)
+		switch {
+		case err != nil:
+			other[err.Error()]++
+		case resp.StatusCode/100 == 2:
+			ok++
+		default:
+			other[resp.Status+" Retry-After "+resp.Header.Get("Retry-After")]++
+		}
+		if err == nil {
+			resp.Body.Close()
+		}
+		time.Sleep(20 * time.Millisecond) // a sender's pace, not an assertion
+	}
+	return ok, other
+}
+
+// Issue 35's slow-body attack: 64 connections from 4 addresses
+// (127.0.0.2–5), each declaring a 100-byte body and sending a byte every
+// 2 s, connecting again whenever one ends. As main wires a service
+// (Admission, a 30 s ReadTimeout), they hold all 64 admission slots and a
+// sender on another address is refused every time; behind the front door
+// (8 connections per host, bodies held to 100 bytes/s after 500 ms), the
+// attackers hold at most 32 slots, each for about half a second, and the
+// sender gets at least 95% 2xx.
+func TestSlowBodiesFromFourAddresses(t *testing.T) {
+	hosts := []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}
+	const perHost = 16 // 64 connections
+
+	t.Run("no front door: the attack bites", func(t *testing.T) {
+		s := startService(t, door{})
+		a := startSlowAttack(s.addr, hosts, perHost)
+		defer a.stop()
+		waitFor(t, 60*time.Second, "the slow bodies hold every admission slot", func() bool { return s.admit.Stats().InFlight == 64 })
+		ok, other := victim(t, s, "127.0.0.6", 40)
+		t.Logf("no front door: the sender got %d/40 2xx, and %v", ok, other)
+		if ok > 20 {
+			t.Errorf("the sender got %d/40 2xx without the front door: the attack does not bite, so the test below proves nothing", ok)
+		}
+	})
+
+	t.Run("front door", func(t *testing.T) {
+		s := startService(t, door{
+			conns: &frontdoor.ConnsConfig{MaxConnsPerHost: 8},
+			rate:  &frontdoor.BodyRateConfig{Grace: 500 * time.Millisecond, MinRate: 100},
+		})
+		a := startSlowAttack(s.addr, hosts, perHost)
+		waitFor(t, 60*time.Second, "the attack under way: every attacker connected once, 32 slow bodies in flight",
+			func() bool {
+				return a.started.Load() >= 32 && s.conns.Stats().Refused > 0 && s.admit.Stats().InFlight >= 24
+			})
+		const n = 100
+		ok, other := victim(t, s, "127.0.0.6", n)
+		waitFor(t, 60*time.Second, "a slow body cut off", func() bool { return s.rate.Stats().Cut > 0 })
+		statuses := a.stop()
+		as, cs := s.admit.Stats(), s.conns.Stats()
+		t.Logf("front door: the sender got %d/%d 2xx, and %v; the attackers got %v; admission %+v; connections %+v; cut %d",
+			ok, n, other, statuses, as, cs, s.rate.Stats().Cut)
+		if ok*100 < 95*n {
+			t.Errorf("the sender got %d/%d 2xx under the attack, want at least 95%%: %v", ok, n, other)
+		}
+		if as.Peak > 4*8+1 {
+			t.Errorf("admission held %d requests at once, want at most 33: 8 connections from each of the 4 attacking hosts, and the sender's", as.Peak)
+		}
+		if statuses[http.StatusRequestTimeout] == 0 {
+			t.Errorf("no attacker was answered 408: %v", statuses)
+		}
+		if got := s.store.Stats().Entries; got > n {
+			t.Errorf("the store holds %d entries: a slow body claimed its key", got)
+		}
+		if runs := s.runs.Load(); runs != int64(ok) {
+			t.Errorf("the handler ran %d times for %d 2xx: a slow body reached it", runs, ok)
+		}
+	})
+}
