@@ -98,9 +98,7 @@ func (c *skippingClock) Sleep(ctx context.Context, d time.Duration) error {
 // settings (MaxAttempts, Deadline, AttemptTimeout, Backoff) on clock.
 func (s *suite) defaultSender(t tester, clock *skippingClock) *sender {
 	t.Helper()
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
-	snd := &sender{hc: &http.Client{Transport: tr}, clock: &clock.scaledClock, attempts: new(attempts), suite: s}
+	snd := &sender{hc: newClient(t), clock: &clock.scaledClock, attempts: new(attempts), suite: s}
 	var err error
 	snd.Sender, err = client.New(snd.hc, client.Config{Clock: clock, OnAttempt: snd.attempts.observe, PrepareAttempt: s.prepareAttempt()})
 	if err != nil {

@@ -30,7 +30,10 @@ type Target struct {
 	Handler http.Handler
 
 	// URL is the base URL of a running receiver, e.g.
-	// "http://127.0.0.1:8080"; Path is appended to it.
+	// "http://127.0.0.1:8080"; Path is appended to it. The suite opens at
+	// most six connections to it at once, as one sender under
+	// frontdoor.Conns' default bound of eight per host, so a receiver
+	// behind a front door takes the suite as it is.
 	URL string
 
 	// Path is the ingest path, e.g. "/features" (default "/").

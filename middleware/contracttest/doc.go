@@ -58,8 +58,8 @@
 //     the same key and body, is answered with Idempotent-Replayed: true and
 //     the status and body the receiver answered first.
 //   - ConcurrentDuplicatesExecuteOnce: 50 concurrent deliveries of one
-//     payload under one key, on connections opened beforehand so that they
-//     arrive together, all end with the same status and body, and exactly
+//     payload under one key, on six connections opened beforehand so that
+//     they arrive together, all end with the same status and body, and exactly
 //     one of them was not a replay (409 in flight is allowed on the way: the
 //     sender retries it after its Retry-After). The suite logs how many
 //     attempts met 409: a receiver whose handler finishes in microseconds

@@ -67,9 +67,7 @@ type proxy struct {
 
 func newProxy(t tester, upstream string, behave func(n int, w http.ResponseWriter) action) *proxy {
 	t.Helper()
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(tr.CloseIdleConnections)
-	p := &proxy{upstream: upstream, hc: &http.Client{Transport: tr}, behave: behave}
+	p := &proxy{upstream: upstream, hc: newClient(t), behave: behave}
 	srv := httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(srv.Close)
 	p.url = srv.URL

@@ -302,9 +302,7 @@ func (s *suite) plain(t tester, keys []string, body []byte) (int, http.Header, [
 			t.Fatalf("contracttest: Target.Sign: %v", err)
 		}
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Do(req)
+	resp, err := newClient(t).Do(req)
 	if err != nil {
 		t.Fatalf("contracttest: POST with Idempotency-Key %q: %v", keys, err)
 	}

@@ -89,10 +89,7 @@ type sender struct {
 
 func (s *suite) sender(t tester, maxAttempts int) *sender {
 	t.Helper()
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
-	t.Cleanup(tr.CloseIdleConnections)
-	snd := &sender{hc: &http.Client{Transport: tr}, clock: new(scaledClock), attempts: new(attempts), suite: s}
+	snd := &sender{hc: newClient(t), clock: new(scaledClock), attempts: new(attempts), suite: s}
 	var err error
 	snd.Sender, err = client.New(snd.hc, client.Config{
 		Backoff:        backoff,
@@ -117,16 +114,34 @@ func (s *suite) prepareAttempt() func(*http.Request, client.AttemptStart) error 
 	return func(req *http.Request, a client.AttemptStart) error { return s.sign(req, a.Key, a.Body) }
 }
 
-// warm opens n connections to base and leaves them idle in the sender's
-// pool, so that n deliveries started together reach the receiver together
-// rather than one connection set-up apart. Each connection carries a
+// maxConns is the most connections the suite opens to the receiver at
+// once, from each of its senders and its proxy: under frontdoor's default
+// bound per host (frontdoor.DefaultMaxConnsPerHost, 8), with room for the
+// team's own Executions, so that a receiver behind a frontdoor.Conns takes
+// the suite as it takes one well-behaved sender. Deliveries past it queue
+// for a connection in the sender's transport.
+const maxConns = 6
+
+// newClient returns an http.Client with connections of its own, at most
+// maxConns to a host, closed at the end of t.
+func newClient(t tester) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxConnsPerHost = maxConns
+	tr.MaxIdleConnsPerHost = maxConns
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// warm opens n connections to base (at most maxConns) and leaves them
+// idle in the sender's pool, so that deliveries started together reach the
+// receiver together rather than one connection set-up apart. Each connection carries a
 // request with an empty key and no body, which the middleware answers 400
 // without claiming or running anything (even with Config.KeyOptional).
 func (snd *sender) warm(t tester, base string, n int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	gate := make(chan struct{})
-	for range n {
+	for range min(n, maxConns) {
 		wg.Go(func() {
 			<-gate
 			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, snd.suite.ingestURL(base), http.NoBody)

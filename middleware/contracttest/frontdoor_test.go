@@ -1,0 +1,40 @@
+package contracttest_test
+
+import (
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/geoidem/geoidem/frontdoor"
+	"github.com/geoidem/geoidem/middleware/contracttest"
+)
+
+// A receiver behind frontdoor.Conns, at its default bound of eight
+// connections per host, takes the whole suite as it takes one sender: the
+// suite keeps to fewer connections than that, and its concurrent
+// deliveries queue for them in the sender rather than meet resets at the
+// receiver.
+func TestRunBehindFrontDoor(t *testing.T) {
+	conns, err := frontdoor.NewConns(frontdoor.ConnsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &ingest{work: 20 * time.Millisecond}
+	srv := &http.Server{Handler: wrapped(t, newStore(), h), ConnState: conns.ConnState, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(conns.Listener(ln))
+	t.Cleanup(func() { srv.Close() })
+	contracttest.Run(t, contracttest.Target{
+		URL:        "http://" + ln.Addr().String(),
+		Path:       "/features",
+		Executions: h.executions,
+	})
+	if st := conns.Stats(); st.Refused != 0 || st.PeakOpen > frontdoor.DefaultMaxConnsPerHost {
+		t.Errorf("the suite met the front door: %d connections refused, %d open at once; want none refused, at most %d",
+			st.Refused, st.PeakOpen, frontdoor.DefaultMaxConnsPerHost)
+	}
+}
