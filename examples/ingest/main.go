@@ -7,7 +7,8 @@
 //
 //	go run ./examples/ingest [-addr 127.0.0.1:8080] [-store memory|redis://…|postgres://…]
 //	                         [-webhook-secret whsec_…] [-webhook-public-key whpk_…] [-retention 24h]
-//	                         [-max-in-flight 64] [-max-in-flight-bytes 16777216]
+//	                         [-max-in-flight 64] [-max-in-flight-bytes 16777216] [-min-body-rate 1024]
+//	                         [-max-conns 1024] [-max-conns-per-host 8] [-max-idle-conns 256]
 //	                         [-order-property observation_time] [-max-observation-skew 5m]
 //	                         [-admin-addr 127.0.0.1:9090]
 //
@@ -28,7 +29,13 @@
 // -max-in-flight-bytes (64 requests, 16 MiB by default; a remote address
 // is kept to a quarter once three quarters are held) the POST requests in
 // flight are bounded: past them a request is answered 503 server-busy, or
-// 429 client-busy, with Retry-After, before its body is read.
+// 429 client-busy, with Retry-After, before its body is read; a POST body
+// slower than -min-body-rate (1 KiB/s after a 5 s grace) is cut off with
+// 408 body-too-slow, so a slot comes back within seconds, and its
+// Retry-After says when. Below the requests, the connections are bounded
+// (frontdoor.Conns): -max-conns in all, -max-conns-per-host from one
+// address (an IPv6 /64), -max-idle-conns waiting for a request; behind a
+// reverse proxy set -max-conns-per-host negative and bound hosts there.
 //
 // With -webhook-secret (v1, whsec_…) or -webhook-public-key (v1a, whpk_…),
 // each repeatable for a rotation, the service accepts only Standard
@@ -98,6 +105,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
+	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -124,6 +132,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // config is what the flags say.
 type config struct {
 	addr            string
+	conns           frontdoor.ConnsConfig
 	admin           adminFlag
 	shutdownTimeout time.Duration
 	verbose         bool
@@ -155,6 +164,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.DurationVar(&sc.MaxObservationSkew, "max-observation-skew", newest.DefaultMaxSkew, "refuse (422) an observation time further ahead of this service's clock than this: it would pin its feature until the clock passes it")
 	fl.IntVar(&sc.MaxInFlight, "max-in-flight", middleware.DefaultMaxInFlight, "most POST requests in flight at once, a client (remote address) kept to a quarter once three quarters are held; over it 503 server-busy or 429 client-busy before the body is read; negative: no bound")
 	fl.Int64Var(&sc.MaxInFlightBytes, "max-in-flight-bytes", middleware.DefaultMaxInFlightBytes, "most POST body bytes in flight at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
+	fl.Int64Var(&sc.MinBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its admission slot freed; negative: no bound (the 30 s read timeout only)")
+	fl.IntVar(&cfg.conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once; past it new ones wait in the kernel's accept queue (keep it under ulimit -n); negative: no bound")
+	fl.IntVar(&cfg.conns.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "most connections open at once from one IPv4 address or IPv6 /64, past it reset at accept; negative: no bound (behind a reverse proxy, where every connection is the proxy's)")
+	fl.IntVar(&cfg.conns.MaxIdle, "max-idle-conns", frontdoor.DefaultMaxIdle, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound")
 	fl.Func("webhook-secret", "accept only Standard Webhooks signed v1 with this whsec_… secret (repeat for rotation); the key is then webhook-id", func(v string) error {
 		s, err := standardwebhooks.ParseSecret(v)
 		sc.WebhookSecrets = append(sc.WebhookSecrets, s)
@@ -210,7 +223,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 	defer svc.Close()
 
 	// The front door: the listener and the HTTP server.
-	ln, srv, err := listen(cfg.addr, svc.Handler(), log)
+	ln, srv, err := listen(cfg.addr, cfg.conns, svc.Handler(), log)
 	if err != nil {
 		fmt.Fprintf(stderr, "ingest: %v\n", err)
 		return 1
@@ -265,19 +278,26 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 }
 
 // listen opens the public listener on addr and the HTTP server of h on
-// it: the front door, in one place, so that a bound on connections or a
-// guard against slow bodies wraps these two.
-func listen(addr string, h http.Handler, log *slog.Logger) (net.Listener, *http.Server, error) {
+// it: the front door, in one place. The connections are bounded below the
+// request layer (frontdoor.Conns: in all, per host, and waiting for a
+// request), and the server's timeouts bound what the handler does not read.
+func listen(addr string, cc frontdoor.ConnsConfig, h http.Handler, log *slog.Logger) (net.Listener, *http.Server, error) {
+	cc.Logger = log
+	conns, err := frontdoor.NewConns(cc)
+	if err != nil {
+		return nil, nil, err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	return ln, &http.Server{
+	return conns.Listener(ln), &http.Server{
 		Handler:           h,
+		ConnState:         conns.ConnState,
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second, // slow bodies end here, before anything is claimed
+		ReadTimeout:       frontdoor.DefaultBodyTimeout, // what the body rate does not cut off ends here, before anything is claimed
 		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       frontdoor.DefaultIdleTimeout,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}, nil

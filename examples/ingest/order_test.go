@@ -246,7 +246,9 @@ func TestIngestConcurrentUpdatesPostgres(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodPost, url+"/features", strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/geo+json")
 			req.Header.Set("Idempotency-Key", "c"+strconv.Itoa(i))
-			resp, err := http.DefaultClient.Do(req)
+			// Forty senders, each on an address of its own, as the front
+			// door bounds the connections of one (eight).
+			resp, err := loopbackClient(fmt.Sprintf("127.0.2.%d", i+1)).Do(req)
 			if err != nil {
 				errs <- err.Error()
 				return

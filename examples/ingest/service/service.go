@@ -52,6 +52,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/geojson"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -162,6 +163,13 @@ type Config struct {
 	// three quarters are held; negative turns the bound off.
 	MaxInFlight      int
 	MaxInFlightBytes int64
+	// MinBodyRate is the least rate, in bytes a second, at which a POST
+	// body must arrive after a grace of 5 s (frontdoor.BodyRate): a slower
+	// one is cut off with 408 body-too-slow, so that it holds its admission
+	// slot for the grace plus its length at that rate, not for the server's
+	// read timeout. Default frontdoor.DefaultMinRate (1 KiB/s); negative
+	// turns it off.
+	MinBodyRate int64
 	// Logger receives the middleware's and the service's logs (default: none).
 	Logger *slog.Logger
 	// Metrics is the registry GET /metrics serves, into which the service
@@ -287,19 +295,31 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 
 	// Admission: the requests and bytes in flight, bounded before a body
 	// is read.
+	// Slow bodies cut off by their rate, so that Admission knows when each
+	// slot frees (its Retry-After).
+	var rate *frontdoor.BodyRate
+	if cfg.MinBodyRate >= 0 {
+		if rate, err = frontdoor.NewBodyRate(frontdoor.BodyRateConfig{MinRate: cfg.MinBodyRate, Logger: log}); err != nil {
+			return fail(err)
+		}
+	}
 	var admit *middleware.Admission
 	if cfg.MaxInFlight >= 0 && cfg.MaxInFlightBytes >= 0 {
-		if admit, err = middleware.NewAdmission(middleware.AdmissionConfig{
+		ac := middleware.AdmissionConfig{
 			MaxInFlight: cfg.MaxInFlight, MaxInFlightBytes: cfg.MaxInFlightBytes,
 			MaxBodyBytes: cfg.MaxBodyBytes, RetryAfter: cfg.RetryAfter, Logger: log,
-		}); err != nil {
+		}
+		if rate != nil {
+			ac.BodyDeadline = frontdoor.BodyDeadline
+		}
+		if admit, err = middleware.NewAdmission(ac); err != nil {
 			return fail(err)
 		}
 	}
 
 	// The POST route, built inside out; a request meets the layers in the
-	// order of the package documentation: precheck, admission, signature,
-	// middleware, handler.
+	// order of the package documentation: body rate, precheck, admission,
+	// signature, middleware, handler.
 	post := s.idem.Handler(http.HandlerFunc(s.postFeatures))
 	if verify != nil {
 		post = verify.Handler(post) // the signature, over the body, before the claim
@@ -309,6 +329,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if verify != nil {
 		post = verify.Precheck(post) // headers and URL only: in front of admission
+	}
+	if rate != nil {
+		post = rate.Handler(post) // outermost: every body read below keeps to the rate
 	}
 
 	// The routes.

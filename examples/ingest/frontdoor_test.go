@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// dialFrom opens a TCP connection to the service at url from the loopback
+// address ip.
+func dialFrom(t *testing.T, ip, url string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+	c, err := d.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// The service bounds the connections of one address below the request
+// layer: with -max-conns-per-host 8 open, the ninth from that address is
+// reset without an answer, while another address is served.
+func TestIngestConnectionsPerHostBounded(t *testing.T) {
+	url := start(t) // the defaults: 8 connections per host
+	for range 8 {
+		dialFrom(t, "127.0.3.1", url) // held open, no request
+	}
+	ninth := dialFrom(t, "127.0.3.1", url)
+	fmt.Fprintf(ninth, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	_ = ninth.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if resp, err := http.ReadResponse(bufio.NewReader(ninth), nil); err == nil {
+		t.Errorf("the ninth connection of one address was answered %s; want it closed at accept", resp.Status)
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Errorf("the ninth connection of one address was left open (read: %v); want it closed at accept", err)
+	}
+	resp, err := loopbackClient("127.0.3.2").Get(url + "/healthz")
+	if err != nil {
+		t.Fatalf("another address, while the first holds its eight: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("another address: GET /healthz %s, want 200", resp.Status)
+	}
+}
+
+// A POST body slower than -min-body-rate after the 5 s grace is cut off
+// with 408 body-too-slow, long before the server's 30 s read timeout, and
+// nothing is claimed: the same key then runs at once.
+func TestIngestSlowBodyIsCutOff(t *testing.T) {
+	url := start(t)
+	body := `{"type":"Feature","id":"slow","geometry":null,"properties":null}`
+	c := dialFrom(t, "127.0.3.3", url)
+	fmt.Fprintf(c, "POST /features HTTP/1.1\r\nHost: x\r\nContent-Type: application/geo+json\r\nIdempotency-Key: slow\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:10])
+	began := time.Now()
+	_ = c.SetReadDeadline(began.Add(25 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("a body that stopped after 10 bytes: %v after %v; want 408 within the read timeout", err, time.Since(began).Round(time.Millisecond))
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), "#body-too-slow") {
+		t.Fatalf("a body that stopped after 10 bytes: %s %s; want 408 body-too-slow", resp.Status, b)
+	}
+	if took := time.Since(began); took < 5*time.Second {
+		t.Errorf("cut off after %v, within the 5 s grace", took)
+	}
+	if r, b := do(t, http.MethodPost, url+"/features", "slow", body); r.StatusCode != http.StatusCreated {
+		t.Errorf("the same key, sent whole: %d %s; want 201 (the cut-off request claimed nothing)", r.StatusCode, b)
+	}
+}
