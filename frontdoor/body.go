@@ -24,8 +24,9 @@ type guard struct {
 	ended       bool      // the body ended (EOF or error): no more deadlines
 	unsupported bool      // the writer has no read deadlines
 	tripped     atomic.Bool
-	wrote       bool // the handlers' answer went out
+	wrote       bool // the handlers' answer went out (or the connection was hijacked)
 	answered    bool // the 408 went out
+	hj          hijacker
 }
 
 // body is the request body under a BodyRate.

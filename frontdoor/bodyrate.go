@@ -101,7 +101,7 @@ func (b *BodyRate) Handler(next http.Handler) http.Handler {
 		}
 		g := &guard{rate: b, w: w, ctl: http.NewResponseController(w), src: r.Body, start: time.Now(), length: r.ContentLength}
 		r.Body = (*body)(g)
-		next.ServeHTTP((*writer)(g), r)
+		next.ServeHTTP(writerFor(g), r)
 		if g.tripped.Load() {
 			(*writer)(g).answer() // unless the handler's answer was out before the cut
 			b.cut.Add(1)

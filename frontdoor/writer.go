@@ -1,9 +1,12 @@
 package frontdoor
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"net/http"
 
+	"github.com/geoidem/geoidem/internal/hijack"
 	"github.com/geoidem/geoidem/problem"
 )
 
@@ -11,8 +14,37 @@ import (
 // through. Until the body is cut off it passes everything on; after, the
 // first thing the handlers write (their answer to the failed read, such as
 // the idempotency middleware's 400) becomes the 408, and the rest is
-// dropped. Unwrap gives http.ResponseController the writer beneath.
+// dropped. Unwrap gives http.ResponseController the writer beneath. It is
+// never an http.Hijacker itself: a request whose writer can be hijacked
+// answers through the guard's hijacker instead (writerFor), so that type
+// assertions see what the server offers.
 type writer guard
+
+// hijacker is a writer that is an http.Hijacker too, for a request whose
+// writer beneath is one (or unwraps to one). It lives in the guard, so
+// choosing it allocates nothing.
+type hijacker struct{ *writer }
+
+// writerFor returns the ResponseWriter the handlers inside g answer
+// through: its hijacker when the writer beneath can be hijacked, else its
+// writer.
+func writerFor(g *guard) http.ResponseWriter {
+	if hijack.Possible(g.w) {
+		g.hj.writer = (*writer)(g)
+		return &g.hj
+	}
+	return (*writer)(g)
+}
+
+// Hijack takes the connection over; the handler's answer is then its own,
+// and no 408 is written, whatever the body does.
+func (h *hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(h.w).Hijack()
+	if err == nil {
+		h.wrote = true
+	}
+	return c, rw, err
+}
 
 func (w *writer) Header() http.Header { return w.w.Header() }
 

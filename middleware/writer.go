@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/geoidem/geoidem/internal/hijack"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -60,15 +61,8 @@ type hijacker struct{ recorder }
 // writer returns the ResponseWriter to hand to the handler: h itself when
 // the writer beneath can be hijacked, else its recorder.
 func (h *hijacker) writer() http.ResponseWriter {
-	for w, depth := h.w, 0; w != nil && depth < 32; depth++ {
-		if _, ok := w.(http.Hijacker); ok {
-			return h
-		}
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			break
-		}
-		w = u.Unwrap()
+	if hijack.Possible(h.w) {
+		return h
 	}
 	return &h.recorder
 }
