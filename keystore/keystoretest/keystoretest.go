@@ -2,7 +2,8 @@
 // [keystore.Store]. A store is correct when [Run] passes against it.
 //
 // The suite talks to the store only through the keystore.Store interface
-// (and keystore.Admin, whose rules a store without it skips), so
+// (and keystore.Admin and keystore.ClientBounded, whose rules a store
+// without them skips), so
 // it runs unchanged against an in-process store, a real Redis or a real
 // PostgreSQL server. Rules about time (lease expiry, retention) use short real
 // durations and poll the store until a generous deadline, because a networked
@@ -74,6 +75,9 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RepeatedCompleteIsIdempotent", testRepeatedComplete},
 		{"RepeatedCompleteWithEqualRecord", testRepeatedCompleteEqualRecord},
 		{"RepeatedReleaseIsIdempotent", testRepeatedRelease},
+		// keystore.ClientBounded, for the stores that have it.
+		{"ClientBoundRefusesPastBound", testClientBoundRefusesPastBound},
+		{"ClientBoundCountsOnlyNewKeys", testClientBoundCountsOnlyNewKeys},
 		// keystore.Admin, for the stores that have it.
 		{"AdminInspect", testAdminInspect},
 		{"AdminFreeRunOutLease", testAdminFreeRunOutLease},
