@@ -326,8 +326,9 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 // Release repeated by the same token succeeds and changes nothing until the
 // key is claimed again (or, at most, for a minute). A Release by a token
 // that does not hold the key marks the token spent on the key's entry, or
-// leaves a released entry for it on an absent key, so that a Claim with that
-// token never acquires the key; such a mark on an absent key is dropped,
+// leaves a released entry fencing it (released by no one) on an absent
+// key, so that a Claim with that token never acquires the key, and a
+// repeat of that Release fails too; such a mark on an absent key is dropped,
 // like a released entry, when the store needs the room. (A memstore Claim
 // cannot reach the store after its caller has given up on it, so the mark
 // is there for the contract's sake.)
@@ -376,7 +377,9 @@ func (s *Store) fence(key string, token keystore.Token, now int64) {
 		return
 	}
 	slot := s.alloc()
-	*s.entry(slot) = entry{id: id, token: token, deadline: now, size: size, state: released}
+	// No releaser (token 0, never issued): the token is fenced, it did not
+	// release the key, so a repeat of its Release fails too.
+	*s.entry(slot) = entry{id: id, fenced: token, deadline: now, size: size, state: released}
 	s.index[id] = slot
 	s.bytes += size
 	s.leases.push(slot)
