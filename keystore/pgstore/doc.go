@@ -118,8 +118,13 @@
 // never refused. Batched claims count per client, in client order, each
 // within the batch in turn. So the count is exact, at a price: the claims
 // of one client that find no row wait for each other's commit on the
-// count row (claims of different clients do not), which BenchmarkFirstCall
-// measures (pgstore-clientbound, every claim for one client). Two first
+// count row (claims of different clients do not). BenchmarkFirstCall
+// measures the worst case, every claim for one client: on a loaded
+// two-core machine, 1.5 ms a first call against 0.57 ms unbounded with 16
+// at once, 2.9 ms against 0.70 ms with 64. A claim whose client is ""
+// is never bounded: have the middleware's Config.Client return "" for the
+// senders you trust (a verified webhook signature), and bound the
+// others. Two first
 // claims of one key that race both count, while one acquires: the count
 // errs on the strict side. The counts cost no WAL, and a crash of the
 // database empties them (every window starts again); Prune deletes those

@@ -119,8 +119,14 @@
 // yet seen the count reach the bound acquires and releases one key
 // before it does. If the count cannot be read (its node failed), the
 // claim keeps the key: the bound gives way rather than the service.
-// What it costs a claim is measured in bench_test.go
-// (BenchmarkClientBound).
+// What it costs the client side, measured (BenchmarkStoreClientBound
+// against BenchmarkStore, and BenchmarkBareSetNX/FirstCallCounted, the
+// same count by hand, against FirstCall): a first call 50 allocations
+// (1.8 KB) against 32 (1.2 KB), as the count by hand costs 46 against
+// 30; a replay 51 against 22, and its second round trip; a claim
+// without a client nothing. Claims whose client is "" are never bounded:
+// have the middleware's Config.Client return "" for the senders you trust
+// (a verified webhook signature), and bound the others.
 //
 // # Fencing tokens
 //
