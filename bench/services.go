@@ -83,7 +83,7 @@ func openServices(ctx context.Context, o *options) (*services, error) {
 	}
 	sv.table = "geoidem_bench_" + sv.id
 	sv.hand = pgx.Identifier{"geoidem_bench_hand_" + sv.id}.Sanitize()
-	sv.tables = []string{pgx.Identifier{sv.table}.Sanitize(), pgx.Identifier{sv.table + "_migrations"}.Sanitize(), sv.hand}
+	sv.tables = []string{pgx.Identifier{sv.table}.Sanitize(), pgx.Identifier{sv.table + "_migrations"}.Sanitize(), pgx.Identifier{sv.table + "_clients"}.Sanitize(), sv.hand}
 	if _, err := sv.pool.Exec(ctx, `CREATE TABLE `+sv.hand+` (
 		key text COLLATE "C" PRIMARY KEY,
 		expires_at timestamptz NOT NULL,

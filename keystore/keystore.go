@@ -85,7 +85,8 @@
 // process that died (Free, only once its lease has run out unless forced),
 // the deletion of a completed record (Forget) and counts (Summarize). The
 // geoidem command's keys subcommand uses it; memstore, redisstore and
-// pgstore have it. [Pinger] and [NonBlocking] are the other optional
+// pgstore have it. [ClientBounded] (a bound on the new keys each client
+// acquires), [Pinger] and [NonBlocking] are the other optional
 // capabilities. Each has its own rules in keystoretest; nothing in this
 // module wraps a store, so no capability is ever hidden behind a wrapper.
 //
@@ -224,7 +225,8 @@ type ClaimArgs struct {
 	// Client names who the key is claimed for, "" for no one. A store with
 	// a share per client (memstore) charges the key, and its record, to
 	// that client, so that one client filling its share cannot deny the
-	// others; other stores ignore it.
+	// others, and a [ClientBounded] store counts the client's new keys
+	// against its bound; other stores ignore it.
 	Client string
 	// RecordBytes is the largest record, as its encoding's length
 	// ([RecordLen]), that the caller may complete the key with: a store

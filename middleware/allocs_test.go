@@ -138,3 +138,37 @@ func keySeq() func() string {
 }
 
 func hotKey() string { return "hot-key" }
+
+// TestClientBoundAllocationBudget pins what naming the client of each
+// claim costs a request (Config.Client) on memstore, contended from its
+// first key so that every claim is held to its client's share and rate
+// (a rate the test never reaches): one allocation for a first call, none
+// for a replay. The one was there before the shares bit only under
+// contention and before the rate (issue 35): on main at e303cb8, without
+// a rate or shares, naming the client cost the same 34 → 35; the bucket
+// itself is made once per client.
+func TestClientBoundAllocationBudget(t *testing.T) {
+	const budget = 1
+	newStore := func() *memstore.Store {
+		return memstore.New(memstore.Config{MaxEntries: 1 << 16, MaxBytes: 1 << 28, HeadroomEntries: 1 << 16, HeadroomBytes: 1 << 28,
+			MaxClientEntries: -1, MaxClientBytes: -1, ClientRate: 1e9, ClientBurst: 1 << 20})
+	}
+	measure := func(client func(*http.Request) string, key func() string) float64 {
+		m, err := middleware.New(newStore(), middleware.Config{Client: client})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return allocsPerRequest(t, m.Handler(ingestHandler), key)
+	}
+	named := func(*http.Request) string { return "sender-1" }
+	for _, c := range []struct {
+		name string
+		key  func() string
+	}{{"first call", keySeq()}, {"replay", hotKey}} {
+		without, with := measure(nil, c.key), measure(named, c.key)
+		t.Logf("%s: allocations per request %v without a client, %v with one (+%v)", c.name, without, with, with-without)
+		if with-without > budget {
+			t.Errorf("%s: naming the client costs %v allocations per request, budget %d", c.name, with-without, budget)
+		}
+	}
+}

@@ -43,7 +43,7 @@ func (m *Middleware) storeFull(w http.ResponseWriter, r *http.Request, key strin
 	if errors.As(err, &fe) {
 		retryAfter = max(retryAfter, fe.RetryAfter)
 		if fe.Client {
-			detail = "This client's share of the idempotency store is full; the request was not executed. Retry after Retry-After with the same key."
+			detail = "This client has used its share of the idempotency store, or its bound on new keys, for now; the request was not executed. Retry after Retry-After with the same key."
 		}
 	}
 	m.refusals.Warn(r.Context(), "idempotency store full", slog.String("key", key), slog.Any("error", err))

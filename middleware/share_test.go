@@ -2,7 +2,9 @@ package middleware_test
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 
@@ -10,12 +12,13 @@ import (
 	"github.com/geoidem/geoidem/middleware"
 )
 
-// The {} flood of one client fills its share of the store, not the store:
-// a second client's new keys still run. The first client is told the
-// truth: 503 store-full with a Retry-After from when its room frees (the
-// end of a retention), not 1 s.
+// The {} flood of one client fills the store up to the headroom, not the
+// store: a second client's new keys still run (its first 20 at once: its
+// rate's burst, set here, is what a newcomer may claim at once under
+// contention). The first client is told the truth: 503 store-full with a
+// Retry-After from when its room frees (the end of a retention), not 1 s.
 func TestOneClientCannotDenyAnother(t *testing.T) {
-	store := memstore.New(memstore.Config{MaxEntries: 400})
+	store := memstore.New(memstore.Config{MaxEntries: 400, ClientBurst: 20})
 	m := newMiddleware(t, store, middleware.Config{Client: func(r *http.Request) string { return r.Header.Get("X-Client") }})
 	h := m.Handler(newCounter())
 	send := func(client, key string) (int, string, string) {
@@ -38,6 +41,74 @@ func TestOneClientCannotDenyAnother(t *testing.T) {
 	for i := range 20 {
 		if code, ra, typ := send("other", "new-"+strconv.Itoa(i)); code != http.StatusCreated {
 			t.Fatalf("a second client's new key during the flood: %d %s Retry-After=%q, want 201", code, typ, ra)
+		}
+	}
+}
+
+// ingest201 answers 201 with a small JSON body, as an ingest handler does.
+var ingest201 = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", "/features/f1")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write([]byte(`{"stored":["f1"]}`))
+})
+
+// sendAs posts a small valid feature under key for client (the remote
+// address the Client function reads).
+func sendAs(h http.Handler, client, key string) *httptest.ResponseRecorder {
+	r := post(key, `{"type":"Feature","id":"`+key+`","geometry":{"type":"Point","coordinates":[13.4,52.5]},"properties":{"n":1}}`)
+	r.RemoteAddr = client + ":4000"
+	return serve(h, r)
+}
+
+func remoteHost(r *http.Request) string {
+	host, _, _ := net.SplitHostPort(r.RemoteAddr)
+	return host
+}
+
+// The flip side of shares (issue 35): the only sender of a receiver may
+// use the whole store while no one else needs it. With the store sized
+// for it (MaxEntries 140,000, every other limit the default), one
+// address stores 100,000 keys without a 503.
+func TestLoneSenderUsesTheStore(t *testing.T) {
+	store := memstore.New(memstore.Config{MaxEntries: 140_000})
+	h := newMiddleware(t, store, middleware.Config{Client: remoteHost}).Handler(ingest201)
+	for i := range 100_000 {
+		if w := sendAs(h, "192.0.2.1", "lone-"+strconv.Itoa(i)); w.Code != http.StatusCreated {
+			t.Fatalf("the lone sender's key %d: %d %s", i+1, w.Code, w.Body.String())
+		}
+	}
+	if st := store.Stats(); st.Entries != 100_000 || st.Refused != 0 {
+		t.Fatalf("stats %+v, want 100000 entries and no refusal", st)
+	}
+}
+
+// The store fill of issue 35: 8 source addresses send 25 MB of small
+// valid features, each a new key, on the memory store's defaults. A ninth
+// address still gets 201.
+func TestNinthAddressAfterEightFill(t *testing.T) {
+	store := memstore.New(memstore.Config{})
+	h := newMiddleware(t, store, middleware.Config{Client: remoteHost}).Handler(ingest201)
+	sent, created, refused := 0, 0, 0
+	for i := 0; sent < 25_000_000; i++ {
+		client := "198.51.100." + strconv.Itoa(1+i%8)
+		key := "fill-" + strconv.Itoa(i)
+		r := post(key, `{"type":"Feature","id":"`+key+`","geometry":{"type":"Point","coordinates":[13.4,52.5]},"properties":{"n":1}}`)
+		sent += int(r.ContentLength) + len(key)
+		r.RemoteAddr = client + ":4000"
+		switch w := serve(h, r); w.Code {
+		case http.StatusCreated:
+			created++
+		case http.StatusServiceUnavailable:
+			refused++
+		default:
+			t.Fatalf("fill request %d: %d %s", i, w.Code, w.Body.String())
+		}
+	}
+	t.Logf("8 addresses sent %d MB: %d keys stored, %d refused; store %+v", sent>>20, created, refused, store.Stats())
+	for i := range 20 {
+		if w := sendAs(h, "203.0.113.9", "ninth-"+strconv.Itoa(i)); w.Code != http.StatusCreated {
+			t.Fatalf("the ninth address's key %d after the fill: %d %s Retry-After=%s", i+1, w.Code, w.Body.String(), w.Header().Get("Retry-After"))
 		}
 	}
 }

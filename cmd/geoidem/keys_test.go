@@ -65,7 +65,7 @@ func keysStores(t *testing.T) []keysStore {
 	t.Cleanup(func() {
 		ps.Close()
 		for _, q := range []string{"DROP TABLE IF EXISTS " + pgx.Identifier{table}.Sanitize(), "DROP TABLE IF EXISTS " + pgx.Identifier{table + "_migrations"}.Sanitize(),
-			"DROP SEQUENCE IF EXISTS " + pgx.Identifier{table + "_token_seq"}.Sanitize()} {
+			"DROP TABLE IF EXISTS " + pgx.Identifier{table + "_clients"}.Sanitize(), "DROP SEQUENCE IF EXISTS " + pgx.Identifier{table + "_token_seq"}.Sanitize()} {
 			if _, err := pool.Exec(context.Background(), q); err != nil {
 				t.Errorf("%s: %v", q, err)
 			}

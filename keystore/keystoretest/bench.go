@@ -14,7 +14,11 @@ import (
 //   - FirstCall: Claim of a new key, then Complete (what a first delivery costs);
 //   - Replay: Claim of a completed key (what every retry costs);
 //   - ReplayParallel: Replay from GOMAXPROCS goroutines on one hot key;
-//   - ClaimRelease: Claim, then Release (what a 5xx answer costs).
+//   - ClaimRelease: Claim, then Release (what a 5xx answer costs);
+//   - FirstCallClient and ReplayClient: FirstCall and Replay with a
+//     client named in the claims (ClaimArgs.Client), which a
+//     keystore.ClientBounded store counts: configure it with a bound the
+//     benchmark never reaches.
 //
 // New keys in the timed loop are a random prefix and a counter, so the cost
 // of making them is negligible. Call it from a benchmark:
@@ -26,35 +30,10 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) keystore.Store) {
 		Header:     http.Header{"Content-Type": {"application/json"}},
 		Body:       []byte(`{"stored":["feature-1"]}`),
 	})
-	b.Run("FirstCall", func(b *testing.B) {
-		s := newStore(b)
-		ctx := b.Context()
-		prefix := Key(b)[:48]
-		n := 0
-		for b.Loop() {
-			n++
-			key := prefix + strconv.Itoa(n)
-			tok := keystore.NewToken()
-			c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: tok})
-			if err != nil || !c.Acquired {
-				b.Fatalf("Claim: %v %v", c.State, err)
-			}
-			if err := s.Complete(ctx, key, tok, rec, longRetention); err != nil {
-				b.Fatalf("Complete: %v", err)
-			}
-		}
-	})
-	b.Run("Replay", func(b *testing.B) {
-		s := newStore(b)
-		key := completedKey(b, s, rec)
-		ctx := b.Context()
-		for b.Loop() {
-			c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: keystore.NewToken()})
-			if err != nil || c.State != keystore.Completed {
-				b.Fatalf("Claim: %v %v", c.State, err)
-			}
-		}
-	})
+	firstCall(b, newStore, "FirstCall", "", rec)
+	firstCall(b, newStore, "FirstCallClient", "bench-client", rec)
+	replay(b, newStore, "Replay", "", rec)
+	replay(b, newStore, "ReplayClient", "bench-client", rec)
 	b.Run("ReplayParallel", func(b *testing.B) {
 		s := newStore(b)
 		key := completedKey(b, s, rec)
@@ -81,6 +60,41 @@ func RunBenchmarks(b *testing.B, newStore func(b *testing.B) keystore.Store) {
 			}
 			if err := s.Release(ctx, key, tok); err != nil {
 				b.Fatalf("Release: %v", err)
+			}
+		}
+	})
+}
+
+func firstCall(b *testing.B, newStore func(b *testing.B) keystore.Store, name, client string, rec []byte) {
+	b.Run(name, func(b *testing.B) {
+		s := newStore(b)
+		ctx := b.Context()
+		prefix := Key(b)[:48]
+		n := 0
+		for b.Loop() {
+			n++
+			key := prefix + strconv.Itoa(n)
+			tok := keystore.NewToken()
+			c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: tok, Client: client})
+			if err != nil || !c.Acquired {
+				b.Fatalf("Claim: %v %v", c.State, err)
+			}
+			if err := s.Complete(ctx, key, tok, rec, longRetention); err != nil {
+				b.Fatalf("Complete: %v", err)
+			}
+		}
+	})
+}
+
+func replay(b *testing.B, newStore func(b *testing.B) keystore.Store, name, client string, rec []byte) {
+	b.Run(name, func(b *testing.B) {
+		s := newStore(b)
+		key := completedKey(b, s, rec)
+		ctx := b.Context()
+		for b.Loop() {
+			c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: keystore.NewToken(), Client: client})
+			if err != nil || c.State != keystore.Completed {
+				b.Fatalf("Claim: %v %v", c.State, err)
 			}
 		}
 	})

@@ -92,6 +92,11 @@ func testReleaseFencesToken(t *testing.T, s keystore.Store) {
 		if err := s.Release(ctx(t), key, tok); !errors.Is(err, keystore.ErrLeaseLost) {
 			t.Fatalf("Release of an absent key: err = %v, want ErrLeaseLost", err)
 		}
+		// The fence is not a release by the token: a repeat is not the
+		// repeat of a release it made, and fails too.
+		if err := s.Release(ctx(t), key, tok); !errors.Is(err, keystore.ErrLeaseLost) {
+			t.Fatalf("Release of an absent key, repeated: err = %v, want ErrLeaseLost (the token never held the key)", err)
+		}
 		c, err := s.Claim(ctx(t), key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: tok})
 		if !errors.Is(err, keystore.ErrLeaseLost) || c.Acquired {
 			t.Fatalf("Claim with a token released before it arrived: acquired %v, err %v; want ErrLeaseLost (the Release fences the token)", c.Acquired, err)

@@ -8,6 +8,13 @@ const (
 	// (1 MiB), which bounds the whole encoded record (status, headers and
 	// body: keystore.RecordLen), with 8 KiB to spare.
 	DefaultReserveBytes = 1<<20 + 8<<10
+	// DefaultClientRate and DefaultClientBurst hold each client, under
+	// contention, to 64 new keys at once and then one a second: the
+	// default headroom (25,000 keys) then lasts about 51 minutes against 8
+	// source addresses that flood it, and a newcomer's first 64 keys go in
+	// at once.
+	DefaultClientRate  = 1.0
+	DefaultClientBurst = 64
 )
 
 // Config holds a Store's limits. Zero fields mean the defaults.
@@ -25,17 +32,40 @@ type Config struct {
 	// means no reservation at all, whatever a claim asks for (a record is
 	// charged only at Complete, which may then refuse it).
 	ReserveBytes int64
-	// MaxClientEntries and MaxClientBytes bound what one client holds: the
-	// keys, and the bytes (reservations included), of the claims made for
-	// that client (keystore.ClaimArgs.Client; the middleware names it from
-	// its Config.Client). A client past its share
-	// is refused with a *keystore.FullError whose Client is set, and the
-	// others still claim: one client's flood cannot fill the store. Claims
-	// without a client are bounded by MaxEntries and MaxBytes alone.
-	// Default a quarter of MaxEntries and of MaxBytes; negative means no
-	// share.
+	// MaxClientEntries and MaxClientBytes are one client's share: the keys,
+	// and the bytes (reservations included), of the claims made for that
+	// client (keystore.ClaimArgs.Client; the middleware names it from its
+	// Config.Client). A share bites only under contention (see "Shares
+	// under contention" above): a client may hold more while the store has
+	// more than the headroom free, and once it has not, a client past its
+	// share is refused new keys with a *keystore.FullError whose Client is
+	// set, while the others still claim. Claims without a client are
+	// bounded by MaxEntries and MaxBytes alone. Default a quarter of
+	// MaxEntries and of MaxBytes; negative means no share.
 	MaxClientEntries int
 	MaxClientBytes   int64
+	// HeadroomEntries and HeadroomBytes are the room that claims for
+	// clients past their share never take: the store is contended once a
+	// claim would leave less free than either. Default one share
+	// (MaxClientEntries, MaxClientBytes), or a quarter of MaxEntries and
+	// of MaxBytes where there is no share; negative means none (contended
+	// only when full). A headroom of all the store (MaxEntries, MaxBytes)
+	// makes it contended from the first key: every client is held to its
+	// share and its rate at all times.
+	HeadroomEntries int
+	HeadroomBytes   int64
+	// ClientRate is how many new keys a second a client acquires under
+	// contention, after a burst of ClientBurst: golang.org/x/time/rate's
+	// token bucket, one per client, full when the store becomes
+	// contended. A client past its rate is refused with a
+	// *keystore.FullError whose Client is set and whose RetryAfter says
+	// when its next key is due. Replays, keys in flight, and released keys
+	// claimed again never count. Default DefaultClientRate; negative means
+	// no rate.
+	ClientRate float64
+	// ClientBurst is the size of the bucket. Default DefaultClientBurst,
+	// or one sixteenth of a share when that is smaller.
+	ClientBurst int
 }
 
 func (s *Store) limits() (n int, b int64) {
@@ -66,6 +96,50 @@ func (s *Store) clientLimits() (n int, b int64) {
 		b = max(1, maxB/4)
 	}
 	return n, b
+}
+
+// headroom returns the room that claims of clients past their share never
+// take.
+func (s *Store) headroom() (n int, b int64) {
+	maxN, maxB := s.limits()
+	shareN, shareB := s.clientLimits()
+	n, b = s.cfg.HeadroomEntries, s.cfg.HeadroomBytes
+	switch {
+	case n < 0:
+		n = 0
+	case n == 0 && shareN > 0:
+		n = shareN
+	case n == 0:
+		n = max(1, maxN/4)
+	}
+	switch {
+	case b < 0:
+		b = 0
+	case b == 0 && shareB > 0:
+		b = shareB
+	case b == 0:
+		b = max(1, maxB/4)
+	}
+	return min(n, maxN), min(b, maxB)
+}
+
+// clientRate returns a client's rate and burst under contention; a zero
+// rate: none.
+func (s *Store) clientRate() (rate float64, burst int) {
+	rate, burst = s.cfg.ClientRate, s.cfg.ClientBurst
+	switch {
+	case rate < 0:
+		return 0, 0
+	case rate == 0:
+		rate = DefaultClientRate
+	}
+	if burst <= 0 {
+		burst = DefaultClientBurst
+		if shareN, _ := s.clientLimits(); shareN > 0 {
+			burst = max(1, min(burst, shareN/16))
+		}
+	}
+	return rate, burst
 }
 
 // reserve returns the bytes charged for a claim's record while it is in

@@ -20,12 +20,44 @@
 // middleware answers 503 store-full with that Retry-After, nothing runs,
 // and the sender retries later). A full store therefore refuses new keys
 // until records reach the end of their retention: size the limits for the
-// traffic of a whole retention period. A claim for a client
-// (keystore.ClaimArgs.Client; the middleware's Config.Client) is also kept
-// to that client's share, [Config.MaxClientEntries] and
-// [Config.MaxClientBytes], a quarter of the store by default: one
-// client's flood fills its share, and the others still claim.
-// [Store.Stats] counts the refusals.
+// traffic of a whole retention period. [Store.Stats] counts the refusals.
+//
+// # Shares under contention
+//
+// A claim for a client (keystore.ClaimArgs.Client; the middleware's
+// Config.Client) is bounded by nothing but the store's limits while the
+// store has room to spare: a lone sender may fill all of it but the
+// headroom ([Config.HeadroomEntries], [Config.HeadroomBytes]; one share,
+// a quarter of the store, by default). The store is contended once a claim
+// would leave less free than the headroom. Then:
+//
+//   - a client past its share ([Config.MaxClientEntries],
+//     [Config.MaxClientBytes]; a quarter of the store by default) acquires
+//     no key: it is refused with a [*keystore.FullError] whose Client is
+//     set and whose RetryAfter is when its earliest entry ends;
+//   - a client within its share acquires new keys at [Config.ClientRate]
+//     a second after a burst of [Config.ClientBurst] (one a second after
+//     64 by default; a token bucket of golang.org/x/time/rate per client),
+//     and is refused past it, with a FullError whose Client is set and
+//     whose RetryAfter is when its next key is due.
+//
+// A replay, a key in flight, and a key its client released and claims
+// again are never refused for a share or a rate.
+//
+// What a newcomer is guaranteed: a client that holds nothing is within its
+// share, so the headroom is open to it whatever clients past their share
+// hold; it acquires its first ClientBurst new keys at once, and ClientRate
+// a second after that, as long as the headroom lasts. Clients past their
+// share never take the headroom; N clients within theirs take at most
+// N×ClientBurst of it at once and N×ClientRate a second after that, so a
+// headroom of H keys lasts at least (H − N×ClientBurst) / (N×ClientRate)
+// seconds: with the defaults (H = 25,000 keys) about 51 minutes against 8
+// source addresses that flood it, about 3 minutes against 100. Beyond
+// that nothing is promised: a store never drops an unexpired entry, so a
+// store full of records refuses every new key until their retention ends.
+// Key clients by an identity that costs more than a source address (an
+// authenticated sender; an IPv6 /64 rather than an address), and size
+// the store for a retention's traffic. The same figures hold for bytes.
 //
 // Each claim is charged, from Claim until Complete or Release, for room for
 // the record it will complete with as well as its key: the claim's
@@ -98,10 +130,28 @@ func New(cfg Config) *Store {
 }
 
 var (
-	_ keystore.Store       = (*Store)(nil)
-	_ keystore.NonBlocking = (*Store)(nil)
-	_ keystore.Pinger      = (*Store)(nil)
+	_ keystore.Store         = (*Store)(nil)
+	_ keystore.NonBlocking   = (*Store)(nil)
+	_ keystore.Pinger        = (*Store)(nil)
+	_ keystore.ClientBounded = (*Store)(nil)
 )
+
+// ClientBound implements keystore.ClientBounded: a client's rate, as a
+// bound of ClientBurst keys refilled in ClientBurst/ClientRate, when the
+// store holds every client to it at all times (a headroom of all the
+// store, see Config.HeadroomEntries); otherwise none, as the rate bites
+// only under contention.
+func (s *Store) ClientBound() keystore.ClientBound {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	maxN, maxB := s.limits()
+	hN, hB := s.headroom()
+	r, b := s.clientRate()
+	if r == 0 || hN < maxN || hB < maxB {
+		return keystore.ClientBound{}
+	}
+	return keystore.ClientBound{Keys: b, Window: time.Duration(float64(b) / r * float64(time.Second))}
+}
 
 // NonBlocking marks Store as a keystore.NonBlocking store: no operation
 // waits, so the middleware needs no timeout around them. It vouches for s
@@ -148,7 +198,7 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 func (s *Store) claim(id keyID, keyLen int64, a keystore.ClaimArgs) (keystore.Claim, []byte, error) {
 	s.init()
 	now := s.now()
-	tookOver := false
+	tookOver, newKey := false, true
 	if slot, ok := s.index[id]; ok {
 		e := s.entry(slot)
 		if e.deadline > now && e.state != released {
@@ -164,6 +214,7 @@ func (s *Store) claim(id keyID, keyLen int64, a keystore.ClaimArgs) (keystore.Cl
 			return keystore.Claim{}, nil, keystore.ErrLeaseLost // fenced by a Release
 		}
 		tookOver = e.state == inFlight
+		newKey = e.state == completed // a record past its retention; a lease or a release is the key's own
 		s.remove(slot)
 	}
 	s.dropExpired(now)
@@ -172,10 +223,12 @@ func (s *Store) claim(id keyID, keyLen int64, a keystore.ClaimArgs) (keystore.Cl
 		reserve = int64(a.RecordBytes)
 	}
 	size := entryOverhead + keyLen + reserve
+	token := false
 	if a.Client != "" {
-		if ra, ok := s.clientRoom(a.Client, size, now); !ok {
+		var refusal error
+		if token, refusal = s.admitClient(a.Client, size, newKey, now); refusal != nil {
 			s.refused++
-			return keystore.Claim{}, nil, &keystore.FullError{RetryAfter: ra, Client: true}
+			return keystore.Claim{}, nil, refusal
 		}
 	}
 	if !s.makeRoom(1, size, now) {
@@ -188,6 +241,9 @@ func (s *Store) claim(id keyID, keyLen int64, a keystore.ClaimArgs) (keystore.Cl
 	if a.Client != "" {
 		e.client = s.clientIndex(a.Client)
 		s.chargeClient(e.client, 1, size)
+		if token {
+			s.takeToken(e.client, now)
+		}
 	}
 	s.index[id] = slot
 	s.bytes += size
@@ -271,8 +327,9 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 // Release repeated by the same token succeeds and changes nothing until the
 // key is claimed again (or, at most, for a minute). A Release by a token
 // that does not hold the key marks the token spent on the key's entry, or
-// leaves a released entry for it on an absent key, so that a Claim with that
-// token never acquires the key; such a mark on an absent key is dropped,
+// leaves a released entry fencing it (released by no one) on an absent
+// key, so that a Claim with that token never acquires the key, and a
+// repeat of that Release fails too; such a mark on an absent key is dropped,
 // like a released entry, when the store needs the room. (A memstore Claim
 // cannot reach the store after its caller has given up on it, so the mark
 // is there for the contract's sake.)
@@ -321,7 +378,9 @@ func (s *Store) fence(key string, token keystore.Token, now int64) {
 		return
 	}
 	slot := s.alloc()
-	*s.entry(slot) = entry{id: id, token: token, deadline: now, size: size, state: released}
+	// No releaser (token 0, never issued): the token is fenced, it did not
+	// release the key, so a repeat of its Release fails too.
+	*s.entry(slot) = entry{id: id, fenced: token, deadline: now, size: size, state: released}
 	s.index[id] = slot
 	s.bytes += size
 	s.leases.push(slot)

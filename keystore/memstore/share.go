@@ -1,6 +1,12 @@
 package memstore
 
-import "time"
+import (
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/geoidem/geoidem/keystore"
+)
 
 // clientUse is what one client holds: the claims made for it
 // (keystore.ClaimArgs.Client), and their bytes.
@@ -11,6 +17,9 @@ type clientUse struct {
 	// nextFree caches when the client's earliest entry ends (a deadline
 	// value); recomputed once it has passed.
 	nextFree int64
+	// lim is the client's rate under contention, made at its first new
+	// key under contention (full until then).
+	lim *rate.Limiter
 }
 
 // clientIndex returns the index of client in clientUse, adding it.
@@ -51,18 +60,60 @@ func (s *Store) chargeClient(i int32, entries int, bytes int64) {
 	}
 }
 
-// clientRoom reports whether client may claim one more entry of size
-// bytes and, when it may not, how long until its earliest entry ends.
-func (s *Store) clientRoom(client string, size int64, now int64) (time.Duration, bool) {
-	maxN, maxB := s.clientLimits()
+// admitClient decides, under contention, whether client may acquire one
+// more entry of size bytes (a new key when newKey): it returns the
+// refusal, or whether the acquisition takes a token of the client's rate
+// (see takeToken).
+func (s *Store) admitClient(client string, size int64, newKey bool, now int64) (token bool, refusal error) {
+	maxN, maxB := s.limits()
+	hN, hB := s.headroom()
+	if len(s.index)+1 <= maxN-hN && s.bytes+size <= maxB-hB {
+		return false, nil // not contended: no share, no rate
+	}
+	shareN, shareB := s.clientLimits()
 	i, ok := s.clients[client]
 	if !ok {
-		return 0, (maxB == 0 || size <= maxB)
+		if shareB > 0 && size > shareB {
+			return false, &keystore.FullError{Client: true}
+		}
+		r, _ := s.clientRate()
+		return newKey && r > 0, nil // a newcomer: under its share, its bucket full
 	}
 	u := &s.clientUse[i]
-	if (maxN == 0 || u.entries+1 <= maxN) && (maxB == 0 || u.bytes+size <= maxB) {
-		return 0, true
+	if (shareN > 0 && u.entries+1 > shareN) || (shareB > 0 && u.bytes+size > shareB) {
+		return false, &keystore.FullError{Client: true, RetryAfter: s.clientNextFree(i, now)}
 	}
+	r, _ := s.clientRate()
+	if !newKey || r == 0 {
+		return false, nil
+	}
+	if u.lim != nil {
+		if tokens := u.lim.TokensAt(s.at(now)); tokens < 1 {
+			wait := time.Duration((1 - tokens) / r * float64(time.Second))
+			return false, &keystore.FullError{Client: true, RetryAfter: max(wait, time.Millisecond)}
+		}
+	}
+	return true, nil
+}
+
+// takeToken takes a token of client i's rate, making its bucket if it has
+// none. admitClient has seen that there is one.
+func (s *Store) takeToken(i int32, now int64) {
+	u := &s.clientUse[i]
+	if u.lim == nil {
+		r, b := s.clientRate()
+		u.lim = rate.NewLimiter(rate.Limit(r), b)
+	}
+	u.lim.AllowN(s.at(now), 1)
+}
+
+// at returns the time of the deadline value now.
+func (s *Store) at(now int64) time.Time { return s.base.Add(time.Duration(now)) }
+
+// clientNextFree returns how long until client i's earliest entry ends,
+// zero when the store cannot tell.
+func (s *Store) clientNextFree(i int32, now int64) time.Duration {
+	u := &s.clientUse[i]
 	if u.nextFree <= now {
 		// Once per end of an entry: scan for the client's earliest.
 		u.nextFree = 0
@@ -81,9 +132,9 @@ func (s *Store) clientRoom(client string, size int64, now int64) (time.Duration,
 		}
 	}
 	if u.nextFree <= now {
-		return 0, false
+		return 0
 	}
-	return time.Duration(u.nextFree - now), false
+	return time.Duration(u.nextFree - now)
 }
 
 // nextFree returns how long until the earliest unexpired entry ends (a

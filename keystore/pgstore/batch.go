@@ -97,10 +97,11 @@ func byKey[W batchable](batch []W) (send, uniq, dup, first []W) {
 // claimWaiter is one claim in a batch.
 type claimWaiter struct {
 	batchCall
-	fp    keystore.Fingerprint
-	us    int64
-	token int64
-	r     claimRow
+	fp     keystore.Fingerprint
+	us     int64
+	token  int64
+	client string // counted against the client's bound; "" for none
+	r      claimRow
 }
 
 // deadlockDetected is SQLSTATE 40P01. Keys in a batch are locked in key
@@ -108,21 +109,27 @@ type claimWaiter struct {
 // statement that fails with it changed nothing.
 const deadlockDetected = "40P01"
 
-// fastClaim runs fastClaimSQL for one claim into r, alone or in a batch.
-func (s *Store) fastClaim(ctx context.Context, r *claimRow, args []any, key string, fp keystore.Fingerprint, us, token int64) error {
+// fastClaim runs fastClaimSQL for one claim into r, alone or in a batch;
+// fastClaimCountedSQL when client is not "" (args are then
+// params.claimCounted's).
+func (s *Store) fastClaim(ctx context.Context, r *claimRow, args []any, key string, fp keystore.Fingerprint, us, token int64, client string) error {
+	sql := s.sql.fastClaim
+	if client != "" {
+		sql = s.sql.fastClaimCounted
+	}
 	q := &s.claims
 	if q.limit == 0 {
-		return s.queryClaim(ctx, s.sql.fastClaim, r, args)
+		return s.queryClaim(ctx, sql, r, args)
 	}
 	q.mu.Lock()
 	if q.inflight < q.limit {
 		q.inflight++
 		q.mu.Unlock()
-		err := s.queryClaim(ctx, s.sql.fastClaim, r, args)
+		err := s.queryClaim(ctx, sql, r, args)
 		s.nextClaimBatch()
 		return err
 	}
-	w := &claimWaiter{batchCall: batchCall{ctx: ctx, key: key, done: make(chan struct{})}, fp: fp, us: us, token: token}
+	w := &claimWaiter{batchCall: batchCall{ctx: ctx, key: key, done: make(chan struct{})}, fp: fp, us: us, token: token, client: client}
 	q.waiting = append(q.waiting, w)
 	q.mu.Unlock()
 	select {
@@ -158,18 +165,30 @@ func (s *Store) runClaimBatch(batch []*claimWaiter) {
 	case 1:
 		w := uniq[0]
 		var p params
-		w.err = s.queryClaim(w.ctx, s.sql.fastClaim, &w.r, p.claim(s.typedArgs, w.key, w.fp, w.us, w.token))
+		if w.client != "" {
+			w.err = s.queryClaim(w.ctx, s.sql.fastClaimCounted, &w.r, p.claimCounted(s.typedArgs, w.key, w.fp, w.us, w.token, w.client, s.clientKeys, s.clientWindow))
+		} else {
+			w.err = s.queryClaim(w.ctx, s.sql.fastClaim, &w.r, p.claim(s.typedArgs, w.key, w.fp, w.us, w.token))
+		}
 	default:
 		s.queryClaimBatch(uniq)
 	}
 	// A live entry read for the first claim of a key is the answer to the
-	// others too (a hot key's replays); any other outcome leaves them to
-	// claimSQL.
+	// others too (a hot key's replays); any other outcome (the first's
+	// client refused included) leaves them to claimSQL.
 	for i, w := range dup {
-		if f := first[i]; f.err == nil && !f.r.acquired && f.r.remaining > 0 {
+		f := first[i]
+		switch {
+		case f.err == nil && !f.r.acquired && f.r.remaining > 0 && f.r.token != -1:
 			w.r = f.r
 			w.r.body = bytes.Clone(f.r.body)
 			w.r.header = f.r.header.Clone()
+		case f.err == nil && f.r.token == -1 && w.client != "":
+			// The first's client was refused, the key is still absent:
+			// claimSQL would insert it uncounted, so the bounded claim
+			// runs a statement of its own.
+			var p params
+			w.err = s.queryClaim(w.ctx, s.sql.fastClaimCounted, &w.r, p.claimCounted(s.typedArgs, w.key, w.fp, w.us, w.token, w.client, s.clientKeys, s.clientWindow))
 		}
 	}
 	for _, w := range send {
@@ -186,15 +205,26 @@ func (s *Store) queryClaimBatch(uniq []*claimWaiter) {
 	fps := make([][]byte, len(uniq))
 	leases := make([]int64, len(uniq))
 	tokens := make([]int64, len(uniq))
+	var clients []string // with a bounded client among them
 	for i, w := range uniq {
 		keys[i], fps[i], leases[i] = w.key, w.fp[:], w.us
 		tokens[i] = w.token
+		if w.client != "" && clients == nil {
+			clients = make([]string, len(uniq))
+		}
+	}
+	sql, args := s.sql.batchClaim, []any{keys, fps, leases, tokens}
+	if clients != nil {
+		for i, w := range uniq {
+			clients[i] = w.client
+		}
+		sql, args = s.sql.batchClaimCounted, append(args, clients, s.clientKeys, s.clientWindow)
 	}
 	err := retryAborted(ctx, func() error {
 		for _, w := range uniq {
 			w.r = claimRow{}
 		}
-		rows, err := s.pool.Query(ctx, s.sql.batchClaim, keys, fps, leases, tokens)
+		rows, err := s.pool.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}

@@ -30,6 +30,16 @@ func BenchmarkStore(b *testing.B) {
 	})
 }
 
+// BenchmarkStoreClientBound is BenchmarkStore with a bound on each
+// client's new keys (never reached): FirstCallClient and ReplayClient
+// run fastClaimCountedSQL, the others claim without a client.
+func BenchmarkStoreClientBound(b *testing.B) {
+	pool := newPool(b, 16, nil)
+	keystoretest.RunBenchmarks(b, func(b *testing.B) keystore.Store {
+		return newStore(b, pool, pgstore.Config{ClientKeys: 1 << 30})
+	})
+}
+
 // benchClients are the numbers of concurrent clients each comparison runs at.
 var benchClients = []int{16, 64}
 
@@ -114,6 +124,23 @@ func BenchmarkFirstCall(b *testing.B) {
 					return err
 				}
 				return s.Complete(ctx, key, a.Token, benchEncoded, time.Hour)
+			})
+		})
+		// Every claim for one bounded client: its claims take the
+		// client's count row one after the other (the worst case of
+		// Config.ClientKeys; claims of different clients do not wait for
+		// each other).
+		bounded := newStore(b, pool, pgstore.Config{ClientKeys: 1 << 30})
+		b.Run(fmt.Sprintf("pgstore-clientbound/clients=%d", clients), func(b *testing.B) {
+			ctx := b.Context()
+			parallel(b, clients, func() error {
+				key := prefix + "c" + strconv.FormatInt(next(), 10)
+				a := args(time.Minute)
+				a.Client = "bench-client"
+				if _, err := bounded.Claim(ctx, key, a); err != nil {
+					return err
+				}
+				return bounded.Complete(ctx, key, a.Token, benchEncoded, time.Hour)
 			})
 		})
 	}

@@ -102,6 +102,34 @@
 // describing them: it is on when the pool's DefaultQueryExecMode is
 // QueryExecModeCacheStatement (pgx's default) or QueryExecModeCacheDescribe.
 //
+// # Per-client bound
+//
+// With [Config.ClientKeys] set, a Claim for a client (the middleware's
+// Config.Client) is counted against the client's bound, in the same one
+// statement: a row per client in the unlogged table Table+"_clients"
+// (schema version 5), holding the count of the window that started with
+// the client's first counted key. When the claim finds no row for its
+// key, the statement first takes the client's count row (an upsert, which
+// locks it until the statement commits), adds the claim unless the count
+// is at the bound, and inserts the key only if there was room; past the
+// bound the Claim fails with a [*keystore.FullError] whose Client is set,
+// inserting nothing. A claim that finds its key's row (a replay, a
+// duplicate in flight) does not touch the count: it is never counted, and
+// never refused. Batched claims count per client, in client order, each
+// within the batch in turn. So the count is exact, at a price: the claims
+// of one client that find no row wait for each other's commit on the
+// count row (claims of different clients do not). BenchmarkFirstCall
+// measures the worst case, every claim for one client: on a loaded
+// two-core machine, 1.5 ms a first call against 0.57 ms unbounded with 16
+// at once, 2.9 ms against 0.70 ms with 64. A claim whose client is ""
+// is never bounded: have the middleware's Config.Client return "" for the
+// senders you trust (a verified webhook signature), and bound the
+// others. Two first
+// claims of one key that race both count, while one acquires: the count
+// errs on the strict side. The counts cost no WAL, and a crash of the
+// database empties them (every window starts again); Prune deletes those
+// whose window ended.
+//
 // # Fencing tokens
 //
 // A key is held by the token its Claim's caller chose
@@ -148,7 +176,8 @@
 // [New] creates the table, its token sequence and an index on the expiry
 // time from migrations embedded in the package ([Store.Migrate]), in one
 // transaction under an advisory lock, so several replicas can start at once;
-// the applied versions are kept in a table of their own. The table name and
+// the applied versions are kept in a table of their own, and the counts of
+// Config.ClientKeys in Table+"_clients". The table name and
 // schema are configurable ([Config]).
 //
 // Claim ignores expired rows; deleting them is the janitor's job: New starts

@@ -60,13 +60,14 @@ func TestConcurrentClaimsUnderStricterIsolation(t *testing.T) {
 	}
 }
 
-// The whole conformance suite holds under the stricter defaults too.
+// The whole conformance suite holds under the stricter defaults too, the
+// bound on each client's new keys included.
 func TestConformanceUnderStricterIsolation(t *testing.T) {
 	for _, level := range isolationLevels {
 		t.Run(level, func(t *testing.T) {
 			pool := isolationPool(t, level)
 			keystoretest.Run(t, func(t *testing.T) keystore.Store {
-				return newStore(t, pool, pgstore.Config{})
+				return newStore(t, pool, pgstore.Config{ClientKeys: 8})
 			})
 		})
 	}

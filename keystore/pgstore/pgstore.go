@@ -39,7 +39,8 @@ type Config struct {
 	Schema string
 
 	// Table is the name of the key table. The store also creates
-	// Table+"_token_seq", Table+"_expires_at_idx" and Table+"_migrations".
+	// Table+"_token_seq", Table+"_expires_at_idx", Table+"_migrations" and
+	// Table+"_clients" (the counts of ClientKeys).
 	// Any name is accepted and always quoted (case and punctuation are
 	// kept); it must be valid UTF-8, without NUL, at most 48 bytes. Default
 	// DefaultTable.
@@ -69,7 +70,30 @@ type Config struct {
 	// its own Config.StoreObserver. It is called synchronously and must be
 	// fast and safe for concurrent use.
 	Observer func(keystore.Call)
+
+	// ClientKeys, when positive, bounds the new keys one client
+	// (keystore.ClaimArgs.Client; the middleware's Config.Client) acquires
+	// in a window of ClientWindow that starts with its first: past it, a
+	// Claim of a new key for the client fails with a *keystore.FullError
+	// whose Client is set and whose RetryAfter is the rest of the window,
+	// inserting nothing. The count is a row per client in the unlogged
+	// table Table+"_clients", read and written by the claim's own
+	// statement, so every replica shares it; a crash of the database
+	// empties it (every count starts again). Replays, keys in flight, and
+	// keys released or expired and claimed again never count, and are
+	// never refused. Claims of one client that run at once may overshoot
+	// the bound by their number (each reads the count before it inserts).
+	// Claims without a client are not bounded. Default 0: no bound.
+	ClientKeys int
+
+	// ClientWindow is the window of ClientKeys, in whole microseconds.
+	// Default DefaultClientWindow.
+	ClientWindow time.Duration
 }
+
+// DefaultClientWindow is the window of Config.ClientKeys when
+// Config.ClientWindow is zero.
+const DefaultClientWindow = time.Hour
 
 // Store is a [keystore.Store] on a PostgreSQL table, reached through a
 // [pgxpool.Pool]. It is safe for concurrent use by many goroutines and many
@@ -87,8 +111,12 @@ type Store struct {
 	sql       statements
 	lockKey   int64
 	batch     int
-	log       *slog.Logger
-	observe   func(keystore.Call)
+	// clientKeys is Config.ClientKeys (0: no bound), clientWindow
+	// Config.ClientWindow in microseconds.
+	clientKeys   int32
+	clientWindow int64
+	log          *slog.Logger
+	observe      func(keystore.Call)
 
 	stop      context.CancelFunc
 	done      chan struct{}
@@ -136,6 +164,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if cfg.PruneBatch < 0 || cfg.PruneBatch > math.MaxInt32 {
 		return nil, fmt.Errorf("pgstore: PruneBatch %d out of range", cfg.PruneBatch)
 	}
+	if cfg.ClientKeys < 0 || cfg.ClientKeys > math.MaxInt32 || cfg.ClientWindow < 0 {
+		return nil, fmt.Errorf("pgstore: ClientKeys %d or ClientWindow %v out of range", cfg.ClientKeys, cfg.ClientWindow)
+	}
 	h := fnv.New64a()
 	h.Write([]byte("github.com/geoidem/geoidem/keystore/pgstore\x00" + n.table))
 	mode := pool.Config().ConnConfig.DefaultQueryExecMode
@@ -151,6 +182,14 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ClientKeys > 0 {
+		window := cfg.ClientWindow
+		if window == 0 {
+			window = DefaultClientWindow
+		}
+		s.clientKeys = int32(cfg.ClientKeys)
+		s.clientWindow, _ = micros(window)
 	}
 	if s.typedArgs {
 		s.claims.limit = max(1, int(pool.Config().MaxConns)/2)
@@ -226,7 +265,11 @@ func lost(op string) error {
 // for a new key reports the winner, by a second statement, which also
 // refuses a fenced token (see releaseSQL). Leases are judged and
 // LeaseRemaining computed by the database clock. A token must fit a
-// bigint (keystore.NewToken's do); the claim's client is not used.
+// bigint (keystore.NewToken's do). With Config.ClientKeys, a claim for a
+// client runs fastClaimCountedSQL instead, which also reads and writes the
+// client's count; claimSQL, for the rest, counts nothing (a key it
+// inserts is one that another claim inserted and a janitor deleted
+// meanwhile).
 func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return keystore.Claim{}, fmt.Errorf("pgstore: claim: %w", err)
@@ -246,9 +289,18 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 		r claimRow
 		p params
 	})
-	r, args := &call.r, call.p.claim(s.typedArgs, key, a.Fingerprint, us, tok)
-	err = s.fastClaim(ctx, r, args, key, a.Fingerprint, us, tok)
+	r, client := &call.r, ""
+	var args []any
+	if s.clientKeys > 0 && a.Client != "" {
+		client = a.Client
+		args = call.p.claimCounted(s.typedArgs, key, a.Fingerprint, us, tok, client, s.clientKeys, s.clientWindow)
+	} else {
+		args = call.p.claim(s.typedArgs, key, a.Fingerprint, us, tok)
+	}
+	err = s.fastClaim(ctx, r, args, key, a.Fingerprint, us, tok, client)
 	switch {
+	case err == nil && !r.acquired && r.token == -1: // the client is past its bound
+		return keystore.Claim{}, &keystore.FullError{Client: true, RetryAfter: max(time.Duration(r.remaining)*time.Microsecond, time.Millisecond)}
 	case err == nil && (r.acquired || r.remaining > 0):
 		if r.acquired {
 			r.fp, r.fpNull = a.Fingerprint, false
@@ -257,7 +309,7 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	case err != nil && !errors.Is(err, pgx.ErrNoRows):
 		return keystore.Claim{}, storeErr(ctx, "claim", err)
 	}
-	if err := s.queryClaim(ctx, s.sql.claim, r, args); err != nil {
+	if err := s.queryClaim(ctx, s.sql.claim, r, args[:4]); err != nil {
 		return keystore.Claim{}, storeErr(ctx, "claim", err)
 	}
 	return r.claim(tok)
@@ -427,4 +479,15 @@ func (s *Store) fenced(ctx context.Context, db execer, op, sql string, args ...a
 		return lost(op)
 	}
 	return nil
+}
+
+var _ keystore.ClientBounded = (*Store)(nil)
+
+// ClientBound implements keystore.ClientBounded: Config.ClientKeys per
+// Config.ClientWindow, or none when ClientKeys is zero.
+func (s *Store) ClientBound() keystore.ClientBound {
+	if s.clientKeys == 0 {
+		return keystore.ClientBound{}
+	}
+	return keystore.ClientBound{Keys: int(s.clientKeys), Window: time.Duration(s.clientWindow) * time.Microsecond}
 }

@@ -26,6 +26,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// The rules of keystore.ClientBounded (and all the others, which claim
+// without a client or for one only a key) with a bound on each client.
+func TestConformanceClientBound(t *testing.T) {
+	pool := newPool(t, 16, nil)
+	keystoretest.Run(t, func(t *testing.T) keystore.Store {
+		return newStore(t, pool, pgstore.Config{ClientKeys: 8, ClientWindow: time.Hour})
+	})
+}
+
 // The store works whatever exec mode the pool's connections default to: its
 // arguments are passed as pgtype valuers only when the statements are
 // described first, and claim rows that are not in the binary format (the
@@ -36,7 +45,7 @@ func TestConformanceExecModes(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			pool := openPool(t, 8, func(cfg *pgxpool.Config) { cfg.ConnConfig.DefaultQueryExecMode = mode })
 			keystoretest.Run(t, func(t *testing.T) keystore.Store {
-				return newStore(t, pool, pgstore.Config{})
+				return newStore(t, pool, pgstore.Config{ClientKeys: 8})
 			})
 		})
 	}

@@ -13,7 +13,8 @@ import (
 // call carries on.
 const maxPruneBatches = 1000
 
-// Prune deletes rows whose lease or retention ended more than a minute ago,
+// Prune deletes rows whose lease or retention ended more than a minute ago
+// (and, with Config.ClientKeys, the counts whose window did),
 // by the database clock, and returns how many it deleted. It deletes in
 // batches of Config.PruneBatch rows, each its own short statement walking the
 // expiry index, until a batch comes back short (or after 1000 batches), and
@@ -41,6 +42,15 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 		total += n
 		if n < s.batch {
 			break
+		}
+	}
+	if s.clientKeys > 0 {
+		// The counts whose window ended: a row per client, few.
+		if err := retrySerialization(ctx, func() error {
+			_, err := s.pool.Exec(ctx, s.sql.pruneClients, grace)
+			return err
+		}); err != nil {
+			return total, storeErr(ctx, "prune", err)
 		}
 	}
 	return total, nil

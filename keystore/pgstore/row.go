@@ -138,12 +138,13 @@ func (b *bytea) BytesValue() ([]byte, error) { return *b, nil }
 // description (see Store.typedArgs), pgx encodes them without the
 // allocation of boxing each value and of the argument slice.
 type params struct {
-	key               pgtype.Text
+	key, client       pgtype.Text
 	token, us, token2 pgtype.Int8
-	status            pgtype.Int4
+	window            pgtype.Int8
+	status, bound     pgtype.Int4
 	fpArr             keystore.Fingerprint
 	fp, header, body  bytea
-	args              [6]any
+	args              [7]any
 }
 
 // claim returns the arguments of a claim statement: key, fingerprint, lease
@@ -151,28 +152,44 @@ type params struct {
 func (p *params) claim(typed bool, key string, fp keystore.Fingerprint, us, token int64) []any {
 	p.fpArr = fp
 	if !typed {
-		p.args = [6]any{key, p.fpArr[:], us, token}
+		p.args = [7]any{key, p.fpArr[:], us, token}
 		return p.args[:4]
 	}
 	p.key = pgtype.Text{String: key, Valid: true}
 	p.fp = p.fpArr[:]
 	p.us = pgtype.Int8{Int64: us, Valid: true}
 	p.token2 = pgtype.Int8{Int64: token, Valid: true}
-	p.args = [6]any{&p.key, &p.fp, &p.us, &p.token2}
+	p.args = [7]any{&p.key, &p.fp, &p.us, &p.token2}
 	return p.args[:4]
+}
+
+// claimCounted returns the arguments of a claim statement for a bounded
+// client: those of claim, then the client, the bound and the window in
+// microseconds.
+func (p *params) claimCounted(typed bool, key string, fp keystore.Fingerprint, us, token int64, client string, bound int32, window int64) []any {
+	p.claim(typed, key, fp, us, token)
+	if !typed {
+		p.args[4], p.args[5], p.args[6] = client, bound, window
+		return p.args[:7]
+	}
+	p.client = pgtype.Text{String: client, Valid: true}
+	p.bound = pgtype.Int4{Int32: bound, Valid: true}
+	p.window = pgtype.Int8{Int64: window, Valid: true}
+	p.args[4], p.args[5], p.args[6] = &p.client, &p.bound, &p.window
+	return p.args[:7]
 }
 
 // complete returns the arguments of completeSQL.
 func (p *params) complete(typed bool, key string, token int64, status int32, header, body []byte, us int64) []any {
 	if !typed {
-		p.args = [6]any{key, token, status, header, body, us}
-		return p.args[:]
+		p.args = [7]any{key, token, status, header, body, us}
+		return p.args[:6]
 	}
 	p.key = pgtype.Text{String: key, Valid: true}
 	p.token = pgtype.Int8{Int64: token, Valid: true}
 	p.status = pgtype.Int4{Int32: status, Valid: true}
 	p.header, p.body = header, body
 	p.us = pgtype.Int8{Int64: us, Valid: true}
-	p.args = [6]any{&p.key, &p.token, &p.status, &p.header, &p.body, &p.us}
-	return p.args[:]
+	p.args = [7]any{&p.key, &p.token, &p.status, &p.header, &p.body, &p.us}
+	return p.args[:6]
 }

@@ -22,6 +22,7 @@ type names struct {
 	seqLit    string // seq as a string literal, for nextval
 	index     string
 	versions  string
+	clients   string
 }
 
 func newNames(schema, table string) (names, error) {
@@ -51,6 +52,7 @@ func newNames(schema, table string) (names, error) {
 		seq:       ident(table + "_token_seq"),
 		index:     pgx.Identifier{table + "_expires_at_idx"}.Sanitize(), // an index lives in its table's schema
 		versions:  ident(table + "_migrations"),
+		clients:   ident(table + "_clients"),
 	}
 	if schema != "" {
 		n.qualified = schema + "." + table
@@ -66,6 +68,7 @@ func (n names) expand(sql string) string {
 		"{{seqlit}}", n.seqLit,
 		"{{index}}", n.index,
 		"{{versions}}", n.versions,
+		"{{clients}}", n.clients,
 		"{{takeover}}", takeoverSQL,
 	).Replace(sql)
 }
@@ -73,6 +76,9 @@ func (n names) expand(sql string) string {
 // statements holds a store's SQL, with its names filled in.
 type statements struct {
 	fastClaim, batchClaim, claim, extend, complete, batchComplete, release, prune string
+	// With Config.ClientKeys: the claim statements for a client, and the
+	// pruning of the counts.
+	fastClaimCounted, batchClaimCounted, pruneClients string
 }
 
 func newStatements(n names) statements {
@@ -85,6 +91,10 @@ func newStatements(n names) statements {
 		batchComplete: n.expand(batchCompleteSQL),
 		release:       n.expand(releaseSQL),
 		prune:         n.expand(pruneSQL),
+
+		fastClaimCounted:  n.expand(fastClaimCountedSQL),
+		batchClaimCounted: n.expand(batchClaimCountedSQL),
+		pruneClients:      n.expand(pruneClientsSQL),
 	}
 }
 
@@ -145,6 +155,119 @@ WITH req AS MATERIALIZED (
 SELECT req.i, ins.token IS NOT NULL, false, COALESCE(ins.token, cur.token, 0), cur.fingerprint, cur.status, cur.header, cur.body,
        COALESCE((extract(epoch FROM cur.expires_at - clock_timestamp()) * 1000000)::bigint, 0)
 FROM req LEFT JOIN ins ON ins.key = req.key LEFT JOIN cur ON cur.i = req.i`
+
+// fastClaimCountedSQL is fastClaimSQL for a claim whose client is
+// bounded (Config.ClientKeys): $5 the client, $6 the bound, $7 the window
+// in microseconds. When the snapshot shows no row for the key, bump first
+// takes the client's count row (inserting it, or starting a new window if
+// the last has ended), which locks it until the statement commits, so
+// that the claims of one client count one after the other, each reading
+// the count its predecessor left (prev), and adds this claim unless the
+// count is at the bound. The key is inserted only if the count before it
+// was below the bound; otherwise the statement returns one more kind of
+// row: acquired false, token -1 (never a token: they are positive), and
+// the window's remaining microseconds. A row found for the key is answered
+// as fastClaimSQL does, whatever the count, and the count is not touched:
+// replays and duplicates are never refused, and never counted. A new key
+// whose insert meets a row committed after the snapshot (the race of two
+// first claims) stays counted: the count errs on the strict side.
+const fastClaimCountedSQL = `
+WITH cur AS MATERIALIZED (
+    SELECT k.token, k.fingerprint, k.status, k.header, k.body, k.expires_at
+    FROM {{table}} k
+    WHERE k.key = $1::text
+), bump AS (
+    INSERT INTO {{clients}} AS c (client, n, prev, window_end)
+    SELECT $5::text, 1, 0, clock_timestamp() + $7::bigint * interval '1 microsecond'
+    WHERE NOT EXISTS (SELECT FROM cur)
+    ON CONFLICT (client) DO UPDATE SET
+        prev       = CASE WHEN c.window_end > clock_timestamp() THEN c.n ELSE 0 END,
+        n          = CASE WHEN c.window_end > clock_timestamp() THEN least(c.n + 1, greatest(c.n, $6::integer)) ELSE 1 END,
+        window_end = CASE WHEN c.window_end > clock_timestamp() THEN c.window_end ELSE excluded.window_end END
+    RETURNING c.prev, c.window_end
+), ins AS (
+    INSERT INTO {{table}} (key, fingerprint, token, expires_at)
+    SELECT $1::text, $2::bytea, $4::bigint, clock_timestamp() + $3::bigint * interval '1 microsecond'
+    FROM bump
+    WHERE bump.prev < $6::integer
+    ON CONFLICT (key) DO NOTHING
+    RETURNING token
+)
+SELECT true, false, ins.token, NULL::bytea, NULL::integer, NULL::bytea, NULL::bytea, $3::bigint
+FROM ins
+UNION ALL
+SELECT false, false, cur.token, cur.fingerprint, cur.status, cur.header, cur.body,
+       (extract(epoch FROM cur.expires_at - clock_timestamp()) * 1000000)::bigint
+FROM cur
+UNION ALL
+SELECT false, false, -1::bigint, NULL::bytea, NULL::integer, NULL::bytea, NULL::bytea,
+       (extract(epoch FROM bump.window_end - clock_timestamp()) * 1000000)::bigint
+FROM bump
+WHERE bump.prev >= $6::integer`
+
+// batchClaimCountedSQL is batchClaimSQL for a batch with claims of bounded
+// clients: $5 the clients (” for a claim without one, never bounded), $6
+// the bound, $7 the window in microseconds. The requests of bounded
+// clients for keys the snapshot shows no row for (fresh) are ranked
+// within their client, in request order (place); bump adds them to their
+// clients' counts, as fastClaimCountedSQL does one, in client order (the
+// order every statement locks the count rows in), never past the bound.
+// A request is inserted only while its client's count before the batch
+// (prev) plus its place stays within the bound; a refused one gets the
+// row fastClaimCountedSQL returns for one: token -1 and the window's
+// remaining microseconds.
+const batchClaimCountedSQL = `
+WITH req AS MATERIALIZED (
+    SELECT r.key, r.fingerprint, r.us, r.token, r.client, r.i
+    FROM unnest($1::text[], $2::bytea[], $3::bigint[], $4::bigint[], $5::text[]) WITH ORDINALITY AS r(key, fingerprint, us, token, client, i)
+), cur AS MATERIALIZED (
+    SELECT req.i, k.token, k.fingerprint, k.status, k.header, k.body, k.expires_at
+    FROM req JOIN {{table}} k ON k.key = req.key
+), fresh AS MATERIALIZED (
+    SELECT req.i, req.client, row_number() OVER (PARTITION BY req.client ORDER BY req.i) AS place
+    FROM req
+    WHERE req.client <> '' AND NOT EXISTS (SELECT FROM cur WHERE cur.i = req.i)
+), bump AS MATERIALIZED (
+    INSERT INTO {{clients}} AS c (client, n, prev, window_end)
+    SELECT fresh.client, least(count(*), $6::integer), 0, clock_timestamp() + $7::bigint * interval '1 microsecond'
+    FROM fresh
+    GROUP BY fresh.client
+    ORDER BY fresh.client
+    ON CONFLICT (client) DO UPDATE SET
+        prev       = CASE WHEN c.window_end > clock_timestamp() THEN c.n ELSE 0 END,
+        n          = CASE WHEN c.window_end > clock_timestamp() THEN least(c.n + excluded.n, greatest(c.n, $6::integer)) ELSE excluded.n END,
+        window_end = CASE WHEN c.window_end > clock_timestamp() THEN c.window_end ELSE excluded.window_end END
+    RETURNING c.client, c.prev, c.window_end
+), ok AS MATERIALIZED (
+    SELECT req.i FROM req
+    WHERE NOT EXISTS (SELECT FROM cur WHERE cur.i = req.i) AND req.client = ''
+    UNION ALL
+    SELECT fresh.i FROM fresh JOIN bump ON bump.client = fresh.client
+    WHERE bump.prev + fresh.place <= $6::integer
+), ins AS (
+    INSERT INTO {{table}} (key, fingerprint, token, expires_at)
+    SELECT req.key, req.fingerprint, req.token, clock_timestamp() + req.us * interval '1 microsecond'
+    FROM req JOIN ok ON ok.i = req.i
+    ORDER BY req.key
+    ON CONFLICT (key) DO NOTHING
+    RETURNING key, token
+)
+SELECT req.i, ins.token IS NOT NULL, false,
+       CASE WHEN refused.i IS NOT NULL THEN -1 ELSE COALESCE(ins.token, cur.token, 0) END,
+       cur.fingerprint, cur.status, cur.header, cur.body,
+       CASE WHEN refused.i IS NOT NULL
+           THEN (extract(epoch FROM refused.window_end - clock_timestamp()) * 1000000)::bigint
+           ELSE COALESCE((extract(epoch FROM cur.expires_at - clock_timestamp()) * 1000000)::bigint, 0) END
+FROM req LEFT JOIN ins ON ins.key = req.key LEFT JOIN cur ON cur.i = req.i
+    LEFT JOIN (
+        SELECT fresh.i, bump.window_end FROM fresh JOIN bump ON bump.client = fresh.client
+        WHERE bump.prev + fresh.place > $6::integer
+    ) AS refused ON refused.i = req.i`
+
+// pruneClientsSQL deletes the counts whose window ended more than the
+// grace ago: $1 grace in microseconds.
+const pruneClientsSQL = `
+DELETE FROM {{clients}} WHERE window_end < now() - $1::bigint * interval '1 microsecond'`
 
 // takeoverSQL is claimSQL's judgement, inside ON CONFLICT DO UPDATE, of the
 // row k that a Claim with the token excluded.token met: it takes the row

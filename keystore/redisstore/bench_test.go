@@ -26,12 +26,22 @@ import (
 // Run both in one go to compare the store with the bare commands it
 // replaces:
 //
-//	go test -run '^$' -bench 'Store$|StoreCluster|BareSetNX|Concurrent64|HTTP64' -benchmem ./keystore/redisstore/
+//	go test -run '^$' -bench 'Store$|StoreClientBound|StoreCluster|BareSetNX|Concurrent64|HTTP64' -benchmem ./keystore/redisstore/
 
 func BenchmarkStore(b *testing.B) {
 	client := standaloneClient(b)
 	keystoretest.RunBenchmarks(b, func(b *testing.B) keystore.Store {
 		return newStore(b, client, client, redisstore.Config{})
+	})
+}
+
+// BenchmarkStoreClientBound is BenchmarkStore with a bound on each
+// client's new keys (never reached): FirstCallClient and ReplayClient
+// count, the others claim without a client.
+func BenchmarkStoreClientBound(b *testing.B) {
+	client := standaloneClient(b)
+	keystoretest.RunBenchmarks(b, func(b *testing.B) keystore.Store {
+		return newStore(b, client, client, redisstore.Config{ClientKeys: 1 << 30})
 	})
 }
 
@@ -73,6 +83,31 @@ func BenchmarkBareSetNX(b *testing.B) {
 		for b.Loop() {
 			n++
 			bareFirstCall(ctx, b, client, prefix+strconv.Itoa(n), inFlight, completed)
+		}
+	})
+	b.Run("FirstCallCounted", func(b *testing.B) {
+		// A per-client count by hand: SET NX, INCR and PEXPIRE NX of the
+		// client's counter in one pipeline, then SET.
+		s := newStore(b, client, client, redisstore.Config{})
+		ctx := b.Context()
+		prefix := s.RedisKey(keystoretest.Key(b)[:48])
+		counter := prefix + "client:bench"
+		n := 0
+		for b.Loop() {
+			n++
+			key := prefix + strconv.Itoa(n)
+			var set *redis.BoolCmd
+			if _, err := client.Pipelined(ctx, func(p redis.Pipeliner) error {
+				set = p.SetNX(ctx, key, inFlight, time.Minute)
+				p.Incr(ctx, counter)
+				p.Do(ctx, "pexpire", counter, 3600000, "nx")
+				return nil
+			}); err != nil || !set.Val() {
+				b.Fatalf("SET NX, INCR, PEXPIRE: %v %v", set.Val(), err)
+			}
+			if err := client.Set(ctx, key, completed, time.Hour).Err(); err != nil {
+				b.Fatalf("SET: %v", err)
+			}
 		}
 	})
 	b.Run("Replay", func(b *testing.B) {

@@ -14,8 +14,8 @@ import (
 // Claim implements keystore.Store. The lease is judged by the Redis server's
 // clock. A Claim that takes over an expired lease reports TookOver if the
 // lease expired less than a minute ago; after that the abandoned entry has
-// been deleted and the key is simply absent. The claim's client is not
-// used.
+// been deleted and the key is simply absent. With Config.ClientKeys, a
+// claim for a client is counted against its bound (see claimBounded).
 func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return keystore.Claim{}, fmt.Errorf("redisstore: claim: %w", err)
@@ -26,10 +26,13 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	leaseMs := ceilMillis(a.Lease)
 	var claim keystore.Claim
 	var err error
-	if s.waitReplicas > 0 {
-		claim, err = s.claimReplicated(ctx, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs)
-	} else {
-		claim, err = s.claim(ctx, s.client, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs)
+	switch {
+	case s.clientKeys > 0 && a.Client != "":
+		claim, err = s.claimBounded(ctx, key, a, leaseMs)
+	case s.waitReplicas > 0:
+		claim, _, err = s.claimReplicated(ctx, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs)
+	default:
+		claim, _, err = s.claim(ctx, s.client, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs, nil)
 	}
 	if err == nil && claim.Acquired {
 		s.fps.put(key, a.Token, a.Fingerprint)
@@ -58,27 +61,34 @@ type conn interface {
 // an expired one over, or checks the fences and acquires: a second round
 // trip, on the path of a duplicate sent while its request runs, of a
 // crashed or stalled holder, and of a retry after a release.
-func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (keystore.Claim, error) {
-	var v [1 + len(keystore.Fingerprint{}) + 8]byte
-	v[0] = 'i'
-	copy(v[1:], fp[:])
-	binary.BigEndian.PutUint64(v[1+len(fp):], uint64(token))
+//
+// count, if not nil, is a command sent in the same round trip as the SET
+// (the client's count, see claimBounded), on the store's client. isNew
+// reports whether the SET acquired an absent key.
+func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64, count redis.Cmder) (claim keystore.Claim, isNew bool, err error) {
+	v := inFlightValue(fp, token)
 	grace := abandonedGrace.Milliseconds()
 
 	set := redis.NewStringCmd(ctx, "set", rkey, v[:], "px", s.ttlArg.get(leaseMs+grace), "nx", "get")
-	if s.batch != nil && any(c) == any(s.client) {
-		if err := s.batch.do(ctx, set); err != nil {
-			return keystore.Claim{}, opError(ctx, "claim", err)
+	switch {
+	case s.batch != nil && any(c) == any(s.client):
+		if err := s.batch.do(ctx, set, count); err != nil {
+			return keystore.Claim{}, false, opError(ctx, "claim", err)
 		}
-	} else {
+	case count != nil:
+		pipe := s.client.Pipeline()
+		_ = pipe.Process(ctx, set)
+		_ = pipe.Process(ctx, count)
+		_, _ = pipe.Exec(ctx)
+	default:
 		_ = c.Process(ctx, set)
 	}
 	old, err := set.Result()
 	switch {
 	case err == redis.Nil: // absent: acquired
-		return acquired(fp, false), nil
+		return acquired(fp, false), true, nil
 	case err != nil:
-		return keystore.Claim{}, opError(ctx, "claim", err)
+		return keystore.Claim{}, false, opError(ctx, "claim", err)
 	}
 	if len(old) > 0 && (old[0] == 'i' || old[0] == 'r') {
 		// In flight: read its lease, or take the key over if that has run
@@ -87,13 +97,23 @@ func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fing
 		// SET after Redis applied it and the reply was lost, or the caller
 		// repeated its Claim), goes the same way: acquired while its lease
 		// runs, taken over like any expired lease once it has run out.
-		return s.claimScripted(ctx, c, rkey, fp, v[:], leaseMs+grace, grace)
+		claim, err = s.claimScripted(ctx, c, rkey, fp, v[:], leaseMs+grace, grace)
+		return claim, false, err
 	}
 	claim, ok := parseClaim(old)
 	if !ok {
-		return keystore.Claim{}, fmt.Errorf("redisstore: claim: key holds a value that is not an idempotency entry: %.80q", old)
+		return keystore.Claim{}, false, fmt.Errorf("redisstore: claim: key holds a value that is not an idempotency entry: %.80q", old)
 	}
-	return claim, nil
+	return claim, false, nil
+}
+
+// inFlightValue returns the value of an in-flight entry: 'i' |
+// fingerprint | token.
+func inFlightValue(fp keystore.Fingerprint, token keystore.Token) (v [1 + len(keystore.Fingerprint{}) + 8]byte) {
+	v[0] = 'i'
+	copy(v[1:], fp[:])
+	binary.BigEndian.PutUint64(v[1+len(fp):], uint64(token))
+	return v
 }
 
 // acquired is the Claim of a key acquired with fingerprint fp.
@@ -167,7 +187,7 @@ func parseClaim(res any) (keystore.Claim, bool) {
 // claimReplicated claims on one connection to the key's master, then runs
 // WAIT on the same connection (WAIT counts the replicas that acknowledged
 // the writes of its own connection).
-func (s *Store) claimReplicated(ctx context.Context, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (keystore.Claim, error) {
+func (s *Store) claimReplicated(ctx context.Context, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (keystore.Claim, bool, error) {
 	var node *redis.Client
 	switch c := s.client.(type) {
 	case *redis.Client:
@@ -175,18 +195,18 @@ func (s *Store) claimReplicated(ctx context.Context, rkey string, fp keystore.Fi
 	case *redis.ClusterClient:
 		var err error
 		if node, err = c.MasterForKey(ctx, rkey); err != nil {
-			return keystore.Claim{}, opError(ctx, "claim", err)
+			return keystore.Claim{}, false, opError(ctx, "claim", err)
 		}
 	}
 	conn := node.Conn()
 	defer conn.Close()
-	claim, err := s.claim(ctx, conn, rkey, fp, token, leaseMs)
+	claim, isNew, err := s.claim(ctx, conn, rkey, fp, token, leaseMs, nil)
 	if err != nil || !claim.Acquired {
-		return claim, err
+		return claim, false, err
 	}
 	n, err := conn.Wait(ctx, s.waitReplicas, s.waitTimeout).Result()
 	if err == nil && n >= int64(s.waitReplicas) {
-		return claim, nil
+		return claim, isNew, nil
 	}
 	// Not admitted: give the key back, so that a retry need not wait for the
 	// lease to run out, even if ctx has ended (the client's timeouts bound
@@ -194,7 +214,7 @@ func (s *Store) claimReplicated(ctx context.Context, rkey string, fp keystore.Fi
 	tok := tokenBytes(token)
 	_ = releaseScript.Run(context.WithoutCancel(ctx), conn, scriptKeys(rkey), tok[:], abandonedGrace.Milliseconds()).Err()
 	if err != nil {
-		return keystore.Claim{}, opError(ctx, "claim: wait for replicas", err)
+		return keystore.Claim{}, false, opError(ctx, "claim: wait for replicas", err)
 	}
-	return keystore.Claim{}, fmt.Errorf("%w: %d of %d acknowledged within %v", ErrNotReplicated, n, s.waitReplicas, s.waitTimeout)
+	return keystore.Claim{}, false, fmt.Errorf("%w: %d of %d acknowledged within %v", ErrNotReplicated, n, s.waitReplicas, s.waitTimeout)
 }

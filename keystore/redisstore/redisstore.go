@@ -93,7 +93,29 @@ type Config struct {
 	// Claims made with WaitReplicas are never batched: their WAIT needs the
 	// claim's own connection.
 	NoAutoPipeline bool
+
+	// ClientKeys, when positive, bounds the new keys one client
+	// (keystore.ClaimArgs.Client; the middleware's Config.Client) acquires
+	// in a window of ClientWindow that starts with its first: past it, a
+	// Claim of a new key for the client fails with a *keystore.FullError
+	// whose Client is set and whose RetryAfter is the rest of the window,
+	// acquiring nothing. The count lives in Redis, under KeyPrefix +
+	// "client:" + the client, expiring with its window, so every process
+	// that shares the store shares it. Replays, keys in flight, and keys
+	// released and claimed again never count, and are never refused (see
+	// the package documentation, Per-client bound, for what it costs a
+	// claim). Claims without a client are not bounded. Default 0: no
+	// bound.
+	ClientKeys int
+
+	// ClientWindow is the window of ClientKeys, rounded up to a
+	// millisecond. Default DefaultClientWindow.
+	ClientWindow time.Duration
 }
+
+// DefaultClientWindow is the window of Config.ClientKeys when
+// Config.ClientWindow is zero.
+const DefaultClientWindow = time.Hour
 
 // Store is a keystore.Store on Redis, through a go-redis
 // [redis.UniversalClient]: standalone, Sentinel or Cluster. It is safe for
@@ -120,9 +142,13 @@ type Store struct {
 	policy       string // maxmemory-policy read at New
 	persistence  string // persistence read at New
 	fps          fpCache
-	batch        *batcher // nil with Config.NoAutoPipeline
-	ttlArg       boxCache // claims' and extensions' lease+grace
-	retArg       boxCache // completions' retention
+	batch        *batcher      // nil with Config.NoAutoPipeline
+	ttlArg       boxCache      // claims' and extensions' lease+grace
+	retArg       boxCache      // completions' retention
+	clientKeys   int           // Config.ClientKeys; 0: no bound
+	clientWindow time.Duration // Config.ClientWindow, in whole milliseconds
+	windowArg    any           // clientWindow in milliseconds, boxed once
+	blocks       blocks        // clients whose count reached the bound (see claimBounded)
 }
 
 // boxCache keeps the last millisecond count it boxed as a command
@@ -229,6 +255,17 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	}
 	if s.waitTimeout == 0 {
 		s.waitTimeout = DefaultWaitTimeout
+	}
+	if cfg.ClientKeys < 0 || cfg.ClientWindow < 0 {
+		return nil, fmt.Errorf("redisstore: negative ClientKeys %d or ClientWindow %v", cfg.ClientKeys, cfg.ClientWindow)
+	}
+	if cfg.ClientKeys > 0 {
+		s.clientKeys, s.clientWindow = cfg.ClientKeys, cfg.ClientWindow
+		if s.clientWindow == 0 {
+			s.clientWindow = DefaultClientWindow
+		}
+		ms := ceilMillis(s.clientWindow)
+		s.clientWindow, s.windowArg = time.Duration(ms)*time.Millisecond, ms
 	}
 	s.waitTimeout = time.Duration(ceilMillis(s.waitTimeout)) * time.Millisecond
 	if s.waitReplicas > 0 {
@@ -376,7 +413,7 @@ func (s *Store) run(ctx context.Context, script luaScript, keys []string, args .
 	}
 	if s.batch == nil {
 		_ = s.client.Process(ctx, cmd)
-	} else if err := s.batch.do(ctx, cmd); err != nil {
+	} else if err := s.batch.do(ctx, cmd, nil); err != nil {
 		// cmd may still be on its way: answer with another.
 		failed := redis.NewCmd(ctx)
 		failed.SetErr(err)

@@ -130,10 +130,13 @@ func TestConformance(t *testing.T) { conformance(t, onStandalone) }
 func TestConformanceCluster(t *testing.T) { conformance(t, onCluster) }
 
 // conformance runs keystoretest's suite on stores on the client that
-// newClient returns, with and without auto-pipelining.
+// newClient returns, with and without auto-pipelining, each with a bound
+// on each client's new keys (keystore.ClientBounded's rules; the other
+// rules claim without a client, or for one only a key).
 func conformance(t *testing.T, newClient func(testing.TB) redis.UniversalClient) {
 	t.Parallel()
 	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
+		cfg.ClientKeys, cfg.ClientWindow = 8, time.Hour
 		client := newClient(t)
 		keystoretest.Run(t, func(t *testing.T) keystore.Store {
 			return newStore(t, client, client, cfg)

@@ -103,6 +103,34 @@ func TestWaitReplicas(t *testing.T) {
 			t.Fatalf("Claim after the refused one = %v (took over %v), %v; want acquired from absent", again.State, again.TookOver, err)
 		}
 	})
+	t.Run("ClientBound", func(t *testing.T) {
+		// With WaitReplicas the count follows the acknowledged claim.
+		s := newStore(t, client, client, redisstore.Config{KeyPrefix: prefix, WaitReplicas: 1, WaitTimeout: 10 * time.Second, ClientKeys: 3, ClientWindow: time.Hour})
+		warmScripts(t, s)
+		var first string
+		var firstTok keystore.Token
+		for i := range 3 {
+			key := keystoretest.Key(t)
+			tok := keystore.NewToken()
+			c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: keystore.Fingerprint{1}, Lease: time.Minute, Token: tok, Client: "c"})
+			if err != nil || !c.Acquired {
+				t.Fatalf("new key %d: %v %v", i+1, c.State, err)
+			}
+			if i == 0 {
+				first, firstTok = key, tok
+			}
+		}
+		if err := s.Complete(ctx, first, firstTok, keystore.AppendRecord(nil, keystore.Record{StatusCode: 201}), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		var fe *keystore.FullError
+		if _, err := s.Claim(ctx, keystoretest.Key(t), keystore.ClaimArgs{Fingerprint: keystore.Fingerprint{1}, Lease: time.Minute, Token: keystore.NewToken(), Client: "c"}); !errors.As(err, &fe) || !fe.Client {
+			t.Fatalf("new key 4 past a bound of 3: %v, want a client FullError", err)
+		}
+		if c, err := s.Claim(ctx, first, keystore.ClaimArgs{Fingerprint: keystore.Fingerprint{1}, Lease: time.Minute, Token: keystore.NewToken(), Client: "c"}); err != nil || c.State != keystore.Completed {
+			t.Fatalf("replay past the bound: %v %v", c.State, err)
+		}
+	})
 }
 
 // On a Cluster the WAIT runs on the key's master; this test cluster has no

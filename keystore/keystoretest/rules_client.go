@@ -1,0 +1,152 @@
+package keystoretest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// The rules of the optional keystore.ClientBounded capability. A store
+// without it, or configured without a bound, skips them, visibly.
+
+func clientBound(t *testing.T, s keystore.Store) keystore.ClientBound {
+	t.Helper()
+	cb, ok := s.(keystore.ClientBounded)
+	if !ok {
+		t.Skipf("%T is not a keystore.ClientBounded", s)
+	}
+	b := cb.ClientBound()
+	if b.Keys <= 0 {
+		t.Skipf("%T holds no client to a bound, as configured", s)
+	}
+	if b.Window <= 0 {
+		t.Fatalf("ClientBound() = %+v: a bound must have a positive Window", b)
+	}
+	if b.Keys > 1000 {
+		t.Skipf("ClientBound() = %+v: a bound of more than 1000 keys takes too long to reach here; configure a smaller one for the conformance run", b)
+	}
+	return b
+}
+
+// claimFor claims key for client with a fresh token.
+func claimFor(t *testing.T, s keystore.Store, key, client string) (claimed, error) {
+	tok := keystore.NewToken()
+	c, err := s.Claim(ctx(t), key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: tok, Client: client})
+	r := claimed{Claim: c}
+	if err == nil && c.Acquired {
+		r.Token = tok
+	}
+	return r, err
+}
+
+// mustAcquireFor claims a new key for client and fails t unless it is
+// acquired.
+func mustAcquireFor(t *testing.T, s keystore.Store, client, what string) (string, claimed) {
+	t.Helper()
+	key := Key(t)
+	c, err := claimFor(t, s, key, client)
+	if err != nil || !c.Acquired {
+		t.Fatalf("%s: Claim of a new key for %q: acquired %v, err %v; want it acquired", what, client, c.Acquired, err)
+	}
+	return key, c
+}
+
+// wantClientRefusal fails t unless err is the refusal of a client past
+// its bound.
+func wantClientRefusal(t *testing.T, b keystore.ClientBound, c claimed, err error, what string) {
+	t.Helper()
+	var fe *keystore.FullError
+	switch {
+	case c.Acquired:
+		t.Fatalf("%s: acquired; want a *keystore.FullError with Client set", what)
+	case !errors.As(err, &fe) || !errors.Is(err, keystore.ErrStoreFull):
+		t.Fatalf("%s: err = %v; want a *keystore.FullError (an ErrStoreFull) with Client set", what, err)
+	case !fe.Client:
+		t.Fatalf("%s: %v: Client is not set; the store is not full, the client is past its bound", what, err)
+	case fe.RetryAfter <= 0 || fe.RetryAfter > b.Window+time.Second:
+		t.Fatalf("%s: RetryAfter %v; want it in (0, Window %v]", what, fe.RetryAfter, b.Window)
+	}
+}
+
+// A client that has acquired Keys new keys is refused the next with a
+// FullError whose Client is set; the claim acquires nothing (another
+// client then acquires that very key), and no other client, nor a claim
+// without a client, is refused for it.
+func testClientBoundRefusesPastBound(t *testing.T, s keystore.Store) {
+	b := clientBound(t, s)
+	client, other := "client-"+Key(t)[:12], "client-"+Key(t)[:12]
+	for i := range b.Keys {
+		key, c := mustAcquireFor(t, s, client, fmt.Sprintf("new key %d of %d", i+1, b.Keys))
+		if i%2 == 0 {
+			if err := complete(s, ctx(t), key, c.Token, sampleRecord(), longRetention); err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+		}
+	}
+	key := Key(t)
+	c, err := claimFor(t, s, key, client)
+	wantClientRefusal(t, b, c, err, fmt.Sprintf("new key %d, past the bound of %d", b.Keys+1, b.Keys))
+	if c, err := claimFor(t, s, key, other); err != nil || !c.Acquired {
+		t.Fatalf("the refused key, claimed for another client: acquired %v, err %v; want it acquired (the refusal claimed nothing, and the bound is per client)", c.Acquired, err)
+	}
+	for i := 1; i < b.Keys; i++ {
+		mustAcquireFor(t, s, other, fmt.Sprintf("another client's new key %d of %d, after the first was refused", i+1, b.Keys))
+	}
+	mustClaim(t, s, Key(t), fpA, longLease, acquire) // a claim without a client
+}
+
+// What is not a new key never counts, and is never refused: a replay of
+// the client's record, a report of its key in flight, the holder's
+// repeated Claim, the re-acquisition of a key it released.
+func testClientBoundCountsOnlyNewKeys(t *testing.T, s keystore.Store) {
+	b := clientBound(t, s)
+	client := "client-" + Key(t)[:12]
+	done, c := mustAcquireFor(t, s, client, "first new key")
+	if err := complete(s, ctx(t), done, c.Token, sampleRecord(), longRetention); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	repeat := func(when string) {
+		t.Helper()
+		for range b.Keys + 2 {
+			r, err := claimFor(t, s, done, client)
+			if err != nil || r.State != keystore.Completed {
+				t.Fatalf("%s: the client's replay: state %v, err %v; want its record", when, r.State, err)
+			}
+		}
+	}
+	repeat("under the bound")
+	counted := 1
+	if b.Keys >= 2 {
+		held, h := mustAcquireFor(t, s, client, "second new key")
+		counted++
+		for range b.Keys + 2 {
+			r, err := claimFor(t, s, held, client)
+			if err != nil || r.Acquired || r.State != keystore.InFlight {
+				t.Fatalf("the client's duplicate of its key in flight: acquired %v, state %v, err %v; want it reported in flight", r.Acquired, r.State, err)
+			}
+			r2, err := s.Claim(ctx(t), held, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: h.Token, Client: client})
+			if err != nil || !r2.Acquired {
+				t.Fatalf("the holder's repeated Claim: acquired %v, err %v; want it acquired", r2.Acquired, err)
+			}
+		}
+		// Released and claimed again: the key is not new.
+		for range b.Keys + 2 {
+			if err := s.Release(ctx(t), held, h.Token); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			var err error
+			if h, err = claimFor(t, s, held, client); err != nil || !h.Acquired {
+				t.Fatalf("the client's claim of a key it released: acquired %v, err %v; want it acquired, not counted", h.Acquired, err)
+			}
+		}
+	}
+	for i := counted; i < b.Keys; i++ {
+		mustAcquireFor(t, s, client, fmt.Sprintf("new key %d of %d, after %d replays and repeats that must not count", i+1, b.Keys, b.Keys+2))
+	}
+	c, err := claimFor(t, s, Key(t), client)
+	wantClientRefusal(t, b, c, err, fmt.Sprintf("new key %d, past the bound of %d", b.Keys+1, b.Keys))
+	repeat("past the bound")
+}
