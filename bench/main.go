@@ -1,7 +1,7 @@
 // Command bench measures geoidem against the baselines that matter, in one
 // run on one machine, and writes bench/REPORT.md with its SVG figures.
 //
-//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage,hostile,faults,journal|goals]
+//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage,hostile,faults,journal,retention|goals]
 //
 // Sections (numbered as in issue 8):
 //
@@ -21,7 +21,12 @@
 //     pg_terminate_backend under load; each row a run
 //     of examples/chaos (which it builds), quoting its command;
 //  8. journal: serial deliveries through an Outbox with a FileJournal
-//     against a raw write-and-fsync loop in the same directory (issue 24).
+//     against a raw write-and-fsync loop in the same directory (issue 24);
+//  9. retention: pgstore and redisstore (on Redis and on Valkey) filled to
+//     -retention-keys keys (10 M; -quick 1 M), their size or memory per
+//     key, Claim and Complete latency at that size against an empty store,
+//     and the CPU PostgreSQL spends pruning by DELETE and VACUUM, projected
+//     to issue 37's 432 M keys.
 //
 // Under the summary, "Issue 24 goals" puts every figure of issue 24's table
 // that the run measured (sections 1, 3 and 8) next to its goal; -only goals
@@ -29,7 +34,9 @@
 //
 // Sections 1, 2 and 7 need Redis on 127.0.0.1:6379 and PostgreSQL at
 // postgres://postgres@127.0.0.1:5432/test (see -redis and -postgres); a
-// service that cannot be reached fails the run. Sections 4 and 5 are pure
+// service that cannot be reached fails the run. Section 9 needs the
+// PostgreSQL, and redis-server and valkey-server on PATH (it starts private
+// ones: filled, they hold gigabytes). Sections 4 and 5 are pure
 // simulations in virtual time, deterministic for a -seed.
 package main
 
@@ -98,11 +105,16 @@ type options struct {
 	journalOps    int           // operation bound of each measurement
 	journalTime   time.Duration // time bound of each measurement
 	journalRounds int           // interleaved rounds
+
+	// Section 9.
+	retentionKeys    int // keys each store is filled with
+	retentionExpired int // of them, expired ones that PostgreSQL's Prune deletes
+	retentionCalls   int // Claim and Complete calls timed per store and size
 }
 
 // sectionNames are the -only names, in report order; the issue's numbers
 // are accepted as well.
-var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults", "journal"}
+var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults", "journal", "retention"}
 
 // goalSections are the sections -only goals stands for: those that measure
 // the figures of issue 24's goals.
@@ -143,6 +155,10 @@ func defaultOptions(quick bool) options {
 		journalOps:    5000,
 		journalTime:   2 * time.Second,
 		journalRounds: 5,
+
+		retentionKeys:    10_000_000,
+		retentionExpired: 1_000_000,
+		retentionCalls:   20_000,
 	}
 	if quick {
 		o.httpRequests, o.httpTime, o.httpRounds = 2000, 600*time.Millisecond, 3
@@ -151,6 +167,7 @@ func defaultOptions(quick bool) options {
 		o.occTrials = 20
 		o.faultEvents = 500
 		o.journalTime, o.journalRounds = 300*time.Millisecond, 3
+		o.retentionKeys, o.retentionExpired, o.retentionCalls = 1_000_000, 100_000, 5000
 	}
 	return o
 }
@@ -200,14 +217,18 @@ func parseOnly(s string) (map[string]bool, error) {
 func main() {
 	quick := flag.Bool("quick", false, "smaller sizes, for a quick look")
 	out := flag.String("out", "bench", "directory for REPORT.md and its figures")
-	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-8), or goals (= "+strings.Join(goalSections, ",")+"); default all")
+	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-9), or goals (= "+strings.Join(goalSections, ",")+"); default all")
 	seed := flag.Uint64("seed", 1, "seed of the simulations (sections occ and outage)")
 	redisAddr := flag.String("redis", "127.0.0.1:6379", "Redis address")
 	pgURL := flag.String("postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL connection string")
 	journalDir := flag.String("journal-dir", "", "directory on the disk section journal measures (default: the system's temporary directory)")
+	retentionKeys := flag.Int("retention-keys", 0, "keys each store is filled with in section retention (default 10,000,000; -quick 1,000,000); a tenth of them are expired rows that Prune deletes")
 	flag.Parse()
 
 	o := defaultOptions(*quick)
+	if *retentionKeys > 0 {
+		o.retentionKeys, o.retentionExpired = *retentionKeys, max(1, *retentionKeys/10)
+	}
 	o.out, o.seed, o.redisAddr, o.postgresURL, o.journalDir = *out, *seed, *redisAddr, *pgURL, *journalDir
 	var err error
 	if o.only, err = parseOnly(*only); err != nil {

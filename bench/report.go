@@ -84,6 +84,7 @@ var sections = []struct {
 	{"hostile", "6. Hostile inputs", runHostile},
 	{"faults", "7. Store faults", runFaults},
 	{"journal", "8. Sender journal against the disk's fsync", runJournal},
+	{"retention", "9. Retention at scale", runRetention},
 }
 
 // environment describes the machine and the moment of a run.
