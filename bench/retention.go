@@ -387,7 +387,7 @@ func retentionPostgres(ctx context.Context, s *section) (err error) {
 		c2, ok2 := cpu()
 		pc.pruneCPU, pc.vacCPU, pc.cpuKnown = c1-c0, c2-c1, ok0 && ok1 && ok2
 		if pc.rows != expired {
-			return pc, fmt.Errorf("Prune of %s deleted %d rows, want the %d expired", t.name, pc.rows, expired)
+			return pc, fmt.Errorf("pruning %s deleted %d rows, want the %d expired", t.name, pc.rows, expired)
 		}
 		return pc, nil
 	}
