@@ -56,3 +56,13 @@ const SharedValkeyEnv = "GEOIDEM_TEST_VALKEY"
 func SharedValkeyAddr() string {
 	return addrFrom(os.Getenv(SharedValkeyEnv), "127.0.0.1:6380")
 }
+
+// SharedValkeyURL is the shared Valkey as a redis:// URL, as examples/chaos
+// and examples/ingest take a store (-store): $GEOIDEM_TEST_VALKEY when it
+// is one, else redis://[SharedValkeyAddr]/0.
+func SharedValkeyURL() string {
+	if v := os.Getenv(SharedValkeyEnv); strings.Contains(v, "://") {
+		return v
+	}
+	return "redis://" + SharedValkeyAddr() + "/0"
+}
