@@ -359,12 +359,20 @@ func retentionPostgres(ctx context.Context, s *section) (err error) {
 		pruneCPU   time.Duration
 		vacCPU     time.Duration
 		cpuKnown   bool
+		// pruneWAL, vacWAL: the WAL the server wrote meanwhile, all
+		// sessions together.
+		pruneWAL, vacWAL int64
 	}
 	var pid int32
 	if err := one.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
 		return err
 	}
 	cpu := backendCPU(pid)
+	walPos := func() (int64, error) {
+		var b int64
+		err := pool.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint`).Scan(&b)
+		return b, err
+	}
 	measurePrune := func(t pgTable) (pruneCost, error) {
 		st, err := pgstore.New(ctx, one, pgstore.Config{Table: t.name, PruneInterval: -1, SkipMigrate: true})
 		if err != nil {
@@ -372,6 +380,10 @@ func retentionPostgres(ctx context.Context, s *section) (err error) {
 		}
 		defer st.Close()
 		var pc pruneCost
+		var w [3]int64
+		if w[0], err = walPos(); err != nil {
+			return pc, err
+		}
 		c0, ok0 := cpu()
 		t0 := time.Now()
 		if pc.rows, err = st.Prune(ctx); err != nil {
@@ -379,12 +391,19 @@ func retentionPostgres(ctx context.Context, s *section) (err error) {
 		}
 		pc.prune = time.Since(t0)
 		c1, ok1 := cpu()
+		if w[1], err = walPos(); err != nil {
+			return pc, err
+		}
 		t0 = time.Now()
 		if _, err := one.Exec(ctx, `VACUUM `+t.quoted()); err != nil {
 			return pc, err
 		}
 		pc.vac = time.Since(t0)
 		c2, ok2 := cpu()
+		if w[2], err = walPos(); err != nil {
+			return pc, err
+		}
+		pc.pruneWAL, pc.vacWAL = w[1]-w[0], w[2]-w[1]
 		pc.pruneCPU, pc.vacCPU, pc.cpuKnown = c1-c0, c2-c1, ok0 && ok1 && ok2
 		if pc.rows != expired {
 			return pc, fmt.Errorf("pruning %s deleted %d rows, want the %d expired", t.name, pc.rows, expired)
@@ -432,15 +451,21 @@ func retentionPostgres(ctx context.Context, s *section) (err error) {
 		if pc.cpuKnown {
 			shareText = fmt.Sprintf("%.1f %%", share(pc))
 		}
-		return []string{what, commas(int64(pc.rows)), per100k(pc.prune, pc.rows), cpuText(pc.pruneCPU), per100k(pc.vac, pc.rows), cpuText(pc.vacCPU), shareText}
+		walText := func(b int64) string {
+			return fmt.Sprintf("%.1f MiB", float64(b)*100_000/float64(max(1, pc.rows))/(1<<20))
+		}
+		return []string{what, commas(int64(pc.rows)), per100k(pc.prune, pc.rows), cpuText(pc.pruneCPU), walText(pc.pruneWAL),
+			per100k(pc.vac, pc.rows), cpuText(pc.vacCPU), walText(pc.vacWAL), shareText}
 	}
-	s.table([]string{"table", "rows pruned", "Prune, wall/100k", "Prune, CPU/100k", "VACUUM, wall/100k", "VACUUM, CPU/100k", fmt.Sprintf("CPU at %s keys/s (%% of a core)", commas(retentionRate))},
+	s.table([]string{"table", "rows pruned", "Prune, wall/100k", "Prune, CPU/100k", "Prune, WAL/100k", "VACUUM, wall/100k", "VACUUM, CPU/100k", "VACUUM, WAL/100k",
+		fmt.Sprintf("CPU at %s keys/s (%% of a core)", commas(retentionRate))},
 		[][]string{
 			pruneRow(fmt.Sprintf("%s rows, all expired (a small table)", commas(int64(expired))), pSmall),
 			pruneRow(fmt.Sprintf("%s rows, %s expired", commas(int64(keys)), commas(int64(expired))), pFull),
 		})
 	s.line("CPU is the backend's own (user and system, from /proc), for Prune's DELETE statements and for the `VACUUM` that follows them on the same connection; "+
-		"the WAL writer's and checkpointer's share of writing the deletions is not in it. The last column is that CPU per row times %s rows/s: "+
+		"the WAL writer's and checkpointer's share of writing the deletions is not in it. WAL is what the server wrote meanwhile (pg_current_wal_insert_lsn), "+
+		"all sessions together: an upper bound on a server shared with other work. The last column is that CPU per row times %s rows/s: "+
 		"what pruning by DELETE costs the server at issue 37's rate. A VACUUM scans every index whole, so its cost per pruned row falls as more rows are pruned per VACUUM: "+
 		"here %.0f %% of the table was; autovacuum's default trigger (autovacuum_vacuum_scale_factor 0.2) waits for 20 %%, so this figure overstates the VACUUM share for a table at its default settings.",
 		commas(retentionRate), 100*float64(expired)/float64(keys))
