@@ -41,6 +41,7 @@ func tinyOptions(t *testing.T) options {
 	o.faultStall, o.faultPGKills = time.Second, 3
 	o.journalOps, o.journalTime, o.journalRounds = 50, 50*time.Millisecond, 2
 	o.fdIdleConns, o.fdSlowFor = 400, 3*time.Second
+	o.retentionKeys, o.retentionExpired, o.retentionCalls = 20_000, 2000, 100
 	if addr := os.Getenv("GEOIDEM_REDIS_ADDR"); addr != "" {
 		o.redisAddr = addr
 	}
@@ -337,5 +338,39 @@ func TestCharts(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkSVG(t, p)
+	}
+}
+
+// TestRetentionSection runs section 10 alone in the tiny mode: every store
+// is filled, its size and latency reported, and PostgreSQL's Prune deletes
+// exactly the expired rows (the section fails otherwise).
+func TestRetentionSection(t *testing.T) {
+	o := tinyOptions(t)
+	o.only = map[string]bool{"retention": true}
+	start := time.Now()
+	rep, err := run(context.Background(), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("section took %v", time.Since(start))
+	b, err := os.ReadFile(rep.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(b)
+	if len(rep.failed) > 0 {
+		t.Fatalf("sections failed: %v\n%s", rep.failed, md)
+	}
+	for _, want := range []string{"## 10. Retention at scale", "### PostgreSQL: size, latency and pruning", "### Redis 7", "### Valkey 8",
+		"pgstore, 20,000 keys | Claim, new key", "pgstore, empty | Claim, replay", "2,000 rows, all expired", "20,000 rows, 2,000 expired",
+		"432,000,000 keys", "% of a core"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("REPORT.md lacks %q:\n%s", want, md)
+		}
+	}
+	for _, bad := range []string{"FAILED", "Not available", "NaN"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("REPORT.md contains %q", bad)
+		}
 	}
 }

@@ -1,7 +1,7 @@
 // Command bench measures geoidem against the baselines that matter, in one
 // run on one machine, and writes bench/REPORT.md with its SVG figures.
 //
-//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage,hostile,faults,journal,frontdoor|goals]
+//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage,hostile,faults,journal,frontdoor,retention|goals]
 //
 // Sections (numbered as in issue 8):
 //
@@ -25,6 +25,11 @@
 //  9. frontdoor: slow bodies and idle connections from many loopback
 //     addresses against a service as main wires it and behind package
 //     frontdoor (issue 35), each service in a child process.
+//  10. retention: pgstore and redisstore (on Redis and on Valkey) filled to
+//     -retention-keys keys (10 M; -quick 1 M), their size or memory per
+//     key, Claim and Complete latency at that size against an empty store,
+//     and the CPU PostgreSQL spends pruning by DELETE and VACUUM, projected
+//     to issue 37's 432 M keys.
 //
 // Under the summary, "Issue 24 goals" puts every figure of issue 24's table
 // that the run measured (sections 1, 3 and 8) next to its goal; -only goals
@@ -32,7 +37,9 @@
 //
 // Sections 1, 2 and 7 need Redis on 127.0.0.1:6379 and PostgreSQL at
 // postgres://postgres@127.0.0.1:5432/test (see -redis and -postgres); a
-// service that cannot be reached fails the run. Sections 4 and 5 are pure
+// service that cannot be reached fails the run. Section 10 needs the
+// PostgreSQL, and redis-server and valkey-server on PATH (it starts private
+// ones: filled, they hold gigabytes). Sections 4 and 5 are pure
 // simulations in virtual time, deterministic for a -seed.
 package main
 
@@ -105,11 +112,16 @@ type options struct {
 	// Section 9.
 	fdIdleConns int           // idle connections the attackers hold
 	fdSlowFor   time.Duration // how long the sender posts under slow bodies
+
+	// Section 10.
+	retentionKeys    int // keys each store is filled with
+	retentionExpired int // of them, expired ones that PostgreSQL's Prune deletes
+	retentionCalls   int // Claim and Complete calls timed per store and size
 }
 
 // sectionNames are the -only names, in report order; the issue's numbers
 // are accepted as well.
-var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults", "journal", "frontdoor"}
+var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults", "journal", "frontdoor", "retention"}
 
 // goalSections are the sections -only goals stands for: those that measure
 // the figures of issue 24's goals.
@@ -151,8 +163,11 @@ func defaultOptions(quick bool) options {
 		journalTime:   2 * time.Second,
 		journalRounds: 5,
 
-		fdIdleConns: 20_000,
-		fdSlowFor:   20 * time.Second,
+		fdIdleConns:      20_000,
+		fdSlowFor:        20 * time.Second,
+		retentionKeys:    10_000_000,
+		retentionExpired: 1_000_000,
+		retentionCalls:   20_000,
 	}
 	if quick {
 		o.httpRequests, o.httpTime, o.httpRounds = 2000, 600*time.Millisecond, 3
@@ -162,6 +177,7 @@ func defaultOptions(quick bool) options {
 		o.faultEvents = 500
 		o.journalTime, o.journalRounds = 300*time.Millisecond, 3
 		o.fdIdleConns, o.fdSlowFor = 4000, 8*time.Second
+		o.retentionKeys, o.retentionExpired, o.retentionCalls = 1_000_000, 100_000, 5000
 	}
 	return o
 }
@@ -210,18 +226,22 @@ func parseOnly(s string) (map[string]bool, error) {
 
 func main() {
 	if code, ok := frontdoorChild(); ok {
-		os.Exit(code) // a service or an attacker of section 9
+		os.Exit(code) // a service or an attacker of section 9 (the front door)
 	}
 	quick := flag.Bool("quick", false, "smaller sizes, for a quick look")
 	out := flag.String("out", "bench", "directory for REPORT.md and its figures")
-	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-9), or goals (= "+strings.Join(goalSections, ",")+"); default all")
+	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-10), or goals (= "+strings.Join(goalSections, ",")+"); default all")
 	seed := flag.Uint64("seed", 1, "seed of the simulations (sections occ and outage)")
 	redisAddr := flag.String("redis", "127.0.0.1:6379", "Redis address")
 	pgURL := flag.String("postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL connection string")
 	journalDir := flag.String("journal-dir", "", "directory on the disk section journal measures (default: the system's temporary directory)")
+	retentionKeys := flag.Int("retention-keys", 0, "keys each store is filled with in section retention (default 10,000,000; -quick 1,000,000); a tenth of them are expired rows that Prune deletes")
 	flag.Parse()
 
 	o := defaultOptions(*quick)
+	if *retentionKeys > 0 {
+		o.retentionKeys, o.retentionExpired = *retentionKeys, max(1, *retentionKeys/10)
+	}
 	o.out, o.seed, o.redisAddr, o.postgresURL, o.journalDir = *out, *seed, *redisAddr, *pgURL, *journalDir
 	var err error
 	if o.only, err = parseOnly(*only); err != nil {

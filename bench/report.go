@@ -85,6 +85,7 @@ var sections = []struct {
 	{"faults", "7. Store faults", runFaults},
 	{"journal", "8. Sender journal against the disk's fsync", runJournal},
 	{"frontdoor", "9. Front door: slow bodies and idle connections", runFrontdoor},
+	{"retention", "10. Retention at scale", runRetention},
 }
 
 // environment describes the machine and the moment of a run.

@@ -16,7 +16,8 @@
 //
 // The package needs redis-server on PATH; without it [Start] fails with an
 // error wrapping [ErrNotInstalled]. A test where Redis is part of the
-// environment should fail on that error, not skip.
+// environment should fail on that error, not skip. [Options.Program] runs
+// another server that takes redis-server's arguments: valkey-server.
 package redisserver
 
 import (
@@ -32,22 +33,28 @@ import (
 )
 
 // ErrNotInstalled is the error, wrapped, of [Start] and [LookPath] when
-// there is no redis-server on PATH.
-var ErrNotInstalled = errors.New("redisserver: redis-server is not on PATH (install Redis 7 or later)")
+// the server program (redis-server, or [Options.Program]) is not on PATH.
+var ErrNotInstalled = errors.New("redisserver: server program not on PATH (scripts/services installs Redis 7 and Valkey 8)")
 
 // LookPath returns the path of the redis-server that [Start] runs, or an
 // error wrapping [ErrNotInstalled].
-func LookPath() (string, error) {
-	p, err := exec.LookPath("redis-server")
+func LookPath() (string, error) { return lookPath("redis-server") }
+
+func lookPath(program string) (string, error) {
+	p, err := exec.LookPath(program)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrNotInstalled, err)
+		return "", fmt.Errorf("%w: %s: %w", ErrNotInstalled, program, err)
 	}
 	return p, nil
 }
 
-// Options configures a server. The zero value is a server without
+// Options configures a server. The zero value is a redis-server without
 // persistence in a temporary directory of its own.
 type Options struct {
+	// Program is the server to run, looked up on PATH: "valkey-server"
+	// for Valkey (scripts/services installs Valkey 8). Empty:
+	// "redis-server".
+	Program string
 	// Dir is the server's working directory (--dir): its log, and whatever
 	// it persists (RDB, AOF, nodes.conf). The caller owns it. Empty: a
 	// temporary directory of the server's own, removed by Stop. Either way
@@ -63,6 +70,14 @@ type Options struct {
 	// port; "--cluster-enabled", "yes" (the port's cluster bus port,
 	// port+10000, is free too when Start picks the port).
 	Args []string
+}
+
+// program is the server Start runs.
+func (o Options) program() string {
+	if o.Program == "" {
+		return "redis-server"
+	}
+	return o.Program
 }
 
 // Server is a redis-server process started by [Start]. Its methods are not
@@ -82,7 +97,7 @@ type Server struct {
 // answers PING. It tries another port when the chosen one was taken in the
 // meantime.
 func Start(ctx context.Context, o Options) (*Server, error) {
-	if _, err := LookPath(); err != nil {
+	if _, err := lookPath(o.program()); err != nil {
 		return nil, err
 	}
 	errs := []error{errors.New("redisserver: no spare port in 5 tries")}
@@ -168,7 +183,7 @@ func (s *Server) start(ctx context.Context, args []string) error {
 	all := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir, "--save", ""}, persistence...)
 	all = append(all, args...)
 	all = append(all, "--daemonize", "no", "--logfile", filepath.Join(s.dir, "redis.log"))
-	cmd := exec.Command("redis-server", all...)
+	cmd := exec.Command(s.opts.program(), all...)
 	dieWithParent(cmd)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -176,7 +191,7 @@ func (s *Server) start(ctx context.Context, args []string) error {
 		if errors.Is(err, exec.ErrNotFound) {
 			return fmt.Errorf("%w: %w", ErrNotInstalled, err)
 		}
-		return fmt.Errorf("redisserver: start redis-server: %w", err)
+		return fmt.Errorf("redisserver: start %s: %w", s.opts.program(), err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -191,12 +206,12 @@ func (s *Server) start(ctx context.Context, args []string) error {
 		case <-done:
 			s.running = false
 			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			return fmt.Errorf("redisserver: redis-server on port %d exited: %s %s", s.port, out.String(), tail(log))
+			return fmt.Errorf("redisserver: %s on port %d exited: %s %s", s.opts.program(), s.port, out.String(), tail(log))
 		default:
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			s.Kill()
-			return fmt.Errorf("redisserver: redis-server on port %d does not answer PING: %w", s.port, err)
+			return fmt.Errorf("redisserver: %s on port %d does not answer PING: %w", s.opts.program(), s.port, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

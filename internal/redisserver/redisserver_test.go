@@ -178,11 +178,34 @@ func TestStartPicksFreePorts(t *testing.T) {
 func TestStartWithoutRedisServer(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	_, err := redisserver.Start(t.Context(), redisserver.Options{})
-	if !errors.Is(err, redisserver.ErrNotInstalled) || !strings.Contains(err.Error(), "redis-server is not on PATH") {
+	if !errors.Is(err, redisserver.ErrNotInstalled) || !strings.Contains(err.Error(), "redis-server") {
 		t.Fatalf("Start without redis-server = %v, want ErrNotInstalled", err)
 	}
 	if _, err := redisserver.LookPath(); !errors.Is(err, redisserver.ErrNotInstalled) {
 		t.Fatalf("LookPath without redis-server = %v, want ErrNotInstalled", err)
+	}
+	_, err = redisserver.Start(t.Context(), redisserver.Options{Program: "valkey-server"})
+	if !errors.Is(err, redisserver.ErrNotInstalled) || !strings.Contains(err.Error(), "valkey-server") {
+		t.Fatalf("Start without valkey-server = %v, want ErrNotInstalled naming valkey-server", err)
+	}
+}
+
+// Options.Program runs another server that takes redis-server's arguments:
+// valkey-server (scripts/services installs Valkey 8), which says so in
+// INFO server.
+func TestStartValkey(t *testing.T) {
+	t.Parallel()
+	s, err := redisserver.Start(t.Context(), redisserver.Options{Program: "valkey-server"})
+	if err != nil {
+		t.Fatalf("Start valkey-server: %v", err)
+	}
+	defer s.Stop()
+	info, err := do(s.Addr(), "INFO", "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(info, "server_name:valkey") {
+		t.Fatalf("INFO server of the started valkey-server lacks server_name:valkey:\n%s", info)
 	}
 }
 

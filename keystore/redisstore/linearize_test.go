@@ -38,13 +38,13 @@ func TestLinearizable(t *testing.T) {
 	})
 }
 
-// faultyClient returns a client of the shared Redis through a tcpcut proxy,
+// faultyClient returns a client of the Redis at addr through a tcpcut proxy,
 // with short timeouts, and a Faults function for keystoretest.Linearizable
 // that cuts and stalls the proxy again and again: every few hundred
 // milliseconds, a cut (resets) of 20–80 ms or a stall (nothing forwarded)
 // of 100–250 ms, then Restore.
-func faultyClient(t *testing.T, maxRetries int) (*redis.Client, *tcpcut.Proxy, func(context.Context)) {
-	p := newTCPProxy(t, standaloneAddr)
+func faultyClient(t *testing.T, addr string, maxRetries int) (*redis.Client, *tcpcut.Proxy, func(context.Context)) {
+	p := newTCPProxy(t, addr)
 	c := redis.NewClient(&redis.Options{
 		Addr:                  p.Addr(),
 		MaxRetries:            maxRetries,
@@ -87,7 +87,7 @@ func faultyClient(t *testing.T, maxRetries int) (*redis.Client, *tcpcut.Proxy, f
 func TestLinearizableFaults(t *testing.T) {
 	t.Parallel()
 	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
-		c, _, faults := faultyClient(t, -1)
+		c, _, faults := faultyClient(t, standaloneAddr, -1)
 		s := newStore(t, c, standaloneClient(t), cfg)
 		st := linearizable(t, s, keystoretest.LinearizableConfig{Duration: 3 * time.Second, Faults: faults})
 		if st.Unknown == 0 || st.Acquired == 0 {
@@ -108,7 +108,7 @@ func TestLinearizableFaults(t *testing.T) {
 func TestLinearizableFaultsRetried(t *testing.T) {
 	t.Parallel()
 	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
-		c, p, faults := faultyClient(t, 3)
+		c, p, faults := faultyClient(t, standaloneAddr, 3)
 		s := newStore(t, c, standaloneClient(t), cfg)
 		st := linearizable(t, s, keystoretest.LinearizableConfig{Duration: 3 * time.Second, Faults: faults, Resends: true})
 		// The retries hide most faults from the caller: require that live
@@ -139,9 +139,13 @@ func TestLinearizableCluster(t *testing.T) {
 // command cut off by the kill may or may not have run. go-redis's retries
 // are off, so the history is checked per call.
 func TestLinearizableScriptFlushAndClientKill(t *testing.T) {
+	linearizableScriptFlushAndClientKill(t, func(t *testing.T) *redisServer { return privateServer(t) })
+}
+
+func linearizableScriptFlushAndClientKill(t *testing.T, start func(*testing.T) *redisServer) {
 	t.Parallel()
 	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
-		srv := privateServer(t)
+		srv := start(t)
 		admin := privateClient(t, srv)
 		c := redis.NewClient(&redis.Options{Addr: srv.addr, MaxRetries: -1, ReadTimeout: 200 * time.Millisecond, ContextTimeoutEnabled: true})
 		t.Cleanup(func() { c.Close() })

@@ -212,7 +212,7 @@ return 0
 // SET … GET that returns the value it replaced, instead of a GET and a
 // SET. Only when the replaced value was not this claim's in-flight entry
 // does the script put it back, as it was (same value, same expiry: Redis 7
-// freezes the clock for a script's run), so nothing changes.
+// and Valkey 8 freeze the clock for a script's run), so nothing changes.
 //
 // KEYS[1] the key; ARGV[1] the in-flight value ('i' | fingerprint |
 // token), ARGV[2] the completed value ('d' | fingerprint | token | record),

@@ -47,6 +47,19 @@ func startServer(dir string, extra ...string) (*redisServer, error) {
 	return &redisServer{Server: s, addr: s.Addr()}, nil
 }
 
+// privateValkey starts a valkey-server for one test, in a temporary
+// directory, with o's persistence and arguments; stopped in t.Cleanup.
+func privateValkey(t testing.TB, o redisserver.Options) *redisServer {
+	t.Helper()
+	o.Program, o.Dir = "valkey-server", t.TempDir()
+	s, err := redisserver.Start(context.Background(), o)
+	if err != nil {
+		t.Fatalf("private Valkey: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return &redisServer{Server: s, addr: s.Addr()}
+}
+
 // privateServer starts a redis-server for one test, stopped in t.Cleanup.
 func privateServer(t testing.TB, extra ...string) *redisServer {
 	t.Helper()
