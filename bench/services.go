@@ -53,7 +53,6 @@ type services struct {
 	pool   *pgxpool.Pool
 	table  string // pgstore's table
 	hand   string // the hand-written baseline's table (quoted)
-	tables []string
 }
 
 // pgPoolSize is the connection limit of the pool shared by pgstore and the
@@ -83,7 +82,6 @@ func openServices(ctx context.Context, o *options) (*services, error) {
 	}
 	sv.table = "geoidem_bench_" + sv.id
 	sv.hand = pgx.Identifier{"geoidem_bench_hand_" + sv.id}.Sanitize()
-	sv.tables = []string{pgx.Identifier{sv.table}.Sanitize(), pgx.Identifier{sv.table + "_migrations"}.Sanitize(), pgx.Identifier{sv.table + "_clients"}.Sanitize(), sv.hand}
 	if _, err := sv.pool.Exec(ctx, `CREATE TABLE `+sv.hand+` (
 		key text COLLATE "C" PRIMARY KEY,
 		expires_at timestamptz NOT NULL,
@@ -138,9 +136,14 @@ func (sv *services) close(ctx context.Context) error {
 	defer cancel()
 	var errs []error
 	if sv.pool != nil {
-		for _, t := range sv.tables {
-			if _, err := sv.pool.Exec(ctx, "DROP TABLE IF EXISTS "+t+" CASCADE"); err != nil {
-				errs = append(errs, fmt.Errorf("drop %s: %w", t, err))
+		if sv.table != "" {
+			if err := pgstore.Drop(ctx, sv.pool, pgstore.Config{Table: sv.table}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if sv.hand != "" {
+			if _, err := sv.pool.Exec(ctx, "DROP TABLE IF EXISTS "+sv.hand); err != nil {
+				errs = append(errs, fmt.Errorf("drop %s: %w", sv.hand, err))
 			}
 		}
 		sv.pool.Close()

@@ -16,7 +16,6 @@ import (
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
@@ -64,11 +63,8 @@ func keysStores(t *testing.T) []keysStore {
 	}
 	t.Cleanup(func() {
 		ps.Close()
-		for _, q := range []string{"DROP TABLE IF EXISTS " + pgx.Identifier{table}.Sanitize(), "DROP TABLE IF EXISTS " + pgx.Identifier{table + "_migrations"}.Sanitize(),
-			"DROP TABLE IF EXISTS " + pgx.Identifier{table + "_clients"}.Sanitize(), "DROP SEQUENCE IF EXISTS " + pgx.Identifier{table + "_token_seq"}.Sanitize()} {
-			if _, err := pool.Exec(context.Background(), q); err != nil {
-				t.Errorf("%s: %v", q, err)
-			}
+		if err := pgstore.Drop(context.Background(), pool, pgstore.Config{Table: table}); err != nil {
+			t.Error(err)
 		}
 	})
 	return []keysStore{

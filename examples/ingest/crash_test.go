@@ -19,6 +19,7 @@ import (
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/examples/ingest/service"
+	"github.com/geoidem/geoidem/keystore/pgstore"
 )
 
 // recordingTransport keeps every response body it carries, per key.
@@ -263,7 +264,7 @@ func slowCountedWrites(t *testing.T, conn *pgx.Conn, pgURL, keyTable, featuresTa
 }
 
 // dropTables drops what a PostgreSQL-backed service created: the key
-// store's table with its sequence and migration table, and the feature table.
+// store's objects (pgstore.Drop) and the feature table.
 func dropTables(t *testing.T, keyTable, featuresTable string) {
 	conn, err := pgx.Connect(context.Background(), postgresURL())
 	if err != nil {
@@ -271,13 +272,11 @@ func dropTables(t *testing.T, keyTable, featuresTable string) {
 		return
 	}
 	defer conn.Close(context.Background())
-	for _, q := range []string{
-		"DROP TABLE IF EXISTS " + featuresTable, "DROP TABLE IF EXISTS " + keyTable + " CASCADE",
-		"DROP TABLE IF EXISTS " + keyTable + "_migrations", "DROP SEQUENCE IF EXISTS " + keyTable + "_token_seq",
-	} {
-		if _, err := conn.Exec(context.Background(), q); err != nil {
-			t.Errorf("%s: %v", q, err)
-		}
+	if _, err := conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+featuresTable); err != nil {
+		t.Errorf("dropping %s: %v", featuresTable, err)
+	}
+	if err := pgstore.Drop(context.Background(), conn, pgstore.Config{Table: keyTable}); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/internal/faultproxy"
 	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/keystore/pgstore"
 )
 
 var (
@@ -464,12 +465,10 @@ func dropPgTables(t *testing.T, u, keys, features string) {
 		return
 	}
 	defer conn.Close(context.Background())
-	for _, name := range []string{features, keys, keys + "_migrations"} {
-		if _, err := conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("dropping %s: %v", name, err)
-		}
+	if _, err := conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+pgx.Identifier{features}.Sanitize()); err != nil {
+		t.Errorf("dropping %s: %v", features, err)
 	}
-	if _, err := conn.Exec(context.Background(), "DROP SEQUENCE IF EXISTS "+pgx.Identifier{keys + "_token_seq"}.Sanitize()); err != nil {
-		t.Errorf("dropping the sequence: %v", err)
+	if err := pgstore.Drop(context.Background(), conn, pgstore.Config{Table: keys}); err != nil {
+		t.Error(err)
 	}
 }

@@ -425,12 +425,8 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 	return nil
 }
 
-// execer is what the fenced statements run on: the pool, or a transaction.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-func (s *Store) complete(ctx context.Context, db execer, key string, token keystore.Token, status int32, header, body []byte, retention time.Duration) error {
+// complete runs the fenced completion on db: the pool, or a transaction.
+func (s *Store) complete(ctx context.Context, db Execer, key string, token keystore.Token, status int32, header, body []byte, retention time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pgstore: complete: %w", err)
 	}
@@ -441,7 +437,7 @@ func (s *Store) complete(ctx context.Context, db execer, key string, token keyst
 	if token == 0 || token > math.MaxInt64 {
 		return lost("complete")
 	}
-	if db != execer(s.pool) {
+	if db != Execer(s.pool) {
 		var p params
 		return s.fenced(ctx, db, "complete", s.sql.complete, p.complete(false, key, int64(token), status, header, body, us)...)
 	}
@@ -460,14 +456,14 @@ func (s *Store) complete(ctx context.Context, db execer, key string, token keyst
 // statement is its own transaction, and a serialization failure is retried
 // (see retrySerialization); inside a caller's transaction it cannot be, as
 // the failure has aborted that transaction.
-func (s *Store) fenced(ctx context.Context, db execer, op, sql string, args ...any) error {
+func (s *Store) fenced(ctx context.Context, db Execer, op, sql string, args ...any) error {
 	var tag pgconn.CommandTag
 	exec := func() (err error) {
 		tag, err = db.Exec(ctx, sql, args...)
 		return err
 	}
 	var err error
-	if db == execer(s.pool) {
+	if db == Execer(s.pool) {
 		err = retrySerialization(ctx, exec)
 	} else {
 		err = exec()
