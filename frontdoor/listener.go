@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"golang.org/x/net/netutil"
+
+	"github.com/geoidem/geoidem/internal/clientaddr"
 )
 
 // Listener returns ln bounded by c: at most MaxConns connections open at
@@ -84,9 +86,10 @@ func (c *Conns) release(host netip.Addr, known bool) {
 	}
 }
 
-// hostOf returns the host a remote address counts against: its IPv4
-// address (an IPv4-mapped IPv6 address is the IPv4 one), or its IPv6 /64,
-// as one subscriber is given a /64 and can use any address in it.
+// hostOf returns the host a remote address counts against
+// (clientaddr.Host): its IPv4 address (an IPv4-mapped IPv6 address is the
+// IPv4 one), or its IPv6 /64, as one subscriber is given a /64 and can use
+// any address in it.
 func hostOf(a net.Addr) (netip.Addr, bool) {
 	ta, ok := a.(*net.TCPAddr)
 	if !ok {
@@ -96,11 +99,7 @@ func hostOf(a net.Addr) (netip.Addr, bool) {
 	if !ok {
 		return netip.Addr{}, false
 	}
-	ip = ip.Unmap()
-	if ip.Is6() {
-		ip = netip.PrefixFrom(ip.WithZone(""), 64).Masked().Addr()
-	}
-	return ip, true
+	return clientaddr.Host(ip), true
 }
 
 // conn is a connection the hostListener counted: closing it, once, gives

@@ -3,11 +3,11 @@ package middleware
 import (
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/clientaddr"
 	"github.com/geoidem/geoidem/internal/problem"
 	"github.com/geoidem/geoidem/internal/ratelog"
 )
@@ -40,8 +40,9 @@ type AdmissionConfig struct {
 	// the last quarter is always left to the other clients. It
 	// runs before the body is read, so it can use only what is known
 	// then: an authenticated tenant (from a token checked in front), or
-	// the remote address. Default: the remote address's host (behind a
-	// proxy, every client is the proxy: set Client).
+	// the remote address. Default: RemoteClient, the remote address's
+	// IPv4 host or IPv6 /64 (behind a proxy, every client is the proxy:
+	// set Client).
 	Client func(r *http.Request) string
 
 	// RetryAfter is the least Retry-After sent with a refusal. Default
@@ -159,7 +160,7 @@ func NewAdmission(cfg AdmissionConfig) (*Admission, error) {
 		return nil, errors.New("middleware: AdmissionConfig bounds must not be negative")
 	}
 	if a.client == nil {
-		a.client = remoteHost
+		a.client = RemoteClient
 	}
 	a.maxClientN, a.maxClientB = max(1, a.maxN/4), max(1, a.maxBytes/4)
 	a.maxLargeN, a.maxLargeB = max(1, a.maxN*3/4), a.maxBytes*3/4
@@ -168,13 +169,15 @@ func NewAdmission(cfg AdmissionConfig) (*Admission, error) {
 	return a, nil
 }
 
-// remoteHost is the default client identity: the remote address's host.
-func remoteHost(r *http.Request) string {
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return host
-	}
-	return r.RemoteAddr
-}
+// RemoteClient names r's client by its remote address, as every bound on
+// clients in this module counts them (frontdoor's connections per host
+// too): an IPv4 address ("192.0.2.7"; an IPv4-mapped IPv6 address as that
+// IPv4 one), or an IPv6 /64 ("2001:db8:1:2::/64"), since one subscriber
+// is given a /64 and may send from any address in it. It is Admission's
+// default Client, and what Config.Client should return for a public
+// receiver without authenticated senders. Behind a reverse proxy every
+// request's remote address is the proxy's: name clients another way there.
+func RemoteClient(r *http.Request) string { return clientaddr.Name(r.RemoteAddr) }
 
 // Handler wraps next so that it runs only for requests admitted.
 func (a *Admission) Handler(next http.Handler) http.Handler {

@@ -2,7 +2,6 @@ package middleware_test
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -61,18 +60,13 @@ func sendAs(h http.Handler, client, key string) *httptest.ResponseRecorder {
 	return serve(h, r)
 }
 
-func remoteHost(r *http.Request) string {
-	host, _, _ := net.SplitHostPort(r.RemoteAddr)
-	return host
-}
-
 // The flip side of shares (issue 35): the only sender of a receiver may
 // use the whole store while no one else needs it. With the store sized
 // for it (MaxEntries 140,000, every other limit the default), one
 // address stores 100,000 keys without a 503.
 func TestLoneSenderUsesTheStore(t *testing.T) {
 	store := memstore.New(memstore.Config{MaxEntries: 140_000})
-	h := newMiddleware(t, store, middleware.Config{Client: remoteHost}).Handler(ingest201)
+	h := newMiddleware(t, store, middleware.Config{Client: middleware.RemoteClient}).Handler(ingest201)
 	for i := range 100_000 {
 		if w := sendAs(h, "192.0.2.1", "lone-"+strconv.Itoa(i)); w.Code != http.StatusCreated {
 			t.Fatalf("the lone sender's key %d: %d %s", i+1, w.Code, w.Body.String())
@@ -88,7 +82,7 @@ func TestLoneSenderUsesTheStore(t *testing.T) {
 // address still gets 201.
 func TestNinthAddressAfterEightFill(t *testing.T) {
 	store := memstore.New(memstore.Config{})
-	h := newMiddleware(t, store, middleware.Config{Client: remoteHost}).Handler(ingest201)
+	h := newMiddleware(t, store, middleware.Config{Client: middleware.RemoteClient}).Handler(ingest201)
 	sent, created, refused := 0, 0, 0
 	for i := 0; sent < 25_000_000; i++ {
 		client := "198.51.100." + strconv.Itoa(1+i%8)
