@@ -9,6 +9,8 @@
 //	                         [-webhook-secret whsec_…] [-webhook-public-key whpk_…] [-retention 24h]
 //	                         [-max-in-flight 64] [-max-in-flight-bytes 16777216] [-min-body-rate 1024]
 //	                         [-max-conns 1024] [-max-conns-per-host 8] [-max-idle-conns 256]
+//	                         [-max-keys 140000] [-client-rate 1] [-client-burst 64]
+//	                         [-client-keys 50000] [-client-window 1h]
 //	                         [-order-property observation_time] [-max-observation-skew 5m]
 //	                         [-admin-addr 127.0.0.1:9090]
 //
@@ -32,7 +34,14 @@
 // 429 client-busy, with Retry-After, before its body is read; a POST body
 // slower than -min-body-rate (1 KiB/s after a 5 s grace) is cut off with
 // 408 body-too-slow, so a slot comes back within seconds, and its
-// Retry-After says when. Below the requests, the connections are bounded
+// Retry-After says when. Without webhook keys, the key store bounds each
+// address's new keys, so that a few addresses cannot fill it: in memory
+// mode a lone sender may use all of -max-keys but a quarter, and once only
+// that quarter is free an address past its own quarter gets -client-burst
+// new keys and then -client-rate a second; on Redis and PostgreSQL an
+// address gets -client-keys new keys per -client-window. Past either, a
+// new key is answered 503 store-full with a Retry-After; replays are never
+// refused. Below the requests, the connections are bounded
 // (frontdoor.Conns): -max-conns in all, -max-conns-per-host from one
 // address (an IPv6 /64), -max-idle-conns waiting for a request; behind a
 // reverse proxy set -max-conns-per-host negative and bound hosts there.
@@ -106,6 +115,7 @@ import (
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/frontdoor"
+	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -164,6 +174,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.DurationVar(&sc.MaxObservationSkew, "max-observation-skew", newest.DefaultMaxSkew, "refuse (422) an observation time further ahead of this service's clock than this: it would pin its feature until the clock passes it")
 	fl.IntVar(&sc.MaxInFlight, "max-in-flight", middleware.DefaultMaxInFlight, "most POST requests in flight at once, a client (remote address) kept to a quarter once three quarters are held; over it 503 server-busy or 429 client-busy before the body is read; negative: no bound")
 	fl.Int64Var(&sc.MaxInFlightBytes, "max-in-flight-bytes", middleware.DefaultMaxInFlightBytes, "most POST body bytes in flight at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
+	fl.IntVar(&sc.MaxKeys, "max-keys", service.DefaultMaxKeys, "memory mode: most keys held; a lone sender may use all but a quarter, kept free for other senders")
+	fl.Float64Var(&sc.ClientRate, "client-rate", memstore.DefaultClientRate, "memory mode, without webhook keys: once the last quarter of -max-keys is reached, new keys a second one address (an IPv6 /64) may claim past its quarter, after a burst of -client-burst; negative: no rate")
+	fl.IntVar(&sc.ClientBurst, "client-burst", memstore.DefaultClientBurst, "memory mode, without webhook keys: the burst of -client-rate")
+	fl.IntVar(&sc.ClientKeys, "client-keys", service.DefaultClientKeys, "Redis and PostgreSQL, without webhook keys: most new keys one address (an IPv6 /64) may claim in -client-window, past it 503 store-full with Retry-After; size it over your busiest sender's; negative: no bound")
+	fl.DurationVar(&sc.ClientWindow, "client-window", time.Hour, "Redis and PostgreSQL: the window of -client-keys, starting with an address's first new key")
 	fl.Int64Var(&sc.MinBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its admission slot freed; negative: no bound (the 30 s read timeout only)")
 	fl.IntVar(&cfg.conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once; past it new ones wait in the kernel's accept queue (keep it under ulimit -n); negative: no bound")
 	fl.IntVar(&cfg.conns.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "most connections open at once from one IPv4 address or IPv6 /64, past it reset at accept; negative: no bound (behind a reverse proxy, where every connection is the proxy's)")

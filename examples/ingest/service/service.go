@@ -44,7 +44,6 @@ package service
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -83,6 +82,18 @@ const (
 	// WebhookSecrets or WebhookPublicKeys): 30 h, over Svix's 27.6 h with
 	// room for each attempt's 15 s timeout and delays in its queue.
 	DefaultSignedRetention = 30 * time.Hour
+)
+
+// Key store bounds (Config.MaxKeys, Config.ClientKeys).
+const (
+	// DefaultMaxKeys is the memory store's size: a lone sender stores
+	// 105,000 keys (all but the headroom, a quarter) before it is held to
+	// a share.
+	DefaultMaxKeys = 140_000
+	// DefaultClientKeys is each client's bound on new keys per
+	// ClientWindow (default an hour) on Redis and PostgreSQL: about 14 new
+	// keys a second, sustained, from one address.
+	DefaultClientKeys = 50_000
 )
 
 // Config configures a Service. Zero fields mean the defaults shown.
@@ -170,6 +181,28 @@ type Config struct {
 	// read timeout. Default frontdoor.DefaultMinRate (1 KiB/s); negative
 	// turns it off.
 	MinBodyRate int64
+	// Without webhook keys, every POST's client is its remote address (an
+	// IPv4 address or an IPv6 /64: middleware.RemoteClient), and the key
+	// store bounds each client's new keys so that a few addresses cannot
+	// fill it; with webhook keys only verified senders reach the key
+	// store, and none of these bounds applies to them (MaxKeys still does).
+	//
+	// MaxKeys bounds the keys the memory store holds (memstore.Config.
+	// MaxEntries; default DefaultMaxKeys). A lone client may use all but
+	// its headroom (a quarter); once less than that is free, each client
+	// is held to a quarter, and past it to ClientBurst new keys and then
+	// ClientRate a second (memstore's defaults: 64, then 1 a second).
+	MaxKeys     int
+	ClientRate  float64
+	ClientBurst int
+	// ClientKeys bounds each client's new keys on Redis and PostgreSQL:
+	// at most ClientKeys in a window of ClientWindow that starts with the
+	// client's first (redisstore and pgstore Config.ClientKeys; defaults
+	// DefaultClientKeys per hour); negative: no bound. Size it over your
+	// busiest legitimate sender's new keys in a window, or use webhook
+	// keys.
+	ClientKeys   int
+	ClientWindow time.Duration
 	// Logger receives the middleware's and the service's logs (default: none).
 	Logger *slog.Logger
 	// Metrics is the registry GET /metrics serves, into which the service
@@ -263,8 +296,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 
 	// The idempotency middleware.
 	keyHeader, retention := middleware.DefaultKeyHeader, orDefault(cfg.Retention, DefaultRetention)
+	client := middleware.RemoteClient
 	if signed {
 		keyHeader, retention = standardwebhooks.HeaderID, orDefault(cfg.Retention, DefaultSignedRetention)
+		client = nil
 	}
 	validator := cfg.Validator
 	if validator == nil {
@@ -272,10 +307,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if s.idem, err = middleware.New(s.stores.keys, middleware.Config{
 		KeyHeader: keyHeader,
-		// Each remote address has its share of the key store (memstore:
-		// a quarter), so that one client's flood of keys cannot deny the
-		// others.
-		Client:         remoteHost,
+		// Each remote address has its share of the key store, so that
+		// one client's flood of keys cannot deny the others; verified
+		// senders are exempt.
+		Client:         client,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Lease:          cfg.Lease,
 		Retention:      retention,
@@ -374,15 +409,6 @@ func Redacted(storeURL string) string {
 		return u.Redacted()
 	}
 	return storeURL
-}
-
-// remoteHost is the client identity of the key store's shares: the remote
-// address's host.
-func remoteHost(r *http.Request) string {
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return host
-	}
-	return r.RemoteAddr
 }
 
 func orDefault[T comparable](v, def T) T {

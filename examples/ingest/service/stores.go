@@ -31,7 +31,10 @@ type stores struct {
 func open(ctx context.Context, cfg Config, log *slog.Logger) (*stores, error) {
 	switch u := cfg.Store; {
 	case u == "" || u == "memory":
-		return &stores{keys: new(memstore.Store), features: newMemoryFeatures(cfg.MaxFeatures, cfg.MaxFeatureBytes),
+		keys := memstore.New(memstore.Config{
+			MaxEntries: orDefault(cfg.MaxKeys, DefaultMaxKeys), ClientRate: cfg.ClientRate, ClientBurst: cfg.ClientBurst,
+		})
+		return &stores{keys: keys, features: newMemoryFeatures(cfg.MaxFeatures, cfg.MaxFeatureBytes),
 			close: func() {}}, nil
 	case strings.HasPrefix(u, "redis://") || strings.HasPrefix(u, "rediss://"):
 		return openRedis(ctx, cfg, log)
@@ -105,6 +108,7 @@ func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (*stores, erro
 	keys, err := redisstore.New(client, redisstore.Config{
 		KeyPrefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix), Durability: cfg.RedisDurability,
 		Logger: log, WaitReplicas: cfg.RedisWaitReplicas,
+		ClientKeys: clientKeys(cfg), ClientWindow: cfg.ClientWindow,
 	})
 	if err != nil {
 		client.Close()
@@ -125,7 +129,7 @@ func openPostgres(ctx context.Context, cfg Config) (*stores, error) {
 	fail := func(err error) (*stores, error) { pool.Close(); return nil, err }
 	ictx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	keys, err := pgstore.New(ictx, pool, pgstore.Config{Table: cfg.KeyTable})
+	keys, err := pgstore.New(ictx, pool, pgstore.Config{Table: cfg.KeyTable, ClientKeys: clientKeys(cfg), ClientWindow: cfg.ClientWindow})
 	if err != nil {
 		return fail(err)
 	}
@@ -139,4 +143,13 @@ func openPostgres(ctx context.Context, cfg Config) (*stores, error) {
 		features: features,
 		close:    func() { keys.Close(); pool.Close() },
 	}, nil
+}
+
+// clientKeys is the Redis and PostgreSQL stores' Config.ClientKeys:
+// cfg.ClientKeys, its default, or 0 (no bound) when negative.
+func clientKeys(cfg Config) int {
+	if cfg.ClientKeys < 0 {
+		return 0
+	}
+	return orDefault(cfg.ClientKeys, DefaultClientKeys)
 }
