@@ -28,8 +28,8 @@ func contract(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl := flag.NewFlagSet("geoidem contract", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	var target contracttest.Target
-	fl.StringVar(&target.URL, "url", "", "base URL of the running receiver, e.g. http://127.0.0.1:8080 (required)")
-	fl.StringVar(&target.Path, "path", "/", "the ingest path, appended to -url")
+	fl.StringVar(&target.URL, "url", "", "the running receiver's ingest endpoint, e.g. http://127.0.0.1:8080/features, or its base URL with -path (required)")
+	fl.StringVar(&target.Path, "path", "", "the ingest path, appended to -url (default: -url's own path, else /)")
 	body := fl.String("body", "", "file with a payload the receiver accepts with a 2xx answer; every "+payloadMark+" in it is replaced by a value unique to each payload, and there must be one (default: a GeoJSON Feature with a unique id)")
 	invalid := fl.String("invalid-body", "", "file with a payload the receiver must refuse with 422 (default: a GeoJSON Polygon whose ring is not closed)")
 	fl.BoolVar(&target.SkipInvalidGeometry, "no-validator", false, "the receiver validates nothing: report InvalidGeometryIs422AndNotRetried not applicable")
@@ -116,14 +116,21 @@ func contract(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			URL string `json:"url"`
 			OK  bool   `json:"ok"`
 			contracttest.Report
-		}{strings.TrimRight(target.URL, "/") + target.Path, rep.OK(), rep}); err != nil {
+		}{rep.Endpoint, rep.OK(), rep}); err != nil {
 			fmt.Fprintf(stderr, "geoidem contract: %v\n", err)
 			return 2
 		}
 	} else {
 		printReport(stdout, rep)
-		fmt.Fprintf(stdout, "contract: %d rules against %s: %d pass, %d fail, %d not applicable\n",
-			len(rep.Rules), strings.TrimRight(target.URL, "/")+target.Path, rep.Passed, rep.Failed, rep.NotApplicable)
+		fmt.Fprintf(stdout, "contract: %d rules against %s: %d pass, %d fail, %d not applicable",
+			len(rep.Rules), rep.Endpoint, rep.Passed, rep.Failed, rep.NotApplicable)
+		if rep.Inconclusive > 0 {
+			fmt.Fprintf(stdout, ", %d inconclusive", rep.Inconclusive)
+		}
+		fmt.Fprintln(stdout)
+		if rep.Diagnosis != "" {
+			fmt.Fprintf(stdout, "contract: %s\n", rep.Diagnosis)
+		}
 	}
 	if !rep.OK() {
 		return 1
@@ -131,17 +138,24 @@ func contract(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return 0
 }
 
-// printReport prints one line per rule, and under a failed rule the
+// printReport prints one line per rule, its name then its title ("pass
+// MissingKeyIs400 (missing key is 400)"), and under a failed rule the
 // messages that show the answers that broke it.
 func printReport(w io.Writer, rep contracttest.Report) {
 	for _, r := range rep.Rules {
+		name := r.Name
+		if r.Title != "" {
+			name += " (" + r.Title + ")"
+		}
 		switch r.Outcome {
 		case contracttest.Pass:
-			fmt.Fprintf(w, "pass            %s (%v)\n", r.Name, r.Elapsed.Round(time.Millisecond))
+			fmt.Fprintf(w, "pass            %s %v\n", name, r.Elapsed.Round(time.Millisecond))
 		case contracttest.NotApplicable:
-			fmt.Fprintf(w, "not applicable  %s: %s\n", r.Name, r.Reason)
+			fmt.Fprintf(w, "not applicable  %s: %s\n", name, r.Reason)
+		case contracttest.Inconclusive:
+			fmt.Fprintf(w, "inconclusive    %s: %s\n", name, r.Reason)
 		default:
-			fmt.Fprintf(w, "FAIL            %s\n", r.Name)
+			fmt.Fprintf(w, "FAIL            %s\n", name)
 			for _, m := range r.Failures {
 				fmt.Fprintf(w, "    %s\n", strings.ReplaceAll(m, "\n", "\n    "))
 			}

@@ -151,7 +151,7 @@ func (h *records5xx) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, `{"type":"about:blank","title":"Service Unavailable","status":503}`)
 }
 
-var ruleLine = regexp.MustCompile(`(?m)^(pass|FAIL|not applicable)\s+(\w+)`)
+var ruleLine = regexp.MustCompile(`(?m)^(pass|FAIL|not applicable|inconclusive)\s+(\w+)`)
 
 // outcomes maps each rule to its outcome in the command's text output.
 func outcomes(out string) map[string]string {

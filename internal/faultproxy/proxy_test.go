@@ -85,7 +85,12 @@ func freshClient(t *testing.T, timeout time.Duration) *http.Client {
 }
 
 func post(c *http.Client, u, body string) (*http.Response, []byte, error) {
-	req, err := http.NewRequest(http.MethodPost, u+"/features", bytes.NewReader([]byte(body)))
+	return postContext(context.Background(), c, u, body)
+}
+
+// postContext is post under ctx: canceling ctx is the sender giving up.
+func postContext(ctx context.Context, c *http.Client, u, body string) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u+"/features", bytes.NewReader([]byte(body)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -389,20 +394,31 @@ func TestDelayRequestPatientClient(t *testing.T) {
 }
 
 // TestDelayResponse: the receiver does the work at once, the answer is
-// held past the sender's timeout and dropped.
+// held past the sender's timeout and dropped. The sender gives up only once
+// the proxy holds the answer (the delay's timer has been asked for): a
+// sender giving up earlier, on a wall-clock timeout, would race the forward
+// and, on a loaded machine, cancel it (a ForwardError, not a Dropped).
 func TestDelayResponse(t *testing.T) {
 	b := newBackend(t)
 	after, release := cue()
 	defer release()
-	p, u := start(t, b, Config{Delay: 1, DelayFor: time.Hour, After: after, DelayMode: DelayResponse})
+	held := make(chan struct{}, 1)
+	p, u := start(t, b, Config{
+		Delay: 1, DelayFor: time.Hour, DelayMode: DelayResponse,
+		After: func(d time.Duration) <-chan time.Time { held <- struct{}{}; return after(d) },
+	})
+	ctx, giveUp := context.WithCancel(context.Background())
+	defer giveUp()
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := post(freshClient(t, 50*time.Millisecond), u, "a")
+		_, _, err := postContext(ctx, freshClient(t, 0), u, "a")
 		done <- err
 	}()
 	within(t, b.bodies, "the request at the backend") // while the client waits
-	if err := within(t, done, "the client"); !isTimeout(err) {
-		t.Fatalf("err = %v, want the client's timeout", err)
+	within(t, held, "the proxy holding the answer")
+	giveUp() // the sender's timeout
+	if err := within(t, done, "the client"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want the client's context.Canceled", err)
 	}
 	shutdown(t, p) // the held answer is dropped once the proxy sees the client go
 	want := Stats{Requests: 1, Delay: 1, Forwarded: 1, Dropped: 1}

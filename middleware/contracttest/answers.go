@@ -79,3 +79,14 @@ func problemOf(err error, wantType string) string {
 	}
 	return checkProblem(se.StatusCode, se.Header, se.Body, wantType)
 }
+
+// plainJSON reports whether an answer is JSON that is not a problem
+// document: Content-Type application/json (or +json other than
+// problem+json) and a body that parses.
+func plainJSON(header http.Header, body []byte) bool {
+	mt, _, err := mime.ParseMediaType(header.Get("Content-Type"))
+	if err != nil || mt == problem.MediaType || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		return false
+	}
+	return json.Valid(body)
+}

@@ -33,7 +33,7 @@ func (s *suite) testBlockedKey(t tester) {
 		mu    sync.Mutex
 		start time.Time
 	)
-	p := newProxy(t, s.base, func(n int, w http.ResponseWriter) action {
+	p := newProxy(t, s.seen, s.base, func(n int, w http.ResponseWriter) action {
 		now := clock.Now()
 		mu.Lock()
 		if n == 1 {
@@ -98,7 +98,7 @@ func (c *skippingClock) Sleep(ctx context.Context, d time.Duration) error {
 // settings (MaxAttempts, Deadline, AttemptTimeout, Backoff) on clock.
 func (s *suite) defaultSender(t tester, clock *skippingClock) *sender {
 	t.Helper()
-	snd := &sender{hc: newClient(t), clock: &clock.scaledClock, attempts: new(attempts), suite: s}
+	snd := &sender{hc: newClient(t, s.seen), clock: &clock.scaledClock, attempts: new(attempts), suite: s}
 	var err error
 	snd.Sender, err = client.New(snd.hc, client.Config{Clock: clock, OnAttempt: snd.attempts.observe, PrepareAttempt: s.prepareAttempt()})
 	if err != nil {

@@ -21,16 +21,24 @@ const (
 	Pass          Outcome = "pass"
 	Fail          Outcome = "fail"
 	NotApplicable Outcome = "not applicable" // the rule does not apply to the target, e.g. Target.SkipInvalidGeometry
+	// Inconclusive: nothing the rule checked failed, but against this
+	// receiver it could not have failed, e.g. RetryAfterIsHonoured against
+	// a receiver that never replays (it answers 201 to everything).
+	Inconclusive Outcome = "inconclusive"
 )
 
 // RuleResult is one rule's outcome in a [Report].
 type RuleResult struct {
-	Name    string  `json:"name"`
+	Name string `json:"name"`
+	// Title is the rule for readers without Go, e.g. "missing key is 400"
+	// for MissingKeyIs400.
+	Title   string  `json:"title"`
 	Outcome Outcome `json:"outcome"`
 	// Failures are the rule's failure messages: each names the broken rule
 	// ("RULE BROKEN: …") and shows the answers that broke it.
 	Failures []string `json:"failures,omitempty"`
-	// Reason says why the rule does not apply (NotApplicable only).
+	// Reason says why the rule does not apply (NotApplicable) or why its
+	// pass shows nothing (Inconclusive).
 	Reason string `json:"reason,omitempty"`
 	// Notes are what the rule logged: what it saw, and what it could not
 	// show against this target.
@@ -41,13 +49,21 @@ type RuleResult struct {
 // Report is what [Check] found: every rule's outcome, in the order the
 // rules ran.
 type Report struct {
+	// Endpoint is the URL the deliveries went to: Target.URL and Path.
+	Endpoint      string       `json:"endpoint"`
 	Rules         []RuleResult `json:"rules"`
 	Passed        int          `json:"passed"`
 	Failed        int          `json:"failed"`
 	NotApplicable int          `json:"not_applicable"`
+	Inconclusive  int          `json:"inconclusive"`
+	// Diagnosis, when not empty, says what is likely wrong with the
+	// target rather than with the rules: every answer was 404 (the URL),
+	// or 401 or 403 (the credentials).
+	Diagnosis string `json:"diagnosis,omitempty"`
 }
 
-// OK reports whether every rule that applies held.
+// OK reports whether every rule that applies held (an inconclusive rule
+// did not fail).
 func (r Report) OK() bool { return r.Failed == 0 }
 
 // ErrUnreachable is wrapped by the error [Check] returns when nothing
@@ -73,12 +89,13 @@ func Check(ctx context.Context, target Target) (Report, error) {
 			return Report{}, err
 		}
 	}
-	var rep Report
-	for _, r := range s.rules() {
+	rep := Report{Endpoint: s.endpoint()}
+	rules := s.rules()
+	for _, r := range rules {
 		rt := newRuleT(ctx, "contract/"+r.name)
 		start := time.Now()
 		rt.do(r.fn)
-		res := RuleResult{Name: r.name, Failures: rt.failures, Notes: rt.logs, Elapsed: time.Since(start)}
+		res := RuleResult{Name: r.name, Title: r.title, Failures: rt.failures, Notes: rt.logs, Elapsed: time.Since(start)}
 		switch {
 		case rt.failed:
 			res.Outcome = Fail
@@ -92,6 +109,17 @@ func Check(ctx context.Context, target Target) (Report, error) {
 		}
 		rep.Rules = append(rep.Rules, res)
 	}
+	// Whether the receiver ever replays is known only once every rule ran.
+	if !s.seen.replayed() {
+		for i, r := range rules {
+			if r.needsReplays && rep.Rules[i].Outcome == Pass {
+				rep.Rules[i].Outcome, rep.Rules[i].Reason = Inconclusive, noReplays
+				rep.Passed--
+				rep.Inconclusive++
+			}
+		}
+	}
+	rep.Diagnosis = s.seen.diagnosis()
 	return rep, nil
 }
 

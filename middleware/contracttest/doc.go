@@ -81,6 +81,8 @@
 //     structured-field string or two key headers, sent with plain net/http,
 //     is answered 400 with a problem document, runs nothing and claims
 //     nothing: the key used correctly afterwards is executed, not replayed.
+//     For a missing key, a 400 in plain JSON (application/json, a receiver's
+//     own error format) does too.
 //   - ReplayCarriesNoSetCookie: a replay carries no Set-Cookie header, even
 //     when the original response set a cookie.
 //   - BlockedKeyIsDelivered: a key held in flight for a whole lease (a
@@ -95,6 +97,19 @@
 // type, a title and a status equal to the HTTP status; the middleware's own
 // answers must carry its stable type URIs ([middleware.ProblemMissingKey],
 // [middleware.ProblemMalformedKey], [middleware.ProblemKeyReused]).
+//
+// # Outcomes
+//
+// [Check] reports each rule passed, failed, not applicable, or
+// inconclusive: RetryAfterIsHonoured and BlockedKeyIsDelivered hold the
+// paired sender to the rule and need of the receiver only a fresh 2xx
+// answer, so against a receiver that never answered as a replay in the run
+// (one that answers 201 to everything) they could not have failed, and do
+// not count as passed. Each [RuleResult] has a Title for readers without
+// Go ("missing key is 400"). When every answer of the receiver was 404, or
+// 401 or 403, [Report].Diagnosis says that the URL or the credentials are
+// likely wrong. A Target.URL with a path and no Target.Path is the ingest
+// endpoint itself.
 //
 // # What the suite assumes
 //

@@ -65,9 +65,9 @@ type proxy struct {
 	log []exchange
 }
 
-func newProxy(t tester, upstream string, behave func(n int, w http.ResponseWriter) action) *proxy {
+func newProxy(t tester, seen *seen, upstream string, behave func(n int, w http.ResponseWriter) action) *proxy {
 	t.Helper()
-	p := &proxy{upstream: upstream, hc: newClient(t), behave: behave}
+	p := &proxy{upstream: upstream, hc: newClient(t, seen), behave: behave}
 	srv := httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(srv.Close)
 	p.url = srv.URL

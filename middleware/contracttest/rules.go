@@ -24,7 +24,7 @@ const (
 	ruleKeyReuse    = "RULE BROKEN: another payload under a used key must be answered 422 (key-reused problem document), at once, and change nothing"
 	ruleInvalid     = "RULE BROKEN: an invalid payload must be answered 422 with a problem document and never retried"
 	ruleRetryAfter  = "RULE BROKEN: after 503 or 429 with Retry-After the sender must wait the Retry-After, then retry with the same key and body, and the retry must be executed once"
-	ruleMissingKey  = "RULE BROKEN: a request without an Idempotency-Key must be answered 400 (missing-key problem document) without running anything or claiming anything"
+	ruleMissingKey  = "RULE BROKEN: a request without an Idempotency-Key must be answered 400 (a missing-key problem document, or plain JSON) without running anything or claiming anything"
 	ruleMalformed   = "RULE BROKEN: a request with a malformed Idempotency-Key must be answered 400 (malformed-key problem document) without running anything or claiming anything"
 	ruleNoSetCookie = "RULE BROKEN: a replayed response must not carry Set-Cookie"
 	setup           = "SETUP: the receiver must accept the suite's valid payloads with a 2xx answer"
@@ -44,7 +44,7 @@ func (s *suite) first(t tester, snd *sender, base string) (key string, body []by
 
 func (s *suite) testLostAcknowledgement(t tester) {
 	executed := s.expectExecutions(t, ruleLostAck)
-	p := newProxy(t, s.base, func(n int, _ http.ResponseWriter) action {
+	p := newProxy(t, s.seen, s.base, func(n int, _ http.ResponseWriter) action {
 		if n == 1 {
 			return forwardDrop
 		}
@@ -235,7 +235,7 @@ func (s *suite) testRetryAfter(t tester) {
 	for _, c := range cases {
 		t.run(c.name, func(t tester) {
 			executed := s.expectExecutions(t, ruleRetryAfter)
-			p := newProxy(t, s.base, func(n int, w http.ResponseWriter) action {
+			p := newProxy(t, s.seen, s.base, func(n int, w http.ResponseWriter) action {
 				if n > 1 {
 					return forward
 				}
@@ -302,7 +302,7 @@ func (s *suite) plain(t tester, keys []string, body []byte) (int, http.Header, [
 			t.Fatalf("contracttest: Target.Sign: %v", err)
 		}
 	}
-	resp, err := newClient(t).Do(req)
+	resp, err := newClient(t, s.seen).Do(req)
 	if err != nil {
 		t.Fatalf("contracttest: POST with Idempotency-Key %q: %v", keys, err)
 	}
@@ -366,7 +366,15 @@ func (s *suite) testMissingKey(t tester) {
 	s.skipSigned(t)
 	executed := s.expectExecutions(t, ruleMissingKey)
 	body := s.payload()
-	s.expect400(t, ruleMissingKey, nil, body, middleware.ProblemMissingKey)
+	if status, h, b := s.plain(t, nil, body); status != http.StatusBadRequest {
+		t.Errorf("%s\n\tno Idempotency-Key: answered %d, want 400; body %s", ruleMissingKey, status, quote(b))
+	} else if !plainJSON(h, b) {
+		// A receiver of its own answers in its own JSON; a problem
+		// document must be a right one.
+		if fault := checkProblem(status, h, b, middleware.ProblemMissingKey); fault != "" {
+			t.Errorf("%s\n\tno Idempotency-Key: the 400 is neither plain JSON nor the expected problem document: %s; body %s", ruleMissingKey, fault, quote(b))
+		}
+	}
 	s.afterwards(t, ruleMissingKey, s.key(t), body)
 	executed(1)
 }

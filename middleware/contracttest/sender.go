@@ -89,7 +89,7 @@ type sender struct {
 
 func (s *suite) sender(t tester, maxAttempts int) *sender {
 	t.Helper()
-	snd := &sender{hc: newClient(t), clock: new(scaledClock), attempts: new(attempts), suite: s}
+	snd := &sender{hc: newClient(t, s.seen), clock: new(scaledClock), attempts: new(attempts), suite: s}
 	var err error
 	snd.Sender, err = client.New(snd.hc, client.Config{
 		Backoff:        backoff,
@@ -123,13 +123,14 @@ func (s *suite) prepareAttempt() func(*http.Request, client.AttemptStart) error 
 const maxConns = 6
 
 // newClient returns an http.Client with connections of its own, at most
-// maxConns to a host, closed at the end of t.
-func newClient(t tester) *http.Client {
+// maxConns to a host, closed at the end of t, that counts the receiver's
+// answers in seen.
+func newClient(t tester, seen *seen) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxConnsPerHost = maxConns
 	tr.MaxIdleConnsPerHost = maxConns
 	t.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr}
+	return &http.Client{Transport: recording{rt: tr, seen: seen}}
 }
 
 // warm opens n connections to base (at most maxConns) and leaves them

@@ -1,0 +1,165 @@
+package contracttest_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/geoidem/geoidem/middleware/contracttest"
+)
+
+// A Target.URL with a path and no Target.Path names the endpoint itself:
+// http://host/features is delivered to /features, not /features/.
+func TestCheckURLWithPathIsTheEndpoint(t *testing.T) {
+	h := &ingest{}
+	mux := http.NewServeMux()
+	mux.Handle("POST /features", wrapped(t, newStore(), h))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	rep, err := contracttest.Check(t.Context(), contracttest.Target{URL: srv.URL + "/features", Executions: h.executions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Passed != 9 {
+		t.Fatalf("against %s/features: %d passed, %d failed, want 9 passed: %+v", srv.URL, rep.Passed, rep.Failed, rep.Rules)
+	}
+	if rep.Endpoint != srv.URL+"/features" {
+		t.Errorf("Endpoint = %q, want %q", rep.Endpoint, srv.URL+"/features")
+	}
+	// A Path is still appended to the URL's own path.
+	rep, err = contracttest.Check(t.Context(), contracttest.Target{URL: srv.URL + "/", Path: "/features"})
+	if err != nil || !rep.OK() || rep.Endpoint != srv.URL+"/features" {
+		t.Fatalf("URL %s/ with Path /features: %v, ok %t, endpoint %q", srv.URL, err, rep.OK(), rep.Endpoint)
+	}
+}
+
+// When every answer is 404, or 401/403, the report says the URL or the
+// credentials are likely wrong; a receiver that answers other things
+// gets no such diagnosis.
+func TestCheckDiagnosesWrongURLOrCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status []int // answered in turn
+		want   string
+	}{
+		{"404", []int{404}, "URL"},
+		{"401", []int{401}, "credentials"},
+		{"403-and-401", []int{403, 401}, "credentials"},
+		{"404-and-403", []int{404, 403}, "URL or the credentials"},
+		{"404-and-201", []int{404, 201}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var n atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.status[int(n.Add(1))%len(tc.status)])
+			}))
+			t.Cleanup(srv.Close)
+			rep, err := contracttest.Check(t.Context(), contracttest.Target{URL: srv.URL, Path: "/features", Lease: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.want == "" && rep.Diagnosis != "":
+				t.Errorf("Diagnosis %q, want none", rep.Diagnosis)
+			case tc.want != "" && !strings.Contains(rep.Diagnosis, tc.want):
+				t.Errorf("Diagnosis %q, want one naming the %s", rep.Diagnosis, tc.want)
+			}
+		})
+	}
+}
+
+// Against a receiver that answers 201 to everything, the rules that only
+// the paired sender could break (the receiver never holds or replays a
+// key) are inconclusive, not passed.
+func TestCheckInconclusiveAgainstAlways201(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	rep, err := contracttest.Check(t.Context(), contracttest.Target{URL: srv.URL, Path: "/features", Lease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcome := map[string]contracttest.RuleResult{}
+	for _, r := range rep.Rules {
+		outcome[r.Name] = r
+	}
+	for _, name := range []string{"RetryAfterIsHonoured", "BlockedKeyIsDelivered"} {
+		if r := outcome[name]; r.Outcome != contracttest.Inconclusive || r.Reason == "" {
+			t.Errorf("%s: %q (reason %q), want inconclusive with a reason", name, r.Outcome, r.Reason)
+		}
+	}
+	if rep.Inconclusive != 2 || rep.Passed != 0 {
+		t.Errorf("report: %d passed, %d inconclusive, want 0 and 2", rep.Passed, rep.Inconclusive)
+	}
+	// Against a receiver that does replay, the same rules pass.
+	h := &ingest{}
+	rep, err = contracttest.Check(t.Context(), contracttest.Target{Handler: wrapped(t, newStore(), h), Executions: h.executions})
+	if err != nil || rep.Inconclusive != 0 || rep.Passed != 9 {
+		t.Fatalf("against a correct receiver: %v, %d passed, %d inconclusive", err, rep.Passed, rep.Inconclusive)
+	}
+}
+
+// A plain JSON 400 (not a problem document) satisfies MissingKeyIs400: a
+// receiver in another language answers a missing key its own way.
+func TestMissingKeyPlainJSON400(t *testing.T) {
+	inner := wrapped(t, newStore(), &ingest{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Idempotency-Key")) == 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":"Idempotency-Key header is required"}`)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	rep, err := contracttest.Check(t.Context(), contracttest.Target{Handler: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Rules {
+		if r.Name == "MissingKeyIs400" && r.Outcome != contracttest.Pass {
+			t.Errorf("MissingKeyIs400: %s %q, want pass", r.Outcome, r.Failures)
+		}
+	}
+	// A 400 that is neither a problem document nor JSON still fails.
+	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Idempotency-Key")) == 0 {
+			http.Error(w, "missing key", http.StatusBadRequest)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	if rep, err = contracttest.Check(t.Context(), contracttest.Target{Handler: h}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Rules {
+		if r.Name == "MissingKeyIs400" && r.Outcome != contracttest.Fail {
+			t.Errorf("MissingKeyIs400 against a text/plain 400: %s, want fail", r.Outcome)
+		}
+	}
+}
+
+// Every rule has a title a team without Go reads: lower case words, no
+// Go identifier.
+func TestRuleTitles(t *testing.T) {
+	rep, err := contracttest.Check(t.Context(), contracttest.Target{Handler: wrapped(t, newStore(), &ingest{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	titles := map[string]string{}
+	for _, r := range rep.Rules {
+		titles[r.Name] = r.Title
+		if r.Title == "" || strings.Contains(r.Title, r.Name) {
+			t.Errorf("%s: title %q", r.Name, r.Title)
+		}
+	}
+	if got := titles["MissingKeyIs400"]; got != "missing key is 400" {
+		t.Errorf("MissingKeyIs400's title %q, want %q", got, "missing key is 400")
+	}
+}
