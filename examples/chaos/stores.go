@@ -12,6 +12,7 @@ import (
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/internal/tcpcut"
+	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 )
 
@@ -129,11 +130,12 @@ func (s *storeSetup) cleanup() error {
 			return errors.Join(append(errs, err)...)
 		}
 		defer conn.Close(ctx)
-		for _, t := range []string{s.cfg.FeaturesTable, s.cfg.KeyTable, s.cfg.KeyTable + "_migrations"} {
-			if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{t}.Sanitize()+" CASCADE"); err != nil {
-				errs = append(errs, fmt.Errorf("dropping %s: %w", t, err))
-			}
+		// The feature table first: the service's own; then every object
+		// of the key store, dropped by the package that names them.
+		if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{s.cfg.FeaturesTable}.Sanitize()); err != nil {
+			errs = append(errs, fmt.Errorf("dropping %s: %w", s.cfg.FeaturesTable, err))
 		}
+		errs = append(errs, pgstore.Drop(ctx, conn, pgstore.Config{Table: s.cfg.KeyTable}))
 	}
 	return errors.Join(errs...)
 }
