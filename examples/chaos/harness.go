@@ -55,6 +55,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	var (
 		rcv   receiver
 		kids  *child
+		reps  *replicaSet
 		label = o.store
 	)
 	switch {
@@ -68,6 +69,10 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		kids, err = newChild(ctx, st, stderr)
 		rcv = kids
 		label += ", receiver in a child process"
+	case o.receivers > 1:
+		reps, err = newReplicaSet(ctx, st, o.receivers, o.balance, o.seed, stderr)
+		rcv = reps
+		label += fmt.Sprintf(", %d receiver processes behind a %s balancer", o.receivers, o.balance)
 	default:
 		rcv, err = newInProcess(ctx, st)
 	}
@@ -135,6 +140,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 
 	// Store and receiver faults, at seeded points of the first pass.
 	faults := plannedFaults(o, st, kids, redis, fo, &rep, len(jobs))
+	faults = withReplicaFaults(o, faults, reps, len(jobs))
 	faultsDone := make(chan error, 1)
 	go func() { faultsDone <- fire(ctx, faults, &done) }()
 
@@ -276,6 +282,9 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	if kids != nil {
 		rep.kills = kids.Kills()
+	}
+	if reps != nil {
+		rep.replicas = reps.stats()
 	}
 	rep.totalTime = time.Since(start)
 	rep.print(stdout)

@@ -14,6 +14,8 @@
 //	                        [-pg-terminate N] [-failover [-wait-replicas N]]
 //	                        [-write-delay 0] [-attempts 4]
 //	                        [-cut-for 400ms] [-updates K]
+//	                        [-receivers N [-balance roundrobin|random]
+//	                         [-rolling-restart] [-kill-replica N]]
 //
 // Every event is one GeoJSON Feature with its own id and its own
 // idempotency key. A seeded few are invalid (a Feature without "id": the
@@ -207,6 +209,16 @@ type options struct {
 	// updates is how many observations of each feature an -updates run
 	// delivers (0: the exactly-once run).
 	updates int
+	// receivers is how many receiver processes run behind the balancer
+	// (1: the receiver in process, or the -kill-receiver child); balance
+	// is the balancer's policy (replicas.go, balancer.go).
+	receivers int
+	balance   string
+	// rollingRestart restarts every replica in turn, gracefully, under
+	// load; killReplica is how many times a replica is SIGKILLed in a
+	// handler run and restarted.
+	rollingRestart bool
+	killReplica    int
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -219,7 +231,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N [-redis-aof]] [-stall-for D] [-pg-terminate N] [-failover [-wait-replicas N]]")
+		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N [-redis-aof]] [-stall-for D] [-pg-terminate N] [-failover [-wait-replicas N]] [-receivers N [-balance roundrobin|random] [-rolling-restart] [-kill-replica N]]")
 		fl.PrintDefaults()
 	}
 	var o options
@@ -240,6 +252,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&o.waitReplicas, "wait-replicas", 0, "the receiver's redisstore WaitReplicas: replicas that must acknowledge each claim (Redis only)")
 	fl.IntVar(&o.updates, "updates", 0, "observe every feature this many times, deliver the observations concurrently through the proxy, and check that each feature ends with its newest (the \"stale final state\" row)")
 	fl.DurationVar(&o.writeDelay, "write-delay", 0, "pause each feature write this long, so that more handlers are running when a store fault strikes")
+	fl.IntVar(&o.receivers, "receivers", 1, "receiver processes behind a balancer of the harness's own, on one key store (Redis or PostgreSQL when more than 1)")
+	fl.StringVar(&o.balance, "balance", balanceRoundRobin, "with -receivers: how the balancer spreads the attempts, roundrobin or random (seeded)")
+	fl.BoolVar(&o.rollingRestart, "rolling-restart", false, "with -receivers: under load, SIGTERM each replica in turn (it drains), restart it on its port, and go on once it serves /healthz")
+	fl.IntVar(&o.killReplica, "kill-replica", 0, "with -receivers: SIGKILL a replica in a handler run this many times under load, and restart it")
 	fl.BoolVar(&o.pathSpellings, "path-spellings", false, "send each attempt of a delivery to another spelling of its path (/features, /%66eatures, /feature%73, …)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -251,7 +267,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "chaos: unexpected arguments %q\n", fl.Args())
 		return 2
 	}
-	if err := errors.Join(o.check(), o.checkUpdates()); err != nil {
+	if err := errors.Join(o.check(), o.checkUpdates(), o.checkReplicas()); err != nil {
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
 		return 2
 	}
