@@ -19,6 +19,7 @@ import (
 // chaos runs the harness and prints its table.
 func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	start := time.Now()
+	stderr = &syncWriter{w: stderr} // child receivers copy their stderr to it, each from a goroutine
 	suffix := fmt.Sprintf("%d_%08x", o.seed, rand.Uint32())
 	var redis *redisserver.Server // -restart-redis: the harness's own
 	if o.restartRedis > 0 {

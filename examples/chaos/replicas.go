@@ -352,3 +352,15 @@ func withReplicaFaults(o options, fs []storeFault, rs *replicaSet, deliveries in
 	slices.SortStableFunc(fs, func(a, b storeFault) int { return a.at - b.at })
 	return fs
 }
+
+// syncWriter serialises the Writes of several goroutines to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/geoidem/geoidem/internal/redisserver"
+)
+
+// replicaRows checks what every run with replicas must show besides
+// runChaos's checks: every replica answered some of the requests.
+func replicaRows(t *testing.T, rows map[string]string, n int) {
+	t.Helper()
+	v := rows["replicas"]
+	if count(t, rows, "replicas") != n {
+		t.Errorf("replicas %q, want %d", v, n)
+	}
+	_, spread, _ := strings.Cut(v, "[")
+	spread, _, _ = strings.Cut(spread, "]")
+	answered := strings.Fields(spread)
+	if len(answered) != n || slices.Contains(answered, "0") {
+		t.Errorf("replicas %q: want %d replicas that each answered some requests", v, n)
+	}
+}
+
+// TestReplicas runs three receiver processes on one store behind the
+// balancer: no event runs twice, none is lost, summed over the replicas.
+func TestReplicas(t *testing.T) {
+	for name, store := range map[string]string{
+		"redis":    redisserver.SharedURL(),
+		"postgres": storeURL("GEOIDEM_TEST_POSTGRES", pgURL),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rows := runChaos(t, "-store", store, "-receivers", "3", "-events", "100")
+			replicaRows(t, rows, 3)
+		})
+	}
+}
+
+// TestReplicasRollingRestart restarts each of three replicas in turn,
+// gracefully, while the deliveries run.
+func TestReplicasRollingRestart(t *testing.T) {
+	t.Parallel()
+	rows := runChaos(t, "-store", redisserver.SharedURL(), "-receivers", "3", "-rolling-restart", "-balance", "random", "-events", "100")
+	replicaRows(t, rows, 3)
+	if n := count(t, rows, "replica restarts (SIGTERM)"); n != 3 {
+		t.Errorf("%d replica restarts, want 3", n)
+	}
+}
+
+// TestReplicasKillReplica SIGKILLs a replica in a handler run twice: its
+// keys are taken over after their lease, and run once.
+func TestReplicasKillReplica(t *testing.T) {
+	t.Parallel()
+	rows := runChaos(t, "-store", storeURL("GEOIDEM_TEST_POSTGRES", pgURL), "-receivers", "3", "-kill-replica", "2", "-events", "100")
+	replicaRows(t, rows, 3)
+	if n := count(t, rows, "replica kills (SIGKILL)"); n != 2 {
+		t.Errorf("%d replica kills, want 2", n)
+	}
+	if v := rows["replica kills (SIGKILL)"]; strings.Contains(v, "(0 in a handler run)") {
+		t.Errorf("replica kills %q: none landed in a handler run", v)
+	}
+}
+
+// TestReplicasMemoryRefused: replicas on the memory store would each keep
+// keys of their own, so the same key would run once on each.
+func TestReplicasMemoryRefused(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-receivers", "2"}, &stdout, &stderr); code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	if !strings.Contains(stderr.String(), "memory key store is one process's memory") {
+		t.Errorf("stderr %q does not say why", stderr.String())
+	}
+	for _, args := range [][]string{
+		{"-receivers", "0"},
+		{"-receivers", "17", "-store", "redis://127.0.0.1:6379/0"},
+		{"-receivers", "3", "-store", "redis://127.0.0.1:6379/0", "-balance", "leastconn"},
+		{"-rolling-restart", "-store", "redis://127.0.0.1:6379/0"},
+		{"-kill-replica", "1", "-store", "redis://127.0.0.1:6379/0"},
+		{"-receivers", "3", "-store", "redis://127.0.0.1:6379/0", "-kill-replica", "-1"},
+		{"-receivers", "3", "-store", "postgres://127.0.0.1:5432/x", "-kill-receiver", "1"},
+		{"-receivers", "3", "-store", "redis://127.0.0.1:6379/0", "-updates", "2"},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		if code := run(context.Background(), args, &stdout, &stderr); code != 2 {
+			t.Errorf("chaos %q: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// TestBalancer: round robin over the replicas; a replica that refuses the
+// connection is passed over for the next; a request whose replica fails
+// after it was sent is answered 502 and not sent to another.
+func TestBalancer(t *testing.T) {
+	var hits [2]atomic.Int64
+	var backends []string
+	for i := range hits {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits[i].Add(1)
+			body, _ := io.ReadAll(r.Body)
+			if string(body) == "hang up" {
+				panic(http.ErrAbortHandler) // sent, then the connection drops
+			}
+			w.Header().Set("X-Replica", r.Header.Get("X-Test"))
+			w.WriteHeader(http.StatusCreated)
+		}))
+		t.Cleanup(srv.Close)
+		backends = append(backends, strings.TrimPrefix(srv.URL, "http://"))
+	}
+	// A port that refuses: listen, note it, close.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := ln.Addr().String()
+	ln.Close()
+
+	b, err := newBalancer([]string{backends[0], down, backends[1]}, balanceRoundRobin, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	post := func(body string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, b.URL()+"/features", strings.NewReader(body))
+		req.Header.Set("X-Test", "x")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for range 6 {
+		if resp := post("{}"); resp.StatusCode != http.StatusCreated || resp.Header.Get("X-Replica") != "x" {
+			t.Fatalf("answer %d, X-Replica %q: want 201 relayed with its headers", resp.StatusCode, resp.Header.Get("X-Replica"))
+		}
+	}
+	// Turns: 0, down→2, 2, 0, down→2, 2: backend 0 twice, backend 2 four times.
+	if a, c := hits[0].Load(), hits[1].Load(); a != 2 || c != 4 || b.skipped.Load() != 2 {
+		t.Errorf("hits %d and %d, %d skipped; want 2, 4 and 2", a, c, b.skipped.Load())
+	}
+	before := hits[0].Load() + hits[1].Load()
+	if resp := post("hang up"); resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("a replica that hung up after the request: %d, want 502", resp.StatusCode)
+	}
+	if n := hits[0].Load() + hits[1].Load() - before; n != 1 {
+		t.Errorf("a request that reached a replica was sent %d times, want once", n)
+	}
+}
+
+// TestLastLineAndEffectLog reads a replica's run log: its last complete
+// line, and the effects and writes logged beside the runs.
+func TestLastLineAndEffectLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.log")
+	content := "run \"a\"\ntook \"a\"\nwrote \"a\"\nrun \"b\"\ntook \"b\"\nrun \"c\"\nrun \"d"
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastLine(path); got != `run "c"` {
+		t.Errorf("lastLine %q, want run \"c\"", got)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := readRunLogAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.attempts) != 3 || l.effects["a"] != 1 || l.effects["b"] != 1 || len(l.writes) != 1 || l.writes["a"] != 1 {
+		t.Errorf("counts %+v", l)
+	}
+}
