@@ -98,6 +98,22 @@
 // each feature whatever the arrival order: the row "stale final state"
 // counts the features that hold an older one, and must be 0 (updates.go).
 //
+// With -receivers N (N > 1; Redis or PostgreSQL: the memory key store is
+// one process's memory, so N replicas would each run the same key once,
+// and the flag is refused) the receiver is N processes, this same program
+// in -serve-receiver mode, each on its own loopback port and all on one
+// key store, behind a balancer of the harness's own (balancer.go;
+// -balance roundrobin or random, seeded), the fault proxy in front of it.
+// The run counts are summed over the replicas' run logs; on PostgreSQL the
+// feature table is shared, on Redis each replica keeps its features in its
+// memory and the features stored are the union of what each replica's
+// feature store took, as its log records it (replicas.go).
+// -rolling-restart SIGTERMs each replica in turn under load (it drains its
+// requests), restarts it on its port and goes on once it answers
+// /healthz; -kill-replica N SIGKILLs a replica N times, each once a
+// handler run of its is in its write delay, and restarts it: its claims
+// are taken over when their lease runs out. README.md has the figures.
+//
 // Each run against Redis or PostgreSQL uses its own key prefix or tables,
 // named with a random suffix, and removes them at the end. Every address is
 // on loopback.
@@ -364,15 +380,18 @@ func (o options) check() error {
 	if err != nil {
 		return fmt.Errorf("-store: %w", err)
 	}
-	if strings.Contains(u.Host, ",") {
-		return errors.New("-store: one Redis node, not a Cluster")
+	nodes := strings.Split(u.Host, ",")
+	if len(nodes) > 1 && (kind != redisStore || o.storeFaults || o.stallFor > 0 || o.waitReplicas > 0) {
+		return errors.New("-store: a list of nodes is a Redis Cluster, which runs without -store-faults, -stall-for and -wait-replicas (one cut proxy cannot stand for a cluster's nodes)")
 	}
-	host := u.Hostname()
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("-store: host %q is not on loopback; chaos only breaks loopback services", host)
-	}
-	if u.Port() == "" {
-		return errors.New("-store: the URL needs an explicit port")
+	for _, node := range nodes {
+		host, port, err := net.SplitHostPort(node)
+		if err != nil || port == "" {
+			return fmt.Errorf("-store: %q: the URL needs an explicit port", node)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("-store: host %q is not on loopback; chaos only breaks loopback services", host)
+		}
 	}
 	return nil
 }

@@ -85,6 +85,9 @@ func TestReplicasMemoryRefused(t *testing.T) {
 		{"-receivers", "3", "-store", "redis://127.0.0.1:6379/0", "-kill-replica", "-1"},
 		{"-receivers", "3", "-store", "postgres://127.0.0.1:5432/x", "-kill-receiver", "1"},
 		{"-receivers", "3", "-store", "redis://127.0.0.1:6379/0", "-updates", "2"},
+		{"-receivers", "3", "-store", "redis://127.0.0.1:7000,127.0.0.1:7001/0", "-store-faults"},
+		{"-receivers", "3", "-store", "redis://127.0.0.1:7000,10.0.0.1:7001/0"},
+		{"-receivers", "3", "-store", "redis://127.0.0.1:7000,127.0.0.1/0"},
 	} {
 		stdout.Reset()
 		stderr.Reset()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -107,23 +108,7 @@ func (s *storeSetup) cleanup() error {
 	}
 	switch s.kind {
 	case redisStore:
-		opts, err := redis.ParseURL(s.direct)
-		if err != nil {
-			return err
-		}
-		c := redis.NewClient(opts)
-		defer c.Close()
-		iter := c.Scan(ctx, 0, s.cfg.RedisPrefix+"*", 500).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		errs = append(errs, iter.Err())
-		for len(keys) > 0 {
-			n := min(len(keys), 500)
-			errs = append(errs, c.Del(ctx, keys[:n]...).Err())
-			keys = keys[n:]
-		}
+		errs = append(errs, dropRedisPrefix(ctx, s.direct, s.cfg.RedisPrefix))
 	case postgresStore:
 		conn, err := pgx.Connect(ctx, s.direct)
 		if err != nil {
@@ -138,4 +123,47 @@ func (s *storeSetup) cleanup() error {
 		errs = append(errs, pgstore.Drop(ctx, conn, pgstore.Config{Table: s.cfg.KeyTable}))
 	}
 	return errors.Join(errs...)
+}
+
+// dropRedisPrefix deletes every key under prefix, on one Redis or on every
+// master of a Cluster (a URL with a list of nodes).
+func dropRedisPrefix(ctx context.Context, storeURL, prefix string) error {
+	u, err := url.Parse(storeURL)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(u.Host, ",") {
+		opts, err := redis.ParseURL(storeURL)
+		if err != nil {
+			return err
+		}
+		c := redis.NewClient(opts)
+		defer c.Close()
+		return dropOnNode(ctx, c, prefix)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(u.Host, ",")})
+	defer c.Close()
+	return c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		return dropOnNode(ctx, node, prefix)
+	})
+}
+
+// dropOnNode deletes the keys under prefix that node holds, one DEL per key
+// (a Cluster node refuses a DEL of keys in several slots).
+func dropOnNode(ctx context.Context, node *redis.Client, prefix string) error {
+	iter := node.Scan(ctx, 0, prefix+"*", 500).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return err
+	}
+	_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Del(ctx, k)
+		}
+		return nil
+	})
+	return err
 }
