@@ -39,6 +39,7 @@ type replicaSet struct {
 	mu              sync.Mutex
 	rng             *rand.Rand
 	restarts        int // graceful (SIGTERM) restarts
+	termInRun       int // of those, with a handler run logged and not finished
 	kills, inRun    int // SIGKILLs; of those, with a handler run logged and not finished
 	restartDuration time.Duration
 }
@@ -137,11 +138,13 @@ func (rs *replicaSet) Close() {
 
 // rollingRestart stops each replica in turn with SIGTERM (the service
 // drains: it takes no new connection and finishes the requests it has),
+// once a handler run of its is in progress if one starts within a second,
 // starts it again on its port, and goes on to the next only once the new
 // one answers GET /healthz with 200.
 func (rs *replicaSet) rollingRestart(ctx context.Context) error {
 	start := time.Now()
 	for _, c := range rs.kids {
+		in := waitInRun(ctx, c.runLog, time.Second)
 		if err := c.terminate(); err != nil {
 			return err
 		}
@@ -153,6 +156,9 @@ func (rs *replicaSet) rollingRestart(ctx context.Context) error {
 		}
 		rs.mu.Lock()
 		rs.restarts++
+		if in {
+			rs.termInRun++
+		}
 		rs.mu.Unlock()
 	}
 	rs.mu.Lock()
@@ -316,13 +322,13 @@ func (o options) checkReplicas() error {
 
 // replicaStats is what the table shows of the replicas.
 type replicaStats struct {
-	n               int
-	policy          string
-	spread          []int64 // requests each replica answered, through the balancer
-	skipped, failed int64
-	restarts        int
-	restartTime     time.Duration
-	kills, inRun    int
+	n                   int
+	policy              string
+	spread              []int64 // requests each replica answered, through the balancer
+	skipped, failed     int64
+	restarts, termInRun int
+	restartTime         time.Duration
+	kills, inRun        int
 }
 
 func (rs *replicaSet) stats() *replicaStats {
@@ -331,7 +337,7 @@ func (rs *replicaSet) stats() *replicaStats {
 	return &replicaStats{
 		n: len(rs.kids), policy: rs.bal.policy, spread: rs.bal.spread(),
 		skipped: rs.bal.skipped.Load(), failed: rs.bal.failed.Load(),
-		restarts: rs.restarts, restartTime: rs.restartDuration, kills: rs.kills, inRun: rs.inRun,
+		restarts: rs.restarts, termInRun: rs.termInRun, restartTime: rs.restartDuration, kills: rs.kills, inRun: rs.inRun,
 	}
 }
 

@@ -48,6 +48,9 @@ func TestReplicas(t *testing.T) {
 		if n := count(t, rows, "replica restarts (SIGTERM)"); n != 3 {
 			t.Errorf("%d replica restarts, want 3", n)
 		}
+		if v := rows["replica restarts (SIGTERM)"]; strings.Contains(v, "(0 in a handler run") {
+			t.Errorf("replica restarts %q: none drained a handler run", v)
+		}
 	})
 	t.Run("postgres kill replica", func(t *testing.T) {
 		t.Parallel()

@@ -78,7 +78,7 @@ func (r *report) print(w io.Writer) {
 	row("receiver kills", "%d", r.kills)
 	if rs := r.replicas; rs != nil {
 		row("replicas", "%d (%s; requests answered %v; %d sent on past a replica down, %d answered 502)", rs.n, rs.policy, rs.spread, rs.skipped, rs.failed)
-		row("replica restarts (SIGTERM)", "%d (rolling, %v)", rs.restarts, rs.restartTime.Round(time.Millisecond))
+		row("replica restarts (SIGTERM)", "%d (%d in a handler run, drained; rolling, %v)", rs.restarts, rs.termInRun, rs.restartTime.Round(time.Millisecond))
 		row("replica kills (SIGKILL)", "%d (%d in a handler run)", rs.kills, rs.inRun)
 	}
 	row("Redis restarts", "%d", r.restarts)
