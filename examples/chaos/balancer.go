@@ -23,6 +23,11 @@ import (
 // nothing ran. Once a request has been sent, a failure (a replica killed
 // while it works) is the sender's to retry: the balancer answers 502 and
 // does not send it again, since it cannot know whether the handler ran.
+// (One exception is net/http's: its Transport sends a request that carries
+// an Idempotency-Key again, once, on a fresh connection when the kept-alive
+// one it used turns out closed by the replica before any answer, as a
+// replica that drains does with its idle connections. That is a retry of
+// the same key, which the middleware answers like any other.)
 type balancer struct {
 	backends []string // host:port of each replica
 	policy   string   // "roundrobin" or "random"
