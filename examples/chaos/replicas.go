@@ -54,20 +54,32 @@ func newReplicaSet(ctx context.Context, st *storeSetup, n int, policy string, se
 		return nil, err
 	}
 	rs := &replicaSet{pg: st.kind == postgresStore, rng: rand.New(rand.NewPCG(seed, 0x5e7))}
-	var addrs []string
-	for range n {
-		c, err := childOn(st, stderr, "-log-effects")
-		if err == nil {
-			if err = c.start(ctx); err != nil {
-				removeRunLog(c.runLog)
+	// The replicas start at once: each start is a process start and a
+	// connection to the store.
+	rs.kids = make([]*child, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := childOn(st, stderr, "-log-effects")
+			if err != nil {
+				errs[i] = err
+				return
 			}
-		}
-		if err != nil {
-			rs.Close()
-			return nil, err
-		}
-		rs.kids = append(rs.kids, c)
-		addrs = append(addrs, c.addr)
+			rs.kids[i] = c // Close removes its run log, started or not
+			errs[i] = c.start(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		rs.Close()
+		return nil, err
+	}
+	addrs := make([]string, n)
+	for i, c := range rs.kids {
+		addrs[i] = c.addr
 	}
 	var err error
 	if rs.bal, err = newBalancer(addrs, policy, seed); err != nil {
@@ -132,7 +144,9 @@ func (rs *replicaSet) Close() {
 		rs.bal.Close()
 	}
 	for _, c := range rs.kids {
-		c.Close()
+		if c != nil {
+			c.Close()
+		}
 	}
 }
 
