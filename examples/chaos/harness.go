@@ -71,7 +71,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		rcv = kids
 		label += ", receiver in a child process"
 	case o.receivers > 1:
-		reps, err = newReplicaSet(ctx, st, o.receivers, o.balance, o.seed, stderr)
+		reps, err = newReplicaSet(ctx, st, o, stderr)
 		rcv = reps
 		label += fmt.Sprintf(", %d receiver processes behind a %s balancer", o.receivers, o.balance)
 	default:

@@ -235,6 +235,10 @@ type options struct {
 	// handler run and restarted.
 	rollingRestart bool
 	killReplica    int
+	// splitKeys gives each replica a key prefix of its own (tests only):
+	// replicas that do not share their keys, as on the memory store, which
+	// the harness must see run events twice.
+	splitKeys bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

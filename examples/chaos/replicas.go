@@ -47,9 +47,10 @@ type replicaSet struct {
 // maxReceivers bounds -receivers.
 const maxReceivers = 16
 
-// newReplicaSet starts n replicas on st's store and the balancer in front
-// of them.
-func newReplicaSet(ctx context.Context, st *storeSetup, n int, policy string, seed uint64, stderr io.Writer) (*replicaSet, error) {
+// newReplicaSet starts o.receivers replicas on st's store and the balancer
+// in front of them.
+func newReplicaSet(ctx context.Context, st *storeSetup, o options, stderr io.Writer) (*replicaSet, error) {
+	n, seed := o.receivers, o.seed
 	if err := createTables(ctx, st); err != nil {
 		return nil, err
 	}
@@ -63,7 +64,11 @@ func newReplicaSet(ctx context.Context, st *storeSetup, n int, policy string, se
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := childOn(st, stderr, "-log-effects")
+			extra := []string{"-log-effects"}
+			if o.splitKeys { // a later flag wins: a prefix of the replica's own
+				extra = append(extra, "-redis-prefix", fmt.Sprintf("%sr%d:", st.cfg.RedisPrefix, i))
+			}
+			c, err := childOn(st, stderr, extra...)
 			if err != nil {
 				errs[i] = err
 				return
@@ -82,7 +87,7 @@ func newReplicaSet(ctx context.Context, st *storeSetup, n int, policy string, se
 		addrs[i] = c.addr
 	}
 	var err error
-	if rs.bal, err = newBalancer(addrs, policy, seed); err != nil {
+	if rs.bal, err = newBalancer(addrs, o.balance, seed); err != nil {
 		rs.Close()
 		return nil, err
 	}

@@ -69,6 +69,26 @@ func TestReplicas(t *testing.T) {
 // time budget, enough for every kind of proxy fault.
 const replicaEvents = "60"
 
+// TestReplicasSplitKeysFail shows that the run counts summed over the
+// replicas see what -receivers on the memory store would do: replicas that
+// each keep keys of their own (here each its own Redis prefix) run a key
+// again whenever a retry reaches another replica, and the run must FAIL.
+func TestReplicasSplitKeysFail(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	o := options{store: redisserver.SharedURL(), senders: 4, events: 40, attempts: 4, seed: 1,
+		receivers: 3, balance: balanceRoundRobin, splitKeys: true}
+	code := chaos(context.Background(), o, &stdout, &stderr)
+	t.Logf("%s", stdout.String())
+	if code != 1 {
+		t.Fatalf("exit %d, want 1: replicas with keys of their own ran nothing twice, or the harness did not notice\nstderr:\n%s", code, stderr.String())
+	}
+	rows := table(t, stdout.String())
+	if n := count(t, rows, "events run twice"); n == 0 {
+		t.Error("no event run twice across the replicas")
+	}
+}
+
 // TestReplicasMemoryRefused: replicas on the memory store would each keep
 // keys of their own, so the same key would run once on each.
 func TestReplicasMemoryRefused(t *testing.T) {
