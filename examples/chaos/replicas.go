@@ -148,11 +148,14 @@ func (rs *replicaSet) Close() {
 	if rs.bal != nil {
 		rs.bal.Close()
 	}
+	var wg sync.WaitGroup
 	for _, c := range rs.kids {
 		if c != nil {
-			c.Close()
+			wg.Add(1)
+			go func() { defer wg.Done(); c.Close() }()
 		}
 	}
+	wg.Wait()
 }
 
 // rollingRestart stops each replica in turn with SIGTERM (the service

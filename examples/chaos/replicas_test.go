@@ -76,7 +76,7 @@ const replicaEvents = "60"
 func TestReplicasSplitKeysFail(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	o := options{store: redisserver.SharedURL(), senders: 4, events: 40, attempts: 4, seed: 1,
+	o := options{store: redisserver.SharedURL(), senders: 4, events: 20, attempts: 4, seed: 1,
 		receivers: 3, balance: balanceRoundRobin, splitKeys: true}
 	code := chaos(context.Background(), o, &stdout, &stderr)
 	t.Logf("%s", stdout.String())
