@@ -18,6 +18,7 @@ import (
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/newest"
 )
 
@@ -186,19 +187,18 @@ func TestRunsPostgresRolledBackAttemptIsNoEffect(t *testing.T) {
 }
 
 func dropPgTables(t *testing.T, url, keys, features string) {
-	conn, err := pgx.Connect(context.Background(), url)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Errorf("dropping %s, %s: %v", keys, features, err)
 		return
 	}
-	defer conn.Close(context.Background())
-	for _, q := range []string{
-		"DROP TABLE IF EXISTS " + pgx.Identifier{features}.Sanitize(), "DROP TABLE IF EXISTS " + pgx.Identifier{keys}.Sanitize() + " CASCADE",
-		"DROP TABLE IF EXISTS " + pgx.Identifier{keys + "_migrations"}.Sanitize(), "DROP SEQUENCE IF EXISTS " + pgx.Identifier{keys + "_token_seq"}.Sanitize(),
-	} {
-		if _, err := conn.Exec(context.Background(), q); err != nil {
-			t.Errorf("%s: %v", q, err)
-		}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{features}.Sanitize()); err != nil {
+		t.Errorf("dropping %s: %v", features, err)
+	}
+	if err := pgstore.Drop(ctx, conn, pgstore.Config{Table: keys}); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 // chaos runs the harness and prints its table.
 func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	start := time.Now()
+	stderr = &syncWriter{w: stderr} // child receivers copy their stderr to it, each from a goroutine
 	suffix := fmt.Sprintf("%d_%08x", o.seed, rand.Uint32())
 	var redis *redisserver.Server // -restart-redis: the harness's own
 	if o.restartRedis > 0 {
@@ -55,6 +56,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	var (
 		rcv   receiver
 		kids  *child
+		reps  *replicaSet
 		label = o.store
 	)
 	switch {
@@ -68,6 +70,10 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		kids, err = newChild(ctx, st, stderr)
 		rcv = kids
 		label += ", receiver in a child process"
+	case o.receivers > 1:
+		reps, err = newReplicaSet(ctx, st, o, stderr)
+		rcv = reps
+		label += fmt.Sprintf(", %d receiver processes behind a %s balancer", o.receivers, o.balance)
 	default:
 		rcv, err = newInProcess(ctx, st)
 	}
@@ -135,6 +141,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 
 	// Store and receiver faults, at seeded points of the first pass.
 	faults := plannedFaults(o, st, kids, redis, fo, &rep, len(jobs))
+	faults = withReplicaFaults(o, faults, reps, len(jobs))
 	faultsDone := make(chan error, 1)
 	go func() { faultsDone <- fire(ctx, faults, &done) }()
 
@@ -276,6 +283,9 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	if kids != nil {
 		rep.kills = kids.Kills()
+	}
+	if reps != nil {
+		rep.replicas = reps.stats()
 	}
 	rep.totalTime = time.Since(start)
 	rep.print(stdout)

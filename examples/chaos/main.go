@@ -14,6 +14,8 @@
 //	                        [-pg-terminate N] [-failover [-wait-replicas N]]
 //	                        [-write-delay 0] [-attempts 4]
 //	                        [-cut-for 400ms] [-updates K]
+//	                        [-receivers N [-balance roundrobin|random]
+//	                         [-rolling-restart] [-kill-replica N]]
 //
 // Every event is one GeoJSON Feature with its own id and its own
 // idempotency key. A seeded few are invalid (a Feature without "id": the
@@ -95,6 +97,22 @@
 // are re-driven last. The receiver must keep the newest observation of
 // each feature whatever the arrival order: the row "stale final state"
 // counts the features that hold an older one, and must be 0 (updates.go).
+//
+// With -receivers N (N > 1; Redis or PostgreSQL: the memory key store is
+// one process's memory, so N replicas would each run the same key once,
+// and the flag is refused) the receiver is N processes, this same program
+// in -serve-receiver mode, each on its own loopback port and all on one
+// key store, behind a balancer of the harness's own (balancer.go;
+// -balance roundrobin or random, seeded), the fault proxy in front of it.
+// The run counts are summed over the replicas' run logs; on PostgreSQL the
+// feature table is shared, on Redis each replica keeps its features in its
+// memory and the features stored are the union of what each replica's
+// feature store took, as its log records it (replicas.go).
+// -rolling-restart SIGTERMs each replica in turn under load (it drains its
+// requests), restarts it on its port and goes on once it answers
+// /healthz; -kill-replica N SIGKILLs a replica N times, each once a
+// handler run of its is in its write delay, and restarts it: its claims
+// are taken over when their lease runs out. README.md has the figures.
 //
 // Each run against Redis or PostgreSQL uses its own key prefix or tables,
 // named with a random suffix, and removes them at the end. Every address is
@@ -207,6 +225,20 @@ type options struct {
 	// updates is how many observations of each feature an -updates run
 	// delivers (0: the exactly-once run).
 	updates int
+	// receivers is how many receiver processes run behind the balancer
+	// (1: the receiver in process, or the -kill-receiver child); balance
+	// is the balancer's policy (replicas.go, balancer.go).
+	receivers int
+	balance   string
+	// rollingRestart restarts every replica in turn, gracefully, under
+	// load; killReplica is how many times a replica is SIGKILLed in a
+	// handler run and restarted.
+	rollingRestart bool
+	killReplica    int
+	// splitKeys gives each replica a key prefix of its own (tests only):
+	// replicas that do not share their keys, as on the memory store, which
+	// the harness must see run events twice.
+	splitKeys bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -219,7 +251,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N [-redis-aof]] [-stall-for D] [-pg-terminate N] [-failover [-wait-replicas N]]")
+		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N [-redis-aof]] [-stall-for D] [-pg-terminate N] [-failover [-wait-replicas N]] [-receivers N [-balance roundrobin|random] [-rolling-restart] [-kill-replica N]]")
 		fl.PrintDefaults()
 	}
 	var o options
@@ -240,6 +272,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&o.waitReplicas, "wait-replicas", 0, "the receiver's redisstore WaitReplicas: replicas that must acknowledge each claim (Redis only)")
 	fl.IntVar(&o.updates, "updates", 0, "observe every feature this many times, deliver the observations concurrently through the proxy, and check that each feature ends with its newest (the \"stale final state\" row)")
 	fl.DurationVar(&o.writeDelay, "write-delay", 0, "pause each feature write this long, so that more handlers are running when a store fault strikes")
+	fl.IntVar(&o.receivers, "receivers", 1, "receiver processes behind a balancer of the harness's own, on one key store (Redis or PostgreSQL when more than 1)")
+	fl.StringVar(&o.balance, "balance", balanceRoundRobin, "with -receivers: how the balancer spreads the attempts, roundrobin or random (seeded)")
+	fl.BoolVar(&o.rollingRestart, "rolling-restart", false, "with -receivers: under load, SIGTERM each replica in turn (it drains), restart it on its port, and go on once it serves /healthz")
+	fl.IntVar(&o.killReplica, "kill-replica", 0, "with -receivers: SIGKILL a replica in a handler run this many times under load, and restart it")
 	fl.BoolVar(&o.pathSpellings, "path-spellings", false, "send each attempt of a delivery to another spelling of its path (/features, /%66eatures, /feature%73, …)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -251,7 +287,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "chaos: unexpected arguments %q\n", fl.Args())
 		return 2
 	}
-	if err := errors.Join(o.check(), o.checkUpdates()); err != nil {
+	if err := errors.Join(o.check(), o.checkUpdates(), o.checkReplicas()); err != nil {
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
 		return 2
 	}
@@ -348,15 +384,18 @@ func (o options) check() error {
 	if err != nil {
 		return fmt.Errorf("-store: %w", err)
 	}
-	if strings.Contains(u.Host, ",") {
-		return errors.New("-store: one Redis node, not a Cluster")
+	nodes := strings.Split(u.Host, ",")
+	if len(nodes) > 1 && (kind != redisStore || o.storeFaults || o.stallFor > 0 || o.waitReplicas > 0) {
+		return errors.New("-store: a list of nodes is a Redis Cluster, which runs without -store-faults, -stall-for and -wait-replicas (one cut proxy cannot stand for a cluster's nodes)")
 	}
-	host := u.Hostname()
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("-store: host %q is not on loopback; chaos only breaks loopback services", host)
-	}
-	if u.Port() == "" {
-		return errors.New("-store: the URL needs an explicit port")
+	for _, node := range nodes {
+		host, port, err := net.SplitHostPort(node)
+		if err != nil || port == "" {
+			return fmt.Errorf("-store: %q: the URL needs an explicit port", node)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("-store: host %q is not on loopback; chaos only breaks loopback services", host)
+		}
 	}
 	return nil
 }

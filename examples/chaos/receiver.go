@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,6 +220,7 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fl.DurationVar(&cfg.StoreTimeout, "store-timeout", storeTimeout, "store timeout")
 	writeDelay := fl.Duration("write-delay", 0, "pause before each write commits")
 	volatile := fl.Bool("redis-volatile", false, "accept a Redis without persistence")
+	logEffects := fl.Bool("log-effects", false, "also append a line per feature a write took, and per feature it replaced, to -run-log")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -241,13 +243,19 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		defer f.Close()
 		log = f
 	}
-	cfg.WrapFeatures = newRunCounter(log, *writeDelay).wrap
+	counter := newRunCounter(log, *writeDelay)
+	counter.logEffects = *logEffects
+	cfg.WrapFeatures = counter.wrap
 	svc, err := service.New(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos receiver: %v\n", err)
 		return 1
 	}
 	defer svc.Close()
+	// SIGTERM is a graceful stop, as an orchestrator's: the server stops
+	// taking connections and the requests in progress finish.
+	term, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
+	defer stop()
 	srv, u, err := server(*addr, svc.Handler())
 	if err != nil {
 		fmt.Fprintf(stderr, "chaos receiver: %v\n", err)
@@ -261,7 +269,7 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	}()
 	select {
 	case <-gone:
-	case <-ctx.Done():
+	case <-term.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -418,32 +426,50 @@ const childWriteDelay = 20 * time.Millisecond
 // newChild starts the receiver as a child process on st's store. A service
 // of the harness's own on the same tables creates them first.
 func newChild(ctx context.Context, st *storeSetup, stderr io.Writer) (*child, error) {
-	exe, err := executable()
+	if err := createTables(ctx, st); err != nil {
+		return nil, err
+	}
+	c, err := childOn(st, stderr)
 	if err != nil {
 		return nil, err
 	}
-	own, err := service.New(ctx, st.harnessConfig())
-	if err != nil {
-		return nil, err
-	}
-	own.Close()
-	c := &child{
-		exe: exe,
-		args: []string{"-store", st.cfg.Store, "-key-table", st.cfg.KeyTable, "-features-table", st.cfg.FeaturesTable,
-			"-redis-prefix", st.cfg.RedisPrefix, "-lease", lease.String(), "-store-timeout", storeTimeout.String(), "-write-delay", childWriteDelay.String(),
-			"-redis-volatile=" + strconv.FormatBool(st.cfg.RedisDurability == redisstore.AcceptVolatile)},
-		stderr: stderr,
-		direct: st.direct,
-		table:  st.cfg.FeaturesTable,
-	}
-	// Every child appends its runs to one log, which outlives a SIGKILL.
-	if c.runLog, err = newRunLog(); err != nil {
-		return nil, err
-	}
-	c.args = append(c.args, "-run-log", c.runLog)
 	if err := c.start(ctx); err != nil {
 		removeRunLog(c.runLog)
 		return nil, err
 	}
+	return c, nil
+}
+
+// createTables has a service of the harness's own create st's tables (or
+// check its Redis) before any child starts.
+func createTables(ctx context.Context, st *storeSetup) error {
+	own, err := service.New(ctx, st.harnessConfig())
+	if err != nil {
+		return err
+	}
+	own.Close()
+	return nil
+}
+
+// childOn returns a child receiver on st's store, not started, with a run
+// log of its own, which outlives a SIGKILL and every restart.
+func childOn(st *storeSetup, stderr io.Writer, extra ...string) (*child, error) {
+	exe, err := executable()
+	if err != nil {
+		return nil, err
+	}
+	c := &child{
+		exe: exe,
+		args: append([]string{"-store", st.cfg.Store, "-key-table", st.cfg.KeyTable, "-features-table", st.cfg.FeaturesTable,
+			"-redis-prefix", st.cfg.RedisPrefix, "-lease", lease.String(), "-store-timeout", storeTimeout.String(), "-write-delay", childWriteDelay.String(),
+			"-redis-volatile=" + strconv.FormatBool(st.cfg.RedisDurability == redisstore.AcceptVolatile)}, extra...),
+		stderr: stderr,
+		direct: st.direct,
+		table:  st.cfg.FeaturesTable,
+	}
+	if c.runLog, err = newRunLog(); err != nil {
+		return nil, err
+	}
+	c.args = append(c.args, "-run-log", c.runLog)
 	return c, nil
 }

@@ -38,6 +38,7 @@ type report struct {
 	writtenTwice, lost, stored    int
 	acked, ackedMissing           int // acknowledged in the first pass; of those, without effect before any re-send
 	runs                          runCount
+	replicas                      *replicaStats // nil: one receiver
 	twiceIDs, lostIDs             []string
 	firstPass, redrive, totalTime time.Duration
 }
@@ -75,6 +76,11 @@ func (r *report) print(w io.Writer) {
 	row("store stalls", "%d (%v each)", r.stalls, r.stallFor)
 	row("pg_terminate_backend", "%d (%d connections)", r.terminations, r.terminated)
 	row("receiver kills", "%d", r.kills)
+	if rs := r.replicas; rs != nil {
+		row("replicas", "%d (%s; requests answered %v; %d sent on past a replica down, %d answered 502)", rs.n, rs.policy, rs.spread, rs.skipped, rs.failed)
+		row("replica restarts (SIGTERM)", "%d (%d in a handler run, drained; rolling, %v)", rs.restarts, rs.termInRun, rs.restartTime.Round(time.Millisecond))
+		row("replica kills (SIGKILL)", "%d (%d in a handler run)", rs.kills, rs.inRun)
+	}
 	row("Redis restarts", "%d", r.restarts)
 	row("Redis failovers", "%d", r.failovers)
 	row("sender kills", "%d", r.senderKills)

@@ -61,6 +61,10 @@ type runCounter struct {
 	writes   map[string]int // features written (newest.Replace) by those runs
 	log      io.Writer      // nil: none
 	line     []byte         // scratch, under mu
+	// logEffects appends a line to log for each feature of a write the
+	// store took, and one for each it wrote, too: for a feature store in
+	// the memory of a process that may be killed (runLogTook, runLogWrote).
+	logEffects bool
 }
 
 // newRunCounter returns a counter that appends its lines to log (nil: no
@@ -121,10 +125,7 @@ func (c *runCounter) run(fs []service.Feature) error {
 		// processes appending to one file do not interleave.
 		c.line = c.line[:0]
 		for _, f := range fs {
-			c.line = append(c.line, runLogRun...)
-			c.line = append(c.line, ' ')
-			c.line = strconv.AppendQuote(c.line, f.ID)
-			c.line = append(c.line, '\n')
+			c.line = appendLogLine(c.line, runLogRun, f.ID)
 		}
 		if _, err := c.log.Write(c.line); err != nil {
 			return fmt.Errorf("run log: %w", err)
@@ -137,15 +138,33 @@ func (c *runCounter) run(fs []service.Feature) error {
 }
 
 // took counts a run whose write the store took.
+//
+// With logEffects its lines go to the log as well, in one Write. The write
+// has happened: a log that cannot take them misses an effect, and the
+// counts of the log would show the event lost, not hide a second run.
 func (c *runCounter) took(fs []service.Feature, verdicts []newest.Verdict) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.line = c.line[:0]
 	for i, f := range fs {
 		c.effects[f.ID]++
+		c.line = appendLogLine(c.line, runLogTook, f.ID)
 		if verdicts[i] == newest.Replace {
 			c.writes[f.ID]++
+			c.line = appendLogLine(c.line, runLogWrote, f.ID)
 		}
 	}
+	if c.log != nil && c.logEffects {
+		_, _ = c.log.Write(c.line)
+	}
+}
+
+// appendLogLine appends a run log line: verb, a space, the quoted id.
+func appendLogLine(b []byte, verb, id string) []byte {
+	b = append(b, verb...)
+	b = append(b, ' ')
+	b = strconv.AppendQuote(b, id)
+	return append(b, '\n')
 }
 
 // counts returns copies of the attempts, effects and writes.
@@ -156,31 +175,67 @@ func (c *runCounter) counts() (attempts, effects, writes map[string]int) {
 }
 
 // A run log's lines: the verb, a space, the feature id as a Go-quoted
-// string.
-const runLogRun = "run"
+// string. "run": a handler run about to write the feature; "took": a run
+// whose write the feature store took; "wrote": one that replaced the
+// stored feature (the last two with logEffects only).
+const (
+	runLogRun   = "run"
+	runLogTook  = "took"
+	runLogWrote = "wrote"
+)
 
 // readRunLog reads the attempts a run log received, from one or several
 // processes. A last line cut short by a killed process is ignored.
 func readRunLog(r io.Reader) (map[string]int, error) {
-	attempts := map[string]int{}
+	l, err := readRunLogAll(r)
+	return l.attempts, err
+}
+
+// logCounts is what a run log holds, per feature id.
+type logCounts struct {
+	attempts, effects, writes map[string]int
+}
+
+// readRunLogAll reads every count of a run log.
+func readRunLogAll(r io.Reader) (logCounts, error) {
+	l := logCounts{attempts: map[string]int{}, effects: map[string]int{}, writes: map[string]int{}}
 	br := bufio.NewReader(r)
 	for {
 		line, err := br.ReadBytes('\n')
 		if err == io.EOF {
-			return attempts, nil // a line without its newline was cut short
+			return l, nil // a line without its newline was cut short
 		}
 		if err != nil {
-			return nil, err
+			return logCounts{}, err
 		}
 		verb, quoted, ok := strings.Cut(string(bytes.TrimSuffix(line, []byte("\n"))), " ")
 		id, qerr := strconv.Unquote(quoted)
-		switch {
-		case !ok || qerr != nil:
-			return nil, fmt.Errorf("run log: malformed line %q", line)
-		case verb != runLogRun:
-			return nil, fmt.Errorf("run log: unknown line %q", line)
+		if !ok || qerr != nil {
+			return logCounts{}, fmt.Errorf("run log: malformed line %q", line)
 		}
-		attempts[id]++
+		switch verb {
+		case runLogRun:
+			l.attempts[id]++
+		case runLogTook:
+			l.effects[id]++
+		case runLogWrote:
+			l.writes[id]++
+		default:
+			return logCounts{}, fmt.Errorf("run log: unknown line %q", line)
+		}
+	}
+}
+
+// add adds o's counts to l's.
+func (l logCounts) add(o logCounts) {
+	addCounts(l.attempts, o.attempts)
+	addCounts(l.effects, o.effects)
+	addCounts(l.writes, o.writes)
+}
+
+func addCounts(dst, src map[string]int) {
+	for id, n := range src {
+		dst[id] += n
 	}
 }
 
@@ -245,6 +300,8 @@ func effectSource(o options) string {
 		return "every run writes"
 	case o.kind() == postgresStore:
 		return "committed: the writes column, incremented in the handler's transaction"
+	case o.receivers > 1:
+		return "the writes the replicas' in-memory feature stores took, from their run logs"
 	}
 	return "the writes the in-memory feature store took"
 }

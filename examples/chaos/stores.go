@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/internal/tcpcut"
+	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 )
 
@@ -106,34 +108,62 @@ func (s *storeSetup) cleanup() error {
 	}
 	switch s.kind {
 	case redisStore:
-		opts, err := redis.ParseURL(s.direct)
-		if err != nil {
-			return err
-		}
-		c := redis.NewClient(opts)
-		defer c.Close()
-		iter := c.Scan(ctx, 0, s.cfg.RedisPrefix+"*", 500).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		errs = append(errs, iter.Err())
-		for len(keys) > 0 {
-			n := min(len(keys), 500)
-			errs = append(errs, c.Del(ctx, keys[:n]...).Err())
-			keys = keys[n:]
-		}
+		errs = append(errs, dropRedisPrefix(ctx, s.direct, s.cfg.RedisPrefix))
 	case postgresStore:
 		conn, err := pgx.Connect(ctx, s.direct)
 		if err != nil {
 			return errors.Join(append(errs, err)...)
 		}
 		defer conn.Close(ctx)
-		for _, t := range []string{s.cfg.FeaturesTable, s.cfg.KeyTable, s.cfg.KeyTable + "_migrations"} {
-			if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{t}.Sanitize()+" CASCADE"); err != nil {
-				errs = append(errs, fmt.Errorf("dropping %s: %w", t, err))
-			}
+		// The feature table first: the service's own; then every object
+		// of the key store, dropped by the package that names them.
+		if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{s.cfg.FeaturesTable}.Sanitize()); err != nil {
+			errs = append(errs, fmt.Errorf("dropping %s: %w", s.cfg.FeaturesTable, err))
 		}
+		errs = append(errs, pgstore.Drop(ctx, conn, pgstore.Config{Table: s.cfg.KeyTable}))
 	}
 	return errors.Join(errs...)
+}
+
+// dropRedisPrefix deletes every key under prefix, on one Redis or on every
+// master of a Cluster (a URL with a list of nodes).
+func dropRedisPrefix(ctx context.Context, storeURL, prefix string) error {
+	u, err := url.Parse(storeURL)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(u.Host, ",") {
+		opts, err := redis.ParseURL(storeURL)
+		if err != nil {
+			return err
+		}
+		c := redis.NewClient(opts)
+		defer c.Close()
+		return dropOnNode(ctx, c, prefix)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(u.Host, ",")})
+	defer c.Close()
+	return c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		return dropOnNode(ctx, node, prefix)
+	})
+}
+
+// dropOnNode deletes the keys under prefix that node holds, one DEL per key
+// (a Cluster node refuses a DEL of keys in several slots).
+func dropOnNode(ctx context.Context, node *redis.Client, prefix string) error {
+	iter := node.Scan(ctx, 0, prefix+"*", 500).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return err
+	}
+	_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Del(ctx, k)
+		}
+		return nil
+	})
+	return err
 }
