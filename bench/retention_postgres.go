@@ -62,10 +62,8 @@ func retentionPostgres(ctx context.Context, s *section) (err error) {
 			if t.store != nil {
 				t.store.Close()
 			}
-			for _, n := range []string{t.name, t.name + "_migrations"} {
-				if _, derr := pool.Exec(dctx, "DROP TABLE IF EXISTS "+pgx.Identifier{n}.Sanitize()); derr != nil {
-					err = errors.Join(err, derr)
-				}
+			if derr := pgstore.Drop(dctx, pool, pgstore.Config{Table: t.name}); derr != nil {
+				err = errors.Join(err, derr)
 			}
 		}
 	}()
