@@ -197,21 +197,3 @@ func equalBodies(t *testing.T, a, b *httptest.ResponseRecorder) {
 		t.Fatalf("responses differ:\n%d %s\n%d %s", a.Code, a.Body, b.Code, b.Body)
 	}
 }
-
-// claimed is a Claim's result with the token it was sent with, when it
-// acquired the key (zero otherwise).
-type claimed struct {
-	keystore.Claim
-	Token keystore.Token
-}
-
-// claimNew claims key in s with a fresh token.
-func claimNew(s keystore.Store, ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (claimed, error) {
-	tok := keystore.NewToken()
-	c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fp, Lease: lease, Token: tok})
-	r := claimed{Claim: c}
-	if err == nil && c.Acquired {
-		r.Token = tok
-	}
-	return r, err
-}

@@ -16,6 +16,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -600,7 +601,7 @@ func TestClaimPrecedesValidation(t *testing.T) {
 		if !ok {
 			t.Fatal("validator ran without a hold in its context")
 		}
-		c, err := claimNew(store, r.Context(), hold.Key, keystore.Fingerprint{}, time.Minute)
+		c, err := storecall.Claim(r.Context(), store, hold.Key, keystore.Fingerprint{}, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -709,7 +710,7 @@ func TestCompletionFailureIsReported(t *testing.T) {
 			t.Error("the lease was not extended while the record was retried")
 		}
 		time.Sleep(3 * time.Second)
-		if c, err := claimNew(store, context.Background(), ev.all[0].Key, keystore.Fingerprint{}, time.Second); err != nil || !c.Acquired {
+		if c, err := storecall.Claim(context.Background(), store, ev.all[0].Key, keystore.Fingerprint{}, time.Second); err != nil || !c.Acquired {
 			t.Errorf("after the background gave up and a lease passed: claim %+v, %v; want the key free", c, err)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -43,40 +44,11 @@ func ctx(t *testing.T) context.Context {
 // acquire, as mustClaim's want, says that the Claim must acquire the key.
 const acquire keystore.State = -1
 
-// claimed is a Claim's result with the token the Claim was sent with,
-// when it acquired the key (zero otherwise).
-type claimed struct {
-	keystore.Claim
-	Token keystore.Token
-}
-
-// claimWith sends a Claim of key with a fresh token.
-func claimWith(s keystore.Store, ctx context.Context, key string, fp keystore.Fingerprint, lease time.Duration) (claimed, error) {
-	tok := keystore.NewToken()
-	c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fp, Lease: lease, Token: tok})
-	r := claimed{Claim: c}
-	if err == nil && c.Acquired {
-		r.Token = tok
-	}
-	return r, err
-}
-
-// complete completes key with rec, encoded.
-func complete(s keystore.Store, ctx context.Context, key string, tok keystore.Token, rec keystore.Record, retention time.Duration) error {
-	return s.Complete(ctx, key, tok, keystore.AppendRecord(nil, rec), retention)
-}
-
-// extend extends key's lease, ignoring the lease that remained.
-func extend(s keystore.Store, ctx context.Context, key string, tok keystore.Token, lease time.Duration) error {
-	_, err := s.Extend(ctx, key, tok, lease)
-	return err
-}
-
 // mustClaim claims key with a fresh token and fails t unless the Claim
 // acquires it (want acquire) or finds it in the state want.
-func mustClaim(t *testing.T, s keystore.Store, key string, fp keystore.Fingerprint, lease time.Duration, want keystore.State) claimed {
+func mustClaim(t *testing.T, s keystore.Store, key string, fp keystore.Fingerprint, lease time.Duration, want keystore.State) storecall.Claimed {
 	t.Helper()
-	c, err := claimWith(s, ctx(t), key, fp, lease)
+	c, err := storecall.Claim(ctx(t), s, key, fp, lease)
 	if err != nil {
 		t.Fatalf("Claim(%.8s…): unexpected error: %v", key, err)
 	}

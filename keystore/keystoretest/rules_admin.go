@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -46,7 +47,7 @@ func testAdminInspect(t *testing.T, s keystore.Store) {
 	}
 
 	rec := sampleRecord()
-	if err := complete(s, ctx(t), key, c.Token, rec, longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, rec, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	e = inspect(t, a, key, keystore.Completed)
@@ -87,7 +88,7 @@ func testAdminFreeRunOutLease(t *testing.T, s keystore.Store) {
 		t.Fatalf("Free of a run-out lease: %+v, %v; want the in-flight entry it freed", e, err)
 	}
 	inspect(t, a, key, keystore.Absent)
-	if err := complete(s, ctx(t), key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete by the freed token: %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -109,10 +110,10 @@ func testAdminFreeForce(t *testing.T, s keystore.Store) {
 	if e, err := a.Free(ctx(t), key, true); err != nil || e.State != keystore.InFlight || e.LeaseRunOut {
 		t.Fatalf("forced Free of a running lease: %+v, %v", e, err)
 	}
-	if err := complete(s, ctx(t), key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete by the token freed by force: %v, want ErrLeaseLost: the fence must hold", err)
 	}
-	if err := extend(s, ctx(t), key, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Extend(ctx(t), s, key, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend by the token freed by force: %v, want ErrLeaseLost", err)
 	}
 	mustClaim(t, s, key, fpB, longLease, acquire)
@@ -123,7 +124,7 @@ func testAdminFreeNeverTouchesRecord(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	rec := sampleRecord()
-	if err := complete(s, ctx(t), key, c.Token, rec, longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, rec, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	for _, force := range []bool{false, true} {
@@ -147,7 +148,7 @@ func testAdminForget(t *testing.T, s keystore.Store) {
 	}
 	inspect(t, a, key, keystore.InFlight)
 	rec := sampleRecord()
-	if err := complete(s, ctx(t), key, c.Token, rec, longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, rec, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	e, err := a.Forget(ctx(t), key)
@@ -172,7 +173,7 @@ func testAdminSummarize(t *testing.T, s keystore.Store) {
 	mustClaim(t, s, held, fpA, longLease, acquire)
 	mustClaim(t, s, short, fpA, shortLease, acquire)
 	c := mustClaim(t, s, done, fpA, longLease, acquire)
-	if err := complete(s, ctx(t), done, c.Token, sampleRecord(), longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, done, c.Token, sampleRecord(), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	eventually(t, "the short lease running out, as Summarize counts it", func() bool {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -22,13 +23,13 @@ func testClaimHoldsCallersToken(t *testing.T, s keystore.Store) {
 	if err != nil || !c.Acquired {
 		t.Fatalf("Claim: acquired %v, err %v; want it acquired", c.Acquired, err)
 	}
-	if err := extend(s, ctx(t), key, tok+1, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Extend(ctx(t), s, key, tok+1, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend with a token other than the Claim's: err = %v, want ErrLeaseLost", err)
 	}
-	if err := extend(s, ctx(t), key, tok, longLease); err != nil {
+	if err := storecall.Extend(ctx(t), s, key, tok, longLease); err != nil {
 		t.Errorf("Extend with the Claim's own token: %v", err)
 	}
-	if err := complete(s, ctx(t), key, tok, sampleRecord(), longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, tok, sampleRecord(), longRetention); err != nil {
 		t.Errorf("Complete with the Claim's own token: %v", err)
 	}
 }
@@ -75,7 +76,7 @@ func testClaimRepeatedByHolder(t *testing.T, s keystore.Store) {
 	if other.Fingerprint != fpA {
 		t.Errorf("after the repeated Claim another claimant sees fingerprint %x, want %x", other.Fingerprint[:4], fpA[:4])
 	}
-	if err := complete(s, ctx(t), key, tok, sampleRecord(), longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, tok, sampleRecord(), longRetention); err != nil {
 		t.Errorf("Complete after the repeated Claim: %v", err)
 	}
 }
@@ -150,7 +151,7 @@ func testExtendReportsRemaining(t *testing.T, s keystore.Store) {
 	if left < longLease/2 {
 		t.Errorf("Extend reports %v left of a %v lease just claimed; the store loses lease time", left, longLease)
 	}
-	if err := complete(s, ctx(t), key, c.Token, sampleRecord(), longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	if left, err := s.Extend(ctx(t), key, c.Token, longLease); err != nil || left != 0 {
@@ -197,7 +198,7 @@ func testClientAndRecordBytes(t *testing.T, s keystore.Store) {
 	if err != nil || !c.Acquired {
 		t.Fatalf("Claim with a client and RecordBytes: acquired %v, err %v", c.Acquired, err)
 	}
-	if err := complete(s, ctx(t), key, tok, rec, longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, tok, rec, longRetention); err != nil {
 		t.Fatalf("Complete with a record of RecordBytes: %v", err)
 	}
 	got := mustClaim(t, s, key, fpA, longLease, keystore.Completed)

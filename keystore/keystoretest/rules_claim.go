@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -39,7 +40,7 @@ func testConcurrentClaimsOneWinner(t *testing.T, s keystore.Store) {
 			if i%2 == 1 {
 				fp = fpB
 			}
-			c, err := claimWith(s, ctx(t), key, fp, longLease)
+			c, err := storecall.Claim(ctx(t), s, key, fp, longLease)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -85,7 +86,7 @@ func race(t *testing.T, s keystore.Store, key string, n int) (acquired, tookOver
 		go func() {
 			defer wg.Done()
 			<-start
-			c, err := claimWith(s, ctx(t), key, fpB, longLease)
+			c, err := storecall.Claim(ctx(t), s, key, fpB, longLease)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -134,7 +135,7 @@ func testConcurrentExpiredRecord(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	start := time.Now()
-	if err := complete(s, ctx(t), key, c.Token, sampleRecord(), shortRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), shortRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	waitPast(start, shortRetention)

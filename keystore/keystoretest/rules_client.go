@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -32,10 +33,10 @@ func clientBound(t *testing.T, s keystore.Store) keystore.ClientBound {
 }
 
 // claimFor claims key for client with a fresh token.
-func claimFor(t *testing.T, s keystore.Store, key, client string) (claimed, error) {
+func claimFor(t *testing.T, s keystore.Store, key, client string) (storecall.Claimed, error) {
 	tok := keystore.NewToken()
 	c, err := s.Claim(ctx(t), key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: tok, Client: client})
-	r := claimed{Claim: c}
+	r := storecall.Claimed{Claim: c}
 	if err == nil && c.Acquired {
 		r.Token = tok
 	}
@@ -44,7 +45,7 @@ func claimFor(t *testing.T, s keystore.Store, key, client string) (claimed, erro
 
 // mustAcquireFor claims a new key for client and fails t unless it is
 // acquired.
-func mustAcquireFor(t *testing.T, s keystore.Store, client, what string) (string, claimed) {
+func mustAcquireFor(t *testing.T, s keystore.Store, client, what string) (string, storecall.Claimed) {
 	t.Helper()
 	key := Key(t)
 	c, err := claimFor(t, s, key, client)
@@ -56,7 +57,7 @@ func mustAcquireFor(t *testing.T, s keystore.Store, client, what string) (string
 
 // wantClientRefusal fails t unless err is the refusal of a client past
 // its bound.
-func wantClientRefusal(t *testing.T, b keystore.ClientBound, c claimed, err error, what string) {
+func wantClientRefusal(t *testing.T, b keystore.ClientBound, c storecall.Claimed, err error, what string) {
 	t.Helper()
 	var fe *keystore.FullError
 	switch {
@@ -81,7 +82,7 @@ func testClientBoundRefusesPastBound(t *testing.T, s keystore.Store) {
 	for i := range b.Keys {
 		key, c := mustAcquireFor(t, s, client, fmt.Sprintf("new key %d of %d", i+1, b.Keys))
 		if i%2 == 0 {
-			if err := complete(s, ctx(t), key, c.Token, sampleRecord(), longRetention); err != nil {
+			if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); err != nil {
 				t.Fatalf("Complete: %v", err)
 			}
 		}
@@ -105,7 +106,7 @@ func testClientBoundCountsOnlyNewKeys(t *testing.T, s keystore.Store) {
 	b := clientBound(t, s)
 	client := "client-" + Key(t)[:12]
 	done, c := mustAcquireFor(t, s, client, "first new key")
-	if err := complete(s, ctx(t), done, c.Token, sampleRecord(), longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, done, c.Token, sampleRecord(), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	repeat := func(when string) {

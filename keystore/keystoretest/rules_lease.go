@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -13,7 +14,7 @@ func testExtendKeepsLease(t *testing.T, s keystore.Store) {
 	c := mustClaim(t, s, key, fpA, shortLease, acquire)
 	// Extend well past the short lease, several times; the key must stay held.
 	for range 3 {
-		if err := extend(s, ctx(t), key, c.Token, longLease); err != nil {
+		if err := storecall.Extend(ctx(t), s, key, c.Token, longLease); err != nil {
 			t.Fatalf("Extend: %v", err)
 		}
 	}
@@ -23,19 +24,19 @@ func testExtendKeepsLease(t *testing.T, s keystore.Store) {
 	if in.LeaseRemaining < longLease/2 {
 		t.Errorf("after Extend(%v) LeaseRemaining is %v; the claim's lease was %v", longLease, in.LeaseRemaining, shortLease)
 	}
-	if err := complete(s, ctx(t), key, c.Token, sampleRecord(), longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); err != nil {
 		t.Fatalf("Complete after Extend: %v", err)
 	}
 }
 
 // takeOver waits until a short lease on key expires and another claimant
 // takes it over, and returns the new claim.
-func takeOver(t *testing.T, s keystore.Store, key string) claimed {
+func takeOver(t *testing.T, s keystore.Store, key string) storecall.Claimed {
 	t.Helper()
-	var c claimed
+	var c storecall.Claimed
 	eventually(t, "a claim taking over the expired lease", func() bool {
 		var err error
-		c, err = claimWith(s, ctx(t), key, fpB, longLease)
+		c, err = storecall.Claim(ctx(t), s, key, fpB, longLease)
 		if err != nil {
 			t.Fatalf("Claim: %v", err)
 		}
@@ -66,10 +67,10 @@ func testStaleTokenFenced(t *testing.T, s keystore.Store) {
 	old := mustClaim(t, s, key, fpA, shortLease, acquire)
 	cur := takeOver(t, s, key)
 
-	if err := extend(s, ctx(t), key, old.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Extend(ctx(t), s, key, old.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend with the stale token: err = %v, want ErrLeaseLost", err)
 	}
-	if err := complete(s, ctx(t), key, old.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Complete(ctx(t), s, key, old.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete with the stale token: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), key, old.Token); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -81,13 +82,13 @@ func testStaleTokenFenced(t *testing.T, s keystore.Store) {
 		t.Errorf("after the stale calls the key reports fingerprint %x, want the new owner's %x", in.Fingerprint[:4], fpB[:4])
 	}
 	want := keystore.Record{StatusCode: http.StatusAccepted, Body: []byte("new owner")}
-	if err := complete(s, ctx(t), key, cur.Token, want, longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, cur.Token, want, longRetention); err != nil {
 		t.Fatalf("Complete by the new owner: %v", err)
 	}
 	got := mustClaim(t, s, key, fpB, longLease, keystore.Completed)
 	equalRecords(t, got.Record, want)
 	// And a stale Complete after the new owner's completion overwrites nothing.
-	if err := complete(s, ctx(t), key, old.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Complete(ctx(t), s, key, old.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("stale Complete after the new owner completed: err = %v, want ErrLeaseLost", err)
 	}
 	got = mustClaim(t, s, key, fpB, longLease, keystore.Completed)
@@ -98,10 +99,10 @@ func testWrongTokenFenced(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	wrong := c.Token + 1
-	if err := extend(s, ctx(t), key, wrong, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Extend(ctx(t), s, key, wrong, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend with a wrong token: err = %v, want ErrLeaseLost", err)
 	}
-	if err := complete(s, ctx(t), key, wrong, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Complete(ctx(t), s, key, wrong, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete with a wrong token: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), key, wrong); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -110,10 +111,10 @@ func testWrongTokenFenced(t *testing.T, s keystore.Store) {
 	mustClaim(t, s, key, fpA, longLease, keystore.InFlight)
 	// Operations on a key that was never claimed are fenced too.
 	absent := Key(t)
-	if err := extend(s, ctx(t), absent, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Extend(ctx(t), s, absent, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend of an absent key: err = %v, want ErrLeaseLost", err)
 	}
-	if err := complete(s, ctx(t), absent, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Complete(ctx(t), s, absent, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete of an absent key: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), absent, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -126,11 +127,11 @@ func testKeysIndependent(t *testing.T, s keystore.Store) {
 	k1, k2 := Key(t), Key(t)
 	c1 := mustClaim(t, s, k1, fpA, longLease, acquire)
 	c2 := mustClaim(t, s, k2, fpA, longLease, acquire)
-	if err := complete(s, ctx(t), k1, c1.Token, sampleRecord(), longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, k1, c1.Token, sampleRecord(), longRetention); err != nil {
 		t.Fatalf("Complete k1: %v", err)
 	}
 	mustClaim(t, s, k2, fpA, longLease, keystore.InFlight)
-	if err := complete(s, ctx(t), k1, c2.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Complete(ctx(t), s, k1, c2.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete of k1 with k2's token: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), k2, c2.Token); err != nil {
@@ -159,17 +160,17 @@ func testCompleteEndsHold(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	want := sampleRecord()
-	if err := complete(s, ctx(t), key, c.Token, want, longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, want, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	if err := extend(s, ctx(t), key, c.Token, longLease); err != nil {
+	if err := storecall.Extend(ctx(t), s, key, c.Token, longLease); err != nil {
 		t.Errorf("Extend after Complete by the same token: err = %v, want nil, changing nothing (see ExtendAfterOwnCompleteSucceeds)", err)
 	}
 	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Release after Complete: err = %v, want ErrLeaseLost (a completed record must not be deletable)", err)
 	}
 	other := keystore.Record{StatusCode: http.StatusTeapot}
-	if err := complete(s, ctx(t), key, c.Token, other, longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, other, longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("second Complete: err = %v, want ErrLeaseLost", err)
 	}
 	got := mustClaim(t, s, key, fpA, longLease, keystore.Completed)

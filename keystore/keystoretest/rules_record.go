@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -12,7 +13,7 @@ func testCompletedRecord(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	want := sampleRecord()
-	if err := complete(s, ctx(t), key, c.Token, want, longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, want, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	for _, fp := range []keystore.Fingerprint{fpA, fpB} {
@@ -26,7 +27,7 @@ func testCompletedRecord(t *testing.T, s keystore.Store) {
 	// An empty record (no headers, no body) survives as such.
 	key = Key(t)
 	c = mustClaim(t, s, key, fpA, longLease, acquire)
-	if err := complete(s, ctx(t), key, c.Token, keystore.Record{StatusCode: http.StatusNoContent}, longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, keystore.Record{StatusCode: http.StatusNoContent}, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	got := mustClaim(t, s, key, fpA, longLease, keystore.Completed)
@@ -43,7 +44,7 @@ func testLargeRecord(t *testing.T, s keystore.Store) {
 		t.Fatal(err)
 	}
 	want := keystore.Record{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/octet-stream"}}, Body: body}
-	if err := complete(s, ctx(t), key, c.Token, want, longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, want, longRetention); err != nil {
 		t.Fatalf("Complete with a 1 MiB body: %v", err)
 	}
 	got := mustClaim(t, s, key, fpA, longLease, keystore.Completed)
@@ -57,7 +58,7 @@ func testRecordIsCopied(t *testing.T, s keystore.Store) {
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	rec := sampleRecord()
 	want := rec.Clone()
-	if err := complete(s, ctx(t), key, c.Token, rec, longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, rec, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	rec.Body[0] = 'X'
@@ -73,13 +74,13 @@ func testRecordIsCopied(t *testing.T, s keystore.Store) {
 func testRecordExpires(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
-	if err := complete(s, ctx(t), key, c.Token, sampleRecord(), shortRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), shortRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	var again claimed
+	var again storecall.Claimed
 	eventually(t, "the record expiring after its retention", func() bool {
 		var err error
-		again, err = claimWith(s, ctx(t), key, fpB, longLease)
+		again, err = storecall.Claim(ctx(t), s, key, fpB, longLease)
 		if err != nil {
 			t.Fatalf("Claim: %v", err)
 		}

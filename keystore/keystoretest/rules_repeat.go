@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -25,16 +26,16 @@ func testExtendAfterOwnComplete(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	want := sampleRecord()
-	if err := complete(s, ctx(t), key, c.Token, want, longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, want, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	start := time.Now()
 	for range 2 {
-		if err := extend(s, ctx(t), key, c.Token, shortLease); err != nil {
+		if err := storecall.Extend(ctx(t), s, key, c.Token, shortLease); err != nil {
 			t.Fatalf("Extend by the token that completed the key: err = %v, want nil (its work is recorded, nothing was lost)", err)
 		}
 	}
-	if err := extend(s, ctx(t), key, c.Token+1, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Extend(ctx(t), s, key, c.Token+1, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend of a completed key by another token: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -55,14 +56,14 @@ func testRepeatedComplete(t *testing.T, s keystore.Store) {
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	want := sampleRecord()
 	for i := range 3 {
-		if err := complete(s, ctx(t), key, c.Token, want, longRetention); err != nil {
+		if err := storecall.Complete(ctx(t), s, key, c.Token, want, longRetention); err != nil {
 			t.Fatalf("Complete #%d by the same token with the same record: err = %v, want nil (a repeat of an applied Complete must succeed)", i+1, err)
 		}
 	}
 	got := mustClaim(t, s, key, fpB, longLease, keystore.Completed)
 	equalRecords(t, got.Record, want)
 	other := keystore.Record{StatusCode: http.StatusTeapot, Body: []byte("other")}
-	if err := complete(s, ctx(t), key, c.Token, other, longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, other, longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete by the same token with another record: err = %v, want ErrLeaseLost", err)
 	}
 	got = mustClaim(t, s, key, fpB, longLease, keystore.Completed)
@@ -72,13 +73,13 @@ func testRepeatedComplete(t *testing.T, s keystore.Store) {
 	key = Key(t)
 	old := mustClaim(t, s, key, fpA, shortLease, acquire)
 	cur := takeOver(t, s, key)
-	if err := complete(s, ctx(t), key, cur.Token, want, longRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, cur.Token, want, longRetention); err != nil {
 		t.Fatalf("Complete by the new owner: %v", err)
 	}
-	if err := complete(s, ctx(t), key, old.Token, want, longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Complete(ctx(t), s, key, old.Token, want, longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("stale Complete with the stored record: err = %v, want ErrLeaseLost", err)
 	}
-	if err := extend(s, ctx(t), key, old.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Extend(ctx(t), s, key, old.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("stale Extend of a key another token completed: err = %v, want ErrLeaseLost", err)
 	}
 }
@@ -108,10 +109,10 @@ func testRepeatedCompleteEqualRecord(t *testing.T, s keystore.Store) {
 	} {
 		key := Key(t)
 		c := mustClaim(t, s, key, fpA, longLease, acquire)
-		if err := complete(s, ctx(t), key, c.Token, p.first, longRetention); err != nil {
+		if err := storecall.Complete(ctx(t), s, key, c.Token, p.first, longRetention); err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
-		if err := complete(s, ctx(t), key, c.Token, p.repeat, longRetention); err != nil {
+		if err := storecall.Complete(ctx(t), s, key, c.Token, p.repeat, longRetention); err != nil {
 			t.Errorf("Complete repeated by the same token with an equal record (%s): err = %v, want nil", p.what, err)
 		}
 	}
@@ -128,10 +129,10 @@ func testRepeatedRelease(t *testing.T, s keystore.Store) {
 			t.Fatalf("Release #%d by the same token: err = %v, want nil (a repeat of an applied Release must succeed)", i+1, err)
 		}
 	}
-	if err := extend(s, ctx(t), key, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Extend(ctx(t), s, key, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend after Release: err = %v, want ErrLeaseLost", err)
 	}
-	if err := complete(s, ctx(t), key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete after Release: err = %v, want ErrLeaseLost", err)
 	}
 	again := mustClaim(t, s, key, fpB, longLease, acquire)
@@ -151,7 +152,7 @@ func testRepeatedRelease(t *testing.T, s keystore.Store) {
 	// lost (a store must not keep honouring a release mark across a claim).
 	const shortRetention = 100 * time.Millisecond
 	done := time.Now()
-	if err := complete(s, ctx(t), key, again.Token, sampleRecord(), shortRetention); err != nil {
+	if err := storecall.Complete(ctx(t), s, key, again.Token, sampleRecord(), shortRetention); err != nil {
 		t.Fatalf("Complete by the new holder: %v", err)
 	}
 	waitPast(done, shortRetention)

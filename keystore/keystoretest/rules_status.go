@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -22,7 +23,7 @@ func testCompleteRefusesInvalidStatus(t *testing.T, s keystore.Store) {
 	for _, code := range badStatusCodes {
 		rec := sampleRecord()
 		rec.StatusCode = code
-		err := complete(s, ctx(t), key, c.Token, rec, longRetention)
+		err := storecall.Complete(ctx(t), s, key, c.Token, rec, longRetention)
 		if !errors.Is(err, keystore.ErrInvalidStatus) {
 			t.Errorf("Complete with status %d: err = %v, want one wrapping keystore.ErrInvalidStatus", code, err)
 		}
@@ -35,7 +36,7 @@ func testCompleteRefusesInvalidStatus(t *testing.T, s keystore.Store) {
 	if in.Fingerprint != fpA {
 		t.Errorf("after the refused completions the key reports fingerprint %x, want %x", in.Fingerprint[:4], fpA[:4])
 	}
-	if err := extend(s, ctx(t), key, c.Token, longLease); err != nil {
+	if err := storecall.Extend(ctx(t), s, key, c.Token, longLease); err != nil {
 		t.Fatalf("Extend after the refused completions: %v (the token must still hold the key)", err)
 	}
 	for _, code := range []int{keystore.MinStatusCode, keystore.MaxStatusCode} {
@@ -46,7 +47,7 @@ func testCompleteRefusesInvalidStatus(t *testing.T, s keystore.Store) {
 			tok = mustClaim(t, s, k, fpA, longLease, acquire).Token
 		}
 		want := keystore.Record{StatusCode: code, Body: []byte(http.StatusText(code))}
-		if err := complete(s, ctx(t), k, tok, want, longRetention); err != nil {
+		if err := storecall.Complete(ctx(t), s, k, tok, want, longRetention); err != nil {
 			t.Fatalf("Complete with status %d: %v", code, err)
 		}
 		got := mustClaim(t, s, k, fpA, longLease, keystore.Completed)

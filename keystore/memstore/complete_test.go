@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 )
@@ -45,7 +46,7 @@ func TestCompleteTakesEncoding(t *testing.T) {
 	if err := s.Complete(ctx, "k", c.Token, keystore.AppendRecord(nil, rec), time.Minute); err != nil {
 		t.Errorf("Complete repeated: %v", err)
 	}
-	if err := completeRec(s, ctx, "k", c.Token, rec, time.Minute); err != nil {
+	if err := storecall.Complete(ctx, s, "k", c.Token, rec, time.Minute); err != nil {
 		t.Errorf("Complete of the Record repeating Complete: %v", err)
 	}
 	if err := s.Complete(ctx, "k", c.Token, keystore.AppendRecord(nil, keystore.Record{StatusCode: 202}), time.Minute); !errors.Is(err, keystore.ErrLeaseLost) {

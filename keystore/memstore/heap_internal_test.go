@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -73,7 +74,7 @@ func TestPagesKeepInvariants(t *testing.T) {
 		for round := range 3 {
 			for i := range 3*pageSize + 7 {
 				key := fmt.Sprint("key-", round, "-", i)
-				c, err := claimNew(s, ctx, key, keystore.Fingerprint{}, time.Minute)
+				c, err := storecall.Claim(ctx, s, key, keystore.Fingerprint{}, time.Minute)
 				if err != nil || !c.Acquired {
 					t.Fatalf("Claim(%s): %v, %v", key, c.State, err)
 				}
@@ -83,9 +84,9 @@ func TestPagesKeepInvariants(t *testing.T) {
 			for key, tok := range tokens {
 				var err error
 				if len(key)%2 == 0 {
-					err = completeRec(s, ctx, key, tok, keystore.Record{StatusCode: 200, Body: []byte(key)}, time.Nanosecond)
+					err = storecall.Complete(ctx, s, key, tok, keystore.Record{StatusCode: 200, Body: []byte(key)}, time.Nanosecond)
 				} else {
-					err = completeRec(s, ctx, key, tok, keystore.Record{StatusCode: 201, Body: []byte(key)}, time.Hour)
+					err = storecall.Complete(ctx, s, key, tok, keystore.Record{StatusCode: 201, Body: []byte(key)}, time.Hour)
 				}
 				if err != nil {
 					t.Fatalf("Complete(%s): %v", key, err)
@@ -93,7 +94,7 @@ func TestPagesKeepInvariants(t *testing.T) {
 				if len(key)%2 == 0 {
 					continue
 				}
-				if c, _ := claimNew(s, ctx, key, keystore.Fingerprint{}, time.Minute); string(c.Record.Body) != key {
+				if c, _ := storecall.Claim(ctx, s, key, keystore.Fingerprint{}, time.Minute); string(c.Record.Body) != key {
 					t.Fatalf("Claim(%s) after Complete: %v %q", key, c.State, c.Record.Body)
 				}
 			}
@@ -120,13 +121,13 @@ func TestRandomOperationsKeepInvariants(t *testing.T) {
 		d := time.Duration(1+rng.IntN(1000)) * time.Microsecond
 		switch rng.IntN(4) {
 		case 0:
-			if c, err := claimNew(s, ctx, key, keystore.Fingerprint{}, d); err == nil && c.Acquired {
+			if c, err := storecall.Claim(ctx, s, key, keystore.Fingerprint{}, d); err == nil && c.Acquired {
 				tokens[key] = c.Token
 			}
 		case 1:
-			_ = extendLease(s, ctx, key, tokens[key], d)
+			_ = storecall.Extend(ctx, s, key, tokens[key], d)
 		case 2:
-			_ = completeRec(s, ctx, key, tokens[key], keystore.Record{StatusCode: 200, Body: make([]byte, rng.IntN(2000))}, d)
+			_ = storecall.Complete(ctx, s, key, tokens[key], keystore.Record{StatusCode: 200, Body: make([]byte, rng.IntN(2000))}, d)
 		case 3:
 			_ = s.Release(ctx, key, tokens[key])
 		}

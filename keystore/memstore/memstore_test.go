@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/memstore"
@@ -44,9 +45,9 @@ func BenchmarkStore(b *testing.B) {
 
 var fp = keystore.Fingerprint{1}
 
-func claim(t *testing.T, s *memstore.Store, key string, lease time.Duration) claimed {
+func claim(t *testing.T, s *memstore.Store, key string, lease time.Duration) storecall.Claimed {
 	t.Helper()
-	c, err := claimNew(s, context.Background(), key, fp, lease)
+	c, err := storecall.Claim(context.Background(), s, key, fp, lease)
 	if err != nil {
 		t.Fatalf("Claim(%q): %v", key, err)
 	}
@@ -59,7 +60,7 @@ func complete(t *testing.T, s *memstore.Store, key string, retention time.Durati
 	if !c.Acquired {
 		t.Fatalf("Claim(%q) = %v, want acquired", key, c.State)
 	}
-	if err := completeRec(s, context.Background(), key, c.Token, keystore.Record{StatusCode: 200, Body: []byte(body)}, retention); err != nil {
+	if err := storecall.Complete(context.Background(), s, key, c.Token, keystore.Record{StatusCode: 200, Body: []byte(body)}, retention); err != nil {
 		t.Fatalf("Complete(%q): %v", key, err)
 	}
 }
@@ -77,10 +78,10 @@ func TestLeaseAndRetentionUseTime(t *testing.T) {
 		if !got.Acquired || !got.TookOver {
 			t.Fatalf("at the end of the lease: %v (took over %v), want acquired by takeover", got.State, got.TookOver)
 		}
-		if err := completeRec(s, context.Background(), "k", c.Token, keystore.Record{StatusCode: 200}, time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
+		if err := storecall.Complete(context.Background(), s, "k", c.Token, keystore.Record{StatusCode: 200}, time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
 			t.Fatalf("old owner's Complete after takeover: %v, want ErrLeaseLost", err)
 		}
-		if err := completeRec(s, context.Background(), "k", got.Token, keystore.Record{StatusCode: 201}, time.Hour); err != nil {
+		if err := storecall.Complete(context.Background(), s, "k", got.Token, keystore.Record{StatusCode: 201}, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Hour - time.Nanosecond)
@@ -118,7 +119,7 @@ func TestMaxEntriesDropsOnlyExpiredRecords(t *testing.T) {
 		complete(t, s, "long", 3*time.Hour, "a")
 		complete(t, s, "short", time.Hour, "b")
 		complete(t, s, "mid", 2*time.Hour, "c")
-		if _, err := claimNew(s, context.Background(), "new", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+		if _, err := storecall.Claim(context.Background(), s, "new", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
 			t.Fatalf("full of unexpired records: err = %v, want ErrStoreFull", err)
 		}
 		time.Sleep(time.Hour) // "short" reaches the end of its retention
@@ -138,7 +139,7 @@ func TestNeverEvictsInFlight(t *testing.T) {
 	s := memstore.New(memstore.Config{MaxEntries: 2})
 	a := claim(t, s, "a", time.Minute)
 	claim(t, s, "b", time.Minute)
-	if _, err := claimNew(s, context.Background(), "c", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+	if _, err := storecall.Claim(context.Background(), s, "c", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
 		t.Fatalf("claim with only in-flight keys held: err = %v, want ErrStoreFull", err)
 	}
 	for _, key := range []string{"a", "b"} {
@@ -160,13 +161,13 @@ func TestMaxBytes(t *testing.T) {
 	stored := 0
 	for i := range 20 {
 		key := fmt.Sprint("k", i)
-		c, err := claimNew(s, context.Background(), key, fp, time.Minute)
+		c, err := storecall.Claim(context.Background(), s, key, fp, time.Minute)
 		if errors.Is(err, keystore.ErrStoreFull) {
 			continue
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if err := completeRec(s, context.Background(), key, c.Token, keystore.Record{StatusCode: 200, Body: []byte(body)}, time.Duration(i+1)*time.Hour); err != nil {
+		if err := storecall.Complete(context.Background(), s, key, c.Token, keystore.Record{StatusCode: 200, Body: []byte(body)}, time.Duration(i+1)*time.Hour); err != nil {
 			t.Fatalf("Complete of a record within its reservation: %v", err)
 		}
 		stored++
@@ -186,7 +187,7 @@ func TestMaxBytes(t *testing.T) {
 	s = memstore.New(memstore.Config{MaxBytes: 64 << 10, ReserveBytes: 1 << 10})
 	complete(t, s, "small", time.Hour, "x")
 	c := claim(t, s, "huge", time.Minute)
-	err := completeRec(s, context.Background(), "huge", c.Token, keystore.Record{StatusCode: 200, Body: make([]byte, 65<<10)}, time.Hour)
+	err := storecall.Complete(context.Background(), s, "huge", c.Token, keystore.Record{StatusCode: 200, Body: make([]byte, 65<<10)}, time.Hour)
 	if !errors.Is(err, keystore.ErrStoreFull) {
 		t.Fatalf("Complete of a record over the budget: %v, want ErrStoreFull", err)
 	}
@@ -218,19 +219,19 @@ func TestReservationKeepsRoomForTheRecord(t *testing.T) {
 	if st := s.Stats(); st.Bytes < 3*reserve {
 		t.Fatalf("3 claims charged %d bytes, want at least 3 reservations of %d", st.Bytes, reserve)
 	}
-	if _, err := claimNew(s, context.Background(), "k3", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+	if _, err := storecall.Claim(context.Background(), s, "k3", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
 		t.Fatalf("a fourth reservation of 16 KiB in 64 KiB: err = %v, want ErrStoreFull", err)
 	}
 	rec := keystore.Record{StatusCode: 201, Body: make([]byte, reserve-1<<10)}
 	for i, tok := range tokens {
-		if err := completeRec(s, context.Background(), fmt.Sprint("k", i), tok, rec, time.Hour); err != nil {
+		if err := storecall.Complete(context.Background(), s, fmt.Sprint("k", i), tok, rec, time.Hour); err != nil {
 			t.Fatalf("Complete of k%d within its reservation: %v", i, err)
 		}
 	}
 	small := keystore.Record{StatusCode: 201, Body: []byte("ok")}
 	before := s.Stats().Bytes
 	c := claim(t, s, "k3", time.Minute)
-	if err := completeRec(s, context.Background(), "k3", c.Token, small, time.Hour); err != nil {
+	if err := storecall.Complete(context.Background(), s, "k3", c.Token, small, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if after := s.Stats().Bytes; after-before > 1<<10 {
@@ -240,14 +241,14 @@ func TestReservationKeepsRoomForTheRecord(t *testing.T) {
 
 func TestNonPositiveDurations(t *testing.T) {
 	s := new(memstore.Store)
-	if _, err := claimNew(s, context.Background(), "k", fp, 0); err == nil {
+	if _, err := storecall.Claim(context.Background(), s, "k", fp, 0); err == nil {
 		t.Error("Claim with a zero lease succeeded")
 	}
 	c := claim(t, s, "k", time.Minute)
-	if err := extendLease(s, context.Background(), "k", c.Token, -time.Second); err == nil {
+	if err := storecall.Extend(context.Background(), s, "k", c.Token, -time.Second); err == nil {
 		t.Error("Extend with a negative lease succeeded")
 	}
-	if err := completeRec(s, context.Background(), "k", c.Token, keystore.Record{}, 0); err == nil {
+	if err := storecall.Complete(context.Background(), s, "k", c.Token, keystore.Record{}, 0); err == nil {
 		t.Error("Complete with a zero retention succeeded")
 	}
 }
@@ -274,7 +275,7 @@ func TestConcurrentUseIsRaceFree(t *testing.T) {
 			defer wg.Done()
 			for i := range 500 {
 				key := fmt.Sprint("k", (g*7+i)%80)
-				c, err := claimNew(s, context.Background(), key, fp, time.Minute)
+				c, err := storecall.Claim(context.Background(), s, key, fp, time.Minute)
 				if err != nil {
 					if !errors.Is(err, keystore.ErrStoreFull) {
 						t.Errorf("Claim: %v", err)
@@ -286,7 +287,7 @@ func TestConcurrentUseIsRaceFree(t *testing.T) {
 					rec := keystore.Record{StatusCode: 200, Header: http.Header{"X": {"1"}}, Body: []byte("body")}
 					if i%3 == 0 {
 						_ = s.Release(context.Background(), key, c.Token)
-					} else if err := completeRec(s, context.Background(), key, c.Token, rec, time.Minute); err != nil && !errors.Is(err, keystore.ErrStoreFull) {
+					} else if err := storecall.Complete(context.Background(), s, key, c.Token, rec, time.Minute); err != nil && !errors.Is(err, keystore.ErrStoreFull) {
 						t.Errorf("Complete: %v", err)
 					}
 					rec.Body[0] = 'B'

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -34,7 +35,7 @@ func TestClaimBatches(t *testing.T) {
 			switch kind {
 			case "completed":
 				c := claim(t, s, key, time.Minute, acquire)
-				if err := complete(s, ctx, key, c.Token, record(key), time.Hour); err != nil {
+				if err := storecall.Complete(ctx, s, key, c.Token, record(key), time.Hour); err != nil {
 					t.Fatal(err)
 				}
 			case "inFlight":
@@ -160,7 +161,7 @@ func TestCompleteBatches(t *testing.T) {
 	for _, c := range calls {
 		wg.Go(func() {
 			<-start
-			c.err = complete(s, ctx, keys[c.i], c.token, records[c.i], time.Hour)
+			c.err = storecall.Complete(ctx, s, keys[c.i], c.token, records[c.i], time.Hour)
 		})
 	}
 	close(start)

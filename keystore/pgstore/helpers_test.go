@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 )
@@ -134,13 +135,6 @@ var fp = keystore.Fingerprint{'p', 'g'}
 // acquire, as claim's want, says that the Claim must acquire the key.
 const acquire keystore.State = -1
 
-// claimed is a Claim's result with the token it was sent with, when it
-// acquired the key (zero otherwise).
-type claimed struct {
-	keystore.Claim
-	Token keystore.Token
-}
-
 // args returns the ClaimArgs of a Claim with fp, lease and a fresh token.
 func args(lease time.Duration) keystore.ClaimArgs {
 	return keystore.ClaimArgs{Fingerprint: fp, Lease: lease, Token: keystore.NewToken()}
@@ -148,7 +142,7 @@ func args(lease time.Duration) keystore.ClaimArgs {
 
 // claim claims key with a fresh token and fails t unless the Claim
 // acquires it (want acquire) or finds it in the state want.
-func claim(t testing.TB, s keystore.Store, key string, lease time.Duration, want keystore.State) claimed {
+func claim(t testing.TB, s keystore.Store, key string, lease time.Duration, want keystore.State) storecall.Claimed {
 	t.Helper()
 	a := args(lease)
 	c, err := s.Claim(testCtx(t), key, a)
@@ -165,22 +159,11 @@ func claim(t testing.TB, s keystore.Store, key string, lease time.Duration, want
 	case c.Acquired && c.State != keystore.InFlight:
 		t.Fatalf("acquired Claim reports state %v, want in flight", c.State)
 	}
-	r := claimed{Claim: c}
+	r := storecall.Claimed{Claim: c}
 	if c.Acquired {
 		r.Token = a.Token
 	}
 	return r
-}
-
-// complete completes key with rec, encoded, as the middleware does.
-func complete(s keystore.Store, ctx context.Context, key string, tok keystore.Token, rec keystore.Record, retention time.Duration) error {
-	return s.Complete(ctx, key, tok, keystore.AppendRecord(nil, rec), retention)
-}
-
-// extend extends key's lease, ignoring the lease that remained.
-func extend(s keystore.Store, ctx context.Context, key string, tok keystore.Token, lease time.Duration) error {
-	_, err := s.Extend(ctx, key, tok, lease)
-	return err
 }
 
 // expireLease ends key's lease or retention now, by the database clock,
@@ -263,7 +246,7 @@ func feature(t testing.TB, pool *pgxpool.Pool, table, id string) (string, int) {
 
 // holdCtx returns a context carrying a hold on c's key, as the middleware
 // hands it to a handler.
-func holdCtx(t testing.TB, key string, c claimed) (context.Context, *keystore.Hold) {
+func holdCtx(t testing.TB, key string, c storecall.Claimed) (context.Context, *keystore.Hold) {
 	h := &keystore.Hold{Key: key, Token: c.Token, Retention: time.Hour}
 	return keystore.ContextWithHold(testCtx(t), h), h
 }

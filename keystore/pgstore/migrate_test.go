@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -83,7 +84,7 @@ func TestMigrateFromVersion3(t *testing.T) {
 
 	// The lease still held: in flight, and its holder's calls work.
 	claim(t, s, held, time.Minute, keystore.InFlight)
-	if err := extend(s, ctx, held, heldTok, time.Minute); err != nil {
+	if err := storecall.Extend(ctx, s, held, heldTok, time.Minute); err != nil {
 		t.Errorf("Extend of a lease held before the migration: %v", err)
 	}
 	if err := s.Release(ctx, held, heldTok); err != nil {
@@ -102,7 +103,7 @@ func TestMigrateFromVersion3(t *testing.T) {
 	}
 
 	// The lease that ran out: fenced for its holder, taken over by others.
-	if err := complete(s, ctx, ranOut, ranOutTok, rec, time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Complete(ctx, s, ranOut, ranOutTok, rec, time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete by the holder of a lease that ran out: %v, want ErrLeaseLost", err)
 	}
 	tok := keystore.NewToken()
@@ -118,7 +119,7 @@ func TestMigrateFromVersion3(t *testing.T) {
 	if c := claim(t, s, done, time.Minute, keystore.Completed); string(c.Record.Body) != string(rec.Body) || c.Record.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("record written before the migration replayed as %+v", c.Record)
 	}
-	if err := complete(s, ctx, done, doneTok, rec, time.Hour); err != nil {
+	if err := storecall.Complete(ctx, s, done, doneTok, rec, time.Hour); err != nil {
 		t.Errorf("Complete repeated by the completer of a record written before the migration: %v", err)
 	}
 	if left, err := s.Extend(ctx, done, doneTok, time.Minute); err != nil || left != 0 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -61,7 +62,7 @@ func TestGoldenRecordsAreStoredAsBefore(t *testing.T) {
 	for _, g := range goldenRecords {
 		key := keystoretest.Key(t)
 		c := claim(t, s, key, time.Minute, acquire)
-		if err := complete(s, testCtx(t), key, c.Token, g.rec, time.Hour); err != nil {
+		if err := storecall.Complete(testCtx(t), s, key, c.Token, g.rec, time.Hour); err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
 		want, wantBody := goldenHeader(t, g.header), g.rec.Body
@@ -113,7 +114,7 @@ func TestGoldenRecordsAreReadAsBefore(t *testing.T) {
 		}
 		// A Complete repeated by the completing token with an equal record
 		// compares its header encoding with the stored one.
-		if err := complete(s, testCtx(t), key, token, g.rec, time.Hour); err != nil {
+		if err := storecall.Complete(testCtx(t), s, key, token, g.rec, time.Hour); err != nil {
 			t.Errorf("repeated Complete of the stored header %q: %v", g.header, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -61,7 +62,7 @@ func TestStatementsPerCall(t *testing.T) {
 	key := keystoretest.Key(t)
 	tr.take()
 	c := claim(t, s, key, time.Minute, acquire)
-	if err := complete(s, ctx, key, c.Token, record("{}"), time.Hour); err != nil {
+	if err := storecall.Complete(ctx, s, key, c.Token, record("{}"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if got := tr.take(); len(got) != 2 {
@@ -136,7 +137,7 @@ func TestConcurrentClaimsRace(t *testing.T) {
 		t.Run(fmt.Sprintf("ExpiredRecord/%d", round), func(t *testing.T) {
 			key := keystoretest.Key(t)
 			c := claim(t, s, key, time.Minute, acquire)
-			if err := complete(s, testCtx(t), key, c.Token, record("{}"), time.Hour); err != nil {
+			if err := storecall.Complete(testCtx(t), s, key, c.Token, record("{}"), time.Hour); err != nil {
 				t.Fatal(err)
 			}
 			expireLease(t, pool, s, key)
@@ -154,7 +155,7 @@ func TestReplayTakesNoLockAndWritesNothing(t *testing.T) {
 	ctx := testCtx(t)
 	done, running := keystoretest.Key(t), keystoretest.Key(t)
 	c := claim(t, s, done, time.Minute, acquire)
-	if err := complete(s, ctx, done, c.Token, record(`{"ok":true}`), time.Hour); err != nil {
+	if err := storecall.Complete(ctx, s, done, c.Token, record(`{"ok":true}`), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	claim(t, s, running, time.Minute, acquire)
@@ -237,7 +238,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	key := keystoretest.Key(t)
 	c := claim(t, stores[0], key, time.Minute, acquire)
 	claim(t, stores[n-1], key, time.Minute, keystore.InFlight)
-	if err := complete(stores[n/2], testCtx(t), key, c.Token, record("{}"), time.Hour); err != nil {
+	if err := storecall.Complete(testCtx(t), stores[n/2], key, c.Token, record("{}"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if err := stores[1].Migrate(testCtx(t)); err != nil {
@@ -270,7 +271,7 @@ func TestTableNames(t *testing.T) {
 	key := keystoretest.Key(t)
 	c := claim(t, s, key, time.Minute, acquire)
 	claim(t, other, key, time.Minute, acquire) // separate tables, separate keys
-	if err := complete(s, testCtx(t), key, c.Token, record("{}"), time.Hour); err != nil {
+	if err := storecall.Complete(testCtx(t), s, key, c.Token, record("{}"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	claim(t, s, key, time.Minute, keystore.Completed)
@@ -390,10 +391,10 @@ func TestExpiredLeaseFencedWithoutTakeover(t *testing.T) {
 	key := keystoretest.Key(t)
 	c := claim(t, s, key, time.Minute, acquire)
 	expireLease(t, pool, s, key)
-	if err := extend(s, ctx, key, c.Token, time.Minute); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Extend(ctx, s, key, c.Token, time.Minute); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend after the lease ended: %v, want ErrLeaseLost", err)
 	}
-	if err := complete(s, ctx, key, c.Token, record("{}"), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := storecall.Complete(ctx, s, key, c.Token, record("{}"), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete after the lease ended: %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx, key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -413,10 +414,10 @@ func TestNonPositiveDurations(t *testing.T) {
 		t.Errorf("Claim with a zero lease: %v, want ErrInvalidClaim", err)
 	}
 	c := claim(t, s, key, time.Minute, acquire)
-	if err := extend(s, ctx, key, c.Token, -time.Second); err == nil {
+	if err := storecall.Extend(ctx, s, key, c.Token, -time.Second); err == nil {
 		t.Errorf("Extend with a negative lease succeeded")
 	}
-	if err := complete(s, ctx, key, c.Token, record("{}"), 0); err == nil {
+	if err := storecall.Complete(ctx, s, key, c.Token, record("{}"), 0); err == nil {
 		t.Errorf("Complete with a zero retention succeeded")
 	}
 	// A sub-microsecond lease is rounded up, not to zero: the key is
@@ -471,7 +472,7 @@ func TestHeaderBytesSurvive(t *testing.T) {
 		"Link":    {"</b>", "</a>", ""},
 		"X-Empty": {},
 	}}
-	if err := complete(s, testCtx(t), key, c.Token, want, time.Hour); err != nil {
+	if err := storecall.Complete(testCtx(t), s, key, c.Token, want, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	got := claim(t, s, key, time.Minute, keystore.Completed)

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -55,7 +56,7 @@ func testExtendMeetsOwnCompleteTx(t *testing.T, pool *pgxpool.Pool, commit bool,
 	}
 	pid := tx.Conn().PgConn().PID()
 	extended := make(chan error, 1)
-	go func() { extended <- extend(s, ctx, key, c.Token, time.Minute) }()
+	go func() { extended <- storecall.Extend(ctx, s, key, c.Token, time.Minute) }()
 	waitBlockedBy(t, pool, pid, extended)
 	if commit {
 		err = tx.Commit(ctx)
