@@ -41,8 +41,8 @@ func TestLinearizable(t *testing.T) {
 // faultyClient returns a client of the Redis at addr through a tcpcut proxy,
 // with short timeouts, and a Faults function for keystoretest.Linearizable
 // that cuts and stalls the proxy again and again: every few hundred
-// milliseconds, a cut (resets) of 20–80 ms or a stall (nothing forwarded)
-// of 100–250 ms, then Restore.
+// milliseconds, in turn, a cut (resets) of 20–80 ms or a stall (nothing
+// forwarded) of 100–250 ms, then Restore.
 func faultyClient(t *testing.T, addr string, maxRetries int) (*redis.Client, *tcpcut.Proxy, func(context.Context)) {
 	p := newTCPProxy(t, addr)
 	c := redis.NewClient(&redis.Options{
@@ -67,8 +67,11 @@ func faultyClient(t *testing.T, addr string, maxRetries int) (*redis.Client, *tc
 				return true
 			}
 		}
+		// Cuts and stalls in turn, so that a run of a few seconds has both
+		// (a coin per round left a 3 s run with 8 stalls and no cut).
+		cut := false
 		for wait(100*time.Millisecond, 300*time.Millisecond) {
-			if rand.IntN(2) == 0 {
+			if cut = !cut; cut {
 				p.Cut()
 				wait(20*time.Millisecond, 80*time.Millisecond)
 			} else {
