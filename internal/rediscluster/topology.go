@@ -48,7 +48,8 @@ func Slot(key string) int {
 // the source and the other masters. Meanwhile clients of the slot meet ASK
 // (a key already moved, or a new one) and, once the slot is the target's,
 // MOVED. It returns how many keys it moved; nothing is done when to
-// already serves slot.
+// already serves slot. The replicas hear of the move by gossip, later:
+// [Cluster.WaitHealthy] waits until every node agrees.
 func (c *Cluster) MigrateSlot(ctx context.Context, slot int, to string) (int, error) {
 	if slot < 0 || slot >= Slots {
 		return 0, fmt.Errorf("rediscluster: slot %d out of range", slot)
@@ -120,7 +121,54 @@ func (c *Cluster) MigrateSlot(ctx context.Context, slot int, to string) (int, er
 			return moved, fmt.Errorf("rediscluster: SETSLOT %d NODE on %s: %w", slot, m, err)
 		}
 	}
-	return moved, nil
+	return moved, c.waitOwner(ctx, slot, to)
+}
+
+// waitOwner waits until every live node sees the master at addr serve slot.
+// A migration bumps the target's configEpoch without the other masters'
+// agreement; a second migration that bumps another master's epoch past it
+// before every node has heard of the first can leave nodes disagreeing on
+// the first slot for good (the stale owner's epoch now wins), so
+// MigrateSlot waits for the whole cluster before it returns.
+func (c *Cluster) waitOwner(ctx context.Context, slot int, addr string) error {
+	deadline := time.Now().Add(settle)
+	for {
+		var wrong []string
+		for a := range c.clients {
+			cl := c.clients[a]
+			slots, err := cl.ClusterShards(ctx).Result()
+			if err != nil {
+				return fmt.Errorf("rediscluster: CLUSTER SHARDS on %s: %w", a, err)
+			}
+			if owner := ownerIn(slots, slot); owner != addr {
+				wrong = append(wrong, a+" sees "+owner)
+			}
+		}
+		if len(wrong) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("rediscluster: slot %d not served by %s everywhere after %v: %s", slot, addr, settle, strings.Join(wrong, ", "))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ownerIn returns the address of the master that serves slot in a CLUSTER
+// SHARDS reply, "" if none does.
+func ownerIn(shards []redis.ClusterShard, slot int) string {
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if int(r.Start) <= slot && slot <= int(r.End) {
+				for _, n := range sh.Nodes {
+					if n.Role == "master" && n.Health != "fail" {
+						return fmt.Sprintf("%s:%d", n.IP, n.Port)
+					}
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // FailoverMode is the option of CLUSTER FAILOVER.
@@ -144,7 +192,14 @@ const (
 // master at master and waits until that replica serves the master's slots
 // and the cluster is healthy again. It returns the replica's address, the
 // new master's; the old master becomes its replica.
+//
+// It first waits for the cluster to be healthy: a replica that has not yet
+// heard of a slot migrated away from its master claims that slot in its
+// election, and the masters refuse it their votes.
 func (c *Cluster) Failover(ctx context.Context, master string, mode FailoverMode) (string, error) {
+	if err := c.WaitHealthy(ctx); err != nil {
+		return "", err
+	}
 	replica, err := c.ReplicaOf(ctx, master)
 	if err != nil {
 		return "", err
@@ -168,8 +223,12 @@ func (c *Cluster) Failover(ctx context.Context, master string, mode FailoverMode
 
 // Kill SIGKILLs the master at master, an unplanned failure, and waits until
 // the other nodes have found it failed and its replica serves its slots.
-// It returns the replica's address. The killed node stays down.
+// It returns the replica's address. The killed node stays down. Like
+// Failover, it first waits for the cluster to be healthy.
 func (c *Cluster) Kill(ctx context.Context, master string) (string, error) {
+	if err := c.WaitHealthy(ctx); err != nil {
+		return "", err
+	}
 	replica, err := c.ReplicaOf(ctx, master)
 	if err != nil {
 		return "", err
