@@ -238,21 +238,32 @@ func (c *Cluster) MasterOf(ctx context.Context, slot int) (string, error) {
 	return "", fmt.Errorf("rediscluster: no master serves slot %d", slot)
 }
 
-// ReplicaOf returns the address of a live replica of the master at addr.
+// ReplicaOf returns the address of a replica that the master at master
+// reports online (INFO replication).
 func (c *Cluster) ReplicaOf(ctx context.Context, master string) (string, error) {
-	nodes, err := c.liveView(ctx)
+	cl, err := c.client(master)
 	if err != nil {
 		return "", err
 	}
-	id := ""
-	for _, n := range nodes {
-		if n.Addr == master {
-			id = n.ID
-		}
+	info, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return "", fmt.Errorf("rediscluster: INFO replication on %s: %w", master, err)
 	}
-	for _, n := range nodes {
-		if _, live := c.clients[n.Addr]; id != "" && n.Of == id && !n.Failed && live {
-			return n.Addr, nil
+	for line := range strings.Lines(info) {
+		if !strings.HasPrefix(line, "slave") || !strings.Contains(line, "state=online") {
+			continue
+		}
+		var ip, port string
+		for f := range strings.SplitSeq(strings.TrimSpace(line[strings.IndexByte(line, ':')+1:]), ",") {
+			if v, ok := strings.CutPrefix(f, "ip="); ok {
+				ip = v
+			}
+			if v, ok := strings.CutPrefix(f, "port="); ok {
+				port = v
+			}
+		}
+		if _, live := c.clients[ip+":"+port]; live {
+			return ip + ":" + port, nil
 		}
 	}
 	return "", fmt.Errorf("rediscluster: no live replica of %s", master)

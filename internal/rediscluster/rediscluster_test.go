@@ -121,7 +121,7 @@ func TestFailover(t *testing.T) {
 		}
 		replica, err := c.ReplicaOf(ctx, old)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", tc.name, err)
 		}
 		promoted, err := tc.do(ctx, old)
 		if err != nil {

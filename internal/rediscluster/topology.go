@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -320,6 +321,9 @@ func (c *Cluster) healthy(ctx context.Context) error {
 		}
 		if strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up") {
 			return fmt.Errorf("replica %s: link to its master is down", addr)
+		}
+		if strings.Contains(repl, "role:master") && !slices.Contains(slices.Collect(maps.Values(owner)), addr) {
+			return fmt.Errorf("%s is a master without slots (a demoted master not yet a replica)", addr)
 		}
 	}
 	return nil
