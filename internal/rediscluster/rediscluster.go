@@ -88,8 +88,7 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 			return nil, err
 		}
 		c.servers = append(c.servers, s)
-		c.clients[s.Addr()] = redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1,
-			DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+		c.clients[s.Addr()] = newNodeClient(s.Addr())
 	}
 	create := append([]string{"--cluster", "create"}, c.Addrs()...)
 	create = append(create, "--cluster-replicas", "1", "--cluster-yes")
@@ -122,6 +121,12 @@ func (c *Cluster) Close() {
 	for _, s := range c.servers {
 		s.Stop()
 	}
+}
+
+// newNodeClient is the cluster's own client of one node.
+func newNodeClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1,
+		DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
 }
 
 // server returns the node at addr.

@@ -97,7 +97,19 @@ func TestMigrateSlot(t *testing.T) {
 func TestFailover(t *testing.T) {
 	c, cl := start(t)
 	ctx := context.Background()
-	kill := func(ctx context.Context, m string) (string, error) { return c.Kill(ctx, m) }
+	kill := func(ctx context.Context, m string) (string, error) {
+		promoted, err := c.Kill(ctx, m)
+		if err != nil {
+			return "", err
+		}
+		if err := c.Restart(ctx, m); err != nil { // it rejoins as a replica
+			return "", err
+		}
+		if r, err := c.ReplicaOf(ctx, promoted); err != nil || r != m {
+			return "", fmt.Errorf("restarted %s: the promoted %s's replica is %q, %v", m, promoted, r, err)
+		}
+		return promoted, nil
+	}
 	for i, tc := range []struct {
 		name string
 		do   func(context.Context, string) (string, error)

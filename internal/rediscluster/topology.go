@@ -395,3 +395,21 @@ func replOffsets(info string) (master int64, replicas []int64) {
 	}
 	return master, replicas
 }
+
+// Restart starts again a node that Kill killed, on its port and in its
+// directory, and waits until the cluster is healthy: the node, whose slots
+// its replica has taken over, rejoins as that replica's replica.
+func (c *Cluster) Restart(ctx context.Context, addr string) error {
+	s := c.server(addr)
+	if s == nil {
+		return fmt.Errorf("rediscluster: no node at %s", addr)
+	}
+	if _, live := c.clients[addr]; live {
+		return fmt.Errorf("rediscluster: %s is running", addr)
+	}
+	if err := s.Restart(ctx); err != nil {
+		return err
+	}
+	c.clients[addr] = newNodeClient(addr)
+	return c.WaitHealthy(ctx)
+}
