@@ -254,11 +254,15 @@ func main() {
 	pgURL := flag.String("postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL connection string")
 	journalDir := flag.String("journal-dir", "", "directory on the disk section journal measures (default: the system's temporary directory)")
 	retentionKeys := flag.Int("retention-keys", 0, "keys each store is filled with in section retention (default 10,000,000; -quick 1,000,000); a tenth of them are expired rows that Prune deletes")
+	topoSpan := flag.Duration("clustered-span", -1, "section clustered: spread the events' first attempts over this (default 6 s; -quick 5 s; 0: all at once)")
 	flag.Parse()
 
 	o := defaultOptions(*quick)
 	if *retentionKeys > 0 {
 		o.retentionKeys, o.retentionExpired = *retentionKeys, max(1, *retentionKeys/10)
+	}
+	if *topoSpan >= 0 {
+		o.topoSpan = *topoSpan
 	}
 	o.out, o.seed, o.redisAddr, o.postgresURL, o.journalDir = *out, *seed, *redisAddr, *pgURL, *journalDir
 	var err error

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/geoidem/geoidem/internal/pgstandby"
@@ -136,10 +137,14 @@ func runTopology(ctx context.Context, s *section) error {
 			wait = fmt.Sprint(r.c.wait)
 		}
 		table = append(table, []string{r.c.name, wait, fmt.Sprint(r.seed), fmt.Sprint(r.r.events), fmt.Sprint(r.r.acked),
-			fmt.Sprint(r.r.dead), fmt.Sprint(r.r.twice), fmt.Sprint(r.r.lost), fmt.Sprint(r.r.attempts),
+			countsText(r.r.dead, r.r.deadBy), fmt.Sprint(r.r.twice), fmt.Sprint(r.r.lost), countsText(sum(r.r.lateFailed), r.r.lateFailed),
+			fmt.Sprint(r.r.attempts), fmt.Sprintf("%.1f s", r.r.unavailable.Seconds()),
 			fmt.Sprintf("%s (%.1f s)", r.r.event, r.r.eventTook.Seconds()), fmt.Sprintf("%.1f s", r.r.elapsed.Seconds())})
 	}
-	s.table([]string{"store and event", "WaitReplicas", "seed", "events", "acknowledged", "dead letters", "ran twice", "lost", "attempts", "the event (its duration)", "run"}, table)
+	s.table([]string{"store and event", "WaitReplicas", "seed", "events", "acknowledged", "dead letters", "ran twice", "lost", "late retries failed",
+		"attempts", "5xx until", "the event (its duration)", "run"}, table)
+	s.line("*5xx until*: from the event's start to the last attempt answered 5xx or not at all (0: none after the event started). *late retries failed*: acknowledged events whose late retry did not succeed (their record's fate unknown).")
+	s.line("")
 
 	s.line("What the store's documentation promises for each row (keystore/redisstore and keystore/pgstore package docs), against the figures:")
 	s.line("")
@@ -314,4 +319,25 @@ func pgRun(ctx context.Context, o *options, c topoCase, seed uint64) (topoResult
 			return "primary stopped (immediate), " + mode + " standby promoted", p.Failover(ctx)
 		},
 	})
+}
+
+// countsText is n, followed by its breakdown when there is one.
+func countsText(n int, by map[string]int) string {
+	if n == 0 {
+		return "0"
+	}
+	var parts []string
+	for k, v := range by {
+		parts = append(parts, fmt.Sprintf("%d %s", v, k))
+	}
+	slices.Sort(parts)
+	return fmt.Sprintf("%d (%s)", n, strings.Join(parts, ", "))
+}
+
+func sum(by map[string]int) int {
+	n := 0
+	for _, v := range by {
+		n += v
+	}
+	return n
 }

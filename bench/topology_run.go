@@ -38,9 +38,9 @@ type topoResult struct {
 	deadBy              map[string]int // dead letters by their last answer
 	lateFailed          map[string]int // late retries that failed, by their last answer
 	unavailable         time.Duration  // from the event's start to the last 5xx or unanswered attempt
-	twice               int // keys whose handler ran more than once while the events were delivered
-	lost                int // acknowledged keys whose late retry ran the handler again
-	attempts            int // attempts of every delivery, the late retries excluded
+	twice               int            // keys whose handler ran more than once while the events were delivered
+	lost                int            // acknowledged keys whose late retry ran the handler again
+	attempts            int            // attempts of every delivery, the late retries excluded
 	event               string
 	eventTook           time.Duration
 	elapsed             time.Duration
