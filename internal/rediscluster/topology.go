@@ -113,16 +113,31 @@ func (c *Cluster) MigrateSlot(ctx context.Context, slot int, to string) (int, er
 			order = append(order, m)
 		}
 	}
-	for _, m := range order {
-		cl, err := c.client(m)
-		if err != nil {
-			return moved, err
+	setNode := func() error {
+		for _, m := range order {
+			cl, err := c.client(m)
+			if err != nil {
+				return err
+			}
+			if err := cl.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", toID).Err(); err != nil {
+				return fmt.Errorf("rediscluster: SETSLOT %d NODE on %s: %w", slot, m, err)
+			}
 		}
-		if err := cl.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", toID).Err(); err != nil {
-			return moved, fmt.Errorf("rediscluster: SETSLOT %d NODE on %s: %w", slot, m, err)
-		}
+		return nil
 	}
-	return moved, c.waitOwner(ctx, slot, to)
+	if err := setNode(); err != nil {
+		return moved, err
+	}
+	// Should the cluster settle on another owner (the target's epoch bump
+	// lost to another's), the target bumps its epoch again and claims the
+	// slot anew, as redis-cli --cluster fix would.
+	fix := func() error {
+		if err := dst.Do(ctx, "CLUSTER", "BUMPEPOCH").Err(); err != nil {
+			return fmt.Errorf("rediscluster: BUMPEPOCH on %s: %w", to, err)
+		}
+		return setNode()
+	}
+	return moved, c.waitOwner(ctx, slot, to, fix)
 }
 
 // waitOwner waits until every live node sees the master at addr serve slot.
@@ -131,8 +146,9 @@ func (c *Cluster) MigrateSlot(ctx context.Context, slot int, to string) (int, er
 // before every node has heard of the first can leave nodes disagreeing on
 // the first slot for good (the stale owner's epoch now wins), so
 // MigrateSlot waits for the whole cluster before it returns.
-func (c *Cluster) waitOwner(ctx context.Context, slot int, addr string) error {
+func (c *Cluster) waitOwner(ctx context.Context, slot int, addr string, fix func() error) error {
 	deadline := time.Now().Add(settle)
+	nextFix := time.Now().Add(2 * time.Second)
 	for {
 		var wrong []string
 		for a := range c.clients {
@@ -147,6 +163,12 @@ func (c *Cluster) waitOwner(ctx context.Context, slot int, addr string) error {
 		}
 		if len(wrong) == 0 {
 			return nil
+		}
+		if time.Now().After(nextFix) {
+			if err := fix(); err != nil {
+				return err
+			}
+			nextFix = time.Now().Add(2 * time.Second)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("rediscluster: slot %d not served by %s everywhere after %v: %s", slot, addr, settle, strings.Join(wrong, ", "))
