@@ -130,6 +130,11 @@ type options struct {
 	topoSenders int           // concurrent senders
 	topoSeeds   int           // runs of each row, with seeds seed, seed+1, …
 	topoSpan    time.Duration // the first attempts are spread over this
+	// The receivers' go-redis ClusterStateReloadInterval (0: go-redis's
+	// default). A connection refused by a dead master does not make
+	// go-redis reload the slot map (only MOVED and ASK do), so until the
+	// periodic reload the killed master's slots go to its dead address.
+	topoReload time.Duration
 }
 
 // sectionNames are the -only names, in report order; the numbers
@@ -185,6 +190,7 @@ func defaultOptions(quick bool) options {
 		topoSenders:      16,
 		topoSeeds:        2,
 		topoSpan:         6 * time.Second,
+		topoReload:       2 * time.Second,
 	}
 	if quick {
 		o.httpRequests, o.httpTime, o.httpRounds = 2000, 600*time.Millisecond, 3
@@ -255,12 +261,14 @@ func main() {
 	journalDir := flag.String("journal-dir", "", "directory on the disk section journal measures (default: the system's temporary directory)")
 	retentionKeys := flag.Int("retention-keys", 0, "keys each store is filled with in section retention (default 10,000,000; -quick 1,000,000); a tenth of them are expired rows that Prune deletes")
 	topoSpan := flag.Duration("clustered-span", -1, "section clustered: spread the events' first attempts over this (default 6 s; -quick 5 s; 0: all at once)")
+	topoReload := flag.Duration("clustered-reload", 2*time.Second, "section clustered: the receivers' go-redis ClusterStateReloadInterval (0: go-redis's default, 60 s)")
 	flag.Parse()
 
 	o := defaultOptions(*quick)
 	if *retentionKeys > 0 {
 		o.retentionKeys, o.retentionExpired = *retentionKeys, max(1, *retentionKeys/10)
 	}
+	o.topoReload = *topoReload
 	if *topoSpan >= 0 {
 		o.topoSpan = *topoSpan
 	}

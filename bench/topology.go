@@ -64,13 +64,6 @@ func topoCases() []topoCase {
 	}
 }
 
-// topoReload is the receivers' go-redis ClusterStateReloadInterval. A
-// connection refused by a dead master does not make go-redis reload the
-// slot map (only MOVED and ASK do), so until the periodic reload the killed
-// master's slots are sent to its dead address; go-redis v9.23's default
-// interval is 60 s.
-const topoReload = 2 * time.Second
-
 // quietRedis discards go-redis's own log lines (a dial refused by the
 // killed master, once per attempt).
 type quietRedis struct{}
@@ -128,7 +121,7 @@ func runTopology(ctx context.Context, s *section) error {
 	}
 	slices.SortStableFunc(rows, func(a, b row) int { return slices.Index(cases, a.c) - slices.Index(cases, b.c) })
 
-	s.line("Two receivers, each with its own store client on one shared store, behind a round-robin front (a retry usually meets the other receiver); %d senders of package client (backoff 20 ms to 500 ms, 30 attempts, 40 s deadline) deliver %d events, their first attempts spread evenly over %v; the handler counts its runs per key in this process. Once a third of the events are acknowledged, the store's topology changes under the load. The receivers run with a %v lease and a 500 ms store timeout. After the last delivery every acknowledged event is delivered once more: **lost** counts those whose handler ran again (the record was gone), **ran twice** the keys whose handler ran more than once during the deliveries. Redis: a private Cluster of three masters with a replica each (package rediscluster, appendonly yes, appendfsync everysec, cluster-node-timeout %v). PostgreSQL 15: a private primary with a streaming standby (package pgstandby); the receivers' pools use a URL listing both, with target_session_attrs=read-write.", o.topoSenders, o.topoEvents, o.topoSpan, topoLease, rediscluster.NodeTimeout)
+	s.line("Two receivers, each with its own store client on one shared store, behind a round-robin front (a retry usually meets the other receiver); %d senders of package client (backoff 20 ms to 500 ms, 30 attempts, 40 s deadline) deliver %d events, their first attempts spread evenly over %v; the handler counts its runs per key in this process. Once a third of the events are acknowledged, the store's topology changes under the load. The receivers run with a %v lease and a 500 ms store timeout. After the last delivery every acknowledged event is delivered once more: **lost** counts those whose handler ran again (the record was gone), **ran twice** the keys whose handler ran more than once during the deliveries. Redis: a private Cluster of three masters with a replica each (package rediscluster, appendonly yes, appendfsync everysec, cluster-node-timeout %v). PostgreSQL 15: a private primary with a streaming standby (package pgstandby); the receivers' pools use a URL listing both, with target_session_attrs=read-write. The receivers' go-redis ClusterStateReloadInterval: %s.", o.topoSenders, o.topoEvents, o.topoSpan, topoLease, rediscluster.NodeTimeout, reloadText(o.topoReload))
 	s.line("")
 	var table [][]string
 	for _, r := range rows {
@@ -190,7 +183,7 @@ func redisRun(o *options, cl *rediscluster.Cluster, c topoCase, seed uint64, pre
 			for range n {
 				rc := cl.Client(redis.ClusterOptions{DialTimeout: 250 * time.Millisecond, ReadTimeout: 500 * time.Millisecond,
 					WriteTimeout: 500 * time.Millisecond, ContextTimeoutEnabled: true, MaxRedirects: 8, PoolSize: 32,
-					ClusterStateReloadInterval: topoReload})
+					ClusterStateReloadInterval: o.topoReload})
 				clients = append(clients, rc)
 				st, err := redisstore.New(rc, redisstore.Config{KeyPrefix: prefix, WaitReplicas: c.wait, WaitTimeout: 250 * time.Millisecond,
 					Logger: slog.New(slog.DiscardHandler)})
@@ -218,7 +211,7 @@ func redisRun(o *options, cl *rediscluster.Cluster, c topoCase, seed uint64, pre
 						slots = append(slots, s)
 					}
 				}
-				moved := 0
+				moved, reclaims := 0, cl.Reclaims
 				for _, s := range slots {
 					from, err := cl.MasterOf(ctx, s)
 					if err != nil {
@@ -231,7 +224,11 @@ func redisRun(o *options, cl *rediscluster.Cluster, c topoCase, seed uint64, pre
 					}
 					moved += n
 				}
-				return fmt.Sprintf("%d slots migrated, %d keys moved", len(slots), moved), nil
+				desc := fmt.Sprintf("%d slots migrated, %d keys moved", len(slots), moved)
+				if n := cl.Reclaims - reclaims; n > 0 {
+					desc += fmt.Sprintf("; %d slot(s) went back to the old owner and were claimed again", n)
+				}
+				return desc, nil
 			case "failover", "kill":
 				master, err := cl.MasterOf(ctx, slotOf(front))
 				if err != nil {
@@ -340,4 +337,11 @@ func sum(by map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+func reloadText(d time.Duration) string {
+	if d == 0 {
+		return "go-redis's default (60 s in v9.23)"
+	}
+	return d.String()
 }

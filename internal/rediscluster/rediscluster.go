@@ -56,6 +56,13 @@ type Options struct {
 type Cluster struct {
 	servers []*redisserver.Server
 	clients map[string]*redis.Client // by address, one per node
+
+	// Reclaims counts the migrations whose new owner did not win at first
+	// (every node kept, or went back to, the old owner) and that
+	// MigrateSlot claimed again. A node that loses a slot it holds keys of
+	// to an owner with a higher epoch deletes those keys: a migration that
+	// needed a reclaim may have lost keys.
+	Reclaims int
 }
 
 // Start starts the nodes, forms the cluster and waits until every node

@@ -132,6 +132,7 @@ func (c *Cluster) MigrateSlot(ctx context.Context, slot int, to string) (int, er
 	// lost to another's), the target bumps its epoch again and claims the
 	// slot anew, as redis-cli --cluster fix would.
 	fix := func() error {
+		c.Reclaims++
 		if err := dst.Do(ctx, "CLUSTER", "BUMPEPOCH").Err(); err != nil {
 			return fmt.Errorf("rediscluster: BUMPEPOCH on %s: %w", to, err)
 		}
