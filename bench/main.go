@@ -1,7 +1,7 @@
 // Command bench measures geoidem against the baselines that matter, in one
 // run on one machine, and writes bench/REPORT.md with its SVG figures.
 //
-//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage,hostile,faults,journal,frontdoor,retention|goals]
+//	go run ./bench [-quick] [-out bench] [-only http,storm,validate,occ,outage,hostile,faults,journal,frontdoor,retention,clustered|goals]
 //
 // Sections (numbered as in issue 8):
 //
@@ -30,6 +30,11 @@
 //     key, Claim and Complete latency at that size against an empty store,
 //     and the CPU PostgreSQL spends pruning by DELETE and VACUUM, projected
 //     to issue 37's 432 M keys.
+//  11. clustered: deliveries through two receivers sharing one store while
+//     its topology changes (issue 37, "Many receivers, one store"): Redis
+//     Cluster slots migrated, a master failed over (CLUSTER FAILOVER, and
+//     SIGKILL) with WaitReplicas 0 and 1, a PostgreSQL standby promoted
+//     (async and sync); handler runs per key, records lost, dead letters.
 //
 // Under the summary, "Issue 24 goals" puts every figure of issue 24's table
 // that the run measured (sections 1, 3 and 8) next to its goal; -only goals
@@ -39,7 +44,9 @@
 // postgres://postgres@127.0.0.1:5432/test (see -redis and -postgres); a
 // service that cannot be reached fails the run. Section 10 needs the
 // PostgreSQL, and redis-server and valkey-server on PATH (it starts private
-// ones: filled, they hold gigabytes). Sections 4 and 5 are pure
+// ones: filled, they hold gigabytes). Section 11 needs redis-server,
+// redis-cli and PostgreSQL 15's programs (it starts a private Redis
+// Cluster and private PostgreSQL servers). Sections 4 and 5 are pure
 // simulations in virtual time, deterministic for a -seed.
 package main
 
@@ -117,11 +124,22 @@ type options struct {
 	retentionKeys    int // keys each store is filled with
 	retentionExpired int // of them, expired ones that PostgreSQL's Prune deletes
 	retentionCalls   int // Claim and Complete calls timed per store and size
+
+	// Section 11.
+	topoEvents  int           // events of each run
+	topoSenders int           // concurrent senders
+	topoSeeds   int           // runs of each row, with seeds seed, seed+1, …
+	topoSpan    time.Duration // the first attempts are spread over this
+	// The receivers' go-redis ClusterStateReloadInterval (0: go-redis's
+	// default). A connection refused by a dead master does not make
+	// go-redis reload the slot map (only MOVED and ASK do), so until the
+	// periodic reload the killed master's slots go to its dead address.
+	topoReload time.Duration
 }
 
 // sectionNames are the -only names, in report order; the issue's numbers
 // are accepted as well.
-var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults", "journal", "frontdoor", "retention"}
+var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults", "journal", "frontdoor", "retention", "clustered"}
 
 // goalSections are the sections -only goals stands for: those that measure
 // the figures of issue 24's goals.
@@ -168,6 +186,11 @@ func defaultOptions(quick bool) options {
 		retentionKeys:    10_000_000,
 		retentionExpired: 1_000_000,
 		retentionCalls:   20_000,
+		topoEvents:       600,
+		topoSenders:      16,
+		topoSeeds:        2,
+		topoSpan:         6 * time.Second,
+		topoReload:       2 * time.Second,
 	}
 	if quick {
 		o.httpRequests, o.httpTime, o.httpRounds = 2000, 600*time.Millisecond, 3
@@ -178,6 +201,7 @@ func defaultOptions(quick bool) options {
 		o.journalTime, o.journalRounds = 300*time.Millisecond, 3
 		o.fdIdleConns, o.fdSlowFor = 4000, 8*time.Second
 		o.retentionKeys, o.retentionExpired, o.retentionCalls = 1_000_000, 100_000, 5000
+		o.topoEvents, o.topoSpan = 300, 5*time.Second
 	}
 	return o
 }
@@ -230,17 +254,23 @@ func main() {
 	}
 	quick := flag.Bool("quick", false, "smaller sizes, for a quick look")
 	out := flag.String("out", "bench", "directory for REPORT.md and its figures")
-	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-10), or goals (= "+strings.Join(goalSections, ",")+"); default all")
+	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-11), or goals (= "+strings.Join(goalSections, ",")+"); default all")
 	seed := flag.Uint64("seed", 1, "seed of the simulations (sections occ and outage)")
 	redisAddr := flag.String("redis", "127.0.0.1:6379", "Redis address")
 	pgURL := flag.String("postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL connection string")
 	journalDir := flag.String("journal-dir", "", "directory on the disk section journal measures (default: the system's temporary directory)")
 	retentionKeys := flag.Int("retention-keys", 0, "keys each store is filled with in section retention (default 10,000,000; -quick 1,000,000); a tenth of them are expired rows that Prune deletes")
+	topoSpan := flag.Duration("clustered-span", -1, "section clustered: spread the events' first attempts over this (default 6 s; -quick 5 s; 0: all at once)")
+	topoReload := flag.Duration("clustered-reload", 2*time.Second, "section clustered: the receivers' go-redis ClusterStateReloadInterval (0: go-redis's default, 60 s)")
 	flag.Parse()
 
 	o := defaultOptions(*quick)
 	if *retentionKeys > 0 {
 		o.retentionKeys, o.retentionExpired = *retentionKeys, max(1, *retentionKeys/10)
+	}
+	o.topoReload = *topoReload
+	if *topoSpan >= 0 {
+		o.topoSpan = *topoSpan
 	}
 	o.out, o.seed, o.redisAddr, o.postgresURL, o.journalDir = *out, *seed, *redisAddr, *pgURL, *journalDir
 	var err error

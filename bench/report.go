@@ -86,6 +86,7 @@ var sections = []struct {
 	{"journal", "8. Sender journal against the disk's fsync", runJournal},
 	{"frontdoor", "9. Front door: slow bodies and idle connections", runFrontdoor},
 	{"retention", "10. Retention at scale", runRetention},
+	{"clustered", "11. Clustered stores: many receivers, one store", runTopology},
 }
 
 // environment describes the machine and the moment of a run.
