@@ -214,4 +214,21 @@
 // server's memory, where each VACUUM reads the indexes (about 147 bytes
 // per key, 59 GiB at 432 M keys) from disk; measure on the target hardware
 // before running at that scale, and give autovacuum the I/O it needs there.
+//
+// # Standbys and failover
+//
+// A key is acknowledged only after its Complete committed, so what a
+// promoted standby has is what keeps the guarantee. With a synchronous
+// standby (synchronous_standby_names set, synchronous_commit on or
+// remote_apply) a commit the primary acknowledged is on the standby's
+// disk: promoting it loses no record. With asynchronous replication the
+// commits not yet streamed are lost, and a retry of their requests runs the
+// handler again. Measured with deliveries running (bench section 11, `go run
+// ./bench -only clustered`: two receivers, 600 events per run, the primary
+// stopped with -m immediate and the standby promoted): synchronous, no
+// record lost in any run; asynchronous, 10 of 600 acknowledged records lost
+// in one run of six. Give the pool every host with
+// target_session_attrs=read-write (postgres://h1,h2/db?target_session_attrs=read-write):
+// the receivers found the promoted standby within 0.2 to 1.3 s, the errors
+// meanwhile being [Transient] (503, the key released).
 package pgstore
