@@ -35,9 +35,9 @@ func replicaRows(t *testing.T, rows map[string]string, n int) {
 
 // TestReplicas runs three receiver processes on one store behind the
 // balancer, and breaks them: on Redis each is restarted in turn,
-// gracefully, while the deliveries run (balanced at random); on
-// PostgreSQL one is SIGKILLed in a handler run twice, and its keys are
-// taken over after their lease. No event runs twice, none is lost,
+// gracefully, while the deliveries run (balanced at random); on Valkey
+// one is SIGKILLed in a handler run once, and on PostgreSQL twice, its
+// keys taken over after their lease. No event runs twice, none is lost,
 // summed over the replicas. (One run per store keeps the package's
 // tests short; the plain rows are measured in the README.)
 func TestReplicas(t *testing.T) {
@@ -50,6 +50,14 @@ func TestReplicas(t *testing.T) {
 		}
 		if v := rows["replica restarts (SIGTERM)"]; strings.Contains(v, "(0 in a handler run") {
 			t.Errorf("replica restarts %q: none drained a handler run", v)
+		}
+	})
+	t.Run("valkey kill replica", func(t *testing.T) {
+		t.Parallel()
+		rows := runChaos(t, "-store", redisserver.SharedValkeyURL(), "-receivers", "3", "-kill-replica", "1", "-events", replicaEvents)
+		replicaRows(t, rows, 3)
+		if n := count(t, rows, "replica kills (SIGKILL)"); n != 1 {
+			t.Errorf("%d replica kills, want 1", n)
 		}
 	})
 	t.Run("postgres kill replica", func(t *testing.T) {
