@@ -319,7 +319,7 @@
 // # Resharding
 //
 // Moving slots that hold live keys while deliveries run lost acknowledged
-// records: 1 or 2 of 600 in most migration runs of bench section 11
+// records: 1 or 2 of 600 in 6 of the 12 migration runs of bench section 11
 // (about 180 slots moved one after another, each after every node agreed on
 // the previous one), with WaitReplicas 0 and 1; nothing ran twice during the
 // deliveries, and a late retry of a lost record ran its handler again. In
