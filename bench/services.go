@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/redisprefix"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/jackc/pgx/v5"
@@ -149,19 +150,7 @@ func (sv *services) close(ctx context.Context) error {
 		sv.pool.Close()
 	}
 	if sv.redis != nil {
-		iter := sv.redis.Scan(ctx, 0, sv.prefix+"*", 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-			if len(keys) == 1000 {
-				errs = append(errs, sv.redis.Unlink(ctx, keys...).Err())
-				keys = keys[:0]
-			}
-		}
-		if len(keys) > 0 {
-			errs = append(errs, sv.redis.Unlink(ctx, keys...).Err())
-		}
-		errs = append(errs, iter.Err(), sv.redis.Close())
+		errs = append(errs, redisprefix.Delete(ctx, sv.redis, sv.prefix), sv.redis.Close())
 	}
 	return errors.Join(errs...)
 }

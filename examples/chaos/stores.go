@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
+	"github.com/geoidem/geoidem/internal/redisprefix"
 	"github.com/geoidem/geoidem/internal/tcpcut"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -139,31 +140,9 @@ func dropRedisPrefix(ctx context.Context, storeURL, prefix string) error {
 		}
 		c := redis.NewClient(opts)
 		defer c.Close()
-		return dropOnNode(ctx, c, prefix)
+		return redisprefix.Delete(ctx, c, prefix)
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(u.Host, ",")})
 	defer c.Close()
-	return c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-		return dropOnNode(ctx, node, prefix)
-	})
-}
-
-// dropOnNode deletes the keys under prefix that node holds, one DEL per key
-// (a Cluster node refuses a DEL of keys in several slots).
-func dropOnNode(ctx context.Context, node *redis.Client, prefix string) error {
-	iter := node.Scan(ctx, 0, prefix+"*", 500).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		return err
-	}
-	_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range keys {
-			p.Del(ctx, k)
-		}
-		return nil
-	})
-	return err
+	return redisprefix.Delete(ctx, c, prefix)
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/internal/faultproxy"
+	"github.com/geoidem/geoidem/internal/redisprefix"
 	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 )
@@ -442,19 +443,8 @@ func dropRedisPrefix(t *testing.T, u, prefix string) {
 	}
 	c := redis.NewClient(opts)
 	defer c.Close()
-	ctx := context.Background()
-	iter := c.Scan(ctx, 0, prefix+"*", 500).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
+	if err := redisprefix.Delete(context.Background(), c, prefix); err != nil {
 		t.Errorf("Redis at %s: %v", u, err)
-	}
-	if len(keys) > 0 {
-		if err := c.Del(ctx, keys...).Err(); err != nil {
-			t.Error(err)
-		}
 	}
 }
 

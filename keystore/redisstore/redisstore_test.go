@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/redisprefix"
 	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
@@ -85,42 +86,7 @@ func randomPrefix(t testing.TB) string {
 func deletePrefix(t testing.TB, c redis.UniversalClient, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	del := func(ctx context.Context, c redis.UniversalClient) error {
-		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		var batch []string
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for _, k := range batch {
-					p.Unlink(ctx, k)
-				}
-				return nil
-			})
-			batch = batch[:0]
-			return err
-		}
-		for iter.Next(ctx) {
-			batch = append(batch, iter.Val())
-			if len(batch) == 1000 {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		if err := iter.Err(); err != nil {
-			return err
-		}
-		return flush()
-	}
-	var err error
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return del(ctx, n) })
-	} else {
-		err = del(ctx, c)
-	}
-	if err != nil {
+	if err := redisprefix.Delete(ctx, c, prefix); err != nil {
 		t.Errorf("deleting the test's keys (prefix %s): %v", prefix, err)
 	}
 }

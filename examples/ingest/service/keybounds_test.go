@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/redisprefix"
 	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -143,14 +144,7 @@ func dropRedisPrefix(t *testing.T, url, prefix string) {
 	}
 	c := redis.NewClient(opts)
 	defer c.Close()
-	ctx := context.Background()
-	iter := c.Scan(ctx, 0, prefix+"*", 500).Iterator()
-	for iter.Next(ctx) {
-		if err := c.Del(ctx, iter.Val()).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := iter.Err(); err != nil {
+	if err := redisprefix.Delete(context.Background(), c, prefix); err != nil {
 		t.Fatal(err)
 	}
 }
