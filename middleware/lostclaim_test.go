@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/redisprefix"
 	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
@@ -85,21 +86,30 @@ func newRedisStore(t *testing.T) *redisstore.Store {
 	if err := c.Ping(t.Context()).Err(); err != nil {
 		t.Fatalf("Redis at %s: %v", redisserver.SharedAddr(), err)
 	}
+	s, err := redisstore.New(c, redisstore.Config{KeyPrefix: redisPrefix(t), Durability: redisstore.AcceptVolatile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// redisPrefix returns a key prefix of the test's own on the shared Redis,
+// whose keys are deleted when the test ends.
+func redisPrefix(t *testing.T) string {
+	t.Helper()
 	var b [8]byte
 	rand.Read(b[:])
 	prefix := "geoidem-test:" + hex.EncodeToString(b[:]) + ":"
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if keys, _ := c.Keys(ctx, prefix+"*").Result(); len(keys) > 0 {
-			c.Del(ctx, keys...)
+		c := redis.NewClient(&redis.Options{Addr: redisserver.SharedAddr()})
+		defer c.Close()
+		if err := redisprefix.Delete(ctx, c, prefix); err != nil {
+			t.Errorf("deleting the keys under %s: %v", prefix, err)
 		}
 	})
-	s, err := redisstore.New(c, redisstore.Config{KeyPrefix: prefix, Durability: redisstore.AcceptVolatile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return prefix
 }
 
 func TestLostClaimReplyIsReleasedPostgres(t *testing.T) {
@@ -113,9 +123,7 @@ func newRedisStoreAt(t *testing.T, addr string) *redisstore.Store {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
 	t.Cleanup(func() { c.Close() })
-	var b [8]byte
-	rand.Read(b[:])
-	s, err := redisstore.New(c, redisstore.Config{KeyPrefix: "geoidem-test:" + hex.EncodeToString(b[:]) + ":", Durability: redisstore.AcceptVolatile})
+	s, err := redisstore.New(c, redisstore.Config{KeyPrefix: redisPrefix(t), Durability: redisstore.AcceptVolatile})
 	if err != nil {
 		t.Fatal(err)
 	}

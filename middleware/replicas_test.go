@@ -2,8 +2,6 @@ package middleware_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
@@ -52,17 +50,7 @@ func TestCutOffReplicaStopsBeforeTakeoverOnRedis(t *testing.T) {
 			if err := direct.Ping(t.Context()).Err(); err != nil {
 				t.Fatalf("Redis at %s: %v", redisserver.SharedAddr(), err)
 			}
-			var b [8]byte
-			rand.Read(b[:])
-			prefix := "geoidem-test:" + hex.EncodeToString(b[:]) + ":"
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				keys, _ := direct.Keys(ctx, prefix+"*").Result()
-				if len(keys) > 0 {
-					direct.Del(ctx, keys...)
-				}
-			})
+			prefix := redisPrefix(t)
 			storeA, err := redisstore.New(viaProxy, redisstore.Config{KeyPrefix: prefix, Durability: redisstore.AcceptVolatile})
 			if err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/redisprefix"
 	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -45,9 +46,8 @@ func keysStores(t *testing.T) []keysStore {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		keys, _ := client.Keys(context.Background(), prefix+"*").Result()
-		if len(keys) > 0 {
-			client.Del(context.Background(), keys...)
+		if err := redisprefix.Delete(context.Background(), client, prefix); err != nil {
+			t.Errorf("deleting the keys under %s: %v", prefix, err)
 		}
 	})
 

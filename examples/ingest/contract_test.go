@@ -20,6 +20,7 @@ func contractStores(t *testing.T) []struct {
 } {
 	suffix := strconv.FormatUint(rand.Uint64(), 36)
 	t.Cleanup(func() { dropTables(t, "contract_keys_"+suffix, "contract_features_"+suffix) })
+	dropRedisPrefix(t, "geoidem-contract-"+suffix+":")
 	return []struct {
 		name string
 		args []string

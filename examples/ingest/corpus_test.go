@@ -29,6 +29,7 @@ func ingestStores(t *testing.T) []ingestStore {
 	suffix := strconv.FormatUint(rand.Uint64(), 36)
 	keys, features := "corpus_keys_"+suffix, "corpus_features_"+suffix
 	t.Cleanup(func() { dropTables(t, keys, features) })
+	dropRedisPrefix(t, "geoidem-corpus-"+suffix+":")
 	return []ingestStore{
 		{name: "memory", args: []string{"-store", "memory"}},
 		{name: "redis", args: []string{"-store", redisserver.SharedURL(), "-redis-prefix", "geoidem-corpus-" + suffix + ":", "-redis-volatile"}},

@@ -16,9 +16,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/examples/ingest/service"
+	"github.com/geoidem/geoidem/internal/redisprefix"
+	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 )
 
@@ -278,6 +281,18 @@ func dropTables(t *testing.T, keyTable, featuresTable string) {
 	if err := pgstore.Drop(context.Background(), conn, pgstore.Config{Table: keyTable}); err != nil {
 		t.Error(err)
 	}
+}
+
+// dropRedisPrefix deletes, when t ends, every key the shared Redis holds
+// under prefix: a test's records would otherwise stay for their retention.
+func dropRedisPrefix(t *testing.T, prefix string) {
+	t.Cleanup(func() {
+		c := redis.NewClient(&redis.Options{Addr: redisserver.SharedAddr()})
+		defer c.Close()
+		if err := redisprefix.Delete(context.Background(), c, prefix); err != nil {
+			t.Errorf("deleting the keys under %s: %v", prefix, err)
+		}
+	})
 }
 
 // postgresURL is the database the tests use: GEOIDEM_TEST_POSTGRES, or the

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/internal/redisserver"
-	"github.com/redis/go-redis/v9"
 )
 
 // keysOut runs `geoidem keys` and returns its exit code and output.
@@ -90,13 +89,7 @@ func TestGeoidemKeysReleasesAKilledReceiversKey(t *testing.T) {
 	keyTable, featuresTable := "killed_keys_"+suffix, "killed_features_"+suffix
 	t.Cleanup(func() { dropTables(t, keyTable, featuresTable) })
 	prefix := "geoidem-killed-" + suffix + ":"
-	t.Cleanup(func() {
-		c := redis.NewClient(&redis.Options{Addr: redisserver.SharedAddr()})
-		defer c.Close()
-		if keys, _ := c.Keys(context.Background(), prefix+"*").Result(); len(keys) > 0 {
-			c.Del(context.Background(), keys...)
-		}
-	})
+	dropRedisPrefix(t, prefix)
 	for _, st := range []struct {
 		name       string
 		storeArgs  []string // for the receiver

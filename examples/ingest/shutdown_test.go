@@ -62,8 +62,10 @@ func TestIngestShutdownReportsDroppedRecords(t *testing.T) {
 			out := lineWriter{make(chan string, 16)}
 			var stderr safeBuffer
 			code := make(chan int, 1)
+			prefix := "ingest-shutdown-" + hex.EncodeToString(b[:]) + ":"
+			dropRedisPrefix(t, prefix)
 			args := append([]string{"-addr", "127.0.0.1:0", "-store", "redis://" + proxy.Addr() + "/0", "-redis-volatile",
-				"-redis-prefix", "ingest-shutdown-" + hex.EncodeToString(b[:]) + ":", "-lease", "3s"}, tc.args...)
+				"-redis-prefix", prefix, "-lease", "3s"}, tc.args...)
 			cfg, usage := parseFlags(args, &stderr)
 			if cfg == nil {
 				t.Fatalf("%q: exit %d", args, usage)
