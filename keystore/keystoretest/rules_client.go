@@ -151,3 +151,38 @@ func testClientBoundCountsOnlyNewKeys(t *testing.T, s keystore.Store) {
 	wantClientRefusal(t, b, c, err, fmt.Sprintf("new key %d, past the bound of %d", b.Keys+1, b.Keys))
 	repeat("past the bound")
 }
+
+// FillClients is the store fill of many clients, for a store's own tests
+// of what a refusal leaves behind: clients clients ("198.51.100.1", …)
+// each claim new keys until they have acquired the store's
+// ClientBound().Keys and been refused extra more, and t fails unless every
+// claim up to the bound acquired its key and every one past it was refused
+// as a client past its bound; then a client that has claimed nothing
+// acquires a key. It returns the refused keys, which the store must hold
+// no entry of. It skips t, as the ClientBounded rules do, on a store
+// without a bound.
+func FillClients(t *testing.T, s keystore.Store, clients, extra int) (refused []string) {
+	t.Helper()
+	b := clientBound(t, s)
+	for a := range clients {
+		client := fmt.Sprint("198.51.100.", a+1)
+		for i := range b.Keys + extra {
+			key := Key(t)
+			c, err := claimFor(t, s, key, client)
+			if i < b.Keys {
+				if err != nil || !c.Acquired {
+					t.Fatalf("%s's new key %d of its bound of %d: acquired %v, err %v; want it acquired", client, i+1, b.Keys, c.Acquired, err)
+				}
+				continue
+			}
+			what := fmt.Sprintf("%s's new key %d, past its bound of %d", client, i+1, b.Keys)
+			wantClientRefusal(t, b, c, err, what)
+			if fe := new(keystore.FullError); errors.As(err, &fe) && fe.RetryAfter > b.Window {
+				t.Fatalf("%s: RetryAfter %v; want it within the Window %v", what, fe.RetryAfter, b.Window)
+			}
+			refused = append(refused, key)
+		}
+	}
+	mustAcquireFor(t, s, "203.0.113.9", fmt.Sprintf("a client that claimed nothing, after %d clients each reached their bound", clients))
+	return refused
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
@@ -25,29 +24,10 @@ func TestClientKeysBoundEachAddress(t *testing.T) {
 		cfg.ClientKeys, cfg.ClientWindow = 50, time.Hour
 		s := newStore(t, client, client, cfg)
 		ctx := context.Background()
-		prefix := keystoretest.Key(t)[:16]
-		for a := range 8 {
-			addr := "198.51.100." + strconv.Itoa(a+1)
-			for i := range 80 {
-				key := prefix + addr + "-" + strconv.Itoa(i)
-				c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: keystore.Fingerprint{1}, Lease: time.Minute, Token: keystore.NewToken(), Client: addr})
-				var fe *keystore.FullError
-				switch {
-				case i < 50 && (err != nil || !c.Acquired):
-					t.Fatalf("%s's new key %d: %v %v, want acquired", addr, i+1, c.State, err)
-				case i >= 50 && (!errors.As(err, &fe) || !fe.Client || fe.RetryAfter <= 0 || fe.RetryAfter > time.Hour):
-					t.Fatalf("%s's new key %d, past its bound of 50: %v %v, want a client FullError within the hour", addr, i+1, c.State, err)
-				}
-				if i >= 50 {
-					if n, err := client.Exists(ctx, s.RedisKey(key)).Result(); err != nil || n != 0 {
-						t.Fatalf("a refused key left an entry in Redis: %d %v", n, err)
-					}
-				}
+		for _, key := range keystoretest.FillClients(t, s, 8, 30) {
+			if n, err := client.Exists(ctx, s.RedisKey(key)).Result(); err != nil || n != 0 {
+				t.Fatalf("a refused key left an entry in Redis: %d %v", n, err)
 			}
-		}
-		c, err := s.Claim(ctx, prefix+"ninth", keystore.ClaimArgs{Fingerprint: keystore.Fingerprint{1}, Lease: time.Minute, Token: keystore.NewToken(), Client: "203.0.113.9"})
-		if err != nil || !c.Acquired {
-			t.Fatalf("the ninth address: %v %v, want acquired", c.State, err)
 		}
 		if b := s.ClientBound(); b.Keys != 50 || b.Window != time.Hour {
 			t.Fatalf("ClientBound() = %+v", b)
