@@ -346,22 +346,7 @@ func TestCharts(t *testing.T) {
 // is filled, its size and latency reported, and PostgreSQL's Prune deletes
 // exactly the expired rows (the section fails otherwise).
 func TestRetentionSection(t *testing.T) {
-	o := tinyOptions(t)
-	o.only = map[string]bool{"retention": true}
-	start := time.Now()
-	rep, err := run(context.Background(), &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("section took %v", time.Since(start))
-	b, err := os.ReadFile(rep.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := string(b)
-	if len(rep.failed) > 0 {
-		t.Fatalf("sections failed: %v\n%s", rep.failed, md)
-	}
+	md, _ := runSection(t, "retention")
 	for _, want := range []string{"## 10. Retention at scale", "### PostgreSQL: size, latency and pruning", "### Redis 7", "### Valkey 8",
 		"pgstore, 20,000 keys | Claim, new key", "pgstore, empty | Claim, replay", "2,000 rows, all expired", "20,000 rows, 2,000 expired",
 		"432,000,000 keys", "% of a core"} {

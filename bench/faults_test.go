@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestFaultsSection runs section 7 alone in the tiny mode: every row is a
@@ -17,29 +14,14 @@ import (
 // restarted without persistence forgets completed keys, so events run
 // twice.
 func TestFaultsSection(t *testing.T) {
-	o := tinyOptions(t)
-	o.only = map[string]bool{"faults": true}
-	start := time.Now()
-	rep, err := run(context.Background(), &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("section took %v", time.Since(start))
-	b, err := os.ReadFile(rep.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := string(b)
-	if len(rep.failed) > 0 {
-		t.Fatalf("sections failed: %v\n%s", rep.failed, md)
-	}
+	md, out := runSection(t, "faults")
 	for _, want := range []string{"## 7. Store faults", "reported before (issue 17, old code; not this run)", "1,202 of 3,000 keys",
 		"store faults (issue 17)", "faults.svg"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("REPORT.md lacks %q:\n%s", want, md)
 		}
 	}
-	checkSVG(t, filepath.Join(o.out, "faults.svg"))
+	checkSVG(t, filepath.Join(out, "faults.svg"))
 
 	// row returns the cells of the table row whose first cell starts with name.
 	row := func(name string) []string {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
@@ -19,24 +18,12 @@ func TestMain(m *testing.M) {
 // TestFrontdoorSection runs section 9 alone in the tiny mode (400 idle
 // connections, 3 s of slow bodies) and checks its tables and targets.
 func TestFrontdoorSection(t *testing.T) {
-	o := tinyOptions(t)
-	o.only = map[string]bool{"frontdoor": true}
-	rep, err := run(context.Background(), &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	md, err := os.ReadFile(rep.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.failed) > 0 {
-		t.Fatalf("sections failed: %v\n%s", rep.failed, md)
-	}
+	md, _ := runSection(t, "frontdoor")
 	for _, want := range []string{"## 9. Front door", "### Slow bodies", "### Idle connections", "| as main wires it |", "| BodyRate only |", "| front door |",
 		"Front door against the target: ", "Front door against the targets: ", "slow bodies, 64 connections from 4 addresses"} {
-		if !strings.Contains(string(md), want) {
+		if !strings.Contains(md, want) {
 			t.Errorf("REPORT.md lacks %q:\n%s", want, md)
 		}
 	}
-	t.Log(string(md))
+	t.Log(md)
 }
