@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -134,8 +133,7 @@ func residentPeak(t *testing.T, pid int) int64 {
 // loopbackClient returns an HTTP client whose connections come from the
 // loopback address ip: a client of its own to the command's admission.
 func loopbackClient(ip string) *http.Client {
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
-	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}, Timeout: 2 * time.Minute}
+	return &http.Client{Transport: &http.Transport{DialContext: dialerFrom(ip).DialContext}, Timeout: 2 * time.Minute}
 }
 
 func postBody(c *http.Client, url, key string, body []byte) (int, error) {

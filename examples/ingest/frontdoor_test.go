@@ -13,12 +13,17 @@ import (
 	"time"
 )
 
+// dialerFrom returns a dialer whose connections come from the loopback
+// address ip: another client, to the front door and admission.
+func dialerFrom(ip string) *net.Dialer {
+	return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+}
+
 // dialFrom opens a TCP connection to the service at url from the loopback
 // address ip.
 func dialFrom(t *testing.T, ip, url string) net.Conn {
 	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
-	c, err := d.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	c, err := dialerFrom(ip).Dial("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +41,7 @@ func TestIngestConnectionsPerHostBounded(t *testing.T) {
 	}
 	// The reset may reach the dialer before connect returns: that is the
 	// same refusal, seen earlier.
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.3.1")}, Timeout: 10 * time.Second}
-	ninth, err := d.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	ninth, err := dialerFrom("127.0.3.1").Dial("tcp", strings.TrimPrefix(url, "http://"))
 	switch {
 	case errors.Is(err, syscall.ECONNRESET):
 	case err != nil:
