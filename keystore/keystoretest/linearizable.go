@@ -144,7 +144,7 @@ func Linearizable(t testing.TB, s keystore.Store, cfg LinearizableConfig) Linear
 		case linearize.Linearizable:
 			t.Logf("key %d: %v", k, res)
 		default:
-			t.Errorf("key %d (%.8s…): the store's history %v", k, rec.keys[k], res)
+			t.Errorf("key %d (%.8s…; the workload's seed %d): the store's history %v", k, rec.keys[k], cfg.Seed, res)
 		}
 	}
 	t.Logf("linearizability workload: %v", rec.stats)
