@@ -33,21 +33,26 @@ func (m *Middleware) storeDown(w http.ResponseWriter, r *http.Request, key strin
 		"The request was not executed; retry later with the same key.", m.retryAfter)
 }
 
-// storeFull answers a claim the store refused for want of room: 503
-// store-full, with a Retry-After from when the store says room frees up
-// (keystore.FullError), at least Config.RetryAfter.
+// storeFull answers a claim the store refused for want of room, with a
+// Retry-After from when the store says room frees up (keystore.FullError),
+// at least Config.RetryAfter: 503 store-full when the store is full, 429
+// client-full (Outcome Limited) when the claim's client is past its own
+// bound, which is the client's doing and no failure of the server's.
 func (m *Middleware) storeFull(w http.ResponseWriter, r *http.Request, key string, err error, start time.Time) {
 	retryAfter := m.retryAfter
-	detail := "The idempotency store has no room for a new key now; the request was not executed. Retry after Retry-After with the same key."
 	var fe *keystore.FullError
 	if errors.As(err, &fe) {
 		retryAfter = max(retryAfter, fe.RetryAfter)
-		if fe.Client {
-			detail = "This client has used its share of the idempotency store, or its bound on new keys, for now; the request was not executed. Retry after Retry-After with the same key."
-		}
+	}
+	if fe != nil && fe.Client {
+		m.refusals.Warn(r.Context(), "idempotency client past its bound", slog.String("key", key), slog.Any("error", err))
+		m.answer(w, r, start, Event{Outcome: Limited, Key: key, Err: err}, http.StatusTooManyRequests, ProblemClientFull, "Client's share of the idempotency store used",
+			"This client has used its share of the idempotency store, or its bound on new keys, for now; the request was not executed. Retry after Retry-After with the same key.", retryAfter)
+		return
 	}
 	m.refusals.Warn(r.Context(), "idempotency store full", slog.String("key", key), slog.Any("error", err))
-	m.answer(w, r, start, Event{Outcome: StoreError, Key: key, Err: err}, http.StatusServiceUnavailable, ProblemStoreFull, "Idempotency store full", detail, retryAfter)
+	m.answer(w, r, start, Event{Outcome: StoreError, Key: key, Err: err}, http.StatusServiceUnavailable, ProblemStoreFull, "Idempotency store full",
+		"The idempotency store has no room for a new key now; the request was not executed. Retry after Retry-After with the same key.", retryAfter)
 }
 
 // problemJSON renders a problem document of the middleware's own.

@@ -43,12 +43,18 @@ const (
 	// server gave up on it) before its claim returned: the key was released
 	// at once and the handler did not run.
 	Canceled
+	// Limited: the request's client (Config.Client) was past its bound in
+	// the key store, its share of it or its bound on new keys
+	// (keystore.FullError with Client set); answered 429 client-full and
+	// the handler did not run. A refusal of the client's, not a failure of
+	// the store.
+	Limited
 )
 
 var outcomeNames = [...]string{
 	Executed: "executed", Released: "released", Replayed: "replayed", InFlight: "in_flight",
 	Mismatch: "mismatch", Invalid: "invalid", Rejected: "rejected", StoreError: "store_error",
-	LeaseLost: "lease_lost", Canceled: "canceled",
+	LeaseLost: "lease_lost", Canceled: "canceled", Limited: "limited",
 }
 
 // String returns the outcome's name in snake case, suitable as a metric label.
@@ -61,7 +67,7 @@ func (o Outcome) String() string {
 
 // Outcomes lists every Outcome, for registering metrics up front.
 func Outcomes() []Outcome {
-	return []Outcome{Executed, Released, Replayed, InFlight, Mismatch, Invalid, Rejected, StoreError, LeaseLost, Canceled}
+	return []Outcome{Executed, Released, Replayed, InFlight, Mismatch, Invalid, Rejected, StoreError, LeaseLost, Canceled, Limited}
 }
 
 // Event describes one request's outcome, for an Observer. There is one

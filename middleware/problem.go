@@ -24,6 +24,7 @@ const (
 	ProblemNotRecorded    = ProblemTypeBase + "response-not-recorded"   // the original status
 	ProblemNotReplayable  = ProblemTypeBase + "response-not-replayable" // 422
 	ProblemStoreFull      = ProblemTypeBase + "store-full"              // 503
+	ProblemClientFull     = ProblemTypeBase + "client-full"             // 429
 	ProblemServerBusy     = ProblemTypeBase + "server-busy"             // 503, from Admission
 	ProblemClientBusy     = ProblemTypeBase + "client-busy"             // 429, from Admission
 )

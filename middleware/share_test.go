@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/geoidem/geoidem/keystore/memstore"
@@ -14,11 +15,22 @@ import (
 // The {} flood of one client fills the store up to the headroom, not the
 // store: a second client's new keys still run (its first 20 at once: its
 // rate's burst, set here, is what a newcomer may claim at once under
-// contention). The first client is told the truth: 503 store-full with a
-// Retry-After from when its room frees (the end of a retention), not 1 s.
+// contention). The first client is told the truth: 429 client-full (its
+// own bound, not the server's trouble: no 5xx to page anyone) with a
+// Retry-After from when its room frees (the end of a retention), not 1 s,
+// and observers see Outcome Limited, not StoreError.
 func TestOneClientCannotDenyAnother(t *testing.T) {
 	store := memstore.New(memstore.Config{MaxEntries: 400, ClientBurst: 20})
-	m := newMiddleware(t, store, middleware.Config{Client: func(r *http.Request) string { return r.Header.Get("X-Client") }})
+	var mu sync.Mutex
+	outcomes := map[middleware.Outcome]int{}
+	m := newMiddleware(t, store, middleware.Config{
+		Client: func(r *http.Request) string { return r.Header.Get("X-Client") },
+		Observer: func(ev middleware.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			outcomes[ev.Outcome]++
+		},
+	})
 	h := m.Handler(newCounter())
 	send := func(client, key string) (int, string, string) {
 		r := post(key, "{}")
@@ -33,9 +45,15 @@ func TestOneClientCannotDenyAnother(t *testing.T) {
 	for i := range 400 {
 		last, retryAfter, typ = send("attacker", "flood-"+strconv.Itoa(i))
 	}
-	if last != http.StatusServiceUnavailable || typ != middleware.ProblemStoreFull || retryAfter != strconv.Itoa(int(middleware.DefaultRetention.Seconds())) {
-		t.Errorf("the flood's last request: %d %s Retry-After=%q, want 503 store-full with Retry-After %d (its first record's retention)",
+	if last != http.StatusTooManyRequests || typ != middleware.ProblemClientFull || retryAfter != strconv.Itoa(int(middleware.DefaultRetention.Seconds())) {
+		t.Errorf("the flood's last request: %d %s Retry-After=%q, want 429 client-full with Retry-After %d (its first record's retention)",
 			last, typ, retryAfter, int(middleware.DefaultRetention.Seconds()))
+	}
+	mu.Lock()
+	limited, storeErrors := outcomes[middleware.Limited], outcomes[middleware.StoreError]
+	mu.Unlock()
+	if limited == 0 || storeErrors != 0 {
+		t.Errorf("the flood's refusals observed as %d Limited and %d StoreError, want every one Limited", limited, storeErrors)
 	}
 	for i := range 20 {
 		if code, ra, typ := send("other", "new-"+strconv.Itoa(i)); code != http.StatusCreated {
@@ -63,7 +81,7 @@ func sendAs(h http.Handler, client, key string) *httptest.ResponseRecorder {
 // The flip side of shares (issue 35): the only sender of a receiver may
 // use the whole store while no one else needs it. With the store sized
 // for it (MaxEntries 140,000, every other limit the default), one
-// address stores 100,000 keys without a 503.
+// address stores 100,000 keys without a refusal.
 func TestLoneSenderUsesTheStore(t *testing.T) {
 	store := memstore.New(memstore.Config{MaxEntries: 140_000})
 	h := newMiddleware(t, store, middleware.Config{Client: middleware.RemoteClient}).Handler(ingest201)
@@ -93,7 +111,7 @@ func TestNinthAddressAfterEightFill(t *testing.T) {
 		switch w := serve(h, r); w.Code {
 		case http.StatusCreated:
 			created++
-		case http.StatusServiceUnavailable:
+		case http.StatusTooManyRequests: // each address past its share
 			refused++
 		default:
 			t.Fatalf("fill request %d: %d %s", i, w.Code, w.Body.String())
@@ -104,5 +122,24 @@ func TestNinthAddressAfterEightFill(t *testing.T) {
 		if w := sendAs(h, "203.0.113.9", "ninth-"+strconv.Itoa(i)); w.Code != http.StatusCreated {
 			t.Fatalf("the ninth address's key %d after the fill: %d %s Retry-After=%s", i+1, w.Code, w.Body.String(), w.Header().Get("Retry-After"))
 		}
+	}
+}
+
+// A store full for every client (no Config.Client, so no client's share)
+// is the server's trouble: 503 store-full with the Retry-After of its
+// earliest retention, Outcome StoreError.
+func TestFullStoreIs503(t *testing.T) {
+	store := memstore.New(memstore.Config{MaxEntries: 10})
+	var last middleware.Event
+	h := newMiddleware(t, store, middleware.Config{Observer: func(ev middleware.Event) { last = ev }}).Handler(newCounter())
+	var w *httptest.ResponseRecorder
+	for i := range 11 {
+		w = serve(h, post("full-"+strconv.Itoa(i), "{}"))
+	}
+	var p problemDoc
+	_ = json.Unmarshal(w.Body.Bytes(), &p)
+	if w.Code != http.StatusServiceUnavailable || p.Type != middleware.ProblemStoreFull || w.Header().Get("Retry-After") == "" || last.Outcome != middleware.StoreError {
+		t.Errorf("the 11th key in a store of 10: %d %s Retry-After=%q, Outcome %v; want 503 store-full with a Retry-After, Outcome StoreError",
+			w.Code, p.Type, w.Header().Get("Retry-After"), last.Outcome)
 	}
 }

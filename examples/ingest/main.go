@@ -40,7 +40,7 @@
 // that quarter is free an address past its own quarter gets -client-burst
 // new keys and then -client-rate a second; on Redis and PostgreSQL an
 // address gets -client-keys new keys per -client-window. Past either, a
-// new key is answered 503 store-full with a Retry-After; replays are never
+// new key is answered 429 client-full with a Retry-After; replays are never
 // refused. Below the requests, the connections are bounded
 // (frontdoor.Conns): -max-conns in all, -max-conns-per-host from one
 // address (an IPv6 /64), -max-idle-conns waiting for a request; behind a
@@ -177,7 +177,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.IntVar(&sc.MaxKeys, "max-keys", service.DefaultMaxKeys, "memory mode: most keys held; a lone sender may use all but a quarter, kept free for other senders")
 	fl.Float64Var(&sc.ClientRate, "client-rate", memstore.DefaultClientRate, "memory mode, without webhook keys: once the last quarter of -max-keys is reached, new keys a second one address (an IPv6 /64) may claim past its quarter, after a burst of -client-burst; negative: no rate")
 	fl.IntVar(&sc.ClientBurst, "client-burst", memstore.DefaultClientBurst, "memory mode, without webhook keys: the burst of -client-rate")
-	fl.IntVar(&sc.ClientKeys, "client-keys", service.DefaultClientKeys, "Redis and PostgreSQL, without webhook keys: most new keys one address (an IPv6 /64) may claim in -client-window, past it 503 store-full with Retry-After; size it over your busiest sender's; negative: no bound")
+	fl.IntVar(&sc.ClientKeys, "client-keys", service.DefaultClientKeys, "Redis and PostgreSQL, without webhook keys: most new keys one address (an IPv6 /64) may claim in -client-window, past it 429 client-full with Retry-After; size it over your busiest sender's; negative: no bound")
 	fl.DurationVar(&sc.ClientWindow, "client-window", time.Hour, "Redis and PostgreSQL: the window of -client-keys, starting with an address's first new key")
 	fl.Int64Var(&sc.MinBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its admission slot freed; negative: no bound (the 30 s read timeout only)")
 	fl.IntVar(&cfg.conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once; past it new ones wait in the kernel's accept queue (keep it under ulimit -n); negative: no bound")

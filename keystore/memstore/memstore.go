@@ -17,7 +17,8 @@
 // handler again. When a new claim finds no room, the store drops expired
 // entries; if that is not enough, Claim fails with a [*keystore.FullError]
 // (an [keystore.ErrStoreFull]) saying when the earliest entry ends (the
-// middleware answers 503 store-full with that Retry-After, nothing runs,
+// middleware answers 503 store-full with that Retry-After, or 429
+// client-full when it was the claim's client's share; nothing runs,
 // and the sender retries later). A full store therefore refuses new keys
 // until records reach the end of their retention: size the limits for the
 // traffic of a whole retention period. [Store.Stats] counts the refusals.

@@ -33,7 +33,7 @@ func postAs(h http.Handler, ip, key string) *httptest.ResponseRecorder {
 }
 
 // The issue-35 flip side, on the service's defaults: the only sender of a
-// memory-mode receiver stores 100,000 keys without a 503.
+// memory-mode receiver stores 100,000 keys without a refusal.
 func TestLoneSenderFillsTheMemoryStore(t *testing.T) {
 	svc, err := New(context.Background(), Config{})
 	if err != nil {
@@ -76,11 +76,11 @@ func TestNinthAddressAfterEightFillTheService(t *testing.T) {
 }
 
 // wantFull checks that w is the middleware's refusal of a client past its
-// bound: 503 store-full with a Retry-After.
+// bound: 429 client-full with a Retry-After.
 func wantFull(t *testing.T, w *httptest.ResponseRecorder) {
 	t.Helper()
-	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), middleware.ProblemStoreFull) || w.Header().Get("Retry-After") == "" {
-		t.Fatalf("refused with %d %s (Retry-After %q); want 503 store-full with a Retry-After", w.Code, w.Body, w.Header().Get("Retry-After"))
+	if w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), middleware.ProblemClientFull) || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("refused with %d %s (Retry-After %q); want 429 client-full with a Retry-After", w.Code, w.Body, w.Header().Get("Retry-After"))
 	}
 }
 
