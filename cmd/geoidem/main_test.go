@@ -59,13 +59,16 @@ func geoidem(t *testing.T, stdin string, args ...string) (code int, stdout, stde
 	return 0, out.String(), errb.String()
 }
 
-// feature is the receiving handler: it answers 201 naming the execution.
+// feature is the receiving handler: it answers 201 naming the execution,
+// with a session cookie (so that ReplayCarriesNoSetCookie has one to keep
+// out of the replay, and can pass rather than be inconclusive).
 type feature struct{ runs atomic.Int64 }
 
 func (h *feature) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := h.runs.Add(1)
 	time.Sleep(10 * time.Millisecond)
 	w.Header().Set("Content-Type", "application/json")
+	http.SetCookie(w, &http.Cookie{Name: "session", Value: "s3cret"})
 	w.WriteHeader(http.StatusCreated)
 	fmt.Fprintf(w, `{"execution":%d}`, n)
 }

@@ -23,7 +23,8 @@ const (
 	NotApplicable Outcome = "not applicable" // the rule does not apply to the target, e.g. Target.SkipInvalidGeometry
 	// Inconclusive: nothing the rule checked failed, but against this
 	// receiver it could not have failed, e.g. RetryAfterIsHonoured against
-	// a receiver that never replays (it answers 201 to everything).
+	// a receiver that never replays (it answers 201 to everything), or
+	// ReplayCarriesNoSetCookie against one that sets no cookie.
 	Inconclusive Outcome = "inconclusive"
 )
 
@@ -103,6 +104,9 @@ func Check(ctx context.Context, target Target) (Report, error) {
 		case rt.skipped:
 			res.Outcome, res.Reason = NotApplicable, rt.skipReason
 			rep.NotApplicable++
+		case rt.inconclusiveReason != "":
+			res.Outcome, res.Reason = Inconclusive, rt.inconclusiveReason
+			rep.Inconclusive++
 		default:
 			res.Outcome = Pass
 			rep.Passed++
@@ -157,12 +161,18 @@ type tester interface {
 	Fatalf(format string, args ...any)
 	Logf(format string, args ...any)
 	Skip(args ...any)
+	// inconclusive notes that the rule, should nothing it checks fail,
+	// showed nothing of this receiver (it could not have failed here), and
+	// why: Check reports it Inconclusive; under go test it is logged.
+	inconclusive(reason string)
 	// run runs f as a subtest named name, as testing.T.Run does.
 	run(name string, f func(t tester)) bool
 }
 
 // testingT is a *testing.T as a tester.
 type testingT struct{ *testing.T }
+
+func (t testingT) inconclusive(reason string) { t.Logf("inconclusive: %s", reason) }
 
 func (t testingT) run(name string, f func(t tester)) bool {
 	return t.T.Run(name, func(t *testing.T) { f(testingT{t}) })
@@ -180,9 +190,11 @@ type ruleT struct {
 	failed     bool
 	skipped    bool
 	skipReason string
-	failures   []string
-	logs       []string
-	cleanups   []func()
+	// inconclusiveReason is set by inconclusive.
+	inconclusiveReason string
+	failures           []string
+	logs               []string
+	cleanups           []func()
 }
 
 func newRuleT(ctx context.Context, name string) *ruleT {
@@ -239,6 +251,12 @@ func (t *ruleT) Logf(format string, args ...any) {
 	t.logs = append(t.logs, fmt.Sprintf(format, args...))
 }
 
+func (t *ruleT) inconclusive(reason string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.inconclusiveReason = reason
+}
+
 func (t *ruleT) Skip(args ...any) {
 	t.mu.Lock()
 	t.skipped, t.skipReason = true, strings.TrimSuffix(fmt.Sprintln(args...), "\n")
@@ -255,6 +273,9 @@ func (t *ruleT) run(name string, f func(t tester)) bool {
 	defer t.mu.Unlock()
 	for _, m := range sub.failures {
 		t.failures = append(t.failures, name+": "+m)
+	}
+	if sub.inconclusiveReason != "" {
+		t.inconclusiveReason = name + ": " + sub.inconclusiveReason
 	}
 	for _, m := range sub.logs {
 		t.logs = append(t.logs, name+": "+m)

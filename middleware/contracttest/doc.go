@@ -105,7 +105,8 @@
 // paired sender to the rule and need of the receiver only a fresh 2xx
 // answer, so against a receiver that never answered as a replay in the run
 // (one that answers 201 to everything) they could not have failed, and do
-// not count as passed. Each [RuleResult] has a Title for readers without
+// not count as passed; so is ReplayCarriesNoSetCookie against a receiver
+// whose original answer set no cookie. Each [RuleResult] has a Title for readers without
 // Go ("missing key is 400"). When every answer of the receiver was 404, or
 // 401 or 403, [Report].Diagnosis says that the URL or the credentials are
 // likely wrong. A Target.URL with a path and no Target.Path is the ingest

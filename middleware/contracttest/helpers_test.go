@@ -26,6 +26,8 @@ type ingest struct {
 	// work is how long each execution takes, so that concurrent duplicates
 	// really overlap it.
 	work time.Duration
+	// noCookie leaves the session cookie out of the answer.
+	noCookie bool
 }
 
 func (h *ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -45,7 +47,9 @@ func (h *ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	time.Sleep(h.work)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Location", "/features/1")
-	http.SetCookie(w, &http.Cookie{Name: "session", Value: "s3cret"})
+	if !h.noCookie {
+		http.SetCookie(w, &http.Cookie{Name: "session", Value: "s3cret"})
+	}
 	w.WriteHeader(http.StatusCreated)
 	_ = json.NewEncoder(w).Encode(map[string]any{"stored": []any{f.ID}, "execution": n})
 }

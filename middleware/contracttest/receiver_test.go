@@ -105,6 +105,25 @@ func TestCheckInconclusiveAgainstAlways201(t *testing.T) {
 	}
 }
 
+// ReplayCarriesNoSetCookie can fail only against a receiver whose
+// original answer sets a cookie: against one that sets none it is
+// inconclusive, with the reason, not passed.
+func TestCheckNoSetCookieInconclusiveWithoutCookies(t *testing.T) {
+	h := &ingest{noCookie: true}
+	rep, err := contracttest.Check(t.Context(), contracttest.Target{Handler: wrapped(t, newStore(), h), Executions: h.executions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Rules {
+		if r.Name == "ReplayCarriesNoSetCookie" && (r.Outcome != contracttest.Inconclusive || !strings.Contains(r.Reason, "cookie")) {
+			t.Errorf("ReplayCarriesNoSetCookie against a receiver that sets no cookie: %s (reason %q), want inconclusive naming the cookie", r.Outcome, r.Reason)
+		}
+	}
+	if !rep.OK() || rep.Passed != 8 || rep.Inconclusive != 1 {
+		t.Errorf("report: %d passed, %d failed, %d inconclusive, want 8, 0 and 1", rep.Passed, rep.Failed, rep.Inconclusive)
+	}
+}
+
 // A plain JSON 400 (not a problem document) satisfies MissingKeyIs400: a
 // receiver in another language answers a missing key its own way.
 func TestMissingKeyPlainJSON400(t *testing.T) {
