@@ -88,7 +88,18 @@ type Config struct {
 
 	// OnAttempt, if set, observes every attempt once it is decided what
 	// follows it. It runs on the delivering goroutine and must not block.
+	// When the attempt is not Final, the wait of its Delay starts as it
+	// returns.
 	OnAttempt func(Attempt)
+
+	// OnWaitEnd, if set, is called with the same Attempt when the wait
+	// that followed it ends: its Delay passed, or Stop or the delivery's
+	// context cut it short. Every non-Final Attempt is followed by exactly
+	// one OnWaitEnd, so the two hooks count the waits in progress and tell
+	// why each waits (a receiver's Retry-After, a backoff) with nothing
+	// else to match them by. It runs on the delivering goroutine and must
+	// not block.
+	OnWaitEnd func(Attempt)
 
 	// Clock supplies time and waits (default [SystemClock]).
 	Clock Clock

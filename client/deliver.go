@@ -240,7 +240,11 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 		}
 		info.Final, info.Delay = false, delay
 		s.observe(info)
-		if err := s.sleep(ctx, stop, delay); err != nil {
+		err := s.sleep(ctx, stop, delay)
+		if s.onWaitEnd != nil {
+			s.onWaitEnd(info)
+		}
+		if err != nil {
 			if stopped(stop) {
 				return s.interrupt(ctx, p, res, last)
 			}

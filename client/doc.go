@@ -116,7 +116,9 @@
 //
 // # Hooks and tests
 //
-// Config.OnAttempt observes every attempt; Config.PrepareAttempt may add
+// Config.OnAttempt observes every attempt, and Config.OnWaitEnd the end of
+// the wait that follows one that is not final, with the same Attempt (for
+// a count of the deliveries waiting, and on what); Config.PrepareAttempt may add
 // headers to each attempt's request (a Standard Webhooks signer re-signs
 // each attempt there with a fresh timestamp). Config.Clock and Config.Rand
 // make a test deterministic and free of real sleeps.

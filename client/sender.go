@@ -26,6 +26,7 @@ type Sender struct {
 	sink           DeadLetterSink
 	prepare        func(*http.Request, AttemptStart) error
 	onAttempt      func(Attempt)
+	onWaitEnd      func(Attempt)
 	clock          Clock
 	log            *slog.Logger
 
@@ -79,6 +80,7 @@ func New(hc *http.Client, cfg Config) (*Sender, error) {
 		sink:           cfg.DeadLetter,
 		prepare:        cfg.PrepareAttempt,
 		onAttempt:      cfg.OnAttempt,
+		onWaitEnd:      cfg.OnWaitEnd,
 		clock:          cfg.Clock,
 		log:            cfg.Logger,
 	}
