@@ -258,8 +258,9 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		Deadline:       o.deadline,
 		AttemptTimeout: o.attemptTimeout,
 		MaxRetryAfter:  o.maxRetryAfter,
-		Clock:          waitClock{clock, out}, // the waits show on the progress line
-		OnAttempt:      out.attempted,
+		Clock:          clock,
+		OnAttempt:      out.waitStarts, // the waits show on the progress line
+		OnWaitEnd:      out.waitEnds,
 	}
 	if o.deadLetter != "" {
 		sink, err = openDeadLetterFile(o.deadLetter)
@@ -330,11 +331,11 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 				)
 				out.inFlight.Add(1)
 				if f.redrive != nil {
-					res, err = outbox.Redrive(context.WithValue(dctx, jobKey{}, f.redrive.Key), *f.redrive)
+					res, err = outbox.Redrive(dctx, *f.redrive)
 				} else if o.resendPermanent {
-					res, err = outbox.Resend(context.WithValue(dctx, jobKey{}, f.delivery.Key), f.delivery)
+					res, err = outbox.Resend(dctx, f.delivery)
 				} else {
-					res, err = outbox.Deliver(context.WithValue(dctx, jobKey{}, f.delivery.Key), f.delivery)
+					res, err = outbox.Deliver(dctx, f.delivery)
 				}
 				out.inFlight.Add(-1)
 				out.record(f, res, err, stderr)

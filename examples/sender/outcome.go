@@ -22,13 +22,12 @@ type outcome struct {
 
 	mu                        sync.Mutex
 	done, delivered, replayed int
-	sentEarlier               int                 // the receiver holds another send of the event (client.ErrSentEarlier)
-	refusedEarlier            int                 // not sent: the journal records it as refused (client.ErrRefusedEarlier)
-	interrupted               int                 // stopped by the signal, or never started
-	failed                    map[string]int      // by reason, the words of the dead letters
-	journalErr                error               // the first journal failure
-	waiting                   map[string]int      // waits between attempts in progress, by cause
-	causes                    map[string][]string // by key: the causes of the waits about to start
+	sentEarlier               int            // the receiver holds another send of the event (client.ErrSentEarlier)
+	refusedEarlier            int            // not sent: the journal records it as refused (client.ErrRefusedEarlier)
+	interrupted               int            // stopped by the signal, or never started
+	failed                    map[string]int // by reason, the words of the dead letters
+	journalErr                error          // the first journal failure
+	waiting                   map[string]int // waits between attempts in progress, by cause
 }
 
 // Reasons a feature was not delivered, in the order the summary lists

@@ -2,13 +2,11 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/geoidem/geoidem/client"
 )
@@ -17,76 +15,33 @@ import (
 // waits out a Retry-After (a receiver whose store is full) must not look
 // like one that hangs.
 //
-// The sender tells what follows each attempt (Config.OnAttempt: the delay
-// and whether it came from Retry-After, the answer) and then waits on its
-// clock; waitClock is that clock, and brackets each wait exactly. The wait
-// is matched with its attempt by the delivery's key, which the worker puts
-// in the context of the delivery.
+// The sender opens each wait with the attempt it follows
+// (Config.OnAttempt: the delay, whether it came from Retry-After, the
+// answer) and closes it with the same attempt (Config.OnWaitEnd), so the
+// cause travels with both hooks and nothing needs matching.
 
-// jobKey is the context key of the idempotency key of the delivery a
-// worker runs.
-type jobKey struct{}
-
-// waitClock is the sender's clock, counting its waits on out.
-type waitClock struct {
-	client.Clock
-	out *outcome
-}
-
-// Sleep waits d on the clock, counted as a wait of its delivery, with the
-// cause its last attempt gave.
-func (c waitClock) Sleep(ctx context.Context, d time.Duration) error {
-	key, _ := ctx.Value(jobKey{}).(string)
-	cause := c.out.waitStart(key, d > 0)
-	if d > 0 {
-		defer c.out.waitEnd(cause)
-	}
-	return c.Clock.Sleep(ctx, d)
-}
-
-// attempted notes the cause of the wait that follows a, if one does.
-func (o *outcome) attempted(a client.Attempt) {
-	if a.Final {
+// waitStarts counts the wait that follows a, if one does.
+func (o *outcome) waitStarts(a client.Attempt) {
+	if a.Final || a.Delay <= 0 {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.causes == nil {
-		o.causes = map[string][]string{}
+	if o.waiting == nil {
+		o.waiting = map[string]int{}
 	}
-	// A queue per key: the same event twice in the input may be delivered
-	// by two workers at once.
-	o.causes[a.Key] = append(o.causes[a.Key], waitCause(a))
+	o.waiting[waitCause(a)]++
+	o.draw()
 }
 
-// waitStart takes the cause of the wait that starts now for key, and
-// counts the wait if it is one (counted).
-func (o *outcome) waitStart(key string, counted bool) string {
+// waitEnds ends the wait that waitStarts counted for a.
+func (o *outcome) waitEnds(a client.Attempt) {
+	if a.Delay <= 0 {
+		return
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	cause := "backoff"
-	if q := o.causes[key]; len(q) > 0 {
-		cause = q[0]
-		if len(q) == 1 {
-			delete(o.causes, key)
-		} else {
-			o.causes[key] = q[1:]
-		}
-	}
-	if counted {
-		if o.waiting == nil {
-			o.waiting = map[string]int{}
-		}
-		o.waiting[cause]++
-		o.draw()
-	}
-	return cause
-}
-
-// waitEnd ends a wait that waitStart counted.
-func (o *outcome) waitEnd(cause string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	cause := waitCause(a)
 	if o.waiting[cause]--; o.waiting[cause] <= 0 {
 		delete(o.waiting, cause)
 	}
