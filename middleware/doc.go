@@ -49,11 +49,13 @@
 //	                                                 the key) is released at once, in the background,
 //	                                                 by the token the middleware chose for it, so
 //	                                                 retries do not meet 409 for the whole lease
-//	store full (keystore.ErrStoreFull), or the       503 store-full with Retry-After from when the
-//	client's share of it, or the client past its     store says room frees or the client may claim
-//	bound on new keys (Config.Client;                again (keystore.FullError), at least
-//	keystore.ClientBounded)                          Config.RetryAfter; handler not run; a replay
-//	                                                 is never refused for a client's bound
+//	store full (keystore.ErrStoreFull)               503 store-full with Retry-After from when the
+//	                                                 store says room frees (keystore.FullError), at
+//	                                                 least Config.RetryAfter; handler not run
+//	the client's share of the store used, or the     429 client-full (Outcome Limited) with
+//	client past its bound on new keys                Retry-After from when the client may claim
+//	(Config.Client; keystore.ClientBounded;          again, at least Config.RetryAfter; handler
+//	a FullError with Client set)                     not run; a replay is never refused for it
 //	request canceled (client gone) while its claim  the key is released at once (the claim runs under
 //	was in flight                                    a context the client cannot cancel, bounded by
 //	                                                 Config.StoreTimeout); 503; handler not run;
