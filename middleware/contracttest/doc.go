@@ -81,8 +81,8 @@
 //     structured-field string or two key headers, sent with plain net/http,
 //     is answered 400 with a problem document, runs nothing and claims
 //     nothing: the key used correctly afterwards is executed, not replayed.
-//     For a missing key, a 400 in plain JSON (application/json, a receiver's
-//     own error format) does too.
+//     A 400 in plain JSON (application/json, a receiver's own error format)
+//     does too, for a missing key and a malformed one alike.
 //   - ReplayCarriesNoSetCookie: a replay carries no Set-Cookie header, even
 //     when the original response set a cookie.
 //   - BlockedKeyIsDelivered: a key held in flight for a whole lease (a

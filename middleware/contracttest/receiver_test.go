@@ -2,6 +2,7 @@ package contracttest_test
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -160,6 +161,46 @@ func TestMissingKeyPlainJSON400(t *testing.T) {
 	for _, r := range rep.Rules {
 		if r.Name == "MissingKeyIs400" && r.Outcome != contracttest.Fail {
 			t.Errorf("MissingKeyIs400 against a text/plain 400: %s, want fail", r.Outcome)
+		}
+	}
+}
+
+// A plain JSON 400 satisfies MalformedKeyIs400 too, as it does
+// MissingKeyIs400: a receiver in another language refuses every bad key
+// its own way. Here the middleware's 400s are rewritten so; a text/plain
+// 400 still fails.
+func TestMalformedKeyPlainJSON400(t *testing.T) {
+	inner := wrapped(t, newStore(), &ingest{})
+	own400 := func(contentType, body string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec := httptest.NewRecorder()
+			inner.ServeHTTP(rec, r)
+			if rec.Code == http.StatusBadRequest {
+				w.Header().Set("Content-Type", contentType)
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprint(w, body)
+				return
+			}
+			maps.Copy(w.Header(), rec.Header())
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+		})
+	}
+	for _, c := range []struct {
+		contentType, body string
+		want              contracttest.Outcome
+	}{
+		{"application/json", `{"error":"invalid Idempotency-Key"}`, contracttest.Pass},
+		{"text/plain; charset=utf-8", "invalid Idempotency-Key\n", contracttest.Fail},
+	} {
+		rep, err := contracttest.Check(t.Context(), contracttest.Target{Handler: own400(c.contentType, c.body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Rules {
+			if (r.Name == "MalformedKeyIs400" || r.Name == "MissingKeyIs400") && r.Outcome != c.want {
+				t.Errorf("%s against a %s 400: %s %q, want %s", r.Name, c.contentType, r.Outcome, r.Failures, c.want)
+			}
 		}
 	}
 }
