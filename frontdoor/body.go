@@ -9,6 +9,16 @@ import (
 	"time"
 )
 
+// The states of a body under a BodyRate. A body leaves arriving once, by
+// a compare-and-swap, so that a body that ended and one cut off (CutBody,
+// from another goroutine) exclude each other.
+const (
+	arriving int32 = iota
+	ended          // read in full, or failed: no more deadlines
+	slow           // fell behind the rate: cut off
+	makeRoom       // cut off by CutBody, to make room for another client
+)
+
 // guard is the state of one request under a BodyRate, allocated in one
 // piece: the body the handlers read (a *body) and the writer they answer
 // through (a *writer) are the same memory.
@@ -21,11 +31,11 @@ type guard struct {
 	length      int64     // Content-Length; -1: unknown
 	got         int64     // bytes received
 	set         time.Time // the read deadline set last
-	ended       bool      // the body ended (EOF or error): no more deadlines
-	unsupported bool      // the writer has no read deadlines
-	tripped     atomic.Bool
-	wrote       bool // the handlers' answer went out (or the connection was hijacked)
-	answered    bool // the 408 went out
+	state       atomic.Int32
+	unsupported atomic.Bool // the writer has no read deadlines
+	tripped     atomic.Bool // cut off (slow or makeRoom): reads fail, the answer is the 408
+	wrote       bool        // the handlers' answer went out (or the connection was hijacked)
+	answered    bool        // the 408 went out
 	hj          hijacker
 }
 
@@ -39,22 +49,27 @@ func (b *body) Read(p []byte) (int, error) {
 	if g.tripped.Load() {
 		return 0, ErrSlowBody
 	}
-	if !g.ended && !g.unsupported && len(p) > 0 {
+	if g.state.Load() == arriving && !g.unsupported.Load() && len(p) > 0 {
 		d := g.start.Add(g.rate.allowance(g.got + 1))
 		if !d.Equal(g.set) {
 			if err := g.ctl.SetReadDeadline(d); err != nil {
-				g.unsupported = errors.Is(err, http.ErrNotSupported)
+				g.unsupported.Store(errors.Is(err, http.ErrNotSupported))
 			} else {
 				g.set = d
 			}
+		}
+		// CutBody trips the guard and then sets a deadline in the past;
+		// a cut that came before the deadline above was set is seen here,
+		// one that came after it unblocks the read below.
+		if g.tripped.Load() {
+			return 0, ErrSlowBody
 		}
 	}
 	n, err := g.src.Read(p)
 	g.got += int64(n)
 	switch {
-	case err != nil && !g.ended && !g.set.IsZero() && errors.Is(err, os.ErrDeadlineExceeded):
+	case err != nil && errors.Is(err, os.ErrDeadlineExceeded) && (g.tripped.Load() || !g.set.IsZero() && g.state.CompareAndSwap(arriving, slow)):
 		g.tripped.Store(true)
-		g.ended = true
 		return n, ErrSlowBody
 	case err != nil || g.length >= 0 && g.got >= g.length:
 		g.end()
@@ -67,13 +82,42 @@ func (b *body) Read(p []byte) (int, error) {
 // (net/http clears it too when it starts its read in the background at
 // the body's EOF; a body whose last bytes came without EOF does not).
 func (g *guard) end() {
-	if g.ended {
+	if !g.state.CompareAndSwap(arriving, ended) {
 		return
 	}
-	g.ended = true
 	if !g.set.IsZero() {
 		_ = g.ctl.SetReadDeadline(time.Time{})
 	}
 }
 
 func (b *body) Close() error { return (*guard)(b).src.Close() }
+
+// CutBody cuts off r's body now, while it is still arriving: its read in
+// progress, or its next one, fails with [ErrSlowBody], and the request is
+// answered 408 [ProblemSlowBody] (whatever the handlers inside made of the
+// failed read) and its connection closed, as if it had fallen behind the
+// rate. The handlers never saw the whole body, so the idempotency
+// middleware claimed nothing for it, and its sender retries. It reports
+// whether it cut: not when no BodyRate guards r's body directly, when the
+// body has ended (read in full or failed: the request may have claimed its
+// key and be running), or when the server's writer has no read deadlines.
+// It is safe to call from any goroutine, and is
+// middleware.AdmissionConfig.CutBody's value when a BodyRate runs outside
+// the Admission.
+func CutBody(r *http.Request) bool {
+	g, ok := r.Body.(*body)
+	if !ok {
+		return false
+	}
+	return (*guard)(g).cut()
+}
+
+// cut cuts off a body still arriving; see CutBody.
+func (g *guard) cut() bool {
+	if g.unsupported.Load() || !g.state.CompareAndSwap(arriving, makeRoom) {
+		return false
+	}
+	g.tripped.Store(true)
+	_ = g.ctl.SetReadDeadline(time.Unix(1, 0)) // unblocks a read in progress
+	return true
+}

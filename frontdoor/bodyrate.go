@@ -72,7 +72,7 @@ type BodyRate struct {
 
 // BodyRateStats is a snapshot of a BodyRate.
 type BodyRateStats struct {
-	Cut uint64 // bodies cut off for falling behind, answered 408
+	Cut uint64 // bodies cut off, for falling behind or by CutBody, answered 408
 }
 
 // NewBodyRate returns a BodyRate, or an error for a negative setting.
@@ -105,7 +105,11 @@ func (b *BodyRate) Handler(next http.Handler) http.Handler {
 		if g.tripped.Load() {
 			(*writer)(g).answer() // unless the handler's answer was out before the cut
 			b.cut.Add(1)
-			b.cuts.Warn(r.Context(), "request body cut off: it fell behind the minimum rate",
+			why := "request body cut off: it fell behind the minimum rate"
+			if g.state.Load() == makeRoom {
+				why = "request body cut off to make room for another client (CutBody)"
+			}
+			b.cuts.Warn(r.Context(), why,
 				slog.String("remote", r.RemoteAddr), slog.Int64("received", g.got), slog.Int64("declared", r.ContentLength))
 		}
 	})

@@ -102,11 +102,15 @@ func (w *writer) answer() {
 	w.answered = true
 	g := (*guard)(w)
 	w.w.Header().Set("Connection", "close")
+	detail := fmt.Sprintf("The request body fell behind %d bytes a second after the first %v (%d bytes received), so it was cut off before it was read in full. Retry with the same key.",
+		g.rate.rate, g.rate.grace, g.got)
+	if g.state.Load() == makeRoom {
+		detail = fmt.Sprintf("The server was full and this client held more of it than another client that was waiting, so this body, still arriving (%d bytes received), was cut off before it was read in full. Retry with the same key.", g.got)
+	}
 	problem.Write(w.w, problem.Details{
 		Type:   ProblemSlowBody,
 		Title:  "Request body too slow",
 		Status: http.StatusRequestTimeout,
-		Detail: fmt.Sprintf("The request body fell behind %d bytes a second after the first %v (%d bytes received), so it was cut off before it was read in full. Retry with the same key.",
-			g.rate.rate, g.rate.grace, g.got),
+		Detail: detail,
 	})
 }
