@@ -71,7 +71,7 @@ func fdServe(mode string) int {
 		if rate, err = frontdoor.NewBodyRate(frontdoor.BodyRateConfig{}); err != nil {
 			return fail(err)
 		}
-		acfg.BodyDeadline = frontdoor.BodyDeadline
+		acfg.BodyDeadline, acfg.CutBody = frontdoor.BodyDeadline, frontdoor.CutBody
 	}
 	admit, err := middleware.NewAdmission(acfg)
 	if err != nil {

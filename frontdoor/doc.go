@@ -43,7 +43,11 @@
 // 64 slots, 8 connections per host leave a sender room while up to seven
 // hosts send slow bodies; eight hosts hold all 64 again, each slot for
 // Grace + length/MinRate (5.1 s for 100 bytes at the defaults) before it
-// is cut off and, by an attacker that connects again at once, retaken.
+// is cut off and, by an attacker that connects again at once, retaken,
+// unless the Admission may cut bodies off to make room ([CutBody] as
+// middleware.AdmissionConfig.CutBody): then a client that holds less than
+// another gets in, the other's oldest slow body answered 408. Many hosts
+// holding one slot each can still hold every slot.
 //
 // # Wiring
 //
@@ -56,7 +60,10 @@
 //	...
 //	rate, err := frontdoor.NewBodyRate(frontdoor.BodyRateConfig{})
 //	...
-//	admit, err := middleware.NewAdmission(middleware.AdmissionConfig{BodyDeadline: frontdoor.BodyDeadline})
+//	admit, err := middleware.NewAdmission(middleware.AdmissionConfig{
+//		BodyDeadline: frontdoor.BodyDeadline,
+//		CutBody:      frontdoor.CutBody,
+//	})
 //	...
 //	mux.Handle("POST /features", rate.Handler(admit.Handler(idem.Handler(ingest))))
 //	srv := &http.Server{

@@ -30,7 +30,10 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	admit, err := middleware.NewAdmission(middleware.AdmissionConfig{BodyDeadline: frontdoor.BodyDeadline})
+	admit, err := middleware.NewAdmission(middleware.AdmissionConfig{
+		BodyDeadline: frontdoor.BodyDeadline,
+		CutBody:      frontdoor.CutBody,
+	})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -25,6 +25,8 @@ type door struct {
 	conns *frontdoor.ConnsConfig
 	rate  *frontdoor.BodyRateConfig
 	admit middleware.AdmissionConfig
+	// noCut leaves AdmissionConfig.CutBody unset with a BodyRate.
+	noCut bool
 }
 
 // service is a receiving service as a team wires one: an http.Server with
@@ -83,6 +85,9 @@ func startService(t *testing.T, d door) *service {
 	}
 	if d.rate != nil {
 		d.admit.BodyDeadline = frontdoor.BodyDeadline
+		if !d.noCut {
+			d.admit.CutBody = frontdoor.CutBody
+		}
 	}
 	if s.admit, err = middleware.NewAdmission(d.admit); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package frontdoor_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"strconv"
 	"testing"
@@ -36,6 +37,26 @@ func victim(t *testing.T, s *service, ip string, n int) (int, map[string]int) {
 		time.Sleep(20 * time.Millisecond) // a sender's pace, not an assertion
 	}
 	return ok, other
+}
+
+// wantAttackHeldOff checks a slow-body attack held off: the sender got at
+// least 95% of its n requests answered 2xx (ok; other holds the rest),
+// attackers were answered 408, and no slow body claimed its key or
+// reached the handler.
+func wantAttackHeldOff(t *testing.T, s *service, ok, n int, other map[string]int, statuses map[int]int) {
+	t.Helper()
+	if ok*100 < 95*n {
+		t.Errorf("the sender got %d/%d 2xx under the attack, want at least 95%%: %v", ok, n, other)
+	}
+	if statuses[http.StatusRequestTimeout] == 0 {
+		t.Errorf("no attacker was answered 408: %v", statuses)
+	}
+	if got := s.store.Stats().Entries; got > n {
+		t.Errorf("the store holds %d entries: a slow body claimed its key", got)
+	}
+	if runs := s.runs.Load(); runs != int64(ok) {
+		t.Errorf("the handler ran %d times for %d 2xx: a slow body reached it", runs, ok)
+	}
 }
 
 // Issue 35's slow-body attack: 64 connections from 4 addresses
@@ -79,20 +100,47 @@ func TestSlowBodiesFromFourAddresses(t *testing.T) {
 		as, cs := s.admit.Stats(), s.conns.Stats()
 		t.Logf("front door: the sender got %d/%d 2xx, and %v; the attackers got %v; admission %+v; connections %+v; cut %d",
 			ok, n, other, statuses, as, cs, s.rate.Stats().Cut)
-		if ok*100 < 95*n {
-			t.Errorf("the sender got %d/%d 2xx under the attack, want at least 95%%: %v", ok, n, other)
-		}
 		if as.Peak > 4*8+1 {
 			t.Errorf("admission held %d requests at once, want at most 33: 8 connections from each of the 4 attacking hosts, and the sender's", as.Peak)
 		}
-		if statuses[http.StatusRequestTimeout] == 0 {
-			t.Errorf("no attacker was answered 408: %v", statuses)
-		}
-		if got := s.store.Stats().Entries; got > n {
-			t.Errorf("the store holds %d entries: a slow body claimed its key", got)
-		}
-		if runs := s.runs.Load(); runs != int64(ok) {
-			t.Errorf("the handler ran %d times for %d 2xx: a slow body reached it", runs, ok)
-		}
+		wantAttackHeldOff(t, s, ok, n, other, statuses)
 	})
+}
+
+// Eight addresses (127.0.0.2–9), 8 connections each behind the front
+// door, send slow bodies that keep to the rate's grace (5 s, the default)
+// and reconnect at once: they hold all 64 admission slots. Without
+// AdmissionConfig.CutBody a sender on a ninth address is refused nearly
+// every time; with it, each of the sender's requests is admitted by
+// cutting off the oldest slow body of a client that holds more (answered
+// 408, nothing claimed), and the sender gets at least 95% 2xx.
+func TestSlowBodiesFromEightAddresses(t *testing.T) {
+	hosts := []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7", "127.0.0.8", "127.0.0.9"}
+	const perHost = 8 // the front door's bound: 64 connections, every slot
+	for _, cut := range []bool{false, true} {
+		t.Run(fmt.Sprintf("CutBody %t", cut), func(t *testing.T) {
+			s := startService(t, door{
+				conns: &frontdoor.ConnsConfig{MaxConnsPerHost: perHost},
+				rate:  &frontdoor.BodyRateConfig{MinRate: 100},
+				noCut: !cut,
+			})
+			a := startSlowAttack(s.addr, hosts, perHost)
+			waitFor(t, 60*time.Second, "the slow bodies hold every admission slot", func() bool { return s.admit.Stats().InFlight == 64 })
+			const n = 40
+			ok, other := victim(t, s, "127.0.0.10", n)
+			statuses := a.stop()
+			as := s.admit.Stats()
+			t.Logf("CutBody %t: the sender got %d/%d 2xx, and %v; the attackers got %v; admission %+v; cut %d", cut, ok, n, other, statuses, as, s.rate.Stats().Cut)
+			if !cut {
+				if ok > n/2 {
+					t.Errorf("the sender got %d/%d 2xx without CutBody: the attack does not bite, so the test below proves nothing", ok, n)
+				}
+				return
+			}
+			if as.Peak > 64+64/8 {
+				t.Errorf("admission held %d requests at once, want at most 72: 64 and the bodies being cut off", as.Peak)
+			}
+			wantAttackHeldOff(t, s, ok, n, other, statuses)
+		})
+	}
 }

@@ -57,6 +57,22 @@ type AdmissionConfig struct {
 	// would otherwise be guessed to run as long again. Default: none.
 	BodyDeadline func(r *http.Request) time.Time
 
+	// CutBody, when set, cuts off the body of a request in flight that is
+	// still arriving and reports whether it did: frontdoor.CutBody, with a
+	// frontdoor.BodyRate in front of the Admission (which answers the
+	// request cut off 408 and closes its connection). With it, a request
+	// that finds the server full is admitted when room can be made for it:
+	// the oldest body still arriving of the client that holds the most
+	// requests in flight, at least two more than the request's own client,
+	// is cut off, and so on until the request fits, with at most an eighth
+	// of MaxInFlight cut off and not yet gone at once (they are not counted
+	// against the bounds: the Admission may hold that many more for the
+	// moments they take to end). A body cut off was never read in full, so
+	// nothing was claimed for it, and its sender retries. So a few clients'
+	// slow bodies cannot hold every slot against a client that holds less;
+	// many clients holding one each still can. Default: none.
+	CutBody func(r *http.Request) bool
+
 	// Logger receives a Warn record per refusal, at most 10 a minute (the
 	// next record written counts those not written). Default: none.
 	Logger *slog.Logger
@@ -73,10 +89,11 @@ type AdmissionConfig struct {
 //	requests or bytes in flight, and the server
 //	three quarters of either
 //	the server holds MaxInFlight requests or         503 server-busy with Retry-After
-//	MaxInFlightBytes bytes in flight; or the body
-//	is large (over 1/64 of MaxInFlightBytes) and
-//	large bodies hold three quarters of either
-//	bound already
+//	MaxInFlightBytes bytes in flight (and no room
+//	can be made, see AdmissionConfig.CutBody); or
+//	the body is large (over 1/64 of
+//	MaxInFlightBytes) and large bodies hold three
+//	quarters of either bound already
 //
 // So a burst of large bodies leaves room for small requests, one client's
 // burst leaves room for the others, and the key store's reservations (one
@@ -105,12 +122,16 @@ type Admission struct {
 	maxBody              int64
 	client               func(*http.Request) string
 	bodyDeadline         func(*http.Request) time.Time
+	cutBody              func(*http.Request) bool
+	maxCutN              int // bodies cut off and not yet gone, at most
 	retryAfter           time.Duration
 	refusals             *ratelog.Logger
 	mu                   sync.Mutex
 	n, largeN            int
 	bytes, largeB        int64
 	clients              map[string]*load
+	cutN                 int           // requests in flight whose bodies were cut off
+	cutB                 int64         // and their bytes
 	flights              []flight      // the requests in flight, in slots reused
 	free                 []int         // the free slots of flights
 	avg                  time.Duration // moving average of the time admitted requests take
@@ -123,6 +144,7 @@ type Admission struct {
 type load struct {
 	n     int
 	bytes int64
+	cut   int // of its n, those whose bodies were cut off
 }
 
 // flight is one request in flight: what admit charged it, when it began,
@@ -133,6 +155,9 @@ type flight struct {
 	start    time.Time
 	deadline time.Time
 	used     bool
+	r        *http.Request // for CutBody; nil without it
+	cut      bool          // its body was cut off (CutBody)
+	arrived  bool          // CutBody refused to cut it: its body has arrived, for good
 }
 
 // AdmissionStats is a snapshot of an Admission.
@@ -152,6 +177,7 @@ func NewAdmission(cfg AdmissionConfig) (*Admission, error) {
 		maxBody:      orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
 		client:       cfg.Client,
 		bodyDeadline: cfg.BodyDeadline,
+		cutBody:      cfg.CutBody,
 		retryAfter:   orDefault(cfg.RetryAfter, DefaultRetryAfter),
 		refusals:     ratelog.New(cfg.Logger, 0, 0),
 		clients:      map[string]*load{},
@@ -166,6 +192,7 @@ func NewAdmission(cfg AdmissionConfig) (*Admission, error) {
 	a.maxLargeN, a.maxLargeB = max(1, a.maxN*3/4), a.maxBytes*3/4
 	a.crowdedN, a.crowdedB = a.maxLargeN, a.maxLargeB
 	a.large = a.maxBytes / 64
+	a.maxCutN = max(1, a.maxN/8)
 	return a, nil
 }
 
@@ -191,7 +218,7 @@ func (a *Admission) Handler(next http.Handler) http.Handler {
 		if a.bodyDeadline != nil {
 			deadline = a.bodyDeadline(r)
 		}
-		slot, status, retryAfter := a.admit(id, size, time.Now(), deadline)
+		slot, status, retryAfter := a.admit(r, id, size, time.Now(), deadline)
 		switch status {
 		case http.StatusTooManyRequests:
 			problem.Write(w, status, problem.JSON(problem.Doc{Type: ProblemClientBusy, Title: "Too many requests in flight from this client", Status: status,
@@ -209,10 +236,10 @@ func (a *Admission) Handler(next http.Handler) http.Handler {
 	})
 }
 
-// admit charges a request of client id with size bytes, begun at now with
-// its body due by deadline, and returns its slot; or returns the status
-// that refuses it and its Retry-After.
-func (a *Admission) admit(id string, size int64, now, deadline time.Time) (int, int, time.Duration) {
+// admit charges r, a request of client id with size bytes, begun at now
+// with its body due by deadline, and returns its slot; or returns the
+// status that refuses it and its Retry-After.
+func (a *Admission) admit(r *http.Request, id string, size int64, now, deadline time.Time) (int, int, time.Duration) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c := a.clients[id]
@@ -224,9 +251,12 @@ func (a *Admission) admit(id string, size int64, now, deadline time.Time) (int, 
 	switch {
 	case (c.n+1 > a.maxClientN || c.bytes+size > a.maxClientB) && (a.n+1 > a.crowdedN || a.bytes+size > a.crowdedB):
 		status = http.StatusTooManyRequests
-	case a.n+1 > a.maxN || a.bytes+size > a.maxBytes,
-		large && (a.largeN+1 > a.maxLargeN || a.largeB+size > a.maxLargeB):
+	case large && (a.largeN+1 > a.maxLargeN || a.largeB+size > a.maxLargeB):
 		status = http.StatusServiceUnavailable
+	case !a.fits(size):
+		if a.cutBody == nil || !a.makeRoom(c, size) {
+			status = http.StatusServiceUnavailable
+		}
 	}
 	if status != 0 {
 		a.refused++
@@ -258,7 +288,58 @@ func (a *Admission) admit(id string, size int64, now, deadline time.Time) (int, 
 		a.flights = append(a.flights, flight{})
 	}
 	a.flights[slot] = flight{client: id, size: size, start: now, deadline: deadline, used: true}
+	if a.cutBody != nil {
+		a.flights[slot].r = r
+	}
 	return slot, 0, 0
+}
+
+// fits reports whether a request of size bytes fits the bounds, not
+// counting the requests whose bodies were cut off (they are ending).
+func (a *Admission) fits(size int64) bool {
+	return a.n-a.cutN+1 <= a.maxN && a.bytes-a.cutB+size <= a.maxBytes
+}
+
+// makeRoom cuts off bodies still arriving (CutBody) until a request of
+// size bytes from client c fits, and reports whether it does. Each body
+// cut off is the oldest still arriving of the client that holds the most
+// requests in flight, at least two more than c (not counting those cut
+// off), so that no client is left holding less than c then holds; at most
+// maxCutN are cut off and not yet gone at once.
+func (a *Admission) makeRoom(c *load, size int64) bool {
+	for !a.fits(size) {
+		if a.cutN >= a.maxCutN {
+			return false
+		}
+		victim, most := -1, 0
+		for i := range a.flights {
+			f := &a.flights[i]
+			if !f.used || f.cut || f.arrived {
+				continue
+			}
+			l := a.clients[f.client]
+			held := l.n - l.cut
+			if held < c.n-c.cut+2 {
+				continue
+			}
+			if victim < 0 || held > most || held == most && f.start.Before(a.flights[victim].start) {
+				victim, most = i, held
+			}
+		}
+		if victim < 0 {
+			return false
+		}
+		f := &a.flights[victim]
+		if !a.cutBody(f.r) {
+			f.arrived = true // a body that has arrived stays so: never asked again
+			continue
+		}
+		f.cut = true
+		a.cutN++
+		a.cutB += f.size
+		a.clients[f.client].cut++
+	}
+	return true
 }
 
 // firstEnd returns how long from now until the first of the requests in
@@ -299,12 +380,17 @@ func (a *Admission) done(slot int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	f := &a.flights[slot]
-	id, size, took := f.client, f.size, now.Sub(f.start)
+	id, size, took, cut := f.client, f.size, now.Sub(f.start), f.cut
 	*f = flight{}
 	a.free = append(a.free, slot)
 	c := a.clients[id]
 	c.n--
 	c.bytes -= size
+	if cut {
+		c.cut--
+		a.cutN--
+		a.cutB -= size
+	}
 	if c.n == 0 {
 		delete(a.clients, id)
 	}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,5 +135,107 @@ func TestAdmissionBoundsBytesInFlight(t *testing.T) {
 	holding(t, h, g, &wg, "d", 1, 1000) // a small body still gets in
 	if s := a.Stats(); s.InFlight != 7 || s.InFlightBytes != 6*mib+1000 {
 		t.Errorf("Stats %+v, want 7 in flight holding 6 MiB + 1000 bytes", s)
+	}
+}
+
+// cutRecorder is an AdmissionConfig.CutBody that records the keys of the
+// requests it was asked to cut off, and cuts them unless their client's
+// bodies are said to have arrived.
+type cutRecorder struct {
+	mu      sync.Mutex
+	keys    []string
+	arrived map[string]bool // by client: bodies that cannot be cut off
+}
+
+func (c *cutRecorder) cut(r *http.Request) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.arrived[r.Header.Get("X-Client")] {
+		return false
+	}
+	c.keys = append(c.keys, r.Header.Get("Idempotency-Key"))
+	return true
+}
+
+func (c *cutRecorder) cuts() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.keys...)
+}
+
+// cutAdmission is h behind the middleware over store, behind an Admission
+// of 16 requests (2 cut off at once) whose CutBody is cr's.
+func cutAdmission(t *testing.T, store *memstore.Store, cr *cutRecorder, h http.Handler) (*middleware.Admission, http.Handler) {
+	t.Helper()
+	a, err := middleware.NewAdmission(middleware.AdmissionConfig{
+		MaxInFlight: 16,
+		Client:      func(r *http.Request) string { return r.Header.Get("X-Client") },
+		CutBody:     cr.cut,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, a.Handler(newMiddleware(t, store, middleware.Config{}).Handler(h))
+}
+
+// With CutBody, a request that finds the server full is admitted by
+// cutting off the oldest body still arriving of the client that holds
+// the most, at least two more than its own client (the next such client
+// when that one's bodies have all arrived); everyone is refused once an
+// eighth of MaxInFlight is cut off and not yet gone.
+func TestAdmissionCutsTheBiggestHolder(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		arrived  map[string]bool
+		wantCuts []string
+	}{
+		{"oldest of the biggest", nil, []string{"a0", "a1"}},
+		{"the next biggest when its bodies have arrived", map[string]bool{"a": true}, []string{"c0", "c1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store, g, cr := new(memstore.Store), newGate(), &cutRecorder{arrived: tc.arrived}
+			a, h := cutAdmission(t, store, cr, g)
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			defer close(g.release)
+
+			holding(t, h, g, &wg, "a", 10, 10) // while the server is not crowded
+			holding(t, h, g, &wg, "b", 2, 10)
+			holding(t, h, g, &wg, "c", 4, 10) // full: 16
+			if cuts := cr.cuts(); len(cuts) != 0 {
+				t.Fatalf("cut off %v before the server was full", cuts)
+			}
+			holding(t, h, g, &wg, "d", 1, 10) // holds nothing: room is made
+			holding(t, h, g, &wg, "f", 1, 10) // again: the biggest still holds 2 more
+			wantRefused(t, h, store, "e", 10, http.StatusServiceUnavailable, middleware.ProblemServerBusy)
+			if cuts := cr.cuts(); !slices.Equal(cuts, tc.wantCuts) {
+				t.Errorf("cut off %v, want %v", cuts, tc.wantCuts)
+			}
+			if s := a.Stats(); s.InFlight != 18 {
+				t.Errorf("Stats %+v, want 18 in flight: 16 and the 2 being cut off", s)
+			}
+		})
+	}
+}
+
+// Room is made down to even shares, no further: with 8 clients holding 2
+// each, a newcomer gets a body of another cut off, but a client left
+// holding 1 gets none cut for it (nobody holds 3); nor does a third
+// newcomer while 2 are being cut off.
+func TestAdmissionCutsDownToEvenShares(t *testing.T) {
+	store, g, cr := new(memstore.Store), newGate(), &cutRecorder{}
+	_, h := cutAdmission(t, store, cr, g)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(g.release)
+	for i := range 8 {
+		holding(t, h, g, &wg, "c"+strconv.Itoa(i), 2, 10)
+	}
+	holding(t, h, g, &wg, "y", 1, 10)
+	wantRefused(t, h, store, "c0", 10, http.StatusServiceUnavailable, middleware.ProblemServerBusy) // holds 1 now
+	holding(t, h, g, &wg, "z", 1, 10)
+	wantRefused(t, h, store, "x", 10, http.StatusServiceUnavailable, middleware.ProblemServerBusy) // 2 being cut off
+	if cuts := cr.cuts(); !slices.Equal(cuts, []string{"c00", "c10"}) {
+		t.Errorf("cut off %v, want [c00 c10]: the oldest body of a client holding 2, for each newcomer", cuts)
 	}
 }

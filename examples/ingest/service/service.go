@@ -345,7 +345,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 			MaxBodyBytes: cfg.MaxBodyBytes, RetryAfter: cfg.RetryAfter, Logger: log,
 		}
 		if rate != nil {
-			ac.BodyDeadline = frontdoor.BodyDeadline
+			ac.BodyDeadline, ac.CutBody = frontdoor.BodyDeadline, frontdoor.CutBody
 		}
 		if admit, err = middleware.NewAdmission(ac); err != nil {
 			return fail(err)
