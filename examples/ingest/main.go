@@ -34,7 +34,10 @@
 // 429 client-busy, with Retry-After, before its body is read; a POST body
 // slower than -min-body-rate (1 KiB/s after a 5 s grace) is cut off with
 // 408 body-too-slow, so a slot comes back within seconds, and its
-// Retry-After says when. Without webhook keys, the key store bounds each
+// Retry-After says when; and a request that finds every slot held is let
+// in by cutting off (408) the oldest body still arriving of the address
+// that holds the most, two more than its own at least, so a few addresses'
+// slow bodies cannot hold every slot. Without webhook keys, the key store bounds each
 // address's new keys, so that a few addresses cannot fill it: in memory
 // mode a lone sender may use all of -max-keys but a quarter, and once only
 // that quarter is free an address past its own quarter gets -client-burst
