@@ -136,6 +136,7 @@ type Admission struct {
 	free                 []int         // the free slots of flights
 	avg                  time.Duration // moving average of the time admitted requests take
 	refused              uint64
+	cuts                 uint64
 	peakN                int
 	peakBytes            int64
 }
@@ -167,6 +168,7 @@ type AdmissionStats struct {
 	Peak          int    // the most requests in flight at once so far
 	PeakBytes     int64  // the most bytes charged at once so far
 	Refused       uint64 // requests answered 429 or 503
+	Cut           uint64 // bodies cut off to make room (AdmissionConfig.CutBody)
 }
 
 // NewAdmission returns an Admission, or an error for a negative bound.
@@ -335,6 +337,7 @@ func (a *Admission) makeRoom(c *load, size int64) bool {
 			continue
 		}
 		f.cut = true
+		a.cuts++
 		a.cutN++
 		a.cutB += f.size
 		a.clients[f.client].cut++
@@ -407,5 +410,5 @@ func (a *Admission) done(slot int) {
 func (a *Admission) Stats() AdmissionStats {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return AdmissionStats{InFlight: a.n, InFlightBytes: a.bytes, Peak: a.peakN, PeakBytes: a.peakBytes, Refused: a.refused}
+	return AdmissionStats{InFlight: a.n, InFlightBytes: a.bytes, Peak: a.peakN, PeakBytes: a.peakBytes, Refused: a.refused, Cut: a.cuts}
 }

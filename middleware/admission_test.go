@@ -211,8 +211,8 @@ func TestAdmissionCutsTheBiggestHolder(t *testing.T) {
 			if cuts := cr.cuts(); !slices.Equal(cuts, tc.wantCuts) {
 				t.Errorf("cut off %v, want %v", cuts, tc.wantCuts)
 			}
-			if s := a.Stats(); s.InFlight != 18 {
-				t.Errorf("Stats %+v, want 18 in flight: 16 and the 2 being cut off", s)
+			if s := a.Stats(); s.InFlight != 18 || s.Cut != 2 {
+				t.Errorf("Stats %+v, want 18 in flight (16 and the 2 being cut off) and 2 cut", s)
 			}
 		})
 	}
