@@ -27,7 +27,9 @@ import (
 // 250 ms. Slow bodies: 64 connections from 127.0.0.2–5,
 // each declaring 100 bytes and sending one every 2 s, connecting again at
 // once when one ends; a sender on 127.0.0.6 posts a small body every
-// 100 ms.
+// 100 ms. Then the same from 127.0.0.2–9, 8 connections each (every
+// admission slot behind the front door), with and without Admission's
+// CutBody, the sender on 127.0.0.10.
 
 // The section's targets (issue 35).
 const (
@@ -40,7 +42,7 @@ const (
 	fdProbeEvery = 250 * time.Millisecond
 )
 
-var fdModes = map[string]string{"bare": "as main wires it", "rate": "BodyRate only", "door": "front door"}
+var fdModes = map[string]string{"bare": "as main wires it", "rate": "BodyRate only", "door": "front door", "door-nocut": "front door without CutBody"}
 
 func verdict(ok bool) string {
 	if ok {
@@ -56,7 +58,7 @@ func runFrontdoor(ctx context.Context, s *section) error {
 	s.line("Each service runs in a process of its own (this binary again, file descriptor limit raised to the hard limit: %d here),", limit)
 	s.line("wired three ways: **as main wires it** (the idempotency middleware over memstore behind `middleware.Admission`, in an")
 	s.line("`http.Server` with examples/ingest's timeouts: ReadTimeout 30 s, IdleTimeout 2 min); **BodyRate only** (that behind")
-	s.line("`frontdoor.BodyRate`, defaults: 1 KiB/s after 5 s, and Admission's `BodyDeadline`); **front door** (that, with")
+	s.line("`frontdoor.BodyRate`, defaults: 1 KiB/s after 5 s, and Admission's `BodyDeadline` and `CutBody`); **front door** (that, with")
 	s.line("`frontdoor.Conns`, defaults: 1024 open, 8 per host, 256 idle, around the listener and in ConnState; IdleTimeout 30 s).")
 	s.line("")
 	s.line("### Slow bodies")
@@ -68,7 +70,7 @@ func runFrontdoor(ctx context.Context, s *section) error {
 	var rows [][]string
 	var doorSlow slowResult
 	for _, mode := range []string{"bare", "rate", "door"} {
-		r, err := runSlow(ctx, s, mode, slowFor)
+		r, err := runSlow(ctx, s, mode, slowFor, 4, 16)
 		if err != nil {
 			return err
 		}
@@ -88,6 +90,33 @@ func runFrontdoor(ctx context.Context, s *section) error {
 	s.line("Front door against the target: %.1f%% 2xx, %s.", doorShare*100, verdict(doorShare >= fdVictimGoal))
 	s.line("")
 	s.headline("slow bodies, 64 connections from 4 addresses: a sender's 2xx behind the front door", "%.1f%% (target ≥ %.0f%%)", doorShare*100, fdVictimGoal*100)
+
+	s.line("### Slow bodies from eight addresses")
+	s.line("")
+	s.line("The same attack from 127.0.0.2–9, 8 connections each (the front door's per-host bound): 64 slow bodies, every admission")
+	s.line("slot. The sender posts from 127.0.0.10 for %v. Without `AdmissionConfig.CutBody` the slots are retaken at once as each", slowFor)
+	s.line("body is cut off at its grace; with it, a request that finds the server full is admitted by cutting off the oldest body")
+	s.line("still arriving of the client that holds the most (at least two more than its own).")
+	s.line("")
+	rows = nil
+	var cutSlow slowResult
+	for _, mode := range []string{"door-nocut", "door"} {
+		r, err := runSlow(ctx, s, mode, slowFor, 8, 8)
+		if err != nil {
+			return err
+		}
+		share := float64(r.ok) / float64(max(1, r.tries))
+		rows = append(rows, []string{fdModes[mode], fmt.Sprintf("%d/%d (%.1f%%)", r.ok, r.tries, share*100), fmt.Sprint(r.other),
+			fmt.Sprintf("%d 408, %d closed unanswered, %v", r.attackers[408], r.attackers[0], r.attackers)})
+		if mode == "door" {
+			cutSlow = r
+		}
+	}
+	s.table([]string{"service", "sender's 2xx", "sender's other answers", "attackers' answers"}, rows)
+	cutShare := float64(cutSlow.ok) / float64(max(1, cutSlow.tries))
+	s.line("Front door against the target: %.1f%% 2xx, %s.", cutShare*100, verdict(cutShare >= fdVictimGoal))
+	s.line("")
+	s.headline("slow bodies, 64 connections from 8 addresses: a sender's 2xx behind the front door", "%.1f%% (target ≥ %.0f%%)", cutShare*100, fdVictimGoal*100)
 
 	s.line("### Idle connections")
 	s.line("")

@@ -71,7 +71,10 @@ func fdServe(mode string) int {
 		if rate, err = frontdoor.NewBodyRate(frontdoor.BodyRateConfig{}); err != nil {
 			return fail(err)
 		}
-		acfg.BodyDeadline, acfg.CutBody = frontdoor.BodyDeadline, frontdoor.CutBody
+		acfg.BodyDeadline = frontdoor.BodyDeadline
+		if mode != "door-nocut" {
+			acfg.CutBody = frontdoor.CutBody
+		}
 	}
 	admit, err := middleware.NewAdmission(acfg)
 	if err != nil {
@@ -96,7 +99,7 @@ func fdServe(mode string) int {
 		return fail(err)
 	}
 	addr := ln.Addr().String()
-	if mode == "door" {
+	if mode == "door" || mode == "door-nocut" {
 		conns, err := frontdoor.NewConns(frontdoor.ConnsConfig{})
 		if err != nil {
 			return fail(err)

@@ -23,16 +23,17 @@ type slowResult struct {
 	attackers   map[int]int
 }
 
-// runSlow runs the slow-body attack against a service in mode while the
-// sender posts for d.
-func runSlow(ctx context.Context, s *section, mode string, d time.Duration) (slowResult, error) {
+// runSlow runs the slow-body attack, perHost connections from each of
+// hosts addresses, against a service in mode while the sender posts for
+// d from the next address.
+func runSlow(ctx context.Context, s *section, mode string, d time.Duration, hosts, perHost int) (slowResult, error) {
 	res := slowResult{mode: mode, other: map[string]int{}}
 	srv, addr, err := startServer(mode)
 	if err != nil {
 		return res, err
 	}
 	defer srv.stop()
-	a := startSlowBodies(addr, 4, 16)
+	a := startSlowBodies(addr, hosts, perHost)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -40,7 +41,7 @@ func runSlow(ctx context.Context, s *section, mode string, d time.Duration) (slo
 		}
 	}()
 	deadline := time.Now().Add(30 * time.Second)
-	for a.started.Load() < 64 && time.Now().Before(deadline) {
+	for a.started.Load() < int64(hosts*perHost) && time.Now().Before(deadline) {
 		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
 			return res, err
 		}
@@ -49,8 +50,8 @@ func runSlow(ctx context.Context, s *section, mode string, d time.Duration) (slo
 		return res, err
 	}
 	s.o.logf("frontdoor: slow bodies, %s: %d started, sending", mode, a.started.Load())
-	d6 := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 6)}}
-	hc := &http.Client{Transport: &http.Transport{DialContext: d6.DialContext}, Timeout: 10 * time.Second}
+	victim := &net.Dialer{LocalAddr: &net.TCPAddr{IP: fdHost(hosts)}}
+	hc := &http.Client{Transport: &http.Transport{DialContext: victim.DialContext}, Timeout: 10 * time.Second}
 	defer hc.CloseIdleConnections()
 	for end := time.Now().Add(d); time.Now().Before(end); {
 		res.tries++

@@ -20,7 +20,8 @@ func TestMain(m *testing.M) {
 func TestFrontdoorSection(t *testing.T) {
 	md, _ := runSection(t, "frontdoor")
 	for _, want := range []string{"## 9. Front door", "### Slow bodies", "### Idle connections", "| as main wires it |", "| BodyRate only |", "| front door |",
-		"Front door against the target: ", "Front door against the targets: ", "slow bodies, 64 connections from 4 addresses"} {
+		"Front door against the target: ", "Front door against the targets: ", "slow bodies, 64 connections from 4 addresses",
+		"### Slow bodies from eight addresses", "| front door without CutBody |", "slow bodies, 64 connections from 8 addresses"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("REPORT.md lacks %q:\n%s", want, md)
 		}
