@@ -108,8 +108,10 @@ func TestSlowBodiesFromFourAddresses(t *testing.T) {
 }
 
 // Eight addresses (127.0.0.2–9), 8 connections each behind the front
-// door, send slow bodies that keep to the rate's grace (5 s, the default)
-// and reconnect at once: they hold all 64 admission slots. Without
+// door, send slow bodies within the rate's grace (a minute here, so that
+// no body is cut off by the rate during the test and no slot frees by
+// itself, however slowly the machine runs it): they hold all 64 admission
+// slots. Without
 // AdmissionConfig.CutBody a sender on a ninth address is refused nearly
 // every time; with it, each of the sender's requests is admitted by
 // cutting off the oldest slow body of a client that holds more (answered
@@ -121,7 +123,7 @@ func TestSlowBodiesFromEightAddresses(t *testing.T) {
 		t.Run(fmt.Sprintf("CutBody %t", cut), func(t *testing.T) {
 			s := startService(t, door{
 				conns: &frontdoor.ConnsConfig{MaxConnsPerHost: perHost},
-				rate:  &frontdoor.BodyRateConfig{MinRate: 100},
+				rate:  &frontdoor.BodyRateConfig{Grace: time.Minute, MinRate: 100},
 				noCut: !cut,
 			})
 			a := startSlowAttack(s.addr, hosts, perHost)
