@@ -11,9 +11,12 @@ import (
 	"time"
 )
 
-// TestShutdownDeadline: a Shutdown whose ctx ends first closes the proxy
-// at once; the held request is never forwarded.
-func TestShutdownDeadline(t *testing.T) {
+// heldRequest starts a proxy that delays every request for an hour and
+// posts one request through it from a goroutine; it returns once the
+// proxy has decided to hold that request, with the post's error to come
+// on done.
+func heldRequest(t *testing.T) (*backend, *Proxy, <-chan error) {
+	t.Helper()
 	b := newBackend(t)
 	held := make(chan struct{})
 	p, u := start(t, b, Config{
@@ -27,6 +30,13 @@ func TestShutdownDeadline(t *testing.T) {
 		done <- err
 	}()
 	<-held
+	return b, p, done
+}
+
+// TestShutdownDeadline: a Shutdown whose ctx ends first closes the proxy
+// at once; the held request is never forwarded.
+func TestShutdownDeadline(t *testing.T) {
+	b, p, done := heldRequest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := p.Shutdown(ctx); !errors.Is(err, context.Canceled) {
@@ -52,19 +62,7 @@ func shutdown(t *testing.T, p *Proxy) {
 // TestCloseEndsDelay: Close does not wait out a long delay, and the held
 // request is never forwarded.
 func TestCloseEndsDelay(t *testing.T) {
-	b := newBackend(t)
-	held := make(chan struct{})
-	p, u := start(t, b, Config{
-		Delay:      1,
-		DelayFor:   time.Hour,
-		OnDecision: func(uint64, *http.Request, Fault) { close(held) },
-	})
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := post(freshClient(t, 0), u, "a")
-		done <- err
-	}()
-	<-held
+	b, p, done := heldRequest(t)
 	closed := make(chan struct{})
 	go func() { _ = p.Close(); close(closed) }()
 	select {
