@@ -34,10 +34,7 @@ type command struct {
 // argument naming a file the repository does not have, or a script that
 // is not there. Commands of other programs (curl, …) are not checked.
 func TestShellCommandsAreValid(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := readREADME(t)
 	cmds := shellCommands(readme)
 	if len(cmds) == 0 {
 		t.Fatal("README.md has no shell command: the extraction is broken")

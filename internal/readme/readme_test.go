@@ -17,6 +17,16 @@ import (
 // root is the repository's root, relative to this package's directory.
 const root = "../.."
 
+// readREADME returns the repository's README.md.
+func readREADME(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // block is one ```go block of README.md.
 type block struct {
 	line    int    // README line of the block's first code line
@@ -34,10 +44,7 @@ type function struct {
 // appears verbatim (modulo each line's leading indentation) in no Example or
 // Test function of the repository's *_test.go files.
 func TestGoBlocksAreExamples(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := readREADME(t)
 	blocks := goBlocks(readme)
 	if len(blocks) == 0 {
 		t.Fatal("README.md has no ```go block: the extraction is broken")
