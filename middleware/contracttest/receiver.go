@@ -22,8 +22,8 @@ type seen struct {
 
 func newSeen(host string) *seen { return &seen{host: host, statuses: map[int]int{}} }
 
-// RoundTrip implements http.RoundTripper: the transport of the suite's
-// clients, counting the receiver's answers.
+// recording is the transport of the suite's clients: an
+// http.RoundTripper that counts the receiver's answers in seen.
 type recording struct {
 	rt   http.RoundTripper
 	seen *seen
