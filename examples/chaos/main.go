@@ -235,6 +235,15 @@ type options struct {
 	// handler run and restarted.
 	rollingRestart bool
 	killReplica    int
+	// killAfterEffect aims the -kill-replica kills after a run's effect
+	// and before its key's completion; effectDelay pauses each replica's
+	// run there (the window, widened).
+	killAfterEffect bool
+	effectDelay     time.Duration
+	// reshard runs the replicas on a Redis Cluster of the harness's own
+	// (three masters with a replica each) and migrates the slots of the
+	// run's live keys under load, with package rediscluster's MigrateSlot.
+	reshard bool
 	// splitKeys gives each replica a key prefix of its own (tests only):
 	// replicas that do not share their keys, as on the memory store, which
 	// the harness must see run events twice.
@@ -251,7 +260,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N [-redis-aof]] [-stall-for D] [-pg-terminate N] [-failover [-wait-replicas N]] [-receivers N [-balance roundrobin|random] [-rolling-restart] [-kill-replica N]]")
+		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N [-redis-aof]] [-stall-for D] [-pg-terminate N] [-failover [-wait-replicas N]] [-receivers N [-balance roundrobin|random] [-rolling-restart] [-kill-replica N [-kill-after-effect] [-effect-delay D]] [-reshard]]")
 		fl.PrintDefaults()
 	}
 	var o options
@@ -276,6 +285,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.balance, "balance", balanceRoundRobin, "with -receivers: how the balancer spreads the attempts, roundrobin or random (seeded)")
 	fl.BoolVar(&o.rollingRestart, "rolling-restart", false, "with -receivers: under load, SIGTERM each replica in turn (it drains), restart it on its port, and go on once it serves /healthz")
 	fl.IntVar(&o.killReplica, "kill-replica", 0, "with -receivers: SIGKILL a replica in a handler run this many times under load, and restart it")
+	fl.BoolVar(&o.killAfterEffect, "kill-after-effect", false, "with -kill-replica: aim each SIGKILL after a handler run's feature write took effect and before its key's completion, not inside the write")
+	fl.DurationVar(&o.effectDelay, "effect-delay", 0, "with -receivers: pause each handler run this long after its feature write took effect, before the middleware completes its key (widens the window -kill-after-effect aims at)")
+	fl.BoolVar(&o.reshard, "reshard", false, "with -receivers: start a Redis Cluster of its own (three masters with a replica each) and, under load, migrate the slots of the run's live keys to other masters")
 	fl.BoolVar(&o.pathSpellings, "path-spellings", false, "send each attempt of a delivery to another spelling of its path (/features, /%66eatures, /feature%73, …)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
