@@ -15,7 +15,9 @@
 //	                        [-write-delay 0] [-attempts 4]
 //	                        [-cut-for 400ms] [-updates K]
 //	                        [-receivers N [-balance roundrobin|random]
-//	                         [-rolling-restart] [-kill-replica N]]
+//	                         [-rolling-restart] [-reshard]
+//	                         [-kill-replica N [-kill-after-effect]]
+//	                         [-effect-delay D]]
 //
 // Every event is one GeoJSON Feature with its own id and its own
 // idempotency key. A seeded few are invalid (a Feature without "id": the
@@ -104,15 +106,27 @@
 // in -serve-receiver mode, each on its own loopback port and all on one
 // key store, behind a balancer of the harness's own (balancer.go;
 // -balance roundrobin or random, seeded), the fault proxy in front of it.
-// The run counts are summed over the replicas' run logs; on PostgreSQL the
-// feature table is shared, on Redis each replica keeps its features in its
-// memory and the features stored are the union of what each replica's
-// feature store took, as its log records it (replicas.go).
-// -rolling-restart SIGTERMs each replica in turn under load (it drains its
-// requests), restarts it on its port and goes on once it answers
-// /healthz; -kill-replica N SIGKILLs a replica N times, each once a
-// handler run of its is in its write delay, and restarts it: its claims
-// are taken over when their lease runs out. README.md has the figures.
+// The runs reaching the write are summed over the replicas' run logs; the
+// features are shared, in the PostGIS table or in Redis beside the keys,
+// and their effects and writes read from there (replicas.go). After the
+// first pass every replica is restarted (SIGTERM, started again), and
+// every acknowledged event's feature must then answer GET /features/{id}
+// through the balancer: "acknowledged, effect missing" counts those that
+// do not. -rolling-restart SIGTERMs each replica in turn under load (it
+// drains its requests), restarts it on its port and goes on once it
+// answers /healthz; -kill-replica N SIGKILLs a replica N times, each once
+// a handler run of its is in its write delay, and restarts it: its claims
+// are taken over when their lease runs out. With -kill-after-effect each
+// kill is aimed after a run's feature write took effect and before the
+// middleware completed its key (the run log's last line records the
+// effect), and -effect-delay D pauses every run there for D, widening that
+// window: on Redis the retry of such a run runs it again. -reshard runs
+// the replicas on a Redis Cluster of the harness's own (three masters with
+// a replica each, package rediscluster) and, at a third of the first
+// pass, migrates the slots of every key under the run's prefix to the next
+// master, one slot after another, with rediscluster's MigrateSlot (which
+// waits before each slot's last step until its target knows every
+// master's configEpoch). README.md has the figures.
 //
 // Each run against Redis or PostgreSQL uses its own key prefix or tables,
 // named with a random suffix, and removes them at the end. Every address is
