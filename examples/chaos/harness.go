@@ -104,6 +104,9 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	if o.pathSpellings {
 		label += ", each attempt to another spelling of the path"
 	}
+	if o.stamp {
+		label += ", each event stamped with its observation_time (a second run is stale)"
+	}
 	switch {
 	case fo != nil:
 		label += fmt.Sprintf(" (own primary and replica, failover; WaitReplicas %d)", o.waitReplicas)
@@ -122,7 +125,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	defer proxy.Close()
 
-	evs := makeEvents(o.events, o.seed, suffix)
+	evs := makeEvents(o.events, o.seed, suffix, o.stamp)
 	var jobs []*event
 	rep := report{store: label, senders: o.senders, events: len(evs), storeErrors: -1, released: -1, journalPending: -1, stallFor: o.stallFor}
 	for i := range evs {

@@ -17,7 +17,7 @@
 //	                        [-receivers N [-balance roundrobin|random]
 //	                         [-rolling-restart] [-reshard]
 //	                         [-kill-replica N [-kill-after-effect]]
-//	                         [-effect-delay D]]
+//	                         [-effect-delay D]] [-stamp-events]
 //
 // Every event is one GeoJSON Feature with its own id and its own
 // idempotency key. A seeded few are invalid (a Feature without "id": the
@@ -126,7 +126,10 @@
 // pass, migrates the slots of every key under the run's prefix to the next
 // master, one slot after another, with rediscluster's MigrateSlot (which
 // waits before each slot's last step until its target knows every
-// master's configEpoch). README.md has the figures.
+// master's configEpoch). -stamp-events gives each event's feature an
+// observation_time of its own: a second run of an event is then stale to
+// the feature store, and "features written twice" stays 0 however often
+// it runs. README.md has the figures.
 //
 // Each run against Redis or PostgreSQL uses its own key prefix or tables,
 // named with a random suffix, and removes them at the end. Every address is
@@ -258,6 +261,10 @@ type options struct {
 	// (three masters with a replica each) and migrates the slots of the
 	// run's live keys under load, with package rediscluster's MigrateSlot.
 	reshard bool
+	// stamp gives each event's feature an observation_time of its own, so
+	// that a second run of an event is stale: an effect idempotent by the
+	// event.
+	stamp bool
 	// splitKeys gives each replica a key prefix of its own (tests only):
 	// replicas that do not share their keys, as on the memory store, which
 	// the harness must see run events twice.
@@ -274,7 +281,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N [-redis-aof]] [-stall-for D] [-pg-terminate N] [-failover [-wait-replicas N]] [-receivers N [-balance roundrobin|random] [-rolling-restart] [-kill-replica N [-kill-after-effect] [-effect-delay D]] [-reshard]]")
+		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N [-redis-aof]] [-stall-for D] [-pg-terminate N] [-failover [-wait-replicas N]] [-receivers N [-balance roundrobin|random] [-rolling-restart] [-kill-replica N [-kill-after-effect] [-effect-delay D]] [-reshard]] [-stamp-events]")
 		fl.PrintDefaults()
 	}
 	var o options
@@ -302,6 +309,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.BoolVar(&o.killAfterEffect, "kill-after-effect", false, "with -kill-replica: aim each SIGKILL after a handler run's feature write took effect and before its key's completion, not inside the write")
 	fl.DurationVar(&o.effectDelay, "effect-delay", 0, "with -receivers: pause each handler run this long after its feature write took effect, before the middleware completes its key (widens the window -kill-after-effect aims at)")
 	fl.BoolVar(&o.reshard, "reshard", false, "with -receivers: start a Redis Cluster of its own (three masters with a replica each) and, under load, migrate the slots of the run's live keys to other masters")
+	fl.BoolVar(&o.stamp, "stamp-events", false, "give each event's feature an observation_time of its own, so that a second run of an event is stale and writes nothing (an effect idempotent by the event)")
 	fl.BoolVar(&o.pathSpellings, "path-spellings", false, "send each attempt of a delivery to another spelling of its path (/features, /%66eatures, /feature%73, …)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -228,11 +228,12 @@ func TestLastLineAndEffectLog(t *testing.T) {
 // effect and its key's completion, widened to 50 ms: on Redis (the feature
 // write and the completion are two round trips) the killed run's retry,
 // once the lease has run out, runs the handler again, and the run must
-// FAIL on "events run twice"; the feature upsert by id makes the repeat
-// harmless to the state (nothing written twice). On PostgreSQL (one
+// FAIL on "events run twice"; with each event stamped with its own
+// observation_time the repeat is stale to the feature store, an effect
+// idempotent by the event: nothing written twice. On PostgreSQL (one
 // transaction) nothing runs twice.
 func TestReplicasKillAfterEffect(t *testing.T) {
-	args := []string{"-receivers", "3", "-kill-replica", "2", "-kill-after-effect", "-effect-delay", "50ms", "-events", replicaEvents}
+	args := []string{"-receivers", "3", "-kill-replica", "2", "-kill-after-effect", "-effect-delay", "50ms", "-stamp-events", "-events", replicaEvents}
 	t.Run("redis", func(t *testing.T) {
 		t.Parallel()
 		var stdout, stderr bytes.Buffer
@@ -249,7 +250,7 @@ func TestReplicasKillAfterEffect(t *testing.T) {
 			t.Error("no event run twice: the kills after the effect repeated nothing")
 		}
 		if n := count(t, rows, "features written twice"); n != 0 {
-			t.Errorf("%d features written twice: the repeat of an upsert by id changed the state", n)
+			t.Errorf("%d features written twice: the repeat of a stamped event wrote again", n)
 		}
 		if n := count(t, rows, "events lost"); n != 0 {
 			t.Errorf("%d events lost", n)
