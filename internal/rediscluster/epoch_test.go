@@ -38,11 +38,26 @@ func TestMigrateSlotKeepsKeysWhenTargetMissedAnEpoch(t *testing.T) {
 	cl := c.Client(redis.ClusterOptions{MaxRedirects: 8})
 	defer cl.Close()
 
-	const trials = 5
+	// Guarded and documented trials in turn: guardedTrials of MigrateSlot,
+	// and documented ones until one has lost keys (at most maxDocumented),
+	// so that a documented order that loses less often on another machine
+	// still shows the loss.
+	const guardedTrials, maxDocumented = 5, 10
 	const slotKeys = 20
-	var lostDocumented, lostGuarded int
-	for trial := range 2 * trials {
+	var lostDocumented, lostGuarded, documented, guardedRun int
+	for trial := 0; guardedRun < guardedTrials || (lostDocumented == 0 && documented < maxDocumented); trial++ {
 		guarded := trial%2 == 1
+		switch {
+		case guardedRun == guardedTrials:
+			guarded = false
+		case lostDocumented > 0 && documented >= guardedTrials:
+			guarded = true
+		}
+		if guarded {
+			guardedRun++
+		} else {
+			documented++
+		}
 		masters, err := c.Masters(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -125,12 +140,12 @@ func TestMigrateSlotKeepsKeysWhenTargetMissedAnEpoch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("keys lost in %d of %d trials in Redis's documented order, in %d of %d with MigrateSlot", lostDocumented, trials, lostGuarded, trials)
+	t.Logf("keys lost in %d of %d trials in Redis's documented order, in %d of %d with MigrateSlot", lostDocumented, documented, lostGuarded, guardedRun)
 	if lostGuarded > 0 {
-		t.Errorf("MigrateSlot lost keys in %d of %d trials; want none", lostGuarded, trials)
+		t.Errorf("MigrateSlot lost keys in %d of %d trials; want none", lostGuarded, guardedRun)
 	}
 	if lostDocumented == 0 {
-		t.Errorf("the documented order lost no key in %d trials: the reproduction no longer reproduces, so the guarded trials prove nothing", trials)
+		t.Errorf("the documented order lost no key in %d trials: the reproduction no longer reproduces, so the guarded trials prove nothing", documented)
 	}
 }
 
