@@ -1,14 +1,6 @@
 package main
 
-import (
-	"context"
-	"fmt"
-	"io"
-	"net/http"
-	"net/url"
-	"sync"
-	"time"
-)
+import "sync"
 
 // acks is the set of keys whose delivery a sender saw acknowledged (a 2xx
 // answer, executed or replayed): the receiver promised their effect.
@@ -36,35 +28,4 @@ func (a *acks) len() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.keys)
-}
-
-// missingFeatures returns the ids of the acknowledged events whose feature
-// GET base/features/{id} does not find (404): acknowledged, effect missing.
-func missingFeatures(ctx context.Context, base string, evs []event, acked *acks) ([]string, error) {
-	client := &http.Client{Timeout: 5 * time.Second}
-	defer client.CloseIdleConnections()
-	var missing []string
-	for _, e := range evs {
-		if e.id == "" || !acked.has(e.key) {
-			continue
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/features/"+url.PathEscape(e.id), nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		switch resp.StatusCode {
-		case http.StatusOK:
-		case http.StatusNotFound:
-			missing = append(missing, e.id)
-		default:
-			return nil, fmt.Errorf("GET /features/%s: %s", e.id, resp.Status)
-		}
-	}
-	return missing, nil
 }
