@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -44,42 +45,53 @@ func TestTopologyRedis(t *testing.T) {
 	}
 }
 
-// The finding of section 11 (issue 37): slots of live keys migrated under
-// load, a record acknowledged before or during the migration must still be
-// there after it. It fails when a migrated slot goes back to its old owner
-// (an epoch tie; MigrateSlot claims it again) and Redis drops the keys it
-// held there: in about half of the full-size migrations of
-// `go run ./bench -only clustered`, so this test runs up to three of them.
-//
-// It reproduces an open finding of Redis Cluster itself, which redisstore
-// cannot prevent (keystore/redisstore's "Resharding" documents it), and
-// runs only when asked: GEOIDEM_REPRO_MIGRATION=1 go test -run
+// Slots of live keys migrated under load (section 11's migration rows): a
+// record acknowledged before or during the migration must still be there
+// after it. Before package rediscluster's MigrateSlot waited for the
+// target to know every master's configEpoch, 1 or 2 records were lost in
+// about half of these runs: a target that had not heard of the previous
+// target's epoch bump claimed its slot with a lower epoch, lost it to the
+// old owner's UPDATE, and deleted its keys (keystore/redisstore's
+// "Resharding"). It runs 12 migrations, WaitReplicas 0 and 1 in turn, each
+// with its own seed, and only when asked (about three minutes of a
+// two-core machine): GEOIDEM_REPRO_MIGRATION=1 go test -run
 // TestMigrationLosesNoRecord ./bench. CI runs TestTopologyRedis.
 func TestMigrationLosesNoRecord(t *testing.T) {
 	if os.Getenv("GEOIDEM_REPRO_MIGRATION") != "1" {
-		t.Skip("the reproduction of an open Redis Cluster finding: set GEOIDEM_REPRO_MIGRATION=1")
+		t.Skip("12 full-size migration runs, about three minutes: set GEOIDEM_REPRO_MIGRATION=1")
 	}
 	o := tinyOptions(t)
 	o.topoEvents, o.topoSenders, o.topoSpan = 600, 16, 6*time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cl, err := rediscluster.Start(ctx, rediscluster.Options{AppendFsync: "everysec"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	c := topoCases()[0]
-	if c.event != "migrate" || c.wait != 0 {
-		t.Fatalf("the first case is %+v, not a migration with WaitReplicas 0", c)
+	var cases []topoCase
+	for _, c := range topoCases() {
+		if c.event == "migrate" {
+			cases = append(cases, c)
+		}
 	}
-	for i := range 3 {
-		r, err := runTopo(ctx, redisRun(&o, cl, c, uint64(i+1), "topolost-"+string(rune('0'+i))+":"))
+	if len(cases) != 2 {
+		t.Fatalf("%d migration cases, want WaitReplicas 0 and 1", len(cases))
+	}
+	const runs = 12
+	lost, twice := 0, 0
+	for i := range runs {
+		c := cases[i%2]
+		r, err := runTopo(ctx, redisRun(&o, cl, c, uint64(i+1), fmt.Sprintf("topolost-%d:", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("run %d (WaitReplicas %d, seed %d): %d acknowledged of %d, %d lost, %d ran twice, %d dead letters; %s (%.1f s)",
+			i, c.wait, i+1, r.acked, r.events, r.lost, r.twice, r.dead, r.event, r.eventTook.Seconds())
+		lost, twice = lost+r.lost, twice+r.twice
 		if r.lost > 0 || r.twice > 0 {
-			t.Fatalf("run %d: %d acknowledged records lost, %d keys ran twice across %s", i, r.lost, r.twice, r.event)
+			t.Errorf("run %d: %d acknowledged records lost, %d keys ran twice across %s", i, r.lost, r.twice, r.event)
 		}
-		t.Logf("run %d: nothing lost across %s", i, r.event)
 	}
+	t.Logf("%d runs: %d records lost, %d keys ran twice", runs, lost, twice)
 }

@@ -286,7 +286,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestMakeEventsSeeded(t *testing.T) {
-	a, b := makeEvents(200, 7, "r"), makeEvents(200, 7, "r")
+	a, b := makeEvents(200, 7, "r", false), makeEvents(200, 7, "r", false)
 	invalid, twice := 0, 0
 	for i := range a {
 		if !bytes.Equal(a[i].body, b[i].body) || a[i].key != b[i].key || (a[i].twice == nil) != (b[i].twice == nil) {

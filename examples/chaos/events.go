@@ -42,9 +42,16 @@ const (
 	twiceShare   = 0.05
 )
 
+// stampBase is the observation time of the first stamped event; event i
+// was observed i seconds later.
+var stampBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // makeEvents returns n events, seeded: a fixed number (at least one each)
-// are invalid or sent twice, at seeded positions.
-func makeEvents(n int, seed uint64, run string) []event {
+// are invalid or sent twice, at seeded positions. With stamped, each valid
+// event's feature carries an observation_time of its own, so that a second
+// run of an event is stale to the feature store: its effect is idempotent
+// by the event, written once however often it runs.
+func makeEvents(n int, seed uint64, run string, stamped bool) []event {
 	rng := rand.New(rand.NewPCG(seed, 0xe7e47))
 	perm := rng.Perm(n)
 	invalid := max(1, int(float64(n)*invalidShare+0.5))
@@ -68,6 +75,10 @@ func makeEvents(n int, seed uint64, run string) []event {
 		} else {
 			e.id = "f" + strconv.Itoa(i)
 			e.body = fmt.Appendf(nil, `{"type":"Feature","id":%q,"geometry":{"type":"Point","coordinates":[%.6f,%.6f]},"properties":{"seq":%d}}`, e.id, lon, lat, i)
+		}
+		if stamped && e.id != "" {
+			t := stampBase.Add(time.Duration(i) * time.Second).Format(time.RFC3339)
+			e.body = fmt.Appendf(nil, `{"type":"Feature","id":%q,"geometry":{"type":"Point","coordinates":[%.6f,%.6f]},"properties":{"seq":%d,"observation_time":%q}}`, e.id, lon, lat, i, t)
 		}
 		if kind[i] == '2' {
 			e.twice = &rendezvous{ch: make(chan struct{})}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/examples/ingest/service"
+	"github.com/geoidem/geoidem/internal/rediscluster"
 	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/middleware"
 )
@@ -40,6 +41,15 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		}
 		defer fo.stop()
 		o.store = "redis://" + fo.front.Addr() + "/0"
+	}
+	var cluster *rediscluster.Cluster // -reshard: the harness's own
+	if o.reshard {
+		var err error
+		if cluster, o.store, err = startReshardCluster(ctx); err != nil {
+			fmt.Fprintf(stderr, "chaos: Redis Cluster: %v\n", err)
+			return 1
+		}
+		defer cluster.Close()
 	}
 	st, err := setupStore(o, suffix)
 	if err != nil {
@@ -94,6 +104,9 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	if o.pathSpellings {
 		label += ", each attempt to another spelling of the path"
 	}
+	if o.stamp {
+		label += ", each event stamped with its observation_time (a second run is stale)"
+	}
 	switch {
 	case fo != nil:
 		label += fmt.Sprintf(" (own primary and replica, failover; WaitReplicas %d)", o.waitReplicas)
@@ -101,6 +114,8 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		label += " (own redis-server, appendonly yes, appendfsync always)"
 	case redis != nil:
 		label += " (own redis-server, no persistence)"
+	case cluster != nil:
+		label += " (own Redis Cluster, 3 masters with a replica each, no persistence; slots of live keys migrated)"
 	}
 
 	proxy, proxyURL, err := startProxy(rcv.URL(), o.seed)
@@ -110,7 +125,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	defer proxy.Close()
 
-	evs := makeEvents(o.events, o.seed, suffix)
+	evs := makeEvents(o.events, o.seed, suffix, o.stamp)
 	var jobs []*event
 	rep := report{store: label, senders: o.senders, events: len(evs), storeErrors: -1, released: -1, journalPending: -1, stallFor: o.stallFor}
 	for i := range evs {
@@ -142,6 +157,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	// Store and receiver faults, at seeded points of the first pass.
 	faults := plannedFaults(o, st, kids, redis, fo, &rep, len(jobs))
 	faults = withReplicaFaults(o, faults, reps, len(jobs))
+	faults = withReshard(faults, cluster, st, &rep, len(jobs))
 	faultsDone := make(chan error, 1)
 	go func() { faultsDone <- fire(ctx, faults, &done) }()
 
@@ -198,6 +214,26 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		return 1
 	}
 
+	// With replicas, a redeploy of them all first: what was acknowledged
+	// must survive it, and GET /features/{id} through the balancer must
+	// find every acknowledged event's feature.
+	lost := map[string]bool{}
+	rep.acked = acked.len()
+	if reps != nil {
+		if err := reps.restartAll(ctx); err != nil {
+			fmt.Fprintf(stderr, "chaos: restarting the replicas: %v\n", err)
+			return 1
+		}
+		missing, err := missingFeatures(ctx, reps.URL(), evs, &acked)
+		if err != nil {
+			fmt.Fprintf(stderr, "chaos: reading the features after the restart: %v\n", err)
+			return 1
+		}
+		for _, id := range missing {
+			lost[id] = true
+		}
+	}
+
 	// Before anything is sent again: every acknowledged event's effect
 	// must be there. A re-send would run an event whose record was lost
 	// with its effect, and hide the loss as one replay fewer.
@@ -208,14 +244,12 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "chaos: reading the feature writes: %v\n", err)
 		return 1
 	}
-	lost := map[string]bool{}
-	rep.acked = acked.len()
 	for _, e := range evs {
 		if e.id != "" && acked.has(e.key) && before[e.id] == 0 {
-			rep.ackedMissing++
 			lost[e.id] = true
 		}
 	}
+	rep.ackedMissing = len(lost)
 
 	// Re-drive the dead letters, as an operator would: same key, same
 	// payload, straight to the receiver now that nothing breaks.

@@ -15,7 +15,9 @@
 //	                        [-write-delay 0] [-attempts 4]
 //	                        [-cut-for 400ms] [-updates K]
 //	                        [-receivers N [-balance roundrobin|random]
-//	                         [-rolling-restart] [-kill-replica N]]
+//	                         [-rolling-restart] [-reshard]
+//	                         [-kill-replica N [-kill-after-effect]]
+//	                         [-effect-delay D]] [-stamp-events]
 //
 // Every event is one GeoJSON Feature with its own id and its own
 // idempotency key. A seeded few are invalid (a Feature without "id": the
@@ -104,15 +106,30 @@
 // in -serve-receiver mode, each on its own loopback port and all on one
 // key store, behind a balancer of the harness's own (balancer.go;
 // -balance roundrobin or random, seeded), the fault proxy in front of it.
-// The run counts are summed over the replicas' run logs; on PostgreSQL the
-// feature table is shared, on Redis each replica keeps its features in its
-// memory and the features stored are the union of what each replica's
-// feature store took, as its log records it (replicas.go).
-// -rolling-restart SIGTERMs each replica in turn under load (it drains its
-// requests), restarts it on its port and goes on once it answers
-// /healthz; -kill-replica N SIGKILLs a replica N times, each once a
-// handler run of its is in its write delay, and restarts it: its claims
-// are taken over when their lease runs out. README.md has the figures.
+// The runs reaching the write are summed over the replicas' run logs; the
+// features are shared, in the PostGIS table or in Redis beside the keys,
+// and their effects and writes read from there (replicas.go). After the
+// first pass every replica is restarted (SIGTERM, started again), and
+// every acknowledged event's feature must then answer GET /features/{id}
+// through the balancer: "acknowledged, effect missing" counts those that
+// do not. -rolling-restart SIGTERMs each replica in turn under load (it
+// drains its requests), restarts it on its port and goes on once it
+// answers /healthz; -kill-replica N SIGKILLs a replica N times, each once
+// a handler run of its is in its write delay, and restarts it: its claims
+// are taken over when their lease runs out. With -kill-after-effect each
+// kill is aimed after a run's feature write took effect and before the
+// middleware completed its key (the run log's last line records the
+// effect), and -effect-delay D pauses every run there for D, widening that
+// window: on Redis the retry of such a run runs it again. -reshard runs
+// the replicas on a Redis Cluster of the harness's own (three masters with
+// a replica each, package rediscluster) and, at a third of the first
+// pass, migrates the slots of every key under the run's prefix to the next
+// master, one slot after another, with rediscluster's MigrateSlot (which
+// waits before each slot's last step until its target knows every
+// master's configEpoch). -stamp-events gives each event's feature an
+// observation_time of its own: a second run of an event is then stale to
+// the feature store, and "features written twice" stays 0 however often
+// it runs. README.md has the figures.
 //
 // Each run against Redis or PostgreSQL uses its own key prefix or tables,
 // named with a random suffix, and removes them at the end. Every address is
@@ -235,6 +252,19 @@ type options struct {
 	// handler run and restarted.
 	rollingRestart bool
 	killReplica    int
+	// killAfterEffect aims the -kill-replica kills after a run's effect
+	// and before its key's completion; effectDelay pauses each replica's
+	// run there (the window, widened).
+	killAfterEffect bool
+	effectDelay     time.Duration
+	// reshard runs the replicas on a Redis Cluster of the harness's own
+	// (three masters with a replica each) and migrates the slots of the
+	// run's live keys under load, with package rediscluster's MigrateSlot.
+	reshard bool
+	// stamp gives each event's feature an observation_time of its own, so
+	// that a second run of an event is stale: an effect idempotent by the
+	// event.
+	stamp bool
 	// splitKeys gives each replica a key prefix of its own (tests only):
 	// replicas that do not share their keys, as on the memory store, which
 	// the harness must see run events twice.
@@ -251,7 +281,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() {
-		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N [-redis-aof]] [-stall-for D] [-pg-terminate N] [-failover [-wait-replicas N]] [-receivers N [-balance roundrobin|random] [-rolling-restart] [-kill-replica N]]")
+		fmt.Fprintln(stderr, "usage: chaos [-store memory|redis://…|postgres://…] [-senders 4] [-events 300] [-seed 1] [-store-faults] [-kill-receiver N] [-kill-sender N] [-restart-redis N [-redis-aof]] [-stall-for D] [-pg-terminate N] [-failover [-wait-replicas N]] [-receivers N [-balance roundrobin|random] [-rolling-restart] [-kill-replica N [-kill-after-effect] [-effect-delay D]] [-reshard]] [-stamp-events]")
 		fl.PrintDefaults()
 	}
 	var o options
@@ -276,6 +306,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.balance, "balance", balanceRoundRobin, "with -receivers: how the balancer spreads the attempts, roundrobin or random (seeded)")
 	fl.BoolVar(&o.rollingRestart, "rolling-restart", false, "with -receivers: under load, SIGTERM each replica in turn (it drains), restart it on its port, and go on once it serves /healthz")
 	fl.IntVar(&o.killReplica, "kill-replica", 0, "with -receivers: SIGKILL a replica in a handler run this many times under load, and restart it")
+	fl.BoolVar(&o.killAfterEffect, "kill-after-effect", false, "with -kill-replica: aim each SIGKILL after a handler run's feature write took effect and before its key's completion, not inside the write")
+	fl.DurationVar(&o.effectDelay, "effect-delay", 0, "with -receivers: pause each handler run this long after its feature write took effect, before the middleware completes its key (widens the window -kill-after-effect aims at)")
+	fl.BoolVar(&o.reshard, "reshard", false, "with -receivers: start a Redis Cluster of its own (three masters with a replica each) and, under load, migrate the slots of the run's live keys to other masters")
+	fl.BoolVar(&o.stamp, "stamp-events", false, "give each event's feature an observation_time of its own, so that a second run of an event is stale and writes nothing (an effect idempotent by the event)")
 	fl.BoolVar(&o.pathSpellings, "path-spellings", false, "send each attempt of a delivery to another spelling of its path (/features, /%66eatures, /feature%73, …)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

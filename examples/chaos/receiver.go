@@ -219,6 +219,7 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	fl.DurationVar(&cfg.Lease, "lease", lease, "lease")
 	fl.DurationVar(&cfg.StoreTimeout, "store-timeout", storeTimeout, "store timeout")
 	writeDelay := fl.Duration("write-delay", 0, "pause before each write commits")
+	effectDelay := fl.Duration("effect-delay", 0, "pause after each write took effect, before the key's completion")
 	volatile := fl.Bool("redis-volatile", false, "accept a Redis without persistence")
 	logEffects := fl.Bool("log-effects", false, "also append a line per feature a write took, and per feature it replaced, to -run-log")
 	if err := fl.Parse(args); err != nil {
@@ -245,6 +246,7 @@ func serveReceiver(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	}
 	counter := newRunCounter(log, *writeDelay)
 	counter.logEffects = *logEffects
+	counter.effectDelay = *effectDelay
 	cfg.WrapFeatures = counter.wrap
 	svc, err := service.New(ctx, cfg)
 	if err != nil {

@@ -25,22 +25,29 @@ import (
 // sums over the replicas' logs.
 //
 // On PostgreSQL the feature table is shared: writes and effects are read
-// from its writes column, which covers every replica. On Redis each
-// replica keeps its features in its own memory, which a restart empties:
-// the features stored are then the union of what every replica's feature
-// store took, as its log records it (the log stands for a feature store
-// that outlives the process, the one a team would have; the memory one
-// does not).
+// from its writes column, which covers every replica. On Redis the
+// features are kept in Redis beside the keys, shared too: writes and
+// effects are read from the counters each feature's hash keeps, written in
+// the MULTI of its write (redisCounts).
 type replicaSet struct {
 	kids []*child
 	bal  *balancer
 	pg   bool // effects from the shared PostGIS table
+	// killAfterEffect aims each SIGKILL after a run's effect, before its
+	// key's completion (-kill-after-effect), instead of inside its write.
+	killAfterEffect bool
+	// Redis: the store's URL and the key prefixes of the replicas, under
+	// which the features are.
+	redisURL      string
+	redisPrefixes []string
 
 	mu              sync.Mutex
 	rng             *rand.Rand
 	restarts        int // graceful (SIGTERM) restarts
 	termInRun       int // of those, with a handler run logged and not finished
 	kills, inRun    int // SIGKILLs; of those, with a handler run logged and not finished
+	afterEffect     int // SIGKILLs aimed after a run's effect: of those, with the effect logged last
+	restartedAll    int // restarts of every replica before the check
 	restartDuration time.Duration
 }
 
@@ -55,6 +62,18 @@ func newReplicaSet(ctx context.Context, st *storeSetup, o options, stderr io.Wri
 		return nil, err
 	}
 	rs := &replicaSet{pg: st.kind == postgresStore, rng: rand.New(rand.NewPCG(seed, 0x5e7))}
+	rs.killAfterEffect = o.killAfterEffect
+	if st.kind == redisStore {
+		rs.redisURL = st.direct
+		if !o.splitKeys {
+			rs.redisPrefixes = []string{st.cfg.RedisPrefix}
+		}
+		for i := range n {
+			if o.splitKeys {
+				rs.redisPrefixes = append(rs.redisPrefixes, splitPrefix(st, i))
+			}
+		}
+	}
 	// The replicas start at once: each start is a process start and a
 	// connection to the store.
 	rs.kids = make([]*child, n)
@@ -64,9 +83,9 @@ func newReplicaSet(ctx context.Context, st *storeSetup, o options, stderr io.Wri
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			extra := []string{"-log-effects"}
+			extra := []string{"-log-effects", "-effect-delay", o.effectDelay.String()}
 			if o.splitKeys { // a later flag wins: a prefix of the replica's own
-				extra = append(extra, "-redis-prefix", fmt.Sprintf("%sr%d:", st.cfg.RedisPrefix, i))
+				extra = append(extra, "-redis-prefix", splitPrefix(st, i))
 			}
 			c, err := childOn(st, stderr, extra...)
 			if err != nil {
@@ -117,18 +136,18 @@ func (rs *replicaSet) logs() (logCounts, error) {
 	return sum, nil
 }
 
-// Writes: the writes column (PostgreSQL), or the writes every replica's
-// feature store took (Redis).
+// Writes: the writes column (PostgreSQL), or the writes counters of the
+// features in Redis.
 func (rs *replicaSet) Writes(ctx context.Context) (map[string]int, error) {
 	if rs.pg {
 		return pgWrites(ctx, rs.kids[0].direct, rs.kids[0].table)
 	}
-	l, err := rs.logs()
-	return l.writes, err
+	_, writes, err := redisCounts(ctx, rs.redisURL, rs.redisPrefixes)
+	return writes, err
 }
 
 // Runs: the attempts of every replica, and the effects of the writes column
-// (PostgreSQL) or of every replica's log (Redis).
+// (PostgreSQL) or of the upserts counters of the features in Redis.
 func (rs *replicaSet) Runs(ctx context.Context) (runs, error) {
 	l, err := rs.logs()
 	if err != nil {
@@ -138,8 +157,34 @@ func (rs *replicaSet) Runs(ctx context.Context) (runs, error) {
 		if l.effects, err = pgWrites(ctx, rs.kids[0].direct, rs.kids[0].table); err != nil {
 			return runs{}, err
 		}
+	} else if l.effects, _, err = redisCounts(ctx, rs.redisURL, rs.redisPrefixes); err != nil {
+		return runs{}, err
 	}
 	return runs{Attempts: l.attempts, Effects: l.effects}, nil
+}
+
+// splitPrefix is replica i's own key prefix with o.splitKeys.
+func splitPrefix(st *storeSetup, i int) string { return fmt.Sprintf("%sr%d:", st.cfg.RedisPrefix, i) }
+
+// restartAll stops every replica in turn with SIGTERM and starts it again
+// on its port, each once the one before answers GET /healthz: a redeploy
+// of the whole set, after which what was acknowledged must still be there.
+func (rs *replicaSet) restartAll(ctx context.Context) error {
+	for _, c := range rs.kids {
+		if err := c.terminate(); err != nil {
+			return err
+		}
+		if err := c.start(ctx); err != nil {
+			return err
+		}
+		if err := healthy(ctx, c.URL()); err != nil {
+			return err
+		}
+	}
+	rs.mu.Lock()
+	rs.restartedAll++
+	rs.mu.Unlock()
+	return nil
 }
 
 func (rs *replicaSet) Outcomes() map[middleware.Outcome]int { return nil }
@@ -199,7 +244,12 @@ func (rs *replicaSet) killReplica(ctx context.Context) error {
 	rs.mu.Lock()
 	c := rs.kids[rs.rng.IntN(len(rs.kids))]
 	rs.mu.Unlock()
-	in := waitInRun(ctx, c.runLog, time.Second)
+	var in, after bool
+	if rs.killAfterEffect {
+		after = waitAfterEffect(ctx, c.runLog, time.Second)
+	} else {
+		in = waitInRun(ctx, c.runLog, time.Second)
+	}
 	if err := c.kill(ctx); err != nil {
 		return err
 	}
@@ -207,6 +257,9 @@ func (rs *replicaSet) killReplica(ctx context.Context) error {
 	rs.kills++
 	if in {
 		rs.inRun++
+	}
+	if after {
+		rs.afterEffect++
 	}
 	rs.mu.Unlock()
 	return healthy(ctx, c.URL())
@@ -232,6 +285,33 @@ func waitInRun(ctx context.Context, log string, limit time.Duration) bool {
 			from = n
 		}
 		time.Sleep(time.Millisecond)
+	}
+	return false
+}
+
+// waitAfterEffect polls a run log until its last line, written since the
+// call, records an effect (a took or wrote line: the feature store took a
+// run's write, and the handler has yet to return and the middleware to
+// complete its key), and reports whether it saw one before limit.
+func waitAfterEffect(ctx context.Context, log string, limit time.Duration) bool {
+	size := func() int64 {
+		fi, err := os.Stat(log)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	from := size()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if n := size(); n > from {
+			l := lastLine(log)
+			if strings.HasPrefix(l, runLogTook+" ") || strings.HasPrefix(l, runLogWrote+" ") {
+				return true
+			}
+			from = n
+		}
+		time.Sleep(200 * time.Microsecond)
 	}
 	return false
 }
@@ -330,7 +410,19 @@ func (o options) checkReplicas() error {
 		return fmt.Errorf("-kill-replica %d: want 0 to %d", o.killReplica, maxKills)
 	case (o.rollingRestart || o.killReplica > 0) && o.receivers < 2:
 		return errors.New("-rolling-restart and -kill-replica need -receivers 2 or more")
+	case o.killAfterEffect && o.killReplica == 0:
+		return errors.New("-kill-after-effect aims the kills of -kill-replica")
+	case o.effectDelay < 0 || o.effectDelay > 5*time.Second:
+		return fmt.Errorf("-effect-delay %v: want 0 to 5s", o.effectDelay)
+	case o.effectDelay > 0 && o.receivers < 2:
+		return errors.New("-effect-delay needs -receivers 2 or more")
+	case o.reshard && o.receivers < 2:
+		return errors.New("-reshard needs -receivers 2 or more")
+	case o.reshard && (o.store != "memory" && o.store != "" || o.failover || o.restartRedis > 0 || o.storeFaults || o.stallFor > 0 || o.killReceiver > 0 || o.killSender > 0 || o.updates > 0):
+		return errors.New("-reshard runs on a Redis Cluster of its own: not with -store, -failover, -restart-redis, -store-faults, -stall-for, -kill-receiver, -kill-sender or -updates")
 	case o.receivers == 1:
+		return nil
+	case o.reshard:
 		return nil
 	case o.failover || o.restartRedis > 0:
 		return errors.New("-receivers runs on the store -store names: not with -failover or -restart-redis")
@@ -351,6 +443,9 @@ type replicaStats struct {
 	restarts, termInRun int
 	restartTime         time.Duration
 	kills, inRun        int
+	afterEffect         int
+	killAfterEffect     bool
+	restartedAll        int
 }
 
 func (rs *replicaSet) stats() *replicaStats {
@@ -360,6 +455,7 @@ func (rs *replicaSet) stats() *replicaStats {
 		n: len(rs.kids), policy: rs.bal.policy, spread: rs.bal.spread(),
 		skipped: rs.bal.skipped.Load(), failed: rs.bal.failed.Load(),
 		restarts: rs.restarts, termInRun: rs.termInRun, restartTime: rs.restartDuration, kills: rs.kills, inRun: rs.inRun,
+		afterEffect: rs.afterEffect, killAfterEffect: rs.killAfterEffect, restartedAll: rs.restartedAll,
 	}
 }
 

@@ -18,7 +18,9 @@ import (
 )
 
 // replicaRows checks what every run with replicas must show besides
-// runChaos's checks: every replica answered some of the requests.
+// runChaos's checks: every replica answered some of the requests, and all
+// were restarted before the check (whose GETs found every acknowledged
+// feature, or runChaos's checks would have failed).
 func replicaRows(t *testing.T, rows map[string]string, n int) {
 	t.Helper()
 	v := rows["replicas"]
@@ -30,6 +32,9 @@ func replicaRows(t *testing.T, rows map[string]string, n int) {
 	answered := strings.Fields(spread)
 	if len(answered) != n || slices.Contains(answered, "0") {
 		t.Errorf("replicas %q: want %d replicas that each answered some requests", v, n)
+	}
+	if count(t, rows, "replicas restarted before the check") != 1 {
+		t.Errorf("replicas restarted before the check %q, want 1", rows["replicas restarted before the check"])
 	}
 }
 
@@ -119,6 +124,12 @@ func TestReplicasMemoryRefused(t *testing.T) {
 		{"-receivers", "3", "-store", "redis://127.0.0.1:7000,127.0.0.1:7001/0", "-store-faults"},
 		{"-receivers", "3", "-store", "redis://127.0.0.1:7000,10.0.0.1:7001/0"},
 		{"-receivers", "3", "-store", "redis://127.0.0.1:7000,127.0.0.1/0"},
+		{"-reshard"},
+		{"-receivers", "3", "-reshard", "-store", "redis://127.0.0.1:6379/0"},
+		{"-receivers", "3", "-reshard", "-failover"},
+		{"-receivers", "3", "-store", "redis://127.0.0.1:6379/0", "-kill-after-effect"},
+		{"-receivers", "3", "-store", "redis://127.0.0.1:6379/0", "-effect-delay", "1m"},
+		{"-effect-delay", "50ms"},
 	} {
 		stdout.Reset()
 		stderr.Reset()
@@ -210,5 +221,59 @@ func TestLastLineAndEffectLog(t *testing.T) {
 	}
 	if len(l.attempts) != 3 || l.effects["a"] != 1 || l.effects["b"] != 1 || len(l.writes) != 1 || l.writes["a"] != 1 {
 		t.Errorf("counts %+v", l)
+	}
+}
+
+// TestReplicasKillAfterEffect aims SIGKILLs at the window between a run's
+// effect and its key's completion, widened to 50 ms: on Redis (the feature
+// write and the completion are two round trips) the killed run's retry,
+// once the lease has run out, runs the handler again, and the run must
+// FAIL on "events run twice"; with each event stamped with its own
+// observation_time the repeat is stale to the feature store, an effect
+// idempotent by the event: nothing written twice. On PostgreSQL (one
+// transaction) nothing runs twice.
+func TestReplicasKillAfterEffect(t *testing.T) {
+	args := []string{"-receivers", "3", "-kill-replica", "2", "-kill-after-effect", "-effect-delay", "50ms", "-stamp-events", "-events", replicaEvents}
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"-store", redisserver.SharedURL()}, args...), &stdout, &stderr)
+		t.Logf("%s", stdout.String())
+		if code != 1 {
+			t.Fatalf("exit %d, want 1: a kill after the effect ran nothing again, or the harness did not notice\nstderr:\n%s", code, stderr.String())
+		}
+		rows := table(t, stdout.String())
+		if v := rows["replica kills (SIGKILL)"]; !strings.Contains(v, "after a run's effect") || strings.Contains(v, "(0 after") {
+			t.Errorf("replica kills %q: none landed after an effect", v)
+		}
+		if n := count(t, rows, "events run twice"); n == 0 {
+			t.Error("no event run twice: the kills after the effect repeated nothing")
+		}
+		if n := count(t, rows, "features written twice"); n != 0 {
+			t.Errorf("%d features written twice: the repeat of a stamped event wrote again", n)
+		}
+		if n := count(t, rows, "events lost"); n != 0 {
+			t.Errorf("%d events lost", n)
+		}
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		rows := runChaos(t, append([]string{"-store", storeURL("GEOIDEM_TEST_POSTGRES", pgURL)}, args...)...)
+		if v := rows["replica kills (SIGKILL)"]; strings.Contains(v, "(0 after") {
+			t.Errorf("replica kills %q: none landed after an effect", v)
+		}
+	})
+}
+
+// TestReplicasReshard runs three replicas on a Redis Cluster of the
+// harness's own whose slots of live keys are migrated under load: nothing
+// run twice, nothing lost, the features found after every replica's
+// restart.
+func TestReplicasReshard(t *testing.T) {
+	t.Parallel()
+	rows := runChaos(t, "-reshard", "-receivers", "3", "-events", replicaEvents)
+	replicaRows(t, rows, 3)
+	if n := count(t, rows, "Cluster slots migrated"); n == 0 {
+		t.Error("no slot migrated")
 	}
 }

@@ -32,6 +32,8 @@ type report struct {
 	kills                         int
 	restarts                      int
 	failovers                     int
+	slotsMoved, keysMoved         int // -reshard
+	reclaims                      int
 	senderKills                   int
 	journalPending                int // -1: no journal
 	storeErrors, released         int // -1: unknown
@@ -79,10 +81,16 @@ func (r *report) print(w io.Writer) {
 	if rs := r.replicas; rs != nil {
 		row("replicas", "%d (%s; requests answered %v; %d sent on past a replica down, %d answered 502)", rs.n, rs.policy, rs.spread, rs.skipped, rs.failed)
 		row("replica restarts (SIGTERM)", "%d (%d in a handler run, drained; rolling, %v)", rs.restarts, rs.termInRun, rs.restartTime.Round(time.Millisecond))
-		row("replica kills (SIGKILL)", "%d (%d in a handler run)", rs.kills, rs.inRun)
+		if rs.killAfterEffect {
+			row("replica kills (SIGKILL)", "%d (%d after a run's effect, before its key's completion)", rs.kills, rs.afterEffect)
+		} else {
+			row("replica kills (SIGKILL)", "%d (%d in a handler run)", rs.kills, rs.inRun)
+		}
+		row("replicas restarted before the check", "%d (every replica, SIGTERM and started again; then GET /features/{id} of every acknowledged event)", rs.restartedAll)
 	}
 	row("Redis restarts", "%d", r.restarts)
 	row("Redis failovers", "%d", r.failovers)
+	row("Cluster slots migrated", "%d (%d keys moved; %d claimed again after going back to the old owner)", r.slotsMoved, r.keysMoved, r.reclaims)
 	row("sender kills", "%d", r.senderKills)
 	row("journal pending", "%s", unknown(r.journalPending))
 	row("store 503s (fail closed)", "%s", unknown(r.storeErrors))

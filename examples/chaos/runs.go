@@ -54,6 +54,10 @@ type runs struct {
 // handlers are running when a fault strikes.
 type runCounter struct {
 	delay time.Duration // pause between a write and its commit (0: none)
+	// effectDelay pauses after a write took effect, before the handler
+	// returns and the middleware completes the key (0: none): the window
+	// in which a killed receiver leaves an effect without its record.
+	effectDelay time.Duration
 
 	mu       sync.Mutex
 	attempts map[string]int
@@ -99,6 +103,7 @@ func (f countedFeatures) Upsert(ctx context.Context, fs []service.Feature, answe
 	})
 	if err == nil {
 		f.c.took(fs, verdicts)
+		pause(ctx, f.c.effectDelay) // the effect done, the key not yet completed
 	}
 	return rec, err
 }
@@ -301,7 +306,7 @@ func effectSource(o options) string {
 	case o.kind() == postgresStore:
 		return "committed: the writes column, incremented in the handler's transaction"
 	case o.receivers > 1:
-		return "the writes the replicas' in-memory feature stores took, from their run logs"
+		return "the upserts counter of each feature in Redis, incremented in the MULTI of its write"
 	}
 	return "the writes the in-memory feature store took"
 }

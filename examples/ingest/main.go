@@ -14,7 +14,8 @@
 //	                         [-order-property observation_time] [-max-observation-skew 5m]
 //	                         [-admin-addr 127.0.0.1:9090]
 //
-// With -store redis://host:port/db the keys live in Redis (a comma-separated
+// With -store redis://host:port/db the keys and the features live in Redis,
+// so that both survive a restart of the service (a comma-separated
 // list of nodes, redis://h1:p1,h2:p2,h3:p3, selects the Cluster client); the
 // service refuses to start on a Redis it cannot use (nothing listening, a
 // database it does not have, credentials it refuses), and on a Redis that
@@ -24,7 +25,7 @@
 // feature upsert into the PostGIS table commits in the same transaction as
 // its key's completion: each geometry goes to PostGIS as EWKB (2D, 3D and
 // mixed collections, SRID 4326) and each feature's bytes are kept exactly
-// as received. In the memory and Redis modes the features live in process,
+// as received. In the memory mode the features live in process,
 // bounded by -max-features and -max-feature-bytes: when full, a write is
 // answered 507 feature-store-full (no Retry-After: no room frees by
 // itself), and nothing stored is evicted. With -max-in-flight and
@@ -171,8 +172,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.StringVar(&sc.KeyTable, "pg-key-table", pgstore.DefaultTable, "PostgreSQL: the key store's table")
 	fl.StringVar(&sc.FeaturesTable, "pg-features-table", service.DefaultFeaturesTable, "PostgreSQL: the PostGIS feature table")
 	fl.StringVar(&sc.RedisPrefix, "redis-prefix", redisstore.DefaultKeyPrefix, "Redis: the key prefix")
-	fl.IntVar(&sc.MaxFeatures, "max-features", service.DefaultMaxFeatures, "memory and Redis modes: most features kept in process")
-	fl.Int64Var(&sc.MaxFeatureBytes, "max-feature-bytes", service.DefaultMaxFeatureBytes, "memory and Redis modes: most bytes of features kept in process")
+	fl.IntVar(&sc.MaxFeatures, "max-features", service.DefaultMaxFeatures, "memory mode: most features kept in process")
+	fl.Int64Var(&sc.MaxFeatureBytes, "max-feature-bytes", service.DefaultMaxFeatureBytes, "memory mode: most bytes of features kept in process")
 	fl.StringVar(&sc.OrderProperty, "order-property", service.DefaultOrderProperty, "the feature property (RFC 3339) by which the newest update of an id wins; an update without it never replaces one with it")
 	fl.DurationVar(&sc.MaxObservationSkew, "max-observation-skew", newest.DefaultMaxSkew, "refuse (422) an observation time further ahead of this service's clock than this: it would pin its feature until the clock passes it")
 	fl.IntVar(&sc.MaxInFlight, "max-in-flight", middleware.DefaultMaxInFlight, "most POST requests in flight at once, a client (remote address) kept to a quarter once three quarters are held; over it 503 server-busy or 429 client-busy before the body is read; negative: no bound")

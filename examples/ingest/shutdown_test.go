@@ -13,6 +13,8 @@ import (
 	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/internal/redisserver"
 	"github.com/geoidem/geoidem/internal/tcpcut"
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/newest"
 )
 
 // safeBuffer is a bytes.Buffer safe for the service's concurrent logging.
@@ -31,6 +33,24 @@ func (b *safeBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// wroteThen wraps a feature store: once a write has taken effect it calls
+// after, then pauses before the handler returns and the middleware writes
+// the key's record.
+type wroteThen struct {
+	service.FeatureStore
+	after func()
+	pause time.Duration
+}
+
+func (w wroteThen) Upsert(ctx context.Context, fs []service.Feature, answer func([]newest.Verdict) keystore.Record) (keystore.Record, error) {
+	rec, err := w.FeatureStore.Upsert(ctx, fs, answer)
+	if err == nil {
+		w.after()
+		time.Sleep(w.pause)
+	}
+	return rec, err
 }
 
 // A record the service could not write before it stopped is a delivery
@@ -70,10 +90,14 @@ func TestIngestShutdownReportsDroppedRecords(t *testing.T) {
 			if cfg == nil {
 				t.Fatalf("%q: exit %d", args, usage)
 			}
-			// The handler says when it runs, and its write pauses 2 s.
+			// The handler says when its feature write has taken effect (in
+			// Redis, where the Redis modes keep the features), and pauses
+			// 2 s before it returns and its record is written.
 			running := make(chan struct{})
 			var once sync.Once
-			cfg.service.WrapFeatures = hook(func([]service.Feature) { once.Do(func() { close(running) }) }, 2*time.Second)
+			cfg.service.WrapFeatures = func(fs service.FeatureStore) service.FeatureStore {
+				return wroteThen{FeatureStore: fs, after: func() { once.Do(func() { close(running) }) }, pause: 2 * time.Second}
+			}
 			go func() { code <- serve(ctx, cfg, out, &stderr) }()
 			var url string
 			select {
@@ -93,8 +117,8 @@ func TestIngestShutdownReportsDroppedRecords(t *testing.T) {
 				r, _ := do(t, "POST", url+"/features", "k1", collection)
 				posted <- r.StatusCode
 			}()
-			// Once the handler runs (it says so before writing), the store
-			// stalls: its record cannot be written.
+			// Once the handler's write has taken effect, the store stalls:
+			// its record cannot be written.
 			select {
 			case <-running:
 			case <-time.After(30 * time.Second):

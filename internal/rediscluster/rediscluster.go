@@ -163,6 +163,8 @@ type Node struct {
 	Master bool
 	Of     string // a replica's master's ID
 	Failed bool   // flagged fail (or fail?) by the node asked
+	Myself bool   // the node asked
+	Epoch  uint64 // its configEpoch, as the node asked knows it
 	Slots  []int  // a master's slots
 }
 
@@ -191,6 +193,12 @@ func parseNodes(text string) ([]Node, error) {
 		flags := strings.Split(f[2], ",")
 		n.Master = slices.Contains(flags, "master")
 		n.Failed = slices.Contains(flags, "fail") || slices.Contains(flags, "fail?")
+		n.Myself = slices.Contains(flags, "myself")
+		epoch, err := strconv.ParseUint(f[6], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("rediscluster: bad config epoch %q", f[6])
+		}
+		n.Epoch = epoch
 		if f[3] != "-" {
 			n.Of = f[3]
 		}

@@ -46,7 +46,10 @@ func Slot(key string) int {
 // it to the master at to, as redis-cli --cluster reshard does: CLUSTER
 // SETSLOT IMPORTING on the target and MIGRATING on the source, MIGRATE of
 // the slot's keys in batches of ten, and CLUSTER SETSLOT NODE on the target,
-// the source and the other masters. Meanwhile clients of the slot meet ASK
+// the source and the other masters. Before the target's SETSLOT NODE it
+// waits until the target's CLUSTER NODES shows every master's current
+// configEpoch (see waitEpochs): without that wait a migration right after
+// another can lose the slot's keys. Meanwhile clients of the slot meet ASK
 // (a key already moved, or a new one) and, once the slot is the target's,
 // MOVED. It returns how many keys it moved; nothing is done when to
 // already serves slot. The replicas hear of the move by gossip, later:
@@ -113,6 +116,12 @@ func (c *Cluster) MigrateSlot(ctx context.Context, slot int, to string) (int, er
 			order = append(order, m)
 		}
 	}
+	// Before the target claims the slot, it must know every master's
+	// current configEpoch, so that its SETSLOT NODE bumps its own above
+	// them all (see waitEpochs).
+	if err := c.waitEpochs(ctx, to, masters); err != nil {
+		return moved, err
+	}
 	setNode := func() error {
 		for _, m := range order {
 			cl, err := c.client(m)
@@ -139,6 +148,63 @@ func (c *Cluster) MigrateSlot(ctx context.Context, slot int, to string) (int, er
 		return setNode()
 	}
 	return moved, c.waitOwner(ctx, slot, to, fix)
+}
+
+// waitEpochs waits until the node at target knows the current configEpoch
+// of every master in masters: until its CLUSTER NODES shows, for each, the
+// epoch that master's own CLUSTER NODES shows for itself.
+//
+// CLUSTER SETSLOT NODE on a target that was importing the slot bumps the
+// target's configEpoch only when it is not already the highest the target
+// knows of. A migration to master X bumps X's epoch to E and broadcasts it;
+// should the next migration, from X to Y, reach Y's SETSLOT NODE before Y
+// has heard of E (a cluster bus link being re-established, a busy node),
+// Y's own epoch, E-1, is the highest it knows: nothing is bumped, and Y
+// claims the slot with an epoch below X's. The nodes that still see X serve
+// the slot (X itself, until its own SETSLOT NODE) answer Y's claim with an
+// UPDATE about X, within milliseconds; Y gives the slot up and, holding
+// keys in a slot it no longer serves, deletes them (Redis 7.0 does not
+// replicate that deletion: Y's replica keeps them). Once Y knows E, its
+// SETSLOT NODE bumps its epoch to E+1 or more, and its claim wins.
+func (c *Cluster) waitEpochs(ctx context.Context, target string, masters []string) error {
+	want := map[string]uint64{} // node ID: its configEpoch
+	for _, m := range masters {
+		nodes, err := c.Nodes(ctx, m)
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if n.Myself {
+				want[n.ID] = n.Epoch
+			}
+		}
+	}
+	deadline := time.Now().Add(settle)
+	for {
+		nodes, err := c.Nodes(ctx, target)
+		if err != nil {
+			return err
+		}
+		var behind []string
+		for id, epoch := range want {
+			seen := false
+			for _, n := range nodes {
+				if n.ID == id && n.Epoch >= epoch {
+					seen = true
+				}
+			}
+			if !seen {
+				behind = append(behind, fmt.Sprintf("%s at %d", id, epoch))
+			}
+		}
+		if len(behind) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("rediscluster: %s does not know the current configEpoch of %s after %v", target, strings.Join(behind, ", "), settle)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // waitOwner waits until every live node sees the master at addr serve slot.

@@ -21,7 +21,7 @@ const (
 var errTooLarge = errors.New("the features are larger than the whole in-memory feature store")
 
 // memoryFeatures keeps features in process: the feature store of the
-// memory and Redis modes. Each feature is compared with what is stored
+// memory mode, whose keys die with the process too. Each feature is compared with what is stored
 // under its id and set under one lock (newest.Decide), so that concurrent
 // updates of an id keep the newest. It copies the bytes it keeps.
 //
@@ -32,7 +32,7 @@ var errTooLarge = errors.New("the features are larger than the whole in-memory f
 //
 // It has no idempotency of its own: the key store is the one layer that
 // makes a delivery run once. A request whose handler runs again (its
-// record lost, say to a Redis restart without persistence) writes again;
+// record lost) writes again;
 // the newest rule makes that harmless to the state (the same observation
 // is stale, or rewrites the same bytes), and examples/chaos counts it.
 type memoryFeatures struct {

@@ -8,7 +8,7 @@
 // It is a package of its own, beside the command, only so that
 // examples/chaos can run it: a team that copies examples/ingest copies
 // both, and replaces the feature stores (features.go, memory.go,
-// postgis.go) with its own.
+// redisfeatures.go, postgis.go) with its own.
 //
 // # The request path
 //
@@ -145,7 +145,7 @@ type Config struct {
 	// replicas must acknowledge each claim (default 0: none waited for).
 	RedisWaitReplicas int
 	// MaxFeatures and MaxFeatureBytes bound the in-memory feature store of
-	// the memory and Redis modes (DefaultMaxFeatures, DefaultMaxFeatureBytes:
+	// the memory mode (DefaultMaxFeatures, DefaultMaxFeatureBytes:
 	// ids and feature bytes). When a write does not fit it is refused with
 	// 507 (feature-store-full, no Retry-After: no room frees by itself) and
 	// its key released; no stored feature is ever evicted. A request that
@@ -234,8 +234,10 @@ type Service struct {
 // New opens the stores cfg.Store names and builds the service on them:
 //
 //	memory                            keys and features in process (default)
-//	redis://127.0.0.1:6379/0          keys in Redis, features in process
-//	redis://h1:7000,h2:7001,h3:7002   the same on a Redis Cluster (any seed nodes)
+//	redis://127.0.0.1:6379/0          keys and features in Redis (two round trips:
+//	                                  the feature write, then the key's completion)
+//	redis://h1:7000,h2:7001,h3:7002   the same on a Redis Cluster (any seed nodes;
+//	                                  the features share one slot)
 //	postgres://user@host:5432/db      keys and PostGIS features in PostgreSQL, each
 //	                                  feature write and its key's completion in one
 //	                                  transaction

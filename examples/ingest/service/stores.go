@@ -115,8 +115,9 @@ func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (*stores, erro
 		return nil, err
 	}
 	return &stores{
-		keys:     keys,
-		features: newMemoryFeatures(cfg.MaxFeatures, cfg.MaxFeatureBytes),
+		keys: keys,
+		// The features where the keys are: a restart keeps both.
+		features: &redisFeatures{client: client, prefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix)},
 		close:    func() { client.Close() },
 	}, nil
 }
