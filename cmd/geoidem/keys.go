@@ -126,15 +126,24 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			return 2
 		}
 		if f.asJSON {
-			return printJSON(stdout, stderr, struct {
+			code := printJSON(stdout, stderr, struct {
 				Key       string `json:"key,omitempty"`
 				Scope     string `json:"scope,omitempty"`
 				StoredKey string `json:"stored_key"`
 				adminhttp.Entry
 			}{Key: key, Scope: keyIf(!f.storedKey, f.scope), StoredKey: stored, Entry: adminhttp.EntryJSON(e)})
+			if code == 0 && e.State == keystore.Absent {
+				whereToLook(stderr, f)
+				return 1
+			}
+			return code
 		}
 		fmt.Fprintf(stdout, "%s (stored as %s)\n", what, stored)
 		describe(stdout, e)
+		if e.State == keystore.Absent {
+			whereToLook(stdout, f)
+			return 1
+		}
 		return 0
 	case "release":
 		e, err := admin.Free(ctx, stored, *force)
@@ -151,6 +160,9 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 				what, e.LeaseRemaining.Round(time.Millisecond))
 		case errors.Is(err, keystore.ErrNotInFlight):
 			fmt.Fprintf(stdout, "not released: %s is not in flight: %s\n", what, stateLine(e))
+			if e.State == keystore.Absent {
+				whereToLook(stdout, f)
+			}
 			if e.State == keystore.Completed {
 				fmt.Fprintln(stdout, "a completed record is never released; 'geoidem keys forget' deletes it")
 			}
@@ -167,6 +179,9 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		if e.State != keystore.Completed {
 			fmt.Fprintf(stdout, "not forgotten: %s holds no completed record: %s\n", what, stateLine(e))
+			if e.State == keystore.Absent {
+				whereToLook(stdout, f)
+			}
 			return 1
 		}
 		if !*yes {
@@ -190,6 +205,33 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return 2
 	}
 	return 2
+}
+
+// whereToLook follows an absent key: a key looked up in another scope,
+// or on another store, prefix or table than the receiver's, is never
+// found, and that is far likelier than a key that never arrived.
+func whereToLook(w io.Writer, f keysFlags) {
+	if !f.storedKey {
+		fmt.Fprintf(w, "check -scope: the receiver's scope for the key, by default its method and route path (\"POST /features\"); this looked in %q\n", f.scope)
+	}
+	where := "-store"
+	switch {
+	case strings.HasPrefix(f.store, "redis"):
+		where = fmt.Sprintf("-store and -redis-prefix: this looked in %s under %q", redacted(f.store), f.redisPrefix)
+	case strings.HasPrefix(f.store, "postgres"):
+		where = fmt.Sprintf("-store, -pg-schema and -pg-key-table: this looked in %s, table %q", redacted(f.store), f.pgTable)
+	case f.store != "":
+		where = fmt.Sprintf("-store: this looked in %s", redacted(f.store))
+	}
+	fmt.Fprintf(w, "check %s; the receiver's store must be the one named\n", where)
+}
+
+// redacted is a store URL without its password.
+func redacted(store string) string {
+	if u, err := url.Parse(store); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return store
 }
 
 func keyIf(ok bool, s string) string {

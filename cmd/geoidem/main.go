@@ -26,8 +26,10 @@
 //
 // The middleware's default scope is the method and path: "POST /features".
 // keys exits 0 when it did what was asked, 1 when it refused (a lease still
-// running, a completed record to release, an answer other than yes), 2 on a
-// usage error or an unreachable store.
+// running, a completed record to release, an answer other than yes) or
+// found no entry for the key (it then says to check -scope and -store: a
+// key looked up in another scope or store is never found), 2 on a usage
+// error or an unreachable store.
 package main
 
 import (
