@@ -158,6 +158,15 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		case errors.Is(err, keystore.ErrLeaseRunning):
 			fmt.Fprintf(stdout, "not released: %s is in flight and its lease still runs (%v left): a request may still be working on it, and the lease ends by itself; -force frees it anyway\n",
 				what, e.LeaseRemaining.Round(time.Millisecond))
+		case errors.Is(err, keystore.ErrNotInFlight) && e.State == keystore.Completed && isUncertain(e.Record):
+			// Held by geoidem proxy as uncertain: the operator has
+			// checked the upstream, and the next delivery may run.
+			if _, err := admin.Forget(ctx, stored); err != nil && !errors.Is(err, keystore.ErrNotCompleted) {
+				fmt.Fprintf(stderr, "geoidem keys release: %v\n", err)
+				return 2
+			}
+			fmt.Fprintf(stdout, "released %s: it was held as uncertain (the upstream may have run it); the next delivery with the key is forwarded again\n", what)
+			return 0
 		case errors.Is(err, keystore.ErrNotInFlight):
 			fmt.Fprintf(stdout, "not released: %s is not in flight: %s\n", what, stateLine(e))
 			if e.State == keystore.Absent {
@@ -313,6 +322,9 @@ func stateLine(e keystore.Entry) string {
 		}
 		return fmt.Sprintf("in flight, %v of its lease left", e.LeaseRemaining.Round(time.Millisecond))
 	case keystore.Completed:
+		if isUncertain(e.Record) {
+			return fmt.Sprintf("uncertain: geoidem proxy sent the request and got no answer to trust, so the upstream may have run it; held %v more, every retry answered 503; check the upstream, then 'geoidem keys release' lets the next delivery run", e.RetentionRemaining.Round(time.Second))
+		}
 		return fmt.Sprintf("completed: status %d, %d header field(s), body %d bytes, kept %v more", e.Record.StatusCode, len(e.Record.Header), len(e.Record.Body), e.RetentionRemaining.Round(time.Second))
 	case keystore.Released:
 		return "released: its request failed and gave the key back; the next delivery runs"
