@@ -139,7 +139,7 @@ type options struct {
 
 // sectionNames are the -only names, in report order; the issue's numbers
 // are accepted as well.
-var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults", "journal", "frontdoor", "retention", "clustered"}
+var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults", "journal", "frontdoor", "retention", "clustered", "proxy"}
 
 // goalSections are the sections -only goals stands for: those that measure
 // the figures of issue 24's goals.
@@ -252,9 +252,12 @@ func main() {
 	if code, ok := frontdoorChild(); ok {
 		os.Exit(code) // a service or an attacker of section 9 (the front door)
 	}
+	if code, ok := reverseProxyChild(); ok {
+		os.Exit(code) // the ReverseProxy of section 12 (proxy)
+	}
 	quick := flag.Bool("quick", false, "smaller sizes, for a quick look")
 	out := flag.String("out", "bench", "directory for REPORT.md and its figures")
-	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-11), or goals (= "+strings.Join(goalSections, ",")+"); default all")
+	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-12), or goals (= "+strings.Join(goalSections, ",")+"); default all")
 	seed := flag.Uint64("seed", 1, "seed of the simulations (sections occ and outage)")
 	redisAddr := flag.String("redis", "127.0.0.1:6379", "Redis address")
 	pgURL := flag.String("postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL connection string")
