@@ -211,6 +211,7 @@ func proxy(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type proxyService struct {
 	handler http.Handler
 	idem    *middleware.Middleware
+	m       *metrics // its /metrics
 	keys    keystore.Store
 	close   func()
 }
@@ -333,7 +334,7 @@ func newProxy(ctx context.Context, c *proxyConfig, log *slog.Logger) (*proxyServ
 		}
 		post.ServeHTTP(w, r) // POST and PATCH claim a key; other methods pass through to the upstream
 	})
-	return &proxyService{handler: handler, idem: idem, keys: keys, close: closeKeys}, nil
+	return &proxyService{handler: handler, idem: idem, m: m, keys: keys, close: closeKeys}, nil
 }
 
 // health answers 200 when the key store answers a ping within a second,

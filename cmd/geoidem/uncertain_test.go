@@ -241,3 +241,38 @@ func TestProxyAiohttpKilledAfterCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyUncertainOnSharedStores: on Redis and PostgreSQL, as in memory,
+// an uncertain outcome is held and replayed, `geoidem keys get -store`
+// shows it uncertain, and `geoidem keys release` lets the next delivery
+// run.
+func TestProxyUncertainOnSharedStores(t *testing.T) {
+	for _, st := range keysStores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			upstream, calls := fakeUpstream(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+				if n == 1 {
+					reset(w)
+					return
+				}
+				created(w)
+			})
+			url := startProxy(t, upstream, append([]string{"-redis-volatile"}, st.flags...)...)
+			for i := range 2 {
+				resp, body := deliver(t, url, "k-shared", pointFeature)
+				if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Geoidem-Outcome") != "uncertain" {
+					t.Fatalf("attempt %d: %d %v %s, want 503 uncertain", i+1, resp.StatusCode, resp.Header, body)
+				}
+			}
+			if calls.Load() != 1 {
+				t.Fatalf("the upstream was called %d times, want once", calls.Load())
+			}
+			code, out := keysCmd(t, st, "", "get", "k-shared")
+			expect(t, "keys get", code, out, 0, "uncertain", "geoidem keys release")
+			code, out = keysCmd(t, st, "", "release", "k-shared")
+			expect(t, "keys release", code, out, 0, "released", "held as uncertain")
+			if resp, body := deliver(t, url, "k-shared", pointFeature); resp.StatusCode != http.StatusCreated || calls.Load() != 2 {
+				t.Errorf("after the release: %d, %d call(s): %s", resp.StatusCode, calls.Load(), body)
+			}
+		})
+	}
+}
