@@ -6,10 +6,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/geoidem/geoidem/standardwebhooks"
 )
 
 // fakeUpstream counts the requests that reached it and answers each with
@@ -274,5 +277,48 @@ func TestProxyUncertainOnSharedStores(t *testing.T) {
 				t.Errorf("after the release: %d, %d call(s): %s", resp.StatusCode, calls.Load(), body)
 			}
 		})
+	}
+}
+
+// TestProxyWebhooks: with -webhook-secret the proxy forwards only signed
+// Standard Webhooks, the webhook-id as the Idempotency-Key too; an unsigned
+// request never reaches the upstream.
+func TestProxyWebhooks(t *testing.T) {
+	keys := make(chan string, 4)
+	upstream, calls := fakeUpstream(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+		keys <- r.Header.Get("Idempotency-Key")
+		created(w)
+	})
+	secret := standardwebhooks.GenerateSecret()
+	url := startProxy(t, upstream, "-webhook-secret", secret.Encode())
+	send := func(sign bool) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, url+"/features", strings.NewReader(pointFeature))
+		req.Header.Set("Content-Type", "application/geo+json")
+		if sign {
+			now := time.Now()
+			req.Header.Set(standardwebhooks.HeaderID, "msg_2Yk")
+			req.Header.Set(standardwebhooks.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
+			req.Header.Set(standardwebhooks.HeaderSignature, standardwebhooks.Sign(secret, "msg_2Yk", now, []byte(pointFeature)))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := send(false); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("unsigned: %d, want 401", resp.StatusCode)
+	}
+	for i := range 2 {
+		if resp := send(true); resp.StatusCode != http.StatusCreated || (resp.Header.Get("Idempotent-Replayed") == "true") != (i == 1) {
+			t.Errorf("signed, attempt %d: %d replayed %q", i+1, resp.StatusCode, resp.Header.Get("Idempotent-Replayed"))
+		}
+	}
+	if calls.Load() != 1 {
+		t.Fatalf("the upstream was called %d times, want once", calls.Load())
+	}
+	if k := <-keys; k != `"msg_2Yk"` {
+		t.Errorf("forwarded Idempotency-Key %q, want the webhook-id as an RFC 9651 string", k)
 	}
 }
