@@ -172,6 +172,7 @@ func forwardHeader(r *http.Request, keyHeader string) http.Header {
 	for _, k := range hopByHop {
 		h.Del(k)
 	}
+	h.Del("Expect") // the body was read in full already: nothing to wait for
 	for _, k := range strings.Split(r.Header.Get("Connection"), ",") {
 		if k = strings.TrimSpace(k); k != "" {
 			h.Del(k)
