@@ -58,7 +58,7 @@ type proxyConfig struct {
 func parseProxyFlags(args []string, stderr io.Writer) (*proxyConfig, int) {
 	fl := flag.NewFlagSet("geoidem proxy", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	c := &proxyConfig{}
+	c := &proxyConfig{hold: -1}
 	fl.StringVar(&c.upstream, "upstream", "", "the receiver's base URL, http://host:port[/prefix]: each request is forwarded to the prefix followed by its path (required)")
 	fl.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address")
 	fl.StringVar(&c.path, "path", "/", "the path prefix the proxy covers: POST and PATCH under it are made idempotent, every other request answered 404")
@@ -66,7 +66,7 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyConfig, int) {
 	fl.DurationVar(&c.lease, "lease", middleware.DefaultLease, "how long a claim holds its key without renewal")
 	fl.DurationVar(&c.retention, "retention", 0, "how long a recorded answer is kept for the sender's retries: the longest retry schedule among your senders plus an attempt's timeout (default 30h with -webhook-secret or -webhook-public-key, over Svix's 27.6 h schedule; 24h without)")
 	fl.DurationVar(&c.timeout, "upstream-timeout", 0, "give up on an upstream call after this long; the request was sent, so its key is held as uncertain (default: half the lease)")
-	fl.DurationVar(&c.hold, "uncertain-hold", -1, "how long a key whose upstream outcome is unknown (sent, then a reset, a timeout, a 502 or 504) is held, every retry answered 503 upstream-uncertain, until an operator releases it (geoidem keys release); 0 releases it at once, for an upstream that deduplicates by the forwarded Idempotency-Key (default: the retention)")
+	fl.Var((*optionalDuration)(&c.hold), "uncertain-hold", "how long a key whose upstream outcome is unknown (sent, then a reset, a timeout, a 502 or 504) is held (a `duration`), every retry answered 503 upstream-uncertain, until an operator releases it (geoidem keys release); 0 releases it at once, for an upstream that deduplicates by the forwarded Idempotency-Key (default: the retention)")
 	fl.DurationVar(&c.idle, "upstream-idle-timeout", 2*time.Second, "close a connection to the upstream idle this long: keep it under the upstream's own keep-alive timeout, so that no request is sent on a connection the upstream is closing")
 	fl.Int64Var(&c.maxBody, "max-body", middleware.DefaultMaxBodyBytes, "largest request body, in bytes")
 	fl.StringVar(&c.pgTable, "pg-key-table", pgstore.DefaultTable, "PostgreSQL: the key store's table")
@@ -98,6 +98,9 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyConfig, int) {
 	fl.BoolVar(&c.verbose, "v", false, "log every outcome")
 	fl.DurationVar(&c.shutdown, "shutdown-timeout", 0, "on SIGINT or SIGTERM, wait this long for requests in progress and for records retried in the background (default: the lease plus the store's lease)")
 	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, 0
+		}
 		return nil, 2
 	}
 	if fl.NArg() > 0 {
@@ -335,6 +338,29 @@ func newProxy(ctx context.Context, c *proxyConfig, log *slog.Logger) (*proxyServ
 		post.ServeHTTP(w, r) // POST and PATCH claim a key; other methods pass through to the upstream
 	})
 	return &proxyService{handler: handler, idem: idem, m: m, keys: keys, close: closeKeys}, nil
+}
+
+// optionalDuration is a duration flag whose default, negative, means
+// "not set": its String is then empty, and -h shows no default.
+type optionalDuration time.Duration
+
+func (d *optionalDuration) String() string {
+	if d == nil || *d <= 0 { // the zero value too, so that -h shows no default
+		return ""
+	}
+	return time.Duration(*d).String()
+}
+
+func (d *optionalDuration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return errors.New("negative")
+	}
+	*d = optionalDuration(v)
+	return nil
 }
 
 // health answers 200 when the key store answers a ping within a second,
