@@ -180,3 +180,16 @@ func TestProxyInvalidGeometryNeverReachesUpstream(t *testing.T) {
 		t.Errorf("the receiver ran %d times (%v), want once, under the forwarded key good-1", runs, keys)
 	}
 }
+
+// TestContractOwnIdempotencyAiohttp: an aiohttp receiver that keeps the
+// contract by itself, as a team in Python writes it (keys read bare, its
+// own plain JSON 400 and 422, no problem documents), passes `geoidem
+// contract` with no failure; it validates no geometry, so that rule is not
+// applicable.
+func TestContractOwnIdempotencyAiohttp(t *testing.T) {
+	url := started(t, exec.Command(python, filepath.Join("testdata", "own_idempotency.py")), receiverLine)
+	code, out, errs := geoidem(t, "", "contract", "-url", url+"/features", "-no-validator")
+	if code != 0 || !strings.Contains(out, "8 pass, 0 fail, 1 not applicable\n") {
+		t.Fatalf("geoidem contract: exit %d, want 0 and every rule but the validator's passed\n%s%s", code, out, errs)
+	}
+}
