@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -8,10 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/standardwebhooks"
 )
 
@@ -320,5 +323,53 @@ func TestProxyWebhooks(t *testing.T) {
 	}
 	if k := <-keys; k != `"msg_2Yk"` {
 		t.Errorf("forwarded Idempotency-Key %q, want the webhook-id as an RFC 9651 string", k)
+	}
+}
+
+// TestProxyLargeConcurrentDeliveries: legitimate traffic through the
+// proxy's defaults: 32 concurrent deliveries of a 1 MB feature by paired
+// senders from one address are all delivered (admission may answer some
+// 429 or 503 with Retry-After on the way) and each reaches the upstream
+// once, in full.
+func TestProxyLargeConcurrentDeliveries(t *testing.T) {
+	var bytesIn atomic.Int64
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		bytesIn.Add(n)
+		mu.Lock()
+		seen[r.Header.Get("Idempotency-Key")]++
+		mu.Unlock()
+		created(w)
+	}))
+	t.Cleanup(srv.Close)
+	url := startProxy(t, srv.URL)
+	var coords strings.Builder
+	for coords.Len() < 1_000_000 {
+		fmt.Fprintf(&coords, "[%d.123456,%d.654321],", coords.Len()%170, coords.Len()%80)
+	}
+	body := []byte(`{"type":"Feature","id":"big","geometry":{"type":"LineString","coordinates":[` + strings.TrimSuffix(coords.String(), ",") + `]},"properties":null}`)
+	sender, err := client.New(&http.Client{}, client.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			res, err := sender.Deliver(t.Context(), client.Delivery{URL: url + "/features", Key: fmt.Sprintf("big-%d", i), Body: body, ContentType: "application/geo+json"})
+			if err != nil {
+				t.Errorf("delivery %d: %v (status %d)", i, err, res.StatusCode)
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != 32 || bytesIn.Load() != 32*int64(len(body)) {
+		t.Errorf("the upstream saw %d keys and %d bytes, want 32 and %d", len(seen), bytesIn.Load(), 32*len(body))
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s reached the upstream %d times", k, n)
+		}
 	}
 }
