@@ -135,6 +135,10 @@ type options struct {
 	// go-redis reload the slot map (only MOVED and ASK do), so until the
 	// periodic reload the killed master's slots go to its dead address.
 	topoReload time.Duration
+
+	// Section 12.
+	proxyRequests [2]int // requests a round, at 1 client and at 64
+	proxyRounds   int    // interleaved rounds
 }
 
 // sectionNames are the -only names, in report order; the numbers
@@ -191,6 +195,9 @@ func defaultOptions(quick bool) options {
 		topoSeeds:        2,
 		topoSpan:         6 * time.Second,
 		topoReload:       2 * time.Second,
+
+		proxyRequests: [2]int{400, 4000},
+		proxyRounds:   3,
 	}
 	if quick {
 		o.httpRequests, o.httpTime, o.httpRounds = 2000, 600*time.Millisecond, 3
@@ -202,6 +209,7 @@ func defaultOptions(quick bool) options {
 		o.fdIdleConns, o.fdSlowFor = 4000, 8*time.Second
 		o.retentionKeys, o.retentionExpired, o.retentionCalls = 1_000_000, 100_000, 5000
 		o.topoEvents, o.topoSpan = 300, 5*time.Second
+		o.proxyRequests, o.proxyRounds = [2]int{150, 1500}, 2
 	}
 	return o
 }

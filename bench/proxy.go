@@ -134,11 +134,8 @@ func runProxy(ctx context.Context, s *section) error {
 	}
 	targets := []proxyTarget{{"httputil.ReverseProxy", rpURL, rpPid}, {"geoidem proxy", gpURL, gpPid}}
 
-	requests := map[int]int{1: 400, 64: 4000}
-	rounds := 3
-	if o.quick {
-		requests, rounds = map[int]int{1: 150, 64: 1500}, 2
-	}
+	requests := map[int]int{1: o.proxyRequests[0], 64: o.proxyRequests[1]}
+	rounds := o.proxyRounds
 	var keyN atomic.Int64
 	s.line("Both proxies run as processes of their own in front of one aiohttp receiver (one Python process, no idempotency of its own),")
 	s.line("which every request reaches: each key is new. Rounds interleave the two proxies (odd rounds in reverse order); a figure is the")
