@@ -74,8 +74,8 @@ func metricsOf(t *testing.T, url string) string {
 }
 
 // TestProxyUncertainIsHeld: an upstream that fails after the request was
-// sent (the connection reset, a 502 or 504 of its own proxy, the upstream
-// timeout) may have done the work. The key is never released: the answer
+// sent (the connection reset, its answer cut short, a 502 or 504 of its own
+// proxy, the upstream timeout) may have done the work. The key is never released: the answer
 // is 503 upstream-uncertain with a Retry-After (an HTTP-date, true at every
 // replay) at the hold's end, every retry gets it replayed and never reaches
 // the upstream, the key shows as uncertain in `geoidem keys get` and the
@@ -87,6 +87,13 @@ func TestProxyUncertainIsHeld(t *testing.T) {
 		flags []string
 	}{
 		{"reset", reset, nil},
+		{"answer cut short", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Length", "100")
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, `{"stored":`)
+			_ = http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler)
+		}, nil},
 		{"502", func(w http.ResponseWriter) { w.WriteHeader(http.StatusBadGateway) }, nil},
 		{"504", func(w http.ResponseWriter) { w.WriteHeader(http.StatusGatewayTimeout) }, nil},
 		{"timeout", func(w http.ResponseWriter) { time.Sleep(2 * time.Second); created(w) }, []string{"-upstream-timeout", "300ms"}},
