@@ -43,6 +43,7 @@ func tinyOptions(t *testing.T) options {
 	o.fdIdleConns, o.fdSlowFor = 400, 3*time.Second
 	o.retentionKeys, o.retentionExpired, o.retentionCalls = 20_000, 2000, 100
 	o.topoEvents, o.topoSenders, o.topoSeeds, o.topoSpan = 60, 4, 1, 2*time.Second
+	o.proxyRequests, o.proxyRounds = [2]int{40, 320}, 1
 	if addr := os.Getenv("GEOIDEM_REDIS_ADDR"); addr != "" {
 		o.redisAddr = addr
 	}

@@ -12,6 +12,9 @@ func TestMain(m *testing.M) {
 	if code, ok := frontdoorChild(); ok {
 		os.Exit(code)
 	}
+	if code, ok := reverseProxyChild(); ok {
+		os.Exit(code) // section 12's ReverseProxy
+	}
 	os.Exit(m.Run())
 }
 

@@ -135,11 +135,15 @@ type options struct {
 	// go-redis reload the slot map (only MOVED and ASK do), so until the
 	// periodic reload the killed master's slots go to its dead address.
 	topoReload time.Duration
+
+	// Section 12.
+	proxyRequests [2]int // requests a round, at 1 client and at 64
+	proxyRounds   int    // interleaved rounds
 }
 
 // sectionNames are the -only names, in report order; the issue's numbers
 // are accepted as well.
-var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults", "journal", "frontdoor", "retention", "clustered"}
+var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults", "journal", "frontdoor", "retention", "clustered", "proxy"}
 
 // goalSections are the sections -only goals stands for: those that measure
 // the figures of issue 24's goals.
@@ -191,6 +195,9 @@ func defaultOptions(quick bool) options {
 		topoSeeds:        2,
 		topoSpan:         6 * time.Second,
 		topoReload:       2 * time.Second,
+
+		proxyRequests: [2]int{400, 4000},
+		proxyRounds:   3,
 	}
 	if quick {
 		o.httpRequests, o.httpTime, o.httpRounds = 2000, 600*time.Millisecond, 3
@@ -202,6 +209,7 @@ func defaultOptions(quick bool) options {
 		o.fdIdleConns, o.fdSlowFor = 4000, 8*time.Second
 		o.retentionKeys, o.retentionExpired, o.retentionCalls = 1_000_000, 100_000, 5000
 		o.topoEvents, o.topoSpan = 300, 5*time.Second
+		o.proxyRequests, o.proxyRounds = [2]int{150, 1500}, 2
 	}
 	return o
 }
@@ -252,9 +260,12 @@ func main() {
 	if code, ok := frontdoorChild(); ok {
 		os.Exit(code) // a service or an attacker of section 9 (the front door)
 	}
+	if code, ok := reverseProxyChild(); ok {
+		os.Exit(code) // the ReverseProxy of section 12 (proxy)
+	}
 	quick := flag.Bool("quick", false, "smaller sizes, for a quick look")
 	out := flag.String("out", "bench", "directory for REPORT.md and its figures")
-	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-11), or goals (= "+strings.Join(goalSections, ",")+"); default all")
+	only := flag.String("only", "", "comma-separated sections to run: "+strings.Join(sectionNames, ",")+" (or 1-12), or goals (= "+strings.Join(goalSections, ",")+"); default all")
 	seed := flag.Uint64("seed", 1, "seed of the simulations (sections occ and outage)")
 	redisAddr := flag.String("redis", "127.0.0.1:6379", "Redis address")
 	pgURL := flag.String("postgres", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL connection string")

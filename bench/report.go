@@ -87,6 +87,7 @@ var sections = []struct {
 	{"frontdoor", "9. Front door: slow bodies and idle connections", runFrontdoor},
 	{"retention", "10. Retention at scale", runRetention},
 	{"clustered", "11. Clustered stores: many receivers, one store", runTopology},
+	{"proxy", "12. geoidem proxy against httputil.ReverseProxy, before an aiohttp receiver", runProxy},
 }
 
 // environment describes the machine and the moment of a run.

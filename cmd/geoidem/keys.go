@@ -126,15 +126,24 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			return 2
 		}
 		if f.asJSON {
-			return printJSON(stdout, stderr, struct {
+			code := printJSON(stdout, stderr, struct {
 				Key       string `json:"key,omitempty"`
 				Scope     string `json:"scope,omitempty"`
 				StoredKey string `json:"stored_key"`
 				adminhttp.Entry
 			}{Key: key, Scope: keyIf(!f.storedKey, f.scope), StoredKey: stored, Entry: adminhttp.EntryJSON(e)})
+			if code == 0 && e.State == keystore.Absent {
+				whereToLook(stderr, f)
+				return 1
+			}
+			return code
 		}
 		fmt.Fprintf(stdout, "%s (stored as %s)\n", what, stored)
 		describe(stdout, e)
+		if e.State == keystore.Absent {
+			whereToLook(stdout, f)
+			return 1
+		}
 		return 0
 	case "release":
 		e, err := admin.Free(ctx, stored, *force)
@@ -149,8 +158,20 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		case errors.Is(err, keystore.ErrLeaseRunning):
 			fmt.Fprintf(stdout, "not released: %s is in flight and its lease still runs (%v left): a request may still be working on it, and the lease ends by itself; -force frees it anyway\n",
 				what, e.LeaseRemaining.Round(time.Millisecond))
+		case errors.Is(err, keystore.ErrNotInFlight) && e.State == keystore.Completed && isUncertain(e.Record):
+			// Held by geoidem proxy as uncertain: the operator has
+			// checked the upstream, and the next delivery may run.
+			if _, err := admin.Forget(ctx, stored); err != nil && !errors.Is(err, keystore.ErrNotCompleted) {
+				fmt.Fprintf(stderr, "geoidem keys release: %v\n", err)
+				return 2
+			}
+			fmt.Fprintf(stdout, "released %s: it was held as uncertain (the upstream may have run it); the next delivery with the key is forwarded again\n", what)
+			return 0
 		case errors.Is(err, keystore.ErrNotInFlight):
 			fmt.Fprintf(stdout, "not released: %s is not in flight: %s\n", what, stateLine(e))
+			if e.State == keystore.Absent {
+				whereToLook(stdout, f)
+			}
 			if e.State == keystore.Completed {
 				fmt.Fprintln(stdout, "a completed record is never released; 'geoidem keys forget' deletes it")
 			}
@@ -167,6 +188,9 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		if e.State != keystore.Completed {
 			fmt.Fprintf(stdout, "not forgotten: %s holds no completed record: %s\n", what, stateLine(e))
+			if e.State == keystore.Absent {
+				whereToLook(stdout, f)
+			}
 			return 1
 		}
 		if !*yes {
@@ -190,6 +214,33 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return 2
 	}
 	return 2
+}
+
+// whereToLook follows an absent key: a key looked up in another scope,
+// or on another store, prefix or table than the receiver's, is never
+// found, and that is far likelier than a key that never arrived.
+func whereToLook(w io.Writer, f keysFlags) {
+	if !f.storedKey {
+		fmt.Fprintf(w, "check -scope: the receiver's scope for the key, by default its method and route path (\"POST /features\"); this looked in %q\n", f.scope)
+	}
+	where := "-store"
+	switch {
+	case strings.HasPrefix(f.store, "redis"):
+		where = fmt.Sprintf("-store and -redis-prefix: this looked in %s under %q", redacted(f.store), f.redisPrefix)
+	case strings.HasPrefix(f.store, "postgres"):
+		where = fmt.Sprintf("-store, -pg-schema and -pg-key-table: this looked in %s, table %q", redacted(f.store), f.pgTable)
+	case f.store != "":
+		where = fmt.Sprintf("-store: this looked in %s", redacted(f.store))
+	}
+	fmt.Fprintf(w, "check %s; the receiver's store must be the one named\n", where)
+}
+
+// redacted is a store URL without its password.
+func redacted(store string) string {
+	if u, err := url.Parse(store); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return store
 }
 
 func keyIf(ok bool, s string) string {
@@ -271,6 +322,9 @@ func stateLine(e keystore.Entry) string {
 		}
 		return fmt.Sprintf("in flight, %v of its lease left", e.LeaseRemaining.Round(time.Millisecond))
 	case keystore.Completed:
+		if isUncertain(e.Record) {
+			return fmt.Sprintf("uncertain: geoidem proxy sent the request and got no answer to trust, so the upstream may have run it; held %v more, every retry answered 503; check the upstream, then 'geoidem keys release' lets the next delivery run", e.RetentionRemaining.Round(time.Second))
+		}
 		return fmt.Sprintf("completed: status %d, %d header field(s), body %d bytes, kept %v more", e.Record.StatusCode, len(e.Record.Header), len(e.Record.Body), e.RetentionRemaining.Round(time.Second))
 	case keystore.Released:
 		return "released: its request failed and gave the key back; the next delivery runs"

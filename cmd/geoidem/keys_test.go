@@ -124,7 +124,7 @@ func TestKeys(t *testing.T) {
 			code, out = keysCmd(t, st, "", "get", "-json", "k1")
 			expect(t, "get -json k1", code, out, 0, `"state": "completed"`, `"status": 201`, `"stored_key": "`+middleware.StoreKey("POST /features", "k1")+`"`)
 			code, out = keysCmd(t, st, "", "get", "nobody")
-			expect(t, "get nobody", code, out, 0, "absent")
+			expect(t, "get nobody", code, out, 1, "absent", "-scope", "-store")
 
 			// One key, quoted (an RFC 9651 string, as the Idempotency-Key
 			// draft sends it) or bare: the middleware parses it once, and
@@ -173,7 +173,7 @@ func TestKeys(t *testing.T) {
 			code, out = keysCmd(t, st, "", "release", "k3")
 			expect(t, "release k3", code, out, 0, "released", "its lease had run out")
 			code, out = keysCmd(t, st, "", "get", "k3")
-			expect(t, "get k3", code, out, 0, "absent")
+			expect(t, "get k3", code, out, 1, "absent")
 
 			// A completed record is never released, and forgotten only when confirmed.
 			code, out = keysCmd(t, st, "", "release", "-force", "k1")
@@ -196,6 +196,37 @@ func TestKeys(t *testing.T) {
 			code, out = keysCmd(t, st, "", "stats", "-json")
 			expect(t, "stats -json", code, out, 0, `"completed": 3`, `"in_flight": 0`)
 		})
+	}
+}
+
+// TestKeysAbsentSaysWhereToLook: a key the store does not hold is most
+// often a key looked up in the wrong scope or on the wrong store, not one
+// that never arrived: get says so, names both flags, and exits 1, as
+// release and forget of such a key do.
+func TestKeysAbsentSaysWhereToLook(t *testing.T) {
+	st := keysStores(t)[0]
+	url := serve(t, wrap(t, st.store, new(feature)))
+	if code, _ := post(t, url, "k1"); code != http.StatusCreated {
+		t.Fatalf("POST k1: %d", code)
+	}
+	for _, c := range []struct {
+		what string
+		args []string
+	}{
+		{"get in another scope", []string{"get", "-scope", "POST /other", "k1"}},
+		{"get -json in another scope", []string{"get", "-json", "-scope", "POST /other", "k1"}},
+		{"get of a key never sent", []string{"get", "never-sent"}},
+		{"release in another scope", []string{"release", "-scope", "POST /other", "k1"}},
+		{"forget in another scope", []string{"forget", "-yes", "-scope", "POST /other", "k1"}},
+	} {
+		code, out := keysCmd(t, st, "", c.args[0], c.args[1:]...)
+		expect(t, c.what, code, out, 1, "absent", "check -scope", "-store")
+	}
+	// Under its own scope, the key is found, and the hint is not printed.
+	code, out := keysCmd(t, st, "", "get", "k1")
+	expect(t, "get k1", code, out, 0, "completed")
+	if strings.Contains(out, "check -scope") {
+		t.Errorf("get k1 found the key and still says to check the flags:\n%s", out)
 	}
 }
 

@@ -35,6 +35,17 @@
 // replay, and a key whose record the key store lost runs its handler
 // again. Then the receiver's run counts and feature store are checked.
 //
+// chaos -upstream [-events 200] [-seed 1] [-die-before 0.03] [-die-after 0.05]
+// is the row of a receiver in another language: `geoidem proxy` in front
+// of examples/aiohttp/receiver.py, which the harness kills in requests,
+// before its work or after it and before its answer, and restarts on its
+// port at once (upstream.go). It runs with the proxy holding an uncertain
+// key (the default) and releasing it (-uncertain-hold 0), each before the
+// receiver without and with --dedup (deduplicating by the forwarded
+// Idempotency-Key), and counts from the receiver's durable runs file the
+// events run twice and those lost, before and after an operator releases
+// the held keys the receiver had not run.
+//
 // With -path-spellings the senders send each attempt of a delivery to
 // another spelling of the path, /features, /%66eatures, /feature%73,
 // /%66%65atures and /%66eature%73 in turn (starting at a place chosen by the
@@ -277,6 +288,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "-run-sender" {
 		return runSenderChild(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "-upstream" {
+		return upstreamChaos(ctx, args[1:], stdout, stderr) // upstream.go
 	}
 	fl := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fl.SetOutput(stderr)

@@ -65,8 +65,10 @@
 //     attempts met 409: a receiver whose handler finishes in microseconds
 //     may be done before any duplicate arrives.
 //   - KeyReuseWithAnotherPayloadIs422: another payload under a used key is
-//     answered 422 with a key-reused problem document, at once and without
-//     retries, and the first payload's answer is still replayed afterwards.
+//     answered 422, at once and without retries, and the first payload's
+//     answer is still replayed afterwards. The 422 is an RFC 9457 problem
+//     document of any type (the middleware's is key-reused), or plain JSON:
+//     a receiver in another language answers in its own terms.
 //   - InvalidGeometryIs422AndNotRetried: [Target.InvalidPayload] is answered
 //     422 with a problem document after exactly one attempt, and the ingest
 //     handler does not run. [Target.SkipInvalidGeometry] skips it, visibly,
@@ -82,7 +84,11 @@
 //     is answered 400 with a problem document, runs nothing and claims
 //     nothing: the key used correctly afterwards is executed, not replayed.
 //     A 400 in plain JSON (application/json, a receiver's own error format)
-//     does too, for a missing key and a malformed one alike.
+//     does too, for a missing key and a malformed one alike. A field that is
+//     a malformed RFC 9651 string of printable ASCII ("abc unterminated, a
+//     bad escape, characters after the closing quote) may also be taken as
+//     a bare key, as written, quotes and all, by a receiver that reads keys
+//     bare: a fresh 2xx, and the rule counts that run.
 //   - ReplayCarriesNoSetCookie: a replay carries no Set-Cookie header, even
 //     when the original response set a cookie.
 //   - BlockedKeyIsDelivered: a key held in flight for a whole lease (a
@@ -96,7 +102,7 @@
 // Every problem document must be application/problem+json (RFC 9457) with a
 // type, a title and a status equal to the HTTP status; the middleware's own
 // answers must carry its stable type URIs ([middleware.ProblemMissingKey],
-// [middleware.ProblemMalformedKey], [middleware.ProblemKeyReused]).
+// [middleware.ProblemMalformedKey]) where a rule names one.
 //
 // # Outcomes
 //

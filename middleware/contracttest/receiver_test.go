@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/middleware/contracttest"
 )
 
@@ -221,5 +222,88 @@ func TestRuleTitles(t *testing.T) {
 	}
 	if got := titles["MissingKeyIs400"]; got != "missing key is 400" {
 		t.Errorf("MissingKeyIs400's title %q, want %q", got, "missing key is 400")
+	}
+}
+
+// own422 is a receiver that answers a reused key with its own 422, as a
+// receiver in another language does: the middleware's answer otherwise.
+func own422(t *testing.T, contentType, body string) http.Handler {
+	inner := wrapped(t, newStore(), &ingest{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		inner.ServeHTTP(rec, r)
+		if rec.Code == http.StatusUnprocessableEntity && strings.Contains(rec.Body.String(), "key-reused") {
+			w.Header().Set("Content-Type", contentType)
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			fmt.Fprint(w, body)
+			return
+		}
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
+
+// TestKeyReuseOwn422: a reused key answered 422 in plain JSON, or with an
+// RFC 9457 problem document of the receiver's own type, keeps the rule; a
+// 422 in plain text, or a problem document that is not one, breaks it.
+func TestKeyReuseOwn422(t *testing.T) {
+	for _, c := range []struct {
+		contentType, body string
+		want              contracttest.Outcome
+	}{
+		{"application/json", `{"error":"Idempotency-Key reused with another payload"}`, contracttest.Pass},
+		{"application/problem+json", `{"type":"https://receiver.example/problems/idempotency-key-reused","title":"Key reused","status":422}`, contracttest.Pass},
+		{"application/problem+json", `{"title":"Key reused","status":422}`, contracttest.Pass}, // no type: about:blank (RFC 9457, 3.1.1)
+		{"application/problem+json", `{"type":"https://receiver.example/problems/reused","title":"Key reused","status":400}`, contracttest.Fail},
+		{"text/plain; charset=utf-8", "Idempotency-Key reused\n", contracttest.Fail},
+	} {
+		rep, err := contracttest.Check(t.Context(), contracttest.Target{Handler: own422(t, c.contentType, c.body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Rules {
+			if r.Name == "KeyReuseWithAnotherPayloadIs422" && r.Outcome != c.want {
+				t.Errorf("%s against a 422 %s %s: %s %q, want %s", r.Name, c.contentType, c.body, r.Outcome, r.Failures, c.want)
+			}
+		}
+		if c.want == contracttest.Pass && !rep.OK() {
+			t.Errorf("a 422 %s %s: %d rule(s) failed: %+v", c.contentType, c.body, rep.Failed, rep.Rules)
+		}
+	}
+}
+
+// bareKeys is a receiver that takes the Idempotency-Key field as written,
+// a bare key, as most receivers in other languages do: a field that is not
+// an RFC 9651 string is its own key, quotes and all. It refuses, 400 in
+// plain JSON, only what no reading makes a key (empty, control or
+// non-ASCII characters, over 255 characters, two fields).
+func bareKeys(t *testing.T) (http.Handler, *ingest) {
+	h := &ingest{}
+	inner := wrapped(t, newStore(), h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		vs := r.Header.Values("Idempotency-Key")
+		if len(vs) == 1 {
+			if _, err := middleware.ParseKey(vs[0]); err != nil && len(vs[0]) <= 255 && strings.TrimSpace(vs[0]) != "" && !strings.ContainsFunc(vs[0], func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+				// Quoted as an RFC 9651 string for the middleware:
+				// the key is the field as written.
+				r.Header.Set("Idempotency-Key", `"`+strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(vs[0])+`"`)
+			}
+		}
+		inner.ServeHTTP(w, r)
+	}), h
+}
+
+// TestBareKeyReceiver: a receiver that takes keys bare passes every rule:
+// the quoted spellings that are malformed RFC 9651 strings are keys of
+// their own to it, each run once, and the rule counts them so.
+func TestBareKeyReceiver(t *testing.T) {
+	h, in := bareKeys(t)
+	rep, err := contracttest.Check(t.Context(), contracttest.Target{Handler: h, Executions: in.executions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Errorf("a receiver of bare keys: %d rule(s) failed: %+v", rep.Failed, rep.Rules)
 	}
 }

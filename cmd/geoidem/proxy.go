@@ -1,0 +1,399 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/geoidem/geoidem/frontdoor"
+	"github.com/geoidem/geoidem/geojson"
+	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/adminhttp"
+	"github.com/geoidem/geoidem/keystore/memstore"
+	"github.com/geoidem/geoidem/keystore/pgstore"
+	"github.com/geoidem/geoidem/keystore/redisstore"
+	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/standardwebhooks"
+)
+
+const proxyUsage = `usage:
+  geoidem proxy -upstream URL [-addr 127.0.0.1:8080] [-store memory|redis://…|postgres://…] [flags]
+run 'geoidem proxy -h' for the flags.
+`
+
+// proxyConfig is what the proxy's flags say.
+type proxyConfig struct {
+	addr, upstream, store, path   string
+	redisPrefix, pgTable          string
+	redisVolatile                 bool
+	lease, retention, timeout     time.Duration
+	hold, idle, shutdown          time.Duration
+	maxBody                       int64
+	maxInFlight                   int
+	maxInFlightBytes, minBodyRate int64
+	maxKeys, clientBurst          int
+	clientRate                    float64
+	clientKeys                    int
+	clientWindow                  time.Duration
+	conns                         frontdoor.ConnsConfig
+	secrets                       []standardwebhooks.Secret
+	publicKeys                    []standardwebhooks.PublicKey
+	noValidate, verbose           bool
+	adminAddr                     string
+}
+
+// parseProxyFlags returns the configuration args give, or nil and the exit
+// status of a usage error. The flags shared with examples/ingest keep its
+// names, defaults and meanings.
+func parseProxyFlags(args []string, stderr io.Writer) (*proxyConfig, int) {
+	fl := flag.NewFlagSet("geoidem proxy", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	c := &proxyConfig{hold: -1}
+	fl.StringVar(&c.upstream, "upstream", "", "the receiver's base URL, http://host:port[/prefix]: each request is forwarded to the prefix followed by its path (required)")
+	fl.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address")
+	fl.StringVar(&c.path, "path", "/", "the path prefix the proxy covers: POST and PATCH under it are made idempotent, every other request answered 404")
+	fl.StringVar(&c.store, "store", "memory", "key store: memory, redis://host:port/db, redis://h1:p1,h2:p2 (Cluster) or postgres://…")
+	fl.DurationVar(&c.lease, "lease", middleware.DefaultLease, "how long a claim holds its key without renewal")
+	fl.DurationVar(&c.retention, "retention", 0, "how long a recorded answer is kept for the sender's retries: the longest retry schedule among your senders plus an attempt's timeout (default 30h with -webhook-secret or -webhook-public-key, over Svix's 27.6 h schedule; 24h without)")
+	fl.DurationVar(&c.timeout, "upstream-timeout", 0, "give up on an upstream call after this long; the request was sent, so its key is held as uncertain (default: half the lease)")
+	fl.Var((*optionalDuration)(&c.hold), "uncertain-hold", "how long a key whose upstream outcome is unknown (sent, then a reset, a timeout, a 502 or 504) is held (a `duration`), every retry answered 503 upstream-uncertain, until an operator releases it (geoidem keys release); 0 releases it at once, for an upstream that deduplicates by the forwarded Idempotency-Key (default: the retention)")
+	fl.DurationVar(&c.idle, "upstream-idle-timeout", 2*time.Second, "close a connection to the upstream idle this long: keep it under the upstream's own keep-alive timeout, so that no request is sent on a connection the upstream is closing")
+	fl.Int64Var(&c.maxBody, "max-body", middleware.DefaultMaxBodyBytes, "largest request body, in bytes")
+	fl.StringVar(&c.pgTable, "pg-key-table", pgstore.DefaultTable, "PostgreSQL: the key store's table")
+	fl.StringVar(&c.redisPrefix, "redis-prefix", redisstore.DefaultKeyPrefix, "Redis: the key prefix")
+	fl.BoolVar(&c.redisVolatile, "redis-volatile", false, "Redis: accept a server without persistence (no AOF, no RDB save points); a Redis restart then loses every record and claim, so every retry after it runs again")
+	fl.IntVar(&c.maxInFlight, "max-in-flight", middleware.DefaultMaxInFlight, "most POST requests in flight at once, a client kept to a quarter once three quarters are held; over it 503 server-busy or 429 client-busy before the body is read; negative: no bound")
+	fl.Int64Var(&c.maxInFlightBytes, "max-in-flight-bytes", middleware.DefaultMaxInFlightBytes, "most POST body bytes in flight at once; negative: no bound")
+	fl.Int64Var(&c.minBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a body must arrive after a 5 s grace, else 408 body-too-slow; negative: no bound")
+	fl.IntVar(&c.maxKeys, "max-keys", 140_000, "memory mode: most keys held; a lone sender may use all but a quarter")
+	fl.Float64Var(&c.clientRate, "client-rate", memstore.DefaultClientRate, "memory mode, without webhook keys: new keys a second one address may claim past its quarter once the last quarter of -max-keys is reached; negative: no rate")
+	fl.IntVar(&c.clientBurst, "client-burst", memstore.DefaultClientBurst, "memory mode, without webhook keys: the burst of -client-rate")
+	fl.IntVar(&c.clientKeys, "client-keys", 50_000, "Redis and PostgreSQL, without webhook keys: most new keys one address may claim in -client-window; negative: no bound")
+	fl.DurationVar(&c.clientWindow, "client-window", time.Hour, "Redis and PostgreSQL: the window of -client-keys")
+	fl.IntVar(&c.conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once; negative: no bound")
+	fl.IntVar(&c.conns.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "most connections open at once from one IPv4 address or IPv6 /64; negative: no bound (behind a reverse proxy)")
+	fl.IntVar(&c.conns.MaxIdle, "max-idle-conns", frontdoor.DefaultMaxIdle, "most connections waiting for a request; negative: no bound")
+	fl.Func("webhook-secret", "accept only Standard Webhooks signed v1 with this whsec_… secret (repeat for rotation); the key is then webhook-id, forwarded as Idempotency-Key too", func(v string) error {
+		s, err := standardwebhooks.ParseSecret(v)
+		c.secrets = append(c.secrets, s)
+		return err
+	})
+	fl.Func("webhook-public-key", "accept only Standard Webhooks signed v1a by this whpk_… public key (repeat for rotation); the key is then webhook-id", func(v string) error {
+		k, err := standardwebhooks.ParsePublicKey(v)
+		c.publicKeys = append(c.publicKeys, k)
+		return err
+	})
+	fl.BoolVar(&c.noValidate, "no-validate", false, "forward bodies without RFC 7946 GeoJSON validation (by default an invalid body is answered 422 and never reaches the upstream)")
+	fl.StringVar(&c.adminAddr, "admin-addr", "", "serve the key store's admin API (geoidem keys -store http://ADDR) on this loopback address; never a public one")
+	fl.BoolVar(&c.verbose, "v", false, "log every outcome")
+	fl.DurationVar(&c.shutdown, "shutdown-timeout", 0, "on SIGINT or SIGTERM, wait this long for requests in progress and for records retried in the background (default: the lease plus the store's lease)")
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, 0
+		}
+		return nil, 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "geoidem proxy: unexpected arguments %q\n%s", fl.Args(), proxyUsage)
+		return nil, 2
+	}
+	u, err := url.Parse(c.upstream)
+	if c.upstream == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		fmt.Fprintf(stderr, "geoidem proxy: -upstream must be an http:// or https:// URL, got %q\n%s", c.upstream, proxyUsage)
+		return nil, 2
+	}
+	if !strings.HasPrefix(c.path, "/") {
+		fmt.Fprintf(stderr, "geoidem proxy: -path must start with /, got %q\n", c.path)
+		return nil, 2
+	}
+	if c.adminAddr != "" {
+		if err := loopbackOnly(c.adminAddr); err != nil {
+			fmt.Fprintf(stderr, "geoidem proxy: %v\n", err)
+			return nil, 2
+		}
+	}
+	return c, 0
+}
+
+func proxy(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c, code := parseProxyFlags(args, stderr)
+	if c == nil {
+		return code
+	}
+	level := slog.LevelInfo
+	if c.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	p, err := newProxy(ctx, c, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "geoidem proxy: %v\n", err)
+		if errors.Is(err, redisstore.ErrNotDurable) {
+			fmt.Fprintln(stderr, "geoidem proxy: to accept that, pass -redis-volatile")
+		}
+		return 1
+	}
+	defer p.close()
+
+	conns := c.conns
+	conns.Logger = log
+	fc, err := frontdoor.NewConns(conns)
+	if err != nil {
+		fmt.Fprintf(stderr, "geoidem proxy: %v\n", err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "geoidem proxy: %v\n", err)
+		return 1
+	}
+	srv := &http.Server{
+		Handler:           p.handler,
+		ConnState:         fc.ConnState,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       frontdoor.DefaultBodyTimeout,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       frontdoor.DefaultIdleTimeout,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	fmt.Fprintf(stdout, "geoidem proxy: serving http://%s, forwarding to %s (store %s)\n", ln.Addr(), redacted(c.upstream), redacted(c.store))
+	if c.adminAddr != "" {
+		admin, ok := p.keys.(keystore.Admin)
+		if !ok {
+			fmt.Fprintln(stderr, "geoidem proxy: -admin-addr: the key store has no admin API")
+			return 1
+		}
+		aln, err := net.Listen("tcp", c.adminAddr)
+		if err != nil {
+			fmt.Fprintf(stderr, "geoidem proxy: -admin-addr: %v\n", err)
+			return 1
+		}
+		asrv := &http.Server{Handler: adminhttp.Handler(admin), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = asrv.Serve(aln) }()
+		defer asrv.Close()
+		fmt.Fprintf(stdout, "geoidem proxy: admin on http://%s (loopback only)\n", aln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(fc.Listener(ln)) }()
+	select {
+	case err := <-errc:
+		fmt.Fprintf(stderr, "geoidem proxy: %v\n", err)
+		return 1
+	case <-ctx.Done():
+	}
+	wait := c.shutdown
+	if wait <= 0 {
+		wait = c.lease + p.idem.StoreLease()
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		fmt.Fprintf(stderr, "geoidem proxy: shutdown: %v\n", err)
+		return 1
+	}
+	if err := p.idem.Shutdown(sctx); err != nil {
+		fmt.Fprintf(stderr, "geoidem proxy: shutdown: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "geoidem proxy: stopped")
+	return 0
+}
+
+// proxyService is the proxy's request path and what it holds open.
+type proxyService struct {
+	handler http.Handler
+	idem    *middleware.Middleware
+	m       *metrics // its /metrics
+	keys    keystore.Store
+	close   func()
+}
+
+// newProxy opens the key store and builds the request path in front of the
+// forwarder, in the order examples/ingest's service uses: the body rate,
+// the webhook verifier's header checks, admission, the signature, the
+// idempotency middleware with RFC 7946 validation, the forwarder.
+func newProxy(ctx context.Context, c *proxyConfig, log *slog.Logger) (*proxyService, error) {
+	signed := len(c.secrets)+len(c.publicKeys) > 0
+	keys, closeKeys, err := openProxyStore(ctx, c, signed, log)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*proxyService, error) { closeKeys(); return nil, err }
+	base, _ := url.Parse(c.upstream)
+	m := newMetrics()
+	lease := c.lease
+	if lease <= 0 {
+		lease = middleware.DefaultLease
+	}
+	keyHeader, retention := middleware.DefaultKeyHeader, c.retention
+	var client func(*http.Request) string = middleware.RemoteClient
+	if signed {
+		keyHeader, client = standardwebhooks.HeaderID, nil
+		if retention <= 0 {
+			retention = 30 * time.Hour
+		}
+	}
+	if retention <= 0 {
+		retention = middleware.DefaultRetention
+	}
+	var validator middleware.Validator
+	if !c.noValidate {
+		validator = geojson.RequestValidator{}
+	}
+	idem, err := middleware.New(keys, middleware.Config{
+		KeyHeader:    keyHeader,
+		Client:       client,
+		MaxBodyBytes: c.maxBody,
+		Lease:        lease,
+		Retention:    retention,
+		Validator:    validator,
+		// The upstream's answer as it sent it, with the proxy's own
+		// Retry-After and uncertain marker.
+		ReplayHeaders: append(slices.Clone(middleware.DefaultReplayHeaders), "Cache-Control", "Retry-After", outcomeHeader),
+		Logger:        log,
+		Observer:      m.observe,
+		StoreObserver: m.observeStore,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	timeout := c.timeout
+	if timeout <= 0 {
+		timeout = lease / 2
+	}
+	hold := c.hold
+	if hold < 0 {
+		hold = retention
+	}
+	maxConns := c.maxInFlight
+	if maxConns <= 0 {
+		maxConns = middleware.DefaultMaxInFlight
+	}
+	fwd := &forwarder{
+		base: base, client: &http.Client{Transport: upstreamTransport(c.idle, maxConns), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		keyHeader: keyHeader, timeout: timeout, retryAfter: middleware.DefaultRetryAfter,
+		maxRecord: middleware.DefaultMaxRecordBytes, metrics: m, log: log,
+		hold: &uncertain{store: keys, hold: hold, retryAfter: middleware.DefaultRetryAfter, timeout: middleware.DefaultStoreTimeout, metrics: m, log: log},
+	}
+
+	var verify *standardwebhooks.Verifier
+	if signed {
+		if verify, err = standardwebhooks.NewVerifier(standardwebhooks.VerifierConfig{Secrets: c.secrets, PublicKeys: c.publicKeys, MaxBodyBytes: c.maxBody, Logger: log}); err != nil {
+			return fail(err)
+		}
+	}
+	var rate *frontdoor.BodyRate
+	if c.minBodyRate >= 0 {
+		if rate, err = frontdoor.NewBodyRate(frontdoor.BodyRateConfig{MinRate: c.minBodyRate, Logger: log}); err != nil {
+			return fail(err)
+		}
+	}
+	var admit *middleware.Admission
+	if c.maxInFlight >= 0 && c.maxInFlightBytes >= 0 {
+		ac := middleware.AdmissionConfig{MaxInFlight: c.maxInFlight, MaxInFlightBytes: c.maxInFlightBytes, MaxBodyBytes: c.maxBody, Logger: log}
+		if rate != nil {
+			ac.BodyDeadline, ac.CutBody = frontdoor.BodyDeadline, frontdoor.CutBody
+		}
+		if admit, err = middleware.NewAdmission(ac); err != nil {
+			return fail(err)
+		}
+	}
+	post := idem.Handler(fwd)
+	if verify != nil {
+		post = verify.Handler(post)
+	}
+	if admit != nil {
+		post = admit.Handler(post)
+	}
+	if verify != nil {
+		post = verify.Precheck(post)
+	}
+	if rate != nil {
+		post = rate.Handler(post)
+	}
+	prefix := c.path
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.handler())
+	mux.Handle("GET /healthz", health(keys))
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" || r.URL.Path == "/healthz" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		if !strings.HasPrefix(r.URL.Path, prefix) {
+			writeProblem(w, http.StatusNotFound, 0, middleware.ProblemTypeBase+"not-found", "Not found", "This proxy forwards no such path.")
+			return
+		}
+		post.ServeHTTP(w, r) // POST and PATCH claim a key; other methods pass through to the upstream
+	})
+	return &proxyService{handler: handler, idem: idem, m: m, keys: keys, close: closeKeys}, nil
+}
+
+// optionalDuration is a duration flag whose default, negative, means
+// "not set": its String is then empty, and -h shows no default.
+type optionalDuration time.Duration
+
+func (d *optionalDuration) String() string {
+	if d == nil || *d <= 0 { // the zero value too, so that -h shows no default
+		return ""
+	}
+	return time.Duration(*d).String()
+}
+
+func (d *optionalDuration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return errors.New("negative")
+	}
+	*d = optionalDuration(v)
+	return nil
+}
+
+// health answers 200 when the key store answers a ping within a second,
+// 503 when it does not, as examples/ingest's /healthz.
+func health(s keystore.Store) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		status, body := http.StatusOK, map[string]string{"status": "ok", "store": "reachable"}
+		if p, ok := s.(keystore.Pinger); ok {
+			if err := p.Ping(ctx); err != nil {
+				status, body = http.StatusServiceUnavailable, map[string]string{"status": "unhealthy", "store": "unreachable", "error": err.Error()}
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(body)
+	})
+}
+
+// loopbackOnly refuses an address whose host is not a loopback IP address
+// or localhost.
+func loopbackOnly(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("-admin-addr %q: %w", addr, err)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("-admin-addr %q: not a loopback address; the admin API reads recorded answers and frees keys", addr)
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	iproblem "github.com/geoidem/geoidem/internal/problem"
+	"github.com/geoidem/geoidem/keystore"
+)
+
+// outcomeHeader marks the record of a key held as uncertain: an operator's
+// tools (geoidem keys) and a sender read it; the middleware replays it.
+const (
+	outcomeHeader    = "Geoidem-Outcome"
+	outcomeUncertain = "uncertain"
+)
+
+// uncertain holds the keys whose upstream outcome is unknown: the request
+// was sent, and no answer can be trusted. The upstream may have done the
+// work, so the key is never released as though nothing ran: it is completed
+// with a record that says so, 503 upstream-uncertain with a Retry-After
+// that is the end of the hold, for as long as hold; every retry is
+// answered that record, and nothing runs again until an operator releases
+// the key (geoidem keys release, after checking the upstream) or the hold
+// ends. With hold 0 (an upstream that deduplicates by the forwarded
+// Idempotency-Key, so that running again is safe), the key is released at
+// once instead and the sender's retry runs.
+type uncertain struct {
+	store      keystore.Store
+	hold       time.Duration
+	retryAfter time.Duration // with hold 0
+	timeout    time.Duration // each store call
+	metrics    *metrics
+	log        *slog.Logger
+}
+
+// answer answers r, whose outcome at the upstream is unknown for why.
+func (u *uncertain) answer(w http.ResponseWriter, r *http.Request, why string, d time.Duration) {
+	u.metrics.upstreamCall(resultUncertain, d)
+	h, ok := keystore.HoldFromContext(r.Context())
+	if u.hold <= 0 || !ok {
+		u.log.LogAttrs(r.Context(), slog.LevelWarn, "upstream outcome uncertain; key released (-uncertain-hold 0): the upstream must deduplicate by Idempotency-Key", heldKey(r), slog.String("why", why))
+		writeProblem(w, http.StatusServiceUnavailable, u.retryAfter, problemUpstreamUncertain, "Upstream outcome unknown",
+			"The request reached the receiver behind this proxy, which gave no answer to trust ("+why+"); the key is released and a retry with it runs again.")
+		return
+	}
+	until := time.Now().Add(u.hold).Truncate(time.Second).Add(time.Second)
+	header := http.Header{
+		"Content-Type":  {"application/problem+json"},
+		"Cache-Control": {"no-store"},
+		"Retry-After":   {until.UTC().Format(http.TimeFormat)},
+		outcomeHeader:   {outcomeUncertain},
+	}
+	body := iproblem.JSON(iproblem.Doc{Type: problemUpstreamUncertain, Title: "Upstream outcome unknown", Status: http.StatusServiceUnavailable,
+		Detail: "The request reached the receiver behind this proxy, which gave no answer to trust (" + why + "): it may have done the work. " +
+			"The key is held until an operator checks the receiver and releases it, or until Retry-After; a retry before then is answered this again."})
+	rec := keystore.Record{StatusCode: http.StatusServiceUnavailable, Header: header, Body: body}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), u.timeout)
+	err := h.Commit(func() error {
+		return u.store.Complete(ctx, h.Key, h.Token, keystore.AppendRecord(nil, h.Fit(rec)), u.hold)
+	})
+	cancel()
+	if err != nil {
+		// Never released either way: the key stays in flight until its
+		// lease runs out in the store, then the next delivery runs.
+		h.MarkCompleted()
+		u.metrics.unrecorded.add()
+		u.log.LogAttrs(r.Context(), slog.LevelError, "upstream outcome uncertain and the store would not record it; the key is held only until its lease runs out",
+			heldKey(r), slog.String("why", why), slog.Any("error", err))
+	} else {
+		u.metrics.held.add()
+		u.log.LogAttrs(r.Context(), slog.LevelWarn, "upstream outcome uncertain; key held: check the upstream, then `geoidem keys release -stored-key` it to run again",
+			heldKey(r), slog.String("why", why), slog.Time("held_until", until))
+	}
+	for k, vs := range header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(rec.StatusCode)
+	_, _ = w.Write(body)
+}
+
+// isUncertain reports whether a record is an uncertain outcome's.
+func isUncertain(rec keystore.Record) bool {
+	return strings.EqualFold(rec.Header.Get(outcomeHeader), outcomeUncertain)
+}
+
+// writeProblem writes a problem document, with Retry-After when retryAfter
+// is positive.
+func writeProblem(w http.ResponseWriter, status int, retryAfter time.Duration, typ, title, detail string) {
+	iproblem.Write(w, status, iproblem.JSON(iproblem.Doc{Type: typ, Title: title, Status: status, Detail: detail}), retryAfter)
+}
