@@ -173,8 +173,8 @@ func testConcurrentExpiredRecord(t *testing.T, s keystore.Store) {
 	waitPast(completed, shortRetention)
 	r := race(t, s, key, 64)
 	switch {
-	case r.completed > 0 && r.acquired == 0:
-		t.Fatalf("of 64 claims racing for an expired record, none acquired it: the record, kept for %v, was still kept %v after Complete returned (the store keeps a record longer than asked, or its clock runs slow): %v",
+	case r.completed > 0:
+		t.Fatalf("of 64 claims racing for an expired record, some saw it: the record, kept for %v, was still kept %v after Complete returned (the store keeps a record longer than asked, or its clock runs slow): %v",
 			shortRetention, time.Since(completed).Round(time.Millisecond), r)
 	case len(r.errs) > 0:
 		t.Fatalf("of 64 claims racing for an expired record, some failed: %v", r)
