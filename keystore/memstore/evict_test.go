@@ -1,8 +1,12 @@
 package memstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -98,6 +102,51 @@ func TestEvictsOnlyWhenFull(t *testing.T) {
 		}
 		if err := storecall.Complete(context.Background(), s, "held", held.Token, keystore.Record{StatusCode: 201}, time.Hour); err != nil {
 			t.Fatalf("the key in flight: %v, want it still held", err)
+		}
+	})
+}
+
+// A Release by a token that holds nothing leaves a fence on an absent
+// key only where there is room: it never evicts a record for it.
+func TestFenceNeverEvicts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memstore.New(memstore.Config{MaxEntries: 1, EvictAfter: time.Minute})
+		complete(t, s, "kept", 24*time.Hour, "a")
+		time.Sleep(time.Hour)
+		if err := s.Release(context.Background(), "absent", keystore.NewToken()); !errors.Is(err, keystore.ErrLeaseLost) {
+			t.Fatalf("Release of an absent key: %v, want ErrLeaseLost", err)
+		}
+		if e, _ := s.Inspect(context.Background(), "kept"); e.State != keystore.Completed || s.Stats().Evicted != 0 {
+			t.Fatalf("after the fence: kept is %v, %+v; want it kept, nothing evicted", e.State, s.Stats())
+		}
+	})
+}
+
+// Evictions are logged: the first at once, then at most one line a
+// minute counting those since.
+func TestEvictionsAreLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+		s := memstore.New(memstore.Config{MaxEntries: 2, EvictAfter: time.Second, Logger: log})
+		for i := range 6 {
+			complete(t, s, fmt.Sprint("k", i), time.Hour, "a")
+			time.Sleep(2 * time.Second)
+		}
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "evicted=1 ") || !strings.Contains(lines[0], "evicted_total=1") {
+			t.Fatalf("log after 4 evictions within a minute:\n%s\nwant one warning of the first", buf.String())
+		}
+		time.Sleep(time.Minute)
+		complete(t, s, "late", time.Hour, "a")
+		lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
+		if len(lines) != 2 || !strings.Contains(lines[1], "evicted=4 ") || !strings.Contains(lines[1], "evicted_total=5") {
+			t.Fatalf("log after a fifth eviction a minute later:\n%s\nwant a second line counting the 4 since the first", buf.String())
 		}
 	})
 }

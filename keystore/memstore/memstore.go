@@ -261,7 +261,7 @@ func (s *Store) claim(id keyID, keyLen int64, a keystore.ClaimArgs) (keystore.Cl
 			return keystore.Claim{}, nil, refusal
 		}
 	}
-	if !s.makeRoom(1, size, now) {
+	if !s.makeRoom(1, size, now, true) {
 		s.refused++
 		return keystore.Claim{}, nil, &keystore.FullError{RetryAfter: s.nextFree(now)}
 	}
@@ -337,7 +337,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	// Take the entry out of the lease heap first so that making room can
 	// never consider it; put it back unchanged if there is no room.
 	s.leases.remove(s.entry(slot).pos)
-	if grow > 0 && !s.makeRoom(0, grow, now) {
+	if grow > 0 && !s.makeRoom(0, grow, now, true) {
 		s.leases.push(slot)
 		s.refused++
 		return &keystore.FullError{RetryAfter: s.nextFree(now)}
@@ -415,7 +415,7 @@ func (s *Store) fence(key string, token keystore.Token, now int64) {
 		return
 	}
 	size := entryOverhead + int64(len(key))
-	if !s.makeRoom(1, size, now) {
+	if !s.makeRoom(1, size, now, false) { // a fence never evicts a record
 		return
 	}
 	slot := s.alloc()

@@ -30,11 +30,11 @@ func (s *Store) dropExpired(now int64) {
 // bytes fit, and reports whether they do. It drops, in this order and
 // only as far as it must: completed records past their retention and
 // leases past their grace period; released entries; leases that expired
-// within their grace; and, when eviction is on (Config.EvictAfter),
-// completed records older than the floor, oldest first. It never drops a
-// key in flight whose lease runs, nor a record younger than the floor
-// before the end of its retention.
-func (s *Store) makeRoom(addEntries int, addBytes int64, now int64) bool {
+// within their grace; and, with evict and when eviction is on
+// (Config.EvictAfter), completed records older than the floor, oldest
+// first. It never drops a key in flight whose lease runs, nor a record
+// younger than the floor before the end of its retention.
+func (s *Store) makeRoom(addEntries int, addBytes int64, now int64, evict bool) bool {
 	maxEntries, maxBytes := s.limits()
 	fits := func() bool {
 		return len(s.index)+addEntries <= maxEntries && s.bytes+addBytes <= maxBytes
@@ -52,7 +52,7 @@ func (s *Store) makeRoom(addEntries int, addBytes int64, now int64) bool {
 	for e := s.leases.top(); !fits() && e != nil && e.deadline <= now; e = s.leases.top() {
 		s.remove(s.leases.slots[0])
 	}
-	if floor, ok := s.floor(); ok {
+	if floor, ok := s.floor(); ok && evict {
 		for e := s.ages.top(); !fits() && e != nil && e.done <= now-int64(floor); e = s.ages.top() {
 			s.evictLog.add(time.Duration(now-e.done), now)
 			s.evicted++
