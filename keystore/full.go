@@ -8,9 +8,12 @@ import (
 // FullError is the ErrStoreFull of a store that knows when room frees up:
 // errors.Is(err, ErrStoreFull) is true for it, and errors.As finds it.
 type FullError struct {
-	// RetryAfter is how long until room frees up by itself: the earliest
-	// end of a retention or lease whose entry would make room. Zero when
-	// the store cannot tell.
+	// RetryAfter is how long until room can free up by itself: the
+	// earliest time that what holds the room ends (a lease, a retention,
+	// a record reaching the age at which a full store may evict it; for
+	// a client, the contention that holds it to its share, or its rate's
+	// next key), so that a retry earlier than that is refused again.
+	// Zero when the store cannot tell.
 	RetryAfter time.Duration
 	// Client is set when what is full is the share of the claim's client
 	// (ClaimArgs.Client), not the whole store.

@@ -9,7 +9,7 @@
 //	                         [-webhook-secret whsec_…] [-webhook-public-key whpk_…] [-retention 24h]
 //	                         [-max-in-flight 64] [-max-in-flight-bytes 16777216] [-min-body-rate 1024]
 //	                         [-max-conns 1024] [-max-conns-per-host 8] [-max-idle-conns 256]
-//	                         [-max-keys 140000] [-client-rate 1] [-client-burst 64]
+//	                         [-max-keys 140000] [-client-rate 1] [-client-burst 64] [-evict-after 1h]
 //	                         [-client-keys 50000] [-client-window 1h]
 //	                         [-order-property observation_time] [-max-observation-skew 5m]
 //	                         [-admin-addr 127.0.0.1:9090]
@@ -45,7 +45,10 @@
 // new keys and then -client-rate a second; on Redis and PostgreSQL an
 // address gets -client-keys new keys per -client-window. Past either, a
 // new key is answered 429 client-full with a Retry-After; replays are never
-// refused. Below the requests, the connections are bounded
+// refused. When the memory store is full, completed records older than
+// -evict-after (an hour) make room for new keys, oldest first, counted in
+// /metrics (geoidem_store_evicted_total) and logged; a retry of an evicted
+// record's request runs again. Below the requests, the connections are bounded
 // (frontdoor.Conns): -max-conns in all, -max-conns-per-host from one
 // address (an IPv6 /64), -max-idle-conns waiting for a request; behind a
 // reverse proxy set -max-conns-per-host negative and bound hosts there.
@@ -181,6 +184,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.IntVar(&sc.MaxKeys, "max-keys", service.DefaultMaxKeys, "memory mode: most keys held; a lone sender may use all but a quarter, kept free for other senders")
 	fl.Float64Var(&sc.ClientRate, "client-rate", memstore.DefaultClientRate, "memory mode, without webhook keys: once the last quarter of -max-keys is reached, new keys a second one address (an IPv6 /64) may claim past its quarter, after a burst of -client-burst; negative: no rate")
 	fl.IntVar(&sc.ClientBurst, "client-burst", memstore.DefaultClientBurst, "memory mode, without webhook keys: the burst of -client-rate")
+	fl.DurationVar(&sc.EvictAfter, "evict-after", memstore.DefaultEvictAfter, "memory mode: when -max-keys are held, completed records older than this make room for new keys, oldest first (a retry of their requests then runs again; counted in /metrics as geoidem_store_evicted_total, and logged); negative: never, and a full store refuses new keys 503 until records reach the end of -retention")
 	fl.IntVar(&sc.ClientKeys, "client-keys", service.DefaultClientKeys, "Redis and PostgreSQL, without webhook keys: most new keys one address (an IPv6 /64) may claim in -client-window, past it 429 client-full with Retry-After; size it over your busiest sender's; negative: no bound")
 	fl.DurationVar(&sc.ClientWindow, "client-window", time.Hour, "Redis and PostgreSQL: the window of -client-keys, starting with an address's first new key")
 	fl.Int64Var(&sc.MinBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its admission slot freed; negative: no bound (the 30 s read timeout only)")

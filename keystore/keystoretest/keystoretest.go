@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"StaleTokenIsFenced", testStaleTokenFenced},
 		{"WrongTokenIsFenced", testWrongTokenFenced},
 		{"ReleaseMakesKeyClaimable", testReleaseMakesClaimable},
+		{"ReleasedKeyRetryNeverRefused", testReleasedKeyRetryNeverRefused},
 		{"CompleteEndsHold", testCompleteEndsHold},
 		{"RecordExpiresAfterRetention", testRecordExpires},
 		{"CanceledContext", testCanceledContext},

@@ -118,13 +118,13 @@ func testReleaseFencesToken(t *testing.T, s keystore.Store) {
 	})
 	t.Run("LeaseRanOut", func(t *testing.T) {
 		key := Key(t)
-		start := time.Now()
 		mustClaim(t, s, key, fpA, shortLease, acquire)
+		claimed := time.Now()
 		tok := keystore.NewToken()
 		if err := s.Release(ctx(t), key, tok); !errors.Is(err, keystore.ErrLeaseLost) {
 			t.Fatalf("Release by a token that does not hold the key: err = %v, want ErrLeaseLost", err)
 		}
-		waitPast(start, shortLease)
+		waitPast(claimed, shortLease)
 		c, err := s.Claim(ctx(t), key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: tok})
 		if !errors.Is(err, keystore.ErrLeaseLost) || c.Acquired {
 			t.Fatalf("Claim of an expired lease with a released token: acquired %v, err %v; want ErrLeaseLost", c.Acquired, err)

@@ -2,6 +2,7 @@ package keystoretest
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -72,14 +73,29 @@ func testConcurrentClaimsOneWinner(t *testing.T, s keystore.Store) {
 	}
 }
 
-// race runs n concurrent claims of key and returns how many acquired (and
-// of those, how many took over) and how many saw the key in flight.
-func race(t *testing.T, s keystore.Store, key string, n int) (acquired, tookOver, inFlight int) {
+// raced is what n concurrent claims of one key found.
+type raced struct {
+	acquired, tookOver, inFlight, completed int
+	errs                                    []string // the claims that failed, and why
+}
+
+// String describes the outcome for a failure message.
+func (r raced) String() string {
+	s := fmt.Sprintf("%d acquired (%d by takeover), %d saw in flight, %d saw a record", r.acquired, r.tookOver, r.inFlight, r.completed)
+	if len(r.errs) > 0 {
+		s += fmt.Sprintf(", %d failed (%s)", len(r.errs), strings.Join(r.errs[:min(len(r.errs), 3)], "; "))
+	}
+	return s
+}
+
+// race runs n concurrent claims of key and returns what they found.
+func race(t *testing.T, s keystore.Store, key string, n int) raced {
 	t.Helper()
 	var (
 		start = make(chan struct{})
 		wg    sync.WaitGroup
 		mu    sync.Mutex
+		r     raced
 	)
 	for i := range n {
 		wg.Add(1)
@@ -91,41 +107,57 @@ func race(t *testing.T, s keystore.Store, key string, n int) (acquired, tookOver
 			defer mu.Unlock()
 			switch {
 			case err != nil:
-				t.Errorf("claim %d: %v", i, err)
+				r.errs = append(r.errs, fmt.Sprintf("claim %d: %v", i, err))
 			case c.Acquired:
-				acquired++
+				r.acquired++
 				if c.TookOver {
-					tookOver++
+					r.tookOver++
 				}
 			case c.State == keystore.InFlight:
-				inFlight++
+				r.inFlight++
+			case c.State == keystore.Completed:
+				r.completed++
 			default:
-				t.Errorf("claim %d: state %v", i, c.State)
+				r.errs = append(r.errs, fmt.Sprintf("claim %d: state %v", i, c.State))
 			}
 		}()
 	}
 	close(start)
 	wg.Wait()
-	return acquired, tookOver, inFlight
+	return r
 }
 
-// waitPast sleeps until d has passed since start, plus a margin for the
-// store's clock to have moved past it too.
-func waitPast(start time.Time, d time.Duration) {
-	time.Sleep(time.Until(start.Add(d + 50*time.Millisecond)))
+// expiryMargin is how long past a lease or a retention the rules that
+// need it over wait, for the store's clock to have passed it too.
+const expiryMargin = 50 * time.Millisecond
+
+// waitPast sleeps until d, plus expiryMargin, has passed since returned:
+// the time the call that started d (a Claim's lease, a Complete's
+// retention, an Extend's lease) returned. The store started d no later
+// than that, so once waitPast returns d has passed by the store's clock
+// too, however long the call took to reach the store. (Measured from
+// before the call, a call that reached the store late would leave d
+// running.)
+func waitPast(returned time.Time, d time.Duration) {
+	time.Sleep(time.Until(returned.Add(d + expiryMargin)))
 }
 
 // 64 concurrent claims of a key whose lease has just expired: exactly one
 // takes it over.
 func testConcurrentTakeover(t *testing.T, s keystore.Store) {
 	key := Key(t)
-	start := time.Now()
 	mustClaim(t, s, key, fpA, shortLease, acquire)
-	waitPast(start, shortLease)
-	acquired, tookOver, inFlight := race(t, s, key, 64)
-	if acquired != 1 || tookOver != 1 || inFlight != 63 {
-		t.Fatalf("of 64 claims racing for an expired lease, %d acquired (%d by takeover) and %d saw in flight; want exactly 1 takeover and 63",
-			acquired, tookOver, inFlight)
+	claimed := time.Now()
+	waitPast(claimed, shortLease)
+	r := race(t, s, key, 64)
+	switch {
+	case r.acquired == 0 && r.inFlight == 64:
+		t.Fatalf("of 64 claims racing for an expired lease, none took it over: the lease of %v was still running %v after the Claim returned (the store keeps a lease longer than asked, or its clock runs slow): %v",
+			shortLease, time.Since(claimed).Round(time.Millisecond), r)
+	case len(r.errs) > 0:
+		t.Fatalf("of 64 claims racing for an expired lease, some failed: %v", r)
+	case r.acquired != 1 || r.tookOver != 1 || r.inFlight != 63:
+		t.Fatalf("of 64 claims racing for an expired lease: %v; want exactly 1 takeover and 63 in flight (the takeover is not atomic)", r)
 	}
 }
 
@@ -134,15 +166,20 @@ func testConcurrentTakeover(t *testing.T, s keystore.Store) {
 func testConcurrentExpiredRecord(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
-	start := time.Now()
 	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), shortRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	waitPast(start, shortRetention)
-	acquired, tookOver, inFlight := race(t, s, key, 64)
-	if acquired != 1 || tookOver != 0 || inFlight != 63 {
-		t.Fatalf("of 64 claims racing for an expired record, %d acquired (%d by takeover) and %d saw in flight; want exactly 1 fresh acquire and 63",
-			acquired, tookOver, inFlight)
+	completed := time.Now()
+	waitPast(completed, shortRetention)
+	r := race(t, s, key, 64)
+	switch {
+	case r.completed > 0:
+		t.Fatalf("of 64 claims racing for an expired record, some saw it: the record, kept for %v, was still kept %v after Complete returned (the store keeps a record longer than asked, or its clock runs slow): %v",
+			shortRetention, time.Since(completed).Round(time.Millisecond), r)
+	case len(r.errs) > 0:
+		t.Fatalf("of 64 claims racing for an expired record, some failed: %v", r)
+	case r.acquired != 1 || r.tookOver != 0 || r.inFlight != 63:
+		t.Fatalf("of 64 claims racing for an expired record: %v; want exactly 1 fresh acquire and 63 in flight (the acquisition is not atomic, or a record reappeared)", r)
 	}
 }
 

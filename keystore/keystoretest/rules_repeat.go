@@ -29,11 +29,12 @@ func testExtendAfterOwnComplete(t *testing.T, s keystore.Store) {
 	if err := storecall.Complete(ctx(t), s, key, c.Token, want, longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	start := time.Now()
+	var extended time.Time
 	for range 2 {
 		if err := storecall.Extend(ctx(t), s, key, c.Token, shortLease); err != nil {
 			t.Fatalf("Extend by the token that completed the key: err = %v, want nil (its work is recorded, nothing was lost)", err)
 		}
+		extended = time.Now()
 	}
 	if err := storecall.Extend(ctx(t), s, key, c.Token+1, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend of a completed key by another token: err = %v, want ErrLeaseLost", err)
@@ -41,8 +42,9 @@ func testExtendAfterOwnComplete(t *testing.T, s keystore.Store) {
 	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Release after Complete and Extend: err = %v, want ErrLeaseLost (a completed record must not be deletable)", err)
 	}
-	// The record outlives the short lease that Extend asked for.
-	waitPast(start, shortLease)
+	// The record outlives the short lease that Extend asked for: waited
+	// from the last Extend's return, so that a lease it set has run out.
+	waitPast(extended, shortLease)
 	got := mustClaim(t, s, key, fpB, longLease, keystore.Completed)
 	equalRecords(t, got.Record, want)
 }
@@ -151,11 +153,10 @@ func testRepeatedRelease(t *testing.T, s keystore.Store) {
 	// Release, but the old token has been superseded: its Release is still
 	// lost (a store must not keep honouring a release mark across a claim).
 	const shortRetention = 100 * time.Millisecond
-	done := time.Now()
 	if err := storecall.Complete(ctx(t), s, key, again.Token, sampleRecord(), shortRetention); err != nil {
 		t.Fatalf("Complete by the new holder: %v", err)
 	}
-	waitPast(done, shortRetention)
+	waitPast(time.Now(), shortRetention)
 	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Release by the old token after a new claim was completed and its record expired: err = %v, want ErrLeaseLost", err)
 	}

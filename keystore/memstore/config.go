@@ -1,5 +1,10 @@
 package memstore
 
+import (
+	"log/slog"
+	"time"
+)
+
 // Default limits, used where Config leaves a field zero.
 const (
 	DefaultMaxEntries = 100_000
@@ -15,6 +20,9 @@ const (
 	// at once.
 	DefaultClientRate  = 1.0
 	DefaultClientBurst = 64
+	// DefaultEvictAfter is the floor under which a full store never
+	// evicts a completed record (see Config.EvictAfter).
+	DefaultEvictAfter = time.Hour
 )
 
 // Config holds a Store's limits. Zero fields mean the defaults.
@@ -66,6 +74,32 @@ type Config struct {
 	// ClientBurst is the size of the bucket. Default DefaultClientBurst,
 	// or one sixteenth of a share when that is smaller.
 	ClientBurst int
+	// EvictAfter is the floor of eviction: when the store is full, and
+	// dropping what has expired or was released does not make room, it
+	// evicts completed records older than EvictAfter (from their
+	// Complete), oldest first, as many as the new key or record needs,
+	// before their retention ends. A retry of an evicted record's request
+	// runs its handler again, so set it over the time within which your
+	// senders retry. Default DefaultEvictAfter; negative means never: a
+	// full store then refuses new keys until records reach the end of
+	// their retention. Stats.Evicted counts the evictions, and Logger
+	// logs them.
+	EvictAfter time.Duration
+	// Logger, if set, receives a warning when records are evicted: at the
+	// first eviction, then at most once a minute with those since.
+	Logger *slog.Logger
+}
+
+// floor returns the eviction floor, and whether eviction is on.
+func (s *Store) floor() (time.Duration, bool) {
+	switch f := s.cfg.EvictAfter; {
+	case f < 0:
+		return 0, false
+	case f == 0:
+		return DefaultEvictAfter, true
+	default:
+		return f, true
+	}
 }
 
 func (s *Store) limits() (n int, b int64) {

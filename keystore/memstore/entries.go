@@ -14,16 +14,18 @@ type entry struct {
 	token    keystore.Token // the token that holds the key, or that completed or released it
 	fenced   keystore.Token // a token released without holding the key: it never acquires it (see Release)
 	deadline int64          // lease expiry while in flight, end of retention once completed, the release once released
+	done     int64          // when it was completed (a deadline value), once completed
 	size     int64
-	pos      int32 // position in its heap
+	pos      int32 // position in its heap: leases, records or releases
+	agePos   int32 // position in the heap of records by age, once completed
 	client   int32 // index in Store.clientUse, 0 for none
 	state    entryState
 }
 
-// entryState says what an entry is. A released entry stays in the lease heap
-// as a lease that ended when it was released, so that a repeated Release by
-// its token succeeds until the key is claimed again or the entry is dropped
-// like any expired lease.
+// entryState says what an entry is. A released entry is kept, in the heap
+// of releases, so that a repeated Release by its token succeeds until the
+// key is claimed again or the entry is dropped (a minute after the release,
+// or at once when the store needs its room).
 type entryState uint8
 
 const (
@@ -38,9 +40,17 @@ func (e *entry) spent(token keystore.Token) bool {
 	return e.fenced == token || e.state == released && e.token == token
 }
 
-// inLeaseHeap reports whether the entry belongs in the lease heap (in flight
-// or released) rather than the record heap (completed).
-func (e *entry) inLeaseHeap() bool { return e.state != completed }
+// heap returns the heap by deadline that holds the entry: leases (in
+// flight), records (completed) or releases (released).
+func (s *Store) heap(e *entry) *slotHeap {
+	switch e.state {
+	case completed:
+		return &s.records
+	case released:
+		return &s.releases
+	}
+	return &s.leases
+}
 
 // Entries and their records are kept in pages of pageSize slots, added as
 // the store grows and never moved: a new entry never copies the ones before
@@ -108,14 +118,17 @@ func (s *Store) ended(key string, token keystore.Token, state entryState, now in
 // holds it, and frees the slot.
 func (s *Store) remove(slot int32) {
 	e := s.entry(slot)
-	if e.state == released {
+	switch e.state {
+	case released:
 		s.released--
+		s.releasedBytes -= e.size
+		if e.client != 0 {
+			s.clientUse[e.client].released--
+		}
+	case completed:
+		s.ages.remove(e.agePos)
 	}
-	if e.inLeaseHeap() {
-		s.leases.remove(e.pos)
-	} else {
-		s.records.remove(e.pos)
-	}
+	s.heap(e).remove(e.pos)
 	delete(s.index, e.id)
 	s.bytes -= e.size
 	s.chargeClient(e.client, -1, -e.size)

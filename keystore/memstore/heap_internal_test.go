@@ -18,13 +18,13 @@ import (
 func (s *Store) check(t *testing.T) {
 	t.Helper()
 	seen := map[int32]bool{}
-	for name, h := range map[string]*slotHeap{"leases": &s.leases, "records": &s.records} {
+	for name, h := range map[string]*slotHeap{"leases": &s.leases, "records": &s.records, "releases": &s.releases} {
 		for i, slot := range h.slots {
 			e := s.entry(slot)
 			if int(e.pos) != i {
 				t.Fatalf("%s[%d] = slot %d whose pos is %d", name, i, slot, e.pos)
 			}
-			if (name == "leases") != e.inLeaseHeap() {
+			if s.heap(e) != h {
 				t.Fatalf("slot %d (state %d) is in the %s heap", slot, e.state, name)
 			}
 			if i > 0 && h.less(i, (i-1)/2) {
@@ -36,16 +36,40 @@ func (s *Store) check(t *testing.T) {
 			seen[slot] = true
 		}
 	}
-	var bytes int64
+	if len(s.ages.slots) != len(s.records.slots) {
+		t.Fatalf("%d records by age, %d by retention", len(s.ages.slots), len(s.records.slots))
+	}
+	for i, slot := range s.ages.slots {
+		if e := s.entry(slot); int(e.agePos) != i || e.state != completed {
+			t.Fatalf("ages[%d] = slot %d (state %d) whose agePos is %d", i, slot, e.state, e.agePos)
+		}
+		if i > 0 && s.ages.less(i, (i-1)/2) {
+			t.Fatalf("ages heap order broken at %d", i)
+		}
+	}
+	var bytes, releasedBytes int64
 	nReleased := 0
+	clientReleased := map[int32]int{}
 	for id, slot := range s.index {
 		if s.entry(slot).id != id || !seen[slot] {
 			t.Fatalf("index[%x] = %d, which holds %x (in a heap: %v)", id[:4], slot, s.entry(slot).id[:4], seen[slot])
 		}
 		bytes += s.entry(slot).size
-		if s.entry(slot).state == released {
+		if e := s.entry(slot); e.state == released {
 			nReleased++
+			releasedBytes += e.size
+			if e.client != 0 {
+				clientReleased[e.client]++
+			}
 		}
+	}
+	for i := range s.clientUse {
+		if i > 0 && s.clientUse[i].released != clientReleased[int32(i)] {
+			t.Fatalf("client %d: %d released entries, %d counted", i, clientReleased[int32(i)], s.clientUse[i].released)
+		}
+	}
+	if releasedBytes != s.releasedBytes {
+		t.Fatalf("%d bytes of released entries, %d counted", releasedBytes, s.releasedBytes)
 	}
 	if len(seen) != len(s.index) || bytes != s.bytes {
 		t.Fatalf("%d slots in heaps, %d indexed, %d bytes counted, %d recorded", len(seen), len(s.index), bytes, s.bytes)
@@ -112,8 +136,22 @@ func TestPagesKeepInvariants(t *testing.T) {
 }
 
 func TestRandomOperationsKeepInvariants(t *testing.T) {
+	for _, cfg := range []Config{
+		{MaxEntries: 40, MaxBytes: 40 << 10},
+		{MaxEntries: 40, MaxBytes: 40 << 10, MaxClientEntries: 5, ClientBurst: 3, EvictAfter: 200 * time.Microsecond},
+	} {
+		s := New(cfg)
+		randomOperations(t, s, cfg.EvictAfter > 0)
+		if st := s.Stats(); cfg.EvictAfter > 0 && st.Evicted == 0 {
+			t.Fatalf("%+v: no eviction in %+v", cfg, st)
+		}
+	}
+}
+
+// randomOperations runs random calls on s, for random clients, checking
+// its invariants as it goes; with long, records are kept for an hour.
+func randomOperations(t *testing.T, s *Store, long bool) {
 	rng := rand.New(rand.NewPCG(7, 9))
-	s := New(Config{MaxEntries: 40, MaxBytes: 40 << 10})
 	ctx := context.Background()
 	tokens := map[string]keystore.Token{}
 	for i := range 20000 {
@@ -121,13 +159,19 @@ func TestRandomOperationsKeepInvariants(t *testing.T) {
 		d := time.Duration(1+rng.IntN(1000)) * time.Microsecond
 		switch rng.IntN(4) {
 		case 0:
-			if c, err := storecall.Claim(ctx, s, key, keystore.Fingerprint{}, d); err == nil && c.Acquired {
-				tokens[key] = c.Token
+			tok := keystore.NewToken()
+			a := keystore.ClaimArgs{Lease: d, Token: tok, Client: []string{"", "a", "b"}[rng.IntN(3)]}
+			if c, err := s.Claim(ctx, key, a); err == nil && c.Acquired {
+				tokens[key] = tok
 			}
 		case 1:
 			_ = storecall.Extend(ctx, s, key, tokens[key], d)
 		case 2:
-			_ = storecall.Complete(ctx, s, key, tokens[key], keystore.Record{StatusCode: 200, Body: make([]byte, rng.IntN(2000))}, d)
+			retention := d
+			if long {
+				retention = time.Hour
+			}
+			_ = storecall.Complete(ctx, s, key, tokens[key], keystore.Record{StatusCode: 200, Body: make([]byte, rng.IntN(2000))}, retention)
 		case 3:
 			_ = s.Release(ctx, key, tokens[key])
 		}

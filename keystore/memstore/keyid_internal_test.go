@@ -29,3 +29,62 @@ func TestIDOf(t *testing.T) {
 		}
 	}
 }
+
+// refIDOf is idOf one digit at a time: the reference idOf must agree with.
+func refIDOf(key string) keyID {
+	var id keyID
+	if len(key) != 2*len(id) {
+		return sha256.Sum256([]byte(key))
+	}
+	val := func(c byte) (byte, bool) {
+		switch {
+		case '0' <= c && c <= '9':
+			return c - '0', true
+		case 'a' <= c && c <= 'f':
+			return c - 'a' + 10, true
+		}
+		return 0, false
+	}
+	for i := range id {
+		hi, ok1 := val(key[2*i])
+		lo, ok2 := val(key[2*i+1])
+		if !ok1 || !ok2 {
+			return sha256.Sum256([]byte(key))
+		}
+		id[i] = hi<<4 | lo
+	}
+	return id
+}
+
+// Every byte value, at every place of a key, gives the reference's ID.
+func TestIDOfEveryByte(t *testing.T) {
+	sum := sha256.Sum256([]byte("base"))
+	base := []byte(hex.EncodeToString(sum[:]))
+	decoded := 0
+	for pos := range base {
+		for c := range 256 {
+			k := append([]byte(nil), base...)
+			k[pos] = byte(c)
+			got, want := idOf(string(k)), refIDOf(string(k))
+			if got != want {
+				t.Fatalf("idOf(%q) = %x, want %x", k, got, want)
+			}
+			if want != keyID(sha256.Sum256(k)) {
+				decoded++
+			}
+		}
+	}
+	if decoded != 64*16 {
+		t.Fatalf("%d keys decoded, want every lowercase digit at every place: %d", decoded, 64*16)
+	}
+}
+
+func BenchmarkIDOf(b *testing.B) {
+	sum := sha256.Sum256([]byte("k"))
+	key := hex.EncodeToString(sum[:])
+	for b.Loop() {
+		sink = idOf(key)
+	}
+}
+
+var sink keyID

@@ -10,18 +10,26 @@
 // # Bounded memory
 //
 // A Store holds at most [Config.MaxEntries] keys and about [Config.MaxBytes]
-// bytes of keys and records, and it never drops an entry before its time to
-// make room: not a key in flight, because that would let a second request
-// run while the first one still does, and not a completed record before the
-// end of its retention, because a retry of that request would then run the
-// handler again. When a new claim finds no room, the store drops expired
-// entries; if that is not enough, Claim fails with a [*keystore.FullError]
-// (an [keystore.ErrStoreFull]) saying when the earliest entry ends (the
-// middleware answers 503 store-full with that Retry-After, or 429
-// client-full when it was the claim's client's share; nothing runs,
-// and the sender retries later). A full store therefore refuses new keys
-// until records reach the end of their retention: size the limits for the
-// traffic of a whole retention period. [Store.Stats] counts the refusals.
+// bytes of keys and records. It never drops a key in flight to make room,
+// because that would let a second request run while the first one still
+// does. When a new claim finds no room, the store drops what has expired
+// and what was released; if that is not enough, it evicts completed
+// records older than a floor ([Config.EvictAfter], an hour by default),
+// oldest first, as many as the claim needs. A retry of an evicted
+// record's request runs its handler again, so the floor is the time
+// within which a retry is always replayed, whatever fills the store;
+// records younger than it are kept for their whole retention. Evictions
+// are counted ([Stats].Evicted) and logged ([Config.Logger]). If there is
+// still no room, Claim fails with a [*keystore.FullError] (an
+// [keystore.ErrStoreFull]) saying when room can next free by itself: the
+// earliest end of a lease or a retention, or the earliest time a record
+// passes the floor (the middleware answers 503 store-full with that
+// Retry-After; nothing runs, and the sender retries later). A full store
+// therefore refuses new keys for at most the floor, or a lease, whatever
+// fills it; size the limits for the traffic of a retention period so that
+// nothing is evicted in normal operation. With a negative EvictAfter
+// nothing is evicted and a full store refuses new keys until records
+// reach the end of their retention. [Store.Stats] counts the refusals.
 //
 // # Shares under contention
 //
@@ -30,20 +38,27 @@
 // store has room to spare: a lone sender may fill all of it but the
 // headroom ([Config.HeadroomEntries], [Config.HeadroomBytes]; one share,
 // a quarter of the store, by default). The store is contended once a claim
-// would leave less free than the headroom. Then:
+// would leave less free than the headroom; released entries, which the
+// store drops whenever it needs their room, count as free. Then:
 //
 //   - a client past its share ([Config.MaxClientEntries],
 //     [Config.MaxClientBytes]; a quarter of the store by default) acquires
-//     no key: it is refused with a [*keystore.FullError] whose Client is
-//     set and whose RetryAfter is when its earliest entry ends;
+//     no new key: it is refused with a [*keystore.FullError] whose Client
+//     is set and whose RetryAfter is the earliest time its share or the
+//     contention can free: when the next entry of the store ends (a
+//     retention, or a lease that ran out and its grace of a minute), so a
+//     retention only when records are what hold the store;
 //   - a client within its share acquires new keys at [Config.ClientRate]
 //     a second after a burst of [Config.ClientBurst] (one a second after
 //     64 by default; a token bucket of golang.org/x/time/rate per client),
 //     and is refused past it, with a FullError whose Client is set and
 //     whose RetryAfter is when its next key is due.
 //
-// A replay, a key in flight, and a key its client released and claims
-// again are never refused for a share or a rate.
+// A replay, a key in flight, an expired lease taken over, and a key
+// released (the retry of a request answered 5xx) claimed again while the
+// store keeps its release (a minute, or until it needs the room) are not
+// new keys: they are never refused for a share or a rate, past its share
+// or not.
 //
 // What a newcomer is guaranteed: a client that holds nothing is within its
 // share, so the headroom is open to it whatever clients past their share
@@ -54,11 +69,11 @@
 // headroom of H keys lasts at least (H − N×ClientBurst) / (N×ClientRate)
 // seconds: with the defaults (H = 25,000 keys) about 51 minutes against 8
 // source addresses that flood it, about 3 minutes against 100. Beyond
-// that nothing is promised: a store never drops an unexpired entry, so a
-// store full of records refuses every new key until their retention ends.
-// Key clients by an identity that costs more than a source address (an
-// authenticated sender; an IPv6 /64 rather than an address), and size
-// the store for a retention's traffic. The same figures hold for bytes.
+// that, the store is full, and new keys get the room of records past the
+// eviction floor as it frees (see Bounded memory). Key clients by an
+// identity that costs more than a source address (an authenticated
+// sender; an IPv6 /64 rather than an address), and size the store for a
+// retention's traffic. The same figures hold for bytes.
 //
 // Each claim is charged, from Claim until Complete or Release, for room for
 // the record it will complete with as well as its key: the claim's
@@ -67,7 +82,7 @@
 // Complete then charges the record's real size instead, so a record no
 // larger than the reservation always fits, and the answer of a handler that
 // ran is never lost for want of room. A larger record takes the difference
-// from the free budget (dropping expired entries if it must) and is refused
+// from the free budget (making room as a claim does, if it must) and is refused
 // with ErrStoreFull when there is none. A record's size is its encoding,
 // [keystore.RecordLen]. The reservation also bounds the claims in flight at
 // once to MaxBytes / reservation.
@@ -84,6 +99,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/geoidem/geoidem/keystore"
@@ -95,8 +111,13 @@ type Stats struct {
 	Bytes   int64 // bytes charged against Config.MaxBytes, reservations included
 	// Refused counts the calls that failed with keystore.ErrStoreFull: claims
 	// of new keys, and completions with a record larger than its reservation,
-	// that found no room. A store never drops an unexpired entry instead.
+	// that found no room.
 	Refused uint64
+	// Evicted counts the completed records dropped before the end of their
+	// retention to make room in a full store: records older than
+	// Config.EvictAfter, oldest first. A retry of one of their requests runs
+	// its handler again.
+	Evicted uint64
 }
 
 // Store is an in-memory keystore.Store. The zero value is an empty store with
@@ -107,22 +128,28 @@ type Stats struct {
 // keystore.ErrInvalidStatus for a record whose status is outside 200–599, or
 // the context's error when the context is already done.
 type Store struct {
-	mu        sync.Mutex
-	cfg       Config
-	base      time.Time       // deadlines are nanoseconds since base, on the monotonic clock
-	index     map[keyID]int32 // key -> slot in entries and recs
-	entries   []*entryPage    // by slot (see entry): pages without pointers, which the collector never scans
-	recs      []*recPage      // encoded records, by slot (see rec): the only pointers per entry
-	slots     int32           // slots in use or free: the pages hold this many
-	free      []int32         // unused slots
-	leases    slotHeap        // in-flight slots, by lease expiry
-	records   slotHeap        // completed slots, by end of retention
-	bytes     int64
-	refused   uint64
-	released  int              // entries kept after Release (see Release), not counted as held
-	clients   map[string]int32 // client -> index in clientUse
-	clientUse []clientUse      // by index; index 0 is unused (no client)
-	freeUse   []int32          // unused indexes of clientUse
+	mu            sync.Mutex
+	cfg           Config
+	base          time.Time       // deadlines are nanoseconds since base, on the monotonic clock
+	index         map[keyID]int32 // key -> slot in entries and recs
+	entries       []*entryPage    // by slot (see entry): pages without pointers, which the collector never scans
+	recs          []*recPage      // encoded records, by slot (see rec): the only pointers per entry
+	slots         int32           // slots in use or free: the pages hold this many
+	free          []int32         // unused slots
+	leases        slotHeap        // in-flight slots, by lease expiry
+	records       slotHeap        // completed slots, by end of retention
+	ages          slotHeap        // completed slots, by completion: the order of eviction
+	releases      slotHeap        // released slots, by release
+	bytes         int64
+	refused       uint64
+	evicted       uint64
+	released      int              // entries kept after Release (see Release), not counted as held
+	releasedBytes int64            // their bytes
+	clients       map[string]int32 // client -> index in clientUse
+	clientUse     []clientUse      // by index; index 0 is unused (no client)
+	freeUse       []int32          // unused indexes of clientUse
+	evictLog      evictLog         // evictions not yet logged
+	evictDue      atomic.Bool      // evictLog.due, read without the lock
 }
 
 // New returns an empty Store with the given limits.
@@ -165,7 +192,8 @@ func (s *Store) init() {
 	if s.index == nil {
 		s.index = make(map[keyID]int32)
 		s.base = time.Now()
-		s.leases.s, s.records.s = s, s
+		s.leases.s, s.records.s, s.ages.s, s.releases.s = s, s, s, s
+		s.ages.age = true
 	}
 }
 
@@ -188,6 +216,7 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	s.mu.Lock()
 	c, enc, err := s.claim(id, int64(len(key)), a)
 	s.mu.Unlock()
+	s.logEvictions()
 	if err == nil && c.State == keystore.Completed {
 		c.Record = decodeRecord(enc)
 	}
@@ -232,7 +261,7 @@ func (s *Store) claim(id keyID, keyLen int64, a keystore.ClaimArgs) (keystore.Cl
 			return keystore.Claim{}, nil, refusal
 		}
 	}
-	if !s.makeRoom(1, size, now) {
+	if !s.makeRoom(1, size, now, true) {
 		s.refused++
 		return keystore.Claim{}, nil, &keystore.FullError{RetryAfter: s.nextFree(now)}
 	}
@@ -291,6 +320,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if _, err := keystore.CheckRecord(rec); err != nil {
 		return fmt.Errorf("memstore: complete: %w", err)
 	}
+	defer s.logEvictions()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -307,7 +337,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	// Take the entry out of the lease heap first so that making room can
 	// never consider it; put it back unchanged if there is no room.
 	s.leases.remove(s.entry(slot).pos)
-	if grow > 0 && !s.makeRoom(0, grow, now) {
+	if grow > 0 && !s.makeRoom(0, grow, now, true) {
 		s.leases.push(slot)
 		s.refused++
 		return &keystore.FullError{RetryAfter: s.nextFree(now)}
@@ -319,14 +349,18 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	s.bytes += grow
 	s.chargeClient(e.client, 0, grow)
 	e.deadline = now + int64(retention)
+	e.done = now
 	s.records.push(slot)
+	s.ages.push(slot)
 	return nil
 }
 
-// Release implements keystore.Store. The released entry is kept as a lease
-// that has ended, without TookOver for the claim that replaces it, so that
-// Release repeated by the same token succeeds and changes nothing until the
-// key is claimed again (or, at most, for a minute). A Release by a token
+// Release implements keystore.Store. The released entry is kept, not held
+// (charged only its key, and dropped when the store needs its room),
+// without TookOver for the claim that replaces it, so that Release
+// repeated by the same token succeeds and changes nothing until the key is
+// claimed again (or, at most, for a minute); its client's claim of it
+// again is not a new key (see Shares under contention). A Release by a token
 // that does not hold the key marks the token spent on the key's entry, or
 // leaves a released entry fencing it (released by no one) on an absent
 // key, so that a Claim with that token never acquires the key, and a
@@ -338,6 +372,7 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	defer s.logEvictions()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.init()
@@ -351,15 +386,20 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 		return keystore.ErrLeaseLost
 	}
 	e := s.entry(slot)
+	s.leases.remove(e.pos)
 	e.state = released
 	e.deadline = now
-	s.leases.fix(e.pos)
+	s.releases.push(slot)
 	// A released entry is charged only its key, whatever its claim was charged.
 	keep := entryOverhead + int64(len(key))
 	s.bytes -= e.size - keep
 	s.chargeClient(e.client, 0, keep-e.size)
+	if e.client != 0 {
+		s.clientUse[e.client].released++
+	}
 	e.size = keep
 	s.released++
+	s.releasedBytes += keep
 	return nil
 }
 
@@ -375,7 +415,7 @@ func (s *Store) fence(key string, token keystore.Token, now int64) {
 		return
 	}
 	size := entryOverhead + int64(len(key))
-	if !s.makeRoom(1, size, now) {
+	if !s.makeRoom(1, size, now, false) { // a fence never evicts a record
 		return
 	}
 	slot := s.alloc()
@@ -384,15 +424,16 @@ func (s *Store) fence(key string, token keystore.Token, now int64) {
 	*s.entry(slot) = entry{id: id, fenced: token, deadline: now, size: size, state: released}
 	s.index[id] = slot
 	s.bytes += size
-	s.leases.push(slot)
+	s.releases.push(slot)
 	s.released++
+	s.releasedBytes += size
 }
 
 // Stats returns a snapshot of the store's contents.
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Entries: len(s.index) - s.released, Bytes: s.bytes, Refused: s.refused}
+	return Stats{Entries: len(s.index) - s.released, Bytes: s.bytes, Refused: s.refused, Evicted: s.evicted}
 }
 
 // Close drops every entry. It exists so that a Store can stand wherever a
@@ -401,7 +442,8 @@ func (s *Store) Stats() Stats {
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.index, s.entries, s.recs, s.slots, s.free, s.leases.slots, s.records.slots, s.bytes, s.released = nil, nil, nil, 0, nil, nil, nil, 0, 0
+	s.index, s.entries, s.recs, s.slots, s.free, s.bytes, s.released, s.releasedBytes = nil, nil, nil, 0, nil, 0, 0, 0
+	s.leases.slots, s.records.slots, s.ages.slots, s.releases.slots = nil, nil, nil, nil
 	s.clients, s.clientUse, s.freeUse = nil, nil, nil
 	return nil
 }

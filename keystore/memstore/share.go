@@ -11,12 +11,10 @@ import (
 // clientUse is what one client holds: the claims made for it
 // (keystore.ClaimArgs.Client), and their bytes.
 type clientUse struct {
-	name    string
-	entries int
-	bytes   int64
-	// nextFree caches when the client's earliest entry ends (a deadline
-	// value); recomputed once it has passed.
-	nextFree int64
+	name     string
+	entries  int // released ones included
+	released int // entries released: kept, not held
+	bytes    int64
 	// lim is the client's rate under contention, made at its first new
 	// key under contention (full until then).
 	lim *rate.Limiter
@@ -60,15 +58,23 @@ func (s *Store) chargeClient(i int32, entries int, bytes int64) {
 	}
 }
 
-// admitClient decides, under contention, whether client may acquire one
-// more entry of size bytes (a new key when newKey): it returns the
-// refusal, or whether the acquisition takes a token of the client's rate
-// (see takeToken).
-func (s *Store) admitClient(client string, size int64, newKey bool, now int64) (token bool, refusal error) {
+// contended reports whether a new entry of size bytes would leave less
+// free than the headroom. Released entries are not held: the store drops
+// them whenever it needs their room.
+func (s *Store) contended(size int64) bool {
 	maxN, maxB := s.limits()
 	hN, hB := s.headroom()
-	if len(s.index)+1 <= maxN-hN && s.bytes+size <= maxB-hB {
-		return false, nil // not contended: no share, no rate
+	return len(s.index)-s.released+1 > maxN-hN || s.bytes-s.releasedBytes+size > maxB-hB
+}
+
+// admitClient decides, under contention, whether client may acquire one
+// more entry of size bytes (a new key when newKey; a key it takes over or
+// claims again after a release is never refused): it returns the refusal,
+// or whether the acquisition takes a token of the client's rate (see
+// takeToken).
+func (s *Store) admitClient(client string, size int64, newKey bool, now int64) (token bool, refusal error) {
+	if !newKey || !s.contended(size) {
+		return false, nil // no share, no rate
 	}
 	shareN, shareB := s.clientLimits()
 	i, ok := s.clients[client]
@@ -77,14 +83,16 @@ func (s *Store) admitClient(client string, size int64, newKey bool, now int64) (
 			return false, &keystore.FullError{Client: true}
 		}
 		r, _ := s.clientRate()
-		return newKey && r > 0, nil // a newcomer: under its share, its bucket full
+		return r > 0, nil // a newcomer: under its share, its bucket full
 	}
 	u := &s.clientUse[i]
-	if (shareN > 0 && u.entries+1 > shareN) || (shareB > 0 && u.bytes+size > shareB) {
-		return false, &keystore.FullError{Client: true, RetryAfter: s.clientNextFree(i, now)}
+	if (shareN > 0 && u.entries-u.released+1 > shareN) || (shareB > 0 && u.bytes+size > shareB) {
+		// Room frees when one of the client's entries ends, or when the
+		// contention does: the earliest is when any entry ends.
+		return false, &keystore.FullError{Client: true, RetryAfter: s.contentionEnd(now)}
 	}
 	r, _ := s.clientRate()
-	if !newKey || r == 0 {
+	if r == 0 {
 		return false, nil
 	}
 	if u.lim != nil {
@@ -109,47 +117,3 @@ func (s *Store) takeToken(i int32, now int64) {
 
 // at returns the time of the deadline value now.
 func (s *Store) at(now int64) time.Time { return s.base.Add(time.Duration(now)) }
-
-// clientNextFree returns how long until client i's earliest entry ends,
-// zero when the store cannot tell.
-func (s *Store) clientNextFree(i int32, now int64) time.Duration {
-	u := &s.clientUse[i]
-	if u.nextFree <= now {
-		// Once per end of an entry: scan for the client's earliest.
-		u.nextFree = 0
-		for slot := range s.slots {
-			e := s.entry(slot)
-			if e.client != i {
-				continue
-			}
-			end := e.deadline
-			if e.state != completed && end <= now {
-				end += int64(abandonedGrace) // a lease that ended is dropped after its grace
-			}
-			if end > now && (u.nextFree == 0 || end < u.nextFree) {
-				u.nextFree = end
-			}
-		}
-	}
-	if u.nextFree <= now {
-		return 0
-	}
-	return time.Duration(u.nextFree - now)
-}
-
-// nextFree returns how long until the earliest unexpired entry ends (a
-// lease or a retention), zero when there is none.
-func (s *Store) nextFree(now int64) time.Duration {
-	next := int64(0)
-	for _, h := range []*slotHeap{&s.records, &s.leases} {
-		for _, slot := range h.slots[:min(1, len(h.slots))] {
-			if d := s.entry(slot).deadline; d > now && (next == 0 || d < next) {
-				next = d
-			}
-		}
-	}
-	if next == 0 {
-		return 0
-	}
-	return time.Duration(next - now)
-}

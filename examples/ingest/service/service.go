@@ -195,6 +195,14 @@ type Config struct {
 	MaxKeys     int
 	ClientRate  float64
 	ClientBurst int
+	// EvictAfter is the memory store's floor of eviction (memstore.Config.
+	// EvictAfter): when it is full, completed records older than this make
+	// room for new keys, oldest first, counted in /metrics
+	// (geoidem_store_evicted_total) and logged; a retry of an evicted
+	// record's request runs again. Default an hour; negative: never (a
+	// full store then refuses new keys until records reach the end of
+	// their retention).
+	EvictAfter time.Duration
 	// ClientKeys bounds each client's new keys on Redis and PostgreSQL:
 	// at most ClientKeys in a window of ClientWindow that starts with the
 	// client's first (redisstore and pgstore Config.ClientKeys; defaults
@@ -278,6 +286,12 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	// The stores: the key store, and the feature store the handler writes.
 	if s.stores, err = open(ctx, cfg, log); err != nil {
 		return nil, err
+	}
+	for _, c := range s.stores.metrics {
+		if err := reg.Register(c); err != nil {
+			s.stores.close()
+			return nil, err
+		}
 	}
 	s.features = s.stores.features
 	if cfg.WrapFeatures != nil {

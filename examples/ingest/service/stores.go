@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
@@ -25,6 +26,7 @@ type stores struct {
 	keys     keystore.Store
 	features FeatureStore
 	close    func()
+	metrics  []prometheus.Collector // the stores' own, for GET /metrics
 }
 
 // open returns the stores cfg.Store names (see New).
@@ -33,9 +35,13 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (*stores, error) {
 	case u == "" || u == "memory":
 		keys := memstore.New(memstore.Config{
 			MaxEntries: orDefault(cfg.MaxKeys, DefaultMaxKeys), ClientRate: cfg.ClientRate, ClientBurst: cfg.ClientBurst,
+			EvictAfter: cfg.EvictAfter, Logger: log,
 		})
+		evicted := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "geoidem_store_evicted_total",
+			Help: "Completed records the memory store evicted before the end of their retention to make room for new keys, being older than -evict-after; a retry of their requests runs again."},
+			func() float64 { return float64(keys.Stats().Evicted) })
 		return &stores{keys: keys, features: newMemoryFeatures(cfg.MaxFeatures, cfg.MaxFeatureBytes),
-			close: func() {}}, nil
+			close: func() {}, metrics: []prometheus.Collector{evicted}}, nil
 	case strings.HasPrefix(u, "redis://") || strings.HasPrefix(u, "rediss://"):
 		return openRedis(ctx, cfg, log)
 	case strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://"):
