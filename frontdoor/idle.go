@@ -14,7 +14,9 @@ import (
 // (the one that waited least) is never the one closed. A keep-alive client
 // whose idle connection is closed opens another, as it does after the
 // server's IdleTimeout. A connection the server wraps (crypto/tls) is
-// found through its NetConn method.
+// found through its NetConn method. Wire it: without it, under contention
+// every connection not held looks idle to the Conns, and MaxIdle is not
+// kept.
 func (c *Conns) ConnState(nc net.Conn, state http.ConnState) {
 	cn := unwrap(nc)
 	if cn == nil || cn.c != c {

@@ -64,7 +64,20 @@ func (c *Conns) accept(nc net.Conn, done <-chan struct{}) (*conn, error) {
 		cn.trusted = c.trustedAddr(ip)
 	}
 	var victims []*conn
-	defer func() { closeAll(victims) }()
+	refused := false
+	defer func() {
+		// The sockets are closed, and the log written, outside the lock.
+		if refused {
+			reset(nc)
+			c.log.Warn(context.Background(), "connection refused: the service is full and its host holds its connections open", slog.String("host", key.String()))
+		}
+		for _, v := range victims {
+			if v.reset {
+				c.log.Warn(context.Background(), "connection closed to make room: its host holds the most", slog.String("host", v.host.key.String()))
+			}
+		}
+		closeAll(victims)
+	}()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	waited := false
@@ -78,8 +91,7 @@ func (c *Conns) accept(nc net.Conn, done <-chan struct{}) (*conn, error) {
 		v, refuse := c.victim(key, cn.trusted)
 		if refuse {
 			c.count.Refused++
-			reset(nc)
-			c.log.Warn(context.Background(), "connection refused: the service is full and its host holds the most", slog.String("host", key.String()))
+			refused = true
 			return nil, nil
 		}
 		if v == nil {
@@ -97,7 +109,6 @@ func (c *Conns) accept(nc net.Conn, done <-chan struct{}) (*conn, error) {
 		} else {
 			c.count.ClosedBusy++
 			v.reset = true
-			c.log.Warn(context.Background(), "connection closed to make room: its host holds the most", slog.String("host", v.host.key.String()))
 		}
 		c.forget(v)
 		victims = append(victims, v)
@@ -136,6 +147,9 @@ func (c *Conns) victim(key netip.Prefix, trusted bool) (*conn, bool) {
 	most := -1
 	for e := c.quiet.Front(); e != nil; e = e.Next() {
 		v := e.Value.(*conn)
+		if v.held { // waiting as far as Conns knows, without ConnState wired
+			continue
+		}
 		n := v.hostLen()
 		if v.host != nil && v.host.key == key {
 			n = mine + 1 // the newcomer's own: as good as any that gives room
