@@ -128,3 +128,46 @@ func TestIngestSlowBodyIsCutOff(t *testing.T) {
 		t.Errorf("the same key, sent whole: %d %s; want 201 (the cut-off request claimed nothing)", r.StatusCode, b)
 	}
 }
+
+// A connection the server is done with is given back at once: an address
+// whose 8 requests were answered without their bodies being read (net/http
+// then closes each connection, half a second after shutting its sending
+// side) reads each answer to its end, closes, and opens 8 new connections
+// at once, each served, with -max-conns 10 holding an address that holds 8
+// to its bound.
+func TestIngestFinishedConnectionsReleasedAtOnce(t *testing.T) {
+	url := start(t, "-max-conns", "10", "-max-idle-conns", "9")
+	addr := strings.TrimPrefix(url, "http://")
+	var first []net.Conn
+	for range 8 {
+		first = append(first, dialFrom(t, "127.0.3.4", url))
+	}
+	for i, c := range first {
+		// 405 from the mux, a 1 MB body declared and 64 KB of it sent.
+		fmt.Fprintf(c, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n%s", strings.Repeat("x", 64<<10))
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if _, err := io.ReadAll(br); err != nil {
+			t.Fatalf("connection %d, read to its end: %v; want the end, not a reset", i, err)
+		}
+		c.Close()
+	}
+	for i := range 8 {
+		c, err := dialerFrom("127.0.3.4").Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("new connection %d: %v", i, err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("new connection %d, right after the first 8 closed: %v %v; want 200", i, resp, err)
+		}
+	}
+}
