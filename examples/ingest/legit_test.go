@@ -265,3 +265,20 @@ func deliverOnce(c *http.Client, url, key, client string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// -trusted-proxies takes networks and addresses, -forwarded-header one of
+// the two headers it reads; anything else is a usage error.
+func TestIngestTrustedProxiesFlags(t *testing.T) {
+	cfg, code := parseFlags([]string{"-trusted-proxies", "10.0.0.0/8, 192.0.2.1", "-trusted-proxies", "2001:db8::/32", "-forwarded-header", "Forwarded"}, io.Discard)
+	if cfg == nil {
+		t.Fatalf("exit %d", code)
+	}
+	if got := fmt.Sprint(cfg.clients.TrustedProxies, cfg.conns.TrustedProxies); got != "[10.0.0.0/8 192.0.2.1/32 2001:db8::/32] [10.0.0.0/8 192.0.2.1/32 2001:db8::/32]" {
+		t.Errorf("trusted proxies %s", got)
+	}
+	for _, args := range [][]string{{"-trusted-proxies", "10.0.0.0/33"}, {"-trusted-proxies", "proxy.internal"}, {"-forwarded-header", "X-Real-IP"}} {
+		if cfg, code := parseFlags(args, io.Discard); cfg != nil || code != 2 {
+			t.Errorf("%q: exit %d, want a usage error (2)", args, code)
+		}
+	}
+}
