@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"errors"
 	"log/slog"
-	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -27,22 +26,27 @@ const (
 // ConnsConfig configures a Conns. Zero fields mean the defaults; a negative
 // bound means none.
 type ConnsConfig struct {
-	// MaxConns bounds the connections open at once. Past it, Accept waits
-	// until one closes (golang.org/x/net/netutil.LimitListener): the
-	// connections queue in the kernel, which costs the process nothing.
-	// Keep it under the process's file descriptor limit (ulimit -n).
-	// Default DefaultMaxConns (1024): at the 20–35 KB a connection of
-	// net/http costs, some 36 MB.
+	// MaxConns bounds the connections open at once, one of them kept for
+	// the connection being accepted. While fewer are open, every
+	// connection is accepted, however many its host holds. At the bound
+	// (contention) a new connection takes the place of one open: the
+	// connection that has waited longest for a request first, else a busy
+	// one of the host holding the most (more than the newcomer's host
+	// would), never one whose request is held (see [Conns.Hold]); when none
+	// can go, the new one waits (Accept waits) until one closes, or is
+	// refused (see MaxConnsPerHost). Keep it under the process's file
+	// descriptor limit (ulimit -n). Default DefaultMaxConns (1024): at the
+	// 20–35 KB a connection of net/http costs, some 36 MB.
 	MaxConns int
 
-	// MaxConnsPerHost bounds the connections open at once from one host:
-	// an IPv4 address, or an IPv6 /64 (one subscriber's allocation). A
-	// connection past it is closed as soon as it is accepted, with a reset:
-	// no goroutine, no buffer, no TIME_WAIT. Default DefaultMaxConnsPerHost
-	// (8), half of a client's share of middleware.Admission's default 64
-	// requests in flight, so that fewer than eight hosts cannot hold them
-	// all with slow requests. Behind a proxy every connection comes from
-	// the proxy: set it negative there, and bound hosts at the proxy.
+	// MaxConnsPerHost bounds, under contention only, the connections of
+	// the host holding the most: a new connection of a host that holds at
+	// least this many, and at least as many as any other host, is closed as
+	// soon as it is accepted, with a reset (no goroutine, no buffer, no
+	// TIME_WAIT), rather than wait for room. A host is an IPv4 address or
+	// an IPv6 /64 (an IPv6 /48 counts as four hosts at most). Default
+	// DefaultMaxConnsPerHost (8). A trusted proxy's host
+	// (TrustedProxies) is never refused for it.
 	MaxConnsPerHost int
 
 	// MaxIdle bounds the connections waiting for a request: new ones that
@@ -52,38 +56,65 @@ type ConnsConfig struct {
 	// DefaultMaxIdle (256).
 	MaxIdle int
 
-	// Logger receives a Warn record per connection refused at accept, at
-	// most 10 a minute (the next record written counts those not
-	// written). Default: none.
+	// TrustedProxies are the networks of reverse proxies in front of the
+	// server (see [ParsePrefixes]): each of their connections carries many
+	// clients' requests, so their host is never refused for
+	// MaxConnsPerHost; its connections wait for room instead. Default:
+	// none.
+	TrustedProxies []netip.Prefix
+
+	// Logger receives a Warn record per connection refused or closed to
+	// make room, at most 10 a minute (the next record written counts those
+	// not written). Default: none.
 	Logger *slog.Logger
 }
 
 // A Conns bounds a server's connections before any request exists: in
-// all, per host, and waiting for a request. Its [Conns.Listener] wraps the
-// server's listener, and its [Conns.ConnState] is the http.Server's
-// ConnState. It is safe for concurrent use.
+// all, per host under contention, and waiting for a request. Its
+// [Conns.Listener] wraps the server's listener, its [Conns.ConnState] is
+// the http.Server's ConnState, and its [Conns.Hold] wraps the handlers
+// whose requests must keep their connection. It is safe for concurrent
+// use.
 type Conns struct {
 	maxConns, perHost, maxIdle int
-	refusals                   *ratelog.Logger
+	trusted                    []netip.Prefix
+	log                        *ratelog.Logger
 
 	mu      sync.Mutex
-	hosts   map[netip.Addr]int // open connections of each host
+	room    *sync.Cond                // signalled when a connection may have become closable, or closed
+	hosts   map[netip.Prefix]*hostSet // the connections of each host
+	byAddr  map[string]*conn          // by remote address, for Hold
 	open    int
 	peak    int
-	refused uint64
-	quiet   list.List // connections waiting for a request, the longest waiting first
-	where   map[net.Conn]*list.Element
-	evicted uint64
+	held    int       // connections whose request is held
+	waiting int       // Accepts waiting for room
+	quiet   list.List // *conn waiting for a request, the longest waiting first
+	count   ConnsStats
 }
 
-// ConnsStats is a snapshot of a Conns.
+// hostSet is the connections of one host, the oldest first.
+type hostSet struct {
+	key   netip.Prefix
+	conns list.List // *conn
+	held  int
+}
+
+// ConnsStats is a snapshot of a Conns. The counters of connections
+// refused or closed are by reason: each is what a metric of connections
+// closed by the front door counts under its reason.
 type ConnsStats struct {
-	Open     int    // connections open (accepted through Listener, not closed)
-	PeakOpen int    // the most open at once so far
-	Hosts    int    // hosts with a connection open
-	Refused  uint64 // connections closed at accept: their host had MaxConnsPerHost open
-	Idle     int    // connections waiting for a request (through ConnState)
-	Evicted  uint64 // idle connections closed to keep to MaxIdle
+	Open     int // connections open (accepted through Listener, not closed)
+	PeakOpen int // the most open at once so far
+	Hosts    int // hosts with a connection open
+	Idle     int // connections waiting for a request (through ConnState)
+	Held     int // connections whose request is held (Hold)
+	Waiting  int // new connections waiting for room (0 or 1 per listener)
+
+	Refused    uint64 // new connections reset at accept under contention: their host held the most, at MaxConnsPerHost or more
+	ClosedIdle uint64 // idle connections closed to make room for a new one under contention
+	ClosedBusy uint64 // busy connections (request not held) of the host holding the most, closed to make room
+	Evicted    uint64 // idle connections closed to keep to MaxIdle
+	Waited     uint64 // new connections that waited for room
 }
 
 // NewConns returns a Conns, or an error when a bound cannot be met: MaxIdle
@@ -93,12 +124,17 @@ func NewConns(cfg ConnsConfig) (*Conns, error) {
 		maxConns: orDefault(cfg.MaxConns, DefaultMaxConns),
 		perHost:  orDefault(cfg.MaxConnsPerHost, DefaultMaxConnsPerHost),
 		maxIdle:  orDefault(cfg.MaxIdle, DefaultMaxIdle),
-		refusals: ratelog.New(cfg.Logger, 0, 0),
-		hosts:    map[netip.Addr]int{},
-		where:    map[net.Conn]*list.Element{},
+		trusted:  cfg.TrustedProxies,
+		log:      ratelog.New(cfg.Logger, 0, 0),
+		hosts:    map[netip.Prefix]*hostSet{},
+		byAddr:   map[string]*conn{},
 	}
+	c.room = sync.NewCond(&c.mu)
 	if c.maxConns > 0 && (c.maxIdle < 0 || c.maxIdle >= c.maxConns) {
 		return nil, errors.New("frontdoor: ConnsConfig.MaxIdle must be under MaxConns, or idle connections could hold them all")
+	}
+	if c.maxConns == 1 {
+		return nil, errors.New("frontdoor: ConnsConfig.MaxConns must leave room for the connection being accepted")
 	}
 	return c, nil
 }
@@ -107,7 +143,9 @@ func NewConns(cfg ConnsConfig) (*Conns, error) {
 func (c *Conns) Stats() ConnsStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return ConnsStats{Open: c.open, PeakOpen: c.peak, Hosts: len(c.hosts), Refused: c.refused, Idle: c.quiet.Len(), Evicted: c.evicted}
+	s := c.count
+	s.Open, s.PeakOpen, s.Hosts, s.Idle, s.Held, s.Waiting = c.open, c.peak, len(c.hosts), c.quiet.Len(), c.held, c.waiting
+	return s
 }
 
 // orDefault returns v, or def when v is zero.

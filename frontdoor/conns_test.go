@@ -33,38 +33,45 @@ func keepAlive(ip, addr string) net.Conn {
 	return c
 }
 
-// A host is held to MaxConnsPerHost open connections: the next is closed
-// at accept without an answer, while another host is served; when one of
-// the host's connections closes, it may open another.
+// Under contention (MaxConns open, one kept for the connection being
+// accepted), a host holding MaxConnsPerHost or more, and the most, is
+// refused its next connection at accept without an answer, while another
+// host is served in the place of an idle connection; when one of the
+// host's connections closes, it may open another.
 func TestConnectionsPerHost(t *testing.T) {
-	s := startService(t, door{conns: &frontdoor.ConnsConfig{MaxConnsPerHost: 2, MaxConns: 16, MaxIdle: 8}})
-	first, second := keepAlive("127.0.0.2", s.addr), keepAlive("127.0.0.2", s.addr)
-	if first == nil || second == nil {
-		t.Fatal("the host's first two connections were not served")
+	s := startService(t, door{conns: &frontdoor.ConnsConfig{MaxConnsPerHost: 2, MaxConns: 4, MaxIdle: 3}})
+	first := keepAlive("127.0.0.2", s.addr)
+	second, third := keepAlive("127.0.0.2", s.addr), keepAlive("127.0.0.2", s.addr)
+	if first == nil || second == nil || third == nil {
+		t.Fatal("the host's first three connections were not served, with room for them")
 	}
 	defer second.Close()
+	defer third.Close()
 	// The reset may come before the dial returns.
-	if third, err := dialer("127.0.0.2").Dial("tcp", s.addr); err == nil {
-		defer third.Close()
-		if !isClosed(third, 20*time.Second) {
-			t.Error("the host's third connection was not closed at accept")
+	if fourth, err := dialer("127.0.0.2").Dial("tcp", s.addr); err == nil {
+		defer fourth.Close()
+		if !isClosed(fourth, 20*time.Second) {
+			t.Error("the host's fourth connection was not closed at accept")
 		}
 	}
-	waitFor(t, 20*time.Second, "the third connection refused", func() bool { return s.conns.Stats().Refused == 1 })
+	waitFor(t, 20*time.Second, "the fourth connection refused", func() bool { return s.conns.Stats().Refused == 1 })
 	if c := keepAlive("127.0.0.3", s.addr); c == nil {
 		t.Error("another host was refused")
 	} else {
 		c.Close()
 	}
-	first.Close()
-	waitFor(t, 20*time.Second, "the closed connection given back", func() bool { return s.conns.Stats().Open == 1 })
+	if !isClosed(first, 20*time.Second) {
+		t.Error("the connection idle longest was not closed for another host's")
+	}
+	second.Close()
+	waitFor(t, 20*time.Second, "the closed connections given back", func() bool { return s.conns.Stats().Open == 1 })
 	if c := keepAlive("127.0.0.2", s.addr); c == nil {
 		t.Error("the host could not open a connection after closing one")
 	} else {
 		c.Close()
 	}
-	if st := s.conns.Stats(); st.Refused != 1 || st.PeakOpen > 3 {
-		t.Errorf("Stats %+v, want 1 refused and at most 3 open at once", st)
+	if st := s.conns.Stats(); st.Refused != 1 || st.ClosedIdle != 1 || st.PeakOpen > 3 {
+		t.Errorf("Stats %+v, want 1 refused, 1 idle closed and at most 3 open at once", st)
 	}
 }
 

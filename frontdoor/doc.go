@@ -1,8 +1,9 @@
 // Package frontdoor bounds what a public HTTP receiver spends below the
 // request layer, where middleware.Admission cannot see: connections, and
-// request bodies that arrive too slowly. Admission bounds the requests in
-// flight and each client's share of them; without a front door, a few
-// addresses still shut everyone else out (issue 35, against
+// request bodies that arrive too slowly; and it names each request's
+// client, the identity every bound on clients counts. Admission bounds
+// the requests in flight and each client's share of them; without a front
+// door, a few addresses still shut everyone else out (against
 // examples/ingest):
 //
 //   - slow bodies: 64 connections from 4 addresses, each declaring 100
@@ -16,16 +17,38 @@
 //
 // # Connections
 //
-// A [Conns] bounds the connections before any request exists. Its
-// [Conns.Listener] keeps at most MaxConns open (Accept waits, through
-// golang.org/x/net/netutil.LimitListener) and at most MaxConnsPerHost from
-// one host (an IPv4 address or an IPv6 /64): a connection past that is
-// closed as soon as it is accepted, with a reset, before net/http spends a
-// goroutine or a buffer on it. Its [Conns.ConnState] keeps the connections
-// that wait for a request (new, or idle between keep-alive requests) to
+// A [Conns] bounds the connections before any request exists, and only
+// under contention: a legitimate sender's pool of 16 or 100 connections
+// from one address, or a reverse proxy's, is never turned away while the
+// service has room. Its [Conns.Listener] keeps at most MaxConns open (one
+// of them for the connection being accepted). Below that every connection
+// is accepted. At it, a new connection takes the place of one open, in
+// this order: an idle one (waiting for a request, new or between
+// keep-alive requests) of the host holding the most, then a busy one of
+// the host holding the most, its request's body still arriving; room is
+// only taken from a host holding more than the newcomer's would. A
+// connection whose request has arrived whole, which may hold a claimed
+// key, is never closed ([Conns.Hold]). A new connection of a host holding
+// MaxConnsPerHost or more is reset at accept, before net/http spends a
+// goroutine or a buffer on it; any other that finds nothing to take waits
+// in Accept for room, the rest in the kernel's queue. A host is an IPv4
+// address or an IPv6 /64, an IPv6 /48 four hosts at most ([Clients]).
+// Its [Conns.ConnState] keeps the connections waiting for a request to
 // MaxIdle, closing the one that has waited longest. So 20,000 idle
 // connections cost what MaxConns connections cost at most (about 36 MB at
-// the default 1024), and a new connection, /healthz's, is served.
+// the default 1024), and a new connection, /healthz's, is served. A
+// connection is given back as soon as net/http is done with it (at its
+// CloseWrite, not half a second later at its Close). [ConnsStats] counts
+// the connections refused and closed, by reason.
+//
+// # Clients
+//
+// A [Clients] names a request's client for every request-level bound
+// (middleware.Config.Client, middleware.AdmissionConfig.Client): its
+// remote address or, behind the reverse proxies named in
+// ClientsConfig.TrustedProxies, the right-most address of X-Forwarded-For
+// (or Forwarded) that is not a trusted proxy's. Nothing is trusted by
+// default.
 //
 // # Slow bodies
 //
@@ -37,35 +60,40 @@
 // gives it back then, not at the server's ReadTimeout, and
 // middleware.Admission's Retry-After counts on [BodyDeadline].
 //
-// The two work together: the per-host bound is what keeps a few addresses
-// from holding every admission slot, and the rate is what makes each slot
-// a slow body holds come back within seconds. Against Admission's default
-// 64 slots, 8 connections per host leave a sender room while up to seven
-// hosts send slow bodies; eight hosts hold all 64 again, each slot for
-// Grace + length/MinRate (5.1 s for 100 bytes at the defaults) before it
-// is cut off and, by an attacker that connects again at once, retaken,
-// unless the Admission may cut bodies off to make room ([CutBody] as
+// The rate is what makes each slot a slow body holds come back within
+// seconds: Grace + length/MinRate (5.1 s for 100 bytes at the defaults),
+// before it is cut off and, by an attacker that connects again at once,
+// retaken. Connections are not refused while the service has room, so a
+// few hosts may hold every one of Admission's slots with slow bodies
+// (eight hosts of 8 connections hold its default 64), unless the
+// Admission may cut bodies off to make room ([CutBody] as
 // middleware.AdmissionConfig.CutBody): then a client that holds less than
-// another gets in, the other's oldest slow body answered 408. Many hosts
-// holding one slot each can still hold every slot.
+// another gets in, the other's oldest slow body answered 408. At
+// MaxConns, the hosts holding the most give way first. Many hosts holding
+// one slot each can still hold every slot.
 //
 // # Wiring
 //
-// BodyRate goes outside Admission (nothing else between them, so that
-// BodyDeadline finds its body), Admission outside everything that reads a
-// body (a signature verifier, the idempotency middleware); the Conns goes
-// around the listener and into the http.Server:
+// Hold goes around the POST route (it only wraps the body), BodyRate
+// outside Admission (nothing else between them, so that BodyDeadline
+// finds its body), Admission outside everything that reads a body (a
+// signature verifier, the idempotency middleware); the Conns goes around
+// the listener and into the http.Server:
 //
 //	conns, err := frontdoor.NewConns(frontdoor.ConnsConfig{})
+//	...
+//	clients, err := frontdoor.NewClients(frontdoor.ClientsConfig{})
 //	...
 //	rate, err := frontdoor.NewBodyRate(frontdoor.BodyRateConfig{})
 //	...
 //	admit, err := middleware.NewAdmission(middleware.AdmissionConfig{
+//		Client:       clients.Client,
 //		BodyDeadline: frontdoor.BodyDeadline,
 //		CutBody:      frontdoor.CutBody,
 //	})
 //	...
-//	mux.Handle("POST /features", rate.Handler(admit.Handler(idem.Handler(ingest))))
+//	post := conns.Hold(rate.Handler(admit.Handler(idem.Handler(ingest))))
+//	mux.Handle("POST /features", post)
 //	srv := &http.Server{
 //		Handler:           mux,
 //		ConnState:         conns.ConnState,
@@ -76,7 +104,8 @@
 //	}
 //	err = srv.Serve(conns.Listener(ln))
 //
-// Behind a reverse proxy every connection comes from the proxy: set
-// ConnsConfig.MaxConnsPerHost negative there and bound hosts at the proxy
-// (and give Admission a Client that names the real client).
+// Behind reverse proxies, name them in ConnsConfig.TrustedProxies (their
+// connections are never reset for MaxConnsPerHost) and
+// ClientsConfig.TrustedProxies, and give idem (middleware.Config.Client)
+// clients.Client too.
 package frontdoor

@@ -14,11 +14,12 @@ import (
 	"github.com/geoidem/geoidem/middleware"
 )
 
-// A receiving service behind the front door: BodyRate outside Admission,
-// Admission outside the idempotency middleware, Conns around the listener
-// and in the server's ConnState.
+// A receiving service behind the front door: Hold around the route,
+// BodyRate outside Admission, Admission outside the idempotency
+// middleware, one client identity for both, Conns around the listener and
+// in the server's ConnState.
 func Example() {
-	idem, err := middleware.New(new(memstore.Store), middleware.Config{})
+	clients, err := frontdoor.NewClients(frontdoor.ClientsConfig{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -31,9 +32,14 @@ func Example() {
 		log.Fatal(err)
 	}
 	admit, err := middleware.NewAdmission(middleware.AdmissionConfig{
+		Client:       clients.Client,
 		BodyDeadline: frontdoor.BodyDeadline,
 		CutBody:      frontdoor.CutBody,
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	idem, err := middleware.New(new(memstore.Store), middleware.Config{Client: clients.Client})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -41,7 +47,7 @@ func Example() {
 		w.WriteHeader(http.StatusCreated)
 	})
 	mux := http.NewServeMux()
-	mux.Handle("POST /features", rate.Handler(admit.Handler(idem.Handler(ingest))))
+	mux.Handle("POST /features", conns.Hold(rate.Handler(admit.Handler(idem.Handler(ingest)))))
 	srv := &http.Server{
 		Handler:           mux,
 		ConnState:         conns.ConnState,

@@ -27,21 +27,24 @@ type door struct {
 	admit middleware.AdmissionConfig
 	// noCut leaves AdmissionConfig.CutBody unset with a BodyRate.
 	noCut bool
+	// block, when set, holds each handler run until it is closed.
+	block chan struct{}
 }
 
 // service is a receiving service as a team wires one: an http.Server with
 // the idempotency middleware over memstore, behind Admission, and the
 // front door when given, on 127.0.0.1.
 type service struct {
-	url   string
-	addr  string
-	store *memstore.Store
-	admit *middleware.Admission
-	conns *frontdoor.Conns
-	rate  *frontdoor.BodyRate
-	runs  atomic.Int64 // handler runs
-	open  atomic.Int64 // connections accepted and not closed
-	peak  atomic.Int64
+	url     string
+	addr    string
+	store   *memstore.Store
+	admit   *middleware.Admission
+	conns   *frontdoor.Conns
+	rate    *frontdoor.BodyRate
+	runs    atomic.Int64 // handler runs
+	blocked atomic.Int64 // handler runs waiting on door.block
+	open    atomic.Int64 // connections accepted and not closed
+	peak    atomic.Int64
 }
 
 // countingListener counts the connections accepted and not closed, under
@@ -76,6 +79,9 @@ func (c *countedConn) Close() error {
 // SetLinger lets the front door reset a connection it refuses.
 func (c *countedConn) SetLinger(sec int) error { return c.Conn.(*net.TCPConn).SetLinger(sec) }
 
+// CloseWrite lets the server shut the sending side, as on a *net.TCPConn.
+func (c *countedConn) CloseWrite() error { return c.Conn.(*net.TCPConn).CloseWrite() }
+
 func startService(t *testing.T, d door) *service {
 	t.Helper()
 	s := &service{store: new(memstore.Store)}
@@ -95,6 +101,10 @@ func startService(t *testing.T, d door) *service {
 	post := s.admit.Handler(idem.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.runs.Add(1)
 		_, _ = io.Copy(io.Discard, r.Body)
+		if d.block != nil {
+			s.blocked.Add(1)
+			<-d.block
+		}
 		w.WriteHeader(http.StatusCreated)
 	})))
 	if d.rate != nil {
@@ -102,6 +112,12 @@ func startService(t *testing.T, d door) *service {
 			t.Fatal(err)
 		}
 		post = s.rate.Handler(post)
+	}
+	if d.conns != nil {
+		if s.conns, err = frontdoor.NewConns(*d.conns); err != nil {
+			t.Fatal(err)
+		}
+		post = s.conns.Hold(post)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /features", post)
@@ -122,9 +138,6 @@ func startService(t *testing.T, d door) *service {
 	s.addr, s.url = ln.Addr().String(), "http://"+ln.Addr().String()
 	ln = &countingListener{Listener: ln, s: s}
 	if d.conns != nil {
-		if s.conns, err = frontdoor.NewConns(*d.conns); err != nil {
-			t.Fatal(err)
-		}
 		ln = s.conns.Listener(ln)
 		connState = s.conns.ConnState
 		srv.IdleTimeout = frontdoor.DefaultIdleTimeout

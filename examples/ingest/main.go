@@ -48,10 +48,15 @@
 // refused. When the memory store is full, completed records older than
 // -evict-after (an hour) make room for new keys, oldest first, counted in
 // /metrics (geoidem_store_evicted_total) and logged; a retry of an evicted
-// record's request runs again. Below the requests, the connections are bounded
-// (frontdoor.Conns): -max-conns in all, -max-conns-per-host from one
-// address (an IPv6 /64), -max-idle-conns waiting for a request; behind a
-// reverse proxy set -max-conns-per-host negative and bound hosts there.
+// record's request runs again. Below the requests, the connections are
+// bounded (frontdoor.Conns): -max-conns in all, -max-idle-conns waiting for
+// a request; no connection is refused below -max-conns, and at it a new one
+// takes the place of an idle one, then of a busy one (its body still
+// arriving) of the address holding the most, never of one whose request
+// has arrived whole; an address holding -max-conns-per-host is then
+// reset. Behind reverse proxies, name them with -trusted-proxies: each
+// request's client is then the address they forward (-forwarded-header),
+// for every bound on clients.
 //
 // With -webhook-secret (v1, whsec_…) or -webhook-public-key (v1a, whpk_…),
 // each repeatable for a rotation, the service accepts only Standard
@@ -150,6 +155,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type config struct {
 	addr            string
 	conns           frontdoor.ConnsConfig
+	clients         frontdoor.ClientsConfig
 	admin           adminFlag
 	shutdownTimeout time.Duration
 	verbose         bool
@@ -188,8 +194,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.IntVar(&sc.ClientKeys, "client-keys", service.DefaultClientKeys, "Redis and PostgreSQL, without webhook keys: most new keys one address (an IPv6 /64) may claim in -client-window, past it 429 client-full with Retry-After; size it over your busiest sender's; negative: no bound")
 	fl.DurationVar(&sc.ClientWindow, "client-window", time.Hour, "Redis and PostgreSQL: the window of -client-keys, starting with an address's first new key")
 	fl.Int64Var(&sc.MinBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its admission slot freed; negative: no bound (the 30 s read timeout only)")
-	fl.IntVar(&cfg.conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once; past it new ones wait in the kernel's accept queue (keep it under ulimit -n); negative: no bound")
-	fl.IntVar(&cfg.conns.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "most connections open at once from one IPv4 address or IPv6 /64, past it reset at accept; negative: no bound (behind a reverse proxy, where every connection is the proxy's)")
+	fl.IntVar(&cfg.conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once, one kept for the connection being accepted (keep it under ulimit -n); below it none is refused; at it a new one takes the place of an idle one, then of a busy one (its body still arriving) of the address holding the most, never of one whose request has arrived whole, else waits in the kernel's accept queue; negative: no bound")
+	fl.IntVar(&cfg.conns.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "at -max-conns only: a new connection of an address (an IPv4 address or IPv6 /64) holding this many is reset at accept, rather than take another's place or wait; below -max-conns none is refused; negative: no bound")
+	fl.Func("trusted-proxies", "comma-separated networks (CIDR) or addresses of the reverse proxies in front: behind them each request's client, for every request-level bound, is the right-most address of -forwarded-header not theirs, and their connections are never refused for -max-conns-per-host (default: none, every client its remote address)", func(v string) error {
+		p, err := frontdoor.ParsePrefixes(v)
+		cfg.clients.TrustedProxies = append(cfg.clients.TrustedProxies, p...)
+		return err
+	})
+	fl.StringVar(&cfg.clients.Header, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies append the client's address to: X-Forwarded-For or Forwarded (RFC 7239)")
 	fl.IntVar(&cfg.conns.MaxIdle, "max-idle-conns", frontdoor.DefaultMaxIdle, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound")
 	fl.Func("webhook-secret", "accept only Standard Webhooks signed v1 with this whsec_… secret (repeat for rotation); the key is then webhook-id", func(v string) error {
 		s, err := standardwebhooks.ParseSecret(v)
@@ -215,6 +227,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 		fmt.Fprintf(stderr, "ingest: %v\n", err)
 		return nil, 2
 	}
+	if _, err := frontdoor.NewClients(cfg.clients); err != nil {
+		fmt.Fprintf(stderr, "ingest: -forwarded-header: %v\n", err)
+		return nil, 2
+	}
+	cfg.conns.TrustedProxies = cfg.clients.TrustedProxies
 	if *volatile {
 		sc.RedisDurability = redisstore.AcceptVolatile
 		fmt.Fprintln(stderr, "ingest: -redis-volatile: "+volatileMeaning)
@@ -232,6 +249,20 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.service.Logger = log
 
+	// The front door's connections and client identity, which the
+	// service's request path uses too.
+	cfg.conns.Logger = log
+	conns, err := frontdoor.NewConns(cfg.conns)
+	if err != nil {
+		fmt.Fprintf(stderr, "ingest: %v\n", err)
+		return 1
+	}
+	if cfg.service.Clients, err = frontdoor.NewClients(cfg.clients); err != nil {
+		fmt.Fprintf(stderr, "ingest: %v\n", err)
+		return 1
+	}
+	cfg.service.Conns = conns
+
 	// The service: its stores, and the request path in front of its
 	// handler (the verifier's header checks, admission, the signature,
 	// the idempotency middleware).
@@ -246,7 +277,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 	defer svc.Close()
 
 	// The front door: the listener and the HTTP server.
-	ln, srv, err := listen(cfg.addr, cfg.conns, svc.Handler(), log)
+	ln, srv, err := listen(cfg.addr, conns, svc.Handler(), log)
 	if err != nil {
 		fmt.Fprintf(stderr, "ingest: %v\n", err)
 		return 1
@@ -302,14 +333,10 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 
 // listen opens the public listener on addr and the HTTP server of h on
 // it: the front door, in one place. The connections are bounded below the
-// request layer (frontdoor.Conns: in all, per host, and waiting for a
-// request), and the server's timeouts bound what the handler does not read.
-func listen(addr string, cc frontdoor.ConnsConfig, h http.Handler, log *slog.Logger) (net.Listener, *http.Server, error) {
-	cc.Logger = log
-	conns, err := frontdoor.NewConns(cc)
-	if err != nil {
-		return nil, nil, err
-	}
+// request layer (conns: in all, per host under contention, and waiting
+// for a request), and the server's timeouts bound what the handler does
+// not read.
+func listen(addr string, conns *frontdoor.Conns, h http.Handler, log *slog.Logger) (net.Listener, *http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, err

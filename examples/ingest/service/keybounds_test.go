@@ -148,3 +148,32 @@ func dropRedisPrefix(t *testing.T, url, prefix string) {
 		t.Fatal(err)
 	}
 }
+
+// One site's IPv6 /48 counts as a few clients, however many /64s it sends
+// from: on a memory store of 64 keys, 256 /64s of one /48 send new keys
+// until each is refused, and an IPv4 sender holding nothing still stores
+// its key.
+func TestOneSiteCannotFillTheService(t *testing.T) {
+	svc, err := New(context.Background(), Config{MaxKeys: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	h := svc.Handler()
+	stored := 0
+	for s56 := range 16 {
+		for s64 := range 16 {
+			ip := fmt.Sprintf("[2001:db8:48:%x%02x::1]", s56, s64)
+			for i := range 64 {
+				if w := postAs(h, ip, fmt.Sprint("site-", s56, "-", s64, "-", i)); w.Code != http.StatusCreated {
+					break
+				}
+				stored++
+			}
+		}
+	}
+	if w := postAs(h, "192.0.2.77", "other"); w.Code != http.StatusCreated {
+		t.Fatalf("after one /48 stored %d keys, an IPv4 sender: %d %s; want 201", stored, w.Code, w.Body)
+	}
+	t.Logf("one /48 stored %d of 64 keys", stored)
+}

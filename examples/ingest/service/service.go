@@ -182,7 +182,9 @@ type Config struct {
 	// turns it off.
 	MinBodyRate int64
 	// Without webhook keys, every POST's client is its remote address (an
-	// IPv4 address or an IPv6 /64: middleware.RemoteClient), and the key
+	// IPv4 address or an IPv6 /64, a /48 four clients at most:
+	// middleware.RemoteClient) or, behind a trusted proxy, the client it
+	// forwards (Clients), and the key
 	// store bounds each client's new keys so that a few addresses cannot
 	// fill it; with webhook keys only verified senders reach the key
 	// store, and none of these bounds applies to them (MaxKeys still does).
@@ -211,6 +213,15 @@ type Config struct {
 	// keys.
 	ClientKeys   int
 	ClientWindow time.Duration
+	// Conns, if set, is the front door's connection bound the service is
+	// served behind: a POST's connection is held (frontdoor.Conns.Hold)
+	// once its body has arrived, so that it is never closed to make room,
+	// and its counts are in GET /metrics.
+	Conns *frontdoor.Conns
+	// Clients names each request's client for every request-level bound
+	// (admission's shares, the key store's client bounds); default: its
+	// remote address (frontdoor.Clients with no trusted proxy).
+	Clients *frontdoor.Clients
 	// Logger receives the middleware's and the service's logs (default: none).
 	Logger *slog.Logger
 	// Metrics is the registry GET /metrics serves, into which the service
@@ -313,6 +324,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	// The idempotency middleware.
 	keyHeader, retention := middleware.DefaultKeyHeader, orDefault(cfg.Retention, DefaultRetention)
 	client := middleware.RemoteClient
+	if cfg.Clients != nil {
+		client = cfg.Clients.Client
+	}
+	admitClient := client
 	if signed {
 		keyHeader, retention = standardwebhooks.HeaderID, orDefault(cfg.Retention, DefaultSignedRetention)
 		client = nil
@@ -359,6 +374,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		ac := middleware.AdmissionConfig{
 			MaxInFlight: cfg.MaxInFlight, MaxInFlightBytes: cfg.MaxInFlightBytes,
 			MaxBodyBytes: cfg.MaxBodyBytes, RetryAfter: cfg.RetryAfter, Logger: log,
+			Client: admitClient,
 		}
 		if rate != nil {
 			ac.BodyDeadline, ac.CutBody = frontdoor.BodyDeadline, frontdoor.CutBody
@@ -382,13 +398,21 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		post = verify.Precheck(post) // headers and URL only: in front of admission
 	}
 	if rate != nil {
-		post = rate.Handler(post) // outermost: every body read below keeps to the rate
+		post = rate.Handler(post) // every body read below keeps to the rate
+	}
+	if cfg.Conns != nil {
+		post = cfg.Conns.Hold(post) // the connection held once the body has arrived
 	}
 
 	// The routes.
 	mux := http.NewServeMux()
 	mux.Handle("POST /features", post)
 	mux.Handle("GET /features/{id}", http.HandlerFunc(s.getFeature))
+	if cfg.Conns != nil {
+		if err := reg.Register(connsCollector{cfg.Conns}); err != nil {
+			return fail(err)
+		}
+	}
 	mux.Handle("GET /metrics", metricsHandler(reg))
 	mux.Handle("GET /healthz", health(probe(s.stores.keys)))
 	s.handler = problemRoutes(mux)

@@ -1,0 +1,52 @@
+package frontdoor
+
+import (
+	"net/http"
+	"net/netip"
+
+	"github.com/geoidem/geoidem/internal/clientaddr"
+)
+
+// ClientsConfig configures a Clients.
+type ClientsConfig struct {
+	// TrustedProxies are the networks of the reverse proxies in front of
+	// the server (see ParsePrefixes). Default: none, and every client is
+	// its remote address: trust only proxies that overwrite or append to
+	// the header, or a client names itself.
+	TrustedProxies []netip.Prefix
+	// Header is the header the proxies append the client's address to:
+	// "X-Forwarded-For" (default) or "Forwarded" (RFC 7239, its for=).
+	Header string
+}
+
+// Clients names each request's client, the one identity every
+// request-level bound counts (middleware.Config.Client,
+// middleware.AdmissionConfig.Client): its remote address, or behind a
+// trusted proxy the right-most address of the forwarding header that is
+// not a trusted proxy's. An IPv4 address is a client, an IPv6 /64 is
+// one, and an IPv6 /48 is four at most however many /64s it sends from
+// (the first two /64s of its first /56 each, the rest of that /56, the
+// rest of the /48), so that a site delegated a /48 cannot take many
+// clients' share of any bound. Connections are counted by the same rule,
+// by their TCP peer.
+type Clients struct {
+	proxies *clientaddr.Proxies
+}
+
+// NewClients returns a Clients, or an error for a Header it does not read.
+func NewClients(cfg ClientsConfig) (*Clients, error) {
+	p, err := clientaddr.NewProxies(cfg.TrustedProxies, cfg.Header)
+	if err != nil {
+		return nil, err
+	}
+	return &Clients{proxies: p}, nil
+}
+
+// Client returns the name of r's client ("192.0.2.7", "2001:db8:1:2::/64",
+// "2001:db8:1::/48"): a middleware.Config.Client and
+// middleware.AdmissionConfig.Client.
+func (c *Clients) Client(r *http.Request) string { return c.proxies.Name(r) }
+
+// ParsePrefixes parses a comma-separated list of networks ("10.0.0.0/8")
+// and addresses (a network of one), as a flag gives them; "" is none.
+func ParsePrefixes(s string) ([]netip.Prefix, error) { return clientaddr.ParsePrefixes(s) }
