@@ -73,7 +73,7 @@ func (v *Verifier) Precheck(next http.Handler) http.Handler {
 //	timestamp more than the tolerance away     401 webhook-timestamp-out-of-tolerance
 //	URL with a query, AllowQuery not set       400 webhook-query-not-signed
 //	body over MaxBodyBytes                     413 body-too-large
-//	body could not be read in full             400 body-unreadable
+//	body could not be read in full             408 body-unreadable, Retry-After
 //
 // 401 answers carry WWW-Authenticate: Webhook-Signature.
 func (v *Verifier) Handler(next http.Handler) http.Handler {
@@ -91,8 +91,8 @@ func (v *Verifier) Handler(next http.Handler) http.Handler {
 			return
 		} else if err != nil {
 			v.refusals.Warn(r.Context(), "webhook rejected", slog.String("reason", "body_unreadable"), idAttr(m.id), slog.Any("error", err))
-			writeProblem(w, http.StatusBadRequest, problemBodyUnreadable, "Request body unreadable",
-				"The request body could not be read in full; nothing was processed, so retry.")
+			writeProblem(w, http.StatusRequestTimeout, problemBodyUnreadable, "Request body unreadable",
+				"The request body could not be read in full; nothing was processed, so retry after Retry-After.")
 			return
 		}
 		if err := v.checkSignature(m, body); err != nil {

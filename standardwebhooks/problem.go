@@ -2,6 +2,7 @@ package standardwebhooks
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/geoidem/geoidem/internal/problem"
 )
@@ -35,7 +36,7 @@ const (
 // (middleware.ProblemBodyTooLarge and middleware.ProblemBodyUnreadable).
 const (
 	problemBodyTooLarge   = problem.TypeBase + "body-too-large"  // 413
-	problemBodyUnreadable = problem.TypeBase + "body-unreadable" // 400
+	problemBodyUnreadable = problem.TypeBase + "body-unreadable" // 408
 )
 
 // writeProblem answers with an RFC 9457 problem document, not to be cached.
@@ -45,5 +46,13 @@ func writeProblem(w http.ResponseWriter, status int, typ, title, detail string) 
 		// has no registered scheme; this one names what is expected.
 		w.Header().Set("WWW-Authenticate", "Webhook-Signature")
 	}
-	problem.Write(w, status, problem.JSON(problem.Doc{Type: typ, Title: title, Status: status, Detail: detail}), 0)
+	var retryAfter time.Duration
+	if status == http.StatusRequestTimeout {
+		retryAfter = unreadableRetryAfter
+	}
+	problem.Write(w, status, problem.JSON(problem.Doc{Type: typ, Title: title, Status: status, Detail: detail}), retryAfter)
 }
+
+// unreadableRetryAfter is the Retry-After of a body the verifier failed to
+// read: the transport's fault, which a prompt retry may not meet again.
+const unreadableRetryAfter = time.Second

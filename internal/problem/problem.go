@@ -105,7 +105,11 @@ func Write(w http.ResponseWriter, status int, body []byte, retryAfter time.Durat
 	h.Set("Cache-Control", "no-store")
 	h.Del("Content-Length")
 	if retryAfter > 0 {
-		h.Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
+		secs := int64(retryAfter / time.Second)
+		if retryAfter%time.Second != 0 {
+			secs++ // rounded up, without overflowing for the longest wait
+		}
+		h.Set("Retry-After", strconv.FormatInt(secs, 10))
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

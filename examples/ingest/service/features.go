@@ -106,8 +106,11 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 // rest) and checked by policy. A document the service cannot store is a
 // 422 problem naming every offending member by its JSON pointer: a bare
 // geometry (not-features), features without an id (feature-id-missing),
-// observation times that are not RFC 3339 date-times or are too far ahead
-// (observation-time-invalid).
+// observation times that are not RFC 3339 date-times
+// (observation-time-invalid). Observation times too far ahead, and nothing
+// else wrong, are a 503 observation-time-ahead with RetryAfter when the
+// receiver's clock will have caught up with the latest of them: a refusal
+// of the clock's, not the input's, which the same bytes pass then.
 func featuresOf(doc *geojson.Document, prop string, policy newest.Policy) ([]Feature, *problem.Details) {
 	if doc.Type != "Feature" && doc.Type != "FeatureCollection" {
 		return nil, &problem.Details{Type: problemNotFeatures, Title: "Not a Feature or FeatureCollection", Status: http.StatusUnprocessableEntity,
@@ -121,7 +124,8 @@ func featuresOf(doc *geojson.Document, prop string, policy newest.Policy) ([]Fea
 		return ""
 	}
 	out := make([]Feature, len(doc.Features))
-	var noID, badTime []problem.Error
+	var noID, badTime, ahead []problem.Error
+	var wait time.Duration // until the latest time ahead is within the skew
 	for i, f := range doc.Features {
 		var id string
 		switch v := f.ID.(type) {
@@ -138,7 +142,13 @@ func featuresOf(doc *geojson.Document, prop string, policy newest.Policy) ([]Fea
 		if err == nil && ok {
 			err = policy.Check(t)
 		}
-		if err != nil {
+		var te *newest.TimeError
+		switch {
+		case err != nil && errors.Is(err, newest.ErrAhead) && errors.As(err, &te):
+			ahead = append(ahead, problem.Error{Pointer: at(i) + "/properties/" + pointerToken(prop), Detail: err.Error()})
+			wait = max(wait, te.Time.Sub(te.Bound))
+			continue
+		case err != nil:
 			badTime = append(badTime, problem.Error{Pointer: at(i) + "/properties/" + pointerToken(prop), Detail: err.Error()})
 			continue
 		}
@@ -153,6 +163,11 @@ func featuresOf(doc *geojson.Document, prop string, policy newest.Policy) ([]Fea
 			Detail: "The property " + strconv.Quote(prop) + " orders the updates of a feature: when present it must be an RFC 3339 date-time string, " +
 				"no further ahead of the receiver's clock than it allows.",
 			Errors: badTime}
+	case ahead != nil:
+		return nil, &problem.Details{Type: problemObservationAhead, Title: "Observation time ahead", Status: http.StatusServiceUnavailable,
+			Detail: "The property " + strconv.Quote(prop) + " is further ahead of the receiver's clock than it allows; nothing was stored. " +
+				"Send the same request again, same key, after Retry-After: the receiver's clock will have caught up.",
+			Errors: ahead, RetryAfter: max(wait, time.Second)}
 	}
 	return out, nil
 }

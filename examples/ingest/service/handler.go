@@ -27,7 +27,7 @@ func (s *Service) postFeatures(w http.ResponseWriter, r *http.Request) {
 		// same strict parser.
 		body, err := io.ReadAll(r.Body) // bounded by the middleware
 		if err != nil {
-			problem.Write(w, problem.Details{Type: problemBodyUnreadable, Title: "Body unreadable", Status: http.StatusBadRequest, Detail: err.Error()})
+			problem.Write(w, problem.Details{Type: problemBodyUnreadable, Title: "Body unreadable", Status: http.StatusRequestTimeout, Detail: err.Error(), RetryAfter: s.retryAfter})
 			return
 		}
 		if doc, err = geojson.DecodeDocument(body, geojson.Options{}); err != nil {
@@ -65,12 +65,13 @@ func (s *Service) postFeatures(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ErrStoreFull):
 		// The in-memory store evicts nothing, so no room frees by itself:
 		// no Retry-After that would promise some. 507 is a 5xx, so the
-		// key is released for a retry once an operator has made room.
+		// key is released, and the paired sender retries it with its
+		// backoff, for an operator to make room meanwhile.
 		problem.Write(w, problem.Details{Type: problemStoreFull, Title: "Feature store full", Status: http.StatusInsufficientStorage,
 			Detail: "The in-memory feature store is full and evicts nothing, so no room frees by itself; nothing was stored. Retry with the same key once the operator has made room (a larger -max-features or -max-feature-bytes, or a restart)."})
 		return
 	default:
-		// Anything else is transient, known or not (DESIGN.md, bug 28): a
+		// Anything else is transient, known or not: a
 		// 5xx releases the key, so the sender's retry runs again; an error
 		// that stays makes the sender dead-letter the event as retryable.
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "features not stored; the sender will retry", heldKey(r), slog.Any("error", err))

@@ -148,7 +148,7 @@ type Config struct {
 	// the memory and Redis modes (DefaultMaxFeatures, DefaultMaxFeatureBytes:
 	// ids and feature bytes). When a write does not fit it is refused with
 	// 507 (feature-store-full, no Retry-After: no room frees by itself) and
-	// its key released; no stored feature is ever evicted. A request that
+	// its key released (the paired sender retries it with its backoff); no stored feature is ever evicted. A request that
 	// alone exceeds a bound is answered 422 (feature-rejected).
 	MaxFeatures     int
 	MaxFeatureBytes int64
@@ -163,9 +163,10 @@ type Config struct {
 	OrderProperty string
 	// MaxObservationSkew is how far ahead of the service's clock an
 	// observation time may be (newest.Policy.MaxSkew; default
-	// newest.DefaultMaxSkew, 5 minutes). A time further ahead is a 422
-	// (observation-time-invalid), recorded: it would pin its feature until
-	// the clock passes it.
+	// newest.DefaultMaxSkew, 5 minutes). A time further ahead would pin
+	// its feature until the clock passes it: it is refused, 503
+	// (observation-time-ahead) with Retry-After when the clock will have
+	// caught up, and released, so that the same delivery succeeds then.
 	MaxObservationSkew time.Duration
 	// MaxInFlight and MaxInFlightBytes bound the POST requests and their
 	// bytes in flight (middleware.Admission, keyed by the remote address):
