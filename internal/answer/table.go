@@ -82,7 +82,7 @@ const (
 	doAtRetryAfter = "retry at Retry-After, same key, same bytes"
 	doBackoff      = "retry after a backoff (Retry-After when given), same key, same bytes"
 	doDone         = "done: it was executed; do not send it again"
-	doFix          = "stop: no retry of these bytes can succeed; fix the request and send it under a new key"
+	doFix          = "stop: no retry of these bytes can succeed; fix the request (under a new key if this answer was recorded)"
 )
 
 // Table is every answer the middleware, Admission, the front door, the
