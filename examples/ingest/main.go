@@ -77,7 +77,8 @@
 //	                      is not "id"), the newest observation of an id kept
 //	                      (-order-property, default observation_time, RFC 3339,
 //	                      at most -max-observation-skew ahead of the service's
-//	                      clock, else 422 with a pointer), and answers 201
+//	                      clock, else 503 with a pointer and Retry-After
+//	                      when the clock will have caught up), and answers 201
 //	                      {"stored":[ids…]}, with "stale":[ids…] (a newer
 //	                      observation is stored) and "unstamped":[ids…] (no
 //	                      time, and one with a time is stored) for those that
