@@ -1,6 +1,7 @@
 package contracttest_test
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"log"
@@ -245,5 +246,42 @@ func TestCutUploadClaimsNothing(t *testing.T) {
 				t.Fatalf("retry after a cut upload: %d, %v, %d runs, replayed %v; want 201 from the one run", res.StatusCode, err, h.runs.Load(), res.Replayed)
 			}
 		})
+	}
+}
+
+// An upload the server's ReadTimeout cuts (a sender that stalls mid-body)
+// is answered 408 body-unreadable with Retry-After, nothing claimed: the
+// same bytes, sent whole, succeed.
+func TestStalledUploadIsTransient(t *testing.T) {
+	h := &firstRun{fail: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) }}
+	m, err := middleware.New(memstore.New(memstore.Config{}), middleware.Config{RetryAfter: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(m.Handler(h))
+	srv.Config.ReadTimeout = 300 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Headers and 10 bytes of 24, then nothing.
+	if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nContent-Length: 24\r\n\r\n{\"type\":\"x\""); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to the stalled upload: %v", err)
+	}
+	resp.Body.Close()
+	_, valid := client.ParseRetryAfter(resp.Header.Get("Retry-After"), "", time.Now())
+	if resp.StatusCode != http.StatusRequestTimeout || !valid || !client.RetryableStatus(resp.StatusCode, valid) {
+		t.Fatalf("stalled upload: %d Retry-After %q; want 408 with Retry-After, retried", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	res, err := pairedSender(t, protocols[0].proto()).Deliver(context.Background(), client.Delivery{URL: srv.URL, Key: "k", Body: []byte(`{"type":"x","id":"a"}`)})
+	if err != nil || res.StatusCode != http.StatusCreated || h.runs.Load() != 1 {
+		t.Fatalf("the same key, whole: %d, %v, %d runs; want 201 from one run", res.StatusCode, err, h.runs.Load())
 	}
 }
