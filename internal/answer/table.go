@@ -81,6 +81,7 @@ const (
 const (
 	doAtRetryAfter = "retry at Retry-After, same key, same bytes"
 	doBackoff      = "retry after a backoff (Retry-After when given), same key, same bytes"
+	doReconnect    = "retry after a backoff, same key, same bytes"
 	doDone         = "done: it was executed; do not send it again"
 	doFix          = "stop: no retry of these bytes can succeed; fix the request (under a new key if this answer was recorded)"
 )
@@ -157,12 +158,12 @@ var Table = []Row{
 	{404, "not-found", "", byIngest, "no route has this path", NotClaimed, "", false, doFix},
 	{405, "method-not-allowed", "", byIngest, "the path does not take this method", NotClaimed, "", false, doFix},
 	// Transport errors, HTTP/1.1 and HTTP/2, in either direction.
-	{AnyStatus, "", "connection refused", byTransport, "nothing listens, or the server shut down", AsLeft, "", true, doBackoff},
-	{AnyStatus, "", "connection reset, EOF", byTransport, "the connection ended before the answer: a handler that panicked or was cut (released), an answer lost after it was recorded (replayed to the retry), a cut upload (nothing claimed)", AsLeft, "", true, doBackoff},
-	{AnyStatus, "", "stream reset (RST_STREAM)", byTransport, "HTTP/2: the stream ended before the answer, for the same reasons", AsLeft, "", true, doBackoff},
-	{AnyStatus, "", "GOAWAY", byTransport, "HTTP/2: the server closed the connection under the request", AsLeft, "", true, doBackoff},
-	{AnyStatus, "", "timeout", byTransport, "the attempt's timeout passed before the answer: the request may still run (a retry meets 409 request-in-flight, then the record)", AsLeft, "", true, doBackoff},
-	{AnyStatus, "", "any other error", byTransport, "an error the sender does not know", AsLeft, "", true, doBackoff},
+	{AnyStatus, "", "connection refused", byTransport, "nothing listens, or the server shut down", AsLeft, "", true, doReconnect},
+	{AnyStatus, "", "connection reset, EOF", byTransport, "the connection ended before the answer: a handler that panicked or was cut (released), an answer lost after it was recorded (replayed to the retry), a cut upload (nothing claimed)", AsLeft, "", true, doReconnect},
+	{AnyStatus, "", "stream reset (RST_STREAM)", byTransport, "HTTP/2: the stream ended before the answer, for the same reasons", AsLeft, "", true, doReconnect},
+	{AnyStatus, "", "GOAWAY", byTransport, "HTTP/2: the server closed the connection under the request", AsLeft, "", true, doReconnect},
+	{AnyStatus, "", "timeout", byTransport, "the attempt's timeout passed before the answer: the request may still run (a retry meets 409 request-in-flight, then the record)", AsLeft, "", true, doReconnect},
+	{AnyStatus, "", "any other error", byTransport, "an error the sender does not know", AsLeft, "", true, doReconnect},
 	{AnyStatus, "", "certificate or TLS failure", byTransport, "the server's certificate is not trusted, or the TLS handshake failed", NotClaimed, "", false, "stop: fix the trust or the TLS configuration"},
 	{AnyStatus, "", "malformed request", byTransport, "net/http refuses to send the request (a header with a newline, say)", NotClaimed, "", false, doFix},
 	{AnyStatus, "", "redirect refused", byTransport, "the client's redirect policy refused a redirect", NotClaimed, "", false, "stop: deliver to the final URL"},
