@@ -151,7 +151,7 @@ var Table = []Row{
 		"when the receiver's clock will have caught up: the latest time minus the skew, from now", true, doAtRetryAfter},
 	{422, "feature-rejected", "", byIngest, "the feature store refused the features for their own fault", Recorded, "", false, doFix},
 	{503, "feature-store-unavailable", "", byIngest, "the feature store failed (for any reason not known to be the features' fault)", Released,
-		"-retry-after", true, doAtRetryAfter},
+		"service.Config.RetryAfter (the middleware's, 1 s by default)", true, doAtRetryAfter},
 	{507, "feature-store-full", "", byIngest, "the in-memory feature store is at its bound; nothing frees room by itself", Released, "", true,
 		"retry after a backoff; dead-lettered as exhausted if no operator makes room, then re-driven"},
 	{404, "feature-not-found", "", byIngest, "GET /features/{id} of an unknown id (not covered by the middleware)", NotClaimed, "", false, "stop"},
