@@ -180,7 +180,7 @@ func TestHandlerRejectsWithoutRunningNext(t *testing.T) {
 			r := f.signed("msg_1", body)
 			f.clock.Advance(-6 * time.Minute)
 			return r
-		}, http.StatusUnauthorized, standardwebhooks.ProblemTimestampOutOfTolerance},
+		}, http.StatusServiceUnavailable, standardwebhooks.ProblemTimestampAhead},
 		{"body over the limit", func(f *handlerFixture) *http.Request {
 			return f.signed("msg_1", bytes.Repeat([]byte("x"), 1001))
 		}, http.StatusRequestEntityTooLarge, "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#body-too-large"},

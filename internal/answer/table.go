@@ -126,8 +126,11 @@ var Table = []Row{
 	// The signature verifier, in front of the middleware.
 	{401, "webhook-signature-missing", "", byVerifier, "a signature header is missing", NotClaimed, "", false, doFix},
 	{401, "webhook-signature-invalid", "", byVerifier, "no signature matches an accepted secret", NotClaimed, "", false, doFix},
-	{401, "webhook-timestamp-out-of-tolerance", "", byVerifier, "the signed timestamp is more than the tolerance from the receiver's clock", NotClaimed, "", false,
+	{401, "webhook-timestamp-out-of-tolerance", "", byVerifier, "the signed timestamp is more than the tolerance in the past: it never comes back within it", NotClaimed, "", false,
 		"stop: re-sign with a fresh timestamp and send again"},
+	{503, "webhook-timestamp-ahead", "", byVerifier, "the signature verifies, but the signed timestamp is more than the tolerance ahead of the receiver's clock", NotClaimed,
+		"when the timestamp will be within the tolerance: the timestamp minus the tolerance, from now", true,
+		doAtRetryAfter + "; a sender that re-signs each attempt on a clock that runs ahead is refused again until its clock is set right"},
 	{400, "webhook-query-not-signed", "", byVerifier, "the URL carries a query no signature covers", NotClaimed, "", false, doFix},
 	// The GeoJSON validator, behind the middleware.
 	{422, "invalid-request", "", byMiddleware, "the configured validator refused the body", Refused, "", false, doFix},
