@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/answer"
 	"github.com/geoidem/geoidem/internal/ratelog"
 )
 
@@ -255,8 +256,8 @@ func (v *Verifier) authenticate(m message, body []byte) error {
 	}
 	if m.ahead > 0 {
 		return &TimestampAheadError{RetryAfter: m.ahead, detail: fmt.Sprintf(
-			"The webhook-timestamp is %s further ahead of the receiver's clock than the %s accepted; nothing was processed. "+
-				"The same request verifies after Retry-After; check the sender's clock.", m.ahead.Round(time.Millisecond), v.tolerance)}
+			"The webhook-timestamp is further ahead of the receiver's clock than the %s accepted; nothing was processed. "+
+				"The same request verifies in %ds (Retry-After); check the sender's clock.", v.tolerance, answer.RetryAfterSeconds(m.ahead))}
 	}
 	return nil
 }
