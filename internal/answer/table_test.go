@@ -3,6 +3,7 @@ package answer_test
 import (
 	"flag"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -168,6 +169,68 @@ func TestRetriedIsRetryStatusOfAReadableRetryAfter(t *testing.T) {
 	} {
 		if got := answer.Retried(c.status, c.ra); got != c.want {
 			t.Errorf("Retried(%d, %q) = %v, want %v", c.status, c.ra, got, c.want)
+		}
+	}
+}
+
+// problemInCode finds a problem type named in Go source: a string literal
+// ending in problems.md#<name>, or a TypeBase constant plus "<name>"
+// (problem.TypeBase, middleware.ProblemTypeBase).
+var problemInCode = regexp.MustCompile(`problems\.md#([a-z0-9-]+)"|TypeBase \+ "([a-z0-9-]+)"`)
+
+// TestEveryProblemTypeInCodeHasARow: every problem type any Go file of the
+// repository names (its library, examples and bench; tests aside) has a row
+// in the table and is listed in docs/problems.md, so no package can answer
+// with a type a sender cannot look up.
+func TestEveryProblemTypeInCodeHasARow(t *testing.T) {
+	root := filepath.Join("..", "..")
+	page, err := os.ReadFile(filepath.Join(root, "docs", "problems.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\| <a id="([^"]+)"></a>`).FindAllStringSubmatch(string(page), -1) {
+		listed[m[1]] = true
+	}
+	inTable := map[string]bool{}
+	for _, r := range answer.Table {
+		inTable[r.Problem] = true
+	}
+	found := map[string]string{} // name -> a file naming it
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range problemInCode.FindAllStringSubmatch(string(src), -1) {
+			found[m[1]+m[2]] = path
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) < len(listed)/2 {
+		t.Fatalf("found only %d problem types in the code: %v", len(found), found)
+	}
+	for name, path := range found {
+		if !inTable[name] {
+			t.Errorf("problem type %s (%s) has no row in answer.Table", name, path)
+		}
+		if !listed[name] {
+			t.Errorf("problem type %s (%s) is not listed in docs/problems.md", name, path)
 		}
 	}
 }
