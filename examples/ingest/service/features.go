@@ -62,7 +62,9 @@ func (f Feature) Observation() newest.Observation {
 //
 // Its error decides the answer, so a store must not guess: an error
 // wrapping a [*RefusedError] is the features' own fault, which no retry
-// fixes (422, recorded); [ErrStoreFull] means no room (507, released);
+// fixes (422, recorded); a [*ConflictError] is the state of other data,
+// which another write can lift (409 with Retry-After, released);
+// [ErrStoreFull] means no room (507, released);
 // any other error is transient (503 with Retry-After, released), unknown
 // errors included.
 //

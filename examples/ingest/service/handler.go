@@ -46,21 +46,26 @@ func (s *Service) postFeatures(w http.ResponseWriter, r *http.Request) {
 		return answerFor(fs, v)
 	})
 	var refused *RefusedError
+	var conflict *ConflictError
 	switch {
 	case err == nil:
+	case errors.As(err, &conflict):
+		// Other rows' state, which another write can lift: released (a
+		// 409 with Retry-After), so that the sender's retry, same key and
+		// bytes, runs again.
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "features in conflict with other rows; the sender will retry", heldKey(r), slog.Any("error", err))
+		problem.Write(w, problem.Details{Type: problemConflict, Title: "Features in conflict", Status: http.StatusConflict,
+			Detail: "The feature store refused the features for the state of other data, which another write can change; nothing was stored. " +
+				"Send the same request again, same key, after Retry-After.",
+			Errors: []problem.Error{{Pointer: featurePointer(doc.Type, conflict.Index, conflict.Pointer), Detail: conflict.Detail}}, RetryAfter: s.retryAfter})
+		return
 	case errors.As(err, &refused):
 		// The features' own fault: recorded, so every retry is answered
 		// the same, and the sender stops.
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "features refused; answered 422 and recorded", heldKey(r), slog.Any("error", err))
-		pointer := refused.Pointer
-		switch {
-		case refused.Index < 0:
-		case doc.Type == "FeatureCollection":
-			pointer = "/features/" + strconv.Itoa(refused.Index) + pointer
-		}
 		problem.Write(w, problem.Details{Type: problemRejected, Title: "Features refused", Status: http.StatusUnprocessableEntity,
 			Detail: "The feature store refused the features for good; nothing was stored.",
-			Errors: []problem.Error{{Pointer: pointer, Detail: refused.Detail}}})
+			Errors: []problem.Error{{Pointer: featurePointer(doc.Type, refused.Index, refused.Pointer), Detail: refused.Detail}}})
 		return
 	case errors.Is(err, ErrStoreFull):
 		// The in-memory store evicts nothing, so no room frees by itself:
@@ -128,4 +133,13 @@ func (s *Service) getFeature(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/geo+json")
 		_, _ = w.Write(f)
 	}
+}
+
+// featurePointer is the JSON pointer, in a request of type typ, of pointer
+// within its feature index (-1: the request as a whole).
+func featurePointer(typ string, index int, pointer string) string {
+	if index >= 0 && typ == "FeatureCollection" {
+		return "/features/" + strconv.Itoa(index) + pointer
+	}
+	return pointer
 }

@@ -35,7 +35,10 @@
 // features' own fault (a PostgreSQL data or constraint error raised by a
 // feature's own statement, a geometry PostGIS refuses, a request larger than
 // the whole in-memory store): 422, recorded, every retry answered the same.
-// [ErrStoreFull] is 507 (the in-memory store evicts nothing). Every other
+// A [*ConflictError], a refusal for the state of other rows (a foreign key
+// to a row not there yet, a unique or exclusion constraint another row
+// holds), is 409 with Retry-After and the key released: another write can
+// lift it. [ErrStoreFull] is 507 (the in-memory store evicts nothing). Every other
 // error, whatever it is, is transient: 503 with Retry-After and the key
 // released, so that the sender's retry runs again. An error nobody
 // classified costs retries, never a valid event (DESIGN.md, bug 28).
