@@ -47,12 +47,14 @@ type Result struct {
 // runs out of attempts, deadline, budget or context. Every attempt sends the
 // same key and the same body bytes.
 //
-// It retries 408, 429, 500, 502, 503 and 504, connection errors and timeouts,
-// and 409 when it carries a Retry-After header: the geoidem middleware
+// It retries every 5xx, 408 and 429, every transport error but a
+// certificate or TLS failure, a malformed request and a refused redirect
+// (see docs/answers.md), and 409 when it carries a Retry-After header it
+// can read: the geoidem middleware
 // answers so while the original request with the same key is still running
 // (a retry after a lost acknowledgement can overtake it), and once the
 // original finishes the retry gets its recorded answer replayed. A 409
-// without Retry-After, and every other status, is permanent. Retry-After,
+// without a readable Retry-After, and every other status, is permanent. Retry-After,
 // clamped to Config.MaxRetryAfter, is preferred over the computed delay;
 // one that ends too late for an attempt before the deadline ends the
 // delivery at once with [ErrRetryAfterBeyondDeadline].

@@ -3,6 +3,7 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -168,7 +169,7 @@ func TestOnAttempt(t *testing.T) {
 	tr := &scriptTransport{clock: clock, steps: []step{
 		{status: 503, took: time.Second},
 		{status: 429, header: map[string]string{"Retry-After": "2"}, took: time.Second},
-		{err: errors.New("boom: permanent"), took: time.Second},
+		{err: &tls.CertificateVerificationError{Err: errors.New("boom: permanent")}, took: time.Second},
 	}}
 	var got []client.Attempt
 	s := newSender(t, tr, client.Config{

@@ -3,9 +3,10 @@
 // the middleware expects, and hands every delivery that ends without
 // success to a dead-letter sink.
 //
-// It imports only the standard library and package problem (geoidem's
-// RFC 9457 document, which it reads answers into; standard library only as
-// well), so a team that posts webhooks can use it without the middleware.
+// It imports only the standard library, package problem (geoidem's RFC 9457
+// document, which it reads answers into) and the table of answers it
+// shares with the middleware (docs/answers.md), both standard library only
+// as well, so a team that posts webhooks can use it without the middleware.
 //
 //	s, err := client.New(http.DefaultClient, client.Config{})
 //	...
@@ -26,7 +27,12 @@
 //
 // # What is retried
 //
-// 408, 429, 500, 502, 503 and 504, connection errors and timeouts. Also, as a
+// Every 5xx (501 and 507 included: the middleware releases every 5xx, and
+// an operator's fix makes the same bytes succeed), 408 and 429; every
+// transport error (a reset, an EOF, a timeout, an HTTP/2 stream reset or
+// GOAWAY, one it does not know), except the known permanent ones: a
+// certificate or TLS failure, a request net/http refuses to send, a
+// redirect the http.Client's policy refuses. Also, as a
 // deliberate addition for the geoidem middleware, 409 Conflict when it
 // carries Retry-After: the middleware answers so while the original
 // request with the same key is still running, which is exactly what a

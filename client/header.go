@@ -1,10 +1,10 @@
 package client
 
 import (
-	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/answer"
 )
 
 // Header names the sender reads and writes.
@@ -61,50 +61,13 @@ func isTokenByte(c byte) bool {
 	return strings.IndexByte("!#$%&'*+-.^_`|~:/", c) >= 0
 }
 
-// maxDelta bounds delta-seconds so that the conversion to a Duration cannot
-// overflow; any larger value is clamped by MaxRetryAfter anyway.
-const maxDelta = int64(1<<63-1) / int64(time.Second)
-
 // ParseRetryAfter interprets a Retry-After header value: delta-seconds, or
 // an HTTP-date in any of the three forms of RFC 9110 (IMF-fixdate, RFC 850,
 // asctime). A date is turned into a delay relative to date, the response's
 // Date header, when that parses (so a skewed server clock cancels out), and
 // to now otherwise; a date in the past gives 0. ok is false when the value
-// is absent or malformed. The result is not clamped.
+// is absent or malformed: then the geoidem middleware records a 409 that
+// carries it, and the sender does not retry it. The result is not clamped.
 func ParseRetryAfter(value, date string, now time.Time) (d time.Duration, ok bool) {
-	value = strings.TrimSpace(value)
-	if value == "" {
-		return 0, false
-	}
-	if isDigits(value) {
-		n, err := strconv.ParseInt(value, 10, 64)
-		if err != nil || n > maxDelta { // only overflow: the value is all digits
-			n = maxDelta
-		}
-		return time.Duration(n) * time.Second, true
-	}
-	at, err := http.ParseTime(value)
-	if err != nil {
-		return 0, false
-	}
-	ref := now
-	if date != "" {
-		if t, err := http.ParseTime(date); err == nil {
-			ref = t
-		}
-	}
-	d = at.Sub(ref)
-	if d < 0 {
-		d = 0
-	}
-	return d, true
-}
-
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
+	return answer.ParseRetryAfter(value, date, now)
 }

@@ -1,74 +1,32 @@
 package client
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
-	"syscall"
+
+	"github.com/geoidem/geoidem/internal/answer"
 )
 
 // RetryableStatus reports whether the sender retries an answer with this
-// status: 408, 429, 500, 502, 503 and 504 always, and 409 when it carries a
-// valid Retry-After header (hasRetryAfter), which is how the geoidem
-// middleware says "the original request with this key is still running,
-// come back later". Every other status is permanent. It is paired with the
-// middleware's release rule: every answer it retries is one the middleware
-// releases (5xx, 408, 429, 409 with Retry-After), so that the retry can
-// run the handler again (contracttest's TestReleaseAndRetryRulesArePaired).
+// status: every 5xx, 408 and 429, and 409 when it carries a valid
+// Retry-After header (hasRetryAfter), which is how the geoidem middleware
+// says "the original request with this key is still running, come back
+// later". Every other status is permanent. It is the middleware's release
+// rule too (one table, docs/answers.md): every answer it retries is one
+// the middleware releases, so that the retry can run the handler again,
+// and every answer it gives up on is one the middleware records.
 func RetryableStatus(code int, hasRetryAfter bool) bool {
-	switch code {
-	case http.StatusRequestTimeout,
-		http.StatusTooManyRequests,
-		http.StatusInternalServerError,
-		http.StatusBadGateway,
-		http.StatusServiceUnavailable,
-		http.StatusGatewayTimeout:
-		return true
-	case http.StatusConflict:
-		return hasRetryAfter
-	}
-	return false
+	return answer.RetryStatus(code, hasRetryAfter)
 }
 
-// retryableError reports whether a transport error is a connection error or
-// a timeout, which a retry may fix. Certificate and TLS handshake failures,
-// malformed requests and redirect-policy errors are permanent. The caller
-// has already ruled out the delivery's own context ending.
+// retryableError reports whether a transport error is one a retry may
+// fix: every error but the known permanent ones (certificate and TLS
+// failures, a request net/http refuses to send, a redirect the client's
+// policy refused). A stream reset, a GOAWAY, an error nobody classified are
+// retried: the receiver answers the retry from its record if the attempt
+// ran. The caller has already ruled out the delivery's own context ending.
 func retryableError(err error) bool {
-	var (
-		certErr     *tls.CertificateVerificationError
-		unknownAuth x509.UnknownAuthorityError
-		hostErr     x509.HostnameError
-		invalidErr  x509.CertificateInvalidError
-		recordErr   tls.RecordHeaderError
-	)
-	if errors.As(err, &certErr) || errors.As(err, &unknownAuth) || errors.As(err, &hostErr) ||
-		errors.As(err, &invalidErr) || errors.As(err, &recordErr) {
-		return false
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err // *url.Error is itself a net.Error; judge what it wraps
-	}
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), // the attempt's own timeout
-		errors.As(err, &ne),
-		errors.Is(err, io.EOF),
-		errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.ECONNREFUSED),
-		errors.Is(err, syscall.ECONNABORTED),
-		errors.Is(err, syscall.EPIPE):
-		return true
-	}
-	return false
+	return answer.TransportRetried(err)
 }
 
 // inFlight reports whether an attempt was answered 409 with Retry-After,

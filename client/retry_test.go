@@ -125,7 +125,9 @@ func TestRetryableSet(t *testing.T) {
 	retryAfter := map[string]string{"Retry-After": "1"}
 	retryable := []step{
 		{status: 408}, {status: 429}, {status: 500}, {status: 502}, {status: 503}, {status: 504},
+		{status: 501}, {status: 505}, {status: 507}, {status: 511},
 		{status: 409, header: retryAfter},
+		{status: 409, header: map[string]string{"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}},
 		{err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}},
 		{err: fmt.Errorf("read: %w", context.DeadlineExceeded)},
 	}
@@ -147,7 +149,7 @@ func TestRetryableSet(t *testing.T) {
 		{status: 400}, {status: 401}, {status: 403}, {status: 404}, {status: 405},
 		{status: 409}, {status: 410}, {status: 412}, {status: 413}, {status: 415}, {status: 422},
 		{status: 400, header: retryAfter}, {status: 422, header: retryAfter},
-		{status: 304}, {status: 501}, {status: 505}, {status: 511},
+		{status: 304}, {status: 409, header: map[string]string{"Retry-After": "soon"}},
 	}
 	for _, st := range permanent {
 		t.Run(fmt.Sprintf("permanent %d %v", st.status, st.header), func(t *testing.T) {
@@ -177,7 +179,7 @@ func TestRetryableSet(t *testing.T) {
 	}
 	t.Run("RetryableStatus", func(t *testing.T) {
 		for code := 100; code < 600; code++ {
-			want := code == 408 || code == 429 || code == 500 || code == 502 || code == 503 || code == 504
+			want := code == 408 || code == 429 || code >= 500
 			if got := client.RetryableStatus(code, false); got != want {
 				t.Errorf("RetryableStatus(%d, false) = %v", code, got)
 			}

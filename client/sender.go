@@ -69,7 +69,7 @@ func New(hc *http.Client, cfg Config) (*Sender, error) {
 	}
 	s := &Sender{
 		stop:           make(chan struct{}),
-		hc:             hc,
+		hc:             markRedirects(hc),
 		backoff:        cfg.Backoff.withDefaults(),
 		maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
 		deadline:       orDefault(cfg.Deadline, DefaultDeadline),

@@ -1,8 +1,9 @@
 package keystore
 
 import (
-	"strconv"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/answer"
 )
 
 // FullError is the ErrStoreFull of a store that knows when room frees up:
@@ -27,7 +28,7 @@ func (e *FullError) Error() string {
 		what = "keystore: the client's share of the store is full"
 	}
 	if e.RetryAfter > 0 {
-		what += "; room frees in " + strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10) + "s"
+		what += "; room frees in " + answer.FormatRetryAfter(e.RetryAfter) + "s"
 	}
 	return what
 }

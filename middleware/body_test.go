@@ -47,8 +47,8 @@ func heapPerRequest(t *testing.T, h http.Handler, declared int64, sent []byte) u
 	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, reqs[0]) // warm up
-	if w.Code != http.StatusBadRequest {
-		t.Fatalf("a body cut short: %d, want 400", w.Code)
+	if w.Code != http.StatusRequestTimeout {
+		t.Fatalf("a body cut short: %d, want 408 body-unreadable", w.Code)
 	}
 	var before, after runtime.MemStats
 	runtime.GC()

@@ -42,7 +42,8 @@
 //	body over Config.MaxBodyBytes, or over an        413 body-too-large; nothing claimed
 //	http.MaxBytesReader the server put in front
 //	headers refused by the Validator's CheckHeaders  its problem (geojson: 415), not recorded; nothing claimed
-//	body could not be read (client gone, truncated)  400 body-unreadable; nothing claimed
+//	body could not be read (ReadTimeout, a reset     408 body-unreadable with Retry-After
+//	mid-upload, truncated)                           (Config.RetryAfter); nothing claimed
 //	store failed or slower than Config.StoreTimeout  503 store-unavailable with Retry-After; handler not
 //	                                                 run; a claim that failed (a timeout, a reset, a
 //	                                                 batch that outlived the call: it may have acquired
@@ -72,8 +73,8 @@
 //	same key and payload, record's status outside    500 response-not-recorded (a replay never panics)
 //	200–599
 //	same key, different payload                      422 key-reused
-//	handler answered 5xx, 408, 429, or 409 with      passed on; the claim is released so a retry runs again
-//	Retry-After
+//	handler answered 5xx, 408, 429, or 409 with a    passed on; the claim is released so a retry runs again
+//	Retry-After a sender can read                    (the paired sender's retry rule: see docs/answers.md)
 //	handler panicked before a final answer,          the claim is released; the panic propagates
 //	or after a 5xx, 408, 429 or 409 with Retry-After
 //	handler panicked after another final answer      the key is completed, never released: with the
@@ -185,7 +186,8 @@
 // the rest of its lease. The request's Event still reports the failure
 // within the request (Outcome StoreError, with the error); the background
 // logs its result. At most [MaxBackground] records and releases are
-// retried at once; beyond them, a failed one is given up at once.
+// retried at once; beyond them, a failed record is given up at once, and a
+// failed release is retried within its request, never forgotten.
 //
 // A process that exits must wait for this work: call
 // [Middleware.Shutdown] after http.Server.Shutdown. Work still pending when
@@ -193,7 +195,7 @@
 // ends, and the first retry after that runs the handler again. Shutdown
 // then returns a [*ShutdownError] that says how many records and releases
 // were given up, counting those given up earlier (a stall longer than the
-// lease, MaxBackground reached): a process should log it and exit
+// lease, a record beyond MaxBackground): a process should log it and exit
 // non-zero, since a record given up may run a handler twice.
 //
 // # The handler's ResponseWriter

@@ -22,10 +22,14 @@ const (
 
 // MaxBackground bounds the records and releases retried in the background
 // at once (see the package documentation, "When the store fails after the
-// handler ran"). Beyond it, a Complete or Release that fails within its
-// request is not retried: the key stays in flight until its lease ends, as
-// if the process had crashed. Each record retried holds its body (at most
-// Config.MaxRecordBytes) until it is written or given up.
+// handler ran"). Beyond it, a Complete that fails within its request is not
+// retried: the key stays in flight until its lease ends, as if the process
+// had crashed. Each record retried holds its body (at most
+// Config.MaxRecordBytes) until it is written or given up. A release is
+// never given up for want of room: beyond the bound (half of it for the
+// release of a claim whose outcome is unknown, which must leave room for
+// records), it is retried inline, within its request, which then waits
+// until it is written or the lease may have ended.
 const MaxBackground = 1024
 
 // background counts the records and releases that the middleware is still
@@ -41,6 +45,9 @@ type background struct {
 	quitQ   sync.Once
 }
 
+// whatOf names each kind of background work in the log.
+var whatOf = [...]string{bgRecord: "record", bgRelease: "release", bgUncertain: "release of a claim whose outcome is unknown"}
+
 // The kinds of background work.
 const (
 	bgRecord    = iota
@@ -50,12 +57,15 @@ const (
 
 // add counts one more piece of work of kind, unless MaxBackground are
 // pending (MaxBackground/2 for releases of uncertain claims, which must
-// leave room for records): then it counts it as given up.
+// leave room for records): then it returns false, and counts a record as
+// given up; a release is then retried inline (see later).
 func (b *background) add(kind int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.n >= MaxBackground || kind == bgUncertain && b.n >= MaxBackground/2 {
-		b.gaveUp[kind]++
+		if kind == bgRecord {
+			b.gaveUp[kind]++
+		}
 		return false
 	}
 	if b.n == 0 {
@@ -112,6 +122,13 @@ func (b *background) giveUp() (pending, records, releases int) {
 	return b.n, b.gaveUp[bgRecord] + b.pending[bgRecord], b.gaveUp[bgRelease] + b.pending[bgRelease]
 }
 
+// gaveUpInline counts a release of kind retried inline and given up.
+func (b *background) gaveUpInline(kind int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.gaveUp[kind]++
+}
+
 // given returns the records and releases given up so far. The releases of
 // claims whose outcome was unknown are not among them: such a claim may
 // never have reached the store (a store that is down fails every claim),
@@ -136,7 +153,7 @@ type ShutdownError struct {
 	// Records and Releases are the records and releases given up without
 	// being written since the Middleware was created, those pending
 	// included: their lease may have ended in a stall, the store refused
-	// them, MaxBackground was reached, or Shutdown gave them up. The
+	// them, MaxBackground was reached (records only), or Shutdown gave them up. The
 	// releases of claims whose outcome was unknown (see Pending) are not
 	// counted: such a claim may never have reached the store.
 	Records, Releases int
@@ -166,7 +183,7 @@ func (e *ShutdownError) Unwrap() error { return e.Err }
 // It returns nil once nothing is pending if nothing was ever given up.
 // Otherwise it returns a *ShutdownError that says how many records and
 // releases were given up: before Shutdown (a lease that may have ended in
-// a stall, a store that refused them, MaxBackground reached), or by
+// a stall, a store that refused them, a record beyond MaxBackground), or by
 // Shutdown itself when ctx ends first. Then the error also wraps ctx.Err()
 // and says how much was still pending. That work is given up after the
 // store call under way (bounded by Config.StoreTimeout): a record not
@@ -239,68 +256,86 @@ func (m *Middleware) releaseUncertain(ctx context.Context, key string, tok keyst
 // before each try (the first was made within the request), except for the
 // release of an uncertain claim, which tries at once.
 func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal, kind int, op func(ctx context.Context, until time.Time) error) {
-	what := [...]string{bgRecord: "record", bgRelease: "release", bgUncertain: "release of a claim whose outcome is unknown"}[kind]
 	quit := m.bg.quitting()
-	if !m.bg.add(kind) {
-		rn.stop()
-		m.log.LogAttrs(ctx, slog.LevelError, "idempotency "+what+" not written, and not retried: too much background work already (MaxBackground)",
-			slog.String("key", hold.Key))
-		return
-	}
-	renewFor := time.Now().Add(m.lease)
 	first := 2 // the try within the request was the first
 	if kind == bgUncertain {
 		first = 1
 	}
+	if !m.bg.add(kind) {
+		if kind == bgRecord {
+			rn.stop()
+			m.log.LogAttrs(ctx, slog.LevelError, "idempotency "+whatOf[kind]+" not written, and not retried: too much background work already (MaxBackground)",
+				slog.String("key", hold.Key))
+			return
+		}
+		// A release forgotten would block its key for the whole lease:
+		// with no room in the background, it is retried here, within the
+		// request.
+		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency "+whatOf[kind]+" retried within the request: too much background work already (MaxBackground)",
+			slog.String("key", hold.Key))
+		if !m.retry(ctx, hold, rn, kind, op, first, quit) {
+			m.bg.gaveUpInline(kind)
+		}
+		return
+	}
 	go func() {
 		gaveUp := true
 		defer func() { m.bg.done(kind, gaveUp) }()
-		defer rn.stop()
-		pause := firstPause
-		for try := first; ; try++ {
-			if !time.Now().Before(renewFor) {
-				rn.stop() // a store that refuses the record for good must not block the key for ever
-			}
-			until, ok := rn.held()
-			if !ok {
-				m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency "+what+" not written before the lease may have ended; given up",
+		gaveUp = !m.retry(ctx, hold, rn, kind, op, first, quit)
+	}()
+}
+
+// retry makes op's tries from the first-th on, with a pause before each
+// but the first of them (when first > 1), until it succeeds, the lease is
+// lost or may have ended, or quit is closed, and reports whether it was
+// written (or, for an uncertain claim, found to need nothing). It stops rn
+// when it returns.
+func (m *Middleware) retry(ctx context.Context, hold *keystore.Hold, rn *renewal, kind int, op func(ctx context.Context, until time.Time) error, first int, quit <-chan struct{}) (written bool) {
+	what := whatOf[kind]
+	renewFor := time.Now().Add(m.lease)
+	defer rn.stop()
+	pause := firstPause
+	for try := first; ; try++ {
+		if !time.Now().Before(renewFor) {
+			rn.stop() // a store that refuses the record for good must not block the key for ever
+		}
+		until, ok := rn.held()
+		if !ok {
+			m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency "+what+" not written before the lease may have ended; given up",
+				slog.String("key", hold.Key), slog.Int("tries", try-1))
+			return false
+		}
+		if try > 1 {
+			t := time.NewTimer(min(pause, time.Until(until)))
+			select {
+			case <-quit:
+				t.Stop()
+				m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency "+what+" not written; given up at shutdown",
 					slog.String("key", hold.Key), slog.Int("tries", try-1))
-				return
+				return false
+			case <-t.C:
 			}
-			if try > 1 {
-				t := time.NewTimer(min(pause, time.Until(until)))
-				select {
-				case <-quit:
-					t.Stop()
-					m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency "+what+" not written; given up at shutdown",
-						slog.String("key", hold.Key), slog.Int("tries", try-1))
-					return
-				case <-t.C:
-				}
-				pause = min(2*pause, maxPause, max(m.lease/6, time.Millisecond))
-				if until, ok = rn.held(); !ok {
-					continue // logged above
-				}
-			}
-			err := op(ctx, until) // no use of the token after the lease may have ended
-			switch {
-			case err == nil:
-				gaveUp = false
-				m.log.LogAttrs(ctx, slog.LevelInfo, "idempotency "+what+" written in the background",
-					slog.String("key", hold.Key), slog.Int("tries", try))
-				return
-			case errors.Is(err, keystore.ErrLeaseLost) && kind == bgUncertain:
-				// The claim did not acquire the key (or its lease ended):
-				// there was nothing to release, and the token is fenced.
-				gaveUp = false
-				m.log.LogAttrs(ctx, slog.LevelDebug, "idempotency claim whose outcome was unknown had not acquired its key; its token is fenced",
-					slog.String("key", hold.Key), slog.Int("tries", try))
-				return
-			case errors.Is(err, keystore.ErrLeaseLost):
-				m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency "+what+" refused: the lease was lost",
-					slog.String("key", hold.Key), slog.Int("tries", try))
-				return
+			pause = min(2*pause, maxPause, max(m.lease/6, time.Millisecond))
+			if until, ok = rn.held(); !ok {
+				continue // logged above
 			}
 		}
-	}()
+		err := op(ctx, until) // no use of the token after the lease may have ended
+		switch {
+		case err == nil:
+			m.log.LogAttrs(ctx, slog.LevelInfo, "idempotency "+what+" written on a later try",
+				slog.String("key", hold.Key), slog.Int("tries", try))
+			return true
+		case errors.Is(err, keystore.ErrLeaseLost) && kind == bgUncertain:
+			// The claim did not acquire the key (or its lease ended):
+			// there was nothing to release, and the token is fenced.
+			m.log.LogAttrs(ctx, slog.LevelDebug, "idempotency claim whose outcome was unknown had not acquired its key; its token is fenced",
+				slog.String("key", hold.Key), slog.Int("tries", try))
+			return true
+		case errors.Is(err, keystore.ErrLeaseLost):
+			m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency "+what+" refused: the lease was lost",
+				slog.String("key", hold.Key), slog.Int("tries", try))
+			return false
+		}
+	}
 }

@@ -120,11 +120,11 @@ func TestTruncatedBodyLeavesKeyUsable(t *testing.T) {
 	m := newMiddleware(t, new(memstore.Store), middleware.Config{})
 	r := post("k1", "")
 	r.Body, r.ContentLength = io.NopCloser(iotest.ErrReader(io.ErrUnexpectedEOF)), -1 // chunked, failing
-	wantProblem(t, serve(m.Handler(h), r), http.StatusBadRequest, middleware.ProblemBodyUnreadable)
+	wantProblem(t, serve(m.Handler(h), r), http.StatusRequestTimeout, middleware.ProblemBodyUnreadable)
 	r = post("k1", "")
 	r.Body = io.NopCloser(io.MultiReader(strings.NewReader(feature[:20]), iotest.ErrReader(io.ErrUnexpectedEOF)))
 	r.ContentLength = int64(len(feature)) // declared, then cut short
-	wantProblem(t, serve(m.Handler(h), r), http.StatusBadRequest, middleware.ProblemBodyUnreadable)
+	wantProblem(t, serve(m.Handler(h), r), http.StatusRequestTimeout, middleware.ProblemBodyUnreadable)
 	if w := serve(m.Handler(h), post("k1", feature)); w.Code != http.StatusCreated {
 		t.Fatalf("retry with the whole body: %d, want 201", w.Code)
 	}

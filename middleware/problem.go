@@ -16,7 +16,7 @@ const (
 	ProblemMissingKey     = ProblemTypeBase + "missing-key"             // 400
 	ProblemMalformedKey   = ProblemTypeBase + "malformed-key"           // 400
 	ProblemBodyTooLarge   = ProblemTypeBase + "body-too-large"          // 413
-	ProblemBodyUnreadable = ProblemTypeBase + "body-unreadable"         // 400
+	ProblemBodyUnreadable = ProblemTypeBase + "body-unreadable"         // 408
 	ProblemStoreDown      = ProblemTypeBase + "store-unavailable"       // 503
 	ProblemInFlight       = ProblemTypeBase + "request-in-flight"       // 409
 	ProblemKeyReused      = ProblemTypeBase + "key-reused"              // 422

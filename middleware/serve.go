@@ -58,8 +58,10 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			fmt.Sprintf("The request body is larger than %d bytes.", m.maxBody))
 		return
 	} else if err != nil {
-		m.reject(w, r, start, http.StatusBadRequest, ProblemBodyUnreadable, "Request body unreadable",
-			"The request body could not be read in full; nothing was claimed, so retry with the same key.")
+		// The transport's fault (a ReadTimeout that cut a stalled upload, a
+		// reset mid-upload), never the input's: transient.
+		m.answer(w, r, start, Event{Outcome: Rejected}, http.StatusRequestTimeout, ProblemBodyUnreadable, "Request body unreadable",
+			"The request body could not be read in full; nothing was claimed, so retry with the same key after Retry-After.", m.retryAfter)
 		return
 	}
 

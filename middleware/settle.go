@@ -7,25 +7,19 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/answer"
 	"github.com/geoidem/geoidem/keystore"
 )
 
 // retryable reports whether an answer tells the sender to try again, so it
-// must not be recorded: 5xx, 408, 429, and 409 with Retry-After (the
-// middleware's own "still running" answer, and a handler's "conflict,
-// come back then"). It is the release rule of the package documentation;
-// package client's retry rule is paired with it: every answer the client
-// retries is one the middleware releases, so a retry can run again
-// (contracttest's TestReleaseAndRetryRulesArePaired).
+// must not be recorded: every 5xx, 408, 429, and 409 with a Retry-After a
+// sender can read (the middleware's own "still running" answer, and a
+// handler's "conflict, come back then"). It is the release rule of the
+// package documentation, and the paired sender's retry rule: both are
+// answer.Retried, so that every answer the sender retries is released
+// (the retry runs again) and every answer it gives up on is recorded.
 func retryable(status int, h http.Header) bool {
-	switch {
-	case status >= 500, status == http.StatusRequestTimeout, status == http.StatusTooManyRequests:
-		return true
-	case status == http.StatusConflict:
-		_, ok := h["Retry-After"]
-		return ok
-	}
-	return false
+	return answer.Retried(status, h.Get("Retry-After"))
 }
 
 // settle ends an exchange whose validator and handler returned: the key is

@@ -46,10 +46,14 @@
 // means "no time" once stored.
 //
 // Every refusal of a time is a [*TimeError], whose Err says why
-// ([ErrInvalidTime], [ErrDuplicateMember], [ErrAhead]): a service answers
-// it 422, naming the property with a JSON pointer that it builds itself
+// ([ErrInvalidTime], [ErrDuplicateMember], [ErrAhead]), naming the
+// property with a JSON pointer that the service builds itself
 // (/properties/observation_time, or /features/3/properties/observation_time
-// in a collection), and records that answer: a retry carries the same time.
+// in a collection). An invalid or duplicated time is for good: a service
+// answers it 422 and records that answer, since a retry carries the same
+// time. A time ahead is not: the same time passes once the receiver's
+// clock has caught up, so a service answers it with a transient status
+// and Retry-After (Time.Sub(Bound)), and releases the key.
 //
 // # Reading the time from a feature
 //
@@ -62,7 +66,7 @@
 //	if err == nil && ok {
 //		err = policy.Check(t)
 //	}
-//	// err: a *TimeError, a 422 naming the property (or, for GeoJSON not
+//	// err: a *TimeError naming the property (or, for GeoJSON not
 //	// validated, ErrInvalidProperties); !ok: no time, t is zero.
 //	// stored: what is stored under the feature's id, or the zero Observation.
 //	switch newest.Decide(stored, newest.Observation{Time: t, Bytes: f.Raw}) {

@@ -17,7 +17,7 @@ func ExampleSupersedes() {
 	put := func(id, observationTime string, feature []byte) (bool, error) {
 		t, err := newest.Parse(observationTime) // RFC 3339; anything else: a 422
 		if err == nil {
-			err = policy.Check(t) // far ahead of the receiver's clock: a 422
+			err = policy.Check(t) // far ahead of the receiver's clock: refused until it catches up
 		}
 		if err != nil {
 			return false, err
@@ -88,7 +88,9 @@ func ExamplePolicy_Check() {
 
 // A handler reads each feature's time from its properties as received (a
 // geojson.RawFeature's Properties), checks it, and names the property in
-// a 422 when it is refused.
+// its answer when it is refused: a 422 for a time that is invalid, a 503
+// with Retry-After for one ahead of the receiver's clock, which the same
+// bytes pass once the clock has caught up.
 func ExampleFromProperties() {
 	policy := newest.Policy{Now: func() time.Time { return time.Date(2026, 3, 1, 10, 1, 0, 0, time.UTC) }}
 	properties := []string{ // of the features of one FeatureCollection
@@ -104,7 +106,10 @@ func ExampleFromProperties() {
 		if err == nil && ok {
 			err = policy.Check(t)
 		}
+		var te *newest.TimeError
 		switch {
+		case errors.Is(err, newest.ErrAhead) && errors.As(err, &te):
+			fmt.Printf("503 /features/%d/properties/observation_time, Retry-After %v: %v\n", i, te.Time.Sub(te.Bound), err)
 		case err != nil: // a *TimeError
 			fmt.Printf("422 /features/%d/properties/observation_time: %v\n", i, err)
 		case !ok:
@@ -118,7 +123,7 @@ func ExampleFromProperties() {
 	// feature 1: no time
 	// feature 2: 2026-03-01T10:00:09Z
 	// 422 /features/3/properties/observation_time: 1772359205: not an RFC 3339 date-time (not a JSON string)
-	// 422 /features/4/properties/observation_time: "2031-01-01T00:00:00Z": ahead of the receiver's clock by more than the allowed skew (latest accepted: 2026-03-01T10:06:00Z)
+	// 503 /features/4/properties/observation_time, Retry-After 42397h54m0s: "2031-01-01T00:00:00Z": ahead of the receiver's clock by more than the allowed skew (latest accepted: 2026-03-01T10:06:00Z)
 	// 422 /features/5/properties/observation_time: "observation_time": the member appears more than once
 }
 

@@ -38,11 +38,14 @@ var ErrAhead = errors.New("ahead of the receiver's clock by more than the allowe
 // timestamptz holds all of RFC 3339's years, 0000 to 9999, whatever the
 // offset.
 //
-// A refusal is a [*TimeError] wrapping ErrAhead, for a 422 naming the
-// property. It is for good: the idempotency middleware records the 422
-// and replays it to the retries, which carry the same time. A sender whose
-// clock runs ahead of the receiver's by more than MaxSkew loses its
-// updates, so MaxSkew must exceed any honest clock error. Replicas of a
+// A refusal is a [*TimeError] wrapping ErrAhead, naming the property. It
+// is not for good: the same time is accepted once the receiver's clock has
+// caught up, Time.Sub(Bound) after the check. So it is no 422 to record,
+// but a transient answer that says when to come back (examples/ingest: 503
+// with that Retry-After, the key released), and the sender's retry then
+// succeeds with the same bytes. A sender whose clock runs ahead of the
+// receiver's by more than MaxSkew has its updates delayed until then, so
+// MaxSkew must exceed any honest clock error. Replicas of a
 // receiver whose clocks disagree move the bound by as much, no more.
 type Policy struct {
 	// MaxSkew is how far ahead of Now an observation time may be. Zero or
@@ -75,11 +78,12 @@ func (p Policy) Check(t time.Time) error {
 	return &TimeError{Err: ErrAhead, Value: strconv.Quote(t.Format(time.RFC3339Nano)), Time: t, Bound: bound}
 }
 
-// TimeError is an observation time that a receiver refuses, for a 422: one
-// that is not an RFC 3339 date-time ([ErrInvalidTime]: [Parse],
-// [ParseJSON], [FromProperties]), that is given twice
-// ([ErrDuplicateMember]: FromProperties) or that is too far ahead of the
-// receiver's clock ([ErrAhead]: [Policy.Check]).
+// TimeError is an observation time that a receiver refuses: for good (a
+// 422) one that is not an RFC 3339 date-time ([ErrInvalidTime]: [Parse],
+// [ParseJSON], [FromProperties]) or that is given twice
+// ([ErrDuplicateMember]: FromProperties); until its clock catches up (a
+// transient answer with Retry-After Time.Sub(Bound)) one that is too far
+// ahead of the receiver's clock ([ErrAhead]: [Policy.Check]).
 //
 // It carries no JSON pointer: the caller knows where the value was
 // (/properties/observation_time, or /features/3/properties/observation_time

@@ -35,9 +35,12 @@
 // checks that the timestamp is within its tolerance (5 minutes by default,
 // in the past or the future) of its clock. [Verifier.Handler] is plain
 // func(http.Handler) http.Handler middleware: it answers 401 with an RFC
-// 9457 problem document for a missing or wrong signature or a stale or
-// future timestamp (and 400 for a URL with a query, below), and otherwise
-// runs the next handler with the body, which it had to read, restored.
+// 9457 problem document for a missing or wrong signature or a stale
+// timestamp (and 400 for a URL with a query, below), and otherwise runs
+// the next handler with the body, which it had to read, restored. An
+// authentic request whose timestamp is further ahead than the tolerance
+// is refused for now, not for good: 503 [ProblemTimestampAhead] with a
+// Retry-After of when the same request will verify.
 // [Verifier.Verify] checks a body already read.
 //
 // # Cheap checks before the body
@@ -45,7 +48,8 @@
 // Everything but the signature's match can be checked from the headers
 // alone ([Verifier.CheckHeaders]): the three headers are there, webhook-id
 // is at most MaxIDLen bytes of printable ASCII (what the middleware takes
-// as a key), webhook-timestamp is a Unix time within the tolerance, and
+// as a key), webhook-timestamp is a Unix time no older than the
+// tolerance (one ahead of it waits for the signature: see above), and
 // webhook-signature carries at most MaxSignatures (16) signatures, at
 // least one of them well formed and of a version the Verifier holds a key
 // for. So a request costs at most MaxSignatures times the keys held in
@@ -177,7 +181,8 @@
 // # Problem types
 //
 // The Verifier's 401 answers have the types [ProblemSignatureMissing],
-// [ProblemSignatureInvalid] and [ProblemTimestampOutOfTolerance], and its
+// [ProblemSignatureInvalid] and [ProblemTimestampOutOfTolerance], its 503
+// for a timestamp ahead [ProblemTimestampAhead], and its
 // 400 for a URL with a query the type [ProblemQueryNotSigned], under the
 // same base URI as the middleware's problems; its 413 and 400 answers for
 // the body share the middleware's body-too-large and body-unreadable types.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/geoidem/geoidem/internal/httpbody"
 )
@@ -70,10 +71,12 @@ func (v *Verifier) Precheck(next http.Handler) http.Handler {
 //
 //	headers missing or empty                   401 webhook-signature-missing
 //	headers malformed, no signature matches    401 webhook-signature-invalid
-//	timestamp more than the tolerance away     401 webhook-timestamp-out-of-tolerance
+//	timestamp more than the tolerance old      401 webhook-timestamp-out-of-tolerance
+//	timestamp more than the tolerance ahead    503 webhook-timestamp-ahead, Retry-After
+//	  (of an authentic request: the signature verifies)
 //	URL with a query, AllowQuery not set       400 webhook-query-not-signed
 //	body over MaxBodyBytes                     413 body-too-large
-//	body could not be read in full             400 body-unreadable
+//	body could not be read in full             408 body-unreadable, Retry-After
 //
 // 401 answers carry WWW-Authenticate: Webhook-Signature.
 func (v *Verifier) Handler(next http.Handler) http.Handler {
@@ -87,15 +90,15 @@ func (v *Verifier) Handler(next http.Handler) http.Handler {
 		if errors.Is(err, httpbody.ErrTooLarge) {
 			v.refusals.Warn(r.Context(), "webhook rejected", slog.String("reason", "body_too_large"), idAttr(m.id))
 			writeProblem(w, http.StatusRequestEntityTooLarge, problemBodyTooLarge, "Request body too large",
-				fmt.Sprintf("The request body is larger than %d bytes.", v.maxBody))
+				fmt.Sprintf("The request body is larger than %d bytes.", v.maxBody), 0)
 			return
 		} else if err != nil {
 			v.refusals.Warn(r.Context(), "webhook rejected", slog.String("reason", "body_unreadable"), idAttr(m.id), slog.Any("error", err))
-			writeProblem(w, http.StatusBadRequest, problemBodyUnreadable, "Request body unreadable",
-				"The request body could not be read in full; nothing was processed, so retry.")
+			writeProblem(w, http.StatusRequestTimeout, problemBodyUnreadable, "Request body unreadable",
+				"The request body could not be read in full; nothing was processed, so retry after Retry-After.", unreadableRetryAfter)
 			return
 		}
-		if err := v.checkSignature(m, body); err != nil {
+		if err := v.authenticate(m, body); err != nil {
 			v.reject(w, r, err)
 			return
 		}
@@ -123,20 +126,27 @@ func (v *Verifier) reject(w http.ResponseWriter, r *http.Request, err error) {
 		typ, title, reason = ProblemSignatureMissing, "Webhook signature missing", "signature_missing"
 	case errors.Is(err, ErrTimestampOutOfTolerance):
 		typ, title, reason = ProblemTimestampOutOfTolerance, "Webhook timestamp out of tolerance", "timestamp_out_of_tolerance"
+	case errors.Is(err, ErrTimestampAhead):
+		status, typ, title, reason = http.StatusServiceUnavailable, ProblemTimestampAhead, "Webhook timestamp ahead", "timestamp_ahead"
 	default: // ErrMalformedHeaders, ErrInvalidSignature
 		typ, title, reason = ProblemSignatureInvalid, "Webhook signature invalid", "signature_invalid"
 	}
 	detail := err.Error()
+	var retryAfter time.Duration
 	var ve *verifyError
-	if errors.As(err, &ve) {
+	var ae *TimestampAheadError
+	switch {
+	case errors.As(err, &ve):
 		detail = ve.detail
+	case errors.As(err, &ae):
+		detail, retryAfter = ae.detail, ae.RetryAfter
 	}
 	attrs := []slog.Attr{slog.String("reason", reason)}
 	if id := r.Header.Get(HeaderID); id != "" {
 		attrs = append(attrs, idAttr(id))
 	}
 	v.refusals.Warn(r.Context(), "webhook rejected", append(attrs, slog.String("error", err.Error()))...)
-	writeProblem(w, status, typ, title, detail)
+	writeProblem(w, status, typ, title, detail, retryAfter)
 }
 
 // idAttr is how a webhook-id is logged: as webhook_id_sha256, the

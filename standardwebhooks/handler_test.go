@@ -180,7 +180,7 @@ func TestHandlerRejectsWithoutRunningNext(t *testing.T) {
 			r := f.signed("msg_1", body)
 			f.clock.Advance(-6 * time.Minute)
 			return r
-		}, http.StatusUnauthorized, standardwebhooks.ProblemTimestampOutOfTolerance},
+		}, http.StatusServiceUnavailable, standardwebhooks.ProblemTimestampAhead},
 		{"body over the limit", func(f *handlerFixture) *http.Request {
 			return f.signed("msg_1", bytes.Repeat([]byte("x"), 1001))
 		}, http.StatusRequestEntityTooLarge, "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#body-too-large"},
@@ -200,13 +200,13 @@ func TestHandlerRejectsWithoutRunningNext(t *testing.T) {
 			r := f.signed("msg_1", body)
 			r.ContentLength = int64(len(body)) + 1
 			return r
-		}, http.StatusBadRequest, "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#body-unreadable"},
+		}, http.StatusRequestTimeout, "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#body-unreadable"},
 		{"body unreadable", func(f *handlerFixture) *http.Request {
 			r := f.signed("msg_1", body)
 			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body[:10]), errReader{}))
 			r.ContentLength = -1
 			return r
-		}, http.StatusBadRequest, "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#body-unreadable"},
+		}, http.StatusRequestTimeout, "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#body-unreadable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

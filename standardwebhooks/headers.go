@@ -12,11 +12,13 @@ import (
 
 // CheckHeaders runs every check of [Verifier.Verify] that needs no body:
 // the three headers are present, once each where that matters, webhook-id
-// is well formed, webhook-timestamp is a Unix time within the tolerance,
-// and webhook-signature carries at most MaxSignatures signatures, at least
-// one of them well formed and of a version this Verifier holds a key for. It returns nil when only the body
-// can tell whether the request is authentic, and otherwise the error
-// Verify would return, wrapping the same sentinel.
+// is well formed, webhook-timestamp is a Unix time no further in the past
+// than the tolerance, and webhook-signature carries at most MaxSignatures signatures, at least
+// one of them well formed and of a version this Verifier holds a key for.
+// It returns nil when only the body can tell whether the request is
+// authentic (a timestamp ahead of the clock included: whether the request
+// is refused for now, or for good, depends on its signature), and
+// otherwise the error Verify would return, wrapping the same sentinel.
 //
 // It costs no HMAC and reads nothing but h. The Handler runs it, with the
 // query check, before it reads the body; [Verifier.Precheck] is the same
@@ -68,7 +70,10 @@ func (v *Verifier) checkHeaders(h http.Header) (message, error) {
 	case age > v.tolerance:
 		return message{}, failf(ErrTimestampOutOfTolerance, "The webhook-timestamp is %s in the past; at most %s is accepted. Sign every attempt afresh.", age.Truncate(time.Second), v.tolerance)
 	case age < -v.tolerance:
-		return message{}, failf(ErrTimestampOutOfTolerance, "The webhook-timestamp is %s in the future; at most %s is accepted.", (-age).Truncate(time.Second), v.tolerance)
+		// Ahead, which the receiver's clock will catch up with: refused
+		// only once the signature verifies (authenticate), since only an
+		// authentic request is worth being told when to come back.
+		m.ahead = -age - v.tolerance
 	}
 	for _, tok := range tokens {
 		version, text, ok := strings.Cut(tok, ",")

@@ -98,5 +98,9 @@ func TestProblemTypesShareTheMiddlewareBase(t *testing.T) {
 	checkProblem(t, f.serve(f.signed("msg_1", body)), http.StatusRequestEntityTooLarge, middleware.ProblemBodyTooLarge)
 	r := f.signed("msg_1", body[:5])
 	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body[:2]), errReader{}))
-	checkProblem(t, f.serve(r), http.StatusBadRequest, middleware.ProblemBodyUnreadable)
+	w := f.serve(r)
+	checkProblem(t, w, http.StatusRequestTimeout, middleware.ProblemBodyUnreadable)
+	if w.Header().Get("Retry-After") == "" {
+		t.Errorf("body-unreadable without Retry-After: the transport's fault is transient")
+	}
 }

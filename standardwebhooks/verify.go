@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/answer"
 	"github.com/geoidem/geoidem/internal/ratelog"
 )
 
@@ -36,8 +37,12 @@ var (
 	// decimal, or webhook-id or webhook-timestamp is sent more than once.
 	ErrMalformedHeaders = errors.New("standardwebhooks: malformed webhook headers")
 	// ErrTimestampOutOfTolerance: webhook-timestamp is more than the
-	// tolerance away from now, in the past or in the future.
+	// tolerance in the past.
 	ErrTimestampOutOfTolerance = errors.New("standardwebhooks: webhook timestamp out of tolerance")
+	// ErrTimestampAhead: the signature verifies, but webhook-timestamp is
+	// more than the tolerance ahead of now. The error is a
+	// [*TimestampAheadError], saying when the same request will verify.
+	ErrTimestampAhead = errors.New("standardwebhooks: webhook timestamp ahead of the clock")
 	// ErrInvalidSignature: webhook-signature carries no well-formed
 	// signature of a version the Verifier has keys for, or none of them
 	// verifies: no v1 signature matches under any of the secrets, no v1a
@@ -188,7 +193,8 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 // message is what the headers of one request say, once checked.
 type message struct {
 	id, timestamp string
-	sigs          []signature // the well-formed signatures this Verifier can check
+	sigs          []signature   // the well-formed signatures this Verifier can check
+	ahead         time.Duration // how long until the timestamp is within the tolerance; 0 when it is
 }
 
 // signature is one well-formed signature of webhook-signature.
@@ -220,9 +226,13 @@ type signature struct {
 // tokens without a comma, and signatures that are not the standard,
 // padded base64 of their version's length (32 bytes for v1, 64 for v1a)
 // are ignored. Otherwise the error wraps ErrMissingHeaders,
-// ErrMalformedHeaders, ErrTimestampOutOfTolerance or ErrInvalidSignature,
-// checked in that order, so a stale or malformed request costs no HMAC and
-// no ed25519 verification. Everything but the match itself is
+// ErrMalformedHeaders, ErrTimestampOutOfTolerance (a timestamp too far in
+// the past) or ErrInvalidSignature, checked in that order, so a stale or
+// malformed request costs no HMAC and no ed25519 verification; then, for
+// a request whose signature verifies, ErrTimestampAhead (a
+// [*TimestampAheadError]): a timestamp further ahead of now than the
+// tolerance, which the same request will be within once the clock has
+// caught up. Everything but the match itself is
 // [Verifier.CheckHeaders]. body must be the raw bytes received, not
 // re-serialized JSON.
 //
@@ -234,7 +244,22 @@ func (v *Verifier) Verify(header http.Header, body []byte) error {
 	if err != nil {
 		return err
 	}
-	return v.checkSignature(m, body)
+	return v.authenticate(m, body)
+}
+
+// authenticate checks m's signatures against body (checkSignature), then,
+// for an authentic request, whether its timestamp is ahead of the clock:
+// a [*TimestampAheadError] saying when it will not be.
+func (v *Verifier) authenticate(m message, body []byte) error {
+	if err := v.checkSignature(m, body); err != nil {
+		return err
+	}
+	if m.ahead > 0 {
+		return &TimestampAheadError{RetryAfter: m.ahead, detail: fmt.Sprintf(
+			"The webhook-timestamp is further ahead of the receiver's clock than the %s accepted; nothing was processed. "+
+				"The same request verifies in %ds (Retry-After); check the sender's clock.", v.tolerance, answer.RetryAfterSeconds(m.ahead))}
+	}
+	return nil
 }
 
 // checkSignature reports whether any of m's signatures verifies under a key

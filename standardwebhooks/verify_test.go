@@ -101,8 +101,12 @@ func TestVerifyToleranceBothWays(t *testing.T) {
 		if tt.ok && err != nil {
 			t.Errorf("tolerance %v, now %v after signing: %v, want success", tt.tolerance, tt.skew, err)
 		}
-		if !tt.ok && !errors.Is(err, standardwebhooks.ErrTimestampOutOfTolerance) {
-			t.Errorf("tolerance %v, now %v after signing: %v, want ErrTimestampOutOfTolerance", tt.tolerance, tt.skew, err)
+		want := standardwebhooks.ErrTimestampOutOfTolerance // stale
+		if tt.skew < 0 {
+			want = standardwebhooks.ErrTimestampAhead // ahead of the clock
+		}
+		if !tt.ok && !errors.Is(err, want) {
+			t.Errorf("tolerance %v, now %v after signing: %v, want %v", tt.tolerance, tt.skew, err, want)
 		}
 	}
 }
@@ -173,7 +177,7 @@ func TestVerifyMalformedHeaders(t *testing.T) {
 }
 
 func TestVerifyErrorsAreDistinct(t *testing.T) {
-	sentinels := []error{standardwebhooks.ErrMissingHeaders, standardwebhooks.ErrMalformedHeaders, standardwebhooks.ErrTimestampOutOfTolerance, standardwebhooks.ErrInvalidSignature}
+	sentinels := []error{standardwebhooks.ErrMissingHeaders, standardwebhooks.ErrMalformedHeaders, standardwebhooks.ErrTimestampOutOfTolerance, standardwebhooks.ErrTimestampAhead, standardwebhooks.ErrInvalidSignature}
 	for i, a := range sentinels {
 		if !strings.HasPrefix(a.Error(), "standardwebhooks: ") {
 			t.Errorf("%q lacks the package prefix", a)

@@ -86,7 +86,8 @@
 //	                      is not "id"), the newest observation of an id kept
 //	                      (-order-property, default observation_time, RFC 3339,
 //	                      at most -max-observation-skew ahead of the service's
-//	                      clock, else 422 with a pointer), and answers 201
+//	                      clock, else 503 with a pointer and Retry-After
+//	                      when the clock will have caught up), and answers 201
 //	                      {"stored":[ids…]}, with "stale":[ids…] (a newer
 //	                      observation is stored) and "unstamped":[ids…] (no
 //	                      time, and one with a time is stored) for those that
@@ -184,7 +185,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.IntVar(&sc.MaxFeatures, "max-features", service.DefaultMaxFeatures, "memory mode: most features kept in process")
 	fl.Int64Var(&sc.MaxFeatureBytes, "max-feature-bytes", service.DefaultMaxFeatureBytes, "memory mode: most bytes of features kept in process")
 	fl.StringVar(&sc.OrderProperty, "order-property", service.DefaultOrderProperty, "the feature property (RFC 3339) by which the newest update of an id wins; an update without it never replaces one with it")
-	fl.DurationVar(&sc.MaxObservationSkew, "max-observation-skew", newest.DefaultMaxSkew, "refuse (422) an observation time further ahead of this service's clock than this: it would pin its feature until the clock passes it")
+	fl.DurationVar(&sc.MaxObservationSkew, "max-observation-skew", newest.DefaultMaxSkew, "refuse (503 observation-time-ahead, Retry-After when the clock has caught up) an observation time further ahead of this service's clock than this: it would pin its feature until the clock passes it")
 	fl.IntVar(&sc.MaxInFlight, "max-in-flight", middleware.DefaultMaxInFlight, "most POST requests in flight at once, a client (remote address) kept to a quarter once three quarters are held; over it 503 server-busy or 429 client-busy before the body is read; negative: no bound")
 	fl.Int64Var(&sc.MaxInFlightBytes, "max-in-flight-bytes", middleware.DefaultMaxInFlightBytes, "most POST body bytes in flight at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
 	fl.IntVar(&sc.MaxKeys, "max-keys", service.DefaultMaxKeys, "memory mode: most keys held; a lone sender may use all but a quarter, kept free for other senders")

@@ -134,11 +134,13 @@ func TestIngestWithoutObservationTimeLastWriteWins(t *testing.T) {
 }
 
 // An observation time further ahead of the receiver's clock than its skew
-// (-max-observation-skew, default newest.DefaultMaxSkew, 5 minutes) is a
-// 422 observation-time-invalid naming it with a JSON pointer, recorded, and
-// nothing of the request is stored: one request stamped
-// 9999-12-31T23:59:59.999999999-23:59 would otherwise pin its feature for
-// good (issue 35). A time within the skew is stored.
+// (-max-observation-skew, default newest.DefaultMaxSkew, 5 minutes) is
+// refused until the clock has caught up: 503 observation-time-ahead naming
+// it with a JSON pointer, Retry-After when the skew will pass, and
+// released, so that the same bytes succeed then; nothing of the request is
+// stored meanwhile: one request stamped 9999-12-31T23:59:59.999999999-23:59
+// would otherwise pin its feature for good. A time within the skew is
+// stored.
 func TestIngestObservationTimeAheadIsRefused(t *testing.T) {
 	at := func(id string, ts string) string {
 		return fmt.Sprintf(`{"type":"Feature","id":%q,"geometry":null,"properties":{"observation_time":%q}}`, id, ts)
@@ -148,24 +150,33 @@ func TestIngestObservationTimeAheadIsRefused(t *testing.T) {
 	for _, s := range ingestStores(t) {
 		t.Run(s.name, func(t *testing.T) {
 			url := start(t, s.args...)
-			for i, c := range []struct{ body, pointer string }{
-				{at("pin", "9999-12-31T23:59:59.999999999-23:59"), "/properties/observation_time"},
-				{at("pin", later), "/properties/observation_time"},
-				{`{"type":"FeatureCollection","features":[` + at("pin", soon) + `,` + at("pin2", later) + `]}`, "/features/1/properties/observation_time"},
+			for i, c := range []struct {
+				body, pointer string
+				wait          time.Duration // about the Retry-After wanted
+			}{
+				{at("pin", "9999-12-31T23:59:59.999999999-23:59"), "/properties/observation_time", 200 * 365 * 24 * time.Hour},
+				{at("pin", later), "/properties/observation_time", 55 * time.Minute},
+				{`{"type":"FeatureCollection","features":[` + at("pin", soon) + `,` + at("pin2", later) + `]}`, "/features/1/properties/observation_time", 55 * time.Minute},
 			} {
 				key := "ahead" + strconv.Itoa(i)
-				r, b := do(t, http.MethodPost, url+"/features", key, c.body)
-				var p struct {
-					Type   string
-					Errors []struct{ Pointer, Detail string }
-				}
-				_ = json.Unmarshal([]byte(b), &p)
-				if r.StatusCode != http.StatusUnprocessableEntity || !strings.HasSuffix(p.Type, "#observation-time-invalid") ||
-					len(p.Errors) != 1 || p.Errors[0].Pointer != c.pointer || !strings.Contains(p.Errors[0].Detail, "ahead") {
-					t.Errorf("%s: %d %s; want 422 observation-time-invalid, pointer %s, saying it is ahead", c.body, r.StatusCode, b, c.pointer)
-				}
-				if again, b2 := do(t, http.MethodPost, url+"/features", key, c.body); again.StatusCode != r.StatusCode || b2 != b || again.Header.Get("Idempotent-Replayed") != "true" {
-					t.Errorf("retry: %d %s; want the recorded 422", again.StatusCode, b2)
+				for try := range 2 {
+					r, b := do(t, http.MethodPost, url+"/features", key, c.body)
+					var p struct {
+						Type   string
+						Errors []struct{ Pointer, Detail string }
+					}
+					_ = json.Unmarshal([]byte(b), &p)
+					if r.StatusCode != http.StatusServiceUnavailable || !strings.HasSuffix(p.Type, "#observation-time-ahead") ||
+						len(p.Errors) != 1 || p.Errors[0].Pointer != c.pointer || !strings.Contains(p.Errors[0].Detail, "ahead") {
+						t.Errorf("%s (try %d): %d %s; want 503 observation-time-ahead, pointer %s, saying it is ahead", c.body, try, r.StatusCode, b, c.pointer)
+					}
+					if r.Header.Get("Idempotent-Replayed") != "" {
+						t.Errorf("%s (try %d): a replay; want the key released, the request run again", c.body, try)
+					}
+					ra, err := strconv.ParseInt(r.Header.Get("Retry-After"), 10, 64)
+					if err != nil || time.Duration(min(ra, int64(1<<63-1)/int64(time.Second)))*time.Second < c.wait {
+						t.Errorf("%s (try %d): Retry-After %q; want when the skew passes, at least %v", c.body, try, r.Header.Get("Retry-After"), c.wait)
+					}
 				}
 			}
 			if r, _ := do(t, http.MethodGet, url+"/features/pin", "", ""); r.StatusCode != http.StatusNotFound {
@@ -179,6 +190,24 @@ func TestIngestObservationTimeAheadIsRefused(t *testing.T) {
 	url := start(t, "-max-observation-skew", "2h")
 	if r, b := do(t, http.MethodPost, url+"/features", "later", at("pin", later)); r.StatusCode != http.StatusCreated {
 		t.Errorf("an hour ahead with -max-observation-skew 2h: %d %s, want 201", r.StatusCode, b)
+	}
+}
+
+// An observation stamped ahead of the skew succeeds, same key and same
+// bytes, once its Retry-After has passed: the refusal was the clock's, not
+// the input's.
+func TestIngestObservationAheadSucceedsAtRetryAfter(t *testing.T) {
+	url := start(t, "-max-observation-skew", "1s")
+	body := fmt.Sprintf(`{"type":"Feature","id":"early","geometry":null,"properties":{"observation_time":%q}}`,
+		time.Now().Add(3*time.Second).UTC().Format(time.RFC3339Nano))
+	r, b := do(t, http.MethodPost, url+"/features", "early", body)
+	ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	if r.StatusCode != http.StatusServiceUnavailable || err != nil || ra < 1 || ra > 3 {
+		t.Fatalf("a time 3 s ahead, skew 1 s: %d Retry-After %q %s; want 503 with Retry-After 1 to 3 s", r.StatusCode, r.Header.Get("Retry-After"), b)
+	}
+	time.Sleep(time.Duration(ra) * time.Second)
+	if r, b := do(t, http.MethodPost, url+"/features", "early", body); r.StatusCode != http.StatusCreated {
+		t.Fatalf("the same delivery at its Retry-After: %d %s; want 201", r.StatusCode, b)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/answer"
 )
 
 // Fault is what the proxy does with one request.
@@ -260,7 +262,7 @@ func (s *settings) decide(n uint64) decision {
 // retryAfter formats the Retry-After value of an injected answer.
 func (s *settings) retryAfter(dateForm bool) string {
 	if !dateForm {
-		return strconv.FormatInt(int64((s.RetryAfter+time.Second-1)/time.Second), 10)
+		return answer.FormatRetryAfter(s.RetryAfter)
 	}
 	at := s.Now().Add(s.RetryAfter)
 	if t := at.Truncate(time.Second); !t.Equal(at) {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/answer"
 )
 
 // MediaType is the content type of a problem document (RFC 9457 §3).
@@ -105,7 +107,7 @@ func Write(w http.ResponseWriter, status int, body []byte, retryAfter time.Durat
 	h.Set("Cache-Control", "no-store")
 	h.Del("Content-Length")
 	if retryAfter > 0 {
-		h.Set("Retry-After", strconv.FormatInt(int64((retryAfter+time.Second-1)/time.Second), 10))
+		h.Set("Retry-After", answer.FormatRetryAfter(retryAfter))
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

@@ -43,7 +43,7 @@ func TestWrite(t *testing.T) {
 	for _, c := range []struct {
 		retryAfter time.Duration
 		want       string
-	}{{0, ""}, {time.Millisecond, "1"}, {time.Second, "1"}, {1500 * time.Millisecond, "2"}} {
+	}{{0, ""}, {time.Millisecond, "1"}, {time.Second, "1"}, {1500 * time.Millisecond, "2"}, {1<<63 - 1, "9223372037"}} {
 		w := httptest.NewRecorder()
 		w.Header().Set("Content-Length", "99")
 		w.Header().Set("WWW-Authenticate", "Webhook-Signature")

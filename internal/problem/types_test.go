@@ -19,7 +19,7 @@ func TestExportedTypesUnderTypeBase(t *testing.T) {
 		middleware.ProblemMissingKey, middleware.ProblemNotReplayable,
 		geojson.ProblemTypeInvalidGeoJSON, geojson.ProblemTypeMalformedJSON, geojson.ProblemTypeUnsupportedMediaType,
 		standardwebhooks.ProblemSignatureMissing, standardwebhooks.ProblemSignatureInvalid,
-		standardwebhooks.ProblemTimestampOutOfTolerance,
+		standardwebhooks.ProblemTimestampOutOfTolerance, standardwebhooks.ProblemTimestampAhead,
 	} {
 		frag, ok := strings.CutPrefix(typ, problem.TypeBase)
 		if !ok || frag == "" || strings.ContainsAny(frag, "#/ ") {

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/keystore/memstore"
@@ -12,16 +13,14 @@ import (
 )
 
 // TestReleaseAndRetryRulesArePaired pins the middleware's release rule to
-// the paired sender's retry rule, for every final status with and without
-// Retry-After: every answer the sender retries (client.RetryableStatus) is
-// one the middleware released, so that the retry runs the handler again
-// instead of being replayed the answer it is retrying. The converse does
-// not hold, on purpose: the middleware releases every 5xx (a failure is
-// never an outcome to keep), while the sender gives up on those that no
-// retry fixes (501, 505, 511…), and dead-letters them.
+// the paired sender's retry rule, for every final status with no
+// Retry-After, a valid one and one no sender can read: an answer is
+// released exactly when the sender retries it, so that the retry runs the
+// handler again instead of being replayed the answer it is retrying, and
+// no released answer is dead-lettered after one attempt.
 func TestReleaseAndRetryRulesArePaired(t *testing.T) {
 	for status := 200; status <= 599; status++ {
-		for _, ra := range []bool{false, true} {
+		for _, ra := range []string{"", "1", "Wed, 21 Oct 2015 07:28:00 GMT", "soon"} {
 			m, err := middleware.New(new(memstore.Store), middleware.Config{})
 			if err != nil {
 				t.Fatal(err)
@@ -29,8 +28,8 @@ func TestReleaseAndRetryRulesArePaired(t *testing.T) {
 			runs := 0
 			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				runs++
-				if ra {
-					w.Header().Set("Retry-After", "1")
+				if ra != "" {
+					w.Header().Set("Retry-After", ra)
 				}
 				w.WriteHeader(status)
 			}))
@@ -40,12 +39,13 @@ func TestReleaseAndRetryRulesArePaired(t *testing.T) {
 				h.ServeHTTP(httptest.NewRecorder(), r)
 			}
 			released := runs == 2
-			retried := client.RetryableStatus(status, ra)
+			_, valid := client.ParseRetryAfter(ra, "", time.Now())
+			retried := client.RetryableStatus(status, valid)
 			if retried && !released {
-				t.Errorf("status %d (Retry-After %v): the sender retries it, but the middleware recorded it: the retry is replayed the answer it retries", status, ra)
+				t.Errorf("status %d (Retry-After %q): the sender retries it, but the middleware recorded it: the retry is replayed the answer it retries", status, ra)
 			}
-			if released && !retried && status < 500 {
-				t.Errorf("status %d (Retry-After %v): the middleware released it, but the sender gives up on it", status, ra)
+			if released && !retried {
+				t.Errorf("status %d (Retry-After %q): the middleware released it, but the sender gives up on it", status, ra)
 			}
 		}
 	}

@@ -28,6 +28,13 @@ func refused(err error) (bool, string) {
 	return false, ""
 }
 
+// conflicted reports whether err, as a feature statement's error, is a
+// conflict with other rows.
+func conflicted(err error) bool {
+	var ce *ConflictError
+	return errors.As(refusedByPostgres(3, err), &ce) && ce.Index == 3
+}
+
 // Only the feature's own faults are refused (422, recorded); every other
 // error, an unknown one above all, is left as it is, which the handler
 // answers 503 and releases (DESIGN.md, bug 28).
@@ -43,8 +50,8 @@ func TestRefusedByPostgres(t *testing.T) {
 		{"22001 string too long", pg("22001"), true},
 		{"22P02 invalid text", pg("22P02"), true},
 		{"22023 invalid parameter (Z on a 2D column)", pg("22023"), true},
-		{"23505 unique violation", pg("23505"), true},
 		{"23514 check violation", fmt.Errorf("batch: %w", pg("23514")), true},
+		{"23502 not-null violation", pg("23502"), true},
 		{"54000 value too large", pg("54000"), true},
 		{"PostGIS geometry error", postgis, true},
 
@@ -78,6 +85,16 @@ func TestRefusedByPostgres(t *testing.T) {
 		if got, _ := refused(c.err); got != c.refused {
 			t.Errorf("%s: refused(%v) = %v, want %v", c.name, c.err, got, c.refused)
 		}
+		if conflicted(c.err) {
+			t.Errorf("%s: a conflict with other rows", c.name)
+		}
+	}
+	// A conflict with other rows, which another write can lift: neither
+	// refused for good nor left as an unknown error.
+	for _, code := range []string{"23503", "23505", "23P01", "23001"} {
+		if got, _ := refused(pg(code)); got || !conflicted(fmt.Errorf("batch: %w", pg(code))) {
+			t.Errorf("SQLSTATE %s: refused %v, conflict %v; want a conflict", code, got, conflicted(pg(code)))
+		}
 	}
 	if _, pointer := refused(postgis); pointer != "/geometry" {
 		t.Errorf("a PostGIS refusal points at %q, want /geometry", pointer)
@@ -106,6 +123,8 @@ func TestRefusedOnRealPostgresErrors(t *testing.T) {
 		{"mixed-dimension collection", `SELECT ST_GeomFromText('GEOMETRYCOLLECTION(POINT(0 0), POINT Z(1 1 1))')`, true},
 		{"division by zero (22012)", `SELECT 1/0`, true},
 		{"check violation (23514)", `CREATE TEMP TABLE t_check (x int CHECK (x > 0)); INSERT INTO t_check VALUES (-1)`, true},
+		{"foreign key violation (23503)", `CREATE TEMP TABLE t_parent (id int PRIMARY KEY); CREATE TEMP TABLE t_child (id int REFERENCES t_parent); INSERT INTO t_child VALUES (1)`, false},
+		{"unique violation (23505)", `CREATE TEMP TABLE t_unique (x int UNIQUE); INSERT INTO t_unique VALUES (1), (1)`, false},
 		{"value too large (54000)", `SELECT repeat('x', 1 << 30)::text || repeat('x', 1 << 30)`, true},
 		{"RAISE EXCEPTION (P0001)", `DO $$ BEGIN RAISE EXCEPTION 'raised'; END $$`, false},
 		{"undefined table (42P01)", `SELECT * FROM no_such_table_here`, false},
@@ -120,6 +139,9 @@ func TestRefusedOnRealPostgresErrors(t *testing.T) {
 		got, pointer := refused(err)
 		if got != c.refused {
 			t.Errorf("%s: refused(%v) = %v, want %v", c.name, err, got, c.refused)
+		}
+		if want := strings.Contains(c.sql, "t_child") || strings.Contains(c.sql, "t_unique"); conflicted(err) != want {
+			t.Errorf("%s: conflict %v, want %v", c.name, conflicted(err), want)
 		}
 		if postgis := strings.Contains(c.sql, "ST_"); postgis != (pointer == "/geometry") {
 			t.Errorf("%s: pointer %q", c.name, pointer)

@@ -62,7 +62,9 @@ func (f Feature) Observation() newest.Observation {
 //
 // Its error decides the answer, so a store must not guess: an error
 // wrapping a [*RefusedError] is the features' own fault, which no retry
-// fixes (422, recorded); [ErrStoreFull] means no room (507, released);
+// fixes (422, recorded); a [*ConflictError] is the state of other data,
+// which another write can lift (409 with Retry-After, released);
+// [ErrStoreFull] means no room (507, released);
 // any other error is transient (503 with Retry-After, released), unknown
 // errors included.
 //
@@ -106,8 +108,11 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 // rest) and checked by policy. A document the service cannot store is a
 // 422 problem naming every offending member by its JSON pointer: a bare
 // geometry (not-features), features without an id (feature-id-missing),
-// observation times that are not RFC 3339 date-times or are too far ahead
-// (observation-time-invalid).
+// observation times that are not RFC 3339 date-times
+// (observation-time-invalid). Observation times too far ahead, and nothing
+// else wrong, are a 503 observation-time-ahead with RetryAfter when the
+// receiver's clock will have caught up with the latest of them: a refusal
+// of the clock's, not the input's, which the same bytes pass then.
 func featuresOf(doc *geojson.Document, prop string, policy newest.Policy) ([]Feature, *problem.Details) {
 	if doc.Type != "Feature" && doc.Type != "FeatureCollection" {
 		return nil, &problem.Details{Type: problemNotFeatures, Title: "Not a Feature or FeatureCollection", Status: http.StatusUnprocessableEntity,
@@ -121,7 +126,8 @@ func featuresOf(doc *geojson.Document, prop string, policy newest.Policy) ([]Fea
 		return ""
 	}
 	out := make([]Feature, len(doc.Features))
-	var noID, badTime []problem.Error
+	var noID, badTime, ahead []problem.Error
+	var wait time.Duration // until the latest time ahead is within the skew
 	for i, f := range doc.Features {
 		var id string
 		switch v := f.ID.(type) {
@@ -138,7 +144,13 @@ func featuresOf(doc *geojson.Document, prop string, policy newest.Policy) ([]Fea
 		if err == nil && ok {
 			err = policy.Check(t)
 		}
-		if err != nil {
+		var te *newest.TimeError
+		switch {
+		case err != nil && errors.Is(err, newest.ErrAhead) && errors.As(err, &te):
+			ahead = append(ahead, problem.Error{Pointer: at(i) + "/properties/" + pointerToken(prop), Detail: err.Error()})
+			wait = max(wait, te.Time.Sub(te.Bound))
+			continue
+		case err != nil:
 			badTime = append(badTime, problem.Error{Pointer: at(i) + "/properties/" + pointerToken(prop), Detail: err.Error()})
 			continue
 		}
@@ -153,6 +165,11 @@ func featuresOf(doc *geojson.Document, prop string, policy newest.Policy) ([]Fea
 			Detail: "The property " + strconv.Quote(prop) + " orders the updates of a feature: when present it must be an RFC 3339 date-time string, " +
 				"no further ahead of the receiver's clock than it allows.",
 			Errors: badTime}
+	case ahead != nil:
+		return nil, &problem.Details{Type: problemObservationAhead, Title: "Observation time ahead", Status: http.StatusServiceUnavailable,
+			Detail: "The property " + strconv.Quote(prop) + " is further ahead of the receiver's clock than it allows; nothing was stored. " +
+				"Send the same request again, same key, after Retry-After: the receiver's clock will have caught up.",
+			Errors: ahead, RetryAfter: max(wait, time.Second)}
 	}
 	return out, nil
 }

@@ -27,7 +27,7 @@ func (s *Service) postFeatures(w http.ResponseWriter, r *http.Request) {
 		// same strict parser.
 		body, err := io.ReadAll(r.Body) // bounded by the middleware
 		if err != nil {
-			problem.Write(w, problem.Details{Type: problemBodyUnreadable, Title: "Body unreadable", Status: http.StatusBadRequest, Detail: err.Error()})
+			problem.Write(w, problem.Details{Type: problemBodyUnreadable, Title: "Body unreadable", Status: http.StatusRequestTimeout, Detail: err.Error(), RetryAfter: s.retryAfter})
 			return
 		}
 		if doc, err = geojson.DecodeDocument(body, geojson.Options{}); err != nil {
@@ -46,31 +46,37 @@ func (s *Service) postFeatures(w http.ResponseWriter, r *http.Request) {
 		return answerFor(fs, v)
 	})
 	var refused *RefusedError
+	var conflict *ConflictError
 	switch {
 	case err == nil:
+	case errors.As(err, &conflict):
+		// Other rows' state, which another write can lift: released (a
+		// 409 with Retry-After), so that the sender's retry, same key and
+		// bytes, runs again.
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "features in conflict with other rows; the sender will retry", heldKey(r), slog.Any("error", err))
+		problem.Write(w, problem.Details{Type: problemConflict, Title: "Features in conflict", Status: http.StatusConflict,
+			Detail: "The feature store refused the features for the state of other data, which another write can change; nothing was stored. " +
+				"Send the same request again, same key, after Retry-After.",
+			Errors: []problem.Error{{Pointer: featurePointer(doc.Type, conflict.Index, conflict.Pointer), Detail: conflict.Detail}}, RetryAfter: s.retryAfter})
+		return
 	case errors.As(err, &refused):
 		// The features' own fault: recorded, so every retry is answered
 		// the same, and the sender stops.
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "features refused; answered 422 and recorded", heldKey(r), slog.Any("error", err))
-		pointer := refused.Pointer
-		switch {
-		case refused.Index < 0:
-		case doc.Type == "FeatureCollection":
-			pointer = "/features/" + strconv.Itoa(refused.Index) + pointer
-		}
 		problem.Write(w, problem.Details{Type: problemRejected, Title: "Features refused", Status: http.StatusUnprocessableEntity,
 			Detail: "The feature store refused the features for good; nothing was stored.",
-			Errors: []problem.Error{{Pointer: pointer, Detail: refused.Detail}}})
+			Errors: []problem.Error{{Pointer: featurePointer(doc.Type, refused.Index, refused.Pointer), Detail: refused.Detail}}})
 		return
 	case errors.Is(err, ErrStoreFull):
 		// The in-memory store evicts nothing, so no room frees by itself:
 		// no Retry-After that would promise some. 507 is a 5xx, so the
-		// key is released for a retry once an operator has made room.
+		// key is released, and the paired sender retries it with its
+		// backoff, for an operator to make room meanwhile.
 		problem.Write(w, problem.Details{Type: problemStoreFull, Title: "Feature store full", Status: http.StatusInsufficientStorage,
 			Detail: "The in-memory feature store is full and evicts nothing, so no room frees by itself; nothing was stored. Retry with the same key once the operator has made room (a larger -max-features or -max-feature-bytes, or a restart)."})
 		return
 	default:
-		// Anything else is transient, known or not (DESIGN.md, bug 28): a
+		// Anything else is transient, known or not: a
 		// 5xx releases the key, so the sender's retry runs again; an error
 		// that stays makes the sender dead-letter the event as retryable.
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "features not stored; the sender will retry", heldKey(r), slog.Any("error", err))
@@ -127,4 +133,13 @@ func (s *Service) getFeature(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/geo+json")
 		_, _ = w.Write(f)
 	}
+}
+
+// featurePointer is the JSON pointer, in a request of type typ, of pointer
+// within its feature index (-1: the request as a whole).
+func featurePointer(typ string, index int, pointer string) string {
+	if index >= 0 && typ == "FeatureCollection" {
+		return "/features/" + strconv.Itoa(index) + pointer
+	}
+	return pointer
 }

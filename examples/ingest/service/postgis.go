@@ -138,19 +138,25 @@ func (p *postgisFeatures) Get(ctx context.Context, id string) ([]byte, bool, err
 }
 
 // refusedByPostgres returns the error of feature i's own statement: a
-// *RefusedError when it is the feature's own fault, err as it is
-// otherwise (transient, whatever it is).
+// *RefusedError when it is the feature's own fault, a *ConflictError when
+// it is the state of other rows', err as it is otherwise (transient,
+// whatever it is).
 //
 // The feature's own fault, which no retry fixes, is a value of its own
 // that the table can never take:
 //
 //   - SQLSTATE class 22, data exception (a string too long, 22001; an
 //     invalid value, 22P02; a Z on a 2D column, 22023);
-//   - class 23, integrity constraint violation (a CHECK or a unique index
-//     on its own fields: 23514, 23505);
+//   - class 23, integrity constraint violation, of its own values alone
+//     (a CHECK, 23514; a NOT NULL, 23502);
 //   - class 54, program limit exceeded (a value too large, 54000);
 //   - a geometry PostGIS refuses (XX000 raised from its lwgeom code, such
 //     as "Polygon must have at least four points in each ring").
+//
+// A conflict with other rows, which another write can lift, is the rest
+// of class 23: a foreign key to a row not there yet (23503: deliveries
+// arrive out of order), a unique index (23505) or an exclusion constraint
+// (23P01) another row holds, a restriction (23001).
 //
 // Anything else is not known to be the feature's fault, and unknown means
 // transient: a trigger's RAISE EXCEPTION (P0001), a missing table (42P01,
@@ -167,6 +173,8 @@ func refusedByPostgres(i int, err error) error {
 	switch {
 	case pgErr.Code == "XX000" && strings.HasPrefix(pgErr.File, "lwgeom"):
 		return &RefusedError{Index: i, Pointer: "/geometry", Detail: "PostGIS refused the geometry: " + pgErr.Message, Err: err}
+	case pgErr.Code == "23503" || pgErr.Code == "23505" || pgErr.Code == "23P01" || pgErr.Code == "23001":
+		return &ConflictError{Index: i, Detail: "the database refused the feature for the state of other rows (SQLSTATE " + pgErr.Code + "): " + pgErr.Message, Err: err}
 	case class == "22" || class == "23" || class == "54":
 		return &RefusedError{Index: i, Detail: "the database refused the feature (SQLSTATE " + pgErr.Code + "): " + pgErr.Message, Err: err}
 	}

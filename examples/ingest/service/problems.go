@@ -19,11 +19,13 @@ const (
 	problemIDMissing        = problem.TypeBase + "feature-id-missing"        // 422
 	problemNotFeatures      = problem.TypeBase + "not-features"              // 422
 	problemObservationTime  = problem.TypeBase + "observation-time-invalid"  // 422
+	problemObservationAhead = problem.TypeBase + "observation-time-ahead"    // 503, until the clock catches up
 	problemRejected         = problem.TypeBase + "feature-rejected"          // 422, the features' own fault
+	problemConflict         = problem.TypeBase + "feature-conflict"          // 409 with Retry-After, other rows' state
 	problemStoreUnavailable = problem.TypeBase + "feature-store-unavailable" // 503, transient
 	problemStoreFull        = problem.TypeBase + "feature-store-full"        // 507: room does not free by itself
 	problemNotFound         = problem.TypeBase + "feature-not-found"         // 404
-	problemBodyUnreadable   = middleware.ProblemBodyUnreadable               // 400
+	problemBodyUnreadable   = middleware.ProblemBodyUnreadable               // 408
 	problemNoRoute          = problem.TypeBase + "not-found"                 // 404
 	problemMethodNotAllowed = problem.TypeBase + "method-not-allowed"        // 405
 )

@@ -35,7 +35,10 @@
 // features' own fault (a PostgreSQL data or constraint error raised by a
 // feature's own statement, a geometry PostGIS refuses, a request larger than
 // the whole in-memory store): 422, recorded, every retry answered the same.
-// [ErrStoreFull] is 507 (the in-memory store evicts nothing). Every other
+// A [*ConflictError], a refusal for the state of other rows (a foreign key
+// to a row not there yet, a unique or exclusion constraint another row
+// holds), is 409 with Retry-After and the key released: another write can
+// lift it. [ErrStoreFull] is 507 (the in-memory store evicts nothing). Every other
 // error, whatever it is, is transient: 503 with Retry-After and the key
 // released, so that the sender's retry runs again. An error nobody
 // classified costs retries, never a valid event (DESIGN.md, bug 28).
@@ -148,7 +151,7 @@ type Config struct {
 	// the memory mode (DefaultMaxFeatures, DefaultMaxFeatureBytes:
 	// ids and feature bytes). When a write does not fit it is refused with
 	// 507 (feature-store-full, no Retry-After: no room frees by itself) and
-	// its key released; no stored feature is ever evicted. A request that
+	// its key released (the paired sender retries it with its backoff); no stored feature is ever evicted. A request that
 	// alone exceeds a bound is answered 422 (feature-rejected).
 	MaxFeatures     int
 	MaxFeatureBytes int64
@@ -163,9 +166,10 @@ type Config struct {
 	OrderProperty string
 	// MaxObservationSkew is how far ahead of the service's clock an
 	// observation time may be (newest.Policy.MaxSkew; default
-	// newest.DefaultMaxSkew, 5 minutes). A time further ahead is a 422
-	// (observation-time-invalid), recorded: it would pin its feature until
-	// the clock passes it.
+	// newest.DefaultMaxSkew, 5 minutes). A time further ahead would pin
+	// its feature until the clock passes it: it is refused, 503
+	// (observation-time-ahead) with Retry-After when the clock will have
+	// caught up, and released, so that the same delivery succeeds then.
 	MaxObservationSkew time.Duration
 	// MaxInFlight and MaxInFlightBytes bound the POST requests and their
 	// bytes in flight (middleware.Admission, keyed by the remote address):
