@@ -22,12 +22,17 @@ const (
 	// AsLeft: a transport error; the key is as the attempt left it (see
 	// the row), and a retry is answered accordingly.
 	AsLeft
+	// Held: the outcome is unknown (the work may have been done), so the
+	// key is neither released nor recorded for the retention: every retry
+	// gets the same answer until an operator releases the key or the hold
+	// ends, and a retry after that runs again.
+	Held
 )
 
 // String names k as the page does.
 func (k Key) String() string {
 	return [...]string{NotClaimed: "not claimed", Released: "released", Refused: "released (same bytes, same answer)",
-		Recorded: "recorded", AsLeft: "as the attempt left it"}[k]
+		Recorded: "recorded", AsLeft: "as the attempt left it", Held: "held until released"}[k]
 }
 
 // AnyStatus is the Status of a row that stands for every status of its
@@ -74,6 +79,7 @@ const (
 	byValidator  = "geojson (RequestValidator)"
 	byHandler    = "handler"
 	byIngest     = "examples/ingest"
+	byProxy      = "geoidem proxy"
 	byTransport  = "transport"
 )
 
@@ -163,6 +169,11 @@ var Table = []Row{
 	{404, "feature-not-found", "", byIngest, "GET /features/{id} of an unknown id (not covered by the middleware)", NotClaimed, "", false, "stop"},
 	{404, "not-found", "", byIngest, "no route has this path", NotClaimed, "", false, doFix},
 	{405, "method-not-allowed", "", byIngest, "the path does not take this method", NotClaimed, "", false, doFix},
+	{503, "upstream-unreachable", "", byProxy, "the receiver behind the proxy could not be reached: nothing of the request was sent to it", Released,
+		"middleware.DefaultRetryAfter (1 s)", true, doAtRetryAfter},
+	{503, "upstream-uncertain", "", byProxy, "the request reached the receiver behind the proxy, which gave no answer to trust (a reset, a timeout, a 502 or 504 of its own proxy): it may have done the work", Held,
+		"the end of the hold (an HTTP-date), replayed until an operator releases the key; with -uncertain-hold 0 the key is released instead", true,
+		"retry at Retry-After; the same answer until an operator has checked the receiver and released the key"},
 	// Transport errors, HTTP/1.1 and HTTP/2, in either direction.
 	{AnyStatus, "", "connection refused", byTransport, "nothing listens, or the server shut down", AsLeft, "", true, doReconnect},
 	{AnyStatus, "", "connection reset, EOF", byTransport, "the connection ended before the answer: a handler that panicked or was cut (released), an answer lost after it was recorded (replayed to the retry), a cut upload (nothing claimed)", AsLeft, "", true, doReconnect},
