@@ -32,7 +32,7 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	case s.waitReplicas > 0:
 		claim, _, err = s.claimReplicated(ctx, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs)
 	default:
-		claim, _, err = s.claim(ctx, s.client, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs, nil)
+		claim, _, err = s.claim(ctx, s.client, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs)
 	}
 	if err == nil && claim.Acquired {
 		s.fps.put(key, a.Token, a.Fingerprint)
@@ -62,24 +62,17 @@ type conn interface {
 // trip, on the path of a duplicate sent while its request runs, of a
 // crashed or stalled holder, and of a retry after a release.
 //
-// count, if not nil, is a command sent in the same round trip as the SET
-// (the client's count, see claimBounded), on the store's client. isNew
-// reports whether the SET acquired an absent key.
-func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64, count redis.Cmder) (claim keystore.Claim, isNew bool, err error) {
+// isNew reports whether the SET acquired an absent key.
+func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (claim keystore.Claim, isNew bool, err error) {
 	v := inFlightValue(fp, token)
 	grace := abandonedGrace.Milliseconds()
 
 	set := redis.NewStringCmd(ctx, "set", rkey, v[:], "px", s.ttlArg.get(leaseMs+grace), "nx", "get")
 	switch {
 	case s.batch != nil && any(c) == any(s.client):
-		if err := s.batch.do(ctx, set, count); err != nil {
+		if err := s.batch.do(ctx, set); err != nil {
 			return keystore.Claim{}, false, opError(ctx, "claim", err)
 		}
-	case count != nil:
-		pipe := s.client.Pipeline()
-		_ = pipe.Process(ctx, set)
-		_ = pipe.Process(ctx, count)
-		_, _ = pipe.Exec(ctx)
 	default:
 		_ = c.Process(ctx, set)
 	}
@@ -134,6 +127,11 @@ func (s *Store) claimScripted(ctx context.Context, c redis.Scripter, rkey string
 	if err != nil {
 		return keystore.Claim{}, opError(ctx, "claim", err)
 	}
+	return s.scriptedClaim(res, fp)
+}
+
+// scriptedClaim reads claimScript's reply, for a claim with fingerprint fp.
+func (s *Store) scriptedClaim(res any, fp keystore.Fingerprint) (keystore.Claim, error) {
 	if n, ok := res.(int64); ok && n == -1 {
 		return keystore.Claim{}, fmt.Errorf("redisstore: claim: the token was released before the claim arrived: %w", keystore.ErrLeaseLost)
 	}
@@ -200,7 +198,7 @@ func (s *Store) claimReplicated(ctx context.Context, rkey string, fp keystore.Fi
 	}
 	conn := node.Conn()
 	defer conn.Close()
-	claim, isNew, err := s.claim(ctx, conn, rkey, fp, token, leaseMs, nil)
+	claim, isNew, err := s.claim(ctx, conn, rkey, fp, token, leaseMs)
 	if err != nil || !claim.Acquired {
 		return claim, false, err
 	}

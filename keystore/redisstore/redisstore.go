@@ -122,10 +122,12 @@ const DefaultClientWindow = time.Hour
 // concurrent use by multiple goroutines and by any number of processes
 // sharing the same Redis and KeyPrefix.
 //
-// Each method is one round trip: Claim one plain SET … NX GET, Extend,
-// Complete and Release a Lua script run by EVALSHA. The package
+// Each method is one round trip: Claim one plain SET … NX GET (or, for a
+// bounded client on a standalone Redis, one script that also counts),
+// Extend, Complete and Release a Lua script run by EVALSHA. The package
 // documentation lists the exceptions (a key found in flight, a script
-// missing from a node's cache, Config.WaitReplicas). Concurrent calls share
+// missing from a node's cache, Config.WaitReplicas, a bounded client's new
+// key on a Cluster). Concurrent calls share
 // round trips (see Config.NoAutoPipeline).
 //
 // A Store does not own its client: closing the client is the caller's job.
@@ -148,6 +150,8 @@ type Store struct {
 	clientKeys   int           // Config.ClientKeys; 0: no bound
 	clientWindow time.Duration // Config.ClientWindow, in whole milliseconds
 	windowArg    any           // clientWindow in milliseconds, boxed once
+	boundArg     any           // clientKeys, boxed once
+	oneNode      bool          // the client talks to one server: a *redis.Client
 	blocks       blocks        // clients whose count reached the bound (see claimBounded)
 }
 
@@ -266,6 +270,7 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 		}
 		ms := ceilMillis(s.clientWindow)
 		s.clientWindow, s.windowArg = time.Duration(ms)*time.Millisecond, ms
+		s.boundArg = int64(s.clientKeys)
 	}
 	s.waitTimeout = time.Duration(ceilMillis(s.waitTimeout)) * time.Millisecond
 	if s.waitReplicas > 0 {
@@ -275,6 +280,7 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("redisstore: WaitReplicas needs a *redis.Client or *redis.ClusterClient, not %T", client)
 		}
 	}
+	_, s.oneNode = client.(*redis.Client)
 	if !cfg.NoAutoPipeline {
 		s.batch = &batcher{client: client}
 	}
@@ -413,7 +419,7 @@ func (s *Store) run(ctx context.Context, script luaScript, keys []string, args .
 	}
 	if s.batch == nil {
 		_ = s.client.Process(ctx, cmd)
-	} else if err := s.batch.do(ctx, cmd, nil); err != nil {
+	} else if err := s.batch.do(ctx, cmd); err != nil {
 		// cmd may still be on its way: answer with another.
 		failed := redis.NewCmd(ctx)
 		failed.SetErr(err)
