@@ -40,7 +40,8 @@ type Config struct {
 
 	// Table is the name of the key table. The store also creates
 	// Table+"_token_seq", Table+"_expires_at_idx", Table+"_migrations" and
-	// Table+"_clients" (the counts of ClientKeys).
+	// Table+"_client_shards" (the counts of ClientKeys; Table+"_clients"
+	// holds them for earlier versions).
 	// Any name is accepted and always quoted (case and punctuation are
 	// kept); it must be valid UTF-8, without NUL, at most 48 bytes. Default
 	// DefaultTable.
@@ -76,13 +77,15 @@ type Config struct {
 	// in a window of ClientWindow that starts with its first: past it, a
 	// Claim of a new key for the client fails with a *keystore.FullError
 	// whose Client is set and whose RetryAfter is the rest of the window,
-	// inserting nothing. The count is a row per client in the unlogged
-	// table Table+"_clients", read and written by the claim's own
-	// statement, so every replica shares it; a crash of the database
-	// empties it (every count starts again). Replays, keys in flight, and
-	// keys released or expired and claimed again never count, and are
-	// never refused. Claims of one client that run at once may overshoot
-	// the bound by their number (each reads the count before it inserts).
+	// inserting nothing. The count is split over up to 16 rows per client
+	// in the unlogged table Table+"_client_shards", read and written by
+	// the claim's own statement, so every replica shares it; a crash of
+	// the database empties it (every count starts again). Replays, keys in
+	// flight, and keys released or expired and claimed again never count,
+	// and are never refused. Claims of one client that run at once do not
+	// wait for each other's count, and may overshoot the bound by their
+	// number less one (each reads the others' counts before it inserts);
+	// claims one after the other are held to it exactly.
 	// Claims without a client are not bounded. Default 0: no bound.
 	ClientKeys int
 
