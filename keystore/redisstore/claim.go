@@ -16,6 +16,9 @@ import (
 // lease expired less than a minute ago; after that the abandoned entry has
 // been deleted and the key is simply absent. With Config.ClientKeys, a
 // claim for a client is counted against its bound (see claimBounded).
+// With Config.MaxMemory, while the server's memory is at the bound, a
+// claim of a key with no entry fails with a *keystore.FullError (see
+// room.go), and every other claim is answered as usual.
 func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return keystore.Claim{}, fmt.Errorf("redisstore: claim: %w", err)
@@ -26,7 +29,13 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	leaseMs := ceilMillis(a.Lease)
 	var claim keystore.Claim
 	var err error
+	var full *keystore.FullError
+	if s.room.max > 0 {
+		full = s.full()
+	}
 	switch {
+	case full != nil:
+		claim, err = s.claimNoNew(ctx, s.RedisKey(key), a, leaseMs, full)
 	case s.clientKeys > 0 && a.Client != "":
 		claim, err = s.claimBounded(ctx, key, a, leaseMs)
 	case s.waitReplicas > 0:

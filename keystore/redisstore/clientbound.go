@@ -80,7 +80,7 @@ func (s *Store) claimBounded(ctx context.Context, key string, a keystore.ClaimAr
 	}
 	rkey := s.RedisKey(key)
 	if wait := s.blocks.wait(a.Client); wait > 0 {
-		return s.claimNoNew(ctx, rkey, a, leaseMs, wait)
+		return s.claimNoNew(ctx, rkey, a, leaseMs, &keystore.FullError{Client: true, RetryAfter: wait})
 	}
 	claim, isNew, err := s.claim(ctx, s.client, rkey, a.Fingerprint, a.Token, leaseMs)
 	if err != nil || !isNew {
@@ -155,11 +155,12 @@ func parseCount(cmd *redis.Cmd) (n int64, left time.Duration, ok bool) {
 	return n, time.Duration(ms) * time.Millisecond, true
 }
 
-// claimNoNew is the Claim of a client past its bound: one GET, which
-// replays a record, and reports a key in flight or takes a released or
-// expired one (claimScript: not a new key), as Claim does, and refuses an
-// absent key, writing nothing.
-func (s *Store) claimNoNew(ctx context.Context, rkey string, a keystore.ClaimArgs, leaseMs int64, wait time.Duration) (keystore.Claim, error) {
+// claimNoNew is the Claim of a client past its bound, or of any while
+// the store is full: one GET, which replays a record, and reports a key
+// in flight or takes a released or expired one (claimScript: not a new
+// key), as Claim does, and refuses an absent key with refusal, writing
+// nothing.
+func (s *Store) claimNoNew(ctx context.Context, rkey string, a keystore.ClaimArgs, leaseMs int64, refusal *keystore.FullError) (keystore.Claim, error) {
 	get := redis.NewStringCmd(ctx, "get", rkey)
 	if s.batch != nil {
 		if err := s.batch.do(ctx, get); err != nil {
@@ -171,7 +172,7 @@ func (s *Store) claimNoNew(ctx context.Context, rkey string, a keystore.ClaimArg
 	old, err := get.Result()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return keystore.Claim{}, &keystore.FullError{Client: true, RetryAfter: wait}
+		return keystore.Claim{}, refusal
 	case err != nil:
 		return keystore.Claim{}, opError(ctx, "claim", err)
 	}

@@ -111,6 +111,21 @@ type Config struct {
 	// ClientWindow is the window of ClientKeys, rounded up to a
 	// millisecond. Default DefaultClientWindow.
 	ClientWindow time.Duration
+
+	// MaxMemory, when positive, bounds what all clients together make the
+	// server hold: while the server's used_memory (INFO memory; on a
+	// Cluster or a Ring, the largest of its masters') is at or above
+	// MaxMemory bytes, a Claim of a key with no entry fails with a
+	// *keystore.FullError whose Client is not set (the middleware's 503
+	// store-full), writing nothing, and whose RetryAfter is when the
+	// earliest of a sample of the store's keys expires. Replays, keys in
+	// flight and released keys are answered as usual. Set it below the
+	// server's maxmemory, with room for what arrives between samples: the
+	// Store samples the memory at most once a second, in the background
+	// of claims (a Claim pays a few atomic loads for it), and sooner when
+	// the records it completed since take it past the bound; it errs by
+	// what other processes add in a second. Default 0: no bound.
+	MaxMemory int64
 }
 
 // DefaultClientWindow is the window of Config.ClientKeys when
@@ -153,6 +168,7 @@ type Store struct {
 	boundArg     any           // clientKeys, boxed once
 	oneNode      bool          // the client talks to one server: a *redis.Client
 	blocks       blocks        // clients whose count reached the bound (see claimBounded)
+	room         room          // Config.MaxMemory and what the last sample found
 }
 
 // boxCache keeps the last millisecond count it boxed as a command
@@ -260,6 +276,9 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	if s.waitTimeout == 0 {
 		s.waitTimeout = DefaultWaitTimeout
 	}
+	if cfg.MaxMemory < 0 {
+		return nil, fmt.Errorf("redisstore: negative MaxMemory %d", cfg.MaxMemory)
+	}
 	if cfg.ClientKeys < 0 || cfg.ClientWindow < 0 {
 		return nil, fmt.Errorf("redisstore: negative ClientKeys %d or ClientWindow %v", cfg.ClientKeys, cfg.ClientWindow)
 	}
@@ -289,6 +308,15 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	}
 	if err := s.checkDurability(client, cfg.Durability, cfg.Logger); err != nil {
 		return nil, err
+	}
+	if cfg.MaxMemory > 0 {
+		// The first sample, before any claim; if it fails, the first claim
+		// samples again.
+		s.room.max = cfg.MaxMemory
+		ctx, cancel := context.WithTimeout(context.Background(), roomSampleTimeout)
+		s.sampleRoom(ctx)
+		cancel()
+		s.room.due.Store(time.Now().Add(roomPoll).UnixNano())
 	}
 	return s, nil
 }
@@ -364,6 +392,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if n != 1 {
 		return keystore.ErrLeaseLost
 	}
+	s.room.completed(keys[0], len(rec))
 	return nil
 }
 
