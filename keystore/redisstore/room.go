@@ -39,11 +39,11 @@ type room struct {
 	max   int64        // Config.MaxMemory; 0: no bound
 	used  atomic.Int64 // used_memory at the last sample
 	added atomic.Int64 // bytes of the records completed since
-	due  atomic.Int64 // Unix nanoseconds when the next sample is due
-	busy atomic.Bool  // a sample is under way
-	full atomic.Bool
-	wait atomic.Int64 // while full: nanoseconds until the earliest expiry sampled, from the sample's time
-	at   atomic.Int64 // Unix nanoseconds of the sample that found it full
+	due   atomic.Int64 // Unix nanoseconds when the next sample is due
+	busy  atomic.Bool  // a sample is under way
+	full  atomic.Bool
+	wait  atomic.Int64 // while full: nanoseconds until the earliest expiry sampled, from the sample's time
+	at    atomic.Int64 // Unix nanoseconds of the sample that found it full
 }
 
 // full returns the refusal of a Claim of a new key while the memory is at
