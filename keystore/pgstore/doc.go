@@ -136,6 +136,17 @@
 // database empties them (every window starts again); Prune deletes those
 // whose window ended.
 //
+// # Bound on the whole table
+//
+// With [Config.MaxKeys] set, the Store refuses new keys, whoever the
+// client, once the table holds that many rows (as the server's statistics
+// count them, sampled at most once a second in the background of claims):
+// a Claim of a key with no row fails with a [*keystore.FullError] whose
+// Client is not set, inserting nothing, and whose RetryAfter is when the
+// janitor can delete the earliest-ending row. Claims of keys with a row
+// (replays, duplicates in flight) are answered as usual, after one read
+// of the key while full; no claim counts or scans anything.
+//
 // # Fencing tokens
 //
 // A key is held by the token its Claim's caller chose

@@ -92,6 +92,23 @@ type Config struct {
 	// ClientWindow is the window of ClientKeys, in whole microseconds.
 	// Default DefaultClientWindow.
 	ClientWindow time.Duration
+
+	// MaxKeys, when positive, bounds the rows the table holds, whatever
+	// their clients: keys in flight, records, and rows ended and not yet
+	// pruned. While the server's statistics count MaxKeys live rows or
+	// more, a Claim of a key with no row fails with a *keystore.FullError
+	// whose Client is not set (the middleware's 503 store-full),
+	// inserting nothing, and whose RetryAfter is when the janitor can
+	// delete the table's earliest-ending row: its expiry, plus the
+	// minute's grace, plus one PruneInterval. Claims of keys with a row
+	// (replays, keys in flight, ended ones to take over) are answered as
+	// usual, after one more statement while full. The count is sampled
+	// at most once a second, in the background of claims (a Claim pays a
+	// few atomic loads for it), from pg_stat_user_tables, which trails the
+	// table by a second or so under load and up to about ten seconds when
+	// sessions go idle: set MaxKeys below what the disk holds by what
+	// arrives meanwhile. Default 0: no bound.
+	MaxKeys int64
 }
 
 // DefaultClientWindow is the window of Config.ClientKeys when
@@ -120,6 +137,7 @@ type Store struct {
 	clientWindow int64
 	log          *slog.Logger
 	observe      func(keystore.Call)
+	room         room // Config.MaxKeys's samples
 
 	stop      context.CancelFunc
 	done      chan struct{}
@@ -167,6 +185,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if cfg.PruneBatch < 0 || cfg.PruneBatch > math.MaxInt32 {
 		return nil, fmt.Errorf("pgstore: PruneBatch %d out of range", cfg.PruneBatch)
 	}
+	if cfg.MaxKeys < 0 {
+		return nil, fmt.Errorf("pgstore: negative MaxKeys %d", cfg.MaxKeys)
+	}
 	if cfg.ClientKeys < 0 || cfg.ClientKeys > math.MaxInt32 || cfg.ClientWindow < 0 {
 		return nil, fmt.Errorf("pgstore: ClientKeys %d or ClientWindow %v out of range", cfg.ClientKeys, cfg.ClientWindow)
 	}
@@ -203,11 +224,14 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 			return nil, err
 		}
 	}
+	every := cfg.PruneInterval
+	if every == 0 {
+		every = DefaultPruneInterval
+	}
+	if cfg.MaxKeys > 0 {
+		s.initRoom(cfg.MaxKeys, max(every, 0))
+	}
 	if cfg.PruneInterval >= 0 {
-		every := cfg.PruneInterval
-		if every == 0 {
-			every = DefaultPruneInterval
-		}
 		jctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		s.stop, s.done = stop, make(chan struct{})
 		go s.janitor(jctx, every)
@@ -286,6 +310,11 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	us, err := micros(a.Lease)
 	if err != nil {
 		return keystore.Claim{}, err
+	}
+	if s.room.Sample != nil {
+		if err := s.full(ctx, key); err != nil {
+			return keystore.Claim{}, err
+		}
 	}
 	tok := int64(a.Token)
 	call := new(struct {

@@ -84,6 +84,8 @@ type statements struct {
 	// With Config.ClientKeys: the claim statements for a client, and the
 	// pruning of the counts.
 	fastClaimCounted, batchClaimCounted, pruneClients, pruneShards string
+	// With Config.MaxKeys: the table's sample, and a key's row.
+	room, exists string
 }
 
 func newStatements(n names) statements {
@@ -101,6 +103,8 @@ func newStatements(n names) statements {
 		batchClaimCounted: n.expand(batchClaimCountedSQL),
 		pruneClients:      n.expand(pruneClientsSQL),
 		pruneShards:       n.expand(pruneShardsSQL),
+		room:              n.expand(roomSQL),
+		exists:            n.expand(existsSQL),
 	}
 }
 

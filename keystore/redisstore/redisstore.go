@@ -310,13 +310,7 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	if cfg.MaxMemory > 0 {
-		// The first sample, before any claim; if it fails, the first claim
-		// samples again.
-		s.room.max = cfg.MaxMemory
-		ctx, cancel := context.WithTimeout(context.Background(), roomSampleTimeout)
-		s.sampleRoom(ctx)
-		cancel()
-		s.room.due.Store(time.Now().Add(roomPoll).UnixNano())
+		s.initRoom(cfg.MaxMemory) // the first sample, before any claim
 	}
 	return s, nil
 }

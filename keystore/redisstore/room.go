@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/storeroom"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -24,7 +25,7 @@ import (
 // entryOverhead for each): when those take the last sample past the
 // bound, the next Claim samples again at once, so that one process does
 // not run past the bound by a second of its own writes. A Claim reads a
-// few atomics.
+// few atomics (storeroom.Room).
 const (
 	roomPoll          = time.Second
 	roomSampleTimeout = time.Second
@@ -34,57 +35,40 @@ const (
 	entryOverhead     = 128 // bytes Redis takes for a key beside its name and value, about
 )
 
-// room is what the last sample found.
+// room is Config.MaxMemory's state.
 type room struct {
+	storeroom.Room
 	max   int64        // Config.MaxMemory; 0: no bound
 	used  atomic.Int64 // used_memory at the last sample
 	added atomic.Int64 // bytes of the records completed since
-	due   atomic.Int64 // Unix nanoseconds when the next sample is due
-	busy  atomic.Bool  // a sample is under way
-	full  atomic.Bool
-	wait  atomic.Int64 // while full: nanoseconds until the earliest expiry sampled, from the sample's time
-	at    atomic.Int64 // Unix nanoseconds of the sample that found it full
+}
+
+// initRoom sets the room up for a bound of max bytes, and takes the first
+// sample.
+func (s *Store) initRoom(max int64) {
+	r := &s.room
+	r.max, r.Every, r.Timeout, r.Sample = max, roomPoll, roomSampleTimeout, s.sampleRoom
+	r.SampleNow(context.Background())
 }
 
 // full returns the refusal of a Claim of a new key while the memory is at
-// or above Config.MaxMemory, nil otherwise, and starts a sample when one
-// is due.
-func (s *Store) full() *keystore.FullError {
-	r := &s.room
-	now := time.Now().UnixNano()
-	soon := !r.full.Load() && r.used.Load()+r.added.Load() >= r.max // past the bound since the last sample
-	if (now >= r.due.Load() || soon) && r.busy.CompareAndSwap(false, true) {
-		r.due.Store(now + int64(roomPoll))
-		go func() {
-			defer r.busy.Store(false)
-			ctx, cancel := context.WithTimeout(context.Background(), roomSampleTimeout)
-			defer cancel()
-			s.sampleRoom(ctx)
-		}()
-	}
-	if !r.full.Load() {
-		return nil
-	}
-	wait := time.Duration(r.wait.Load() - (now - r.at.Load()))
-	return &keystore.FullError{RetryAfter: max(wait, time.Millisecond)}
-}
+// or above Config.MaxMemory, nil otherwise.
+func (s *Store) full() *keystore.FullError { return s.room.Full() }
 
 // sampleRoom reads the server's memory and, at or above the bound, when
-// the store's earliest key expires. A sample that fails changes nothing.
-func (s *Store) sampleRoom(ctx context.Context) {
+// the store's earliest key expires.
+func (s *Store) sampleRoom(ctx context.Context) (bool, time.Duration, error) {
 	r := &s.room
 	added := r.added.Swap(0) // what is added from now on may be in the sample too: counted twice, on the strict side
 	used, err := forEachMaster(ctx, s.client, usedMemory, func(a, b int64) int64 { return max(a, b) })
 	if err != nil {
 		r.added.Add(added)
-		return
+		return false, 0, err
 	}
 	r.used.Store(used)
 	if used < r.max {
-		r.full.Store(false)
-		return
+		return false, 0, nil
 	}
-	at := time.Now().UnixNano()
 	next, err := forEachMaster(ctx, s.client, s.earliestExpiry, func(a, b int64) int64 {
 		switch {
 		case a <= 0:
@@ -97,9 +81,7 @@ func (s *Store) sampleRoom(ctx context.Context) {
 	if err != nil || next <= 0 {
 		next = int64(roomPoll) // not one of its keys sampled: the next sample
 	}
-	r.wait.Store(next)
-	r.at.Store(at)
-	r.full.Store(true)
+	return true, time.Duration(next), nil
 }
 
 // forEachMaster runs f on every master the client writes to (itself, for
@@ -196,9 +178,10 @@ func (s *Store) earliestExpiry(ctx context.Context, c redis.Cmdable) (int64, err
 }
 
 // completed adds a record of n bytes under key to what the Store has
-// written since the last sample.
+// written since the last sample, and asks for a sample at the next Claim
+// when that takes the last one past the bound.
 func (r *room) completed(key string, n int) {
-	if r.max > 0 {
-		r.added.Add(int64(len(key) + n + entryOverhead))
+	if r.max > 0 && r.used.Load()+r.added.Add(int64(len(key)+n+entryOverhead)) >= r.max {
+		r.Soon()
 	}
 }
