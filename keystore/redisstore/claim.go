@@ -73,10 +73,9 @@ type conn interface {
 //
 // isNew reports whether the SET acquired an absent key.
 func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (claim keystore.Claim, isNew bool, err error) {
-	v := inFlightValue(fp, token)
 	grace := abandonedGrace.Milliseconds()
-
-	set := redis.NewStringCmd(ctx, "set", rkey, v[:], "px", s.ttlArg.get(leaseMs+grace), "nx", "get")
+	args := newSet(rkey, fp, token, s.ttlArg.get(leaseMs+grace))
+	set := redis.NewStringCmd(ctx, args.a[:]...)
 	switch {
 	case s.batch != nil && any(c) == any(s.client):
 		if err := s.batch.do(ctx, set); err != nil {
@@ -99,7 +98,7 @@ func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fing
 		// SET after Redis applied it and the reply was lost, or the caller
 		// repeated its Claim), goes the same way: acquired while its lease
 		// runs, taken over like any expired lease once it has run out.
-		claim, err = s.claimScripted(ctx, c, rkey, fp, v[:], leaseMs+grace, grace)
+		claim, err = s.claimScripted(ctx, c, rkey, fp, args.v[:], leaseMs+grace, grace)
 		return claim, false, err
 	}
 	claim, ok := parseClaim(old)
@@ -129,7 +128,7 @@ func (s *Store) claimScripted(ctx context.Context, c redis.Scripter, rkey string
 	var err error
 	keys := scriptKeys(rkey)
 	if any(c) == any(s.client) {
-		res, err = s.run(ctx, claimScript, keys, v, ttlMs, graceMs).Result()
+		res, err = s.run(ctx, claimScript, newEval(claimScript, keys...).bytes(v).arg(ttlMs).arg(graceMs)).Result()
 	} else {
 		res, err = claimScript.Run(ctx, c, keys, v, ttlMs, graceMs).Result()
 	}

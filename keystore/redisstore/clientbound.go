@@ -95,9 +95,14 @@ func (s *Store) claimCounted(ctx context.Context, key string, a keystore.ClaimAr
 	// The key and its fence key share one allocation.
 	fenced := s.prefix + "{" + key + "}:fenced"
 	keys := [3]string{fenced[:len(fenced)-len(":fenced")], s.clientKey(a.Client), fenced}
-	nkeys := len(scriptKeys(keys[0])) + 1
-	v := inFlightValue(a.Fingerprint, a.Token)
-	res, err := s.run(ctx, claimCountedScript, keys[:nkeys], v[:], s.ttlArg.get(leaseMs+abandonedGrace.Milliseconds()), graceArg, s.windowArg, s.boundArg).Result()
+	nkeys := 2
+	if hasFence(keys[0]) {
+		nkeys = 3
+	}
+	e := newEval(claimCountedScript, keys[:nkeys]...)
+	e.inFlight(a.Fingerprint, a.Token)
+	e.arg(s.ttlArg.get(leaseMs + abandonedGrace.Milliseconds())).arg(graceArg).arg(s.windowArg).arg(s.boundArg)
+	res, err := s.run(ctx, claimCountedScript, e).Result()
 	if err != nil {
 		return keystore.Claim{}, opError(ctx, "claim", err)
 	}
@@ -117,7 +122,7 @@ func (s *Store) claimCounted(ctx context.Context, key string, a keystore.ClaimAr
 // countNew counts claim, which acquired the absent key rkey, against its
 // client's bound (incrScript), and gives the key back past it.
 func (s *Store) countNew(ctx context.Context, rkey string, a keystore.ClaimArgs, claim keystore.Claim) (keystore.Claim, error) {
-	n, left, ok := parseCount(s.run(ctx, incrScript, []string{s.clientKey(a.Client)}, s.windowArg))
+	n, left, ok := parseCount(s.run(ctx, incrScript, newEval(incrScript, s.clientKey(a.Client)).arg(s.windowArg)))
 	if !ok {
 		// The key is acquired and the count unknown (its node failed):
 		// the bound lets this one through rather than fail the claim.
@@ -131,7 +136,7 @@ func (s *Store) countNew(ctx context.Context, rkey string, a keystore.ClaimArgs,
 	}
 	// Past the bound: give the key back before refusing.
 	tok := tokenBytes(a.Token)
-	if n, err := s.run(context.WithoutCancel(ctx), releaseScript, scriptKeys(rkey), tok[:], graceArg).Int64(); err != nil || n != 1 {
+	if n, err := s.run(context.WithoutCancel(ctx), releaseScript, newEval(releaseScript, scriptKeys(rkey)...).bytes(tok[:]).arg(graceArg)).Int64(); err != nil || n != 1 {
 		if err == nil {
 			err = keystore.ErrLeaseLost
 		}

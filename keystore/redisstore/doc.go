@@ -88,8 +88,8 @@
 // allocations a command, which this store never uses. Give the client
 // Protocol: 2 (redis.Options, redis.ClusterOptions; ?protocol=2 in a URL):
 // measured with -benchmem (BenchmarkStoreRESP2 against
-// BenchmarkStoreClientBound), a first call makes 20 allocations instead of
-// 32, a replay 16 instead of 22.
+// BenchmarkStoreClientBound), a first call makes 16 allocations instead of
+// 28, a replay 14 instead of 20.
 //
 // Concurrent calls share round trips. A Store keeps at most two round
 // trips of its own under way; a call that finds both busy queues its
@@ -149,9 +149,9 @@
 // the bound gives way rather than the service.
 //
 // What it costs the client side on a standalone Redis, measured
-// (BenchmarkStoreClientBound; -benchmem): a first call 41 allocations
-// (1.6 KB) against 32 (1.2 KB) without a client; a replay 28 (1.4 KB)
-// against 22 (1.1 KB), one round trip either way; a claim without a
+// (BenchmarkStoreClientBound; -benchmem): a first call 35 allocations
+// (1.6 KB) against 28 (1.4 KB) without a client; a replay 24 (1.3 KB)
+// against 20 (1.1 KB), one round trip either way; a claim without a
 // client nothing. Claims whose client is "" are never bounded: have the
 // middleware's Config.Client return "" for the senders you trust (a
 // verified webhook signature), and bound the others.

@@ -334,7 +334,7 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	}
 	tok := tokenBytes(token)
 	grace := abandonedGrace.Milliseconds()
-	n, err := s.run(ctx, extendScript, []string{s.RedisKey(key)}, tok[:], graceArg, s.ttlArg.get(leaseMs+grace)).Int64()
+	n, err := s.run(ctx, extendScript, newEval(extendScript, s.RedisKey(key)).bytes(tok[:]).arg(graceArg).arg(s.ttlArg.get(leaseMs+grace))).Int64()
 	switch {
 	case err != nil:
 		return 0, opError(ctx, "extend", err)
@@ -361,7 +361,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if _, err := keystore.CheckRecord(rec); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
-	keys := []string{s.RedisKey(key)}
+	rkey := s.RedisKey(key)
 	var n int64
 	if fp, ok := s.fps.take(key, token); ok {
 		// The in-flight value and the completed one share one allocation.
@@ -373,12 +373,12 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 			buf = binary.BigEndian.AppendUint64(buf, uint64(token))
 		}
 		buf = append(buf, rec...)
-		n, err = s.run(ctx, completeOwnScript, keys, buf[:head:head], buf[head:], s.retArg.get(retMs)).Int64()
+		n, err = s.run(ctx, completeOwnScript, newEval(completeOwnScript, rkey).bytes(buf[:head:head]).bytes(buf[head:]).arg(s.retArg.get(retMs))).Int64()
 	} else {
 		// The token and the encoded record share one allocation.
 		buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(rec)), uint64(token))
 		buf = append(buf, rec...)
-		n, err = s.run(ctx, completeScript, keys, buf[:8:8], graceArg, buf[8:], s.retArg.get(retMs)).Int64()
+		n, err = s.run(ctx, completeScript, newEval(completeScript, rkey).bytes(buf[:8:8]).arg(graceArg).bytes(buf[8:]).arg(s.retArg.get(retMs))).Int64()
 	}
 	if err != nil {
 		return opError(ctx, "complete", err)
@@ -386,7 +386,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if n != 1 {
 		return keystore.ErrLeaseLost
 	}
-	s.room.completed(keys[0], len(rec))
+	s.room.completed(rkey, len(rec))
 	return nil
 }
 
@@ -399,7 +399,7 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 	}
 	s.fps.take(key, token)
 	tok := tokenBytes(token)
-	n, err := s.run(ctx, releaseScript, scriptKeys(s.RedisKey(key)), tok[:], graceArg).Int64()
+	n, err := s.run(ctx, releaseScript, newEval(releaseScript, scriptKeys(s.RedisKey(key))...).bytes(tok[:]).arg(graceArg)).Int64()
 	if err != nil {
 		return opError(ctx, "release", err)
 	}
@@ -420,24 +420,24 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 // released entry of one fences stay fenced only until the next Claim
 // acquires it.
 func scriptKeys(rkey string) []string {
-	if i := strings.IndexByte(rkey, '{'); i >= 0 && strings.HasPrefix(rkey[i+1:], "}") {
+	if !hasFence(rkey) {
 		return []string{rkey}
 	}
 	return []string{rkey, rkey + ":fenced"}
 }
 
-// run runs script on the store's client by EVALSHA, through the batcher
-// when there is one, falling back to EVAL when the node lacks the script
-// (NOSCRIPT), as redis.Script.Run does. keys and args are copied, not kept.
-func (s *Store) run(ctx context.Context, script luaScript, keys []string, args ...any) *redis.Cmd {
-	a := make([]any, 3+len(keys), 3+len(keys)+len(args))
-	a[0], a[1], a[2] = "evalsha", script.sha, len(keys)
-	for i, k := range keys {
-		a[3+i] = k
-	}
-	a = append(a, args...)
-	cmd := redis.NewCmd(ctx, a...)
-	if len(keys) > 0 {
+// hasFence reports whether rkey has a fence key (see scriptKeys).
+func hasFence(rkey string) bool {
+	i := strings.IndexByte(rkey, '{')
+	return i < 0 || !strings.HasPrefix(rkey[i+1:], "}")
+}
+
+// run runs script with e's arguments on the store's client by EVALSHA,
+// through the batcher when there is one, falling back to EVAL when the
+// node lacks the script (NOSCRIPT), as redis.Script.Run does.
+func (s *Store) run(ctx context.Context, script luaScript, e *evalArgs) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, e.args()...)
+	if e.hasKeys() {
 		cmd.SetFirstKeyPos(3)
 	}
 	if s.batch == nil {
@@ -452,8 +452,8 @@ func (s *Store) run(ctx context.Context, script luaScript, keys []string, args .
 		return cmd
 	}
 	// EVAL caches the script on the node for the next EVALSHA.
-	eval := redis.NewCmd(ctx, append([]any{"eval", script.src}, a[2:]...)...)
-	if len(keys) > 0 {
+	eval := redis.NewCmd(ctx, append([]any{"eval", script.src}, e.args()[2:]...)...)
+	if e.hasKeys() {
 		eval.SetFirstKeyPos(3)
 	}
 	_ = s.client.Process(ctx, eval)
