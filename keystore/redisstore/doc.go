@@ -105,7 +105,7 @@
 // the same two commands sent by hand without batching; set
 // [Config.NoAutoPipeline] to send every command on its own.
 //
-// Three cases take a second round trip. A Claim that finds the key in
+// A few cases take a second round trip. A Claim that finds the key in
 // flight runs the claim script, which reads the lease remaining, or, if the
 // lease has run out (its holder crashed or stalled), takes the key over
 // atomically; so does a Claim that finds it released (a retry after a 5xx),
@@ -113,7 +113,8 @@
 // a failover to a fresh replica or SCRIPT FLUSH), EVALSHA fails with
 // NOSCRIPT and the store falls back to EVAL, which also caches the script:
 // once per script and node. Claim with [Config.WaitReplicas] set adds its
-// WAIT (see below).
+// WAIT (see below), and a bounded client's new key on a Cluster its count
+// (see Per-client bound).
 //
 // # Per-client bound
 //
