@@ -109,11 +109,8 @@ func (s *Store) claimCounted(ctx context.Context, key string, a keystore.ClaimAr
 	if r, ok := res.([]any); ok && len(r) == 2 {
 		n, ok1 := r[0].(int64)
 		ms, ok2 := r[1].(int64)
-		switch {
-		case ok1 && ok2 && n == 0:
+		if ok1 && ok2 && n == 0 {
 			return keystore.Claim{}, &keystore.FullError{Client: true, RetryAfter: time.Duration(ms) * time.Millisecond}
-		case ok1 && ok2:
-			return acquired(a.Fingerprint, false), nil
 		}
 	}
 	return s.scriptedClaim(res, a.Fingerprint)

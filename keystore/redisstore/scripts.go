@@ -154,15 +154,16 @@ return 1
 // (Store.clientKey), KEYS[3] the key's fence key (absent, as for
 // claimScript); ARGV[1..3] as claimScript's, ARGV[4] the window (ms),
 // ARGV[5] the bound. Only a key with no entry at all is a new key: the
-// script reads the count, and either acquires the key and counts it,
-// returning {count, the window's remaining ms}, or, the count being at
-// the bound, writes nothing and returns {0, the window's remaining ms}.
-// A record is returned as it is (a replay: one GET); every other key (in
-// flight, released) goes on as claimScript,
-// the count untouched: a replay is never counted, and never refused. A
-// counter found without an expiry (none should be) gets one.
-var claimCountedScript = newLua(names + `
-local fence = KEYS[3]
+// script counts it, and acquires it (0, as claimScript), or, the count
+// being past the bound, takes the count back and writes nothing, and
+// returns {0, the window's remaining ms}; the window starts with the
+// count's first key (and a counter found without an expiry, none should
+// be, gets one when it refuses). A record is returned as it is (a replay:
+// one GET); every other key (in flight, released) goes on as
+// claimScript, the count untouched: a replay is never counted, and never
+// refused. The functions of claimScript are defined after the paths of a
+// new key and a record, which then create none.
+var claimCountedScript = newLua(`
 local cur = redis.call('GET', KEYS[1])
 if cur then
   local st = string.sub(cur, 1, 1)
@@ -170,22 +171,23 @@ if cur then
     return cur
   end
 else
-  local left = redis.call('PTTL', KEYS[2])
-  if left == -1 then
-    redis.call('PEXPIRE', KEYS[2], ARGV[4])
-    left = tonumber(ARGV[4])
-  end
-  if left > 0 and tonumber(redis.call('GET', KEYS[2])) >= tonumber(ARGV[5]) then
+  local n = redis.call('INCR', KEYS[2])
+  if n > tonumber(ARGV[5]) then
+    redis.call('DECR', KEYS[2])
+    local left = redis.call('PTTL', KEYS[2])
+    if left < 0 then
+      redis.call('PEXPIRE', KEYS[2], ARGV[4])
+      left = tonumber(ARGV[4])
+    end
     return {0, left}
   end
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  local n = redis.call('INCR', KEYS[2])
   if n == 1 then
     redis.call('PEXPIRE', KEYS[2], ARGV[4])
-    left = tonumber(ARGV[4])
   end
-  return {n, left}
-end` + claimBody)
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 0
+end
+local fence = KEYS[3]` + names + claimBody)
 
 // extendScript: KEYS[1] the key; ARGV[1] token, ARGV[2] grace (ms),
 // ARGV[3] lease+grace (ms). Returns 2 + the lease that remained (ms) if
