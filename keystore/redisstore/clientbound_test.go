@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,4 +179,58 @@ func clientCount(t *testing.T, c redis.UniversalClient, prefix, client string) i
 		t.Fatal(err)
 	}
 	return n
+}
+
+// One client's new keys claimed at once, from several Stores (processes)
+// sharing the prefix: exactly the bound is acquired, on a standalone
+// Redis (one script counts and claims) and on a Cluster (the count
+// follows the SET, and a key past the bound is given back, keeping its
+// count: the client is refused until its window ends either way); every
+// other claim is refused with a client FullError.
+func TestClientBoundConcurrent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client func(testing.TB) redis.UniversalClient
+	}{{"Standalone", onStandalone}, {"Cluster", onCluster}} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := tc.client(t)
+			cfg := redisstore.Config{KeyPrefix: randomPrefix(t), ClientKeys: 25, ClientWindow: time.Hour, Durability: redisstore.AcceptVolatile}
+			stores := []*redisstore.Store{newStore(t, client, client, cfg)}
+			for range 2 {
+				s, err := redisstore.New(client, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stores = append(stores, s)
+			}
+			var (
+				wg       sync.WaitGroup
+				acquired atomic.Int32
+				errs     = make(chan error, 90)
+			)
+			for i := range 90 {
+				s := stores[i%len(stores)]
+				wg.Go(func() {
+					c, err := s.Claim(t.Context(), keystoretest.Key(t), keystore.ClaimArgs{Fingerprint: keystore.Fingerprint{1}, Lease: time.Minute, Token: keystore.NewToken(), Client: "c"})
+					var fe *keystore.FullError
+					switch {
+					case err == nil && c.Acquired:
+						acquired.Add(1)
+					case errors.As(err, &fe) && fe.Client && fe.RetryAfter > 0:
+					default:
+						errs <- fmt.Errorf("claim: %+v %v", c, err)
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			n, count := acquired.Load(), clientCount(t, client, cfg.KeyPrefix, "c")
+			if n != 25 || count < 25 || (tc.name == "Standalone" && count != 25) {
+				t.Errorf("90 new keys at once, bound 25: %d acquired, count %d; want 25, and a count of 25 (on a Cluster, at least: a key given back keeps its count)", n, count)
+			}
+		})
+	}
 }
