@@ -127,7 +127,13 @@
 // inserts, so claims of one client that run at once can overshoot the
 // bound by their number less one (a batch's claims count as many), and
 // never more; claims one after the other are held to it exactly. A client
-// that overshoots is refused until enough of its windows end. A claim
+// that overshoots is refused until enough of its windows end.
+// BenchmarkFirstCall measures the worst case, every claim for one client,
+// 64 at once: on a loaded two-core machine (-benchtime 3000x, two rounds),
+// 0.82 and 0.93 ms a first call against 0.39 to 0.60 ms unbounded, where
+// one count row per client took 1.25 and 1.38 ms. A bounded claim costs
+// the client nothing more: as many allocations as an unbounded one, and
+// one statement. A claim
 // whose client is "" is never bounded: have the middleware's
 // Config.Client return "" for the senders you trust (a verified webhook
 // signature), and bound the others. Two first
