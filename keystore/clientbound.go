@@ -26,10 +26,12 @@ type ClientBounded interface {
 // at most Keys new keys in a row, and a refused one may acquire again at
 // most Window later (FullError.RetryAfter says when). How the count
 // recovers is the store's: a window that starts with the client's first
-// counted key and ends Window later (redisstore, pgstore), or a rate of
-// Keys per Window (memstore, under contention). Claims of one client that
-// race may overshoot Keys by as many as race, on a store that reads the
-// count before it acquires and writes it after (pgstore).
+// counted key and ends Window later (redisstore; pgstore, for each of the
+// rows it splits a client's count over), or a rate of Keys per Window
+// (memstore, under contention). Claims of one client that race may
+// overshoot Keys by as many as race, less one, on a store that reads the
+// others' counts before it acquires (pgstore, whose claims of one client
+// do not wait for each other); claims one after the other never do.
 type ClientBound struct {
 	Keys   int
 	Window time.Duration

@@ -126,10 +126,9 @@ func BenchmarkFirstCall(b *testing.B) {
 				return s.Complete(ctx, key, a.Token, benchEncoded, time.Hour)
 			})
 		})
-		// Every claim for one bounded client: its claims take the
-		// client's count row one after the other (the worst case of
-		// Config.ClientKeys; claims of different clients do not wait for
-		// each other).
+		// Every claim for one bounded client (the worst case of
+		// Config.ClientKeys): its claims count in up to 16 rows of its
+		// own, each taken by one statement at a time.
 		bounded := newStore(b, pool, pgstore.Config{ClientKeys: 1 << 30})
 		b.Run(fmt.Sprintf("pgstore-clientbound/clients=%d", clients), func(b *testing.B) {
 			ctx := b.Context()

@@ -32,6 +32,7 @@ func Drop(ctx context.Context, db Execer, cfg Config) error {
 		"DROP TABLE IF EXISTS " + n.table + " CASCADE",
 		"DROP TABLE IF EXISTS " + n.versions,
 		"DROP TABLE IF EXISTS " + n.clients,
+		"DROP TABLE IF EXISTS " + n.shards,
 		"DROP SEQUENCE IF EXISTS " + n.seq,
 	} {
 		if _, err := db.Exec(ctx, q); err != nil {

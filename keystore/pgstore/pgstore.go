@@ -40,7 +40,8 @@ type Config struct {
 
 	// Table is the name of the key table. The store also creates
 	// Table+"_token_seq", Table+"_expires_at_idx", Table+"_migrations" and
-	// Table+"_clients" (the counts of ClientKeys).
+	// Table+"_client_shards" (the counts of ClientKeys; Table+"_clients"
+	// holds them for earlier versions).
 	// Any name is accepted and always quoted (case and punctuation are
 	// kept); it must be valid UTF-8, without NUL, at most 48 bytes. Default
 	// DefaultTable.
@@ -76,19 +77,38 @@ type Config struct {
 	// in a window of ClientWindow that starts with its first: past it, a
 	// Claim of a new key for the client fails with a *keystore.FullError
 	// whose Client is set and whose RetryAfter is the rest of the window,
-	// inserting nothing. The count is a row per client in the unlogged
-	// table Table+"_clients", read and written by the claim's own
-	// statement, so every replica shares it; a crash of the database
-	// empties it (every count starts again). Replays, keys in flight, and
-	// keys released or expired and claimed again never count, and are
-	// never refused. Claims of one client that run at once may overshoot
-	// the bound by their number (each reads the count before it inserts).
+	// inserting nothing. The count is split over up to 16 rows per client
+	// in the unlogged table Table+"_client_shards", read and written by
+	// the claim's own statement, so every replica shares it; a crash of
+	// the database empties it (every count starts again). Replays, keys in
+	// flight, and keys released or expired and claimed again never count,
+	// and are never refused. Claims of one client that run at once do not
+	// wait for each other's count, and may overshoot the bound by their
+	// number less one (each reads the others' counts before it inserts);
+	// claims one after the other are held to it exactly.
 	// Claims without a client are not bounded. Default 0: no bound.
 	ClientKeys int
 
 	// ClientWindow is the window of ClientKeys, in whole microseconds.
 	// Default DefaultClientWindow.
 	ClientWindow time.Duration
+
+	// MaxKeys, when positive, bounds the rows the table holds, whatever
+	// their clients: keys in flight, records, and rows ended and not yet
+	// pruned. While the server's statistics count MaxKeys live rows or
+	// more, a Claim of a key with no row fails with a *keystore.FullError
+	// whose Client is not set (the middleware's 503 store-full),
+	// inserting nothing, and whose RetryAfter is when the janitor can
+	// delete the table's earliest-ending row: its expiry, plus the
+	// minute's grace, plus one PruneInterval. Claims of keys with a row
+	// (replays, keys in flight, ended ones to take over) are answered as
+	// usual, after one more statement while full. The count is sampled
+	// at most once a second, in the background of claims (a Claim pays a
+	// few atomic loads for it), from pg_stat_user_tables, which trails the
+	// table by a second or so under load and up to about ten seconds when
+	// sessions go idle: set MaxKeys below what the disk holds by what
+	// arrives meanwhile. Default 0: no bound.
+	MaxKeys int64
 }
 
 // DefaultClientWindow is the window of Config.ClientKeys when
@@ -117,6 +137,7 @@ type Store struct {
 	clientWindow int64
 	log          *slog.Logger
 	observe      func(keystore.Call)
+	room         room // Config.MaxKeys's samples
 
 	stop      context.CancelFunc
 	done      chan struct{}
@@ -164,6 +185,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if cfg.PruneBatch < 0 || cfg.PruneBatch > math.MaxInt32 {
 		return nil, fmt.Errorf("pgstore: PruneBatch %d out of range", cfg.PruneBatch)
 	}
+	if cfg.MaxKeys < 0 {
+		return nil, fmt.Errorf("pgstore: negative MaxKeys %d", cfg.MaxKeys)
+	}
 	if cfg.ClientKeys < 0 || cfg.ClientKeys > math.MaxInt32 || cfg.ClientWindow < 0 {
 		return nil, fmt.Errorf("pgstore: ClientKeys %d or ClientWindow %v out of range", cfg.ClientKeys, cfg.ClientWindow)
 	}
@@ -200,11 +224,14 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 			return nil, err
 		}
 	}
+	every := cfg.PruneInterval
+	if every == 0 {
+		every = DefaultPruneInterval
+	}
+	if cfg.MaxKeys > 0 {
+		s.initRoom(cfg.MaxKeys, max(every, 0))
+	}
 	if cfg.PruneInterval >= 0 {
-		every := cfg.PruneInterval
-		if every == 0 {
-			every = DefaultPruneInterval
-		}
 		jctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		s.stop, s.done = stop, make(chan struct{})
 		go s.janitor(jctx, every)
@@ -283,6 +310,11 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	us, err := micros(a.Lease)
 	if err != nil {
 		return keystore.Claim{}, err
+	}
+	if s.room.Sample != nil {
+		if err := s.full(ctx, key); err != nil {
+			return keystore.Claim{}, err
+		}
 	}
 	tok := int64(a.Token)
 	call := new(struct {

@@ -46,11 +46,13 @@ func (s *Store) Prune(ctx context.Context) (int, error) {
 	}
 	if s.clientKeys > 0 {
 		// The counts whose window ended: a row per client, few.
-		if err := retrySerialization(ctx, func() error {
-			_, err := s.pool.Exec(ctx, s.sql.pruneClients, grace)
-			return err
-		}); err != nil {
-			return total, storeErr(ctx, "prune", err)
+		for _, sql := range []string{s.sql.pruneShards, s.sql.pruneClients} {
+			if err := retrySerialization(ctx, func() error {
+				_, err := s.pool.Exec(ctx, sql, grace)
+				return err
+			}); err != nil {
+				return total, storeErr(ctx, "prune", err)
+			}
 		}
 	}
 	return total, nil

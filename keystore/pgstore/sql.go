@@ -3,6 +3,7 @@ package pgstore
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -23,6 +24,7 @@ type names struct {
 	index     string
 	versions  string
 	clients   string
+	shards    string
 }
 
 func newNames(schema, table string) (names, error) {
@@ -53,6 +55,7 @@ func newNames(schema, table string) (names, error) {
 		index:     pgx.Identifier{table + "_expires_at_idx"}.Sanitize(), // an index lives in its table's schema
 		versions:  ident(table + "_migrations"),
 		clients:   ident(table + "_clients"),
+		shards:    ident(table + "_client_shards"),
 	}
 	if schema != "" {
 		n.qualified = schema + "." + table
@@ -69,6 +72,8 @@ func (n names) expand(sql string) string {
 		"{{index}}", n.index,
 		"{{versions}}", n.versions,
 		"{{clients}}", n.clients,
+		"{{shards}}", n.shards,
+		"{{nshards}}", strconv.Itoa(countShards),
 		"{{takeover}}", takeoverSQL,
 	).Replace(sql)
 }
@@ -78,7 +83,9 @@ type statements struct {
 	fastClaim, batchClaim, claim, extend, complete, batchComplete, release, prune string
 	// With Config.ClientKeys: the claim statements for a client, and the
 	// pruning of the counts.
-	fastClaimCounted, batchClaimCounted, pruneClients string
+	fastClaimCounted, batchClaimCounted, pruneClients, pruneShards string
+	// With Config.MaxKeys: the table's sample, and a key's row.
+	room, exists string
 }
 
 func newStatements(n names) statements {
@@ -95,6 +102,9 @@ func newStatements(n names) statements {
 		fastClaimCounted:  n.expand(fastClaimCountedSQL),
 		batchClaimCounted: n.expand(batchClaimCountedSQL),
 		pruneClients:      n.expand(pruneClientsSQL),
+		pruneShards:       n.expand(pruneShardsSQL),
+		room:              n.expand(roomSQL),
+		exists:            n.expand(existsSQL),
 	}
 }
 
@@ -156,40 +166,84 @@ SELECT req.i, ins.token IS NOT NULL, false, COALESCE(ins.token, cur.token, 0), c
        COALESCE((extract(epoch FROM cur.expires_at - clock_timestamp()) * 1000000)::bigint, 0)
 FROM req LEFT JOIN ins ON ins.key = req.key LEFT JOIN cur ON cur.i = req.i`
 
+// countShards is how many rows a client's count is split over, at most:
+// how many of its first claims can count at once without waiting for
+// each other.
+const countShards = 16
+
+// A client's count (Config.ClientKeys) is the sum of its rows in
+// {{shards}} whose windows run. A claim statement counts in one of them,
+// its slot: the first row of the client that no other statement holds
+// (FOR UPDATE SKIP LOCKED, which never waits), or else a new row, the one
+// after the last its snapshot shows (past the last shard, the one its
+// backend's pid names, which it may then wait for). It reads the other
+// rows as its snapshot shows them (others), and its slot as it is once
+// locked. A claim is admitted while its slot's count plus the others' is
+// below the bound. The others it reads may miss the claims of the same
+// client that commit meanwhile, each of which misses it in turn: claims
+// of one client that run at once can overshoot the bound by their number
+// less one, never more (a claim admitted past the bound missed a count,
+// and only a claim that ran at the same time can have made it). Claims
+// of one client one after the other are held to it exactly.
+
 // fastClaimCountedSQL is fastClaimSQL for a claim whose client is
 // bounded (Config.ClientKeys): $5 the client, $6 the bound, $7 the window
-// in microseconds. When the snapshot shows no row for the key, bump first
-// takes the client's count row (inserting it, or starting a new window if
-// the last has ended), which locks it until the statement commits, so
-// that the claims of one client count one after the other, each reading
-// the count its predecessor left (prev), and adds this claim unless the
-// count is at the bound. The key is inserted only if the count before it
-// was below the bound; otherwise the statement returns one more kind of
-// row: acquired false, token -1 (never a token: they are positive), and
-// the window's remaining microseconds. A row found for the key is answered
-// as fastClaimSQL does, whatever the count, and the count is not touched:
-// replays and duplicates are never refused, and never counted. A new key
-// whose insert meets a row committed after the snapshot (the race of two
-// first claims) stays counted: the count errs on the strict side.
+// in microseconds. When the snapshot shows no row for the key, bump
+// counts the claim in its slot (inserting the row, or starting a new
+// window there if the last has ended) unless the count is at the bound,
+// and reads back the slot's count before (prev). The key is inserted
+// only if prev plus the others' count was below the bound; otherwise the
+// statement returns one more kind of row: acquired false, token -1 (never
+// a token: they are positive), and the microseconds until the first of
+// the client's windows that holds a count ends. A row found for the key
+// is answered as fastClaimSQL does, whatever the count, and no count row
+// is read, locked or written: replays and duplicates are never refused,
+// and never counted. A new key whose insert meets a row committed after
+// the snapshot (the race of two first claims) stays counted: the count
+// errs on the strict side.
 const fastClaimCountedSQL = `
 WITH cur AS MATERIALIZED (
     SELECT k.token, k.fingerprint, k.status, k.header, k.body, k.expires_at
     FROM {{table}} k
     WHERE k.key = $1::text
+), live AS MATERIALIZED (
+    SELECT c.shard, c.n, c.window_end
+    FROM {{shards}} c
+    WHERE c.client = $5::text AND NOT EXISTS (SELECT FROM cur)
+), pick AS MATERIALIZED (
+    SELECT c.shard
+    FROM {{shards}} c
+    WHERE c.client = $5::text AND NOT EXISTS (SELECT FROM cur)
+    ORDER BY c.shard
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+), slot AS MATERIALIZED (
+    SELECT pick.shard FROM pick
+    UNION ALL
+    SELECT CASE WHEN m.next < {{nshards}} THEN m.next ELSE pg_backend_pid() % {{nshards}} END::smallint
+    FROM (SELECT coalesce(max(live.shard) + 1, 0) AS next FROM live) AS m
+    WHERE NOT EXISTS (SELECT FROM pick) AND NOT EXISTS (SELECT FROM cur)
+), others AS MATERIALIZED (
+    SELECT coalesce(sum(live.n), 0)::integer AS n, min(live.window_end) FILTER (WHERE live.n > 0) AS window_end
+    FROM live, slot
+    WHERE live.shard <> slot.shard AND live.window_end > clock_timestamp()
 ), bump AS (
-    INSERT INTO {{clients}} AS c (client, n, prev, window_end)
-    SELECT $5::text, 1, 0, clock_timestamp() + $7::bigint * interval '1 microsecond'
-    WHERE NOT EXISTS (SELECT FROM cur)
-    ON CONFLICT (client) DO UPDATE SET
+    INSERT INTO {{shards}} AS c (client, shard, n, prev, window_end)
+    SELECT $5::text, slot.shard, CASE WHEN others.n < $6::integer THEN 1 ELSE 0 END, 0,
+           clock_timestamp() + $7::bigint * interval '1 microsecond'
+    FROM slot, others
+    ON CONFLICT (client, shard) DO UPDATE SET
         prev       = CASE WHEN c.window_end > clock_timestamp() THEN c.n ELSE 0 END,
-        n          = CASE WHEN c.window_end > clock_timestamp() THEN least(c.n + 1, greatest(c.n, $6::integer)) ELSE 1 END,
+        n          = CASE WHEN c.window_end > clock_timestamp() THEN c.n ELSE 0 END
+                     + CASE WHEN CASE WHEN c.window_end > clock_timestamp() THEN c.n ELSE 0 END
+                                 + (SELECT others.n FROM others) < $6::integer THEN 1 ELSE 0 END,
         window_end = CASE WHEN c.window_end > clock_timestamp() THEN c.window_end ELSE excluded.window_end END
     RETURNING c.prev, c.window_end
 ), ins AS (
     INSERT INTO {{table}} (key, fingerprint, token, expires_at)
     SELECT $1::text, $2::bytea, $4::bigint, clock_timestamp() + $3::bigint * interval '1 microsecond'
-    FROM bump
-    WHERE bump.prev < $6::integer
+    FROM bump, others
+    WHERE bump.prev + others.n < $6::integer
     ON CONFLICT (key) DO NOTHING
     RETURNING token
 )
@@ -201,21 +255,22 @@ SELECT false, false, cur.token, cur.fingerprint, cur.status, cur.header, cur.bod
 FROM cur
 UNION ALL
 SELECT false, false, -1::bigint, NULL::bytea, NULL::integer, NULL::bytea, NULL::bytea,
-       (extract(epoch FROM bump.window_end - clock_timestamp()) * 1000000)::bigint
-FROM bump
-WHERE bump.prev >= $6::integer`
+       (extract(epoch FROM least(others.window_end, CASE WHEN bump.prev > 0 THEN bump.window_end END) - clock_timestamp()) * 1000000)::bigint
+FROM bump, others
+WHERE bump.prev + others.n >= $6::integer`
 
 // batchClaimCountedSQL is batchClaimSQL for a batch with claims of bounded
 // clients: $5 the clients (” for a claim without one, never bounded), $6
 // the bound, $7 the window in microseconds. The requests of bounded
 // clients for keys the snapshot shows no row for (fresh) are ranked
-// within their client, in request order (place); bump adds them to their
-// clients' counts, as fastClaimCountedSQL does one, in client order (the
-// order every statement locks the count rows in), never past the bound.
-// A request is inserted only while its client's count before the batch
-// (prev) plus its place stays within the bound; a refused one gets the
-// row fastClaimCountedSQL returns for one: token -1 and the window's
-// remaining microseconds.
+// within their client, in request order (place). Each such client gets a
+// slot, as in fastClaimCountedSQL, and bump adds to it the client's fresh
+// requests that the bound leaves room for, in client order. A request is
+// inserted only while its client's count before the batch (its slot's
+// prev plus the others') plus its place stays within the bound; a refused
+// one gets the row fastClaimCountedSQL returns for one: token -1 and the
+// microseconds until the first of the client's windows that holds a count
+// ends.
 const batchClaimCountedSQL = `
 WITH req AS MATERIALIZED (
     SELECT r.key, r.fingerprint, r.us, r.token, r.client, r.i
@@ -227,23 +282,55 @@ WITH req AS MATERIALIZED (
     SELECT req.i, req.client, row_number() OVER (PARTITION BY req.client ORDER BY req.i) AS place
     FROM req
     WHERE req.client <> '' AND NOT EXISTS (SELECT FROM cur WHERE cur.i = req.i)
+), want AS MATERIALIZED (
+    SELECT fresh.client, count(*)::integer AS k FROM fresh GROUP BY fresh.client
+), live AS MATERIALIZED (
+    SELECT c.client, c.shard, c.n, c.window_end
+    FROM {{shards}} c JOIN want ON want.client = c.client
+), pick AS MATERIALIZED (
+    SELECT want.client, p.shard
+    FROM want, LATERAL (
+        SELECT c.shard FROM {{shards}} c
+        WHERE c.client = want.client
+        ORDER BY c.shard
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    ) AS p
+), slot AS MATERIALIZED (
+    SELECT want.client, want.k, coalesce(pick.shard,
+           CASE WHEN coalesce(m.next, 0) < {{nshards}} THEN coalesce(m.next, 0) ELSE pg_backend_pid() % {{nshards}} END)::smallint AS shard
+    FROM want
+        LEFT JOIN pick ON pick.client = want.client
+        LEFT JOIN (SELECT live.client, max(live.shard) + 1 AS next FROM live GROUP BY live.client) AS m ON m.client = want.client
+), others AS MATERIALIZED (
+    SELECT slot.client, slot.shard, slot.k,
+           coalesce(sum(live.n) FILTER (WHERE live.shard <> slot.shard AND live.window_end > clock_timestamp()), 0)::integer AS n,
+           min(live.window_end) FILTER (WHERE live.shard <> slot.shard AND live.window_end > clock_timestamp() AND live.n > 0) AS window_end
+    FROM slot LEFT JOIN live ON live.client = slot.client
+    GROUP BY slot.client, slot.shard, slot.k
 ), bump AS MATERIALIZED (
-    INSERT INTO {{clients}} AS c (client, n, prev, window_end)
-    SELECT fresh.client, least(count(*), $6::integer), 0, clock_timestamp() + $7::bigint * interval '1 microsecond'
-    FROM fresh
-    GROUP BY fresh.client
-    ORDER BY fresh.client
-    ON CONFLICT (client) DO UPDATE SET
+    INSERT INTO {{shards}} AS c (client, shard, n, prev, window_end)
+    SELECT others.client, others.shard, least(others.k, greatest($6::integer - others.n, 0)), 0,
+           clock_timestamp() + $7::bigint * interval '1 microsecond'
+    FROM others
+    ORDER BY others.client
+    ON CONFLICT (client, shard) DO UPDATE SET
         prev       = CASE WHEN c.window_end > clock_timestamp() THEN c.n ELSE 0 END,
-        n          = CASE WHEN c.window_end > clock_timestamp() THEN least(c.n + excluded.n, greatest(c.n, $6::integer)) ELSE excluded.n END,
+        n          = CASE WHEN c.window_end > clock_timestamp() THEN c.n ELSE 0 END
+                     + (SELECT least(o.k, greatest($6::integer - o.n - CASE WHEN c.window_end > clock_timestamp() THEN c.n ELSE 0 END, 0))
+                        FROM others o WHERE o.client = excluded.client),
         window_end = CASE WHEN c.window_end > clock_timestamp() THEN c.window_end ELSE excluded.window_end END
-    RETURNING c.client, c.prev, c.window_end
+    RETURNING c.client, c.prev, c.n, c.window_end
+), counted AS MATERIALIZED (
+    SELECT bump.client, bump.prev + others.n AS before,
+           least(others.window_end, CASE WHEN bump.n > 0 THEN bump.window_end END) AS frees
+    FROM bump JOIN others ON others.client = bump.client
 ), ok AS MATERIALIZED (
     SELECT req.i FROM req
     WHERE NOT EXISTS (SELECT FROM cur WHERE cur.i = req.i) AND req.client = ''
     UNION ALL
-    SELECT fresh.i FROM fresh JOIN bump ON bump.client = fresh.client
-    WHERE bump.prev + fresh.place <= $6::integer
+    SELECT fresh.i FROM fresh JOIN counted ON counted.client = fresh.client
+    WHERE counted.before + fresh.place <= $6::integer
 ), ins AS (
     INSERT INTO {{table}} (key, fingerprint, token, expires_at)
     SELECT req.key, req.fingerprint, req.token, clock_timestamp() + req.us * interval '1 microsecond'
@@ -256,18 +343,24 @@ SELECT req.i, ins.token IS NOT NULL, false,
        CASE WHEN refused.i IS NOT NULL THEN -1 ELSE COALESCE(ins.token, cur.token, 0) END,
        cur.fingerprint, cur.status, cur.header, cur.body,
        CASE WHEN refused.i IS NOT NULL
-           THEN (extract(epoch FROM refused.window_end - clock_timestamp()) * 1000000)::bigint
+           THEN (extract(epoch FROM refused.frees - clock_timestamp()) * 1000000)::bigint
            ELSE COALESCE((extract(epoch FROM cur.expires_at - clock_timestamp()) * 1000000)::bigint, 0) END
 FROM req LEFT JOIN ins ON ins.key = req.key LEFT JOIN cur ON cur.i = req.i
     LEFT JOIN (
-        SELECT fresh.i, bump.window_end FROM fresh JOIN bump ON bump.client = fresh.client
-        WHERE bump.prev + fresh.place > $6::integer
+        SELECT fresh.i, counted.frees FROM fresh JOIN counted ON counted.client = fresh.client
+        WHERE counted.before + fresh.place > $6::integer
     ) AS refused ON refused.i = req.i`
 
 // pruneClientsSQL deletes the counts whose window ended more than the
-// grace ago: $1 grace in microseconds.
-const pruneClientsSQL = `
+// grace ago: $1 grace in microseconds. pruneShardsSQL does the same for
+// the counts' rows of schema version 6; pruneClientsSQL, for those that
+// processes of an earlier version keep.
+const (
+	pruneClientsSQL = `
 DELETE FROM {{clients}} WHERE window_end < now() - $1::bigint * interval '1 microsecond'`
+	pruneShardsSQL = `
+DELETE FROM {{shards}} WHERE window_end < now() - $1::bigint * interval '1 microsecond'`
+)
 
 // takeoverSQL is claimSQL's judgement, inside ON CONFLICT DO UPDATE, of the
 // row k that a Claim with the token excluded.token met: it takes the row

@@ -34,11 +34,9 @@ type batcher struct {
 // previous one is on its way, few enough that batches grow under load.
 const maxBatches = 2
 
-// op is one queued command, or two sent together, and the waiting call's
-// side of it.
+// op is one queued command and the waiting call's side of it.
 type op struct {
 	cmd   redis.Cmder
-	cmd2  redis.Cmder // nil, or a command sent in the same round trip
 	ctx   context.Context
 	done  chan struct{} // receives once the command has its reply
 	state atomic.Int32  // opWaiting, opDone, opAbandoned
@@ -53,28 +51,20 @@ const (
 
 var opPool = sync.Pool{New: func() any { return &op{done: make(chan struct{}, 1)} }}
 
-// do sends cmd, and cmd2 with it in the same round trip unless it is nil,
-// alone or in a batch, and waits for the replies. It returns ctx's error
-// if ctx ends before they arrive (the commands may still run), and
-// otherwise nil: the outcome is then the commands'.
-func (b *batcher) do(ctx context.Context, cmd, cmd2 redis.Cmder) error {
+// do sends cmd, alone or in a batch, and waits for its reply. It returns
+// ctx's error if ctx ends before the reply arrives (the command may still
+// run), and otherwise nil: the outcome is then the command's.
+func (b *batcher) do(ctx context.Context, cmd redis.Cmder) error {
 	b.mu.Lock()
 	if b.running < maxBatches {
 		b.running++
 		b.mu.Unlock()
-		if cmd2 == nil {
-			_ = b.client.Process(ctx, cmd)
-		} else {
-			pipe := b.client.Pipeline()
-			_ = pipe.Process(ctx, cmd)
-			_ = pipe.Process(ctx, cmd2)
-			_, _ = pipe.Exec(ctx)
-		}
+		_ = b.client.Process(ctx, cmd)
 		b.finished()
 		return nil
 	}
 	o := opPool.Get().(*op)
-	o.cmd, o.cmd2, o.ctx = cmd, cmd2, ctx
+	o.cmd, o.ctx = cmd, ctx
 	o.state.Store(opWaiting)
 	b.queue = append(b.queue, o)
 	b.mu.Unlock()
@@ -87,7 +77,7 @@ func (b *batcher) do(ctx context.Context, cmd, cmd2 redis.Cmder) error {
 		}
 		<-o.done
 	}
-	o.cmd, o.cmd2, o.ctx = nil, nil, nil
+	o.cmd, o.ctx = nil, nil
 	opPool.Put(o)
 	return nil
 }
@@ -146,9 +136,6 @@ func (b *batcher) exec(batch []*op) {
 		}
 		if err := o.ctx.Err(); err != nil {
 			o.cmd.SetErr(err)
-			if o.cmd2 != nil {
-				o.cmd2.SetErr(err)
-			}
 			continue
 		}
 		o.send = true
@@ -158,7 +145,7 @@ func (b *batcher) exec(batch []*op) {
 		live++
 	}
 	switch {
-	case live == 1 && first.cmd2 == nil:
+	case live == 1:
 		_ = b.client.Process(first.ctx, first.cmd)
 	case live >= 1:
 		// The batch runs under no caller's cancellation: each caller stops
@@ -190,9 +177,6 @@ func (b *batcher) exec(batch []*op) {
 		for _, o := range batch {
 			if o.send {
 				_ = pipe.Process(ctx, o.cmd)
-				if o.cmd2 != nil {
-					_ = pipe.Process(ctx, o.cmd2)
-				}
 			}
 		}
 		_, _ = pipe.Exec(ctx)
@@ -203,7 +187,7 @@ func (b *batcher) exec(batch []*op) {
 			continue
 		}
 		// Abandoned by its caller.
-		o.cmd, o.cmd2, o.ctx = nil, nil, nil
+		o.cmd, o.ctx = nil, nil
 		opPool.Put(o)
 	}
 }

@@ -26,7 +26,7 @@ import (
 // Run both in one go to compare the store with the bare commands it
 // replaces:
 //
-//	go test -run '^$' -bench 'Store$|StoreClientBound|StoreCluster|BareSetNX|Concurrent64|HTTP64' -benchmem ./keystore/redisstore/
+//	go test -run '^$' -bench 'Store$|StoreClientBound|StoreRESP2|StoreCluster|BareSetNX|Concurrent64|HTTP64' -benchmem ./keystore/redisstore/
 
 func BenchmarkStore(b *testing.B) {
 	client := standaloneClient(b)
@@ -40,6 +40,18 @@ func BenchmarkStore(b *testing.B) {
 // count, the others claim without a client.
 func BenchmarkStoreClientBound(b *testing.B) {
 	client := standaloneClient(b)
+	keystoretest.RunBenchmarks(b, func(b *testing.B) keystore.Store {
+		return newStore(b, client, client, redisstore.Config{ClientKeys: 1 << 30})
+	})
+}
+
+// BenchmarkStoreRESP2 is BenchmarkStoreClientBound on a client that
+// speaks RESP2, where go-redis does not look for push notifications
+// around each command.
+func BenchmarkStoreRESP2(b *testing.B) {
+	client := redis.NewClient(&redis.Options{Addr: standaloneAddr, Protocol: 2})
+	b.Cleanup(func() { client.Close() })
+	ping(b, client, standaloneAddr)
 	keystoretest.RunBenchmarks(b, func(b *testing.B) keystore.Store {
 		return newStore(b, client, client, redisstore.Config{ClientKeys: 1 << 30})
 	})

@@ -16,6 +16,9 @@ import (
 // lease expired less than a minute ago; after that the abandoned entry has
 // been deleted and the key is simply absent. With Config.ClientKeys, a
 // claim for a client is counted against its bound (see claimBounded).
+// With Config.MaxMemory, while the server's memory is at the bound, a
+// claim of a key with no entry fails with a *keystore.FullError (see
+// room.go), and every other claim is answered as usual.
 func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return keystore.Claim{}, fmt.Errorf("redisstore: claim: %w", err)
@@ -26,13 +29,19 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	leaseMs := ceilMillis(a.Lease)
 	var claim keystore.Claim
 	var err error
+	var full *keystore.FullError
+	if s.room.max > 0 {
+		full = s.full()
+	}
 	switch {
+	case full != nil:
+		claim, err = s.claimNoNew(ctx, s.RedisKey(key), a, leaseMs, full)
 	case s.clientKeys > 0 && a.Client != "":
 		claim, err = s.claimBounded(ctx, key, a, leaseMs)
 	case s.waitReplicas > 0:
 		claim, _, err = s.claimReplicated(ctx, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs)
 	default:
-		claim, _, err = s.claim(ctx, s.client, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs, nil)
+		claim, _, err = s.claim(ctx, s.client, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs)
 	}
 	if err == nil && claim.Acquired {
 		s.fps.put(key, a.Token, a.Fingerprint)
@@ -62,24 +71,16 @@ type conn interface {
 // trip, on the path of a duplicate sent while its request runs, of a
 // crashed or stalled holder, and of a retry after a release.
 //
-// count, if not nil, is a command sent in the same round trip as the SET
-// (the client's count, see claimBounded), on the store's client. isNew
-// reports whether the SET acquired an absent key.
-func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64, count redis.Cmder) (claim keystore.Claim, isNew bool, err error) {
-	v := inFlightValue(fp, token)
+// isNew reports whether the SET acquired an absent key.
+func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (claim keystore.Claim, isNew bool, err error) {
 	grace := abandonedGrace.Milliseconds()
-
-	set := redis.NewStringCmd(ctx, "set", rkey, v[:], "px", s.ttlArg.get(leaseMs+grace), "nx", "get")
+	args := newSet(rkey, fp, token, s.ttlArg.get(leaseMs+grace))
+	set := redis.NewStringCmd(ctx, args.a[:]...)
 	switch {
 	case s.batch != nil && any(c) == any(s.client):
-		if err := s.batch.do(ctx, set, count); err != nil {
+		if err := s.batch.do(ctx, set); err != nil {
 			return keystore.Claim{}, false, opError(ctx, "claim", err)
 		}
-	case count != nil:
-		pipe := s.client.Pipeline()
-		_ = pipe.Process(ctx, set)
-		_ = pipe.Process(ctx, count)
-		_, _ = pipe.Exec(ctx)
 	default:
 		_ = c.Process(ctx, set)
 	}
@@ -97,7 +98,7 @@ func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fing
 		// SET after Redis applied it and the reply was lost, or the caller
 		// repeated its Claim), goes the same way: acquired while its lease
 		// runs, taken over like any expired lease once it has run out.
-		claim, err = s.claimScripted(ctx, c, rkey, fp, v[:], leaseMs+grace, grace)
+		claim, err = s.claimScripted(ctx, c, rkey, fp, args.v[:], leaseMs+grace, grace)
 		return claim, false, err
 	}
 	claim, ok := parseClaim(old)
@@ -127,13 +128,18 @@ func (s *Store) claimScripted(ctx context.Context, c redis.Scripter, rkey string
 	var err error
 	keys := scriptKeys(rkey)
 	if any(c) == any(s.client) {
-		res, err = s.run(ctx, claimScript, keys, v, ttlMs, graceMs).Result()
+		res, err = s.run(ctx, claimScript, newEval(claimScript, keys...).bytes(v).arg(ttlMs).arg(graceMs)).Result()
 	} else {
 		res, err = claimScript.Run(ctx, c, keys, v, ttlMs, graceMs).Result()
 	}
 	if err != nil {
 		return keystore.Claim{}, opError(ctx, "claim", err)
 	}
+	return s.scriptedClaim(res, fp)
+}
+
+// scriptedClaim reads claimScript's reply, for a claim with fingerprint fp.
+func (s *Store) scriptedClaim(res any, fp keystore.Fingerprint) (keystore.Claim, error) {
 	if n, ok := res.(int64); ok && n == -1 {
 		return keystore.Claim{}, fmt.Errorf("redisstore: claim: the token was released before the claim arrived: %w", keystore.ErrLeaseLost)
 	}
@@ -200,7 +206,7 @@ func (s *Store) claimReplicated(ctx context.Context, rkey string, fp keystore.Fi
 	}
 	conn := node.Conn()
 	defer conn.Close()
-	claim, isNew, err := s.claim(ctx, conn, rkey, fp, token, leaseMs, nil)
+	claim, isNew, err := s.claim(ctx, conn, rkey, fp, token, leaseMs)
 	if err != nil || !claim.Acquired {
 		return claim, false, err
 	}

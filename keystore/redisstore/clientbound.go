@@ -26,25 +26,26 @@ func (s *Store) ClientBound() keystore.ClientBound {
 
 // The count of a client's new keys is one integer under the client's
 // counter key (Store.clientKey), which expires at the end of the window
-// its first count started. It lives on its own Cluster slot, not the
-// idempotency key's, so no script or MULTI can span the two: a bounded
-// Claim sends the claim's SET … NX GET and incrScript together, in one
-// round trip (one pipeline; split by node on a Cluster, sent to both at
-// once). The SET decides, as without a bound; the count follows it:
+// its first count started. Only a Claim that finds no entry for its key
+// counts; a replay, a key in flight, a released key never does, and is
+// never refused for the bound.
 //
-//   - the SET acquired an absent key: the count, this key included, is
-//     within the bound, or the key is released by the claim's token
-//     (a second round trip) and the Claim fails with a client FullError;
-//   - the SET found the key (a record, in flight, released): decrScript
-//     takes the count back, a second round trip on the path of replays
-//     and duplicates, which a bound must never count.
+// On a standalone Redis (a *redis.Client, Sentinel included) the key and
+// the counter live on one server, and one script, claimCountedScript,
+// decides the claim and the count together: a bounded Claim is one round
+// trip whatever it finds, a replay one GET inside the script, and a new
+// key past the bound is refused without anything written.
 //
-// The Store remembers, per client, a count that reached the bound until
-// its window ends (blocks): a Claim for such a client sends a plain GET
-// instead, which replays a record and reports a key in flight as usual,
-// and refuses an absent key without writing anything. So a client past
-// its bound costs one read a request, and only the first Claim that finds
-// it so, in each process, acquires and releases.
+// On a Cluster (or a Ring) the counter lives on its own slot, not the
+// idempotency key's, so no script can span the two: the Claim sends the
+// claim's plain SET … NX GET first, and only when that acquired an absent
+// key counts it (incrScript, a second round trip on the path of new keys
+// only); past the bound it gives the key back by its token (a third) and
+// fails with a client FullError. A replay is the SET alone. The Store
+// remembers, per client, a count that reached the bound until its window
+// ends (blocks): a Claim for such a client sends a plain GET instead,
+// which replays a record and reports a key in flight as usual, and
+// refuses an absent key without writing anything.
 
 // incrScript: KEYS[1] the client's counter; ARGV[1] the window (ms).
 // Returns {count, the window's remaining ms}. A counter found without an
@@ -59,62 +60,66 @@ end
 return {n, p}
 `)
 
-// decrScript: KEYS[1] the client's counter. Takes back one count, if the
-// counter still exists (its window may have ended meanwhile: a DECR would
-// then make a counter without an expiry).
-var decrScript = newLua(`
-if redis.call('PTTL', KEYS[1]) > 0 then
-  redis.call('DECR', KEYS[1])
-end
-return 0
-`)
-
 // clientKey returns the Redis key of client's counter. It cannot be an
 // idempotency key's (those continue the prefix with '{').
 func (s *Store) clientKey(client string) string { return s.prefix + "client:" + client }
 
 // claimBounded is Claim for a client, with Config.ClientKeys set.
 func (s *Store) claimBounded(ctx context.Context, key string, a keystore.ClaimArgs, leaseMs int64) (keystore.Claim, error) {
-	rkey := s.RedisKey(key)
-	if wait := s.blocks.wait(a.Client); wait > 0 && s.waitReplicas == 0 {
-		return s.claimNoNew(ctx, rkey, a, leaseMs, wait)
-	}
-	ckey := s.clientKey(a.Client)
-	var (
-		claim keystore.Claim
-		isNew bool
-		err   error
-		count *redis.Cmd
-	)
-	if s.waitReplicas > 0 {
+	switch {
+	case s.waitReplicas > 0:
 		// The claim takes two round trips already: the count follows it.
-		claim, isNew, err = s.claimReplicated(ctx, rkey, a.Fingerprint, a.Token, leaseMs)
+		rkey := s.RedisKey(key)
+		claim, isNew, err := s.claimReplicated(ctx, rkey, a.Fingerprint, a.Token, leaseMs)
 		if err != nil || !isNew {
 			return claim, err
 		}
-		count = s.run(ctx, incrScript, []string{ckey}, s.windowArg)
-	} else {
-		count = redis.NewCmd(ctx, "evalsha", incrScript.sha, 1, ckey, s.windowArg)
-		count.SetFirstKeyPos(3)
-		claim, isNew, err = s.claim(ctx, s.client, rkey, a.Fingerprint, a.Token, leaseMs, count)
-		if err != nil {
-			return claim, err // the count may have been made: it errs on the strict side
-		}
-		if redis.HasErrorPrefix(count.Err(), "NOSCRIPT") {
-			if isNew {
-				count = s.run(ctx, incrScript, []string{ckey}, s.windowArg)
-			} else {
-				count = nil // never counted
-			}
-		}
-		if !isNew {
-			if count != nil && count.Err() == nil {
-				_ = s.run(ctx, decrScript, []string{ckey}).Err() // if it fails, the count errs on the strict side
-			}
-			return claim, nil
+		return s.countNew(ctx, rkey, a, claim)
+	case s.oneNode:
+		return s.claimCounted(ctx, key, a, leaseMs)
+	}
+	rkey := s.RedisKey(key)
+	if wait := s.blocks.wait(a.Client); wait > 0 {
+		return s.claimNoNew(ctx, rkey, a, leaseMs, &keystore.FullError{Client: true, RetryAfter: wait})
+	}
+	claim, isNew, err := s.claim(ctx, s.client, rkey, a.Fingerprint, a.Token, leaseMs)
+	if err != nil || !isNew {
+		return claim, err
+	}
+	return s.countNew(ctx, rkey, a, claim)
+}
+
+// claimCounted is claimBounded on one node: claimCountedScript, one round
+// trip.
+func (s *Store) claimCounted(ctx context.Context, key string, a keystore.ClaimArgs, leaseMs int64) (keystore.Claim, error) {
+	// The key and its fence key share one allocation.
+	fenced := s.prefix + "{" + key + "}:fenced"
+	keys := [3]string{fenced[:len(fenced)-len(":fenced")], s.clientKey(a.Client), fenced}
+	nkeys := 2
+	if hasFence(keys[0]) {
+		nkeys = 3
+	}
+	e := newEval(claimCountedScript, keys[:nkeys]...)
+	e.inFlight(a.Fingerprint, a.Token)
+	e.arg(s.ttlArg.get(leaseMs + abandonedGrace.Milliseconds())).arg(graceArg).arg(s.windowArg).arg(s.boundArg)
+	res, err := s.run(ctx, claimCountedScript, e).Result()
+	if err != nil {
+		return keystore.Claim{}, opError(ctx, "claim", err)
+	}
+	if r, ok := res.([]any); ok && len(r) == 2 {
+		n, ok1 := r[0].(int64)
+		ms, ok2 := r[1].(int64)
+		if ok1 && ok2 && n == 0 {
+			return keystore.Claim{}, &keystore.FullError{Client: true, RetryAfter: time.Duration(ms) * time.Millisecond}
 		}
 	}
-	n, left, ok := parseCount(count)
+	return s.scriptedClaim(res, a.Fingerprint)
+}
+
+// countNew counts claim, which acquired the absent key rkey, against its
+// client's bound (incrScript), and gives the key back past it.
+func (s *Store) countNew(ctx context.Context, rkey string, a keystore.ClaimArgs, claim keystore.Claim) (keystore.Claim, error) {
+	n, left, ok := parseCount(s.run(ctx, incrScript, newEval(incrScript, s.clientKey(a.Client)).arg(s.windowArg)))
 	if !ok {
 		// The key is acquired and the count unknown (its node failed):
 		// the bound lets this one through rather than fail the claim.
@@ -128,7 +133,7 @@ func (s *Store) claimBounded(ctx context.Context, key string, a keystore.ClaimAr
 	}
 	// Past the bound: give the key back before refusing.
 	tok := tokenBytes(a.Token)
-	if n, err := s.run(context.WithoutCancel(ctx), releaseScript, scriptKeys(rkey), tok[:], graceArg).Int64(); err != nil || n != 1 {
+	if n, err := s.run(context.WithoutCancel(ctx), releaseScript, newEval(releaseScript, scriptKeys(rkey)...).bytes(tok[:]).arg(graceArg)).Int64(); err != nil || n != 1 {
 		if err == nil {
 			err = keystore.ErrLeaseLost
 		}
@@ -152,14 +157,15 @@ func parseCount(cmd *redis.Cmd) (n int64, left time.Duration, ok bool) {
 	return n, time.Duration(ms) * time.Millisecond, true
 }
 
-// claimNoNew is the Claim of a client past its bound: one GET, which
-// replays a record, and reports a key in flight or takes a released or
-// expired one (claimScript: not a new key), as Claim does, and refuses an
-// absent key, writing nothing.
-func (s *Store) claimNoNew(ctx context.Context, rkey string, a keystore.ClaimArgs, leaseMs int64, wait time.Duration) (keystore.Claim, error) {
+// claimNoNew is the Claim of a client past its bound, or of any while
+// the store is full: one GET, which replays a record, and reports a key
+// in flight or takes a released or expired one (claimScript: not a new
+// key), as Claim does, and refuses an absent key with refusal, writing
+// nothing.
+func (s *Store) claimNoNew(ctx context.Context, rkey string, a keystore.ClaimArgs, leaseMs int64, refusal *keystore.FullError) (keystore.Claim, error) {
 	get := redis.NewStringCmd(ctx, "get", rkey)
 	if s.batch != nil {
-		if err := s.batch.do(ctx, get, nil); err != nil {
+		if err := s.batch.do(ctx, get); err != nil {
 			return keystore.Claim{}, opError(ctx, "claim", err)
 		}
 	} else {
@@ -168,7 +174,7 @@ func (s *Store) claimNoNew(ctx context.Context, rkey string, a keystore.ClaimArg
 	old, err := get.Result()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return keystore.Claim{}, &keystore.FullError{Client: true, RetryAfter: wait}
+		return keystore.Claim{}, refusal
 	case err != nil:
 		return keystore.Claim{}, opError(ctx, "claim", err)
 	}

@@ -68,8 +68,9 @@
 //
 // # Round trips
 //
-// Every operation is one round trip in the common case. Claim sends the
-// one plain command a claim by hand would, SET … NX GET: it acquires an
+// Every operation is one round trip in the common case. Claim (without a
+// per-client bound, see below) sends the one plain command a claim by
+// hand would, SET … NX GET: it acquires an
 // absent key, or leaves a present one alone and returns its value. A new
 // key and a replay therefore cost Redis one SET and no script. Extend,
 // Complete and Release, which must check the fencing token and change the
@@ -80,6 +81,15 @@
 // the value first: GET, PTTL, SET); a Complete whose token lost the key
 // puts the value it replaced back as it was, expiry included, so that
 // nothing changes, though keyspace notifications then show two set events.
+//
+// The client's protocol costs more than the store does: on RESP3
+// (go-redis's default, Protocol 3) go-redis peeks at the socket for push
+// notifications before and after every command, two system calls and six
+// allocations a command, which this store never uses. Give the client
+// Protocol: 2 (redis.Options, redis.ClusterOptions; ?protocol=2 in a URL):
+// measured with -benchmem (BenchmarkStoreRESP2 against
+// BenchmarkStoreClientBound), a first call makes 16 allocations instead of
+// 28, a replay 14 instead of 20.
 //
 // Concurrent calls share round trips. A Store keeps at most two round
 // trips of its own under way; a call that finds both busy queues its
@@ -95,7 +105,7 @@
 // the same two commands sent by hand without batching; set
 // [Config.NoAutoPipeline] to send every command on its own.
 //
-// Three cases take a second round trip. A Claim that finds the key in
+// A few cases take a second round trip. A Claim that finds the key in
 // flight runs the claim script, which reads the lease remaining, or, if the
 // lease has run out (its holder crashed or stalled), takes the key over
 // atomically; so does a Claim that finds it released (a retry after a 5xx),
@@ -103,42 +113,66 @@
 // a failover to a fresh replica or SCRIPT FLUSH), EVALSHA fails with
 // NOSCRIPT and the store falls back to EVAL, which also caches the script:
 // once per script and node. Claim with [Config.WaitReplicas] set adds its
-// WAIT (see below).
+// WAIT (see below), and a bounded client's new key on a Cluster its count
+// (see Per-client bound).
 //
 // # Per-client bound
 //
 // With [Config.ClientKeys] set, a Claim for a client (the middleware's
 // Config.Client) is counted against the client's bound: one integer per
 // client in Redis, under KeyPrefix + "client:" + the client, which
-// expires ClientWindow after the client's first counted key. That key
-// lives on a slot of its own, not the idempotency key's, so no script or
-// MULTI can cover both: the Claim sends its SET … NX GET and the count
-// (a script: INCR, and the window's expiry on the first) in one pipeline,
-// one round trip (on a Cluster, split by node and sent to both at once).
-// A key the SET acquired keeps its count, or, past the bound, is released
-// by the claim's own token and the Claim fails with a
-// [*keystore.FullError] whose Client is set and whose RetryAfter is the
-// rest of the window. A key the SET found (a replay, a duplicate in
-// flight, a released key) takes its count back: a second round trip,
-// so replays and duplicates are never counted, and never refused. A
-// Store that has seen a client's count reach the bound remembers it until
-// the window ends, and claims for that client then send a plain GET,
-// which replays and reports as usual and refuses an absent key writing
-// nothing: a client past its bound costs one read per request. The bound
-// is exact for the claims of one Store made one at a time; a client's
-// claims in flight at once may be refused up to their number early (a
-// replay's count not yet taken back), and each other Store that has not
-// yet seen the count reach the bound acquires and releases one key
-// before it does. If the count cannot be read (its node failed), the
-// claim keeps the key: the bound gives way rather than the service.
-// What it costs the client side, measured (BenchmarkStoreClientBound
-// against BenchmarkStore, and BenchmarkBareSetNX/FirstCallCounted, the
-// same count by hand, against FirstCall): a first call 50 allocations
-// (1.8 KB) against 32 (1.2 KB), as the count by hand costs 46 against
-// 30; a replay 51 against 22, and its second round trip; a claim
-// without a client nothing. Claims whose client is "" are never bounded:
-// have the middleware's Config.Client return "" for the senders you trust
-// (a verified webhook signature), and bound the others.
+// expires ClientWindow after the client's first counted key. Only a Claim
+// that finds no entry for its key counts: a replay, a duplicate in
+// flight, a released key never does, and is never refused for the bound.
+// Past the bound, a Claim of a new key fails with a [*keystore.FullError]
+// whose Client is set and whose RetryAfter is the rest of the window.
+//
+// On a standalone Redis (a *redis.Client, Sentinel included) the counter
+// and the key live on one server, and one script decides the claim and
+// the count together: a bounded Claim is one round trip, whatever it
+// finds; a replay is a GET inside the script, and leaves the count alone;
+// a new key past the bound is refused with nothing written. The bound is
+// exact, for any number of Stores and claims at once.
+//
+// On a Cluster (or a Ring) the counter lives on a slot of its own, not
+// the idempotency key's, so no script can cover both: the Claim sends its
+// plain SET … NX GET, and only when that acquired an absent key counts it
+// (a script: INCR, and the window's expiry on the first), a second round
+// trip on the path of new keys only; a replay is the SET alone. Past the
+// bound, the key is released by the claim's own token (a third round
+// trip) before the Claim fails. A Store that has seen a client's count
+// reach the bound remembers it until the window ends, and claims for that
+// client then send a plain GET, which replays and reports as usual and
+// refuses an absent key writing nothing: a client past its bound costs
+// one read per request, and each other Store that has not yet seen the
+// count reach the bound acquires and releases one key before it does. If
+// the count cannot be read (its node failed), the claim keeps the key:
+// the bound gives way rather than the service.
+//
+// What it costs the client side on a standalone Redis, measured
+// (BenchmarkStoreClientBound; -benchmem): a first call 31 allocations
+// (1.6 KB) against 28 (1.4 KB) without a client; a replay 24 (1.3 KB)
+// against 20 (1.1 KB), one round trip either way; a claim without a
+// client nothing. For Redis the script costs more than the plain SET a
+// claim without a client sends: measured under callgrind, about 105k
+// instructions a bounded first call against 68k, 35k a bounded replay
+// against 11k. Claims whose client is "" are never bounded: have the
+// middleware's Config.Client return "" for the senders you trust (a
+// verified webhook signature), and bound the others.
+//
+// # Bound on the whole store
+//
+// With [Config.MaxMemory] set, the Store refuses new keys, whoever the
+// client, while the server's used_memory is at or above it, before
+// Redis's own maxmemory refuses every write (or evicts): a Claim of a key
+// with no entry fails with a [*keystore.FullError] whose Client is not
+// set, writing nothing; replays, keys in flight and released keys are
+// answered as usual, from one GET. Its RetryAfter is when the earliest of
+// a sample of the store's own keys expires (SCAN and PTTL of up to 100 of
+// them, once a second while full). The memory is sampled at most once a
+// second, in the background of claims, and at once when the records this
+// Store completed since the last sample take it past the bound: no claim
+// waits for a sample or scans anything.
 //
 // # Fencing tokens
 //

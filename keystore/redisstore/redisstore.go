@@ -111,6 +111,21 @@ type Config struct {
 	// ClientWindow is the window of ClientKeys, rounded up to a
 	// millisecond. Default DefaultClientWindow.
 	ClientWindow time.Duration
+
+	// MaxMemory, when positive, bounds what all clients together make the
+	// server hold: while the server's used_memory (INFO memory; on a
+	// Cluster or a Ring, the largest of its masters') is at or above
+	// MaxMemory bytes, a Claim of a key with no entry fails with a
+	// *keystore.FullError whose Client is not set (the middleware's 503
+	// store-full), writing nothing, and whose RetryAfter is when the
+	// earliest of a sample of the store's keys expires. Replays, keys in
+	// flight and released keys are answered as usual. Set it below the
+	// server's maxmemory, with room for what arrives between samples: the
+	// Store samples the memory at most once a second, in the background
+	// of claims (a Claim pays a few atomic loads for it), and sooner when
+	// the records it completed since take it past the bound; it errs by
+	// what other processes add in a second. Default 0: no bound.
+	MaxMemory int64
 }
 
 // DefaultClientWindow is the window of Config.ClientKeys when
@@ -122,10 +137,12 @@ const DefaultClientWindow = time.Hour
 // concurrent use by multiple goroutines and by any number of processes
 // sharing the same Redis and KeyPrefix.
 //
-// Each method is one round trip: Claim one plain SET … NX GET, Extend,
-// Complete and Release a Lua script run by EVALSHA. The package
+// Each method is one round trip: Claim one plain SET … NX GET (or, for a
+// bounded client on a standalone Redis, one script that also counts),
+// Extend, Complete and Release a Lua script run by EVALSHA. The package
 // documentation lists the exceptions (a key found in flight, a script
-// missing from a node's cache, Config.WaitReplicas). Concurrent calls share
+// missing from a node's cache, Config.WaitReplicas, a bounded client's new
+// key on a Cluster). Concurrent calls share
 // round trips (see Config.NoAutoPipeline).
 //
 // A Store does not own its client: closing the client is the caller's job.
@@ -148,7 +165,10 @@ type Store struct {
 	clientKeys   int           // Config.ClientKeys; 0: no bound
 	clientWindow time.Duration // Config.ClientWindow, in whole milliseconds
 	windowArg    any           // clientWindow in milliseconds, boxed once
+	boundArg     any           // clientKeys, boxed once
+	oneNode      bool          // the client talks to one server: a *redis.Client
 	blocks       blocks        // clients whose count reached the bound (see claimBounded)
+	room         room          // Config.MaxMemory and what the last sample found
 }
 
 // boxCache keeps the last millisecond count it boxed as a command
@@ -256,6 +276,9 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	if s.waitTimeout == 0 {
 		s.waitTimeout = DefaultWaitTimeout
 	}
+	if cfg.MaxMemory < 0 {
+		return nil, fmt.Errorf("redisstore: negative MaxMemory %d", cfg.MaxMemory)
+	}
 	if cfg.ClientKeys < 0 || cfg.ClientWindow < 0 {
 		return nil, fmt.Errorf("redisstore: negative ClientKeys %d or ClientWindow %v", cfg.ClientKeys, cfg.ClientWindow)
 	}
@@ -266,6 +289,7 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 		}
 		ms := ceilMillis(s.clientWindow)
 		s.clientWindow, s.windowArg = time.Duration(ms)*time.Millisecond, ms
+		s.boundArg = int64(s.clientKeys)
 	}
 	s.waitTimeout = time.Duration(ceilMillis(s.waitTimeout)) * time.Millisecond
 	if s.waitReplicas > 0 {
@@ -275,6 +299,7 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("redisstore: WaitReplicas needs a *redis.Client or *redis.ClusterClient, not %T", client)
 		}
 	}
+	_, s.oneNode = client.(*redis.Client)
 	if !cfg.NoAutoPipeline {
 		s.batch = &batcher{client: client}
 	}
@@ -283,6 +308,9 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	}
 	if err := s.checkDurability(client, cfg.Durability, cfg.Logger); err != nil {
 		return nil, err
+	}
+	if cfg.MaxMemory > 0 {
+		s.initRoom(cfg.MaxMemory) // the first sample, before any claim
 	}
 	return s, nil
 }
@@ -306,7 +334,7 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	}
 	tok := tokenBytes(token)
 	grace := abandonedGrace.Milliseconds()
-	n, err := s.run(ctx, extendScript, []string{s.RedisKey(key)}, tok[:], graceArg, s.ttlArg.get(leaseMs+grace)).Int64()
+	n, err := s.run(ctx, extendScript, newEval(extendScript, s.RedisKey(key)).bytes(tok[:]).arg(graceArg).arg(s.ttlArg.get(leaseMs+grace))).Int64()
 	switch {
 	case err != nil:
 		return 0, opError(ctx, "extend", err)
@@ -333,7 +361,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if _, err := keystore.CheckRecord(rec); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
-	keys := []string{s.RedisKey(key)}
+	rkey := s.RedisKey(key)
 	var n int64
 	if fp, ok := s.fps.take(key, token); ok {
 		// The in-flight value and the completed one share one allocation.
@@ -345,12 +373,12 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 			buf = binary.BigEndian.AppendUint64(buf, uint64(token))
 		}
 		buf = append(buf, rec...)
-		n, err = s.run(ctx, completeOwnScript, keys, buf[:head:head], buf[head:], s.retArg.get(retMs)).Int64()
+		n, err = s.run(ctx, completeOwnScript, newEval(completeOwnScript, rkey).bytes(buf[:head:head]).bytes(buf[head:]).arg(s.retArg.get(retMs))).Int64()
 	} else {
 		// The token and the encoded record share one allocation.
 		buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(rec)), uint64(token))
 		buf = append(buf, rec...)
-		n, err = s.run(ctx, completeScript, keys, buf[:8:8], graceArg, buf[8:], s.retArg.get(retMs)).Int64()
+		n, err = s.run(ctx, completeScript, newEval(completeScript, rkey).bytes(buf[:8:8]).arg(graceArg).bytes(buf[8:]).arg(s.retArg.get(retMs))).Int64()
 	}
 	if err != nil {
 		return opError(ctx, "complete", err)
@@ -358,6 +386,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if n != 1 {
 		return keystore.ErrLeaseLost
 	}
+	s.room.completed(rkey, len(rec))
 	return nil
 }
 
@@ -370,7 +399,7 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 	}
 	s.fps.take(key, token)
 	tok := tokenBytes(token)
-	n, err := s.run(ctx, releaseScript, scriptKeys(s.RedisKey(key)), tok[:], graceArg).Int64()
+	n, err := s.run(ctx, releaseScript, newEval(releaseScript, scriptKeys(s.RedisKey(key))...).bytes(tok[:]).arg(graceArg)).Int64()
 	if err != nil {
 		return opError(ctx, "release", err)
 	}
@@ -391,29 +420,29 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 // released entry of one fences stay fenced only until the next Claim
 // acquires it.
 func scriptKeys(rkey string) []string {
-	if i := strings.IndexByte(rkey, '{'); i >= 0 && strings.HasPrefix(rkey[i+1:], "}") {
+	if !hasFence(rkey) {
 		return []string{rkey}
 	}
 	return []string{rkey, rkey + ":fenced"}
 }
 
-// run runs script on the store's client by EVALSHA, through the batcher
-// when there is one, falling back to EVAL when the node lacks the script
-// (NOSCRIPT), as redis.Script.Run does. keys and args are copied, not kept.
-func (s *Store) run(ctx context.Context, script luaScript, keys []string, args ...any) *redis.Cmd {
-	a := make([]any, 3+len(keys), 3+len(keys)+len(args))
-	a[0], a[1], a[2] = "evalsha", script.sha, len(keys)
-	for i, k := range keys {
-		a[3+i] = k
-	}
-	a = append(a, args...)
-	cmd := redis.NewCmd(ctx, a...)
-	if len(keys) > 0 {
+// hasFence reports whether rkey has a fence key (see scriptKeys).
+func hasFence(rkey string) bool {
+	i := strings.IndexByte(rkey, '{')
+	return i < 0 || !strings.HasPrefix(rkey[i+1:], "}")
+}
+
+// run runs script with e's arguments on the store's client by EVALSHA,
+// through the batcher when there is one, falling back to EVAL when the
+// node lacks the script (NOSCRIPT), as redis.Script.Run does.
+func (s *Store) run(ctx context.Context, script luaScript, e *evalArgs) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, e.args()...)
+	if e.hasKeys() {
 		cmd.SetFirstKeyPos(3)
 	}
 	if s.batch == nil {
 		_ = s.client.Process(ctx, cmd)
-	} else if err := s.batch.do(ctx, cmd, nil); err != nil {
+	} else if err := s.batch.do(ctx, cmd); err != nil {
 		// cmd may still be on its way: answer with another.
 		failed := redis.NewCmd(ctx)
 		failed.SetErr(err)
@@ -423,8 +452,8 @@ func (s *Store) run(ctx context.Context, script luaScript, keys []string, args .
 		return cmd
 	}
 	// EVAL caches the script on the node for the next EVALSHA.
-	eval := redis.NewCmd(ctx, append([]any{"eval", script.src}, a[2:]...)...)
-	if len(keys) > 0 {
+	eval := redis.NewCmd(ctx, append([]any{"eval", script.src}, e.args()[2:]...)...)
+	if e.hasKeys() {
 		eval.SetFirstKeyPos(3)
 	}
 	_ = s.client.Process(ctx, eval)

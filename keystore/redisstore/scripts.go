@@ -45,7 +45,8 @@ import (
 //
 // The scripts call no TIME and format no numbers. Claim runs claimScript
 // only for a key found in flight or released; a new key and a replay are
-// answered by the plain SET … NX GET of Store.claim.
+// answered by the plain SET … NX GET of Store.claim, or, for a bounded
+// client on one server, by claimCountedScript.
 
 // holdCheck sets v to the entry, held to whether the token in ARGV[1] holds
 // it (in flight, its lease still running: PTTL above the grace in ARGV[2]),
@@ -92,6 +93,12 @@ end
 // already holds the key (its own value, a resend) is acquired while the
 // lease runs, and otherwise takes the expired lease over like any other.
 var claimScript = newLua(names + `
+local fence = KEYS[2]` + claimBody)
+
+// claimBody is claimScript's decision, shared with claimCountedScript: the
+// key KEYS[1], its fence key in fence (nil when it has none), and ARGV[1..3]
+// as claimScript takes them.
+const claimBody = `
 local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 if not v then
   return 0
@@ -102,23 +109,23 @@ if st == 'd' or st == 'c' then
 end
 local tok = string.sub(ARGV[1], 34)
 local function fenced()
-  return KEYS[2] ~= nil and redis.call('SISMEMBER', KEYS[2], tok) == 1
+  return fence ~= nil and redis.call('SISMEMBER', fence, tok) == 1
 end
 if released(v) then
   if names(v, 2, tok) or fenced() then
     return -1
   end
-  if KEYS[2] then
+  if fence then
     local moved = false
     for j = 2, #v - 7, 8 do
       local t = string.sub(v, j, j + 7)
       if t ~= string.rep('\0', 8) then
-        redis.call('SADD', KEYS[2], t)
+        redis.call('SADD', fence, t)
         moved = true
       end
     end
-    if moved and redis.call('PTTL', KEYS[2]) < tonumber(ARGV[3]) then
-      redis.call('PEXPIRE', KEYS[2], ARGV[3])
+    if moved and redis.call('PTTL', fence) < tonumber(ARGV[3]) then
+      redis.call('PEXPIRE', fence, ARGV[3])
     end
   end
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -139,7 +146,48 @@ if fenced() then
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
-`)
+`
+
+// claimCountedScript is Store.claim and the client's count in one script,
+// for a bounded claim on a standalone Redis (where the counter and the key
+// live on one server): KEYS[1] the key, KEYS[2] the client's counter
+// (Store.clientKey), KEYS[3] the key's fence key (absent, as for
+// claimScript); ARGV[1..3] as claimScript's, ARGV[4] the window (ms),
+// ARGV[5] the bound. Only a key with no entry at all is a new key: the
+// script counts it, and acquires it (0, as claimScript), or, the count
+// being past the bound, takes the count back and writes nothing, and
+// returns {0, the window's remaining ms}; the window starts with the
+// count's first key (and a counter found without an expiry, none should
+// be, gets one when it refuses). A record is returned as it is (a replay:
+// one GET); every other key (in flight, released) goes on as
+// claimScript, the count untouched: a replay is never counted, and never
+// refused. The functions of claimScript are defined after the paths of a
+// new key and a record, which then create none.
+var claimCountedScript = newLua(`
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local st = string.sub(cur, 1, 1)
+  if st == 'd' or st == 'c' then
+    return cur
+  end
+else
+  local n = redis.call('INCR', KEYS[2])
+  if n > tonumber(ARGV[5]) then
+    redis.call('DECR', KEYS[2])
+    local left = redis.call('PTTL', KEYS[2])
+    if left < 0 then
+      redis.call('PEXPIRE', KEYS[2], ARGV[4])
+      left = tonumber(ARGV[4])
+    end
+    return {0, left}
+  end
+  if n == 1 then
+    redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  end
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 0
+end
+local fence = KEYS[3]` + names + claimBody)
 
 // extendScript: KEYS[1] the key; ARGV[1] token, ARGV[2] grace (ms),
 // ARGV[3] lease+grace (ms). Returns 2 + the lease that remained (ms) if

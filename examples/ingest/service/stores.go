@@ -62,6 +62,12 @@ const startTimeout = 30 * time.Second
 // logs a line on every Redis that does not know them.
 var quiet = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 
+// resp2 is the protocol the clients speak (a single node's URL may name
+// another: ?protocol=3): on RESP3, go-redis peeks at the socket for push
+// notifications around every command (two system calls, six allocations),
+// which the store never uses. See redisstore's package documentation.
+const resp2 = 2
+
 func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (*stores, error) {
 	u, err := url.Parse(cfg.Store)
 	if err != nil {
@@ -78,6 +84,7 @@ func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (*stores, erro
 		copts.DialTimeout, copts.ReadTimeout, copts.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
 		copts.ContextTimeoutEnabled = true
 		copts.MaintNotificationsConfig = quiet
+		copts.Protocol = resp2
 		newClient = func(maxRetries int) redis.UniversalClient {
 			o := copts
 			o.MaxRetries = maxRetries
@@ -91,6 +98,9 @@ func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (*stores, erro
 		ropts.DialTimeout, ropts.ReadTimeout, ropts.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
 		ropts.ContextTimeoutEnabled = true
 		ropts.MaintNotificationsConfig = quiet
+		if ropts.Protocol == 0 {
+			ropts.Protocol = resp2
+		}
 		newClient = func(maxRetries int) redis.UniversalClient {
 			o := *ropts
 			o.MaxRetries = maxRetries
