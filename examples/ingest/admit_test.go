@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/geoidem/geoidem/examples/ingest/service"
+)
+
+// feature is a small valid Feature with the given id.
+func feature(id string) string {
+	return `{"type":"Feature","id":"` + id + `","geometry":{"type":"Point","coordinates":[1,2]},"properties":null}`
+}
+
+// postHead writes the head of a POST /features with key and a body of
+// length bytes on c, and the first part of body.
+func postHead(t *testing.T, c net.Conn, key string, length int, first string) {
+	t.Helper()
+	if _, err := fmt.Fprintf(c, "POST /features HTTP/1.1\r\nHost: x\r\nContent-Type: application/geo+json\r\nIdempotency-Key: %s\r\nContent-Length: %d\r\n\r\n%s", key, length, first); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An answer that does not need the body is not held waiting for a body
+// that is not coming: GET /healthz declaring a body it never sends is
+// answered at once, not at the server's 30 s read timeout.
+func TestIngestAnswerWaitsForNoBody(t *testing.T) {
+	url := start(t)
+	c := dialFrom(t, "127.0.4.1", url)
+	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+	began := time.Now()
+	_ = c.SetReadDeadline(began.Add(20 * time.Second)) // well under the 30 s read timeout
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("GET /healthz declaring a body it never sends: %v after %v; want its answer without the body", err, time.Since(began).Round(time.Millisecond))
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /healthz: %s, want 200", resp.Status)
+	}
+}
+
+// A sender with one delivery in its handler and a second body arriving
+// well within the rate is not cut off to make room for another client:
+// with -max-in-flight 8, the sender's two and two slow bodies from each of
+// three other addresses hold every slot when another address posts.
+func TestIngestArrivingBodyOfABusySenderIsNotCut(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	url := startWith(t, hook(func(fs []service.Feature) {
+		if len(fs) == 1 && fs[0].ID == "hold" {
+			entered <- struct{}{}
+			<-release
+		}
+	}, 0), "-max-in-flight", "8")
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+
+	// The sender's first delivery, held in its handler.
+	first := make(chan int, 1)
+	go func() {
+		code, err := postBody(loopbackClient("127.0.4.2"), url, "hold", []byte(feature("hold")))
+		if err != nil {
+			t.Error(err)
+		}
+		first <- code
+	}()
+	<-entered
+
+	// Its second, arriving: half sent now, the rest after the third
+	// address has been answered (well within the 5 s grace).
+	body := feature("second")
+	second := dialFrom(t, "127.0.4.2", url)
+	postHead(t, second, "second", len(body), body[:len(body)/2])
+	time.Sleep(100 * time.Millisecond) // so that it is the oldest body arriving
+
+	// Two slow bodies from each of three other addresses (a client's
+	// share of 8 is 2).
+	for h := range 3 {
+		for i := range 2 {
+			postHead(t, dialFrom(t, fmt.Sprint("127.0.4.", 5+h), url), fmt.Sprint("slow-", h, "-", i), 100, "{")
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+
+	// A third address posts.
+	code, err := postBody(loopbackClient("127.0.4.4"), url, "third", []byte(feature("third")))
+	t.Logf("the third address: %d %v", code, err)
+
+	if _, err := io.WriteString(second, body[len(body)/2:]); err != nil {
+		t.Fatalf("the rest of the sender's second body: %v (its connection was closed)", err)
+	}
+	close(release)
+	_ = second.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(second), nil)
+	if err != nil {
+		t.Fatalf("the sender's second delivery: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Errorf("the sender's second delivery, arriving within the rate: %s %s; want 2xx", resp.Status, b)
+	}
+	if c := <-first; c/100 != 2 {
+		t.Errorf("the sender's first delivery: %d, want 2xx", c)
+	}
+}
+
+// invalidBody is a small body whose 422 answer is large (a pointer per
+// problem).
+func invalidBody() (string, int) {
+	var b strings.Builder
+	b.WriteString(`{"type":"FeatureCollection","features":[`)
+	n := 400
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"type":"Feature","geometry":{"type":"Point","coordinates":[]},"properties":null}`)
+	}
+	b.WriteString(`]}`)
+	return b.String(), n
+}
+
+// slowReader dials from ip with a receive buffer of 1 KiB: a client that
+// posts and never reads its answer.
+func slowReader(t *testing.T, ip, url string) net.Conn {
+	t.Helper()
+	d := dialerFrom(ip)
+	d.Control = func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		_ = rc.Control(func(fd uintptr) {
+			if err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 1024); err == nil {
+				err = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_MAXSEG, 1460)
+			}
+		})
+		return err
+	}
+	c, err := d.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// An answer being written holds no work slot: with -max-in-flight 8,
+// eight clients that post an invalid body and never read its large 422
+// leave room for a sender, which is answered 201.
+func TestIngestSlowReaderHoldsNoSlot(t *testing.T) {
+	url := start(t, "-max-in-flight", "8")
+	body, _ := invalidBody()
+	probe := loopbackClient("127.0.4.9")
+	req, _ := http.NewRequest(http.MethodPost, url+"/features", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/geo+json")
+	req.Header.Set("Idempotency-Key", "probe")
+	resp, err := probe.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnprocessableEntity || len(answer) < 32<<10 {
+		t.Fatalf("the invalid body: %s, %d bytes; want a 422 of at least 32 KiB", resp.Status, len(answer))
+	}
+	for i := range 8 {
+		c := slowReader(t, fmt.Sprintf("127.0.4.%d", 10+i), url)
+		postHead(t, c, fmt.Sprint("unread-", i), len(body), body)
+	}
+	time.Sleep(500 * time.Millisecond) // their answers being written
+	ok := 0
+	var other []string
+	c := loopbackClient("127.0.4.30")
+	for i := range 10 {
+		code, err := postBody(c, url, fmt.Sprint("sender-", i), []byte(feature(fmt.Sprint("s", i))))
+		if code == http.StatusCreated {
+			ok++
+		} else {
+			other = append(other, fmt.Sprintf("%d %v", code, err))
+		}
+	}
+	t.Logf("the sender got %d/10 201, %v; the answer not read is %d bytes", ok, other, len(answer))
+	if ok < 10 {
+		t.Errorf("the sender got %d/10 201 while eight clients do not read their answers: %v", ok, other)
+	}
+}
