@@ -111,8 +111,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -145,7 +147,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // config is what the flags say.
 type config struct {
 	addr            string
-	conns           frontdoor.ConnsConfig
 	admin           adminFlag
 	shutdownTimeout time.Duration
 	verbose         bool
@@ -183,9 +184,19 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.IntVar(&sc.ClientKeys, "client-keys", service.DefaultClientKeys, "Redis and PostgreSQL, without webhook keys: most new keys one address (an IPv6 /64) may claim in -client-window, past it 429 client-full with Retry-After; size it over your busiest sender's; negative: no bound")
 	fl.DurationVar(&sc.ClientWindow, "client-window", time.Hour, "Redis and PostgreSQL: the window of -client-keys, starting with an address's first new key")
 	fl.Int64Var(&sc.MinBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its admission slot freed; negative: no bound (the 30 s read timeout only)")
-	fl.IntVar(&cfg.conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once; past it new ones wait in the kernel's accept queue (keep it under ulimit -n); negative: no bound")
-	fl.IntVar(&cfg.conns.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "most connections open at once from one IPv4 address or IPv6 /64, past it reset at accept; negative: no bound (behind a reverse proxy, where every connection is the proxy's)")
-	fl.IntVar(&cfg.conns.MaxIdle, "max-idle-conns", frontdoor.DefaultMaxIdle, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound")
+	fl.IntVar(&sc.Conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once; past it new ones wait in the kernel's accept queue (keep it under ulimit -n); negative: no bound")
+	fl.IntVar(&sc.Conns.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "most connections open at once from one IPv4 address or IPv6 /64, past it reset at accept; negative: no bound (behind a reverse proxy, where every connection is the proxy's)")
+	fl.IntVar(&sc.Conns.MaxIdle, "max-idle-conns", frontdoor.DefaultMaxIdle, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound")
+	fl.Func("known-senders", "comma-separated networks (CIDRs) of known senders, such as a provider's published ranges: never cut off, with a quarter of the work slots and body bytes reserved for them and for senders whose webhook signature verified", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			p, err := netip.ParsePrefix(strings.TrimSpace(f))
+			if err != nil {
+				return err
+			}
+			sc.KnownSenders = append(sc.KnownSenders, p.Masked())
+		}
+		return nil
+	})
 	fl.Func("webhook-secret", "accept only Standard Webhooks signed v1 with this whsec_… secret (repeat for rotation); the key is then webhook-id", func(v string) error {
 		s, err := standardwebhooks.ParseSecret(v)
 		sc.WebhookSecrets = append(sc.WebhookSecrets, s)
@@ -241,7 +252,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 	defer svc.Close()
 
 	// The front door: the listener and the HTTP server.
-	ln, srv, err := listen(cfg.addr, cfg.conns, svc.Handler(), log)
+	ln, srv, err := listen(cfg.addr, svc, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "ingest: %v\n", err)
 		return 1
@@ -295,28 +306,16 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// listen opens the public listener on addr and the HTTP server of h on
-// it: the front door, in one place. The connections are bounded below the
-// request layer (frontdoor.Conns: in all, per host, and waiting for a
-// request), and the server's timeouts bound what the handler does not read.
-func listen(addr string, cc frontdoor.ConnsConfig, h http.Handler, log *slog.Logger) (net.Listener, *http.Server, error) {
-	cc.Logger = log
-	conns, err := frontdoor.NewConns(cc)
-	if err != nil {
-		return nil, nil, err
-	}
+// listen opens the public listener on addr and the HTTP server of svc on
+// it, through the service's front door (frontdoor.Door: connections, body
+// rate and admission of work, built in one piece).
+func listen(addr string, svc *service.Service, log *slog.Logger) (net.Listener, *http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	return conns.Listener(ln), &http.Server{
-		Handler:           h,
-		ConnState:         conns.ConnState,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       frontdoor.DefaultBodyTimeout, // what the body rate does not cut off ends here, before anything is claimed
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       frontdoor.DefaultIdleTimeout,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}, nil
+	door := svc.FrontDoor()
+	srv := door.Server(svc.Handler())
+	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	return door.Listener(ln), srv, nil
 }

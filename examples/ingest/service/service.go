@@ -17,9 +17,12 @@
 //  1. the Standard Webhooks verifier's checks of the headers and the URL,
 //     when the service takes signed webhooks only: unsigned traffic is
 //     answered 401 before anything reads its body or holds a slot;
-//  2. admission (middleware.Admission): the requests and bytes in flight
-//     are bounded, a request over them answered 429 or 503 before its body
-//     is read;
+//  2. the front door (frontdoor.Door): the body arrives in full, within
+//     the bytes in flight and at the body rate (408 when it falls behind
+//     or is cut off to make room), and only then takes a work slot (429 or
+//     503 with Retry-After when none frees in time); a sender whose
+//     signature verified, or in -known-senders, has room reserved and is
+//     never cut off; the answer is written after the slot is given back;
 //  3. the verifier's signature check over the body, before the key is
 //     claimed, so that a forgery claims nothing;
 //  4. the idempotency middleware: claim, RFC 7946 validation (422 with a
@@ -45,6 +48,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"time"
@@ -167,17 +171,26 @@ type Config struct {
 	// (observation-time-invalid), recorded: it would pin its feature until
 	// the clock passes it.
 	MaxObservationSkew time.Duration
-	// MaxInFlight and MaxInFlightBytes bound the POST requests and their
-	// bytes in flight (middleware.Admission, keyed by the remote address):
-	// defaults middleware.DefaultMaxInFlight (64) and
-	// DefaultMaxInFlightBytes (16 MiB), a client kept to a quarter once
-	// three quarters are held; negative turns the bound off.
+	// MaxInFlight bounds the POST requests whose handlers run at once
+	// (their bodies arrived), and MaxInFlightBytes the bytes of the POST
+	// bodies arriving or in work (frontdoor.Config.MaxInFlight and
+	// MaxBytes, keyed by the remote address): defaults
+	// frontdoor.DefaultMaxInFlight (64) and DefaultMaxBytes (16 MiB), a
+	// client kept to a quarter once three quarters are held; negative
+	// turns the bound off.
 	MaxInFlight      int
 	MaxInFlightBytes int64
+	// Conns bounds the connections (frontdoor.ConnsConfig; its defaults).
+	Conns frontdoor.ConnsConfig
+	// KnownSenders are the networks of known senders (a provider's
+	// published ranges): never cut off, with a quarter of the work slots
+	// and bytes reserved for them and for senders whose webhook signature
+	// verified.
+	KnownSenders []netip.Prefix
 	// MinBodyRate is the least rate, in bytes a second, at which a POST
 	// body must arrive after a grace of 5 s (frontdoor.BodyRate): a slower
-	// one is cut off with 408 body-too-slow, so that it holds its admission
-	// slot for the grace plus its length at that rate, not for the server's
+	// one is cut off with 408 body-too-slow, so that it holds its bytes
+	// for the grace plus its length at that rate, not for the server's
 	// read timeout. Default frontdoor.DefaultMinRate (1 KiB/s); negative
 	// turns it off.
 	MinBodyRate int64
@@ -222,6 +235,7 @@ type Service struct {
 	features FeatureStore
 	handler  http.Handler
 	idem     *middleware.Middleware
+	door     *frontdoor.Door
 	lease    time.Duration
 	log      *slog.Logger
 
@@ -328,45 +342,31 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return fail(err)
 	}
 
-	// Admission: the requests and bytes in flight, bounded before a body
-	// is read.
-	// Slow bodies cut off by their rate, so that Admission knows when each
-	// slot frees (its Retry-After).
-	var rate *frontdoor.BodyRate
-	if cfg.MinBodyRate >= 0 {
-		if rate, err = frontdoor.NewBodyRate(frontdoor.BodyRateConfig{MinRate: cfg.MinBodyRate, Logger: log}); err != nil {
-			return fail(err)
-		}
+	// The front door: connections, body rate, admission of work and
+	// known senders, built in one piece; a request's body arrives in
+	// full (and is verified) before it takes a work slot.
+	fc := frontdoor.Config{
+		Conns: cfg.Conns, Body: frontdoor.BodyRateConfig{MinRate: cfg.MinBodyRate},
+		MaxInFlight: cfg.MaxInFlight, MaxBytes: cfg.MaxInFlightBytes, MaxBodyBytes: cfg.MaxBodyBytes,
+		RetryAfter: cfg.RetryAfter, KnownNetworks: cfg.KnownSenders, Logger: log,
 	}
-	var admit *middleware.Admission
-	if cfg.MaxInFlight >= 0 && cfg.MaxInFlightBytes >= 0 {
-		ac := middleware.AdmissionConfig{
-			MaxInFlight: cfg.MaxInFlight, MaxInFlightBytes: cfg.MaxInFlightBytes,
-			MaxBodyBytes: cfg.MaxBodyBytes, RetryAfter: cfg.RetryAfter, Logger: log,
-		}
-		if rate != nil {
-			ac.BodyDeadline, ac.CutBody = frontdoor.BodyDeadline, frontdoor.CutBody
-		}
-		if admit, err = middleware.NewAdmission(ac); err != nil {
-			return fail(err)
-		}
+	if verify != nil {
+		fc.Verify = verify.Verify
+	}
+	if s.door, err = frontdoor.New(fc); err != nil {
+		return fail(err)
 	}
 
 	// The POST route, built inside out; a request meets the layers in the
-	// order of the package documentation: body rate, precheck, admission,
-	// signature, middleware, handler.
+	// order of the package documentation: precheck, front door (body
+	// rate, body read, work slot), signature, middleware, handler.
 	post := s.idem.Handler(http.HandlerFunc(s.postFeatures))
 	if verify != nil {
 		post = verify.Handler(post) // the signature, over the body, before the claim
 	}
-	if admit != nil {
-		post = admit.Handler(post) // before the body is read
-	}
+	post = s.door.Handler(post)
 	if verify != nil {
-		post = verify.Precheck(post) // headers and URL only: in front of admission
-	}
-	if rate != nil {
-		post = rate.Handler(post) // outermost: every body read below keeps to the rate
+		post = verify.Precheck(post) // headers and URL only: before the body is read
 	}
 
 	// The routes.
@@ -381,6 +381,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 
 // Handler returns the service's routes.
 func (s *Service) Handler() http.Handler { return s.handler }
+
+// FrontDoor returns the service's front door: serve [Service.Handler] on
+// its Listener, through its Server.
+func (s *Service) FrontDoor() *frontdoor.Door { return s.door }
 
 // Admin returns the key store's keystore.Admin (every store the service
 // opens has it), for an operator's listener: see keystore/adminhttp.
