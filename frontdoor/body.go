@@ -28,9 +28,9 @@ type guard struct {
 	ctl         *http.ResponseController
 	src         io.ReadCloser
 	start       time.Time
-	length      int64     // Content-Length; -1: unknown
+	length      int64        // Content-Length; -1: unknown
 	got         atomic.Int64 // bytes received (read by CutBody's callers too)
-	set         time.Time // the read deadline set last
+	set         time.Time    // the read deadline set last
 	state       atomic.Int32
 	unsupported atomic.Bool // the writer has no read deadlines
 	tripped     atomic.Bool // cut off (slow or makeRoom): reads fail, the answer is the 408

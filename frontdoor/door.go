@@ -128,17 +128,17 @@ type Door struct {
 	conns *Conns
 	rate  *BodyRate
 
-	maxN, reservedN, maxClientN, crowdedN  int
-	maxB, reservedB, maxClientB, crowdedB  int64
-	large, maxLargeB, maxBody              int64
-	wait, cutAfter, knownFor, retryAfter   time.Duration
-	minWrite                               int64
-	writeGrace                             time.Duration
-	maxAnswer, maxCut                      int
-	client                                 func(*http.Request) string
-	networks                               []netip.Prefix
-	verify                                 func(http.Header, []byte) error
-	refusals, cuts                         *ratelog.Logger
+	maxN, reservedN, maxClientN, crowdedN int
+	maxB, reservedB, maxClientB, crowdedB int64
+	large, maxLargeB, maxBody             int64
+	wait, cutAfter, knownFor, retryAfter  time.Duration
+	minWrite                              int64
+	writeGrace                            time.Duration
+	maxAnswer, maxCut                     int
+	client                                func(*http.Request) string
+	networks                              []netip.Prefix
+	verify                                func(http.Header, []byte) error
+	refusals, cuts                        *ratelog.Logger
 
 	mu      sync.Mutex
 	changed chan struct{} // closed, and replaced, whenever room frees
