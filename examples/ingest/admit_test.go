@@ -196,3 +196,34 @@ func TestIngestSlowReaderHoldsNoSlot(t *testing.T) {
 		t.Errorf("the sender got %d/10 201 while eight clients do not read their answers: %v", ok, other)
 	}
 }
+
+// Every front-door decision is in /metrics: bodies cut, work slots held,
+// refusals by reason, and known senders admitted.
+func TestIngestFrontDoorMetrics(t *testing.T) {
+	url := start(t)
+	if r, b := do(t, http.MethodPost, url+"/features", "m", feature("m")); r.StatusCode != http.StatusCreated {
+		t.Fatalf("POST: %d %s", r.StatusCode, b)
+	}
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`geoidem_frontdoor_bodies_cut_total{reason="slow"} 0`,
+		`geoidem_frontdoor_bodies_cut_total{reason="room"} 0`,
+		`geoidem_frontdoor_slots_held 0`,
+		`geoidem_frontdoor_bodies_arriving 0`,
+		`geoidem_frontdoor_refused_total{reason="server_busy"} 0`,
+		`geoidem_frontdoor_refused_total{reason="client_busy"} 0`,
+		`geoidem_frontdoor_known_admitted_total 0`,
+		`geoidem_frontdoor_answers_cut_total 0`,
+		`geoidem_frontdoor_connections_open `,
+		`geoidem_frontdoor_connections_refused_total 0`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("GET /metrics lacks %q", want)
+		}
+	}
+}

@@ -356,6 +356,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if s.door, err = frontdoor.New(fc); err != nil {
 		return fail(err)
 	}
+	if err := reg.Register(doorCollector{s.door}); err != nil {
+		return fail(err)
+	}
 
 	// The POST route, built inside out; a request meets the layers in the
 	// order of the package documentation: precheck, front door (body
