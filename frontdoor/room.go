@@ -121,19 +121,19 @@ func (d *Door) bytesFit(e *entry) (ok, clientFull bool) {
 	if d.maxB < 0 {
 		return true, false
 	}
+	// A body alone larger than a bound fits when nothing else holds it.
 	limit := d.maxB
 	if !e.known {
-		if d.b-d.knownB+e.size > d.maxB-d.reservedB {
+		if u := d.b - d.knownB; u > 0 && u+e.size > d.maxB-d.reservedB {
 			return false, false
 		}
 		if c := d.clients[e.client]; c != nil && c.b+e.size > d.maxClientB && d.b+e.size > d.crowdedB {
 			return false, true
 		}
 	}
-	if e.size > d.large && d.largeB+e.size > d.maxLargeB {
+	if e.size > d.large && d.largeB > 0 && d.largeB+e.size > d.maxLargeB {
 		return false, false
 	}
-	// A body alone larger than the bound fits an empty server.
 	return d.b+e.size <= limit || d.b == 0, false
 }
 
