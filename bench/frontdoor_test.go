@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMain lets this test binary be section 9's children too: the section
@@ -27,4 +29,31 @@ func TestFrontdoorSection(t *testing.T) {
 		}
 	}
 	t.Log(md)
+}
+
+// TestManyAddresses runs each many-address attack of section 9 alone
+// against each wiring, and all of them at once against frontdoor.New, for
+// 5 s each, and logs the rows (select one with -run).
+func TestManyAddresses(t *testing.T) {
+	raiseFileLimit()
+	for _, a := range append(manyAttacks, manyAttack{name: "all"}) {
+		for _, mode := range []string{"door", "one"} {
+			attacks := []manyAttack{a}
+			if a.name == "all" {
+				if mode != "one" {
+					continue
+				}
+				attacks = manyAttacks
+			}
+			t.Run(a.kind+"-"+a.name+"-"+mode, func(t *testing.T) {
+				r, err := runMany(context.Background(), mode, attacks, 5*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s, %s: sender %d/%d %v; provider %d/%d, %d cut %v; attackers %.1f KB/s; peak RSS %d MB",
+					a.name, mode, r.ok, r.tries, r.other, r.provOK, r.provTries, r.provCut, r.provOther,
+					float64(r.attackerBytes)/r.took.Seconds()/1000, r.peakRSS>>20)
+			})
+		}
+	}
 }
