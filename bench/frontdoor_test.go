@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,22 @@ func TestFrontdoorSection(t *testing.T) {
 // 5 s each, and logs the rows (select one with -run).
 func TestManyAddresses(t *testing.T) {
 	raiseFileLimit()
-	for _, a := range append(manyAttacks, manyAttack{name: "all"}) {
+	attacks := append(manyAttacks, manyAttack{name: "all"})
+	// GEOIDEM_BENCH_MANY=kind,hosts,perHost runs that attack only: to find
+	// where a sender goes under its target.
+	if spec := os.Getenv("GEOIDEM_BENCH_MANY"); spec != "" {
+		var a manyAttack
+		f := strings.Split(spec, ",")
+		if len(f) != 3 {
+			t.Fatalf("GEOIDEM_BENCH_MANY=%q: want kind,hosts,perHost", spec)
+		}
+		a.kind = f[0]
+		a.hosts, _ = strconv.Atoi(f[1])
+		a.perHost, _ = strconv.Atoi(f[2])
+		a.name = spec
+		attacks = []manyAttack{a}
+	}
+	for _, a := range attacks {
 		for _, mode := range []string{"door", "one"} {
 			attacks := []manyAttack{a}
 			if a.name == "all" {

@@ -227,3 +227,51 @@ func TestIngestFrontDoorMetrics(t *testing.T) {
 		}
 	}
 }
+
+// A provider's 32 concurrent 1 MB deliveries on 32 connections, twice the
+// bytes in flight: each waits for room rather than being refused, and
+// every one is answered 2xx. (Connections per host unbounded here: their
+// bound is the front door's connections part.)
+func TestIngestConcurrentLargeDeliveriesAllPass(t *testing.T) {
+	url := start(t, "-max-conns-per-host", "-1")
+	big := []byte(`{"type":"Feature","id":"big","geometry":null,"properties":null}` + strings.Repeat(" ", 1000_000))
+	c := &http.Client{Transport: &http.Transport{DialContext: dialerFrom("127.0.4.40").DialContext, MaxConnsPerHost: 32, MaxIdleConnsPerHost: 32}, Timeout: time.Minute}
+	codes := make(chan string, 32)
+	for i := range 32 {
+		go func() {
+			code, err := postBody(c, url, fmt.Sprint("big-", i), big)
+			codes <- fmt.Sprint(code, " ", err)
+		}()
+	}
+	bad := map[string]int{}
+	for range 32 {
+		if s := <-codes; !strings.HasPrefix(s, "2") {
+			bad[s]++
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("32 concurrent 1 MB deliveries: %v not 2xx", bad)
+	}
+}
+
+// 50 concurrent duplicates from one address: one runs, the others wait
+// for a work slot and are answered as duplicates (a replay or 409), none
+// refused for want of room.
+func TestIngestConcurrentDuplicatesAreNotRefused(t *testing.T) {
+	url := start(t, "-max-conns-per-host", "-1")
+	c := &http.Client{Transport: &http.Transport{DialContext: dialerFrom("127.0.4.41").DialContext, MaxConnsPerHost: 50, MaxIdleConnsPerHost: 50}, Timeout: time.Minute}
+	codes := make(chan int, 50)
+	for range 50 {
+		go func() {
+			code, _ := postBody(c, url, "dup", []byte(feature("dup")))
+			codes <- code
+		}()
+	}
+	got := map[int]int{}
+	for range 50 {
+		got[<-codes]++
+	}
+	if got[http.StatusCreated]+got[http.StatusConflict] != 50 {
+		t.Errorf("50 concurrent duplicates: %v; want 201 (the original and its replays) and 409 only", got)
+	}
+}
