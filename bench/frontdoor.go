@@ -181,7 +181,7 @@ func runManySection(ctx context.Context, s *section, d time.Duration) error {
 	s.line("on 127.2.0.1 posts 1 MB bodies from 4 connections. Header-only slow bodies send a byte every %v and connect again", fdSlowEvery)
 	s.line("when cut; slow readers post a small body whose 61 KB answer they never read (1 KiB receive buffer); bodies that never")
 	s.line("arrive declare 100 bytes and send none. Attacker bandwidth: the bytes the attackers wrote (and 60 a connection for")
-	s.line("TCP) over the run. Targets (issue 40): the sender ≥ 95%% 2xx, the provider ≥ 99%% and never cut, peak RSS ≤ 256 MB.")
+	s.line("TCP) over the run. Targets: the sender ≥ 95%% 2xx, the provider ≥ 99%% and never cut, peak RSS ≤ 256 MB.")
 	s.line("")
 	var rows [][]string
 	row := func(name, mode string, r manyResult) {

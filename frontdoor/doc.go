@@ -1,82 +1,68 @@
-// Package frontdoor bounds what a public HTTP receiver spends below the
-// request layer, where middleware.Admission cannot see: connections, and
-// request bodies that arrive too slowly. Admission bounds the requests in
-// flight and each client's share of them; without a front door, a few
-// addresses still shut everyone else out (issue 35, against
-// examples/ingest):
+// Package frontdoor is a public HTTP receiver's front door: what it
+// spends on a request before the request's work runs, and on its answer
+// after. [New] builds it in one piece, in the right order, as a [Door]:
+// its connections, the rate of request bodies, and the admission of work,
+// with one notion of a client.
 //
-//   - slow bodies: 64 connections from 4 addresses, each declaring 100
-//     bytes and sending one every 2 s, held all 64 admission slots until
-//     the server's 30 s ReadTimeout and took them again at once: a sender
-//     on another address was refused 143 times out of 143;
-//   - idle connections: 20,600 keep-alive connections (700 KB sent)
-//     exhausted the file descriptors (accept: too many open files), took
-//     19–35 KB of memory each (480 MB), and /healthz timed out on 5 of 8
-//     tries.
-//
-// # Connections
-//
-// A [Conns] bounds the connections before any request exists. Its
-// [Conns.Listener] keeps at most MaxConns open (Accept waits, through
-// golang.org/x/net/netutil.LimitListener) and at most MaxConnsPerHost from
-// one host (an IPv4 address or an IPv6 /64): a connection past that is
-// closed as soon as it is accepted, with a reset, before net/http spends a
-// goroutine or a buffer on it. Its [Conns.ConnState] keeps the connections
-// that wait for a request (new, or idle between keep-alive requests) to
-// MaxIdle, closing the one that has waited longest. So 20,000 idle
-// connections cost what MaxConns connections cost at most (about 36 MB at
-// the default 1024), and a new connection, /healthz's, is served.
-//
-// # Slow bodies
-//
-// A [BodyRate] holds each request body to a minimum rate after a grace
-// (byte n due Grace + n/MinRate after the request began, Apache
-// mod_reqtimeout's rule), with a read deadline before each read
-// (http.ResponseController.SetReadDeadline). A body that falls behind is
-// cut off and answered 408 [ProblemSlowBody]; whatever held a slot for it
-// gives it back then, not at the server's ReadTimeout, and
-// middleware.Admission's Retry-After counts on [BodyDeadline].
-//
-// The two work together: the per-host bound is what keeps a few addresses
-// from holding every admission slot, and the rate is what makes each slot
-// a slow body holds come back within seconds. Against Admission's default
-// 64 slots, 8 connections per host leave a sender room while up to seven
-// hosts send slow bodies; eight hosts hold all 64 again, each slot for
-// Grace + length/MinRate (5.1 s for 100 bytes at the defaults) before it
-// is cut off and, by an attacker that connects again at once, retaken,
-// unless the Admission may cut bodies off to make room ([CutBody] as
-// middleware.AdmissionConfig.CutBody): then a client that holds less than
-// another gets in, the other's oldest slow body answered 408. Many hosts
-// holding one slot each can still hold every slot.
-//
-// # Wiring
-//
-// BodyRate goes outside Admission (nothing else between them, so that
-// BodyDeadline finds its body), Admission outside everything that reads a
-// body (a signature verifier, the idempotency middleware); the Conns goes
-// around the listener and into the http.Server:
-//
-//	conns, err := frontdoor.NewConns(frontdoor.ConnsConfig{})
-//	...
-//	rate, err := frontdoor.NewBodyRate(frontdoor.BodyRateConfig{})
-//	...
-//	admit, err := middleware.NewAdmission(middleware.AdmissionConfig{
-//		BodyDeadline: frontdoor.BodyDeadline,
-//		CutBody:      frontdoor.CutBody,
+//	door, err := frontdoor.New(frontdoor.Config{
+//		KnownNetworks: providerRanges,  // optional
+//		Verify:        verifier.Verify, // optional: standardwebhooks
 //	})
 //	...
-//	mux.Handle("POST /features", rate.Handler(admit.Handler(idem.Handler(ingest))))
-//	srv := &http.Server{
-//		Handler:           mux,
-//		ConnState:         conns.ConnState,
-//		ReadHeaderTimeout: 5 * time.Second,
-//		ReadTimeout:       frontdoor.DefaultBodyTimeout, // for what BodyRate does not read
-//		IdleTimeout:       frontdoor.DefaultIdleTimeout,
-//		MaxHeaderBytes:    16 << 10,
-//	}
-//	err = srv.Serve(conns.Listener(ln))
+//	mux.Handle("POST /features", verifier.Precheck(door.Handler(verifier.Handler(idem.Handler(ingest)))))
+//	srv := door.Server(mux) // ConnState, timeouts, answers that need no body
+//	err = srv.Serve(door.Listener(ln))
+//
+// # Work is admitted, waiting is not
+//
+// A request takes a work slot only once its body has arrived (and, with
+// Config.Verify, been checked): the handlers that claim keys and write
+// records never wait on a client. While a body arrives it holds its bytes
+// (Config.MaxBytes), its connection (Config.Conns) and a goroutine, and
+// keeps to the body rate or is cut off with 408. When bytes are short, a
+// request waits a moment, then makes room by cutting off the slowest body
+// still arriving of a client with more bodies arriving than its own, never
+// a known sender's. The handler's answer is kept and written after the
+// work slot is given back, at Config.MinWriteRate or its connection is
+// closed, so a client that does not read its answer holds a connection,
+// not a slot. [Door.Server] wraps the routes in [AnswerWithoutBody], so
+// that an answer that did not need the body (a refusal, a health check
+// sent with a body) is not held waiting for a body that never comes.
+//
+// A request that finds no room waits up to Config.Wait for it, then is
+// answered 503 server-busy (or 429 client-busy past its client's share)
+// with a Retry-After that says when room frees: the first work slot
+// expected to end, or the first deadline of a body arriving.
+//
+// # Known senders
+//
+// A sender whose network the operator lists (Config.KnownNetworks), or
+// whose body verified (Config.Verify, for Config.KnownFor after), is a
+// known sender: a quarter of the slots and bytes is reserved for known
+// senders, and their bodies are never cut off to make room. A junk but
+// well-formed signature earns nothing: only a body that verifies does.
+//
+// # The pieces
+//
+// The Door is built of pieces that can be used alone. A [Conns] bounds
+// the connections before any request exists: its [Conns.Listener] keeps at
+// most MaxConns open (Accept waits) and at most MaxConnsPerHost from one
+// host (an IPv4 address or an IPv6 /64), a connection past that closed
+// with a reset at accept; its [Conns.ConnState] keeps the connections that
+// wait for a request to MaxIdle, closing the one that has waited longest.
+// A [BodyRate] holds each request body to a minimum rate after a grace
+// (byte n due Grace + n/MinRate after the request began, Apache
+// mod_reqtimeout's rule), with a read deadline before each read; a body
+// that falls behind is cut off and answered 408 [ProblemSlowBody] with a
+// Retry-After. [CutBody] cuts off a body still arriving, from another
+// goroutine.
+//
+// middleware.Admission is the older admission, taken before the body is
+// read: wired with [BodyDeadline] and [CutBody], a slow body holds a slot
+// until the rate cuts it off. The Door replaces it for a service that
+// wires its front door anew.
 //
 // Behind a reverse proxy every connection comes from the proxy: set
-// ConnsConfig.MaxConnsPerHost negative there and bound hosts at the proxy
-// (and give Admission a Client that names the real client).
+// ConnsConfig.MaxConnsPerHost negative there and bound hosts at the proxy,
+// and give the Door a Config.Client that names the real client.
 package frontdoor

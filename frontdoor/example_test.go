@@ -7,33 +7,21 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 )
 
-// A receiving service behind the front door: BodyRate outside Admission,
-// Admission outside the idempotency middleware, Conns around the listener
-// and in the server's ConnState.
+// A receiving service behind its front door, built in one piece: the
+// Door's Handler around the idempotency middleware, its Server and its
+// Listener.
 func Example() {
 	idem, err := middleware.New(new(memstore.Store), middleware.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	conns, err := frontdoor.NewConns(frontdoor.ConnsConfig{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	rate, err := frontdoor.NewBodyRate(frontdoor.BodyRateConfig{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	admit, err := middleware.NewAdmission(middleware.AdmissionConfig{
-		BodyDeadline: frontdoor.BodyDeadline,
-		CutBody:      frontdoor.CutBody,
-	})
+	door, err := frontdoor.New(frontdoor.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -41,20 +29,13 @@ func Example() {
 		w.WriteHeader(http.StatusCreated)
 	})
 	mux := http.NewServeMux()
-	mux.Handle("POST /features", rate.Handler(admit.Handler(idem.Handler(ingest))))
-	srv := &http.Server{
-		Handler:           mux,
-		ConnState:         conns.ConnState,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       frontdoor.DefaultBodyTimeout,
-		IdleTimeout:       frontdoor.DefaultIdleTimeout,
-		MaxHeaderBytes:    16 << 10,
-	}
+	mux.Handle("POST /features", door.Handler(idem.Handler(ingest)))
+	srv := door.Server(mux)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
 	}
-	go srv.Serve(conns.Listener(ln))
+	go srv.Serve(door.Listener(ln))
 	defer srv.Close()
 
 	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/features", strings.NewReader(`{"type":"Feature","geometry":null,"properties":null}`))

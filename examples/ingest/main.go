@@ -8,7 +8,7 @@
 //	go run ./examples/ingest [-addr 127.0.0.1:8080] [-store memory|redis://…|postgres://…]
 //	                         [-webhook-secret whsec_…] [-webhook-public-key whpk_…] [-retention 24h]
 //	                         [-max-in-flight 64] [-max-in-flight-bytes 16777216] [-min-body-rate 1024]
-//	                         [-max-conns 1024] [-max-conns-per-host 8] [-max-idle-conns 256]
+//	                         [-max-conns 1024] [-max-conns-per-host 8] [-max-idle-conns 256] [-known-senders CIDR,…]
 //	                         [-max-keys 140000] [-client-rate 1] [-client-burst 64]
 //	                         [-client-keys 50000] [-client-window 1h]
 //	                         [-order-property observation_time] [-max-observation-skew 5m]
@@ -27,17 +27,23 @@
 // as received. In the memory and Redis modes the features live in process,
 // bounded by -max-features and -max-feature-bytes: when full, a write is
 // answered 507 feature-store-full (no Retry-After: no room frees by
-// itself), and nothing stored is evicted. With -max-in-flight and
-// -max-in-flight-bytes (64 requests, 16 MiB by default; a remote address
-// is kept to a quarter once three quarters are held) the POST requests in
-// flight are bounded: past them a request is answered 503 server-busy, or
-// 429 client-busy, with Retry-After, before its body is read; a POST body
-// slower than -min-body-rate (1 KiB/s after a 5 s grace) is cut off with
-// 408 body-too-slow, so a slot comes back within seconds, and its
-// Retry-After says when; and a request that finds every slot held is let
-// in by cutting off (408) the oldest body still arriving of the address
-// that holds the most, two more than its own at least, so a few addresses'
-// slow bodies cannot hold every slot. Without webhook keys, the key store bounds each
+// itself), and nothing stored is evicted. The front door
+// (frontdoor.New) admits work, not waiting: a POST body is read in full,
+// within -max-in-flight-bytes (16 MiB by default, by Content-Length) and
+// at -min-body-rate (1 KiB/s after a 5 s grace, else 408 body-too-slow
+// with Retry-After), before the request takes one of -max-in-flight work
+// slots (64); an address is kept to a quarter of either once three
+// quarters are held. A request that finds no room waits up to 5 s for it,
+// then is answered 503 server-busy, or 429 client-busy, with a
+// Retry-After that says when room frees; a body that finds the bytes full
+// makes room by cutting off (408) the slowest body still arriving of an
+// address with more arriving than its own. The answer is written after
+// the slot is given back, and a client that reads it slower than 1 KiB/s
+// after 5 s has its connection closed; an answer that does not need the
+// body (a refusal, /healthz) is not held waiting for it. Senders in
+// -known-senders (CIDRs), and senders whose webhook signature verified,
+// are never cut off and have a quarter of the slots and bytes reserved;
+// a junk signature earns nothing. Without webhook keys, the key store bounds each
 // address's new keys, so that a few addresses cannot fill it: in memory
 // mode a lone sender may use all of -max-keys but a quarter, and once only
 // that quarter is free an address past its own quarter gets -client-burst
@@ -176,14 +182,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.Int64Var(&sc.MaxFeatureBytes, "max-feature-bytes", service.DefaultMaxFeatureBytes, "memory and Redis modes: most bytes of features kept in process")
 	fl.StringVar(&sc.OrderProperty, "order-property", service.DefaultOrderProperty, "the feature property (RFC 3339) by which the newest update of an id wins; an update without it never replaces one with it")
 	fl.DurationVar(&sc.MaxObservationSkew, "max-observation-skew", newest.DefaultMaxSkew, "refuse (422) an observation time further ahead of this service's clock than this: it would pin its feature until the clock passes it")
-	fl.IntVar(&sc.MaxInFlight, "max-in-flight", middleware.DefaultMaxInFlight, "most POST requests in flight at once, a client (remote address) kept to a quarter once three quarters are held; over it 503 server-busy or 429 client-busy before the body is read; negative: no bound")
-	fl.Int64Var(&sc.MaxInFlightBytes, "max-in-flight-bytes", middleware.DefaultMaxInFlightBytes, "most POST body bytes in flight at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
+	fl.IntVar(&sc.MaxInFlight, "max-in-flight", middleware.DefaultMaxInFlight, "most POST requests whose handlers run at once (work slots, taken once the body has arrived), a client (remote address) kept to a quarter once three quarters are held; none free within 5 s: 503 server-busy or 429 client-busy; negative: no bound")
+	fl.Int64Var(&sc.MaxInFlightBytes, "max-in-flight-bytes", middleware.DefaultMaxInFlightBytes, "most POST body bytes arriving or in work at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
 	fl.IntVar(&sc.MaxKeys, "max-keys", service.DefaultMaxKeys, "memory mode: most keys held; a lone sender may use all but a quarter, kept free for other senders")
 	fl.Float64Var(&sc.ClientRate, "client-rate", memstore.DefaultClientRate, "memory mode, without webhook keys: once the last quarter of -max-keys is reached, new keys a second one address (an IPv6 /64) may claim past its quarter, after a burst of -client-burst; negative: no rate")
 	fl.IntVar(&sc.ClientBurst, "client-burst", memstore.DefaultClientBurst, "memory mode, without webhook keys: the burst of -client-rate")
 	fl.IntVar(&sc.ClientKeys, "client-keys", service.DefaultClientKeys, "Redis and PostgreSQL, without webhook keys: most new keys one address (an IPv6 /64) may claim in -client-window, past it 429 client-full with Retry-After; size it over your busiest sender's; negative: no bound")
 	fl.DurationVar(&sc.ClientWindow, "client-window", time.Hour, "Redis and PostgreSQL: the window of -client-keys, starting with an address's first new key")
-	fl.Int64Var(&sc.MinBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its admission slot freed; negative: no bound (the 30 s read timeout only)")
+	fl.Int64Var(&sc.MinBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its bytes freed; negative: no bound (the 30 s read timeout only)")
 	fl.IntVar(&sc.Conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once; past it new ones wait in the kernel's accept queue (keep it under ulimit -n); negative: no bound")
 	fl.IntVar(&sc.Conns.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "most connections open at once from one IPv4 address or IPv6 /64, past it reset at accept; negative: no bound (behind a reverse proxy, where every connection is the proxy's)")
 	fl.IntVar(&sc.Conns.MaxIdle, "max-idle-conns", frontdoor.DefaultMaxIdle, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound")
