@@ -394,7 +394,11 @@ func (d *Door) Stats() Stats {
 	d.mu.Unlock()
 	s.Conns = d.conns.Stats()
 	if d.rate != nil {
-		s.CutSlow = d.rate.Stats().Cut - s.CutForRoom
+		// The rate counts a body cut off once its 408 is out; the Door,
+		// when it cuts: for a moment the Door's count may be ahead.
+		if all := d.rate.Stats().Cut; all > s.CutForRoom {
+			s.CutSlow = all - s.CutForRoom
+		}
 	}
 	return s
 }
