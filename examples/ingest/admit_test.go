@@ -2,16 +2,19 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
+	"github.com/geoidem/geoidem/standardwebhooks"
 )
 
 // feature is a small valid Feature with the given id.
@@ -273,5 +276,81 @@ func TestIngestConcurrentDuplicatesAreNotRefused(t *testing.T) {
 	}
 	if got[http.StatusCreated]+got[http.StatusConflict] != 50 {
 		t.Errorf("50 concurrent duplicates: %v; want 201 (the original and its replays) and 409 only", got)
+	}
+}
+
+// A verified provider is never cut off and gets its deliveries through
+// while eight addresses hold slow bodies under junk but well-formed
+// signatures, declaring 1 MiB each against -max-in-flight-bytes 4 MiB:
+// junk earns nothing, so the attackers' bodies are what is cut to make
+// room.
+func TestIngestVerifiedProviderUnderJunkSignatures(t *testing.T) {
+	secret := standardwebhooks.GenerateSecret()
+	url := start(t, "-webhook-secret", secret.Encode(), "-max-in-flight-bytes", fmt.Sprint(4<<20))
+	signer, err := standardwebhooks.NewSigner(standardwebhooks.SignerConfig{Secrets: []standardwebhooks.Secret{secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := standardwebhooks.GenerateSecret()
+	junkSigner, err := standardwebhooks.NewSigner(standardwebhooks.SignerConfig{Secrets: []standardwebhooks.Secret{junk}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The attackers: a junk-signed head declaring 1 MiB, then a byte now
+	// and then, reconnecting when cut.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var attackers sync.WaitGroup
+	for h := range 8 {
+		attackers.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := dialerFrom(fmt.Sprint("127.0.5.", 10+h)).Dial("tcp", strings.TrimPrefix(url, "http://"))
+				if err != nil {
+					continue
+				}
+				req, _ := http.NewRequest(http.MethodPost, url+"/features", strings.NewReader(""))
+				_ = junkSigner.SignRequest(req, fmt.Sprint("msg_junk_", h, "_", n), []byte("x"))
+				fmt.Fprintf(c, "POST /features HTTP/1.1\r\nHost: x\r\nContent-Type: application/geo+json\r\nwebhook-id: %s\r\nwebhook-timestamp: %s\r\nwebhook-signature: %s\r\nContent-Length: %d\r\n\r\n{",
+					req.Header.Get("webhook-id"), req.Header.Get("webhook-timestamp"), req.Header.Get("webhook-signature"), 1<<20)
+				go func() { <-stop; c.Close() }()
+				_, _ = http.ReadResponse(bufio.NewReader(c), nil)
+				c.Close()
+			}
+		})
+	}
+	go func() { attackers.Wait(); close(done) }()
+	defer func() { close(stop); <-done }()
+	time.Sleep(500 * time.Millisecond) // the attack under way
+
+	big := []byte(`{"type":"Feature","id":"p","geometry":null,"properties":null}` + strings.Repeat(" ", 1000_000))
+	c := loopbackClient("127.0.5.2")
+	ok, other := 0, map[string]int{}
+	const n = 20
+	for i := range n {
+		req, _ := http.NewRequest(http.MethodPost, url+"/features", bytes.NewReader(big))
+		req.Header.Set("Content-Type", "application/geo+json")
+		if err := signer.SignRequest(req, fmt.Sprint("msg_p_", i), big); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			other[err.Error()]++
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode/100 == 2 {
+			ok++
+		} else {
+			other[resp.Status]++
+		}
+	}
+	if ok < n {
+		t.Errorf("the verified provider got %d/%d 2xx under junk signatures: %v", ok, n, other)
 	}
 }
