@@ -38,8 +38,9 @@ func TestFrontdoorSection(t *testing.T) {
 func TestManyAddresses(t *testing.T) {
 	raiseFileLimit()
 	attacks := append(manyAttacks, manyAttack{name: "all"})
-	// GEOIDEM_BENCH_MANY=kind,hosts,perHost runs that attack only: to find
-	// where a sender goes under its target.
+	// GEOIDEM_BENCH_MANY=kind,hosts,perHost runs that attack only, to find
+	// where a sender goes under its target; GEOIDEM_BENCH_MANY_FOR sets how
+	// long the sender posts (default 5 s).
 	if spec := os.Getenv("GEOIDEM_BENCH_MANY"); spec != "" {
 		var a manyAttack
 		f := strings.Split(spec, ",")
@@ -62,7 +63,11 @@ func TestManyAddresses(t *testing.T) {
 				attacks = manyAttacks
 			}
 			t.Run(a.kind+"-"+a.name+"-"+mode, func(t *testing.T) {
-				r, err := runMany(context.Background(), mode, attacks, 5*time.Second)
+				d := 5 * time.Second
+				if v, err := time.ParseDuration(os.Getenv("GEOIDEM_BENCH_MANY_FOR")); err == nil {
+					d = v
+				}
+				r, err := runMany(context.Background(), mode, attacks, d)
 				if err != nil {
 					t.Fatal(err)
 				}
