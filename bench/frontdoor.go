@@ -194,7 +194,7 @@ func runManySection(ctx context.Context, s *section, d time.Duration) error {
 	for _, a := range manyAttacks {
 		for _, mode := range []string{"door", "one"} {
 			s.o.logf("frontdoor: %s against %s", a.name, mode)
-			r, err := runMany(ctx, mode, []manyAttack{a}, d)
+			r, err := runMany(ctx, mode, []manyAttack{a}, d, false)
 			if err != nil {
 				return err
 			}
@@ -202,7 +202,7 @@ func runManySection(ctx context.Context, s *section, d time.Duration) error {
 		}
 	}
 	s.o.logf("frontdoor: every attack at once against one")
-	all, err := runMany(ctx, "one", manyAttacks, d)
+	all, err := runMany(ctx, "one", manyAttacks, d, false)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,9 @@ func fdManyHost(i int) net.IP { return net.IPv4(127, 1, byte(i/250), byte(1+i%25
 
 // runMany runs the attacks given against a service in mode for d each, all
 // at once when together.
-func runMany(ctx context.Context, mode string, attacks []manyAttack, d time.Duration) (manyResult, error) {
+//
+// With fresh, the sender opens a new connection for each post.
+func runMany(ctx context.Context, mode string, attacks []manyAttack, d time.Duration, fresh bool) (manyResult, error) {
 	res := manyResult{other: map[string]int{}, provOther: map[string]int{}}
 	srv, addr, err := startServer(mode)
 	if err != nil {
@@ -124,7 +126,7 @@ func runMany(ctx context.Context, mode string, attacks []manyAttack, d time.Dura
 		})
 	}
 	dl := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 250)}}
-	hc := &http.Client{Transport: &http.Transport{DialContext: dl.DialContext}, Timeout: 10 * time.Second}
+	hc := &http.Client{Transport: &http.Transport{DialContext: dl.DialContext, DisableKeepAlives: fresh}, Timeout: 10 * time.Second}
 	defer hc.CloseIdleConnections()
 	for pctx.Err() == nil {
 		res.tries++

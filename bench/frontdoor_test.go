@@ -40,7 +40,8 @@ func TestManyAddresses(t *testing.T) {
 	attacks := append(manyAttacks, manyAttack{name: "all"})
 	// GEOIDEM_BENCH_MANY=kind,hosts,perHost runs that attack only, to find
 	// where a sender goes under its target; GEOIDEM_BENCH_MANY_FOR sets how
-	// long the sender posts (default 5 s).
+	// long the sender posts (default 5 s); GEOIDEM_BENCH_MANY_FRESH, that the
+	// sender opens a new connection for each post.
 	if spec := os.Getenv("GEOIDEM_BENCH_MANY"); spec != "" {
 		var a manyAttack
 		f := strings.Split(spec, ",")
@@ -67,7 +68,7 @@ func TestManyAddresses(t *testing.T) {
 				if v, err := time.ParseDuration(os.Getenv("GEOIDEM_BENCH_MANY_FOR")); err == nil {
 					d = v
 				}
-				r, err := runMany(context.Background(), mode, attacks, d)
+				r, err := runMany(context.Background(), mode, attacks, d, os.Getenv("GEOIDEM_BENCH_MANY_FRESH") != "")
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -22,7 +22,9 @@
 // keeps to the body rate or is cut off with 408. When bytes are short, a
 // request waits a moment, then makes room by cutting off the slowest body
 // still arriving of a client with more bodies arriving than its own, never
-// a known sender's. The handler's answer is kept and written after the
+// a known sender's; and while the connections are crowded (new ones about
+// to wait in the kernel's accept queue), a body that has not moved for a
+// second is cut off. The handler's answer is kept and written after the
 // work slot is given back, at Config.MinWriteRate or its connection is
 // closed, so a client that does not read its answer holds a connection,
 // not a slot. [Door.Server] wraps the routes in [AnswerWithoutBody], so

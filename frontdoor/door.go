@@ -176,6 +176,7 @@ type entry struct {
 	workStart  time.Time
 	uncuttable bool // a cut found its body ended
 	released   bool
+	stop       *time.Timer // watch's, while the body arrives
 }
 
 // Stats is a snapshot of a Door.
@@ -189,6 +190,7 @@ type Stats struct {
 	Answering     int    // answers being written, holding no slot
 	CutSlow       uint64 // bodies cut off for falling behind the rate (408)
 	CutForRoom    uint64 // bodies cut off to make room for another client (408)
+	CutStalled    uint64 // bodies cut off for stalling while the connections are crowded (408)
 	RefusedBusy   uint64 // requests refused 503 server-busy
 	RefusedClient uint64 // requests refused 429 client-busy
 	KnownAdmitted uint64 // work slots given to known senders

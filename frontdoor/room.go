@@ -165,6 +165,7 @@ func (d *Door) charge(e *entry) {
 	c.arriving++
 	e.arriving = true
 	d.held[e] = struct{}{}
+	d.watch(e)
 	d.b += e.size
 	if e.known {
 		d.knownB += e.size
@@ -242,6 +243,9 @@ func (d *Door) ended(e *entry) {
 		e.arriving = false
 		d.clients[e.client].arriving--
 	}
+	if e.stop != nil {
+		e.stop.Stop()
+	}
 }
 
 // release gives back what e holds, once: its work slot, its bytes, and
@@ -255,6 +259,9 @@ func (d *Door) release(e *entry) {
 		return
 	}
 	e.released = true
+	if e.stop != nil {
+		e.stop.Stop()
+	}
 	c := d.clients[e.client]
 	if e.arriving {
 		e.arriving = false
@@ -396,8 +403,8 @@ func (d *Door) Stats() Stats {
 	if d.rate != nil {
 		// The rate counts a body cut off once its 408 is out; the Door,
 		// when it cuts: for a moment the Door's count may be ahead.
-		if all := d.rate.Stats().Cut; all > s.CutForRoom {
-			s.CutSlow = all - s.CutForRoom
+		if all, door := d.rate.Stats().Cut, s.CutForRoom+s.CutStalled; all > door {
+			s.CutSlow = all - door
 		}
 	}
 	return s

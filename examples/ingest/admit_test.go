@@ -216,6 +216,7 @@ func TestIngestFrontDoorMetrics(t *testing.T) {
 	for _, want := range []string{
 		`geoidem_frontdoor_bodies_cut_total{reason="slow"} 0`,
 		`geoidem_frontdoor_bodies_cut_total{reason="room"} 0`,
+		`geoidem_frontdoor_bodies_cut_total{reason="stalled"} 0`,
 		`geoidem_frontdoor_slots_held 0`,
 		`geoidem_frontdoor_bodies_arriving 0`,
 		`geoidem_frontdoor_refused_total{reason="server_busy"} 0`,

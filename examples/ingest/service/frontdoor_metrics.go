@@ -12,7 +12,7 @@ type doorCollector struct{ door *frontdoor.Door }
 
 var (
 	doorCut = prometheus.NewDesc("geoidem_frontdoor_bodies_cut_total",
-		"Request bodies cut off (408), by reason: slow (fell behind the body rate) or room (the slowest arriving body of a client with more arriving, cut off to make room for another client).", []string{"reason"}, nil)
+		"Request bodies cut off (408), by reason: slow (fell behind the body rate), room (the slowest arriving body of a client with more arriving, cut off to make room for another client) or stalled (no progress for a second while the connections are crowded).", []string{"reason"}, nil)
 	doorSlots = prometheus.NewDesc("geoidem_frontdoor_slots_held",
 		"Work slots held: requests whose bodies have arrived and whose handlers run.", nil, nil)
 	doorKnownSlots = prometheus.NewDesc("geoidem_frontdoor_known_slots_held",
@@ -51,6 +51,7 @@ func (c doorCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
 	counter(doorCut, s.CutSlow, "slow")
 	counter(doorCut, s.CutForRoom, "room")
+	counter(doorCut, s.CutStalled, "stalled")
 	gauge(doorSlots, float64(s.Slots))
 	gauge(doorKnownSlots, float64(s.KnownSlots))
 	gauge(doorArriving, float64(s.Arriving))
