@@ -1,7 +1,6 @@
 package frontdoor
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/internal/clientaddr"
+	"github.com/geoidem/geoidem/internal/httpbody"
 	"github.com/geoidem/geoidem/internal/ratelog"
 )
 
@@ -332,7 +332,7 @@ func (d *Door) serve(w http.ResponseWriter, r *http.Request, next http.Handler) 
 		if errors.Is(err, ErrSlowBody) {
 			return // the BodyRate answers 408
 		}
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), rest))
+		r.Body = io.NopCloser(rest)
 		d.release(e)
 		next.ServeHTTP(w, r)
 		return
@@ -340,9 +340,9 @@ func (d *Door) serve(w http.ResponseWriter, r *http.Request, next http.Handler) 
 	if d.verify != nil && d.verify(r.Header, body) == nil {
 		d.remember(e)
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.Body = httpbody.NewBuffered(body)
 	r.ContentLength = int64(len(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.GetBody = func() (io.ReadCloser, error) { return httpbody.NewBuffered(body), nil }
 	if status, wait := d.work(r, e); status != 0 {
 		if status > 0 {
 			d.refuse(w, r, status, wait)
@@ -357,33 +357,20 @@ func (d *Door) serve(w http.ResponseWriter, r *http.Request, next http.Handler) 
 	d.deliver(a)
 }
 
-// read reads r's body in full, at most MaxBodyBytes of it. On an error it
-// returns what it read, and a reader of the rest: the error, or the
-// body's bytes past the limit.
+// read reads r's body in full, at most MaxBodyBytes of it, its memory
+// following the bytes received (httpbody.Read). On an error it returns a
+// reader that fails as the body did (a body too large, as an
+// http.MaxBytesReader fails), for the handler behind to answer.
 func (d *Door) read(r *http.Request) ([]byte, io.Reader, error) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil, nil
-	}
-	var buf []byte
-	if r.ContentLength >= 0 {
-		buf = make([]byte, r.ContentLength)
-		n, err := io.ReadFull(r.Body, buf)
-		if err != nil {
-			return buf[:n], errReader{err}, err
-		}
-		return buf, nil, nil
-	}
-	buf, err := io.ReadAll(io.LimitReader(r.Body, d.maxBody+1))
+	body, err := httpbody.Read(r, d.maxBody)
 	switch {
+	case errors.Is(err, httpbody.ErrTooLarge):
+		return nil, errReader{&http.MaxBytesError{Limit: d.maxBody}}, err
 	case err != nil:
-		return buf, errReader{err}, err
-	case int64(len(buf)) > d.maxBody:
-		return buf, r.Body, errTooLarge
+		return nil, errReader{err}, err
 	}
-	return buf, nil, nil
+	return body, nil, nil
 }
-
-var errTooLarge = errors.New("frontdoor: body over MaxBodyBytes")
 
 // errReader fails every read with its error.
 type errReader struct{ err error }
