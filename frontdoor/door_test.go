@@ -228,3 +228,32 @@ func TestDoorCutsStalledBodiesWhenConnectionsAreCrowded(t *testing.T) {
 		t.Errorf("no stalled body cut off: %+v", s)
 	}
 }
+
+// A known sender with more bodies arriving than any other client still
+// makes room for its next one, by cutting off an unknown sender's.
+func TestDoorKnownSenderMakesRoom(t *testing.T) {
+	d, addr, _ := serveDoor(t, frontdoor.Config{
+		MaxBytes: 16 << 10, Wait: 2 * time.Second, // large bodies: at most 12 KiB
+		Body:          frontdoor.BodyRateConfig{Grace: time.Minute, MinRate: 100},
+		KnownNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.10.2/32")},
+	})
+	var known []net.Conn
+	for range 2 {
+		known = append(known, arriving(t, "127.0.10.2", addr, 3<<10, 10, ""))
+	}
+	for i := range 2 {
+		arriving(t, fmt.Sprint("127.0.10.", 3+i), addr, 3<<10, 1, "")
+	}
+	waitFor(t, 10*time.Second, "four bodies arriving", func() bool { return d.Stats().Arriving == 4 })
+	if code := finish(t, arriving(t, "127.0.10.2", addr, 3<<10, 3<<10, ""), 0); code != http.StatusCreated {
+		t.Errorf("the known sender's third body, with no room: %d, want 201 (room made)", code)
+	}
+	for _, c := range known {
+		if code := finish(t, c, 3<<10-10); code != http.StatusCreated {
+			t.Errorf("the known sender's body: %d, want 201", code)
+		}
+	}
+	if s := d.Stats(); s.CutForRoom == 0 {
+		t.Errorf("no body cut for the known sender: %+v", s)
+	}
+}

@@ -192,8 +192,9 @@ func (d *Door) uncharge(e *entry) {
 
 // makeRoom cuts off one body still arriving to make room for e, and
 // reports whether it did: the slowest (fewest bytes a second so far) of
-// those whose client has more bodies arriving than e's, never a known
-// sender's; ties go to the client with the most arriving. At most maxCut
+// those whose client has more bodies arriving than e's (any, for a known
+// sender), never a known sender's; ties go to the client with the most
+// arriving. At most maxCut
 // bodies are cut off and not yet gone at once.
 func (d *Door) makeRoom(e *entry) bool {
 	if d.cutN >= d.maxCut {
@@ -212,7 +213,7 @@ func (d *Door) makeRoom(e *entry) bool {
 			continue
 		}
 		held := d.clients[f.client].arriving
-		if held <= mine {
+		if held <= mine && !e.known {
 			continue
 		}
 		rate := float64(f.g.got.Load()) / max(now.Sub(f.start).Seconds(), 1e-3)
