@@ -40,15 +40,15 @@ type Config struct {
 	// MaxInFlight bounds the work slots: the requests whose bodies have
 	// arrived (and verified, with Verify) and whose handlers run. A
 	// client holds at most a quarter of them once three quarters are
-	// held. Default DefaultMaxInFlight (64).
+	// held and another client holds some. Default DefaultMaxInFlight (64).
 	MaxInFlight int
 
 	// MaxBytes bounds the bytes of the bodies held at once: arriving
 	// (charged by their Content-Length, or MaxBodyBytes when unknown) and
 	// read, until their handler returns. Bodies over 1/64 of it are large
 	// and hold at most three quarters of it; a client holds at most a
-	// quarter once three quarters are held. Default DefaultMaxBytes
-	// (16 MiB).
+	// quarter once three quarters are held and another client holds
+	// some. Default DefaultMaxBytes (16 MiB).
 	MaxBytes int64
 
 	// MaxBodyBytes is the largest body the Door reads; a larger one is

@@ -116,7 +116,8 @@ func (d *Door) sleep(r *http.Request, ch chan struct{}, dur time.Duration) bool 
 }
 
 // bytesFit reports whether e's bytes fit now, and, when they do not,
-// whether it is its client's share that is full.
+// whether it is its client's share that is full. A client's share bites
+// only while another client holds some: a lone sender may use it all.
 func (d *Door) bytesFit(e *entry) (ok, clientFull bool) {
 	if d.maxB < 0 {
 		return true, false
@@ -127,7 +128,7 @@ func (d *Door) bytesFit(e *entry) (ok, clientFull bool) {
 		if u := d.b - d.knownB; u > 0 && u+e.size > d.maxB-d.reservedB {
 			return false, false
 		}
-		if c := d.clients[e.client]; c != nil && c.b+e.size > d.maxClientB && d.b+e.size > d.crowdedB {
+		if c := d.clients[e.client]; c != nil && d.b > c.b && c.b+e.size > d.maxClientB && d.b+e.size > d.crowdedB {
 			return false, true
 		}
 	}
@@ -138,7 +139,8 @@ func (d *Door) bytesFit(e *entry) (ok, clientFull bool) {
 }
 
 // slotFits reports whether a work slot is free for e now, and, when none
-// is, whether it is its client's share that is full.
+// is, whether it is its client's share that is full (only while another
+// client holds a slot).
 func (d *Door) slotFits(e *entry) (ok, clientFull bool) {
 	if d.maxN < 0 {
 		return true, false
@@ -147,7 +149,7 @@ func (d *Door) slotFits(e *entry) (ok, clientFull bool) {
 		if d.n-d.knownN+1 > d.maxN-d.reservedN {
 			return false, false
 		}
-		if c := d.clients[e.client]; c.n+1 > d.maxClientN && d.n+1 > d.crowdedN {
+		if c := d.clients[e.client]; d.n > c.n && c.n+1 > d.maxClientN && d.n+1 > d.crowdedN {
 			return false, true
 		}
 	}
