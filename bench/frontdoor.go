@@ -42,7 +42,7 @@ const (
 	fdProbeEvery = 250 * time.Millisecond
 )
 
-var fdModes = map[string]string{"bare": "as main wires it", "rate": "BodyRate only", "door": "front door", "door-nocut": "front door without CutBody"}
+var fdModes = map[string]string{"bare": "as main wires it", "rate": "BodyRate only", "door": "front door", "door-nocut": "front door without CutBody", "one": "frontdoor.New"}
 
 func verdict(ok bool) string {
 	if ok {
@@ -118,6 +118,10 @@ func runFrontdoor(ctx context.Context, s *section) error {
 	s.line("")
 	s.headline("slow bodies, 64 connections from 8 addresses: a sender's 2xx behind the front door", "%.1f%% (target ≥ %.0f%%)", cutShare*100, fdVictimGoal*100)
 
+	if err := runManySection(ctx, s, slowFor); err != nil {
+		return err
+	}
+
 	s.line("### Idle connections")
 	s.line("")
 	s.line("Two attacker processes open %d connections from 127.0.0.2–254, each idle after one `GET /healthz`: as in issue 35, they", conns)
@@ -162,5 +166,55 @@ func runFrontdoor(ctx context.Context, s *section) error {
 	s.headline(fmt.Sprintf("%d idle connections: /healthz within 1 s, server's peak RSS, behind the front door", conns),
 		"%d/%d (target ≥ %.0f%%), %.0f MB (target < %d MB); persistent attacker: %d/%d, %.0f MB", door.inTime, door.probes, fdProbeGoal*100, float64(door.peakRSS)/(1<<20), fdRSSGoal>>20,
 		persistent.inTime, persistent.probes, float64(persistent.peakRSS)/(1<<20))
+	return nil
+}
+
+// runManySection runs the many-address attacks, each alone against the
+// front door as it was wired and as frontdoor.New wires it, then all at
+// once against frontdoor.New.
+func runManySection(ctx context.Context, s *section, d time.Duration) error {
+	s.line("### Many addresses")
+	s.line("")
+	s.line("Each attack from 127.1.y.z, alone, against the **front door** (Conns, BodyRate, `middleware.Admission` with CutBody)")
+	s.line("and against **frontdoor.New** (defaults, 127.2.0.0/16 a known network: work admitted once the body has arrived); then")
+	s.line("all at once against frontdoor.New. A sender on 127.0.0.250 posts a small body every 100 ms for %v; a known provider", d)
+	s.line("on 127.2.0.1 posts 1 MB bodies from 4 connections. Header-only slow bodies send a byte every %v and connect again", fdSlowEvery)
+	s.line("when cut; slow readers post a small body whose 61 KB answer they never read (1 KiB receive buffer); bodies that never")
+	s.line("arrive declare 100 bytes and send none. Attacker bandwidth: the bytes the attackers wrote (and 60 a connection for")
+	s.line("TCP) over the run. Targets: the sender ≥ 95%% 2xx, the provider ≥ 99%% and never cut, peak RSS ≤ 256 MB.")
+	s.line("")
+	var rows [][]string
+	row := func(name, mode string, r manyResult) {
+		share := float64(r.ok) / float64(max(1, r.tries))
+		pshare := float64(r.provOK) / float64(max(1, r.provTries))
+		rows = append(rows, []string{name, fdModes[mode], fmt.Sprintf("%d/%d (%.1f%%) %v", r.ok, r.tries, share*100, r.other),
+			fmt.Sprintf("%d/%d (%.1f%%), %d cut %v", r.provOK, r.provTries, pshare*100, r.provCut, r.provOther),
+			fmt.Sprintf("%.1f KB/s", float64(r.attackerBytes)/r.took.Seconds()/1000), fmt.Sprintf("%.0f MB", float64(r.peakRSS)/(1<<20))})
+	}
+	for _, a := range manyAttacks {
+		for _, mode := range []string{"door", "one"} {
+			s.o.logf("frontdoor: %s against %s", a.name, mode)
+			r, err := runMany(ctx, mode, []manyAttack{a}, d, false)
+			if err != nil {
+				return err
+			}
+			row(a.name, mode, r)
+		}
+	}
+	s.o.logf("frontdoor: every attack at once against one")
+	all, err := runMany(ctx, "one", manyAttacks, d, false)
+	if err != nil {
+		return err
+	}
+	row("all of them at once", "one", all)
+	s.table([]string{"attack", "service", "sender's 2xx", "provider's 2xx", "attacker bandwidth", "server's peak RSS"}, rows)
+	share := float64(all.ok) / float64(max(1, all.tries))
+	pshare := float64(all.provOK) / float64(max(1, all.provTries))
+	s.line("frontdoor.New under every attack at once: the sender %.1f%% 2xx, %s; the provider %.1f%%, %d cut, %s; peak RSS %.0f MB, %s.",
+		share*100, verdict(share >= fdVictimGoal), pshare*100, all.provCut, verdict(pshare >= 0.99 && all.provCut == 0),
+		float64(all.peakRSS)/(1<<20), verdict(all.peakRSS > 0 && all.peakRSS <= fdRSSGoal))
+	s.line("")
+	s.headline("every many-address attack at once: a sender's 2xx, a known provider's, behind frontdoor.New", "%.1f%% (target ≥ %.0f%%), %.1f%% (target ≥ 99%%, never cut: %d cut)",
+		share*100, fdVictimGoal*100, pshare*100, all.provCut)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
@@ -65,6 +66,38 @@ func fdServe(mode string) int {
 	if err != nil {
 		return fail(err)
 	}
+	// The handler: 201, or a 61 KB 422 for a request marked X-Big (an
+	// invalid body whose answer lists its problems).
+	work := idem.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.Header.Get("X-Big") != "" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = w.Write(fdBigAnswer)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail(err)
+	}
+	addr := ln.Addr().String()
+	if mode == "one" {
+		door, err := frontdoor.New(frontdoor.Config{KnownNetworks: []netip.Prefix{fdProviderNet}})
+		if err != nil {
+			return fail(err)
+		}
+		mux.Handle("POST /features", door.Handler(work))
+		srv := door.Server(mux)
+		srv.ErrorLog = log.New(os.Stderr, "", 0)
+		go func() { _ = srv.Serve(door.Listener(ln)) }()
+		fmt.Println(addr)
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return 0
+	}
 	var acfg middleware.AdmissionConfig
 	var rate *frontdoor.BodyRate
 	if mode != "bare" {
@@ -80,25 +113,15 @@ func fdServe(mode string) int {
 	if err != nil {
 		return fail(err)
 	}
-	post := admit.Handler(idem.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.WriteHeader(http.StatusCreated)
-	})))
+	post := admit.Handler(work)
 	if rate != nil {
 		post = rate.Handler(post)
 	}
-	mux := http.NewServeMux()
 	mux.Handle("POST /features", post)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	srv := &http.Server{
 		Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10, ErrorLog: log.New(os.Stderr, "", 0),
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fail(err)
-	}
-	addr := ln.Addr().String()
 	if mode == "door" || mode == "door-nocut" {
 		conns, err := frontdoor.NewConns(frontdoor.ConnsConfig{})
 		if err != nil {
@@ -112,6 +135,13 @@ func fdServe(mode string) int {
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 0
 }
+
+// fdBigAnswer is the 61 KB answer of a request marked X-Big.
+var fdBigAnswer = []byte(`{"type":"about:blank","status":422,"detail":"` + strings.Repeat("x", 61<<10) + `"}`)
+
+// fdProviderNet is the known senders' network of the "one" service: the
+// provider of the many-address runs sends from it.
+var fdProviderNet = netip.MustParsePrefix("127.2.0.0/16")
 
 // fdHost is the loopback source address of attacker connection i, from
 // 127.0.0.2 to 127.0.0.254.

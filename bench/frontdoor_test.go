@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMain lets this test binary be section 9's children too: the section
@@ -30,4 +33,52 @@ func TestFrontdoorSection(t *testing.T) {
 		}
 	}
 	t.Log(md)
+}
+
+// TestManyAddresses runs each many-address attack of section 9 alone
+// against each wiring, and all of them at once against frontdoor.New, for
+// 5 s each, and logs the rows (select one with -run).
+func TestManyAddresses(t *testing.T) {
+	raiseFileLimit()
+	attacks := append(manyAttacks, manyAttack{name: "all"})
+	// GEOIDEM_BENCH_MANY=kind,hosts,perHost runs that attack only, to find
+	// where a sender goes under its target; GEOIDEM_BENCH_MANY_FOR sets how
+	// long the sender posts (default 5 s); GEOIDEM_BENCH_MANY_FRESH, that the
+	// sender opens a new connection for each post.
+	if spec := os.Getenv("GEOIDEM_BENCH_MANY"); spec != "" {
+		var a manyAttack
+		f := strings.Split(spec, ",")
+		if len(f) != 3 {
+			t.Fatalf("GEOIDEM_BENCH_MANY=%q: want kind,hosts,perHost", spec)
+		}
+		a.kind = f[0]
+		a.hosts, _ = strconv.Atoi(f[1])
+		a.perHost, _ = strconv.Atoi(f[2])
+		a.name = spec
+		attacks = []manyAttack{a}
+	}
+	for _, a := range attacks {
+		for _, mode := range []string{"door", "one"} {
+			attacks := []manyAttack{a}
+			if a.name == "all" {
+				if mode != "one" {
+					continue
+				}
+				attacks = manyAttacks
+			}
+			t.Run(a.kind+"-"+a.name+"-"+mode, func(t *testing.T) {
+				d := 5 * time.Second
+				if v, err := time.ParseDuration(os.Getenv("GEOIDEM_BENCH_MANY_FOR")); err == nil {
+					d = v
+				}
+				r, err := runMany(context.Background(), mode, attacks, d, os.Getenv("GEOIDEM_BENCH_MANY_FRESH") != "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s, %s: sender %d/%d %v; provider %d/%d, %d cut %v; attackers %.1f KB/s; peak RSS %d MB",
+					a.name, mode, r.ok, r.tries, r.other, r.provOK, r.provTries, r.provCut, r.provOther,
+					float64(r.attackerBytes)/r.took.Seconds()/1000, r.peakRSS>>20)
+			})
+		}
+	}
 }

@@ -28,9 +28,9 @@ type guard struct {
 	ctl         *http.ResponseController
 	src         io.ReadCloser
 	start       time.Time
-	length      int64     // Content-Length; -1: unknown
-	got         int64     // bytes received
-	set         time.Time // the read deadline set last
+	length      int64        // Content-Length; -1: unknown
+	got         atomic.Int64 // bytes received (read by CutBody's callers too)
+	set         time.Time    // the read deadline set last
 	state       atomic.Int32
 	unsupported atomic.Bool // the writer has no read deadlines
 	tripped     atomic.Bool // cut off (slow or makeRoom): reads fail, the answer is the 408
@@ -50,7 +50,7 @@ func (b *body) Read(p []byte) (int, error) {
 		return 0, ErrSlowBody
 	}
 	if g.state.Load() == arriving && !g.unsupported.Load() && len(p) > 0 {
-		d := g.start.Add(g.rate.allowance(g.got + 1))
+		d := g.start.Add(g.rate.allowance(g.got.Load() + 1))
 		if !d.Equal(g.set) {
 			if err := g.ctl.SetReadDeadline(d); err != nil {
 				g.unsupported.Store(errors.Is(err, http.ErrNotSupported))
@@ -66,12 +66,12 @@ func (b *body) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := g.src.Read(p)
-	g.got += int64(n)
+	got := g.got.Add(int64(n))
 	switch {
 	case err != nil && errors.Is(err, os.ErrDeadlineExceeded) && (g.tripped.Load() || !g.set.IsZero() && g.state.CompareAndSwap(arriving, slow)):
 		g.tripped.Store(true)
 		return n, ErrSlowBody
-	case err != nil || g.length >= 0 && g.got >= g.length:
+	case err != nil || g.length >= 0 && got >= g.length:
 		g.end()
 	}
 	return n, err

@@ -110,7 +110,7 @@ func (b *BodyRate) Handler(next http.Handler) http.Handler {
 				why = "request body cut off to make room for another client (CutBody)"
 			}
 			b.cuts.Warn(r.Context(), why,
-				slog.String("remote", r.RemoteAddr), slog.Int64("received", g.got), slog.Int64("declared", r.ContentLength))
+				slog.String("remote", r.RemoteAddr), slog.Int64("received", g.got.Load()), slog.Int64("declared", r.ContentLength))
 		}
 	})
 }
@@ -127,6 +127,11 @@ func BodyDeadline(r *http.Request) time.Time {
 	if !ok {
 		return time.Time{}
 	}
+	return (*guard)(g).deadline()
+}
+
+// deadline is the time by which g's body must have arrived in full.
+func (g *guard) deadline() time.Time {
 	if g.length < 0 {
 		return g.start.Add(g.rate.timeout)
 	}

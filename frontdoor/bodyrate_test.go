@@ -52,6 +52,9 @@ func TestSlowBodyAnswered408(t *testing.T) {
 	if !resp.Close {
 		t.Error("the connection is kept open after a body cut off")
 	}
+	if ra := resp.Header.Get("Retry-After"); ra == "" {
+		t.Error("the 408 carries no Retry-After: a sender cannot tell when to send again")
+	}
 	if s.runs.Load() != 0 || s.store.Stats().Entries != 0 {
 		t.Errorf("the handler ran %d times, the store holds %d entries: want nothing claimed", s.runs.Load(), s.store.Stats().Entries)
 	}

@@ -1,111 +1,85 @@
-// Package frontdoor bounds what a public HTTP receiver spends below the
-// request layer, where middleware.Admission cannot see: connections, and
-// request bodies that arrive too slowly; and it names each request's
-// client, the identity every bound on clients counts. Admission bounds
-// the requests in flight and each client's share of them; without a front
-// door, a few addresses still shut everyone else out (against
-// examples/ingest):
+// Package frontdoor is a public HTTP receiver's front door: what it
+// spends on a request before the request's work runs, and on its answer
+// after. [New] builds it in one piece, in the right order, as a [Door]:
+// its connections, the rate of request bodies, and the admission of work,
+// with one notion of a client.
 //
-//   - slow bodies: 64 connections from 4 addresses, each declaring 100
-//     bytes and sending one every 2 s, held all 64 admission slots until
-//     the server's 30 s ReadTimeout and took them again at once: a sender
-//     on another address was refused 143 times out of 143;
-//   - idle connections: 20,600 keep-alive connections (700 KB sent)
-//     exhausted the file descriptors (accept: too many open files), took
-//     19–35 KB of memory each (480 MB), and /healthz timed out on 5 of 8
-//     tries.
-//
-// # Connections
-//
-// A [Conns] bounds the connections before any request exists, and only
-// under contention: a legitimate sender's pool of 16 or 100 connections
-// from one address, or a reverse proxy's, is never turned away while the
-// service has room. Its [Conns.Listener] keeps at most MaxConns open (one
-// of them for the connection being accepted). Below that every connection
-// is accepted. At it, a new connection takes the place of one open, in
-// this order: an idle one (waiting for a request, new or between
-// keep-alive requests) of the host holding the most, then a busy one of
-// the host holding the most, its request's body still arriving; room is
-// only taken from a host holding more than the newcomer's would. A
-// connection whose request has arrived whole, which may hold a claimed
-// key, is never closed ([Conns.Hold]). A new connection of a host holding
-// MaxConnsPerHost or more is reset at accept, before net/http spends a
-// goroutine or a buffer on it; any other that finds nothing to take waits
-// in Accept for room, the rest in the kernel's queue. A host is an IPv4
-// address or an IPv6 /64, an IPv6 /48 four hosts at most ([Clients]).
-// Its [Conns.ConnState] keeps the connections waiting for a request to
-// MaxIdle, closing the one that has waited longest. So 20,000 idle
-// connections cost what MaxConns connections cost at most (about 36 MB at
-// the default 1024), and a new connection, /healthz's, is served. A
-// connection is given back as soon as net/http is done with it (at its
-// CloseWrite, not half a second later at its Close). [ConnsStats] counts
-// the connections refused and closed, by reason.
-//
-// # Clients
-//
-// A [Clients] names a request's client for every request-level bound
-// (middleware.Config.Client, middleware.AdmissionConfig.Client): its
-// remote address or, behind the reverse proxies named in
-// ClientsConfig.TrustedProxies, the right-most address of X-Forwarded-For
-// (or Forwarded) that is not a trusted proxy's. Nothing is trusted by
-// default.
-//
-// # Slow bodies
-//
-// A [BodyRate] holds each request body to a minimum rate after a grace
-// (byte n due Grace + n/MinRate after the request began, Apache
-// mod_reqtimeout's rule), with a read deadline before each read
-// (http.ResponseController.SetReadDeadline). A body that falls behind is
-// cut off and answered 408 [ProblemSlowBody]; whatever held a slot for it
-// gives it back then, not at the server's ReadTimeout, and
-// middleware.Admission's Retry-After counts on [BodyDeadline].
-//
-// The rate is what makes each slot a slow body holds come back within
-// seconds: Grace + length/MinRate (5.1 s for 100 bytes at the defaults),
-// before it is cut off and, by an attacker that connects again at once,
-// retaken. Connections are not refused while the service has room, so a
-// few hosts may hold every one of Admission's slots with slow bodies
-// (eight hosts of 8 connections hold its default 64), unless the
-// Admission may cut bodies off to make room ([CutBody] as
-// middleware.AdmissionConfig.CutBody): then a client that holds less than
-// another gets in, the other's oldest slow body answered 408. At
-// MaxConns, the hosts holding the most give way first. Many hosts holding
-// one slot each can still hold every slot.
-//
-// # Wiring
-//
-// Hold goes around the POST route (it only wraps the body), BodyRate
-// outside Admission (nothing else between them, so that BodyDeadline
-// finds its body), Admission outside everything that reads a body (a
-// signature verifier, the idempotency middleware); the Conns goes around
-// the listener and into the http.Server:
-//
-//	conns, err := frontdoor.NewConns(frontdoor.ConnsConfig{})
-//	...
-//	clients, err := frontdoor.NewClients(frontdoor.ClientsConfig{})
-//	...
-//	rate, err := frontdoor.NewBodyRate(frontdoor.BodyRateConfig{})
-//	...
-//	admit, err := middleware.NewAdmission(middleware.AdmissionConfig{
-//		Client:       clients.Client,
-//		BodyDeadline: frontdoor.BodyDeadline,
-//		CutBody:      frontdoor.CutBody,
+//	door, err := frontdoor.New(frontdoor.Config{
+//		KnownNetworks: providerRanges,  // optional
+//		Verify:        verifier.Verify, // optional: standardwebhooks
 //	})
 //	...
-//	post := conns.Hold(rate.Handler(admit.Handler(idem.Handler(ingest))))
-//	mux.Handle("POST /features", post)
-//	srv := &http.Server{
-//		Handler:           mux,
-//		ConnState:         conns.ConnState,
-//		ReadHeaderTimeout: 5 * time.Second,
-//		ReadTimeout:       frontdoor.DefaultBodyTimeout, // for what BodyRate does not read
-//		IdleTimeout:       frontdoor.DefaultIdleTimeout,
-//		MaxHeaderBytes:    16 << 10,
-//	}
-//	err = srv.Serve(conns.Listener(ln))
+//	mux.Handle("POST /features", verifier.Precheck(door.Handler(verifier.Handler(idem.Handler(ingest)))))
+//	srv := door.Server(mux) // ConnState, timeouts, answers that need no body
+//	err = srv.Serve(door.Listener(ln))
 //
-// Behind reverse proxies, name them in ConnsConfig.TrustedProxies (their
-// connections are never reset for MaxConnsPerHost) and
-// ClientsConfig.TrustedProxies, and give idem (middleware.Config.Client)
-// clients.Client too.
+// # Work is admitted, waiting is not
+//
+// A request takes a work slot only once its body has arrived (and, with
+// Config.Verify, been checked): the handlers that claim keys and write
+// records never wait on a client. While a body arrives it holds its bytes
+// (Config.MaxBytes), its connection (Config.Conns) and a goroutine, and
+// keeps to the body rate or is cut off with 408. When bytes are short, a
+// request waits a moment, then makes room by cutting off the slowest body
+// still arriving of a client with more bodies arriving than its own, never
+// a known sender's; and while the connections are crowded (new ones about
+// to wait in the kernel's accept queue), a body that has not moved for a
+// second is cut off. The handler's answer is kept and written after the
+// work slot is given back, at Config.MinWriteRate or its connection is
+// closed, so a client that does not read its answer holds a connection,
+// not a slot. [Door.Server] wraps the routes in [AnswerWithoutBody], so
+// that an answer that did not need the body (a refusal, a health check
+// sent with a body) is not held waiting for a body that never comes.
+//
+// A request that finds no room waits up to Config.Wait for it, then is
+// answered 503 server-busy (or 429 client-busy past its client's share)
+// with a Retry-After that says when room frees: the first work slot
+// expected to end, or the first deadline of a body arriving.
+//
+// # Known senders
+//
+// A sender whose network the operator lists (Config.KnownNetworks), or
+// whose body verified (Config.Verify, for Config.KnownFor after), is a
+// known sender: a quarter of the slots and bytes is reserved for known
+// senders, and their bodies are never cut off to make room. A junk but
+// well-formed signature earns nothing: only a body that verifies does.
+//
+// # The pieces
+//
+// The Door is built of pieces that can be used alone. A [Conns] bounds
+// the connections before any request exists, and only under contention:
+// a legitimate sender's pool of 16 or 100 connections from one address,
+// or a reverse proxy's, is never turned away while the service has room.
+// Its [Conns.Listener] keeps at most MaxConns open; below that every
+// connection is accepted. At it, a new connection takes the place of an
+// idle one of the host holding the most, then of a busy one of that host
+// whose body is still arriving, never of one whose request has arrived
+// whole ([Conns.Hold]: it may hold a claimed key); a new connection of a
+// host holding MaxConnsPerHost or more is reset at accept, and any other
+// waits for room. A connection is given back as soon as net/http is done
+// with it. Its [Conns.ConnState] keeps the connections that wait for a
+// request to MaxIdle, closing the one that has waited longest. A
+// [Clients] names each request's client for every bound: its remote
+// address or, behind the reverse proxies it trusts, the right-most
+// forwarded address that is not a trusted proxy's; an IPv4 address, an
+// IPv6 /64, and an IPv6 /48 as four clients at most. Nothing is trusted
+// by default.
+// A [BodyRate] holds each request body to a minimum rate after a grace
+// (byte n due Grace + n/MinRate after the request began, Apache
+// mod_reqtimeout's rule), with a read deadline before each read; a body
+// that falls behind is cut off and answered 408 [ProblemSlowBody] with a
+// Retry-After. [CutBody] cuts off a body still arriving, from another
+// goroutine.
+//
+// middleware.Admission is the older admission, taken before the body is
+// read: wired with [BodyDeadline] and [CutBody], a slow body holds a slot
+// until the rate cuts it off. The Door replaces it for a service that
+// wires its front door anew.
+//
+// Behind reverse proxies, name them in Config.Clients.TrustedProxies:
+// each request's client is then the address they forward, for the Door's
+// shares and known networks, and their connections are never reset for
+// MaxConnsPerHost. Give [Door.Client] to the idempotency middleware
+// (middleware.Config.Client), so that the key store's bounds count the
+// same clients.
 package frontdoor

@@ -7,39 +7,21 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 )
 
-// A receiving service behind the front door: Hold around the route,
-// BodyRate outside Admission, Admission outside the idempotency
-// middleware, one client identity for both, Conns around the listener and
-// in the server's ConnState.
+// A receiving service behind its front door, built in one piece: the
+// Door's Handler around the idempotency middleware (which counts the
+// Door's clients), its Server and its Listener.
 func Example() {
-	clients, err := frontdoor.NewClients(frontdoor.ClientsConfig{})
+	door, err := frontdoor.New(frontdoor.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	conns, err := frontdoor.NewConns(frontdoor.ConnsConfig{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	rate, err := frontdoor.NewBodyRate(frontdoor.BodyRateConfig{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	admit, err := middleware.NewAdmission(middleware.AdmissionConfig{
-		Client:       clients.Client,
-		BodyDeadline: frontdoor.BodyDeadline,
-		CutBody:      frontdoor.CutBody,
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	idem, err := middleware.New(new(memstore.Store), middleware.Config{Client: clients.Client})
+	idem, err := middleware.New(new(memstore.Store), middleware.Config{Client: door.Client})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -47,20 +29,13 @@ func Example() {
 		w.WriteHeader(http.StatusCreated)
 	})
 	mux := http.NewServeMux()
-	mux.Handle("POST /features", conns.Hold(rate.Handler(admit.Handler(idem.Handler(ingest)))))
-	srv := &http.Server{
-		Handler:           mux,
-		ConnState:         conns.ConnState,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       frontdoor.DefaultBodyTimeout,
-		IdleTimeout:       frontdoor.DefaultIdleTimeout,
-		MaxHeaderBytes:    16 << 10,
-	}
+	mux.Handle("POST /features", door.Handler(idem.Handler(ingest)))
+	srv := door.Server(mux)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
 	}
-	go srv.Serve(conns.Listener(ln))
+	go srv.Serve(door.Listener(ln))
 	defer srv.Close()
 
 	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/features", strings.NewReader(`{"type":"Feature","geometry":null,"properties":null}`))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/geoidem/geoidem/internal/hijack"
 	"github.com/geoidem/geoidem/problem"
@@ -102,10 +104,13 @@ func (w *writer) answer() {
 	w.answered = true
 	g := (*guard)(w)
 	w.w.Header().Set("Connection", "close")
+	// The sender may send again once a body in its way has had its grace
+	// to show it keeps the rate: by then, room has been made or freed.
+	w.w.Header().Set("Retry-After", strconv.FormatInt(int64(max(time.Second, g.rate.grace+time.Second-1)/time.Second), 10))
 	detail := fmt.Sprintf("The request body fell behind %d bytes a second after the first %v (%d bytes received), so it was cut off before it was read in full. Retry with the same key.",
-		g.rate.rate, g.rate.grace, g.got)
+		g.rate.rate, g.rate.grace, g.got.Load())
 	if g.state.Load() == makeRoom {
-		detail = fmt.Sprintf("The server was full and this client held more of it than another client that was waiting, so this body, still arriving (%d bytes received), was cut off before it was read in full. Retry with the same key.", g.got)
+		detail = fmt.Sprintf("The server was full of bodies still arriving, and this client had more of them arriving than another client that was waiting, so this one, the slowest (%d bytes received), was cut off before it was read in full. Retry with the same key.", g.got.Load())
 	}
 	problem.Write(w.w, problem.Details{
 		Type:   ProblemSlowBody,

@@ -80,8 +80,11 @@ type AdmissionConfig struct {
 
 // An Admission bounds the requests and the request bytes in flight, as
 // HTTP middleware in front of the idempotency middleware (and of anything
-// that reads the body, such as a signature verifier). A request over a
-// bound is answered before its body is read and before anything is
+// that reads the body, such as a signature verifier). It admits a request
+// before its body is read, so a body still arriving holds its slot;
+// frontdoor.New builds a front door that admits work only once the body
+// has arrived, and is what a public receiver should wire. A request over
+// a bound is answered before its body is read and before anything is
 // claimed:
 //
 //	situation                                        answer

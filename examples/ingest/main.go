@@ -8,7 +8,8 @@
 //	go run ./examples/ingest [-addr 127.0.0.1:8080] [-store memory|redis://…|postgres://…]
 //	                         [-webhook-secret whsec_…] [-webhook-public-key whpk_…] [-retention 24h]
 //	                         [-max-in-flight 64] [-max-in-flight-bytes 16777216] [-min-body-rate 1024]
-//	                         [-max-conns 1024] [-max-conns-per-host 8] [-max-idle-conns 256]
+//	                         [-max-conns 1024] [-max-conns-per-host 8] [-max-idle-conns 256] [-known-senders CIDR,…]
+//	                         [-trusted-proxies CIDR,…] [-forwarded-header X-Forwarded-For]
 //	                         [-max-keys 140000] [-client-rate 1] [-client-burst 64] [-evict-after 1h]
 //	                         [-client-keys 50000] [-client-window 1h]
 //	                         [-order-property observation_time] [-max-observation-skew 5m]
@@ -28,17 +29,23 @@
 // as received. In the memory mode the features live in process,
 // bounded by -max-features and -max-feature-bytes: when full, a write is
 // answered 507 feature-store-full (no Retry-After: no room frees by
-// itself), and nothing stored is evicted. With -max-in-flight and
-// -max-in-flight-bytes (64 requests, 16 MiB by default; a remote address
-// is kept to a quarter once three quarters are held) the POST requests in
-// flight are bounded: past them a request is answered 503 server-busy, or
-// 429 client-busy, with Retry-After, before its body is read; a POST body
-// slower than -min-body-rate (1 KiB/s after a 5 s grace) is cut off with
-// 408 body-too-slow, so a slot comes back within seconds, and its
-// Retry-After says when; and a request that finds every slot held is let
-// in by cutting off (408) the oldest body still arriving of the address
-// that holds the most, two more than its own at least, so a few addresses'
-// slow bodies cannot hold every slot. Without webhook keys, the key store bounds each
+// itself), and nothing stored is evicted. The front door
+// (frontdoor.New) admits work, not waiting: a POST body is read in full,
+// within -max-in-flight-bytes (16 MiB by default, by Content-Length) and
+// at -min-body-rate (1 KiB/s after a 5 s grace, else 408 body-too-slow
+// with Retry-After), before the request takes one of -max-in-flight work
+// slots (64); an address is kept to a quarter of either once three
+// quarters are held. A request that finds no room waits up to 5 s for it,
+// then is answered 503 server-busy, or 429 client-busy, with a
+// Retry-After that says when room frees; a body that finds the bytes full
+// makes room by cutting off (408) the slowest body still arriving of an
+// address with more arriving than its own. The answer is written after
+// the slot is given back, and a client that reads it slower than 1 KiB/s
+// after 5 s has its connection closed; an answer that does not need the
+// body (a refusal, /healthz) is not held waiting for it. Senders in
+// -known-senders (CIDRs), and senders whose webhook signature verified,
+// are never cut off and have a quarter of the slots and bytes reserved;
+// a junk signature earns nothing. Without webhook keys, the key store bounds each
 // address's new keys, so that a few addresses cannot fill it: in memory
 // mode a lone sender may use all of -max-keys but a quarter, and once only
 // that quarter is free an address past its own quarter gets -client-burst
@@ -155,8 +162,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // config is what the flags say.
 type config struct {
 	addr            string
-	conns           frontdoor.ConnsConfig
-	clients         frontdoor.ClientsConfig
 	admin           adminFlag
 	shutdownTimeout time.Duration
 	verbose         bool
@@ -186,24 +191,29 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.Int64Var(&sc.MaxFeatureBytes, "max-feature-bytes", service.DefaultMaxFeatureBytes, "memory mode: most bytes of features kept in process")
 	fl.StringVar(&sc.OrderProperty, "order-property", service.DefaultOrderProperty, "the feature property (RFC 3339) by which the newest update of an id wins; an update without it never replaces one with it")
 	fl.DurationVar(&sc.MaxObservationSkew, "max-observation-skew", newest.DefaultMaxSkew, "refuse (503 observation-time-ahead, Retry-After when the clock has caught up) an observation time further ahead of this service's clock than this: it would pin its feature until the clock passes it")
-	fl.IntVar(&sc.MaxInFlight, "max-in-flight", middleware.DefaultMaxInFlight, "most POST requests in flight at once, a client (remote address) kept to a quarter once three quarters are held; over it 503 server-busy or 429 client-busy before the body is read; negative: no bound")
-	fl.Int64Var(&sc.MaxInFlightBytes, "max-in-flight-bytes", middleware.DefaultMaxInFlightBytes, "most POST body bytes in flight at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
+	fl.IntVar(&sc.MaxInFlight, "max-in-flight", middleware.DefaultMaxInFlight, "most POST requests whose handlers run at once (work slots, taken once the body has arrived), a client (remote address) kept to a quarter once three quarters are held; none free within 5 s: 503 server-busy or 429 client-busy; negative: no bound")
+	fl.Int64Var(&sc.MaxInFlightBytes, "max-in-flight-bytes", middleware.DefaultMaxInFlightBytes, "most POST body bytes arriving or in work at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
 	fl.IntVar(&sc.MaxKeys, "max-keys", service.DefaultMaxKeys, "memory mode: most keys held; a lone sender may use all but a quarter, kept free for other senders")
 	fl.Float64Var(&sc.ClientRate, "client-rate", memstore.DefaultClientRate, "memory mode, without webhook keys: once the last quarter of -max-keys is reached, new keys a second one address (an IPv6 /64) may claim past its quarter, after a burst of -client-burst; negative: no rate")
 	fl.IntVar(&sc.ClientBurst, "client-burst", memstore.DefaultClientBurst, "memory mode, without webhook keys: the burst of -client-rate")
 	fl.DurationVar(&sc.EvictAfter, "evict-after", memstore.DefaultEvictAfter, "memory mode: when -max-keys are held, completed records older than this make room for new keys, oldest first (a retry of their requests then runs again; counted in /metrics as geoidem_store_evicted_total, and logged); negative: never, and a full store refuses new keys 503 until records reach the end of -retention")
 	fl.IntVar(&sc.ClientKeys, "client-keys", service.DefaultClientKeys, "Redis and PostgreSQL, without webhook keys: most new keys one address (an IPv6 /64) may claim in -client-window, past it 429 client-full with Retry-After; size it over your busiest sender's; negative: no bound")
 	fl.DurationVar(&sc.ClientWindow, "client-window", time.Hour, "Redis and PostgreSQL: the window of -client-keys, starting with an address's first new key")
-	fl.Int64Var(&sc.MinBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its admission slot freed; negative: no bound (the 30 s read timeout only)")
-	fl.IntVar(&cfg.conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once, one kept for the connection being accepted (keep it under ulimit -n); below it none is refused; at it a new one takes the place of an idle one, then of a busy one (its body still arriving) of the address holding the most, never of one whose request has arrived whole, else waits in the kernel's accept queue; negative: no bound")
-	fl.IntVar(&cfg.conns.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "at -max-conns only: a new connection of an address (an IPv4 address or IPv6 /64) holding this many is reset at accept, rather than take another's place or wait; below -max-conns none is refused; negative: no bound")
+	fl.Int64Var(&sc.MinBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its bytes freed; negative: no bound (the 30 s read timeout only)")
+	fl.IntVar(&sc.Conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once, one kept for the connection being accepted (keep it under ulimit -n); below it none is refused; at it a new one takes the place of an idle one, then of a busy one (its body still arriving) of the address holding the most, never of one whose request has arrived whole, else waits in the kernel's accept queue; negative: no bound")
+	fl.IntVar(&sc.Conns.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "at -max-conns only: a new connection of an address (an IPv4 address or IPv6 /64) holding this many is reset at accept, rather than take another's place or wait; below -max-conns none is refused; negative: no bound")
 	fl.Func("trusted-proxies", "comma-separated networks (CIDR) or addresses of the reverse proxies in front: behind them each request's client, for every request-level bound, is the right-most address of -forwarded-header not theirs, and their connections are never refused for -max-conns-per-host (default: none, every client its remote address)", func(v string) error {
 		p, err := frontdoor.ParsePrefixes(v)
-		cfg.clients.TrustedProxies = append(cfg.clients.TrustedProxies, p...)
+		sc.Clients.TrustedProxies = append(sc.Clients.TrustedProxies, p...)
 		return err
 	})
-	fl.StringVar(&cfg.clients.Header, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies append the client's address to: X-Forwarded-For or Forwarded (RFC 7239)")
-	fl.IntVar(&cfg.conns.MaxIdle, "max-idle-conns", frontdoor.DefaultMaxIdle, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound")
+	fl.StringVar(&sc.Clients.Header, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies append the client's address to: X-Forwarded-For or Forwarded (RFC 7239)")
+	fl.IntVar(&sc.Conns.MaxIdle, "max-idle-conns", frontdoor.DefaultMaxIdle, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound")
+	fl.Func("known-senders", "comma-separated networks (CIDRs) of known senders, such as a provider's published ranges: never cut off, with a quarter of the work slots and body bytes reserved for them and for senders whose webhook signature verified", func(v string) error {
+		p, err := frontdoor.ParsePrefixes(v)
+		sc.KnownSenders = append(sc.KnownSenders, p...)
+		return err
+	})
 	fl.Func("webhook-secret", "accept only Standard Webhooks signed v1 with this whsec_… secret (repeat for rotation); the key is then webhook-id", func(v string) error {
 		s, err := standardwebhooks.ParseSecret(v)
 		sc.WebhookSecrets = append(sc.WebhookSecrets, s)
@@ -228,11 +238,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 		fmt.Fprintf(stderr, "ingest: %v\n", err)
 		return nil, 2
 	}
-	if _, err := frontdoor.NewClients(cfg.clients); err != nil {
+	if _, err := frontdoor.NewClients(sc.Clients); err != nil {
 		fmt.Fprintf(stderr, "ingest: -forwarded-header: %v\n", err)
 		return nil, 2
 	}
-	cfg.conns.TrustedProxies = cfg.clients.TrustedProxies
 	if *volatile {
 		sc.RedisDurability = redisstore.AcceptVolatile
 		fmt.Fprintln(stderr, "ingest: -redis-volatile: "+volatileMeaning)
@@ -250,20 +259,6 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.service.Logger = log
 
-	// The front door's connections and client identity, which the
-	// service's request path uses too.
-	cfg.conns.Logger = log
-	conns, err := frontdoor.NewConns(cfg.conns)
-	if err != nil {
-		fmt.Fprintf(stderr, "ingest: %v\n", err)
-		return 1
-	}
-	if cfg.service.Clients, err = frontdoor.NewClients(cfg.clients); err != nil {
-		fmt.Fprintf(stderr, "ingest: %v\n", err)
-		return 1
-	}
-	cfg.service.Conns = conns
-
 	// The service: its stores, and the request path in front of its
 	// handler (the verifier's header checks, admission, the signature,
 	// the idempotency middleware).
@@ -278,7 +273,7 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 	defer svc.Close()
 
 	// The front door: the listener and the HTTP server.
-	ln, srv, err := listen(cfg.addr, conns, svc.Handler(), log)
+	ln, srv, err := listen(cfg.addr, svc, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "ingest: %v\n", err)
 		return 1
@@ -332,24 +327,16 @@ func serve(ctx context.Context, cfg *config, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// listen opens the public listener on addr and the HTTP server of h on
-// it: the front door, in one place. The connections are bounded below the
-// request layer (conns: in all, per host under contention, and waiting
-// for a request), and the server's timeouts bound what the handler does
-// not read.
-func listen(addr string, conns *frontdoor.Conns, h http.Handler, log *slog.Logger) (net.Listener, *http.Server, error) {
+// listen opens the public listener on addr and the HTTP server of svc on
+// it, through the service's front door (frontdoor.Door: connections, body
+// rate and admission of work, built in one piece).
+func listen(addr string, svc *service.Service, log *slog.Logger) (net.Listener, *http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	return conns.Listener(ln), &http.Server{
-		Handler:           h,
-		ConnState:         conns.ConnState,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       frontdoor.DefaultBodyTimeout, // what the body rate does not cut off ends here, before anything is claimed
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       frontdoor.DefaultIdleTimeout,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}, nil
+	door := svc.FrontDoor()
+	srv := door.Server(svc.Handler())
+	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	return door.Listener(ln), srv, nil
 }

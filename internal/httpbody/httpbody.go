@@ -29,13 +29,22 @@ const firstBuffer = 16 << 10
 // the one byte past the limit that tells a body too large). So a client
 // that declares 1 MiB and sends one byte costs 16 KiB, and any body costs
 // at most about twice its bytes received; a body that declares no more
-// than 16 KiB is read in one allocation of its exact size.
+// than 16 KiB is read in one allocation of its exact size. A [Buffered]
+// body not yet read is returned as it is, without a copy.
 func Read(r *http.Request, max int64) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
 	if r.ContentLength > max {
 		return nil, ErrTooLarge
+	}
+	if b, ok := r.Body.(*Buffered); ok {
+		if body, ok := b.take(); ok {
+			if int64(len(body)) > max {
+				return nil, ErrTooLarge
+			}
+			return body, nil
+		}
 	}
 	limit := max + 1
 	if r.ContentLength >= 0 {

@@ -88,3 +88,27 @@ func TestReadMemoryFollowsBytesReceived(t *testing.T) {
 		t.Errorf("a 1 MiB declaration with 1 byte sent allocated %d bytes, want at most %d", bytesPerRun, 2*firstBuffer)
 	}
 }
+
+// A Buffered body not yet read is returned as it is, without a copy; one
+// partly read is read as any body; one over the limit is too large.
+func TestBuffered(t *testing.T) {
+	b := []byte(`{"type":"Feature"}`)
+	r := httptest.NewRequest(http.MethodPost, "/", nil)
+	r.Body, r.ContentLength = NewBuffered(b), int64(len(b))
+	got, err := Read(r, 1<<20)
+	if err != nil || &got[0] != &b[0] || len(got) != len(b) {
+		t.Errorf("Read of a Buffered body: %q, %v; want its own bytes, not a copy", got, err)
+	}
+	if n, _ := r.Body.Read(make([]byte, 1)); n != 0 {
+		t.Error("a Buffered body taken by Read still has bytes to read")
+	}
+	r.Body, r.ContentLength = NewBuffered(b), -1
+	_, _ = r.Body.Read(make([]byte, 2))
+	if got, err := Read(r, 1<<20); err != nil || string(got) != string(b[2:]) {
+		t.Errorf("Read of a Buffered body partly read: %q, %v; want the rest", got, err)
+	}
+	r.Body, r.ContentLength = NewBuffered(b), -1
+	if _, err := Read(r, 4); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Read of a Buffered body over the limit: %v, want ErrTooLarge", err)
+	}
+}

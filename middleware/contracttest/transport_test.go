@@ -3,6 +3,7 @@ package contracttest_test
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"io"
 	"log"
 	"net"
@@ -12,8 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/net/http2"
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/keystore/memstore"
@@ -164,26 +163,57 @@ func goAwayOnce(t *testing.T, backend string) string {
 	return ln.Addr().String()
 }
 
+// HTTP/2 framing, as much of RFC 9113 as goAway speaks.
+const (
+	h2Preface      = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+	h2Headers      = 0x1
+	h2Settings     = 0x4
+	h2GoAway       = 0x7
+	h2Ack          = 0x1
+	h2InternalErr  = 0x2
+	h2FrameHeadLen = 9
+)
+
+// h2Frame writes one frame: its 9-byte header (length, type, flags,
+// stream) and payload.
+func h2Frame(w io.Writer, typ, flags byte, stream uint32, payload []byte) error {
+	head := make([]byte, h2FrameHeadLen, h2FrameHeadLen+len(payload))
+	head[0], head[1], head[2] = byte(len(payload)>>16), byte(len(payload)>>8), byte(len(payload))
+	head[3], head[4] = typ, flags
+	binary.BigEndian.PutUint32(head[5:], stream&0x7fffffff)
+	_, err := w.Write(append(head, payload...))
+	return err
+}
+
 func goAway(c net.Conn) {
 	defer c.Close()
-	preface := make([]byte, len(http2.ClientPreface))
-	if _, err := io.ReadFull(c, preface); err != nil {
+	preface := make([]byte, len(h2Preface))
+	if _, err := io.ReadFull(c, preface); err != nil || string(preface) != h2Preface {
 		return
 	}
-	fr := http2.NewFramer(c, c)
-	_ = fr.WriteSettings()
+	if h2Frame(c, h2Settings, 0, 0, nil) != nil {
+		return
+	}
+	head := make([]byte, h2FrameHeadLen)
 	for {
-		f, err := fr.ReadFrame()
-		if err != nil {
+		if _, err := io.ReadFull(c, head); err != nil {
 			return
 		}
-		switch f := f.(type) {
-		case *http2.SettingsFrame:
-			if !f.IsAck() {
-				_ = fr.WriteSettingsAck()
+		n := int(head[0])<<16 | int(head[1])<<8 | int(head[2])
+		typ, flags, stream := head[3], head[4], binary.BigEndian.Uint32(head[5:])&0x7fffffff
+		if _, err := io.CopyN(io.Discard, c, int64(n)); err != nil {
+			return
+		}
+		switch {
+		case typ == h2Settings && flags&h2Ack == 0:
+			if h2Frame(c, h2Settings, h2Ack, 0, nil) != nil {
+				return
 			}
-		case *http2.HeadersFrame:
-			_ = fr.WriteGoAway(f.StreamID, http2.ErrCodeInternal, nil)
+		case typ == h2Headers:
+			payload := make([]byte, 8)
+			binary.BigEndian.PutUint32(payload, stream) // the request's stream taken
+			binary.BigEndian.PutUint32(payload[4:], h2InternalErr)
+			_ = h2Frame(c, h2GoAway, 0, 0, payload)
 			return
 		}
 	}

@@ -17,9 +17,12 @@
 //  1. the Standard Webhooks verifier's checks of the headers and the URL,
 //     when the service takes signed webhooks only: unsigned traffic is
 //     answered 401 before anything reads its body or holds a slot;
-//  2. admission (middleware.Admission): the requests and bytes in flight
-//     are bounded, a request over them answered 429 or 503 before its body
-//     is read;
+//  2. the front door (frontdoor.Door): the body arrives in full, within
+//     the bytes in flight and at the body rate (408 when it falls behind
+//     or is cut off to make room), and only then takes a work slot (429 or
+//     503 with Retry-After when none frees in time); a sender whose
+//     signature verified, or in -known-senders, has room reserved and is
+//     never cut off; the answer is written after the slot is given back;
 //  3. the verifier's signature check over the body, before the key is
 //     claimed, so that a forgery claims nothing;
 //  4. the idempotency middleware: claim, RFC 7946 validation (422 with a
@@ -48,6 +51,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"time"
@@ -171,17 +175,26 @@ type Config struct {
 	// (observation-time-ahead) with Retry-After when the clock will have
 	// caught up, and released, so that the same delivery succeeds then.
 	MaxObservationSkew time.Duration
-	// MaxInFlight and MaxInFlightBytes bound the POST requests and their
-	// bytes in flight (middleware.Admission, keyed by the remote address):
-	// defaults middleware.DefaultMaxInFlight (64) and
-	// DefaultMaxInFlightBytes (16 MiB), a client kept to a quarter once
-	// three quarters are held; negative turns the bound off.
+	// MaxInFlight bounds the POST requests whose handlers run at once
+	// (their bodies arrived), and MaxInFlightBytes the bytes of the POST
+	// bodies arriving or in work (frontdoor.Config.MaxInFlight and
+	// MaxBytes, keyed by the remote address): defaults
+	// frontdoor.DefaultMaxInFlight (64) and DefaultMaxBytes (16 MiB), a
+	// client kept to a quarter once three quarters are held; negative
+	// turns the bound off.
 	MaxInFlight      int
 	MaxInFlightBytes int64
+	// Conns bounds the connections (frontdoor.ConnsConfig; its defaults).
+	Conns frontdoor.ConnsConfig
+	// KnownSenders are the networks of known senders (a provider's
+	// published ranges): never cut off, with a quarter of the work slots
+	// and bytes reserved for them and for senders whose webhook signature
+	// verified.
+	KnownSenders []netip.Prefix
 	// MinBodyRate is the least rate, in bytes a second, at which a POST
 	// body must arrive after a grace of 5 s (frontdoor.BodyRate): a slower
-	// one is cut off with 408 body-too-slow, so that it holds its admission
-	// slot for the grace plus its length at that rate, not for the server's
+	// one is cut off with 408 body-too-slow, so that it holds its bytes
+	// for the grace plus its length at that rate, not for the server's
 	// read timeout. Default frontdoor.DefaultMinRate (1 KiB/s); negative
 	// turns it off.
 	MinBodyRate int64
@@ -217,15 +230,11 @@ type Config struct {
 	// keys.
 	ClientKeys   int
 	ClientWindow time.Duration
-	// Conns, if set, is the front door's connection bound the service is
-	// served behind: a POST's connection is held (frontdoor.Conns.Hold)
-	// once its body has arrived, so that it is never closed to make room,
-	// and its counts are in GET /metrics.
-	Conns *frontdoor.Conns
 	// Clients names each request's client for every request-level bound
-	// (admission's shares, the key store's client bounds); default: its
-	// remote address (frontdoor.Clients with no trusted proxy).
-	Clients *frontdoor.Clients
+	// (the front door's shares, the key store's client bounds): its
+	// remote address or, behind the trusted proxies it names, the client
+	// they forward (frontdoor.ClientsConfig; default: no proxy trusted).
+	Clients frontdoor.ClientsConfig
 	// Logger receives the middleware's and the service's logs (default: none).
 	Logger *slog.Logger
 	// Metrics is the registry GET /metrics serves, into which the service
@@ -245,6 +254,7 @@ type Service struct {
 	features FeatureStore
 	handler  http.Handler
 	idem     *middleware.Middleware
+	door     *frontdoor.Door
 	lease    time.Duration
 	log      *slog.Logger
 
@@ -325,13 +335,30 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		}
 	}
 
+	// The front door: connections, body rate, admission of work, known
+	// senders and client identity, built in one piece; a request's body
+	// arrives in full (and is verified) before it takes a work slot.
+	fc := frontdoor.Config{
+		Conns: cfg.Conns, Clients: cfg.Clients, Body: frontdoor.BodyRateConfig{MinRate: cfg.MinBodyRate},
+		MaxInFlight: cfg.MaxInFlight, MaxBytes: cfg.MaxInFlightBytes, MaxBodyBytes: cfg.MaxBodyBytes,
+		RetryAfter: cfg.RetryAfter, KnownNetworks: cfg.KnownSenders, Logger: log,
+	}
+	if verify != nil {
+		fc.Verify = verify.Verify
+	}
+	if s.door, err = frontdoor.New(fc); err != nil {
+		return fail(err)
+	}
+	if err := reg.Register(doorCollector{s.door}); err != nil {
+		return fail(err)
+	}
+	if err := reg.Register(connsCollector{s.door.Conns()}); err != nil {
+		return fail(err)
+	}
+
 	// The idempotency middleware.
 	keyHeader, retention := middleware.DefaultKeyHeader, orDefault(cfg.Retention, DefaultRetention)
-	client := middleware.RemoteClient
-	if cfg.Clients != nil {
-		client = cfg.Clients.Client
-	}
-	admitClient := client
+	client := s.door.Client // the front door's clients, for the key store's bounds
 	if signed {
 		keyHeader, retention = standardwebhooks.HeaderID, orDefault(cfg.Retention, DefaultSignedRetention)
 		client = nil
@@ -342,8 +369,8 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if s.idem, err = middleware.New(s.stores.keys, middleware.Config{
 		KeyHeader: keyHeader,
-		// Each remote address has its share of the key store, so that
-		// one client's flood of keys cannot deny the others; verified
+		// Each client has its share of the key store, so that one
+		// client's flood of keys cannot deny the others; verified
 		// senders are exempt.
 		Client:         client,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
@@ -363,60 +390,22 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return fail(err)
 	}
 
-	// Admission: the requests and bytes in flight, bounded before a body
-	// is read.
-	// Slow bodies cut off by their rate, so that Admission knows when each
-	// slot frees (its Retry-After).
-	var rate *frontdoor.BodyRate
-	if cfg.MinBodyRate >= 0 {
-		if rate, err = frontdoor.NewBodyRate(frontdoor.BodyRateConfig{MinRate: cfg.MinBodyRate, Logger: log}); err != nil {
-			return fail(err)
-		}
-	}
-	var admit *middleware.Admission
-	if cfg.MaxInFlight >= 0 && cfg.MaxInFlightBytes >= 0 {
-		ac := middleware.AdmissionConfig{
-			MaxInFlight: cfg.MaxInFlight, MaxInFlightBytes: cfg.MaxInFlightBytes,
-			MaxBodyBytes: cfg.MaxBodyBytes, RetryAfter: cfg.RetryAfter, Logger: log,
-			Client: admitClient,
-		}
-		if rate != nil {
-			ac.BodyDeadline, ac.CutBody = frontdoor.BodyDeadline, frontdoor.CutBody
-		}
-		if admit, err = middleware.NewAdmission(ac); err != nil {
-			return fail(err)
-		}
-	}
-
 	// The POST route, built inside out; a request meets the layers in the
-	// order of the package documentation: body rate, precheck, admission,
-	// signature, middleware, handler.
+	// order of the package documentation: precheck, front door (body
+	// rate, body read, work slot), signature, middleware, handler.
 	post := s.idem.Handler(http.HandlerFunc(s.postFeatures))
 	if verify != nil {
 		post = verify.Handler(post) // the signature, over the body, before the claim
 	}
-	if admit != nil {
-		post = admit.Handler(post) // before the body is read
-	}
+	post = s.door.Handler(post)
 	if verify != nil {
-		post = verify.Precheck(post) // headers and URL only: in front of admission
-	}
-	if rate != nil {
-		post = rate.Handler(post) // every body read below keeps to the rate
-	}
-	if cfg.Conns != nil {
-		post = cfg.Conns.Hold(post) // the connection held once the body has arrived
+		post = verify.Precheck(post) // headers and URL only: before the body is read
 	}
 
 	// The routes.
 	mux := http.NewServeMux()
 	mux.Handle("POST /features", post)
 	mux.Handle("GET /features/{id}", http.HandlerFunc(s.getFeature))
-	if cfg.Conns != nil {
-		if err := reg.Register(connsCollector{cfg.Conns}); err != nil {
-			return fail(err)
-		}
-	}
 	mux.Handle("GET /metrics", metricsHandler(reg))
 	mux.Handle("GET /healthz", health(probe(s.stores.keys)))
 	s.handler = problemRoutes(mux)
@@ -425,6 +414,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 
 // Handler returns the service's routes.
 func (s *Service) Handler() http.Handler { return s.handler }
+
+// FrontDoor returns the service's front door: serve [Service.Handler] on
+// its Listener, through its Server.
+func (s *Service) FrontDoor() *frontdoor.Door { return s.door }
 
 // Admin returns the key store's keystore.Admin (every store the service
 // opens has it), for an operator's listener: see keystore/adminhttp.
