@@ -100,6 +100,7 @@ func (b *BodyRate) Handler(next http.Handler) http.Handler {
 			return
 		}
 		g := &guard{rate: b, w: w, ctl: http.NewResponseController(w), src: r.Body, start: time.Now(), length: r.ContentLength}
+		r = r.WithContext(r.Context()) // net/http keeps reading its own request's Body (see AnswerWithoutBody)
 		r.Body = (*body)(g)
 		next.ServeHTTP(writerFor(g), r)
 		if g.tripped.Load() {

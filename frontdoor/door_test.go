@@ -202,19 +202,20 @@ func TestDoorRetryAfterIsTrue(t *testing.T) {
 }
 
 // Bodies that never arrive on every connection the server takes: a
-// sender's new connection waits in the kernel's accept queue, where the
-// server cannot see it, until one is cut off. While the connections are
-// crowded, a body that has not moved for a second is cut off (long before
-// the rate's grace, a minute here), and the sender is served.
+// sender's new connection waits for room (in Accept, then in the kernel's
+// accept queue, where the server cannot see it) until one is cut off.
+// While the connections are crowded, a body that has not moved for a
+// second is cut off (long before the rate's grace, a minute here), and
+// the sender is served.
 func TestDoorCutsStalledBodiesWhenConnectionsAreCrowded(t *testing.T) {
 	d, addr, _ := serveDoor(t, frontdoor.Config{
 		Conns: frontdoor.ConnsConfig{MaxConns: 16, MaxConnsPerHost: -1, MaxIdle: 8},
 		Body:  frontdoor.BodyRateConfig{Grace: time.Minute, MinRate: 100},
 	})
-	for i := range 16 {
+	for i := range 15 { // MaxConns less the one kept for the connection being accepted
 		arriving(t, fmt.Sprint("127.0.9.", 2+i), addr, 100, 0, "")
 	}
-	waitFor(t, 10*time.Second, "16 bodies arriving", func() bool { return d.Stats().Arriving == 16 })
+	waitFor(t, 10*time.Second, "15 bodies arriving", func() bool { return d.Stats().Arriving == 15 })
 	c := clientFrom("127.0.9.40")
 	resp, err := c.Post("http://"+addr+"/work", "application/json", strings.NewReader("{}"))
 	if err != nil {

@@ -26,6 +26,7 @@ func (c *Conns) Hold(h http.Handler) http.Handler {
 			if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 				c.hold(cn)
 			} else {
+				r = r.WithContext(r.Context()) // net/http keeps reading its own request's Body
 				r.Body = &heldBody{ReadCloser: r.Body, cn: cn, left: r.ContentLength}
 			}
 		}

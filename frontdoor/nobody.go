@@ -21,6 +21,12 @@ func AnswerWithoutBody(h http.Handler) http.Handler {
 			return
 		}
 		b := &seenBody{ReadCloser: r.Body, left: r.ContentLength}
+		// A copy of the request carries the wrapped body: net/http reads
+		// its own request's Body after the handler to tell whether the body
+		// was left unread, and then shuts the connection's sending side
+		// before closing it, so that the client reads the answer to its end
+		// rather than a reset.
+		r = r.WithContext(r.Context())
 		r.Body = b
 		cw := &closeUnread{ResponseWriter: w, body: b}
 		h.ServeHTTP(cw, r)

@@ -10,13 +10,14 @@ import (
 // while the connections are crowded.
 const stallEvery = time.Second
 
-// crowded reports whether the connections are near MaxConns: new ones are
-// about to wait in the kernel's accept queue, where nothing of the server
-// sees them.
+// crowded reports whether the connections are at or near MaxConns (one of
+// which is kept for the connection being accepted): a new one waits for
+// room in Accept, or is about to, and behind it others wait in the
+// kernel's accept queue, where nothing of the server sees them.
 func (c *Conns) crowded() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.maxConns > 0 && c.open >= c.maxConns-c.maxConns/16
+	return c.waiting > 0 || c.maxConns > 0 && c.open >= c.maxConns-1-c.maxConns/16
 }
 
 // watch checks e's body every stallEvery while it arrives: when the

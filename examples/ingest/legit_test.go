@@ -194,51 +194,59 @@ func TestIngestLargeDeliveries(t *testing.T) {
 }
 
 // Behind a trusted proxy every request-level bound keys on the forwarded
-// client: with -max-in-flight 4 (a client kept to one once three are
-// held), three clients forwarded by one proxy each hold a request; a
-// fourth client is admitted, while the first's second request is refused
-// 429. From a proxy not trusted, the header is ignored: the proxy is one
-// client, holding three, and the fourth request is refused.
+// client: with -max-in-flight 6 (a client kept to one slot once four are
+// held and another client holds some), three clients forwarded by one
+// proxy and one address of its own each hold a request; a fourth
+// forwarded client is admitted, while the first's second request is
+// refused 429 client-busy once the front door's wait for room has
+// passed. From a proxy not trusted, the header is ignored: the proxy is
+// one client holding three, and its fourth request is refused 429.
 func TestIngestTrustedProxyClients(t *testing.T) {
 	for _, trusted := range []bool{true, false} {
 		t.Run(fmt.Sprint("trusted ", trusted), func(t *testing.T) {
-			entered := make(chan struct{}, 8)
-			args := []string{"-max-in-flight", "4"}
+			// Each request is held in the handler until the test lets go,
+			// longer than the front door's wait for room (5 s).
+			entered, release := make(chan struct{}, 8), make(chan struct{})
+			var once sync.Once
+			letGo := func() { once.Do(func() { close(release) }) }
+			defer letGo()
+			args := []string{"-max-in-flight", "6"}
 			if trusted {
 				args = append(args, "-trusted-proxies", "127.0.6.0/24")
 			}
-			url := startWith(t, hook(func([]service.Feature) { entered <- struct{}{} }, 3*time.Second), args...)
-			proxy := poolFrom("127.0.6.1", 16)
-			send := func(client, key string) <-chan int {
+			url := startWith(t, hook(func([]service.Feature) { entered <- struct{}{}; <-release }, 0), args...)
+			proxy, own := poolFrom("127.0.6.1", 16), poolFrom("127.0.7.1", 4)
+			send := func(c *http.Client, client, key string) <-chan int {
 				got := make(chan int, 1)
-				go func() { got <- deliverOnce(proxy, url, key, client) }()
+				go func() { got <- deliverOnce(c, url, key, client) }()
+				return got
+			}
+			hold := func(c *http.Client, client, key string) <-chan int {
+				got := send(c, client, key)
+				select {
+				case <-entered:
+				case code := <-got:
+					t.Fatalf("%s's request %s answered %d, want it held in the handler", client, key, code)
+				}
 				return got
 			}
 			var held []<-chan int
 			for i, client := range []string{"198.51.100.1", "198.51.100.2", "198.51.100.3"} {
-				held = append(held, send(client, fmt.Sprint("held-", i)))
-				select {
-				case <-entered:
-				case code := <-held[i]:
-					t.Fatalf("client %s's request answered %d, want it held in the handler", client, code)
-				}
+				held = append(held, hold(proxy, client, fmt.Sprint("held-", i)))
 			}
-			fourth := send("198.51.100.4", "fourth")
+			held = append(held, hold(own, "", "own"))
 			if !trusted {
-				if code := <-fourth; code != http.StatusTooManyRequests {
+				if code := <-send(proxy, "198.51.100.4", "fourth"); code != http.StatusTooManyRequests {
 					t.Errorf("the untrusted proxy's fourth request: %d, want 429 (one client, the proxy, holding three)", code)
 				}
-				return
+			} else {
+				held = append(held, hold(proxy, "198.51.100.4", "fourth"))
+				if code := <-send(proxy, "198.51.100.1", "second"); code != http.StatusTooManyRequests {
+					t.Errorf("the first client's second request: %d, want 429 client-busy", code)
+				}
 			}
-			select {
-			case <-entered:
-			case code := <-fourth:
-				t.Fatalf("a fourth client's request: %d, want it admitted", code)
-			}
-			if code := <-send("198.51.100.1", "second"); code != http.StatusTooManyRequests {
-				t.Errorf("the first client's second request: %d, want 429 client-busy", code)
-			}
-			for i, h := range append(held, fourth) {
+			letGo()
+			for i, h := range held {
 				if code := <-h; code != http.StatusCreated {
 					t.Errorf("held request %d: %d, want 201", i, code)
 				}
@@ -273,7 +281,7 @@ func TestIngestTrustedProxiesFlags(t *testing.T) {
 	if cfg == nil {
 		t.Fatalf("exit %d", code)
 	}
-	if got := fmt.Sprint(cfg.service.Clients.TrustedProxies, cfg.service.Clients.Header); got != "[10.0.0.0/8 192.0.2.1/32 2001:db8::/32] Forwarded" {
+	if got := fmt.Sprintf("%v %s", cfg.service.Clients.TrustedProxies, cfg.service.Clients.Header); got != "[10.0.0.0/8 192.0.2.1/32 2001:db8::/32] Forwarded" {
 		t.Errorf("trusted proxies and header %s", got)
 	}
 	for _, args := range [][]string{{"-trusted-proxies", "10.0.0.0/33"}, {"-trusted-proxies", "proxy.internal"}, {"-forwarded-header", "X-Real-IP"}} {
