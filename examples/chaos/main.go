@@ -189,6 +189,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/geoidem/geoidem/examples/ingest/service"
 )
 
 func main() {
@@ -265,6 +267,11 @@ type options struct {
 	// that a second run of an event is stale: an effect idempotent by the
 	// event.
 	stamp bool
+	// features, when set, is the in-process receiver's feature store in
+	// place of the service's (tests only), called at each start: a feature
+	// store that does not outlive the process, which the check after the
+	// redeploy must catch.
+	features func() service.FeatureStore
 	// splitKeys gives each replica a key prefix of its own (tests only):
 	// replicas that do not share their keys, as on the memory store, which
 	// the harness must see run events twice.

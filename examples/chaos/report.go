@@ -13,34 +13,37 @@ import (
 
 // report is what the table shows.
 type report struct {
-	store                         string
-	senders, events               int
-	invalid, twice                int
-	deliveries                    int
-	attempts, replays, conflicts  int64
-	invalidAnswers                int64
-	deadLettered, deadInvalid     int
-	dead409, dead503              int // the others, by their last answer
-	deadNoAnswer, deadOther       int
-	redriven, redriveFailed       int
-	resent, resentReplayed        int
-	proxy                         faultproxy.Stats
-	cuts, refused, severed        uint64
-	stalls                        int
-	stallFor                      time.Duration
-	terminations, terminated      int
-	kills                         int
-	restarts                      int
-	failovers                     int
-	slotsMoved, keysMoved         int // -reshard
-	reclaims                      int
-	senderKills                   int
-	journalPending                int // -1: no journal
-	storeErrors, released         int // -1: unknown
-	writtenTwice, lost, stored    int
-	acked, ackedMissing           int // acknowledged in the first pass; of those, without effect before any re-send
-	runs                          runCount
-	replicas                      *replicaStats // nil: one receiver
+	store                        string
+	senders, events              int
+	invalid, twice               int
+	deliveries                   int
+	attempts, replays, conflicts int64
+	invalidAnswers               int64
+	deadLettered, deadInvalid    int
+	dead409, dead503             int // the others, by their last answer
+	deadNoAnswer, deadOther      int
+	redriven, redriveFailed      int
+	resent, resentReplayed       int
+	proxy                        faultproxy.Stats
+	cuts, refused, severed       uint64
+	stalls                       int
+	stallFor                     time.Duration
+	terminations, terminated     int
+	kills                        int
+	restarts                     int
+	failovers                    int
+	slotsMoved, keysMoved        int // -reshard
+	reclaims                     int
+	senderKills                  int
+	journalPending               int // -1: no journal
+	storeErrors, released        int // -1: unknown
+	writtenTwice, lost, stored   int
+	acked, ackedMissing          int // acknowledged in the first pass; of those, without effect before any re-send
+	runs                         runCount
+	replicas                     *replicaStats // nil: one receiver
+	// featuresRead: the one receiver's acknowledged features were read
+	// with GET before the re-send; redeployed: after its restart.
+	featuresRead, redeployed      bool
 	twiceIDs, lostIDs             []string
 	firstPass, redrive, totalTime time.Duration
 }
@@ -87,6 +90,13 @@ func (r *report) print(w io.Writer) {
 			row("replica kills (SIGKILL)", "%d (%d in a handler run)", rs.kills, rs.inRun)
 		}
 		row("replicas restarted before the check", "%d (every replica, SIGTERM and started again; then GET /features/{id} of every acknowledged event)", rs.restartedAll)
+	}
+	if r.replicas == nil && r.featuresRead {
+		if r.redeployed {
+			row("receiver restarted before the check", "1 (stopped gracefully, as on SIGTERM, and started again on the same store; then GET /features/{id} of every acknowledged event)")
+		} else {
+			row("receiver restarted before the check", "0 (the memory store keeps nothing across a restart; GET /features/{id} of every acknowledged event)")
+		}
 	}
 	row("Redis restarts", "%d", r.restarts)
 	row("Redis failovers", "%d", r.failovers)
