@@ -160,8 +160,18 @@
 // effect: on PostgreSQL the committed ones, read from the writes column,
 // which the write increments inside the handler's transaction, so an
 // attempt rolled back (a killed connection or process) leaves no count and
-// is not a second run; in memory and Redis modes the runs whose write the
-// in-memory feature store took.
+// is not a second run; in memory mode the runs whose write the in-memory
+// feature store took; in Redis mode the runs whose write Redis took,
+// counted in the harness's process (with -receivers, the counters Redis
+// keeps beside each feature). A write refused (a WaitReplicas not met, a
+// store fault) is a run without effect.
+//
+// Before any re-send the receiver is redeployed: stopped gracefully and
+// started again on the same store and port (-receivers: every replica;
+// not on the memory store, which keeps nothing across a restart by
+// design), and every acknowledged event's feature must then answer GET
+// /features/{id}, and on Redis have its counters there: one that does not
+// is "acknowledged, effect missing".
 //
 // The lines that matter are last: "events run twice", the events whose
 // effect ran more than once; "features written
