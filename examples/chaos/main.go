@@ -72,7 +72,9 @@
 // completed before a restart is forgotten, so its re-send runs the handler
 // again, and the run must FAIL on "events run twice" (the feature store has
 // no idempotency of its own, so "features written twice" counts the same
-// events). It shows that the run count sees what a lost record costs.
+// events), and on "acknowledged, effect missing": the features were in
+// that Redis too. It shows that the run count sees what a lost record
+// costs.
 // With -redis-aof as well, that redis-server runs with appendonly yes and
 // appendfsync always and restarts on its own files: every write it
 // acknowledged survives, and the run should pass.
@@ -89,7 +91,9 @@
 // path pointed at it (a tcpcut proxy in between, as a Sentinel switch
 // would), and the old primary restarts empty as the new one's replica;
 // -wait-replicas N sets the receiver's redisstore WaitReplicas, so that a
-// claim counts only once N replicas hold it. -write-delay D pauses every feature write for D, so that
+// claim counts only once N replicas hold it, and so does the feature write
+// before its 201 (examples/ingest's feature store WAITs too): an
+// acknowledged feature survives the failover. -write-delay D pauses every feature write for D, so that
 // more handlers are running when a fault strikes. The bench's "store faults" section runs these.
 //
 // With -updates K every one of the -events features is observed K times,
