@@ -142,11 +142,17 @@ func (r *inProcess) Outcomes() map[middleware.Outcome]int {
 	return sum
 }
 
+// Close shuts the server down gracefully and closes the service; a
+// second Close does nothing.
 func (r *inProcess) Close() {
+	if r.srv == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = r.srv.Shutdown(ctx)
 	r.svc.Close()
+	r.srv, r.svc = nil, nil
 }
 
 // outcomes reads geoidem_requests_total back from reg, by outcome.
