@@ -13,39 +13,40 @@ import (
 
 // report is what the table shows.
 type report struct {
-	store                        string
-	senders, events              int
-	invalid, twice               int
-	deliveries                   int
-	attempts, replays, conflicts int64
-	invalidAnswers               int64
-	deadLettered, deadInvalid    int
-	dead409, dead503             int // the others, by their last answer
-	deadNoAnswer, deadOther      int
-	redriven, redriveFailed      int
-	resent, resentReplayed       int
-	proxy                        faultproxy.Stats
-	cuts, refused, severed       uint64
-	stalls                       int
-	stallFor                     time.Duration
-	terminations, terminated     int
-	kills                        int
-	restarts                     int
-	failovers                    int
-	slotsMoved, keysMoved        int // -reshard
-	reclaims                     int
-	senderKills                  int
-	journalPending               int // -1: no journal
-	storeErrors, released        int // -1: unknown
-	writtenTwice, lost, stored   int
-	acked, ackedMissing          int // acknowledged in the first pass; of those, without effect before any re-send
-	runs                         runCount
-	replicas                     *replicaStats // nil: one receiver
-	// featuresRead: the one receiver's acknowledged features were read
-	// with GET before the re-send; redeployed: after its restart.
-	featuresRead, redeployed      bool
+	store                         string
+	senders, events               int
+	invalid, twice                int
+	deliveries                    int
+	attempts, replays, conflicts  int64
+	invalidAnswers                int64
+	deadLettered, deadInvalid     int
+	dead409, dead503              int // the others, by their last answer
+	deadNoAnswer, deadOther       int
+	redriven, redriveFailed       int
+	resent, resentReplayed        int
+	proxy                         faultproxy.Stats
+	cuts, refused, severed        uint64
+	stalls                        int
+	stallFor                      time.Duration
+	terminations, terminated      int
+	kills                         int
+	restarts                      int
+	failovers                     int
+	slotsMoved, keysMoved         int // -reshard
+	reclaims                      int
+	senderKills                   int
+	journalPending                int // -1: no journal
+	storeErrors, released         int // -1: unknown
+	writtenTwice, lost, stored    int
+	acked, ackedMissing           int // acknowledged in the first pass; of those, without effect before any re-send
+	runs                          runCount
+	replicas                      *replicaStats // nil: one receiver
 	twiceIDs, lostIDs             []string
 	firstPass, redrive, totalTime time.Duration
+
+	// featuresRead: the one receiver's acknowledged features were read
+	// with GET before the re-send; redeployed: after its restart.
+	featuresRead, redeployed bool
 }
 
 func (r *report) ok() bool {
