@@ -86,7 +86,8 @@ func proxyFaults(t *testing.T, rows map[string]string) int {
 // runChaos runs the command and checks what every run must show: exit 0,
 // no event run twice (by the receiver's run count), nothing written twice,
 // nothing lost, every stored feature counted as one run that took effect,
-// and faults actually injected.
+// faults actually injected, and the one receiver redeployed before the
+// check on a store that outlives it.
 func runChaos(t *testing.T, args ...string) map[string]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
@@ -114,6 +115,19 @@ func runChaos(t *testing.T, args ...string) map[string]string {
 	}
 	if proxyFaults(t, rows) == 0 {
 		t.Error("the proxy injected no faults")
+	}
+	// One receiver on a store that outlives it is redeployed before the
+	// check; the memory store is not (it keeps nothing across a restart).
+	if _, ok := rows["receiver restarted before the check"]; ok {
+		want := 1
+		if strings.HasPrefix(rows["store"], "memory") {
+			want = 0
+		}
+		if n := count(t, rows, "receiver restarted before the check"); n != want {
+			t.Errorf("receiver restarted %d times before the check, want %d", n, want)
+		}
+	} else if !strings.Contains(rows["store"], "receiver processes") {
+		t.Error("the table has no row \"receiver restarted before the check\"")
 	}
 	if count(t, rows, "replays") == 0 || count(t, rows, "422s") == 0 {
 		t.Error("no replays or no 422s: the duplicate and invalid paths went unexercised")

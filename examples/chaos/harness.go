@@ -56,6 +56,9 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
 		return 1
 	}
+	if o.features != nil {
+		st.cfg.WrapFeatures = func(service.FeatureStore) service.FeatureStore { return o.features() }
+	}
 	defer func() {
 		if err := st.cleanup(); err != nil {
 			fmt.Fprintf(stderr, "chaos: cleanup: %v\n", err)
@@ -231,6 +234,40 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		}
 		for _, id := range missing {
 			lost[id] = true
+		}
+	}
+	// One receiver: redeployed too (SIGTERM, started again on the same
+	// store), except on the memory store, which keeps nothing across a
+	// restart by design; then the same GET of every acknowledged event,
+	// and on Redis the counters beside each feature (the in-process run
+	// counter saw the writes Redis took, not those it kept).
+	if d, ok := rcv.(redeployable); ok {
+		if rep.redeployed, err = d.redeploy(ctx); err != nil {
+			fmt.Fprintf(stderr, "chaos: redeploying the receiver: %v\n", err)
+			return 1
+		}
+		rep.featuresRead = true
+		missing, err := missingFeatures(ctx, d.URL(), evs, &acked)
+		if err != nil {
+			fmt.Fprintf(stderr, "chaos: reading the features after the restart: %v\n", err)
+			return 1
+		}
+		for _, id := range missing {
+			lost[id] = true
+		}
+		if st.kind == redisStore {
+			rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			_, kept, err := redisCounts(rctx, st.direct, []string{st.cfg.RedisPrefix})
+			cancel()
+			if err != nil {
+				fmt.Fprintf(stderr, "chaos: reading the feature counters in Redis: %v\n", err)
+				return 1
+			}
+			for _, e := range evs {
+				if e.id != "" && acked.has(e.key) && kept[e.id] == 0 {
+					lost[e.id] = true
+				}
+			}
 		}
 	}
 

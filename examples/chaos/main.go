@@ -83,7 +83,9 @@
 // completed before a restart is forgotten, so its re-send runs the handler
 // again, and the run must FAIL on "events run twice" (the feature store has
 // no idempotency of its own, so "features written twice" counts the same
-// events). It shows that the run count sees what a lost record costs.
+// events), and on "acknowledged, effect missing": the features were in
+// that Redis too. It shows that the run count sees what a lost record
+// costs.
 // With -redis-aof as well, that redis-server runs with appendonly yes and
 // appendfsync always and restarts on its own files: every write it
 // acknowledged survives, and the run should pass.
@@ -100,7 +102,9 @@
 // path pointed at it (a tcpcut proxy in between, as a Sentinel switch
 // would), and the old primary restarts empty as the new one's replica;
 // -wait-replicas N sets the receiver's redisstore WaitReplicas, so that a
-// claim counts only once N replicas hold it. -write-delay D pauses every feature write for D, so that
+// claim counts only once N replicas hold it, and so does the feature write
+// before its 201 (examples/ingest's feature store WAITs too): an
+// acknowledged feature survives the failover. -write-delay D pauses every feature write for D, so that
 // more handlers are running when a fault strikes. The bench's "store faults" section runs these.
 //
 // With -updates K every one of the -events features is observed K times,
@@ -171,8 +175,18 @@
 // effect: on PostgreSQL the committed ones, read from the writes column,
 // which the write increments inside the handler's transaction, so an
 // attempt rolled back (a killed connection or process) leaves no count and
-// is not a second run; in memory and Redis modes the runs whose write the
-// in-memory feature store took.
+// is not a second run; in memory mode the runs whose write the in-memory
+// feature store took; in Redis mode the runs whose write Redis took,
+// counted in the harness's process (with -receivers, the counters Redis
+// keeps beside each feature). A write refused (a WaitReplicas not met, a
+// store fault) is a run without effect.
+//
+// Before any re-send the receiver is redeployed: stopped gracefully and
+// started again on the same store and port (-receivers: every replica;
+// not on the memory store, which keeps nothing across a restart by
+// design), and every acknowledged event's feature must then answer GET
+// /features/{id}, and on Redis have its counters there: one that does not
+// is "acknowledged, effect missing".
 //
 // The lines that matter are last: "events run twice", the events whose
 // effect ran more than once; "features written
@@ -200,6 +214,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/geoidem/geoidem/examples/ingest/service"
 )
 
 func main() {
@@ -276,6 +292,11 @@ type options struct {
 	// that a second run of an event is stale: an effect idempotent by the
 	// event.
 	stamp bool
+	// features, when set, is the in-process receiver's feature store in
+	// place of the service's (tests only), called at each start: a feature
+	// store that does not outlive the process, which the check after the
+	// redeploy must catch.
+	features func() service.FeatureStore
 	// splitKeys gives each replica a key prefix of its own (tests only):
 	// replicas that do not share their keys, as on the memory store, which
 	// the harness must see run events twice.

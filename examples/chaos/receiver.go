@@ -57,34 +57,56 @@ func server(addr string, h http.Handler) (*http.Server, string, error) {
 // inProcess is examples/ingest's service served in this process, its
 // feature store wrapped by a runCounter.
 type inProcess struct {
-	svc     *service.Service
-	srv     *http.Server
-	url     string
-	metrics *prometheus.Registry
+	svc *service.Service
+	srv *http.Server
+	url string
+	// metrics has a registry per service started (redeploy starts
+	// another): the outcomes are their sum.
+	metrics []*prometheus.Registry
 	counter *runCounter
+	cfg     service.Config // without Metrics, which each start gets anew
+	kind    storeKind
 	// PostgreSQL: where the effects are read, the writes column of the
 	// feature table (table "": not PostgreSQL).
 	direct, table string
 }
 
 func newInProcess(ctx context.Context, st *storeSetup) (*inProcess, error) {
-	r := &inProcess{metrics: prometheus.NewRegistry(), counter: newRunCounter(nil, st.writeDelay)}
+	r := &inProcess{counter: newRunCounter(nil, st.writeDelay), kind: st.kind}
 	if st.kind == postgresStore {
 		r.direct, r.table = st.direct, st.cfg.FeaturesTable
 	}
-	cfg := st.cfg
-	cfg.Metrics, cfg.WrapFeatures = r.metrics, r.counter.wrap
+	r.cfg = st.cfg
+	inner := st.cfg.WrapFeatures // a test's feature store in place of the service's
+	r.cfg.WrapFeatures = func(fs service.FeatureStore) service.FeatureStore {
+		if inner != nil {
+			fs = inner(fs)
+		}
+		return r.counter.wrap(fs)
+	}
+	if err := r.start(ctx, "127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// start starts the service on addr, with a registry of its own.
+func (r *inProcess) start(ctx context.Context, addr string) error {
+	reg := prometheus.NewRegistry()
+	cfg := r.cfg
+	cfg.Metrics = reg
 	svc, err := service.New(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	srv, u, err := server("127.0.0.1:0", svc.Handler())
+	srv, u, err := server(addr, svc.Handler())
 	if err != nil {
 		svc.Close()
-		return nil, err
+		return err
 	}
 	r.svc, r.srv, r.url = svc, srv, u
-	return r, nil
+	r.metrics = append(r.metrics, reg)
+	return nil
 }
 
 func (r *inProcess) URL() string { return r.url }
@@ -109,13 +131,28 @@ func (r *inProcess) Runs(ctx context.Context) (runs, error) {
 	return runs{Attempts: attempts, Effects: effects}, nil
 }
 
-func (r *inProcess) Outcomes() map[middleware.Outcome]int { return outcomes(r.metrics) }
+// Outcomes sums the outcomes of every service started.
+func (r *inProcess) Outcomes() map[middleware.Outcome]int {
+	sum := map[middleware.Outcome]int{}
+	for _, reg := range r.metrics {
+		for o, n := range outcomes(reg) {
+			sum[o] += n
+		}
+	}
+	return sum
+}
 
+// Close shuts the server down gracefully and closes the service; a
+// second Close does nothing.
 func (r *inProcess) Close() {
+	if r.srv == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = r.srv.Shutdown(ctx)
 	r.svc.Close()
+	r.srv, r.svc = nil, nil
 }
 
 // outcomes reads geoidem_requests_total back from reg, by outcome.

@@ -43,6 +43,10 @@ type report struct {
 	replicas                      *replicaStats // nil: one receiver
 	twiceIDs, lostIDs             []string
 	firstPass, redrive, totalTime time.Duration
+
+	// featuresRead: the one receiver's acknowledged features were read
+	// with GET before the re-send; redeployed: after its restart.
+	featuresRead, redeployed bool
 }
 
 func (r *report) ok() bool {
@@ -87,6 +91,13 @@ func (r *report) print(w io.Writer) {
 			row("replica kills (SIGKILL)", "%d (%d in a handler run)", rs.kills, rs.inRun)
 		}
 		row("replicas restarted before the check", "%d (every replica, SIGTERM and started again; then GET /features/{id} of every acknowledged event)", rs.restartedAll)
+	}
+	if r.replicas == nil && r.featuresRead {
+		if r.redeployed {
+			row("receiver restarted before the check", "1 (stopped gracefully, as on SIGTERM, and started again on the same store; then GET /features/{id} of every acknowledged event)")
+		} else {
+			row("receiver restarted before the check", "0 (the memory store keeps nothing across a restart; GET /features/{id} of every acknowledged event)")
+		}
 	}
 	row("Redis restarts", "%d", r.restarts)
 	row("Redis failovers", "%d", r.failovers)

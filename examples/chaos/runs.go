@@ -307,6 +307,8 @@ func effectSource(o options) string {
 		return "committed: the writes column, incremented in the handler's transaction"
 	case o.receivers > 1:
 		return "the upserts counter of each feature in Redis, incremented in the MULTI of its write"
+	case o.kind() == redisStore:
+		return "the writes Redis took, counted in the receiver's process"
 	}
 	return "the writes the in-memory feature store took"
 }

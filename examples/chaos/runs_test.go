@@ -16,7 +16,8 @@ import (
 // the second runs: "events run twice" above 0, and the run FAILs. The
 // service's feature store has no idempotency layer of its own (the key
 // store is the one), so the second runs write again: "features written
-// twice" sees them too.
+// twice" sees them too. The features were in that Redis as well: after the
+// receiver's redeploy, acknowledged events are found without their effect.
 func TestRedisRestartRunsTwice(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -37,6 +38,9 @@ func TestRedisRestartRunsTwice(t *testing.T) {
 	}
 	if n := count(t, rows, "features written twice"); n != twice {
 		t.Errorf("%d features written twice, %d events run twice: without a second idempotency layer, every second run writes again", n, twice)
+	}
+	if missing, acked := ackedMissing(t, rows); missing == 0 {
+		t.Errorf("0 of %d acknowledged events without their feature, though the restart emptied the Redis that held them", acked)
 	}
 	if !strings.HasPrefix(rows["result"], "FAIL") {
 		t.Errorf("result %q, want FAIL", rows["result"])
@@ -60,9 +64,11 @@ func TestRedisRestartAOFRunsOnce(t *testing.T) {
 
 // TestRedisFailover runs -failover, with and without WaitReplicas: the
 // harness's own primary is SIGKILLed after a 1 s replication stall, its
-// replica promoted, and the run completes with the failover counted and no
-// event lost. (Whether events run twice depends on the claims the stall
-// caught; the bench's store-faults section counts them.)
+// replica promoted, and the run completes with the failover counted. With
+// WaitReplicas 1 no event is lost; without, what the stall kept from the
+// replica may be (the documented window: acknowledged features lost with
+// the primary), and is logged. (Whether events run twice depends on the
+// claims the stall caught; the bench's store-faults section counts them.)
 func TestRedisFailover(t *testing.T) {
 	for _, wait := range []string{"0", "1"} {
 		t.Run("WaitReplicas="+wait, func(t *testing.T) {
@@ -79,7 +85,7 @@ func TestRedisFailover(t *testing.T) {
 			if n := count(t, rows, "Redis failovers"); n != 1 {
 				t.Errorf("%d failovers, want 1", n)
 			}
-			if n := count(t, rows, "events lost"); n != 0 {
+			if n := count(t, rows, "events lost"); n != 0 && wait != "0" {
 				t.Errorf("%d events lost", n)
 			}
 			if !strings.Contains(rows["store"], "WaitReplicas "+wait) {

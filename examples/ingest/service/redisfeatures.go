@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/newest"
 )
 
@@ -36,9 +37,23 @@ import (
 // sender's retry, once the lease has run out, runs the handler again. The
 // newest rule makes that repeat harmless to the state (the same observation
 // is stale); PostgreSQL mode has no such window (one transaction).
+//
+// With waitReplicas set (the key store's WaitReplicas), each upsert then
+// runs WAIT on the connection of its EXEC, and
+// succeeds only once that many replicas acknowledged it within
+// waitTimeout: the feature of an event answered 201 is then on a replica
+// when a failover promotes it, as the key's claim is. Replication is one
+// ordered stream, so the key's completion, written after the feature,
+// never reaches a replica without it. A write that is not acknowledged in
+// time fails as transient (503, the key released): its effect may still
+// reach the replicas, and the retry then runs it again (harmless to the
+// state for a feature that carries its observation_time).
 type redisFeatures struct {
 	client redis.UniversalClient
 	prefix string
+
+	waitReplicas int
+	waitTimeout  time.Duration
 }
 
 // maxWatchTries bounds an upsert's optimistic retries under contention on
@@ -94,7 +109,7 @@ func (s *redisFeatures) Upsert(ctx context.Context, fs []Feature, answer func([]
 				}
 			}
 			rec = answer(verdicts)
-			_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			if _, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				for i, f := range fs {
 					k := keys[index[f.ID]]
 					if verdicts[i] == newest.Replace {
@@ -104,8 +119,10 @@ func (s *redisFeatures) Upsert(ctx context.Context, fs []Feature, answer func([]
 					p.HIncrBy(ctx, k, fieldUpserts, 1)
 				}
 				return nil
-			})
-			return err
+			}); err != nil || s.waitReplicas <= 0 {
+				return err
+			}
+			return s.waitReplicated(ctx, tx)
 		}, keys...)
 		if errors.Is(err, redis.TxFailedErr) {
 			continue // a concurrent write of one of the ids: read and rule again
@@ -116,6 +133,19 @@ func (s *redisFeatures) Upsert(ctx context.Context, fs []Feature, answer func([]
 		return rec, nil
 	}
 	return keystore.Record{}, errContended
+}
+
+// waitReplicated runs WAIT on tx's connection, which counts the replicas
+// that acknowledged that connection's writes: the EXEC just made.
+func (s *redisFeatures) waitReplicated(ctx context.Context, tx *redis.Tx) error {
+	n, err := tx.Wait(ctx, s.waitReplicas, s.waitTimeout).Result()
+	if err != nil {
+		return fmt.Errorf("redis features: wait for replicas: %w", err)
+	}
+	if n < int64(s.waitReplicas) {
+		return fmt.Errorf("redis features: %w: %d of %d acknowledged the write within %v", redisstore.ErrNotReplicated, n, s.waitReplicas, s.waitTimeout)
+	}
+	return nil
 }
 
 func (s *redisFeatures) Get(ctx context.Context, id string) ([]byte, bool, error) {

@@ -149,7 +149,8 @@ type Config struct {
 	// says, New fails on a Redis that does not answer.
 	RedisDurability redisstore.Durability
 	// RedisWaitReplicas is the Redis store's Config.WaitReplicas: how many
-	// replicas must acknowledge each claim (default 0: none waited for).
+	// replicas must acknowledge each claim, and each feature write before
+	// its 201 (default 0: none waited for).
 	RedisWaitReplicas int
 	// MaxFeatures and MaxFeatureBytes bound the in-memory feature store of
 	// the memory mode (DefaultMaxFeatures, DefaultMaxFeatureBytes:

@@ -132,9 +132,12 @@ func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (*stores, erro
 	}
 	return &stores{
 		keys: keys,
-		// The features where the keys are: a restart keeps both.
-		features: &redisFeatures{client: client, prefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix)},
-		close:    func() { client.Close() },
+		// The features where the keys are: a restart keeps both; with
+		// WaitReplicas, a feature acknowledged is on that many replicas,
+		// as its key's claim is.
+		features: &redisFeatures{client: client, prefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix),
+			waitReplicas: cfg.RedisWaitReplicas, waitTimeout: redisstore.DefaultWaitTimeout},
+		close: func() { client.Close() },
 	}, nil
 }
 
