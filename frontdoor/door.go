@@ -348,7 +348,9 @@ func (d *Door) serve(w http.ResponseWriter, r *http.Request, next http.Handler) 
 	}
 	defer d.release(e)
 	body, rest, err := d.read(r)
-	d.ended(e)
+	if d.ended(e) && err == nil {
+		err = ErrSlowBody // cut off as its last bytes arrived: the BodyRate answers 408
+	}
 	if err != nil {
 		if errors.Is(err, ErrSlowBody) {
 			return // the BodyRate answers 408

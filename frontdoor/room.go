@@ -237,8 +237,11 @@ func (d *Door) makeRoom(e *entry) bool {
 	return true
 }
 
-// ended marks e's body no longer arriving: read in full, or failed.
-func (d *Door) ended(e *entry) {
+// ended marks e's body no longer arriving: read in full, or failed. It
+// reports whether the body was cut off meanwhile: a cut may win the race
+// with the read of the body's last bytes, and a body cut off gave its
+// bytes back, so it must not go on to work.
+func (d *Door) ended(e *entry) (cut bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if e.arriving {
@@ -248,6 +251,7 @@ func (d *Door) ended(e *entry) {
 	if e.stop != nil {
 		e.stop.Stop()
 	}
+	return e.cut
 }
 
 // release gives back what e holds, once: its work slot, its bytes, and
