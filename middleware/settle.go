@@ -19,7 +19,11 @@ import (
 // answer.Retried, so that every answer the sender retries is released
 // (the retry runs again) and every answer it gives up on is recorded.
 func retryable(status int, h http.Header) bool {
-	return answer.Retried(status, h.Get("Retry-After"))
+	var retryAfter string
+	if vs := h["Retry-After"]; len(vs) > 0 { // h.Get("Retry-After"), the key already canonical
+		retryAfter = vs[0]
+	}
+	return answer.Retried(status, retryAfter)
 }
 
 // settle ends an exchange whose validator and handler returned: the key is
