@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/deadline"
 	"github.com/geoidem/geoidem/internal/httpbody"
 	"github.com/geoidem/geoidem/keystore"
 )
@@ -124,10 +125,13 @@ type exchange struct {
 	// base is the request's context without its cancellation: once the
 	// key is claimed, the client's departure no longer ends the work. Every
 	// store call after the claim, and the handler's context, derive from it.
-	base    context.Context
-	hold    keystore.Hold
-	rec     hijacker
-	body    bodyReader
+	base context.Context
+	hold keystore.Hold
+	rec  hijacker
+	body bodyReader
+	// room is where the exchange's one record or release within the
+	// request makes its bounded context (a store that can block).
+	room    deadline.Room
 	renewal renewal
 	enc     [512]byte // where rec encodes a small response
 }
