@@ -10,8 +10,9 @@ import (
 // allocation of its own. A buffer goes back to its pool only once nothing
 // can read the body any more: after a request that did not run the
 // handler, or after the handler (and no validator, which may keep the
-// bytes it was given) returned. The pools keep at most a buffer per class
-// and P between collections, as any sync.Pool.
+// bytes it was given) returned. What the pools hold is dropped over two
+// garbage collections, as any sync.Pool's: at most 64 KiB a buffer, and
+// only as many as requests were reading bodies at once.
 const (
 	minPooledBody = 1 << 10 // the smallest class
 	maxPooledBody = 64 << 10
