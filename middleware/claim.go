@@ -45,7 +45,7 @@ func (m *Middleware) claim(r *http.Request, key string, fp keystore.Fingerprint)
 	for {
 		a.Token = keystore.NewToken()
 		sent := time.Now()
-		c, err := m.claimOnce(ctx, detached, key, a)
+		c, err := m.claimOnce(ctx, detached, key, a, sent)
 		out := claimed{Claim: c, token: a.Token, sent: sent, detached: detached}
 		if err != nil || c.Acquired || c.State != keystore.InFlight || c.Fingerprint != fp {
 			return out, err
@@ -65,7 +65,7 @@ func (m *Middleware) claim(r *http.Request, key string, fp keystore.Fingerprint)
 	}
 }
 
-// claimOnce sends one Claim.
+// claimOnce sends one Claim, at sent.
 //
 // A NonBlocking store is called under the request's own context: it
 // honours a context done before the call, and then (keystore.NonBlocking,
@@ -86,7 +86,7 @@ func (m *Middleware) claim(r *http.Request, key string, fp keystore.Fingerprint)
 // token and the store keeps it from ever acquiring the key (see package
 // keystore, "Claims whose outcome is unknown"). Only a refusal the store
 // makes before acting (ErrStoreFull, ErrInvalidClaim) needs no release.
-func (m *Middleware) claimOnce(ctx, detached context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
+func (m *Middleware) claimOnce(ctx, detached context.Context, key string, a keystore.ClaimArgs, sent time.Time) (keystore.Claim, error) {
 	if m.nonBlocking {
 		c, err := m.callClaim(ctx, key, a)
 		if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
@@ -94,7 +94,6 @@ func (m *Middleware) claimOnce(ctx, detached context.Context, key string, a keys
 		}
 		return c, err
 	}
-	sent := time.Now()
 	c, err := m.callClaim(detached, key, a)
 	if err != nil && !errors.Is(err, keystore.ErrStoreFull) && !errors.Is(err, keystore.ErrInvalidClaim) {
 		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency claim failed and may have acquired its key; releasing it by its token in the background",
@@ -119,7 +118,7 @@ func (m *Middleware) abandon(w http.ResponseWriter, r *http.Request, key string,
 	if detached == nil {
 		detached = context.WithoutCancel(r.Context())
 	}
-	m.release(detached, hold, rn)
+	m.release(detached, hold, rn, nil)
 	m.answer(w, r, start, Event{Outcome: Canceled, Key: key, TookOver: c.TookOver, Err: context.Cause(r.Context())},
 		http.StatusServiceUnavailable, ProblemStoreDown, "Idempotency store unavailable",
 		"The request was canceled before it ran; it was not executed, so retry with the same key.", m.retryAfter)

@@ -217,7 +217,7 @@ func (m *Middleware) Shutdown(ctx context.Context) error {
 // Lease + StoreLease after the handler returned. It stops rn when it ends.
 func (m *Middleware) completeLater(ctx context.Context, hold *keystore.Hold, rec []byte, rn *renewal) {
 	m.later(ctx, hold, rn, bgRecord, func(ctx context.Context, until time.Time) error {
-		return m.callComplete(ctx, hold.Key, hold.Token, rec, until)
+		return m.callComplete(ctx, hold.Key, hold.Token, rec, until, nil)
 	})
 }
 
@@ -228,7 +228,7 @@ func (m *Middleware) completeLater(ctx context.Context, hold *keystore.Hold, rec
 // up would only keep the key blocked longer.
 func (m *Middleware) releaseLater(ctx context.Context, hold *keystore.Hold, rn *renewal) {
 	m.later(ctx, hold, rn, bgRelease, func(ctx context.Context, until time.Time) error {
-		return m.callRelease(ctx, hold.Key, hold.Token, until)
+		return m.callRelease(ctx, hold.Key, hold.Token, until, nil)
 	})
 }
 
@@ -245,7 +245,7 @@ func (m *Middleware) releaseUncertain(ctx context.Context, key string, tok keyst
 	rn := new(renewal)
 	rn.fixed(m, hold, sent)
 	m.later(ctx, hold, rn, bgUncertain, func(ctx context.Context, until time.Time) error {
-		return m.callRelease(ctx, hold.Key, hold.Token, until)
+		return m.callRelease(ctx, hold.Key, hold.Token, until, nil)
 	})
 }
 

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/geoidem/geoidem/internal/problem"
 	"github.com/geoidem/geoidem/keystore"
@@ -28,20 +30,31 @@ func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key stri
 	}
 	// The caller owns a Claim's record (keystore.Claim.Record): its value
 	// slices are handed on as they are, not copied again.
+	//
+	// A record holds few fields: they are walked once, each looked up in
+	// the sorted allow-list, rather than the record looked up for every
+	// name the allow-list has.
 	h := w.Header()
-	for _, k := range m.recordHeaders {
-		if vs, ok := rec.Header[k]; ok {
+	recordedTrailers := false
+	for k, vs := range rec.Header {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			recordedTrailers = true
+			continue
+		}
+		if _, ok := slices.BinarySearch(m.recordHeaders, k); ok {
 			h[k] = vs
 		}
-	}
-	if vs, ok := rec.Header["Cache-Control"]; ok && len(vs) == 1 && vs[0] == "no-store" {
-		h.Set("Cache-Control", "no-store") // the middleware's own problem documents
+		if k == "Cache-Control" && len(vs) == 1 && vs[0] == "no-store" {
+			h.Set("Cache-Control", "no-store") // the middleware's own problem documents
+		}
 	}
 	var trailers []int // of recordHeaders, recorded under trailerKeys; sent as trailers, so chunked
-	for i, k := range m.trailerKeys {
-		if _, ok := rec.Header[k]; ok {
-			trailers = append(trailers, i)
-			h.Add("Trailer", m.recordHeaders[i])
+	if recordedTrailers {
+		for i, k := range m.trailerKeys {
+			if _, ok := rec.Header[k]; ok {
+				trailers = append(trailers, i)
+				h.Add("Trailer", m.recordHeaders[i])
+			}
 		}
 	}
 	// The two fields the middleware adds share one backing array; each is

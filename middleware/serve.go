@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/deadline"
 	"github.com/geoidem/geoidem/internal/httpbody"
 	"github.com/geoidem/geoidem/keystore"
 )
@@ -29,7 +30,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 // body, its identity, the claim, and what the claim found.
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	start := time.Now()
-	fields := r.Header.Values(m.keyHeader)
+	fields := r.Header[m.keyHeader] // canonical (New), as net/http keys the fields it parses
 	switch {
 	case len(fields) == 0 && m.keyOptional:
 		next.ServeHTTP(w, r)
@@ -52,7 +53,13 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if m.refuseHeaders(w, r, start) {
 		return
 	}
-	body, err := httpbody.Read(r, m.maxBody)
+	buf := getBody(r)
+	defer func() { putBody(buf) }() // unless handed to the handler: see below
+	var room []byte
+	if buf != nil {
+		room = buf.b
+	}
+	body, err := httpbody.ReadInto(room, r, m.maxBody)
 	if errors.Is(err, httpbody.ErrTooLarge) {
 		m.reject(w, r, start, http.StatusRequestEntityTooLarge, ProblemBodyTooLarge, "Request body too large",
 			fmt.Sprintf("The request body is larger than %d bytes.", m.maxBody))
@@ -85,13 +92,26 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	case r.Context().Err() != nil:
 		m.abandon(w, r, id.stored, c, start)
 	default:
-		x := &exchange{m: m, r: r, start: start, tookOver: c.TookOver}
-		x.hold = keystore.Hold{Key: id.stored, Token: c.token, Retention: m.retention, MaxRecordBytes: m.maxRecord}
-		x.base = c.detached
+		x := &exchange{m: m, r: r, start: start, tookOver: c.TookOver, base: c.detached}
+		// Field by field: x is new, and the Hold's zero fields stay so.
+		x.hold.Key, x.hold.Token, x.hold.Retention, x.hold.MaxRecordBytes = id.stored, c.token, m.retention, m.maxRecord
 		if x.base == nil {
 			x.base = context.WithoutCancel(r.Context())
 		}
+		// The body's buffer goes back to the pool only once the handler
+		// has returned (not when it panics), and never after a validator,
+		// which may keep the bytes it is given.
+		handed := buf
+		buf = nil
 		x.run(w, next, body, c.sent)
+		if m.validator == nil {
+			// Whatever the handler keeps of the body is a copy: it read
+			// it from x.body. A read after its return, against net/http's
+			// contract, finds the end of the body, not the bytes of the
+			// request the buffer serves next.
+			x.body.Reset(nil)
+			putBody(handed)
+		}
 	}
 }
 
@@ -105,10 +125,13 @@ type exchange struct {
 	// base is the request's context without its cancellation: once the
 	// key is claimed, the client's departure no longer ends the work. Every
 	// store call after the claim, and the handler's context, derive from it.
-	base    context.Context
-	hold    keystore.Hold
-	rec     hijacker
-	body    bodyReader
+	base context.Context
+	hold keystore.Hold
+	rec  hijacker
+	body bodyReader
+	// room is where the exchange's one record or release within the
+	// request makes its bounded context (a store that can block).
+	room    deadline.Room
 	renewal renewal
 	enc     [512]byte // where rec encodes a small response
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/internal/answer"
+	"github.com/geoidem/geoidem/internal/deadline"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -19,7 +20,11 @@ import (
 // answer.Retried, so that every answer the sender retries is released
 // (the retry runs again) and every answer it gives up on is recorded.
 func retryable(status int, h http.Header) bool {
-	return answer.Retried(status, h.Get("Retry-After"))
+	var retryAfter string
+	if vs := h["Retry-After"]; len(vs) > 0 { // h.Get("Retry-After"), the key already canonical
+		retryAfter = vs[0]
+	}
+	return answer.Retried(status, retryAfter)
 }
 
 // settle ends an exchange whose validator and handler returned: the key is
@@ -38,19 +43,19 @@ func (x *exchange) settle(verr error, gaveUp bool) {
 		// the store would refuse the record anyway; release in case it
 		// did no work, so that a retry runs it again.
 		ev.Outcome = Released
-		m.release(x.base, hold, rn)
+		m.release(x.base, hold, rn, &x.room)
 	case retryable(ev.Status, rec.w.Header()) && rec.replayable():
 		ev.Outcome = Released
-		m.release(x.base, hold, rn)
+		m.release(x.base, hold, rn, &x.room)
 	case verr != nil:
 		// The validator's answer has no side effect and depends on the
 		// body alone: the same body gets the same answer again, so it is
 		// not recorded. Kept, it would let a small body fill the store
 		// with a large answer for the whole retention.
 		ev.Outcome = Invalid
-		m.release(x.base, hold, rn)
+		m.release(x.base, hold, rn, &x.room)
 	default:
-		m.record(x.base, hold, rn, rec.record(), &ev)
+		m.record(x.base, hold, rn, rec.record(), &ev, &x.room)
 	}
 	m.done(x.r.Context(), ev, x.start)
 }
@@ -75,11 +80,11 @@ func (x *exchange) settlePanic() {
 		if ev.Status == 0 {
 			ev.Status = http.StatusInternalServerError
 		}
-		m.release(x.base, hold, rn)
+		m.release(x.base, hold, rn, &x.room)
 		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked; idempotency claim released", slog.String("key", hold.Key))
 	default:
 		ev.Outcome = Executed
-		m.record(x.base, hold, rn, rec.interrupted(), &ev)
+		m.record(x.base, hold, rn, rec.interrupted(), &ev, &x.room)
 		m.log.LogAttrs(ctx, slog.LevelError, "handler panicked after its answer was sent; idempotency key completed, not released", slog.String("key", hold.Key), slog.Int("status", rec.status))
 	}
 	m.done(ctx, ev, x.start)
@@ -95,8 +100,8 @@ var ErrHandlerPanicked = errors.New("middleware: handler panicked")
 // in ev. When the store fails (other than with a lost lease), the record is
 // handed to the background (completeLater), which keeps rn renewing the
 // lease while it tries again; otherwise rn is stopped.
-func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewal, rec []byte, ev *Event) {
-	err := m.callComplete(ctx, hold.Key, hold.Token, rec, time.Time{})
+func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewal, rec []byte, ev *Event, room *deadline.Room) {
+	err := m.callComplete(ctx, hold.Key, hold.Token, rec, time.Time{}, room)
 	if err == nil {
 		rn.stop()
 		return
@@ -123,9 +128,9 @@ func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewa
 // release gives up hold's claim and stops rn. When the store fails (other
 // than with a lost lease), the release is retried in the background
 // (releaseLater) until the lease may have ended.
-func (m *Middleware) release(ctx context.Context, hold *keystore.Hold, rn *renewal) {
+func (m *Middleware) release(ctx context.Context, hold *keystore.Hold, rn *renewal, room *deadline.Room) {
 	rn.stop()
-	if err := m.callRelease(ctx, hold.Key, hold.Token, time.Time{}); err != nil && !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := m.callRelease(ctx, hold.Key, hold.Token, time.Time{}, room); err != nil && !errors.Is(err, keystore.ErrLeaseLost) {
 		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency claim not released within the request; retrying in the background while the lease holds",
 			slog.String("key", hold.Key), slog.Any("error", err))
 		m.releaseLater(ctx, hold, rn)

@@ -16,8 +16,9 @@ import (
 // (see exchange.base), for every call after the claim.
 
 // storeCtx bounds one store call made under ctx by StoreTimeout and until
-// (the zero time: no such bound).
-func (m *Middleware) storeCtx(ctx context.Context, until time.Time) (context.Context, context.CancelFunc) {
+// (the zero time: no such bound). A context bounded by StoreTimeout alone
+// is made in room, when room is not nil (see deadline.Shared.BoundIn).
+func (m *Middleware) storeCtx(ctx context.Context, until time.Time, room *deadline.Room) (context.Context, context.CancelFunc) {
 	switch {
 	case m.nonBlocking && until.IsZero():
 		return ctx, nop
@@ -25,6 +26,8 @@ func (m *Middleware) storeCtx(ctx context.Context, until time.Time) (context.Con
 		return context.WithDeadline(ctx, until)
 	case !until.IsZero() && until.Before(time.Now().Add(m.storeTimeout)):
 		return context.WithDeadline(ctx, until)
+	case m.storeTimeout >= deadline.MinTimeout && room != nil:
+		return m.deadlines.BoundIn(room, ctx, m.storeTimeout), nop
 	case m.storeTimeout >= deadline.MinTimeout:
 		return m.deadlines.Bound(ctx, m.storeTimeout), nop
 	}
@@ -34,39 +37,48 @@ func (m *Middleware) storeCtx(ctx context.Context, until time.Time) (context.Con
 func nop() {}
 
 func (m *Middleware) callClaim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
-	cctx, cancel := m.storeCtx(ctx, time.Time{})
+	cctx, cancel := m.storeCtx(ctx, time.Time{}, nil)
 	defer cancel()
-	start := time.Now()
+	start := m.callStart()
 	c, err := m.store.Claim(cctx, key, a)
 	m.observeCall(cctx, keystore.OpClaim, start, err)
 	return c, err
 }
 
 func (m *Middleware) callExtend(ctx context.Context, key string, tok keystore.Token, until time.Time) (time.Duration, error) {
-	cctx, cancel := m.storeCtx(ctx, until)
+	cctx, cancel := m.storeCtx(ctx, until, nil)
 	defer cancel()
-	start := time.Now()
+	start := m.callStart()
 	left, err := m.store.Extend(cctx, key, tok, m.storeLease)
 	m.observeCall(cctx, keystore.OpExtend, start, err)
 	return left, err
 }
 
-func (m *Middleware) callComplete(ctx context.Context, key string, tok keystore.Token, rec []byte, until time.Time) error {
-	cctx, cancel := m.storeCtx(ctx, until)
+func (m *Middleware) callComplete(ctx context.Context, key string, tok keystore.Token, rec []byte, until time.Time, room *deadline.Room) error {
+	cctx, cancel := m.storeCtx(ctx, until, room)
 	defer cancel()
-	start := time.Now()
+	start := m.callStart()
 	err := m.store.Complete(cctx, key, tok, rec, m.retention)
 	m.observeCall(cctx, keystore.OpComplete, start, err)
 	return err
 }
 
-func (m *Middleware) callRelease(ctx context.Context, key string, tok keystore.Token, until time.Time) error {
-	cctx, cancel := m.storeCtx(ctx, until)
+func (m *Middleware) callRelease(ctx context.Context, key string, tok keystore.Token, until time.Time, room *deadline.Room) error {
+	cctx, cancel := m.storeCtx(ctx, until, room)
 	defer cancel()
-	start := time.Now()
+	start := m.callStart()
 	err := m.store.Release(cctx, key, tok)
 	m.observeCall(cctx, keystore.OpRelease, start, err)
 	return err
+}
+
+// callStart is when a store call starts, for its observed latency: the
+// zero time, never read, when no StoreObserver is set.
+func (m *Middleware) callStart() time.Time {
+	if m.observeStore == nil {
+		return time.Time{}
+	}
+	return time.Now()
 }
 
 func (m *Middleware) observeCall(ctx context.Context, op keystore.Op, start time.Time, err error) {

@@ -124,15 +124,42 @@ func (r *recorder) snapshot() {
 	// fewer than 0x80 names: New checks), then the count.
 	r.enc = append(r.enc[:0], 0, 0, 0)
 	fields := 0
-	for _, name := range r.allow {
-		if vs, ok := src[name]; ok && !slices.Contains(r.trailers, name) {
-			r.enc = keystore.AppendHeaderField(r.enc, name, vs)
+	for _, i := range r.allowed(src, &[maxWalked]int{}) {
+		if name := r.allow[i]; !slices.Contains(r.trailers, name) {
+			r.enc = keystore.AppendHeaderField(r.enc, name, src[name])
 			fields++
 		}
 	}
 	r.enc[2] = byte(fields)
 	r.bodyAt = len(r.enc)
 	r.tooLong = len(r.enc) > r.limit
+}
+
+// maxWalked is the most fields a header map may have for allowed and
+// hasTrailers to walk it rather than look up each allowed name in it.
+const maxWalked = 16
+
+// allowed returns the indexes in r.allow of the names src has, in order,
+// in room's array when they fit. A response has few fields: when it has
+// fewer than r.allow names, they are walked and each looked up in the
+// sorted r.allow, rather than src looked up for each allowed name.
+func (r *recorder) allowed(src http.Header, room *[maxWalked]int) []int {
+	found := room[:0]
+	if len(src) < len(r.allow) && len(src) <= maxWalked {
+		for k := range src {
+			if i, ok := slices.BinarySearch(r.allow, k); ok {
+				found = append(found, i)
+			}
+		}
+		slices.Sort(found)
+		return found
+	}
+	for i, name := range r.allow {
+		if _, ok := src[name]; ok {
+			found = append(found, i)
+		}
+	}
+	return found
 }
 
 func (r *recorder) Write(p []byte) (int, error) {
@@ -252,6 +279,16 @@ func (r *recorder) hasTrailers(src http.Header) bool {
 		if _, ok := src[name]; ok {
 			return true
 		}
+	}
+	if len(src) < len(r.trailerKeys) && len(src) <= maxWalked { // as in allowed
+		for k := range src {
+			if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+				if _, ok := slices.BinarySearch(r.allow, name); ok {
+					return true
+				}
+			}
+		}
+		return false
 	}
 	for _, key := range r.trailerKeys {
 		if _, ok := src[key]; ok {

@@ -60,19 +60,35 @@ type ctx struct {
 // then the context's own. timeout must be at least MinTimeout. The context
 // needs no cancel: it holds nothing once its bucket has ended.
 func (s *Shared) Bound(parent context.Context, timeout time.Duration) context.Context {
-	c := &ctx{parent: parent}
+	return &ctx{parent: parent, b: s.bucket(timeout)}
+}
+
+// Room is the memory of one context from BoundIn, to embed in a value that
+// lives as long as the context is used: a bound then costs no allocation
+// of its own.
+type Room struct{ c ctx }
+
+// BoundIn is Bound, its context made in room rather than allocated. room
+// must not hold a context still in use: one a call (or what it left
+// watching the context, as pgx's AfterFunc) may still read.
+func (s *Shared) BoundIn(room *Room, parent context.Context, timeout time.Duration) context.Context {
+	room.c = ctx{parent: parent, b: s.bucket(timeout)}
+	return &room.c
+}
+
+// bucket returns the bucket of a context that ends timeout from now.
+func (s *Shared) bucket(timeout time.Duration) *bucket {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Now is read under the lock (on the monotonic clock, as Sub compares
 	// it), so that deadlines, and the buckets, are appended in order.
 	at := time.Now().Add(timeout)
 	if n := len(s.pending); n > 0 && at.Sub(s.pending[n-1].at) < Tick && !at.Before(s.pending[n-1].at) {
-		c.b = s.pending[n-1]
-		return c
+		return s.pending[n-1]
 	}
-	c.b = &bucket{s: s, at: at, done: make(chan struct{})}
-	s.insert(c.b)
-	return c
+	b := &bucket{s: s, at: at, done: make(chan struct{})}
+	s.insert(b)
+	return b
 }
 
 // insert adds b to pending in order of time, and arms the timer if b is

@@ -20,7 +20,8 @@ type valueKey struct{}
 // asks: the request's context detached by context.WithoutCancel, whose
 // origin is canceled meanwhile), and ends at its deadline, at most a tick
 // before the timeout has passed, when Err and context.Cause turn to
-// DeadlineExceeded.
+// DeadlineExceeded. Every other context is made by BoundIn, which keeps
+// the same promise.
 func TestBoundDeadlines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var d Shared
@@ -29,8 +30,12 @@ func TestBoundDeadlines(t *testing.T) {
 		parent := context.WithoutCancel(origin)
 		const timeout = 100 * time.Millisecond
 		var wg sync.WaitGroup
+		rooms := make([]Room, 60)
 		for i := range 60 {
 			c := d.Bound(parent, timeout)
+			if i%2 == 1 { // every other one made in a room: the same contract
+				c = d.BoundIn(&rooms[i], parent, timeout)
+			}
 			made := time.Now()
 			dl, ok := c.Deadline()
 			if early := made.Add(timeout).Sub(dl); !ok || early < 0 || early >= Tick {
@@ -165,5 +170,20 @@ func TestBoundShorterAfterLonger(t *testing.T) {
 		if got := time.Since(start); got != 100*time.Millisecond {
 			t.Errorf("the 100ms context ended after %v", got)
 		}
+	})
+}
+
+// TestBoundInAllocates checks that a context made in a room allocates
+// nothing once its bucket exists.
+func TestBoundInAllocates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var d Shared
+		parent := context.Background()
+		var room Room
+		d.Bound(parent, time.Second) // the bucket
+		if n := testing.AllocsPerRun(100, func() { _ = d.BoundIn(&room, parent, time.Second) }); n != 0 {
+			t.Errorf("BoundIn allocates %v times, want 0", n)
+		}
+		time.Sleep(2 * time.Second) // let the bucket end, its timer with it
 	})
 }

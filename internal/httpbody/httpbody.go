@@ -32,6 +32,16 @@ const firstBuffer = 16 << 10
 // than 16 KiB is read in one allocation of its exact size. A [Buffered]
 // body not yet read is returned as it is, without a copy.
 func Read(r *http.Request, max int64) ([]byte, error) {
+	return ReadInto(nil, r, max)
+}
+
+// ReadInto is Read reading into buf's room first (its length is ignored):
+// a body that fits in it is read without allocating, and the bytes
+// returned are then buf's; a larger one grows from there as Read's does.
+// Never more than the limit is asked of the body at once, whatever buf's
+// capacity. Hand buf to another request only once nothing reads the bytes
+// returned any more.
+func ReadInto(buf []byte, r *http.Request, max int64) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
@@ -50,7 +60,11 @@ func Read(r *http.Request, max int64) ([]byte, error) {
 	if r.ContentLength >= 0 {
 		limit = r.ContentLength // net/http reads no further
 	}
-	buf := make([]byte, 0, min(limit, firstBuffer))
+	if buf != nil && int64(cap(buf)) >= min(limit, firstBuffer) {
+		buf = buf[:0:min(int64(cap(buf)), limit)]
+	} else {
+		buf = make([]byte, 0, min(limit, firstBuffer))
+	}
 	var probe []byte // reads past a full buffer, so it grows only for bytes received
 	for int64(len(buf)) < limit {
 		dst := buf[len(buf):cap(buf)]
