@@ -83,7 +83,7 @@ func (p *parser) object(c ctx) objResult {
 		g          *gnode
 		geometries []*gnode
 		geometry   *gnode
-		feats      []fnode
+		featMark   = len(p.fbuf)
 		props      map[string]any
 		rawProps   []byte
 		id         any
@@ -142,7 +142,7 @@ func (p *parser) object(c ctx) objResult {
 					p.value(false)
 					break
 				}
-				feats = p.featuresMember(feats)
+				p.featuresMember()
 			case mProperties:
 				at := p.i
 				v := p.value(p.build == buildMaps && kind == '{')
@@ -269,7 +269,7 @@ func (p *parser) object(c ctx) objResult {
 				p.report(RuleWrongType, `"features" must be an array, not `+kindOf(kinds[mFeatures]), "features")
 			}
 		}
-		res.feats = feats
+		res.feats = p.fbuf[featMark:len(p.fbuf):len(p.fbuf)]
 	}
 	if bboxOK {
 		p.checkBBoxContains(bbox, p.leaves[leafMark:])
@@ -280,13 +280,20 @@ func (p *parser) object(c ctx) objResult {
 		switch {
 		case typ == tFeature:
 			if p.build != buildNone { // Validate keeps no features
-				p.feats = []fnode{res.feat}
+				p.fbuf = append(p.fbuf[:featMark], res.feat)
+				p.fused = max(p.fused, len(p.fbuf))
+				p.feats = p.fbuf[featMark:]
 			}
 			p.rootFeature = true
 		case typ.isGeometry():
 			p.rootGeo = res.geom
 		}
 		p.rootBB = bbox
+	} else {
+		// Only the root's Features are read: those of any other object
+		// that has a "features" member leave the scratch, so that the
+		// Features of the root's array stay contiguous in it.
+		p.fbuf = p.fbuf[:featMark]
 	}
 	p.leave()
 	return res
@@ -360,8 +367,11 @@ func (p *parser) geometriesMember(geometries []*gnode) []*gnode {
 }
 
 // featuresMember parses the array of a "features" member (the current
-// byte is '[') and appends its Features to feats.
-func (p *parser) featuresMember(feats []fnode) []fnode {
+// byte is '[') and, unless the parse is a Validate, appends its Features
+// to p.fbuf, the pooled parser's scratch: a FeatureCollection of many
+// small Features costs no allocation per Feature, nor the copies of a
+// slice grown by append.
+func (p *parser) featuresMember() {
 	p.enter()
 	p.i++
 	if p.peek() == ']' {
@@ -372,7 +382,8 @@ func (p *parser) featuresMember(feats []fnode) []fnode {
 			if k := p.peek(); k == '{' {
 				r := p.object(ctxFeature)
 				if r.typ == tFeature && p.build != buildNone { // Validate keeps no features
-					feats = append(feats, r.feat)
+					p.fbuf = appendScratch(p.fbuf, r.feat)
+					p.fused = max(p.fused, len(p.fbuf))
 				}
 			} else {
 				if p.listing() {
@@ -387,5 +398,4 @@ func (p *parser) featuresMember(feats []fnode) []fnode {
 		}
 	}
 	p.leave()
-	return feats
 }
