@@ -95,8 +95,13 @@ func (p *parser) object(c ctx) objResult {
 		p.i++
 	} else {
 		for {
-			raw, name := p.member(&s)
+			raw, name := p.memberName()
+			// The members the parser knows are told apart by seen, the
+			// others by the names stack: a name is one or the other.
 			m := lookupMember(name)
+			if m == mOther && p.seen(&s, name) || m != mOther && seen[m] {
+				p.duplicate(name)
+			}
 			if m == mOther {
 				p.pushKey(raw)
 				p.value(false)
@@ -261,7 +266,9 @@ func (p *parser) object(c ctx) objResult {
 				p.report(RuleWrongType, `"id" must be a string or a number, not `+kindOf(kinds[mID]), "id")
 			}
 		}
-		res.feat = fnode{id: id, geom: geometry, props: props, bbox: bbox, raw: p.data[start:p.i:p.i], rawProps: rawProps}
+		if p.build != buildNone { // Validate keeps no features
+			res.feat = fnode{id: id, geom: geometry, props: props, bbox: bbox, raw: p.data[start:p.i:p.i], rawProps: rawProps}
+		}
 	case typ == tFeatureCollection:
 		forbid(mCoordinates, mGeometries, mGeometry, mProperties)
 		if require(mFeatures) && kinds[mFeatures] != '[' {
@@ -311,8 +318,10 @@ func (p *parser) typeMember(kind byte) (typ gtype) {
 		typ = tUnknown
 		return typ
 	}
-	tr, _ := p.str()
-	tname := unescapeName(tr)
+	tname, esc := p.str()
+	if esc {
+		tname = unescapeName(tname)
+	}
 	typ = lookupType(tname)
 	if typ == tUnknown && p.listing() {
 		msg := "unknown type " + strconv.Quote(string(tname))

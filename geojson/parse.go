@@ -155,15 +155,11 @@ func (p *parser) validationError() error {
 // allocates little more than what it returns.
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
 
-// getParser returns a parser over data, with a pooled one's scratch.
+// getParser returns a parser over data, with a pooled one's scratch: a
+// pooled parser is new or was reset by release.
 func getParser(data []byte, o Options, build buildMode) *parser {
 	q := parserPool.Get().(*parser)
-	*q = parser{
-		data: data, o: o, build: build,
-		path: q.path[:0], names: q.names[:0], leaves: q.leaves[:0], fbuf: q.fbuf[:0],
-		ends: q.ends[:0], pends: q.pends[:0], ms: q.ms[:0], zs: q.zs[:0], closed: q.closed[:0],
-		arena: q.arena[:0], gblock: q.gblock, sweep: q.sweep,
-	}
+	q.data, q.o, q.build = data, o, build
 	return q
 }
 
