@@ -285,32 +285,30 @@ func (p *parser) position() [3]float64 {
 // false, consuming nothing, for anything else, which position then
 // parses. It skips what position does only to report problems.
 func (p *parser) positionFast() (v [3]float64, ok bool) {
-	d, i := p.data, p.i
-	if i >= len(d) || d[i] != '[' || p.depth >= p.o.MaxDepth || p.npos >= p.o.MaxPositions {
+	d, j := p.data, p.i
+	if j >= len(d) || d[j] != '[' || p.depth >= p.o.MaxDepth || p.npos >= p.o.MaxPositions {
 		return v, false
 	}
-	p.i = i + 1
+	j++
 	n := 0
 	for ; n < 3; n++ {
-		f, _, fast := p.numFast()
-		if !fast || p.i >= len(d) {
+		f, end, fast := scanNum(d, j)
+		if !fast || end >= len(d) {
 			break
 		}
-		v[n] = f
-		if c := d[p.i]; c == ',' && n < 2 {
-			p.i++
+		v[n], j = f, end+1
+		if c := d[end]; c == ',' && n < 2 {
 			continue
 		} else if c == ']' && n >= 1 {
 			n++
-			p.i++
 			ok = true
 		}
 		break
 	}
 	if !ok || v[0] < -180 || v[0] > 180 || v[1] < -90 || v[1] > 90 || (p.dims != n && p.dims != 0) {
-		p.i = i
 		return [3]float64{}, false
 	}
+	p.i = j
 	p.npos++
 	p.dims = n
 	if p.nerr == p.gBefore {
