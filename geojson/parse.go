@@ -178,7 +178,9 @@ func (p *parser) release() {
 	if p.gcount > len(p.gblock) {
 		p.gblock = make([]gnode, p.gcount) // the next parse needs one block
 	} else {
-		clear(p.gblock) // drop what the gnodes point to
+		// Drop what the gnodes taken from this block point to; the rest
+		// of it is still zero, as newGnode leaves it and release does.
+		clear(p.gblock[:p.gnext])
 	}
 	*p = parser{
 		gblock: p.gblock,
