@@ -200,23 +200,14 @@ func (p *parser) object(c ctx) objResult {
 
 	forbid := func(ms ...mem) {
 		for _, m := range ms {
-			if seen[m] && p.listing() {
-				what := typ.String()
-				if typ.isGeometry() {
-					what = "a " + what + " geometry"
-				} else {
-					what = "a " + what
-				}
-				p.report(RuleForbiddenMember, what+" must not have a "+strconv.Quote(memberNames[m])+
-					" member: it would change GeoJSON semantics (RFC 7946 section 7.1)", memberNames[m])
+			if seen[m] {
+				p.forbidden(typ, m)
 			}
 		}
 	}
 	require := func(m mem) bool {
 		if !seen[m] {
-			if p.listing() {
-				p.report(RuleMissingMember, "a "+typ.String()+" must have a "+strconv.Quote(memberNames[m])+" member")
-			}
+			p.missing(typ, m)
 			return false
 		}
 		return true
@@ -304,6 +295,28 @@ func (p *parser) object(c ctx) objResult {
 	}
 	p.leave()
 	return res
+}
+
+// forbidden reports member m, which an object of type typ must not have.
+func (p *parser) forbidden(typ gtype, m mem) {
+	if !p.listing() {
+		return
+	}
+	what := typ.String()
+	if typ.isGeometry() {
+		what = "a " + what + " geometry"
+	} else {
+		what = "a " + what
+	}
+	p.report(RuleForbiddenMember, what+" must not have a "+strconv.Quote(memberNames[m])+
+		" member: it would change GeoJSON semantics (RFC 7946 section 7.1)", memberNames[m])
+}
+
+// missing reports member m, which an object of type typ must have.
+func (p *parser) missing(typ gtype, m mem) {
+	if p.listing() {
+		p.report(RuleMissingMember, "a "+typ.String()+" must have a "+strconv.Quote(memberNames[m])+" member")
+	}
 }
 
 // typeMember parses a "type" value, whose first byte is kind, and returns
