@@ -56,13 +56,11 @@ var memberNames = [...]string{"", "type", "coordinates", "geometries", "geometry
 // reads it, so it is not built.
 var idSeen any = json.Number("")
 
-// objResult is what object hands back to its parent.
+// objResult is what object hands back to its parent; a Feature of a
+// "features" array goes to p.fbuf instead.
 type objResult struct {
-	typ   gtype
-	geom  *gnode
-	feat  fnode
-	feats []fnode
-	bbox  []float64
+	typ  gtype
+	geom *gnode
 }
 
 // object parses a GeoJSON object (the current byte is '{'). Members
@@ -89,6 +87,7 @@ func (p *parser) object(c ctx) objResult {
 		id         any
 		bbox       []float64
 		bboxOK     bool
+		feat       fnode // a Feature's, for a decode
 		leafMark   = len(p.leaves)
 	)
 	if p.peek() == '}' {
@@ -258,7 +257,7 @@ func (p *parser) object(c ctx) objResult {
 			}
 		}
 		if p.build != buildNone { // Validate keeps no features
-			res.feat = fnode{id: id, geom: geometry, props: props, bbox: bbox, raw: p.data[start:p.i:p.i], rawProps: rawProps}
+			feat = fnode{id: id, geom: geometry, props: props, bbox: bbox, raw: p.data[start:p.i:p.i], rawProps: rawProps}
 		}
 	case typ == tFeatureCollection:
 		forbid(mCoordinates, mGeometries, mGeometry, mProperties)
@@ -267,18 +266,18 @@ func (p *parser) object(c ctx) objResult {
 				p.report(RuleWrongType, `"features" must be an array, not `+kindOf(kinds[mFeatures]), "features")
 			}
 		}
-		res.feats = p.fbuf[featMark:len(p.fbuf):len(p.fbuf)]
+		if c == ctxRoot {
+			p.feats = p.fbuf[featMark:len(p.fbuf):len(p.fbuf)]
+		}
 	}
 	if bboxOK {
 		p.checkBBoxContains(bbox, p.leaves[leafMark:])
-		res.bbox = bbox
 	}
 	if c == ctxRoot {
-		p.feats = res.feats
 		switch {
 		case typ == tFeature:
 			if p.build != buildNone { // Validate keeps no features
-				p.fbuf = append(p.fbuf[:featMark], res.feat)
+				p.fbuf = append(p.fbuf[:featMark], feat)
 				p.fused = max(p.fused, len(p.fbuf))
 				p.feats = p.fbuf[featMark:]
 			}
@@ -290,8 +289,13 @@ func (p *parser) object(c ctx) objResult {
 	} else {
 		// Only the root's Features are read: those of any other object
 		// that has a "features" member leave the scratch, so that the
-		// Features of the root's array stay contiguous in it.
+		// Features of the root's array stay contiguous in it; a Feature of
+		// an array takes its place there.
 		p.fbuf = p.fbuf[:featMark]
+		if c == ctxFeature && typ == tFeature && p.build != buildNone { // Validate keeps no features
+			p.fbuf = appendScratch(p.fbuf, feat)
+			p.fused = max(p.fused, len(p.fbuf))
+		}
 	}
 	p.leave()
 	return res
@@ -402,11 +406,7 @@ func (p *parser) featuresMember() {
 		for n := 0; ; n++ {
 			p.pushIdx(n)
 			if k := p.peek(); k == '{' {
-				r := p.object(ctxFeature)
-				if r.typ == tFeature && p.build != buildNone { // Validate keeps no features
-					p.fbuf = appendScratch(p.fbuf, r.feat)
-					p.fused = max(p.fused, len(p.fbuf))
-				}
+				p.object(ctxFeature) // appends the Feature to p.fbuf
 			} else {
 				if p.listing() {
 					p.report(RuleWrongType, "every member of \"features\" must be a Feature object, not "+kindOf(k))

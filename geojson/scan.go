@@ -114,7 +114,11 @@ func (p *parser) memberName() (raw, name []byte) {
 	if esc {
 		name = unescapeName(raw)
 	}
-	p.expect(':')
+	if p.i < len(p.data) && p.data[p.i] == ':' { // no whitespace: the usual case
+		p.i++
+	} else {
+		p.expect(':')
+	}
 	return raw, name
 }
 
