@@ -56,16 +56,17 @@ func hostilePairs(o *options) []hostilePair {
 		name, short, note string
 		body              []byte
 	}{
-		{"MultiPoint of []", "[] positions", "a MultiPoint whose every position is `[]`", benchshape.EmptyPositions(o.hostileBody)},
-		{"MultiLineString of []", "[] lines", "a MultiLineString whose every LineString is `[]`", benchshape.EmptyLines(o.hostileBody)},
-		{"Polygon of [] rings", "[] rings", "a Polygon whose every ring is `[]`", benchshape.EmptyRings(o.hostileBody)},
-		{"MultiPolygon of [[]]", "[[]] polygons", "a MultiPolygon whose every Polygon is `[[]]`", benchshape.EmptyPolygons(o.hostileBody)},
-		{"overlapping triangles", "triangles", "a MultiPolygon of triangles with integer corners, each overlapping its neighbours", benchshape.Triangles(o.hostileBody)},
+		{"MultiPoint of []", "[] positions", "a MultiPoint whose every position is `[]` (issue 23)", benchshape.EmptyPositions(o.hostileBody)},
+		{"MultiLineString of []", "[] lines", "a MultiLineString whose every LineString is `[]` (issue 23)", benchshape.EmptyLines(o.hostileBody)},
+		{"Polygon of [] rings", "[] rings", "a Polygon whose every ring is `[]` (issue 23)", benchshape.EmptyRings(o.hostileBody)},
+		{"MultiPolygon of [[]]", "[[]] polygons", "a MultiPolygon whose every Polygon is `[[]]` (issue 23)", benchshape.EmptyPolygons(o.hostileBody)},
+		{"overlapping triangles", "triangles", "a MultiPolygon of triangles with integer corners, each overlapping its neighbours (issue 23)", benchshape.Triangles(o.hostileBody)},
+		{"FeatureCollection of null-geometry Features", "null Features", "a FeatureCollection whose every Feature has null geometry and properties", benchshape.NullFeatures(o.hostileBody)},
 	} {
 		ps = append(ps, hostilePair{
 			name:    fmt.Sprintf("%s, %d KiB", b.name, kib),
 			short:   b.short,
-			hostile: b.body, hostileNote: b.note + " (issue 23)",
+			hostile: b.body, hostileNote: b.note,
 			benign: circle, benignNote: "a valid Polygon: a circle of the same size",
 		})
 	}

@@ -88,7 +88,9 @@ func (p *parser) emptyArray() bool {
 // reads for rings.
 func (p *parser) level(level, firstPos int) {
 	if level == 0 {
-		p.position()
+		if _, ok := p.positionFast(); !ok {
+			p.position()
+		}
 		return
 	}
 	if level == 1 {
@@ -111,9 +113,12 @@ func (p *parser) level(level, firstPos int) {
 	} else if level == 1 {
 		var first, last [3]float64
 		for n := 0; ; n++ {
-			p.pushIdx(n)
-			v := p.position()
-			p.pop()
+			v, ok := p.positionFast()
+			if !ok {
+				p.pushIdx(n)
+				v = p.position()
+				p.pop()
+			}
 			if n == 0 {
 				first = v
 			}
@@ -272,6 +277,50 @@ func (p *parser) position() [3]float64 {
 		}
 	}
 	return [3]float64{v[0], v[1], v[2]}
+}
+
+// positionFast parses the usual position, two or three numbers that
+// numFast reads, in range, without whitespace, of the dimension of the
+// geometry's positions so far, and stores it as position does; it returns
+// false, consuming nothing, for anything else, which position then
+// parses. It skips what position does only to report problems.
+func (p *parser) positionFast() (v [3]float64, ok bool) {
+	d, j := p.data, p.i
+	if j >= len(d) || d[j] != '[' || p.depth >= p.o.MaxDepth || p.npos >= p.o.MaxPositions {
+		return v, false
+	}
+	j++
+	n := 0
+	for ; n < 3; n++ {
+		f, end, fast := scanNum(d, j)
+		if !fast || end >= len(d) {
+			break
+		}
+		v[n], j = f, end+1
+		if c := d[end]; c == ',' && n < 2 {
+			continue
+		} else if c == ']' && n >= 1 {
+			n++
+			ok = true
+		}
+		break
+	}
+	if !ok || v[0] < -180 || v[0] > 180 || v[1] < -90 || v[1] > 90 || (p.dims != n && p.dims != 0) {
+		return [3]float64{}, false
+	}
+	p.i = j
+	p.npos++
+	p.dims = n
+	if p.nerr == p.gBefore {
+		if len(p.arena)+2 > cap(p.arena) {
+			p.growArena()
+		}
+		p.arena = append(p.arena, v[0], v[1])
+		if n == 3 && !p.mixed {
+			p.zs = appendScratch(p.zs, v[2])
+		}
+	}
+	return v, true
 }
 
 // appendScratch appends v to s, a scratch slice the pooled parser keeps,

@@ -45,8 +45,9 @@ func answerAlloc(t *testing.T, body []byte) (cold, warm uint64) {
 // TestHostileAllocationPerByte holds SECURITY.md's bound on every hostile
 // body of bench section 6: through RequestValidator.DecodeRequest and the
 // problem document, a 1 MiB problem bomb, 20,000 and 50,000 holes, 1 MiB
-// of empty positions, empty LineStrings or rings, empty Polygons or
-// overlapping triangles, and a circle at scale 1e-200 allocate at most 5×
+// of empty positions, empty LineStrings or rings, empty Polygons,
+// overlapping triangles or null-geometry Features, and a circle at scale
+// 1e-200 allocate at most 5×
 // the bytes per input byte of a valid circle of their size, cold and warm
 // (issue 23, item 4; issue 35).
 func TestHostileAllocationPerByte(t *testing.T) {
@@ -82,6 +83,7 @@ func TestHostileAllocationPerByte(t *testing.T) {
 		{"Polygon of [] rings", benchshape.EmptyRings(size), size},
 		{"MultiPolygon of [[]]", benchshape.EmptyPolygons(size), size},
 		{"overlapping triangles", benchshape.Triangles(size), size},
+		{"FeatureCollection of null-geometry Features", benchshape.NullFeatures(size), size},
 		{"circle of 21,000 vertices at 1e-200", benchshape.Circle(21_000, 1e-200), 0},
 	} {
 		if c.circle == 0 {

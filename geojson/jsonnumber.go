@@ -27,8 +27,18 @@ func (p *parser) num() (float64, []byte) {
 // both exact, so the quotient is correctly rounded. It reports false,
 // consuming nothing, for any other number.
 func (p *parser) numFast() (f float64, start int, ok bool) {
-	d := p.data
+	f, j, ok := scanNum(p.data, p.i)
+	if !ok {
+		return 0, 0, false
+	}
 	start = p.i
+	p.i = j
+	return f, start, true
+}
+
+// scanNum is numFast on d from index start, without the parser: it
+// returns the number and the index just past it.
+func scanNum(d []byte, start int) (f float64, end int, ok bool) {
 	i := start
 	neg := i < len(d) && d[i] == '-'
 	if neg {
@@ -36,8 +46,12 @@ func (p *parser) numFast() (f float64, start int, ok bool) {
 	}
 	var mant uint64
 	j := i
-	for j < len(d) && d[j]-'0' < 10 {
-		mant = mant*10 + uint64(d[j]-'0')
+	for j < len(d) {
+		c := d[j] - '0'
+		if c >= 10 {
+			break
+		}
+		mant = mant*10 + uint64(c)
 		j++
 	}
 	nint := j - i
@@ -53,8 +67,12 @@ func (p *parser) numFast() (f float64, start int, ok bool) {
 				k += 8
 			}
 		}
-		for k < len(d) && d[k]-'0' < 10 && k-j <= 19 {
-			mant = mant*10 + uint64(d[k]-'0')
+		for k < len(d) && k-j <= 19 {
+			c := d[k] - '0'
+			if c >= 10 {
+				break
+			}
+			mant = mant*10 + uint64(c)
 			k++
 		}
 		nfrac = k - j - 1
@@ -70,8 +88,7 @@ func (p *parser) numFast() (f float64, start int, ok bool) {
 	if neg {
 		f = -f
 	}
-	p.i = j
-	return f, start, true
+	return f, j, true
 }
 
 // numSlow is num for any number.

@@ -1,6 +1,10 @@
 package geojson
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"math/bits"
+	"unicode/utf8"
+)
 
 // This file holds JSON strings: reading them with their UTF-8 and
 // surrogate checks, and decoding their escapes.
@@ -27,6 +31,13 @@ func (p *parser) str() (raw []byte, esc bool) {
 	i := start
 	bad := false
 	for {
+		for i+8 <= len(d) { // eight plain ASCII bytes at a time
+			if m := specialBytes(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
 		if i >= len(d) {
 			p.i = i
 			p.fail("unterminated string")
@@ -81,6 +92,18 @@ func (p *parser) str() (raw []byte, esc bool) {
 			i += size
 		}
 	}
+}
+
+// specialBytes returns, for eight bytes of a string (little-endian, the
+// first in the low byte), a mask whose lowest set bit is the high bit of
+// the first byte that str must look at: a quote, a backslash, a control
+// character or a byte of a multi-byte UTF-8 sequence; 0 when there is
+// none. (Bits above the lowest may be set spuriously: each test's borrows
+// run only upwards from a byte it rightly flags.)
+func specialBytes(v uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := v^(ones*'"'), v^(ones*'\\')
+	return (v | (v-ones*0x20)&^v | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
 }
 
 func hex4(d []byte, i int) (rune, bool) {

@@ -56,13 +56,11 @@ var memberNames = [...]string{"", "type", "coordinates", "geometries", "geometry
 // reads it, so it is not built.
 var idSeen any = json.Number("")
 
-// objResult is what object hands back to its parent.
+// objResult is what object hands back to its parent; a Feature of a
+// "features" array goes to p.fbuf instead.
 type objResult struct {
-	typ   gtype
-	geom  *gnode
-	feat  fnode
-	feats []fnode
-	bbox  []float64
+	typ  gtype
+	geom *gnode
 }
 
 // object parses a GeoJSON object (the current byte is '{'). Members
@@ -83,20 +81,26 @@ func (p *parser) object(c ctx) objResult {
 		g          *gnode
 		geometries []*gnode
 		geometry   *gnode
-		feats      []fnode
+		featMark   = len(p.fbuf)
 		props      map[string]any
 		rawProps   []byte
 		id         any
 		bbox       []float64
 		bboxOK     bool
+		feat       fnode // a Feature's, for a decode
 		leafMark   = len(p.leaves)
 	)
 	if p.peek() == '}' {
 		p.i++
 	} else {
 		for {
-			raw, name := p.member(&s)
+			raw, name := p.memberName()
+			// The members the parser knows are told apart by seen, the
+			// others by the names stack: a name is one or the other.
 			m := lookupMember(name)
+			if m == mOther && p.seen(&s, name) || m != mOther && seen[m] {
+				p.duplicate(name)
+			}
 			if m == mOther {
 				p.pushKey(raw)
 				p.value(false)
@@ -142,7 +146,7 @@ func (p *parser) object(c ctx) objResult {
 					p.value(false)
 					break
 				}
-				feats = p.featuresMember(feats)
+				p.featuresMember()
 			case mProperties:
 				at := p.i
 				v := p.value(p.build == buildMaps && kind == '{')
@@ -195,23 +199,14 @@ func (p *parser) object(c ctx) objResult {
 
 	forbid := func(ms ...mem) {
 		for _, m := range ms {
-			if seen[m] && p.listing() {
-				what := typ.String()
-				if typ.isGeometry() {
-					what = "a " + what + " geometry"
-				} else {
-					what = "a " + what
-				}
-				p.report(RuleForbiddenMember, what+" must not have a "+strconv.Quote(memberNames[m])+
-					" member: it would change GeoJSON semantics (RFC 7946 section 7.1)", memberNames[m])
+			if seen[m] {
+				p.forbidden(typ, m)
 			}
 		}
 	}
 	require := func(m mem) bool {
 		if !seen[m] {
-			if p.listing() {
-				p.report(RuleMissingMember, "a "+typ.String()+" must have a "+strconv.Quote(memberNames[m])+" member")
-			}
+			p.missing(typ, m)
 			return false
 		}
 		return true
@@ -261,7 +256,9 @@ func (p *parser) object(c ctx) objResult {
 				p.report(RuleWrongType, `"id" must be a string or a number, not `+kindOf(kinds[mID]), "id")
 			}
 		}
-		res.feat = fnode{id: id, geom: geometry, props: props, bbox: bbox, raw: p.data[start:p.i:p.i], rawProps: rawProps}
+		if p.build != buildNone { // Validate keeps no features
+			feat = fnode{id: id, geom: geometry, props: props, bbox: bbox, raw: p.data[start:p.i:p.i], rawProps: rawProps}
+		}
 	case typ == tFeatureCollection:
 		forbid(mCoordinates, mGeometries, mGeometry, mProperties)
 		if require(mFeatures) && kinds[mFeatures] != '[' {
@@ -269,27 +266,61 @@ func (p *parser) object(c ctx) objResult {
 				p.report(RuleWrongType, `"features" must be an array, not `+kindOf(kinds[mFeatures]), "features")
 			}
 		}
-		res.feats = feats
+		if c == ctxRoot {
+			p.feats = p.fbuf[featMark:len(p.fbuf):len(p.fbuf)]
+		}
 	}
 	if bboxOK {
 		p.checkBBoxContains(bbox, p.leaves[leafMark:])
-		res.bbox = bbox
 	}
 	if c == ctxRoot {
-		p.feats = res.feats
 		switch {
 		case typ == tFeature:
 			if p.build != buildNone { // Validate keeps no features
-				p.feats = []fnode{res.feat}
+				p.fbuf = append(p.fbuf[:featMark], feat)
+				p.fused = max(p.fused, len(p.fbuf))
+				p.feats = p.fbuf[featMark:]
 			}
 			p.rootFeature = true
 		case typ.isGeometry():
 			p.rootGeo = res.geom
 		}
 		p.rootBB = bbox
+	} else {
+		// Only the root's Features are read: those of any other object
+		// that has a "features" member leave the scratch, so that the
+		// Features of the root's array stay contiguous in it; a Feature of
+		// an array takes its place there.
+		p.fbuf = p.fbuf[:featMark]
+		if c == ctxFeature && typ == tFeature && p.build != buildNone { // Validate keeps no features
+			p.fbuf = appendScratch(p.fbuf, feat)
+			p.fused = max(p.fused, len(p.fbuf))
+		}
 	}
 	p.leave()
 	return res
+}
+
+// forbidden reports member m, which an object of type typ must not have.
+func (p *parser) forbidden(typ gtype, m mem) {
+	if !p.listing() {
+		return
+	}
+	what := typ.String()
+	if typ.isGeometry() {
+		what = "a " + what + " geometry"
+	} else {
+		what = "a " + what
+	}
+	p.report(RuleForbiddenMember, what+" must not have a "+strconv.Quote(memberNames[m])+
+		" member: it would change GeoJSON semantics (RFC 7946 section 7.1)", memberNames[m])
+}
+
+// missing reports member m, which an object of type typ must have.
+func (p *parser) missing(typ gtype, m mem) {
+	if p.listing() {
+		p.report(RuleMissingMember, "a "+typ.String()+" must have a "+strconv.Quote(memberNames[m])+" member")
+	}
 }
 
 // typeMember parses a "type" value, whose first byte is kind, and returns
@@ -304,8 +335,10 @@ func (p *parser) typeMember(kind byte) (typ gtype) {
 		typ = tUnknown
 		return typ
 	}
-	tr, _ := p.str()
-	tname := unescapeName(tr)
+	tname, esc := p.str()
+	if esc {
+		tname = unescapeName(tname)
+	}
 	typ = lookupType(tname)
 	if typ == tUnknown && p.listing() {
 		msg := "unknown type " + strconv.Quote(string(tname))
@@ -360,8 +393,11 @@ func (p *parser) geometriesMember(geometries []*gnode) []*gnode {
 }
 
 // featuresMember parses the array of a "features" member (the current
-// byte is '[') and appends its Features to feats.
-func (p *parser) featuresMember(feats []fnode) []fnode {
+// byte is '[') and, unless the parse is a Validate, appends its Features
+// to p.fbuf, the pooled parser's scratch: a FeatureCollection of many
+// small Features costs no allocation per Feature, nor the copies of a
+// slice grown by append.
+func (p *parser) featuresMember() {
 	p.enter()
 	p.i++
 	if p.peek() == ']' {
@@ -370,10 +406,7 @@ func (p *parser) featuresMember(feats []fnode) []fnode {
 		for n := 0; ; n++ {
 			p.pushIdx(n)
 			if k := p.peek(); k == '{' {
-				r := p.object(ctxFeature)
-				if r.typ == tFeature && p.build != buildNone { // Validate keeps no features
-					feats = append(feats, r.feat)
-				}
+				p.object(ctxFeature) // appends the Feature to p.fbuf
 			} else {
 				if p.listing() {
 					p.report(RuleWrongType, "every member of \"features\" must be a Feature object, not "+kindOf(k))
@@ -387,5 +420,4 @@ func (p *parser) featuresMember(feats []fnode) []fnode {
 		}
 	}
 	p.leave()
-	return feats
 }

@@ -80,7 +80,9 @@ type parser struct {
 	lastClosed uint8     // closedXY, closedZ of the last level-1 array
 	gBefore    int       // nerr when the current geometry began
 
-	feats       []fnode
+	feats       []fnode // the root's Features (decodes only), in fbuf
+	fbuf        []fnode // Features of the "features" arrays being parsed
+	fused       int     // the most of fbuf in use at once, to clear
 	rootGeo     *gnode
 	rootBB      []float64
 	rootFeature bool // the root is a Feature, not a FeatureCollection
@@ -153,15 +155,11 @@ func (p *parser) validationError() error {
 // allocates little more than what it returns.
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
 
-// getParser returns a parser over data, with a pooled one's scratch.
+// getParser returns a parser over data, with a pooled one's scratch: a
+// pooled parser is new or was reset by release.
 func getParser(data []byte, o Options, build buildMode) *parser {
 	q := parserPool.Get().(*parser)
-	*q = parser{
-		data: data, o: o, build: build,
-		path: q.path[:0], names: q.names[:0], leaves: q.leaves[:0],
-		ends: q.ends[:0], pends: q.pends[:0], ms: q.ms[:0], zs: q.zs[:0], closed: q.closed[:0],
-		arena: q.arena[:0], gblock: q.gblock, sweep: q.sweep,
-	}
+	q.data, q.o, q.build = data, o, build
 	return q
 }
 
@@ -176,14 +174,17 @@ func (p *parser) release() {
 	clear(p.path[:cap(p.path)])
 	clear(p.names[:cap(p.names)])
 	clear(p.leaves[:cap(p.leaves)])
+	clear(p.fbuf[:p.fused])
 	if p.gcount > len(p.gblock) {
 		p.gblock = make([]gnode, p.gcount) // the next parse needs one block
 	} else {
-		clear(p.gblock) // drop what the gnodes point to
+		// Drop what the gnodes taken from this block point to; the rest
+		// of it is still zero, as newGnode leaves it and release does.
+		clear(p.gblock[:p.gnext])
 	}
 	*p = parser{
 		gblock: p.gblock,
-		path:   p.path[:0], names: p.names[:0], leaves: p.leaves[:0],
+		path:   p.path[:0], names: p.names[:0], leaves: p.leaves[:0], fbuf: p.fbuf[:0],
 		ends: p.ends[:0], pends: p.pends[:0], ms: p.ms[:0], zs: p.zs[:0], closed: p.closed[:0],
 		arena: p.arena[:0], sweep: p.sweep,
 	}

@@ -96,6 +96,16 @@ func (p *parser) literal(lit string) {
 // member reads a member name and the colon after it, checks it for
 // duplicates, and returns the raw and decoded name.
 func (p *parser) member(s *dupSet) (raw, name []byte) {
+	raw, name = p.memberName()
+	if p.seen(s, name) {
+		p.duplicate(name)
+	}
+	return raw, name
+}
+
+// memberName reads a member name and the colon after it, and returns the
+// raw and decoded name; the caller checks it for duplicates.
+func (p *parser) memberName() (raw, name []byte) {
 	if p.peek() != '"' {
 		p.fail("expected member name, found " + p.found())
 	}
@@ -104,13 +114,19 @@ func (p *parser) member(s *dupSet) (raw, name []byte) {
 	if esc {
 		name = unescapeName(raw)
 	}
-	if p.seen(s, name) {
-		if p.listing() {
-			p.report(RuleDuplicateMember, "duplicate member name "+strconv.Quote(string(name))+" makes the object ambiguous", string(name))
-		}
+	if p.i < len(p.data) && p.data[p.i] == ':' { // no whitespace: the usual case
+		p.i++
+	} else {
+		p.expect(':')
 	}
-	p.expect(':')
 	return raw, name
+}
+
+// duplicate reports a member name the object being parsed already has.
+func (p *parser) duplicate(name []byte) {
+	if p.listing() {
+		p.report(RuleDuplicateMember, "duplicate member name "+strconv.Quote(string(name))+" makes the object ambiguous", string(name))
+	}
 }
 
 // value parses any JSON value. With build it returns the value as

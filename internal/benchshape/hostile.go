@@ -139,3 +139,12 @@ func Triangles(size int) []byte {
 		return "[[[" + x + "," + y + "],[" + x2 + "," + y + "],[" + x + "," + y2 + "],[" + x + "," + y + "]]]"
 	})
 }
+
+// NullFeatures returns a FeatureCollection of about size bytes whose every
+// Feature has a null geometry and null properties: the most Features a
+// body of its size can hold, each of which a decode returns.
+func NullFeatures(size int) []byte {
+	return repeatBody(size, `{"type":"FeatureCollection","features":[`, `]}`, func(int) string {
+		return `{"type":"Feature","geometry":null,"properties":null}`
+	})
+}
