@@ -349,10 +349,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if s.door, err = frontdoor.New(fc); err != nil {
 		return fail(err)
 	}
-	if err := reg.Register(doorCollector{s.door}); err != nil {
-		return fail(err)
-	}
-	if err := reg.Register(connsCollector{s.door.Conns()}); err != nil {
+	if err := reg.Register(promobserve.FrontDoor(s.door)); err != nil {
 		return fail(err)
 	}
 
