@@ -46,6 +46,7 @@ type proxyConfig struct {
 	clientRate                    float64
 	clientKeys                    int
 	clientWindow                  time.Duration
+	redisMaxMemory, pgMaxKeys     int64
 	conns                         frontdoor.ConnsConfig
 	clients                       frontdoor.ClientsConfig
 	knownSenders                  []netip.Prefix
@@ -83,6 +84,8 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyConfig, int) {
 	fl.IntVar(&c.clientBurst, "client-burst", memstore.DefaultClientBurst, "memory mode, without webhook keys: the burst of -client-rate")
 	fl.IntVar(&c.clientKeys, "client-keys", 50_000, "Redis and PostgreSQL, without webhook keys: most new keys one address may claim in -client-window; negative: no bound")
 	fl.DurationVar(&c.clientWindow, "client-window", time.Hour, "Redis and PostgreSQL: the window of -client-keys")
+	fl.Int64Var(&c.redisMaxMemory, "redis-max-memory", 0, "Redis: the server's used_memory, in bytes, at which new keys are refused 503 store-full (Retry-After: when the store's earliest key ends), all clients together, replays still answered; 0 (default): nine tenths of the server's maxmemory, or no bound, said in the log, when it sets none; negative: no bound")
+	fl.Int64Var(&c.pgMaxKeys, "pg-max-keys", defaultPGMaxKeys, "PostgreSQL: the rows of the key table at which new keys are refused 503 store-full (Retry-After: when the earliest row can be pruned), all clients together, replays still answered; size it to the disk; negative: no bound")
 	fl.IntVar(&c.conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once, one kept for the connection being accepted (keep it under ulimit -n); below it none is refused; at it a new one takes the place of an idle one, then of a busy one (its body still arriving) of the address holding the most, never of one whose request has arrived whole, else waits in the kernel's accept queue; negative: no bound")
 	fl.IntVar(&c.conns.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "at -max-conns only: a new connection of an address (an IPv4 address or IPv6 /64) holding this many is reset at accept, rather than take another's place or wait; below -max-conns none is refused; negative: no bound")
 	fl.IntVar(&c.conns.MaxIdle, "max-idle-conns", frontdoor.DefaultMaxIdle, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound")
