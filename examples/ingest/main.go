@@ -110,8 +110,11 @@
 //	                      Retry-After (the key released).
 //	GET  /features/{id}   a stored feature, byte for byte as posted
 //	GET  /metrics         outcome counters, store latency histograms, lease
-//	                      takeovers, and the features written, stale and
-//	                      unstamped, in Prometheus text format
+//	                      takeovers, the features written, stale and
+//	                      unstamped, and the front door's decisions
+//	                      (geoidem_frontdoor_*: connections refused or
+//	                      closed, bodies cut, refusals, slots held), in
+//	                      Prometheus text format
 //	GET  /healthz         200 when the key store answers, 503 when it does not
 //
 // With -admin-addr it also serves its key store's admin API
