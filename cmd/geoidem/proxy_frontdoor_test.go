@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -85,4 +86,62 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestProxyConnectionPool: a provider's pool of 16 connections from one
+// address delivers 200 events through `geoidem proxy` with its defaults:
+// none is reset, each is answered 201 and forwarded once.
+func TestProxyConnectionPool(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		mu.Lock()
+		seen[r.Header.Get("Idempotency-Key")]++
+		mu.Unlock()
+		created(w)
+	}))
+	t.Cleanup(upstream.Close)
+	url := startProxy(t, upstream.URL)
+	const pool, events = 16, 200
+	c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: pool, MaxIdleConnsPerHost: pool}, Timeout: time.Minute}
+	t.Cleanup(c.CloseIdleConnections)
+	statuses := make([]int, events)
+	errs := make([]error, events)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range pool {
+		wg.Go(func() {
+			for i := range next {
+				req, _ := http.NewRequest(http.MethodPost, url+"/features", strings.NewReader(pointFeature))
+				req.Header.Set("Content-Type", "application/geo+json")
+				req.Header.Set("Idempotency-Key", fmt.Sprint("pool-", i))
+				resp, err := c.Do(req)
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				statuses[i] = resp.StatusCode
+			}
+		})
+	}
+	for i := range events {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i := range events {
+		if errs[i] != nil || statuses[i] != http.StatusCreated {
+			t.Errorf("event %d: %d %v, want 201", i, statuses[i], errs[i])
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range events {
+		if n := seen[fmt.Sprint("pool-", i)]; n != 1 {
+			t.Errorf("event %d forwarded %d times, want once", i, n)
+		}
+	}
 }
