@@ -7,17 +7,24 @@ import (
 	"time"
 )
 
-// Section 9: the front door (issue 35). Two attacks that stay below the
+// Section 9: the front door (issue 35). Attacks that stay below the
 // request layer, each against a receiving service in a process of its own
-// (this binary again), wired three ways:
+// (this binary again), wired four ways:
 //
 //   - "as main wires it": the idempotency middleware over memstore behind
 //     middleware.Admission, in an http.Server with examples/ingest's
 //     timeouts (ReadTimeout 30 s, IdleTimeout 2 min);
 //   - "BodyRate only": the same behind frontdoor.BodyRate (defaults), with
 //     Admission's BodyDeadline;
-//   - "front door": that, and frontdoor.Conns (defaults) around the
-//     listener and in ConnState, IdleTimeout frontdoor.DefaultIdleTimeout.
+//   - "old front door": that, and frontdoor.Conns (defaults) around the
+//     listener and in ConnState, IdleTimeout frontdoor.DefaultIdleTimeout:
+//     the wiring before frontdoor.New, a slot taken before the body is read;
+//   - "front door (frontdoor.New)": the shipped configuration, as
+//     examples/ingest and geoidem proxy wire it (defaults, 127.2.0.0/16 a
+//     known network): work admitted once the body has arrived.
+//
+// Every verdict is the shipped configuration's; the old rows are kept,
+// labelled, to show what it changed.
 //
 // Idle connections: attacker processes (two, each within the file
 // descriptor limit) open fdIdleConns connections from 127.0.0.2–254, each
@@ -42,7 +49,7 @@ const (
 	fdProbeEvery = 250 * time.Millisecond
 )
 
-var fdModes = map[string]string{"bare": "as main wires it", "rate": "BodyRate only", "door": "front door", "door-nocut": "front door without CutBody", "one": "frontdoor.New"}
+var fdModes = map[string]string{"bare": "as main wires it", "rate": "BodyRate only", "door": "old front door (Conns, BodyRate, Admission)", "door-nocut": "old front door without CutBody", "one": "front door (frontdoor.New)"}
 
 func verdict(ok bool) string {
 	if ok {
@@ -56,10 +63,13 @@ func runFrontdoor(ctx context.Context, s *section) error {
 	limit := raiseFileLimit()
 	conns, slowFor := o.fdIdleConns, o.fdSlowFor
 	s.line("Each service runs in a process of its own (this binary again, file descriptor limit raised to the hard limit: %d here),", limit)
-	s.line("wired three ways: **as main wires it** (the idempotency middleware over memstore behind `middleware.Admission`, in an")
+	s.line("wired four ways: **as main wires it** (the idempotency middleware over memstore behind `middleware.Admission`, in an")
 	s.line("`http.Server` with examples/ingest's timeouts: ReadTimeout 30 s, IdleTimeout 2 min); **BodyRate only** (that behind")
-	s.line("`frontdoor.BodyRate`, defaults: 1 KiB/s after 5 s, and Admission's `BodyDeadline` and `CutBody`); **front door** (that, with")
-	s.line("`frontdoor.Conns`, defaults: 1024 open, 8 per host, 256 idle, around the listener and in ConnState; IdleTimeout 30 s).")
+	s.line("`frontdoor.BodyRate`, defaults: 1 KiB/s after 5 s, and Admission's `BodyDeadline` and `CutBody`); **old front door** (that,")
+	s.line("with `frontdoor.Conns`, defaults, around the listener and in ConnState; IdleTimeout 30 s: the wiring before `frontdoor.New`,")
+	s.line("a slot taken before the body is read); and **front door (frontdoor.New)**, the shipped configuration, as examples/ingest and")
+	s.line("`geoidem proxy` wire it (defaults, 127.2.0.0/16 a known network): work admitted once the body has arrived. Every verdict is")
+	s.line("the shipped configuration's.")
 	s.line("")
 	s.line("### Slow bodies")
 	s.line("")
@@ -69,7 +79,7 @@ func runFrontdoor(ctx context.Context, s *section) error {
 	s.line("")
 	var rows [][]string
 	var doorSlow slowResult
-	for _, mode := range []string{"bare", "rate", "door"} {
+	for _, mode := range []string{"bare", "rate", "door", "one"} {
 		r, err := runSlow(ctx, s, mode, slowFor, 4, 16)
 		if err != nil {
 			return err
@@ -81,13 +91,13 @@ func runFrontdoor(ctx context.Context, s *section) error {
 		share := float64(r.ok) / float64(max(1, r.tries))
 		rows = append(rows, []string{fdModes[mode], fmt.Sprintf("%d/%d (%.1f%%)", r.ok, r.tries, share*100), fmt.Sprint(r.other), ra,
 			fmt.Sprintf("%d 408, %d closed unanswered, %v", r.attackers[408], r.attackers[0], r.attackers)})
-		if mode == "door" {
+		if mode == "one" {
 			doorSlow = r
 		}
 	}
 	s.table([]string{"service", "sender's 2xx", "sender's other answers", "Retry-After of the refusals", "attackers' answers"}, rows)
 	doorShare := float64(doorSlow.ok) / float64(max(1, doorSlow.tries))
-	s.line("Front door against the target: %.1f%% 2xx, %s.", doorShare*100, verdict(doorShare >= fdVictimGoal))
+	s.line("frontdoor.New against the target: %.1f%% 2xx, %s.", doorShare*100, verdict(doorShare >= fdVictimGoal))
 	s.line("")
 	s.headline("slow bodies, 64 connections from 4 addresses: a sender's 2xx behind the front door", "%.1f%% (target ≥ %.0f%%)", doorShare*100, fdVictimGoal*100)
 
@@ -100,7 +110,7 @@ func runFrontdoor(ctx context.Context, s *section) error {
 	s.line("")
 	rows = nil
 	var cutSlow slowResult
-	for _, mode := range []string{"door-nocut", "door"} {
+	for _, mode := range []string{"door-nocut", "door", "one"} {
 		r, err := runSlow(ctx, s, mode, slowFor, 8, 8)
 		if err != nil {
 			return err
@@ -108,13 +118,13 @@ func runFrontdoor(ctx context.Context, s *section) error {
 		share := float64(r.ok) / float64(max(1, r.tries))
 		rows = append(rows, []string{fdModes[mode], fmt.Sprintf("%d/%d (%.1f%%)", r.ok, r.tries, share*100), fmt.Sprint(r.other),
 			fmt.Sprintf("%d 408, %d closed unanswered, %v", r.attackers[408], r.attackers[0], r.attackers)})
-		if mode == "door" {
+		if mode == "one" {
 			cutSlow = r
 		}
 	}
 	s.table([]string{"service", "sender's 2xx", "sender's other answers", "attackers' answers"}, rows)
 	cutShare := float64(cutSlow.ok) / float64(max(1, cutSlow.tries))
-	s.line("Front door against the target: %.1f%% 2xx, %s.", cutShare*100, verdict(cutShare >= fdVictimGoal))
+	s.line("frontdoor.New against the target: %.1f%% 2xx, %s.", cutShare*100, verdict(cutShare >= fdVictimGoal))
 	s.line("")
 	s.headline("slow bodies, 64 connections from 8 addresses: a sender's 2xx behind the front door", "%.1f%% (target ≥ %.0f%%)", cutShare*100, fdVictimGoal*100)
 
@@ -134,7 +144,7 @@ func runFrontdoor(ctx context.Context, s *section) error {
 	for _, run := range []struct {
 		mode   string
 		redial bool
-	}{{"bare", false}, {"door", false}, {"door", true}} {
+	}{{"bare", false}, {"one", false}, {"one", true}} {
 		mode := run.mode
 		r, err := runIdle(ctx, s, mode, conns, run.redial)
 		if err != nil {
@@ -150,15 +160,15 @@ func runFrontdoor(ctx context.Context, s *section) error {
 			fmt.Sprintf("%d/%d", r.inTime, r.probes), fmt.Sprintf("%v / %v", p50.Round(time.Millisecond), worst.Round(time.Millisecond)), fmt.Sprint(r.probeErrs),
 			fmt.Sprintf("%.0f MB", float64(r.peakRSS)/(1<<20))})
 		switch {
-		case mode == "door" && run.redial:
+		case mode == "one" && run.redial:
 			persistent = r
-		case mode == "door":
+		case mode == "one":
 			door = r
 		}
 	}
 	s.table([]string{"service", "attacker connections", "server's open files", "accept errors: too many open files", "/healthz within 1 s", "/healthz median / worst", "/healthz failures", "server's peak RSS"}, rows)
 	inTime := float64(door.inTime) / float64(max(1, door.probes))
-	s.line("Front door against the targets: /healthz within %v on %.0f%% of the tries, %s; peak resident memory %.0f MB, %s.",
+	s.line("frontdoor.New against the targets: /healthz within %v on %.0f%% of the tries, %s; peak resident memory %.0f MB, %s.",
 		fdProbeLimit, inTime*100, verdict(inTime >= fdProbeGoal), float64(door.peakRSS)/(1<<20), verdict(door.peakRSS > 0 && door.peakRSS < fdRSSGoal))
 	pIn := float64(persistent.inTime) / float64(max(1, persistent.probes))
 	s.line("Against a persistent attacker: within %v on %.0f%% of the tries, %s; peak resident memory %.0f MB, %s.",
@@ -175,7 +185,7 @@ func runFrontdoor(ctx context.Context, s *section) error {
 func runManySection(ctx context.Context, s *section, d time.Duration) error {
 	s.line("### Many addresses")
 	s.line("")
-	s.line("Each attack from 127.1.y.z, alone, against the **front door** (Conns, BodyRate, `middleware.Admission` with CutBody)")
+	s.line("Each attack from 127.1.y.z, alone, against the **old front door** (Conns, BodyRate, `middleware.Admission` with CutBody)")
 	s.line("and against **frontdoor.New** (defaults, 127.2.0.0/16 a known network: work admitted once the body has arrived); then")
 	s.line("all at once against frontdoor.New. A sender on 127.0.0.250 posts a small body every 100 ms for %v; a known provider", d)
 	s.line("on 127.2.0.1 posts 1 MB bodies from 4 connections. Header-only slow bodies send a byte every %v and connect again", fdSlowEvery)

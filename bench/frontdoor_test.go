@@ -25,9 +25,10 @@ func TestMain(m *testing.M) {
 // connections, 3 s of slow bodies) and checks its tables and targets.
 func TestFrontdoorSection(t *testing.T) {
 	md, _ := runSection(t, "frontdoor")
-	for _, want := range []string{"## 9. Front door", "### Slow bodies", "### Idle connections", "| as main wires it |", "| BodyRate only |", "| front door |",
-		"Front door against the target: ", "Front door against the targets: ", "slow bodies, 64 connections from 4 addresses",
-		"### Slow bodies from eight addresses", "| front door without CutBody |", "slow bodies, 64 connections from 8 addresses"} {
+	for _, want := range []string{"## 9. Front door", "### Slow bodies", "### Idle connections", "| as main wires it |", "| BodyRate only |",
+		"| old front door (Conns, BodyRate, Admission) |", "| front door (frontdoor.New) |", "| front door (frontdoor.New), persistent attacker |",
+		"frontdoor.New against the target: ", "frontdoor.New against the targets: ", "slow bodies, 64 connections from 4 addresses",
+		"### Slow bodies from eight addresses", "| old front door without CutBody |", "slow bodies, 64 connections from 8 addresses"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("REPORT.md lacks %q:\n%s", want, md)
 		}

@@ -30,9 +30,9 @@ import (
 // request the clients see (at 1 client, its latency; at 64, the inverse
 // of the throughput): what a team puts in front of its receiver pays. The
 // proxies' own CPU time per request is shown beside it. geoidem proxy
-// runs with the memory store and its defaults, but -max-in-flight 256 and
-// -max-conns-per-host -1: the load comes from one address, which the
-// defaults hold to a quarter of 64 requests and 8 connections.
+// runs with the memory store and its defaults, its front door built by
+// frontdoor.New: the load comes from one address, which no bound holds to
+// a share while no other client holds any.
 
 // proxyGoal is the most geoidem proxy's time per request may be, as a
 // multiple of the ReverseProxy's.
@@ -127,8 +127,7 @@ func runProxy(ctx context.Context, s *section) error {
 	if err != nil {
 		return err
 	}
-	gpURL, gpPid, err := start(exec.CommandContext(ctx, geoidem, "proxy", "-addr", "127.0.0.1:0", "-upstream", receiver,
-		"-max-in-flight", "256", "-max-conns-per-host", "-1"), `^geoidem proxy: serving (http://[^,\s]+)`)
+	gpURL, gpPid, err := start(exec.CommandContext(ctx, geoidem, "proxy", "-addr", "127.0.0.1:0", "-upstream", receiver), `^geoidem proxy: serving (http://[^,\s]+)`)
 	if err != nil {
 		return err
 	}

@@ -82,4 +82,9 @@
 // MaxConnsPerHost. Give [Door.Client] to the idempotency middleware
 // (middleware.Config.Client), so that the key store's bounds count the
 // same clients.
+//
+// Every decision of a Door is counted in [Door.Stats]; [Stats.Series]
+// names each as a metric (geoidem_frontdoor_*), for the exporters of
+// observe/promobserve and observe/otelobserve (their FrontDoor) and for a
+// service that writes its metrics by hand.
 package frontdoor

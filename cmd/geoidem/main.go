@@ -8,7 +8,9 @@
 //
 // proxy serves, in front of a receiver written in anything, what
 // examples/ingest serves in front of its own handler: the front door
-// (bounded connections, slow bodies cut off, admission), Standard Webhooks
+// (frontdoor.New: connections bounded under contention only, slow bodies
+// cut off, work admitted once its body has arrived, known senders, the
+// client behind -trusted-proxies; its decisions in /metrics), Standard Webhooks
 // verification (-webhook-secret, -webhook-public-key), the idempotency
 // middleware on the key store -store names, and RFC 7946 validation, so
 // that an invalid geometry never reaches the receiver. Each new key is

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/middleware"
 )
@@ -33,6 +34,10 @@ import (
 //	geoidem_upstream_uncertain_held_total           counter: uncertain keys held (recorded as such)
 //	geoidem_upstream_uncertain_unrecorded_total     counter: uncertain keys the store would not hold
 //	                                                (held only until their lease runs out)
+//	geoidem_frontdoor_…                             the front door's decisions and state, as
+//	                                                frontdoor.Stats.Series names them (and
+//	                                                examples/ingest's /metrics, through
+//	                                                promobserve.FrontDoor)
 type metrics struct {
 	// The maps are filled once, by newMetrics, and only read after:
 	// each series updates atomically.
@@ -44,6 +49,8 @@ type metrics struct {
 	upstream         map[string]*counter
 	upstreamDuration map[string]*histogram
 	held, unrecorded counter
+
+	door *frontdoor.Door // set once, before the first request
 }
 
 // The upstream call's results (geoidem_upstream_requests_total).
@@ -161,7 +168,29 @@ func (m *metrics) write(w io.Writer) {
 	fmt.Fprintf(&b, "geoidem_upstream_uncertain_held_total %d\n", m.held.load())
 	header(&b, "geoidem_upstream_uncertain_unrecorded_total", "counter", "Keys whose upstream outcome is unknown that the store would not record as such: held only until their lease runs out.")
 	fmt.Fprintf(&b, "geoidem_upstream_uncertain_unrecorded_total %d\n", m.unrecorded.load())
+	if m.door != nil {
+		writeSeries(&b, m.door.Stats().Series())
+	}
 	_, _ = io.WriteString(w, b.String())
+}
+
+// writeSeries writes series, grouped by name as frontdoor.Stats.Series
+// returns them, each name's help and type once.
+func writeSeries(b *strings.Builder, series []frontdoor.Series) {
+	for i, s := range series {
+		if i == 0 || series[i-1].Name != s.Name {
+			typ := "gauge"
+			if s.Counter {
+				typ = "counter"
+			}
+			header(b, s.Name, typ, s.Help)
+		}
+		b.WriteString(s.Name)
+		if s.Label != "" {
+			fmt.Fprintf(b, "{%s=%q}", s.Label, s.Value)
+		}
+		fmt.Fprintf(b, " %s\n", strconv.FormatFloat(s.N, 'g', -1, 64))
+	}
 }
 
 func header(b *strings.Builder, name, typ, help string) {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -45,7 +46,10 @@ type proxyConfig struct {
 	clientRate                    float64
 	clientKeys                    int
 	clientWindow                  time.Duration
+	redisMaxMemory, pgMaxKeys     int64
 	conns                         frontdoor.ConnsConfig
+	clients                       frontdoor.ClientsConfig
+	knownSenders                  []netip.Prefix
 	secrets                       []standardwebhooks.Secret
 	publicKeys                    []standardwebhooks.PublicKey
 	noValidate, verbose           bool
@@ -72,17 +76,30 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyConfig, int) {
 	fl.StringVar(&c.pgTable, "pg-key-table", pgstore.DefaultTable, "PostgreSQL: the key store's table")
 	fl.StringVar(&c.redisPrefix, "redis-prefix", redisstore.DefaultKeyPrefix, "Redis: the key prefix")
 	fl.BoolVar(&c.redisVolatile, "redis-volatile", false, "Redis: accept a server without persistence (no AOF, no RDB save points); a Redis restart then loses every record and claim, so every retry after it runs again")
-	fl.IntVar(&c.maxInFlight, "max-in-flight", middleware.DefaultMaxInFlight, "most POST requests in flight at once, a client kept to a quarter once three quarters are held; over it 503 server-busy or 429 client-busy before the body is read; negative: no bound")
-	fl.Int64Var(&c.maxInFlightBytes, "max-in-flight-bytes", middleware.DefaultMaxInFlightBytes, "most POST body bytes in flight at once; negative: no bound")
-	fl.Int64Var(&c.minBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a body must arrive after a 5 s grace, else 408 body-too-slow; negative: no bound")
+	fl.IntVar(&c.maxInFlight, "max-in-flight", frontdoor.DefaultMaxInFlight, "most POST requests whose handlers run at once (work slots, taken once the body has arrived), a client kept to a quarter once three quarters are held; none free within 5 s: 503 server-busy or 429 client-busy; negative: no bound")
+	fl.Int64Var(&c.maxInFlightBytes, "max-in-flight-bytes", frontdoor.DefaultMaxBytes, "most POST body bytes arriving or in work at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
+	fl.Int64Var(&c.minBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its bytes freed; negative: no bound (the 30 s read timeout only)")
 	fl.IntVar(&c.maxKeys, "max-keys", 140_000, "memory mode: most keys held; a lone sender may use all but a quarter")
 	fl.Float64Var(&c.clientRate, "client-rate", memstore.DefaultClientRate, "memory mode, without webhook keys: new keys a second one address may claim past its quarter once the last quarter of -max-keys is reached; negative: no rate")
 	fl.IntVar(&c.clientBurst, "client-burst", memstore.DefaultClientBurst, "memory mode, without webhook keys: the burst of -client-rate")
 	fl.IntVar(&c.clientKeys, "client-keys", 50_000, "Redis and PostgreSQL, without webhook keys: most new keys one address may claim in -client-window; negative: no bound")
 	fl.DurationVar(&c.clientWindow, "client-window", time.Hour, "Redis and PostgreSQL: the window of -client-keys")
-	fl.IntVar(&c.conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once; negative: no bound")
-	fl.IntVar(&c.conns.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "most connections open at once from one IPv4 address or IPv6 /64; negative: no bound (behind a reverse proxy)")
-	fl.IntVar(&c.conns.MaxIdle, "max-idle-conns", frontdoor.DefaultMaxIdle, "most connections waiting for a request; negative: no bound")
+	fl.Int64Var(&c.redisMaxMemory, "redis-max-memory", 0, "Redis: the server's used_memory, in bytes, at which new keys are refused 503 store-full (Retry-After: when the store's earliest key ends), all clients together, replays still answered; 0 (default): nine tenths of the server's maxmemory, or no bound, said in the log, when it sets none; negative: no bound")
+	fl.Int64Var(&c.pgMaxKeys, "pg-max-keys", defaultPGMaxKeys, "PostgreSQL: the rows of the key table at which new keys are refused 503 store-full (Retry-After: when the earliest row can be pruned), all clients together, replays still answered; size it to the disk; negative: no bound")
+	fl.IntVar(&c.conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once, one kept for the connection being accepted (keep it under ulimit -n); below it none is refused; at it a new one takes the place of an idle one, then of a busy one (its body still arriving) of the address holding the most, never of one whose request has arrived whole, else waits in the kernel's accept queue; negative: no bound")
+	fl.IntVar(&c.conns.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "at -max-conns only: a new connection of an address (an IPv4 address or IPv6 /64) holding this many is reset at accept, rather than take another's place or wait; below -max-conns none is refused; negative: no bound")
+	fl.IntVar(&c.conns.MaxIdle, "max-idle-conns", frontdoor.DefaultMaxIdle, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound")
+	fl.Func("trusted-proxies", "comma-separated networks (CIDR) or addresses of the reverse proxies in front: behind them each request's client, for every request-level bound, is the right-most address of -forwarded-header not theirs, and their connections are never refused for -max-conns-per-host (default: none, every client its remote address)", func(v string) error {
+		p, err := frontdoor.ParsePrefixes(v)
+		c.clients.TrustedProxies = append(c.clients.TrustedProxies, p...)
+		return err
+	})
+	fl.StringVar(&c.clients.Header, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies append the client's address to: X-Forwarded-For or Forwarded (RFC 7239)")
+	fl.Func("known-senders", "comma-separated networks (CIDRs) of known senders, such as a provider's published ranges: never cut off, with a quarter of the work slots and body bytes reserved for them and for senders whose webhook signature verified", func(v string) error {
+		p, err := frontdoor.ParsePrefixes(v)
+		c.knownSenders = append(c.knownSenders, p...)
+		return err
+	})
 	fl.Func("webhook-secret", "accept only Standard Webhooks signed v1 with this whsec_… secret (repeat for rotation); the key is then webhook-id, forwarded as Idempotency-Key too", func(v string) error {
 		s, err := standardwebhooks.ParseSecret(v)
 		c.secrets = append(c.secrets, s)
@@ -116,6 +133,10 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyConfig, int) {
 		fmt.Fprintf(stderr, "geoidem proxy: -path must start with /, got %q\n", c.path)
 		return nil, 2
 	}
+	if _, err := frontdoor.NewClients(c.clients); err != nil {
+		fmt.Fprintf(stderr, "geoidem proxy: -forwarded-header: %v\n", err)
+		return nil, 2
+	}
 	if c.adminAddr != "" {
 		if err := loopbackOnly(c.adminAddr); err != nil {
 			fmt.Fprintf(stderr, "geoidem proxy: %v\n", err)
@@ -145,28 +166,16 @@ func proxy(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer p.close()
 
-	conns := c.conns
-	conns.Logger = log
-	fc, err := frontdoor.NewConns(conns)
-	if err != nil {
-		fmt.Fprintf(stderr, "geoidem proxy: %v\n", err)
-		return 2
-	}
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "geoidem proxy: %v\n", err)
 		return 1
 	}
-	srv := &http.Server{
-		Handler:           p.handler,
-		ConnState:         fc.ConnState,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       frontdoor.DefaultBodyTimeout,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       frontdoor.DefaultIdleTimeout,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	// The front door: its server (ConnState, timeouts, answers that need
+	// no body) on its listener (the connection bounds).
+	srv := p.door.Server(p.handler)
+	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	ln = p.door.Listener(ln)
 	fmt.Fprintf(stdout, "geoidem proxy: serving http://%s, forwarding to %s (store %s)\n", ln.Addr(), redacted(c.upstream), redacted(c.store))
 	if c.adminAddr != "" {
 		admin, ok := p.keys.(keystore.Admin)
@@ -185,7 +194,7 @@ func proxy(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "geoidem proxy: admin on http://%s (loopback only)\n", aln.Addr())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(fc.Listener(ln)) }()
+	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		fmt.Fprintf(stderr, "geoidem proxy: %v\n", err)
@@ -212,7 +221,8 @@ func proxy(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // proxyService is the proxy's request path and what it holds open.
 type proxyService struct {
-	handler http.Handler
+	handler http.Handler // the routes: serve them through door.Server on door.Listener
+	door    *frontdoor.Door
 	idem    *middleware.Middleware
 	m       *metrics // its /metrics
 	keys    keystore.Store
@@ -220,9 +230,12 @@ type proxyService struct {
 }
 
 // newProxy opens the key store and builds the request path in front of the
-// forwarder, in the order examples/ingest's service uses: the body rate,
-// the webhook verifier's header checks, admission, the signature, the
-// idempotency middleware with RFC 7946 validation, the forwarder.
+// forwarder, in the order examples/ingest's service uses: the webhook
+// verifier's header checks, the front door (frontdoor.Door: the body
+// arrives in full at the body rate, then takes a work slot), the
+// signature, the idempotency middleware with RFC 7946 validation, the
+// forwarder. The Door's connection bounds are its Listener's and its
+// Server's: serve the handler through them.
 func newProxy(ctx context.Context, c *proxyConfig, log *slog.Logger) (*proxyService, error) {
 	signed := len(c.secrets)+len(c.publicKeys) > 0
 	keys, closeKeys, err := openProxyStore(ctx, c, signed, log)
@@ -236,8 +249,30 @@ func newProxy(ctx context.Context, c *proxyConfig, log *slog.Logger) (*proxyServ
 	if lease <= 0 {
 		lease = middleware.DefaultLease
 	}
+	var verify *standardwebhooks.Verifier
+	if signed {
+		if verify, err = standardwebhooks.NewVerifier(standardwebhooks.VerifierConfig{Secrets: c.secrets, PublicKeys: c.publicKeys, MaxBodyBytes: c.maxBody, Logger: log}); err != nil {
+			return fail(err)
+		}
+	}
+	// The front door: connections, body rate, admission of work, known
+	// senders and client identity, built in one piece.
+	fc := frontdoor.Config{
+		Conns: c.conns, Clients: c.clients, Body: frontdoor.BodyRateConfig{MinRate: c.minBodyRate},
+		MaxInFlight: c.maxInFlight, MaxBytes: c.maxInFlightBytes, MaxBodyBytes: c.maxBody,
+		KnownNetworks: c.knownSenders, Logger: log,
+	}
+	if verify != nil {
+		fc.Verify = verify.Verify
+	}
+	door, err := frontdoor.New(fc)
+	if err != nil {
+		return fail(err)
+	}
+	m.door = door
+
 	keyHeader, retention := middleware.DefaultKeyHeader, c.retention
-	var client func(*http.Request) string = middleware.RemoteClient
+	client := door.Client // the front door's clients, for the key store's bounds
 	if signed {
 		keyHeader, client = standardwebhooks.HeaderID, nil
 		if retention <= 0 {
@@ -278,7 +313,7 @@ func newProxy(ctx context.Context, c *proxyConfig, log *slog.Logger) (*proxyServ
 	}
 	maxConns := c.maxInFlight
 	if maxConns <= 0 {
-		maxConns = middleware.DefaultMaxInFlight
+		maxConns = frontdoor.DefaultMaxInFlight
 	}
 	fwd := &forwarder{
 		base: base, client: &http.Client{Transport: upstreamTransport(c.idle, maxConns), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
@@ -287,40 +322,15 @@ func newProxy(ctx context.Context, c *proxyConfig, log *slog.Logger) (*proxyServ
 		hold: &uncertain{store: keys, hold: hold, retryAfter: middleware.DefaultRetryAfter, timeout: middleware.DefaultStoreTimeout, metrics: m, log: log},
 	}
 
-	var verify *standardwebhooks.Verifier
-	if signed {
-		if verify, err = standardwebhooks.NewVerifier(standardwebhooks.VerifierConfig{Secrets: c.secrets, PublicKeys: c.publicKeys, MaxBodyBytes: c.maxBody, Logger: log}); err != nil {
-			return fail(err)
-		}
-	}
-	var rate *frontdoor.BodyRate
-	if c.minBodyRate >= 0 {
-		if rate, err = frontdoor.NewBodyRate(frontdoor.BodyRateConfig{MinRate: c.minBodyRate, Logger: log}); err != nil {
-			return fail(err)
-		}
-	}
-	var admit *middleware.Admission
-	if c.maxInFlight >= 0 && c.maxInFlightBytes >= 0 {
-		ac := middleware.AdmissionConfig{MaxInFlight: c.maxInFlight, MaxInFlightBytes: c.maxInFlightBytes, MaxBodyBytes: c.maxBody, Logger: log}
-		if rate != nil {
-			ac.BodyDeadline, ac.CutBody = frontdoor.BodyDeadline, frontdoor.CutBody
-		}
-		if admit, err = middleware.NewAdmission(ac); err != nil {
-			return fail(err)
-		}
-	}
+	// The POST route, built inside out: a request meets the verifier's
+	// header checks, the front door, the signature, the middleware.
 	post := idem.Handler(fwd)
 	if verify != nil {
-		post = verify.Handler(post)
+		post = verify.Handler(post) // the signature, over the body, before the claim
 	}
-	if admit != nil {
-		post = admit.Handler(post)
-	}
+	post = door.Handler(post)
 	if verify != nil {
-		post = verify.Precheck(post)
-	}
-	if rate != nil {
-		post = rate.Handler(post)
+		post = verify.Precheck(post) // headers and URL only: before the body is read
 	}
 	prefix := c.path
 	mux := http.NewServeMux()
@@ -337,7 +347,7 @@ func newProxy(ctx context.Context, c *proxyConfig, log *slog.Logger) (*proxyServ
 		}
 		post.ServeHTTP(w, r) // POST and PATCH claim a key; other methods pass through to the upstream
 	})
-	return &proxyService{handler: handler, idem: idem, m: m, keys: keys, close: closeKeys}, nil
+	return &proxyService{handler: handler, door: door, idem: idem, m: m, keys: keys, close: closeKeys}, nil
 }
 
 // optionalDuration is a duration flag whose default, negative, means

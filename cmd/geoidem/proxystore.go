@@ -63,8 +63,13 @@ func openProxyStore(ctx context.Context, c *proxyConfig, signed bool, log *slog.
 		if c.redisVolatile {
 			durability = redisstore.AcceptVolatile
 		}
+		maxMemory, err := redisMaxMemory(ctx, client, c.redisMaxMemory, log)
+		if err != nil {
+			client.Close()
+			return nil, nil, err
+		}
 		store, err := redisstore.New(client, redisstore.Config{KeyPrefix: c.redisPrefix, Durability: durability, Logger: log,
-			ClientKeys: clientKeys, ClientWindow: c.clientWindow})
+			ClientKeys: clientKeys, ClientWindow: c.clientWindow, MaxMemory: maxMemory})
 		if err != nil {
 			client.Close()
 			return nil, nil, err
@@ -77,7 +82,8 @@ func openProxyStore(ctx context.Context, c *proxyConfig, signed bool, log *slog.
 		}
 		ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		store, err := pgstore.New(ictx, pool, pgstore.Config{Table: c.pgTable, ClientKeys: clientKeys, ClientWindow: c.clientWindow})
+		store, err := pgstore.New(ictx, pool, pgstore.Config{Table: c.pgTable, ClientKeys: clientKeys, ClientWindow: c.clientWindow,
+			MaxKeys: max(0, c.pgMaxKeys)})
 		if err != nil {
 			pool.Close()
 			return nil, nil, err
@@ -85,4 +91,37 @@ func openProxyStore(ctx context.Context, c *proxyConfig, signed bool, log *slog.
 		return store, func() { store.Close(); pool.Close() }, nil
 	}
 	return nil, nil, fmt.Errorf("-store %q: want memory, redis://… or postgres://…", redacted(c.store))
+}
+
+// defaultPGMaxKeys is -pg-max-keys's default, examples/ingest's: ten
+// million rows, a few gigabytes of table and index with small recorded
+// answers, well over what legitimate senders hold in a retention (115 new
+// keys a second for 24 h) and far under what a flood of rotating
+// addresses adds before the disk fills. PostgreSQL has no setting to draw
+// it from, as Redis has maxmemory: size it to the disk.
+const defaultPGMaxKeys = 10_000_000
+
+// redisMaxMemory is redisstore.Config.MaxMemory for -redis-max-memory v,
+// as examples/ingest sets it: v when positive, none when negative, and by
+// default nine tenths of the server's maxmemory, or none, said in the
+// log, when the server sets no maxmemory.
+func redisMaxMemory(ctx context.Context, client redis.UniversalClient, v int64, log *slog.Logger) (int64, error) {
+	switch {
+	case v > 0:
+		return v, nil
+	case v < 0:
+		return 0, nil
+	}
+	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	bound, maxmemory, err := redisstore.SuggestedMaxMemory(ictx, client)
+	if err != nil {
+		return 0, fmt.Errorf("store: reading Redis's maxmemory: %w", err)
+	}
+	if bound == 0 {
+		log.Warn("Redis sets no maxmemory: nothing bounds what all clients together store but the host's memory; set maxmemory on the server (new keys are then refused 503 store-full at nine tenths of it) or -redis-max-memory")
+		return 0, nil
+	}
+	log.Info("new keys refused 503 store-full at nine tenths of Redis's maxmemory", "max_memory", bound, "maxmemory", maxmemory)
+	return bound, nil
 }

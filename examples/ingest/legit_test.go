@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
+	"github.com/geoidem/geoidem/internal/redisserver"
 )
 
 // poolFrom returns an HTTP client from the loopback address ip whose pool
@@ -85,61 +87,102 @@ func paddedFeature(id string, size int) []byte {
 	return []byte(`{"type":"Feature","id":"` + id + `","geometry":{"type":"Point","coordinates":[13.4,52.5]},"properties":{"pad":"` + strings.Repeat("x", pad) + `"}}`)
 }
 
+// legitStores are the stores the legitimate shapes run on: every store the
+// service can open, each with a key prefix or tables of its own (named
+// after test), dropped when the test ends.
+func legitStores(t *testing.T, test string) []struct {
+	name string
+	args []string
+} {
+	suffix := test + "_" + strconv.FormatUint(rand.Uint64(), 36)
+	prefix := "geoidem-" + suffix + ":"
+	keyTable, featuresTable := suffix+"_keys", suffix+"_features"
+	dropRedisPrefix(t, prefix)
+	t.Cleanup(func() { dropTables(t, keyTable, featuresTable) })
+	return []struct {
+		name string
+		args []string
+	}{
+		{"memory", []string{"-store", "memory"}},
+		{"redis", []string{"-store", redisserver.SharedURL(), "-redis-prefix", prefix, "-redis-volatile"}},
+		{"postgres", []string{"-store", postgresURL(), "-pg-key-table", keyTable, "-pg-features-table", featuresTable}},
+	}
+}
+
 // A provider's pool of 16, or a proxy's of 100, connections from one
 // address delivers 200 events through the defaults: none is reset, each is
-// stored once.
+// stored once; the pool of 16 on every store, that of 100 in memory.
 func TestIngestConnectionPools(t *testing.T) {
-	for _, pool := range []int{16, 100} {
-		t.Run(fmt.Sprint(pool), func(t *testing.T) {
-			var mu sync.Mutex
-			runs := map[string]int{}
-			url := startWith(t, hook(func(fs []service.Feature) {
-				mu.Lock()
-				defer mu.Unlock()
-				for _, f := range fs {
-					runs[fmt.Sprint(f.ID)]++
-				}
-			}, 0))
-			c := poolFrom("127.0.5.1", pool)
-			ds := make([]delivery, 200)
-			var wg sync.WaitGroup
-			next := make(chan int)
-			for range pool {
-				wg.Go(func() {
-					for i := range next {
-						ds[i] = deliver(c, url, fmt.Sprint("pool-", i), paddedFeature(fmt.Sprint("p", i), 200), nil)
-					}
-				})
+	for _, st := range legitStores(t, "pools") {
+		for _, pool := range []int{16, 100} {
+			if pool == 100 && st.name != "memory" {
+				continue
 			}
-			for i := range ds {
-				next <- i
-			}
-			close(next)
-			wg.Wait()
-			final, errs, retried := tally(ds)
-			t.Logf("pool %d: final answers %v, %d retried after 429/503, %d transport errors", pool, final, retried, len(errs))
-			if len(errs) > 0 {
-				t.Errorf("%d of 200 deliveries ended in a transport error, want none; the first: %v", len(errs), errs[0])
-			}
-			if final[http.StatusCreated] != len(ds)-len(errs) {
-				t.Errorf("final answers %v, want 201 for every delivery", final)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for i := range ds {
-				if n := runs[fmt.Sprint("p", i)]; n != 1 {
-					t.Errorf("event %d was written %d times, want once", i, n)
-				}
+			t.Run(st.name+"/"+fmt.Sprint(pool), func(t *testing.T) {
+				connectionPool(t, pool, st.args)
+			})
+		}
+	}
+}
+
+// connectionPool delivers 200 events from a pool of pool connections to
+// the service started with args, and checks each was stored once.
+func connectionPool(t *testing.T, pool int, args []string) {
+	var mu sync.Mutex
+	runs := map[string]int{}
+	url := startWith(t, hook(func(fs []service.Feature) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, f := range fs {
+			runs[fmt.Sprint(f.ID)]++
+		}
+	}, 0), args...)
+	c := poolFrom("127.0.5.1", pool)
+	ds := make([]delivery, 200)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range pool {
+		wg.Go(func() {
+			for i := range next {
+				ds[i] = deliver(c, url, fmt.Sprint("pool-", i), paddedFeature(fmt.Sprint("p", i), 200), nil)
 			}
 		})
+	}
+	for i := range ds {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	final, errs, retried := tally(ds)
+	t.Logf("pool %d: final answers %v, %d retried after 429/503, %d transport errors", pool, final, retried, len(errs))
+	if len(errs) > 0 {
+		t.Errorf("%d of 200 deliveries ended in a transport error, want none; the first: %v", len(errs), errs[0])
+	}
+	if final[http.StatusCreated] != len(ds)-len(errs) {
+		t.Errorf("final answers %v, want 201 for every delivery", final)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range ds {
+		if n := runs[fmt.Sprint("p", i)]; n != 1 {
+			t.Errorf("event %d was written %d times, want once", i, n)
+		}
 	}
 }
 
 // 50 concurrent deliveries of one event from one address, each on its own
 // connection: none is reset, and each is answered 2xx (the original or its
-// replay) or 409 (the original still in flight).
+// replay) or 409 (the original still in flight); on every store.
 func TestIngestConcurrentDuplicates(t *testing.T) {
-	url := startWith(t, hook(nil, 200*time.Millisecond))
+	for _, st := range legitStores(t, "dups") {
+		t.Run(st.name, func(t *testing.T) { concurrentDuplicates(t, st.args) })
+	}
+}
+
+// concurrentDuplicates sends the 50 duplicates to the service started
+// with args.
+func concurrentDuplicates(t *testing.T, args []string) {
+	url := startWith(t, hook(nil, 200*time.Millisecond), args...)
 	body := paddedFeature("dup", 200)
 	ds := make([]delivery, 50)
 	var wg sync.WaitGroup

@@ -11,7 +11,7 @@
 //	                         [-max-conns 1024] [-max-conns-per-host 8] [-max-idle-conns 256] [-known-senders CIDR,…]
 //	                         [-trusted-proxies CIDR,…] [-forwarded-header X-Forwarded-For]
 //	                         [-max-keys 140000] [-client-rate 1] [-client-burst 64] [-evict-after 1h]
-//	                         [-client-keys 50000] [-client-window 1h]
+//	                         [-client-keys 50000] [-client-window 1h] [-redis-max-memory BYTES] [-pg-max-keys 10000000]
 //	                         [-order-property observation_time] [-max-observation-skew 5m]
 //	                         [-admin-addr 127.0.0.1:9090]
 //
@@ -52,7 +52,13 @@
 // new keys and then -client-rate a second; on Redis and PostgreSQL an
 // address gets -client-keys new keys per -client-window. Past either, a
 // new key is answered 429 client-full with a Retry-After; replays are never
-// refused. When the memory store is full, completed records older than
+// refused. What all clients together hold is bounded too: on Redis, new
+// keys are refused 503 store-full once the server's memory reaches
+// -redis-max-memory (by default nine tenths of its maxmemory; with no
+// maxmemory, no bound, said at start), on PostgreSQL once the key table
+// holds -pg-max-keys rows (ten million by default), each with a
+// Retry-After that says when the earliest key ends; replays are still
+// answered. When the memory store is full, completed records older than
 // -evict-after (an hour) make room for new keys, oldest first, counted in
 // /metrics (geoidem_store_evicted_total) and logged; a retry of an evicted
 // record's request runs again. Below the requests, the connections are
@@ -104,8 +110,11 @@
 //	                      Retry-After (the key released).
 //	GET  /features/{id}   a stored feature, byte for byte as posted
 //	GET  /metrics         outcome counters, store latency histograms, lease
-//	                      takeovers, and the features written, stale and
-//	                      unstamped, in Prometheus text format
+//	                      takeovers, the features written, stale and
+//	                      unstamped, and the front door's decisions
+//	                      (geoidem_frontdoor_*: connections refused or
+//	                      closed, bodies cut, refusals, slots held), in
+//	                      Prometheus text format
 //	GET  /healthz         200 when the key store answers, 503 when it does not
 //
 // With -admin-addr it also serves its key store's admin API
@@ -198,6 +207,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.IntVar(&sc.ClientBurst, "client-burst", memstore.DefaultClientBurst, "memory mode, without webhook keys: the burst of -client-rate")
 	fl.DurationVar(&sc.EvictAfter, "evict-after", memstore.DefaultEvictAfter, "memory mode: when -max-keys are held, completed records older than this make room for new keys, oldest first (a retry of their requests then runs again; counted in /metrics as geoidem_store_evicted_total, and logged); negative: never, and a full store refuses new keys 503 until records reach the end of -retention")
 	fl.IntVar(&sc.ClientKeys, "client-keys", service.DefaultClientKeys, "Redis and PostgreSQL, without webhook keys: most new keys one address (an IPv6 /64) may claim in -client-window, past it 429 client-full with Retry-After; size it over your busiest sender's; negative: no bound")
+	fl.Int64Var(&sc.RedisMaxMemory, "redis-max-memory", 0, "Redis: the server's used_memory, in bytes, at which new keys are refused 503 store-full (Retry-After: when the store's earliest key ends), all clients together, replays still answered; 0 (default): nine tenths of the server's maxmemory, or no bound, said in the log, when it sets none; negative: no bound")
+	fl.Int64Var(&sc.PGMaxKeys, "pg-max-keys", service.DefaultPGMaxKeys, "PostgreSQL: the rows of the key table at which new keys are refused 503 store-full (Retry-After: when the earliest row can be pruned), all clients together, replays still answered; size it to the disk; negative: no bound")
 	fl.DurationVar(&sc.ClientWindow, "client-window", time.Hour, "Redis and PostgreSQL: the window of -client-keys, starting with an address's first new key")
 	fl.Int64Var(&sc.MinBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its bytes freed; negative: no bound (the 30 s read timeout only)")
 	fl.IntVar(&sc.Conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once, one kept for the connection being accepted (keep it under ulimit -n); below it none is refused; at it a new one takes the place of an idle one, then of a busy one (its body still arriving) of the address holding the most, never of one whose request has arrived whole, else waits in the kernel's accept queue; negative: no bound")

@@ -22,6 +22,13 @@
 // receiving the request to its outcome, with the attributes geoidem.outcome,
 // http.response.status_code, geoidem.took_over and geoidem.key. Without a
 // server span in the context, geoidem.request is a root span.
+//
+// # The front door
+//
+// [FrontDoor] records a service's front door (frontdoor.Door): its
+// connections refused or closed, bodies cut off, refusals and slots held,
+// as observable instruments named as package promobserve's series
+// (geoidem_frontdoor_*, listed by frontdoor.Stats.Series).
 package otelobserve
 
 import (

@@ -20,6 +20,11 @@
 //	geoidem_request_duration_seconds{outcome}       histogram of Event.Latency
 //	geoidem_lease_takeovers_total                   counter of Event.TookOver
 //	geoidem_store_operation_seconds{op,result}      histogram of keystore.Call.Latency; op "claim", "extend", "complete", "release"; result "ok" or "error"
+//
+// A service's front door (frontdoor.Door) is exported apart, by
+// [FrontDoor]: its connections refused or closed, bodies cut off,
+// refusals and slots held, as geoidem_frontdoor_* series
+// (frontdoor.Stats.Series lists them).
 package promobserve
 
 import (

@@ -101,6 +101,15 @@ const (
 	// ClientWindow (default an hour) on Redis and PostgreSQL: about 14 new
 	// keys a second, sustained, from one address.
 	DefaultClientKeys = 50_000
+	// DefaultPGMaxKeys bounds the rows of the PostgreSQL key table, all
+	// clients together (Config.PGMaxKeys): ten million, a few gigabytes
+	// of table and index with small recorded answers, well over what
+	// legitimate senders hold in a retention (115 new keys a second,
+	// sustained for 24 h), and far under what a flood of rotating
+	// addresses adds, each within its ClientKeys, before the disk fills.
+	// PostgreSQL has no setting to draw it from, as Redis has maxmemory:
+	// size it to the disk.
+	DefaultPGMaxKeys = 10_000_000
 )
 
 // Config configures a Service. Zero fields mean the defaults shown.
@@ -231,6 +240,23 @@ type Config struct {
 	// keys.
 	ClientKeys   int
 	ClientWindow time.Duration
+	// RedisMaxMemory bounds what all clients together make Redis hold
+	// (redisstore.Config.MaxMemory, in bytes of the server's used_memory):
+	// at it, new keys are refused 503 store-full with a Retry-After that
+	// says when the store's earliest key ends, while replays and keys in
+	// flight are answered as usual, before Redis's own maxmemory refuses
+	// every write or evicts records. Default 0: nine tenths of the
+	// server's maxmemory (redisstore.SuggestedMaxMemory), or, when the
+	// server sets none, no bound, logged at start (nothing else tells
+	// the service how much memory the server may take); negative: no
+	// bound.
+	RedisMaxMemory int64
+	// PGMaxKeys bounds the rows of the PostgreSQL key table, all clients
+	// together (pgstore.Config.MaxKeys): at it, new keys are refused 503
+	// store-full with a Retry-After that says when the janitor can delete
+	// the earliest-ending row, while replays and keys in flight are
+	// answered as usual. Default DefaultPGMaxKeys; negative: no bound.
+	PGMaxKeys int64
 	// Clients names each request's client for every request-level bound
 	// (the front door's shares, the key store's client bounds): its
 	// remote address or, behind the trusted proxies it names, the client
@@ -350,10 +376,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if s.door, err = frontdoor.New(fc); err != nil {
 		return fail(err)
 	}
-	if err := reg.Register(doorCollector{s.door}); err != nil {
-		return fail(err)
-	}
-	if err := reg.Register(connsCollector{s.door.Conns()}); err != nil {
+	if err := reg.Register(promobserve.FrontDoor(s.door)); err != nil {
 		return fail(err)
 	}
 

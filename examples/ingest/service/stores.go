@@ -121,10 +121,15 @@ func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (*stores, erro
 		return nil, fmt.Errorf("store %s: Redis cannot be used: %w", Redacted(cfg.Store), err)
 	}
 	client := newClient(0) // go-redis's default retries
+	maxMemory, err := redisMaxMemory(ctx, client, cfg.RedisMaxMemory, log)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
 	keys, err := redisstore.New(client, redisstore.Config{
 		KeyPrefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix), Durability: cfg.RedisDurability,
 		Logger: log, WaitReplicas: cfg.RedisWaitReplicas,
-		ClientKeys: clientKeys(cfg), ClientWindow: cfg.ClientWindow,
+		ClientKeys: clientKeys(cfg), ClientWindow: cfg.ClientWindow, MaxMemory: maxMemory,
 	})
 	if err != nil {
 		client.Close()
@@ -149,7 +154,8 @@ func openPostgres(ctx context.Context, cfg Config) (*stores, error) {
 	fail := func(err error) (*stores, error) { pool.Close(); return nil, err }
 	ictx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	keys, err := pgstore.New(ictx, pool, pgstore.Config{Table: cfg.KeyTable, ClientKeys: clientKeys(cfg), ClientWindow: cfg.ClientWindow})
+	keys, err := pgstore.New(ictx, pool, pgstore.Config{Table: cfg.KeyTable, ClientKeys: clientKeys(cfg), ClientWindow: cfg.ClientWindow,
+		MaxKeys: max(0, orDefault(cfg.PGMaxKeys, DefaultPGMaxKeys))})
 	if err != nil {
 		return fail(err)
 	}
@@ -172,4 +178,29 @@ func clientKeys(cfg Config) int {
 		return 0
 	}
 	return orDefault(cfg.ClientKeys, DefaultClientKeys)
+}
+
+// redisMaxMemory is the Redis store's Config.MaxMemory for the setting v
+// (Config.RedisMaxMemory): v when positive, none when negative, and by
+// default nine tenths of the server's maxmemory, or none, said in the
+// log, when the server sets no maxmemory.
+func redisMaxMemory(ctx context.Context, client redis.UniversalClient, v int64, log *slog.Logger) (int64, error) {
+	switch {
+	case v > 0:
+		return v, nil
+	case v < 0:
+		return 0, nil
+	}
+	ictx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	bound, maxmemory, err := redisstore.SuggestedMaxMemory(ictx, client)
+	if err != nil {
+		return 0, fmt.Errorf("store: reading Redis's maxmemory: %w", err)
+	}
+	if bound == 0 {
+		log.Warn("Redis sets no maxmemory: nothing bounds what all clients together store but the host's memory; set maxmemory on the server (new keys are then refused 503 store-full at nine tenths of it) or a bound of your own")
+		return 0, nil
+	}
+	log.Info("new keys refused 503 store-full at nine tenths of Redis's maxmemory", "max_memory", bound, "maxmemory", maxmemory)
+	return bound, nil
 }

@@ -1,0 +1,65 @@
+package frontdoor
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestSeriesReadEveryDecision checks that each of the Door's decisions and
+// states is read into its series, under its label, and that every name
+// SeriesNames lists is present, once grouped, before anything happened.
+func TestSeriesReadEveryDecision(t *testing.T) {
+	s := Stats{
+		Conns:    ConnsStats{Open: 1, Idle: 2, Held: 3, Waiting: 4, Refused: 5, ClosedIdle: 6, ClosedBusy: 7, Evicted: 8, Waited: 9},
+		Arriving: 10, Bytes: 11, Slots: 12, KnownSlots: 13, Answering: 14,
+		CutSlow: 15, CutForRoom: 16, CutStalled: 17, RefusedBusy: 18, RefusedClient: 19, KnownAdmitted: 20, AnswersCut: 21,
+	}
+	want := map[string]float64{
+		"geoidem_frontdoor_connections state=open": 1, "geoidem_frontdoor_connections state=idle": 2,
+		"geoidem_frontdoor_connections state=held": 3, "geoidem_frontdoor_connections state=waiting": 4,
+		"geoidem_frontdoor_connections_closed_total reason=host": 5, "geoidem_frontdoor_connections_closed_total reason=idle": 6,
+		"geoidem_frontdoor_connections_closed_total reason=busy": 7, "geoidem_frontdoor_connections_closed_total reason=idle_bound": 8,
+		"geoidem_frontdoor_connections_waited_total": 9,
+		"geoidem_frontdoor_bodies_arriving":          10, "geoidem_frontdoor_body_bytes": 11,
+		"geoidem_frontdoor_slots_held": 12, "geoidem_frontdoor_known_slots_held": 13, "geoidem_frontdoor_answers_writing": 14,
+		"geoidem_frontdoor_bodies_cut_total reason=slow": 15, "geoidem_frontdoor_bodies_cut_total reason=room": 16,
+		"geoidem_frontdoor_bodies_cut_total reason=stalled": 17,
+		"geoidem_frontdoor_refused_total reason=server_busy": 18, "geoidem_frontdoor_refused_total reason=client_busy": 19,
+		"geoidem_frontdoor_known_admitted_total": 20, "geoidem_frontdoor_answers_cut_total": 21,
+	}
+	got := map[string]float64{}
+	var names []string
+	for _, x := range s.Series() {
+		k := x.Name
+		if x.Label != "" {
+			k += " " + x.Label + "=" + x.Value
+		}
+		if _, dup := got[k]; dup {
+			t.Errorf("%s twice", k)
+		}
+		got[k] = x.N
+		if x.Help == "" {
+			t.Errorf("%s has no help", k)
+		}
+		if x.Counter != (len(x.Name) > 6 && x.Name[len(x.Name)-6:] == "_total") {
+			t.Errorf("%s: counter %v", x.Name, x.Counter)
+		}
+		if len(names) == 0 || names[len(names)-1] != x.Name {
+			names = append(names, x.Name)
+		}
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d series, want %d: %v", len(got), len(want), got)
+	}
+	if !slices.Equal(names, SeriesNames()) {
+		t.Errorf("series grouped as %v, SeriesNames %v", names, SeriesNames())
+	}
+	if n := len(Stats{}.Series()); n != len(want) {
+		t.Errorf("zero Stats: %d series, want %d", n, len(want))
+	}
+}
