@@ -334,7 +334,17 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	}
 	tok := tokenBytes(token)
 	grace := abandonedGrace.Milliseconds()
-	n, err := s.run(ctx, extendScript, newEval(extendScript, s.RedisKey(key)).bytes(tok[:]).arg(graceArg).arg(s.ttlArg.get(leaseMs+grace))).Int64()
+	rkey := s.RedisKey(key)
+	e := newEval(extendScript, rkey).bytes(tok[:]).arg(graceArg).arg(s.ttlArg.get(leaseMs + grace))
+	var n int64
+	if s.waitReplicas > 0 {
+		n, err = s.runReplicated(ctx, "extend", rkey, extendScript, e, func(n int64) bool { return n >= 2 })
+		if err != nil {
+			return 0, err
+		}
+	} else {
+		n, err = s.run(ctx, extendScript, e).Int64()
+	}
 	switch {
 	case err != nil:
 		return 0, opError(ctx, "extend", err)
@@ -373,21 +383,42 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 			buf = binary.BigEndian.AppendUint64(buf, uint64(token))
 		}
 		buf = append(buf, rec...)
-		n, err = s.run(ctx, completeOwnScript, newEval(completeOwnScript, rkey).bytes(buf[:head:head]).bytes(buf[head:]).arg(s.retArg.get(retMs))).Int64()
+		script := completeOwnScript
+		if s.waitReplicas > 0 {
+			script = completeOwnReplScript
+		}
+		n, err = s.complete(ctx, rkey, script, newEval(script, rkey).bytes(buf[:head:head]).bytes(buf[head:]).arg(s.retArg.get(retMs)))
 	} else {
 		// The token and the encoded record share one allocation.
 		buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(rec)), uint64(token))
 		buf = append(buf, rec...)
-		n, err = s.run(ctx, completeScript, newEval(completeScript, rkey).bytes(buf[:8:8]).arg(graceArg).bytes(buf[8:]).arg(s.retArg.get(retMs))).Int64()
+		script := completeScript
+		if s.waitReplicas > 0 {
+			script = completeReplScript
+		}
+		n, err = s.complete(ctx, rkey, script, newEval(script, rkey).bytes(buf[:8:8]).arg(graceArg).bytes(buf[8:]).arg(s.retArg.get(retMs)))
 	}
 	if err != nil {
-		return opError(ctx, "complete", err)
+		return err
 	}
 	if n != 1 {
 		return keystore.ErrLeaseLost
 	}
 	s.room.completed(rkey, len(rec))
 	return nil
+}
+
+// complete runs a completion script with e's arguments: with
+// WaitReplicas, on the key's master followed by WAIT (runReplicated).
+func (s *Store) complete(ctx context.Context, rkey string, script luaScript, e *evalArgs) (int64, error) {
+	if s.waitReplicas > 0 {
+		return s.runReplicated(ctx, "complete", rkey, script, e, func(n int64) bool { return n == 1 })
+	}
+	n, err := s.run(ctx, script, e).Int64()
+	if err != nil {
+		return 0, opError(ctx, "complete", err)
+	}
+	return n, nil
 }
 
 // Release implements keystore.Store. A Release by a token that does not

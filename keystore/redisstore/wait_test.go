@@ -18,9 +18,23 @@ import (
 // a client of the master once the replica is online.
 func replicatedPair(t *testing.T) *redis.Client {
 	t.Helper()
-	master := privateServer(t, "--repl-diskless-sync-delay", "0")
+	client, _ := replicatedPairServers(t)
+	return client
+}
+
+// replicatedPairServers is replicatedPair, and also returns the replica.
+func replicatedPairServers(t *testing.T) (*redis.Client, *redisServer) {
+	t.Helper()
+	return replicatedPairOf(t, func(args ...string) *redisServer { return privateServer(t, args...) })
+}
+
+// replicatedPairOf is replicatedPairServers with the servers start starts
+// (redis-server, valkey-server).
+func replicatedPairOf(t *testing.T, start func(args ...string) *redisServer) (*redis.Client, *redisServer) {
+	t.Helper()
+	master := start("--repl-diskless-sync-delay", "0")
 	host, port, _ := strings.Cut(master.addr, ":")
-	privateServer(t, "--replicaof", host, port)
+	replica := start("--replicaof", host, port)
 	client := redis.NewClient(&redis.Options{Addr: master.addr})
 	t.Cleanup(func() { client.Close() })
 	deadline := time.Now().Add(20 * time.Second)
@@ -32,7 +46,7 @@ func replicatedPair(t *testing.T) *redis.Client {
 				t.Fatal(err)
 			}
 			if n, err := client.Wait(t.Context(), 1, time.Second).Result(); err == nil && n == 1 {
-				return client
+				return client, replica
 			}
 		}
 		if time.Now().After(deadline) {
@@ -70,7 +84,11 @@ func TestWaitReplicas(t *testing.T) {
 			_, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
 			return err
 		})
-		expectRoundTrips(t, h, "complete with WaitReplicas 1", []string{"evalsha"}, func() error {
+		expectRoundTrips(t, h, "extend with WaitReplicas 1", []string{"evalsha", "wait"}, func() error {
+			_, err := s.Extend(ctx, key, c.Token, time.Minute)
+			return err
+		})
+		expectRoundTrips(t, h, "complete with WaitReplicas 1", []string{"evalsha", "wait"}, func() error {
 			return s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201}), time.Minute)
 		})
 		expectRoundTrips(t, h, "replay with WaitReplicas 1", []string{claimTrip}, func() error {
