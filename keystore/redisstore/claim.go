@@ -201,6 +201,9 @@ func (s *Store) claimReplicated(ctx context.Context, rkey string, fp keystore.Fi
 	conn := node.Conn()
 	defer conn.Close()
 	claim, isNew, err := s.claim(ctx, conn, rkey, fp, token, leaseMs)
+	if err != nil {
+		s.redirected(err)
+	}
 	if err != nil || !claim.Acquired {
 		return claim, false, err
 	}

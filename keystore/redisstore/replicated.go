@@ -54,6 +54,7 @@ func (s *Store) runReplicated(ctx context.Context, op, rkey string, script luaSc
 	}
 	n, err := cmd.Int64()
 	if err != nil {
+		s.redirected(err)
 		return 0, opError(ctx, op, err)
 	}
 	if !wrote(n) {
@@ -67,4 +68,13 @@ func (s *Store) runReplicated(ctx context.Context, op, rkey string, script luaSc
 		return 0, fmt.Errorf("redisstore: %s: %w: %d of %d acknowledged within %v", op, ErrNotReplicated, acks, s.waitReplicas, s.waitTimeout)
 	}
 	return n, nil
+}
+
+// redirected makes a Cluster client reload its slot map when err is a
+// redirection (MOVED, ASK) met on a connection to one node, which go-redis
+// does not follow there: the next call then asks for the key's new master.
+func (s *Store) redirected(err error) {
+	if cc, ok := s.client.(*redis.ClusterClient); ok && (redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")) {
+		cc.ReloadState(context.Background())
+	}
 }
