@@ -23,14 +23,14 @@ func replicatedPair(t *testing.T) *redis.Client {
 }
 
 // replicatedPairServers is replicatedPair, and also returns the replica.
-func replicatedPairServers(t *testing.T) (*redis.Client, *redisServer) {
+func replicatedPairServers(t testing.TB) (*redis.Client, *redisServer) {
 	t.Helper()
 	return replicatedPairOf(t, func(args ...string) *redisServer { return privateServer(t, args...) })
 }
 
 // replicatedPairOf is replicatedPairServers with the servers start starts
 // (redis-server, valkey-server).
-func replicatedPairOf(t *testing.T, start func(args ...string) *redisServer) (*redis.Client, *redisServer) {
+func replicatedPairOf(t testing.TB, start func(args ...string) *redisServer) (*redis.Client, *redisServer) {
 	t.Helper()
 	master := start("--repl-diskless-sync-delay", "0")
 	host, port, _ := strings.Cut(master.addr, ":")

@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -212,4 +213,42 @@ func serverPid(t *testing.T, c *redis.Client) int {
 	}
 	t.Fatalf("no process_id in INFO server:\n%s", info)
 	return 0
+}
+
+// BenchmarkCompleteWaitReplicas measures a Complete of the store's own
+// claim on a private master with one replica, with WaitReplicas 0 and 1:
+// time, allocations and round trips (trips/op) of the Complete alone.
+//
+//	go test -run '^$' -bench CompleteWaitReplicas -benchmem -benchtime 2000x ./keystore/redisstore/
+func BenchmarkCompleteWaitReplicas(b *testing.B) {
+	for _, wait := range []int{0, 1} {
+		b.Run("WaitReplicas="+strconv.Itoa(wait), func(b *testing.B) {
+			client, _ := replicatedPairServers(b)
+			h := new(commandCounter)
+			client.AddHook(h)
+			s := newStore(b, client, client, redisstore.Config{WaitReplicas: wait, WaitTimeout: 10 * time.Second})
+			ctx := context.Background()
+			rec := encode(keystore.Record{StatusCode: 201, Body: []byte(`{"stored":["r1"]}`)})
+			keys := make([]string, b.N)
+			toks := make([]keystore.Token, b.N)
+			for i := range keys {
+				keys[i] = "bench-" + strconv.Itoa(i)
+				c, err := newClaim(ctx, s, keys[i], keystore.Fingerprint{1}, time.Minute)
+				if err != nil || !c.Acquired {
+					b.Fatalf("Claim: %v %v", c.State, err)
+				}
+				toks[i] = c.Token
+			}
+			h.take()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := s.Complete(ctx, keys[i], toks[i], rec, time.Hour); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(len(h.take()))/float64(b.N), "trips/op")
+		})
+	}
 }
