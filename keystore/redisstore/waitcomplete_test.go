@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
+	"github.com/geoidem/geoidem/middleware"
 )
 
 // With WaitReplicas, a Complete whose record no replica acknowledged fails
@@ -250,5 +252,58 @@ func BenchmarkCompleteWaitReplicas(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(len(h.take()))/float64(b.N), "trips/op")
 		})
+	}
+}
+
+// Through the middleware, with WaitReplicas 1 and the replica stalled after
+// the claim: the handler's 201 is sent (the work is done), the request's
+// Event reports the Complete that no replica acknowledged, and the record
+// is retried in the background until the replica, resumed, has it; the
+// middleware's Shutdown then reports nothing given up.
+func TestWaitReplicasMiddlewareRecordRetried(t *testing.T) {
+	t.Parallel()
+	client, replica := replicatedPairServers(t)
+	rc := redis.NewClient(&redis.Options{Addr: replica.addr})
+	t.Cleanup(func() { rc.Close() })
+	pid := serverPid(t, rc)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	prefix := randomPrefix(t)
+	s := newStore(t, client, client, redisstore.Config{KeyPrefix: prefix, WaitReplicas: 1, WaitTimeout: 200 * time.Millisecond})
+	events := make(chan middleware.Event, 1)
+	m := newMiddleware(t, s, middleware.Config{Lease: 30 * time.Second, Observer: func(e middleware.Event) { events <- e }})
+	stall := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The claim was acknowledged; the record will not be.
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Error(err)
+		}
+		ingest(w, r)
+	})
+	key := "key-" + randomPrefix(t)
+	if w := post(m.Handler(stall), key); w.Code != http.StatusCreated {
+		t.Fatalf("first call answered %d %s", w.Code, w.Body)
+	}
+	if e := <-events; e.Outcome != middleware.StoreError || !errors.Is(e.Err, redisstore.ErrNotReplicated) {
+		t.Fatalf("first call's event: %v %v; want StoreError with ErrNotReplicated", e.Outcome, e.Err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := m.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v; want the record written in the background", err)
+	}
+	// The replica has the record (the only key of the store's prefix; the
+	// middleware derives the store's key from the Idempotency-Key). The
+	// replica acknowledged it, so it holds it already.
+	keys, err := rc.Keys(t.Context(), prefix+"*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("the replica's keys: %q, %v; want one", keys, err)
+	}
+	if v, err := rc.Get(t.Context(), keys[0]).Result(); err != nil || !strings.HasPrefix(v, "d") {
+		t.Fatalf("the replica holds %.1q, %v; want the record", v, err)
+	}
+	if w := post(m.Handler(ingest), key); w.Code != http.StatusCreated || w.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry answered %d %v; want the replay", w.Code, w.Header())
 	}
 }
