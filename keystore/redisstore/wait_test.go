@@ -152,7 +152,8 @@ func TestWaitReplicas(t *testing.T) {
 }
 
 // On a Cluster the WAIT runs on the key's master; this test cluster has no
-// replicas, so a claim that asks for one is refused and released.
+// replicas, so a claim that asks for one is refused and released, and an
+// Extend or a Complete fails with ErrNotReplicated.
 func TestWaitReplicasCluster(t *testing.T) {
 	t.Parallel()
 	client := clusterClient(t)
@@ -165,8 +166,20 @@ func TestWaitReplicasCluster(t *testing.T) {
 		if _, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute); !errors.Is(err, redisstore.ErrNotReplicated) {
 			t.Fatalf("Claim needing a replica on a cluster without any: %v, want ErrNotReplicated", err)
 		}
-		if c, err := newClaim(ctx, plain, key, keystore.Fingerprint{1}, time.Minute); err != nil || !c.Acquired || c.TookOver {
+		c, err := newClaim(ctx, plain, key, keystore.Fingerprint{1}, time.Minute)
+		if err != nil || !c.Acquired || c.TookOver {
 			t.Fatalf("Claim after the refused one: %v %v", c.State, err)
+		}
+		// Extend and Complete run on the key's master too, and are not
+		// acknowledged either; the record is stored there all the same.
+		if _, err := s.Extend(ctx, key, c.Token, time.Minute); !errors.Is(err, redisstore.ErrNotReplicated) {
+			t.Fatalf("Extend needing a replica on a cluster without any: %v, want ErrNotReplicated", err)
+		}
+		if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201}), time.Minute); !errors.Is(err, redisstore.ErrNotReplicated) {
+			t.Fatalf("Complete needing a replica on a cluster without any: %v, want ErrNotReplicated", err)
+		}
+		if r, err := newClaim(ctx, plain, key, keystore.Fingerprint{1}, time.Minute); err != nil || r.State != keystore.Completed {
+			t.Fatalf("Claim after the unacknowledged Complete: %v %v, want the record", r.State, err)
 		}
 	}
 }
