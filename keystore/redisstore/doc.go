@@ -326,7 +326,9 @@
 //   - An Extend. Otherwise it fails with an error wrapping ErrNotReplicated,
 //     the lease extended on the master only, so that a holder counts only
 //     on leases a promoted replica has (the middleware's reckoning moves on
-//     only with an Extend that succeeds).
+//     only with an Extend that succeeds). A replica that stalls for longer
+//     than the lease therefore stops the handlers in flight, as a stalled
+//     store would.
 //
 // A Release does not wait: losing one keeps the key in flight on the
 // promoted replica until its lease ends, and then the retry runs, as the
