@@ -338,8 +338,8 @@
 //
 // What the middleware answers: the handler's answer is sent when the
 // middleware returns, after the Complete within the request (unless the
-// handler flushed, or wrote more than net/http buffers, 2 KiB by default:
-// then its status left earlier, as without WaitReplicas). When that
+// handler flushed, or wrote more than net/http buffers, a few KiB: then
+// its status left earlier, as without WaitReplicas). When that
 // Complete fails with ErrNotReplicated, the answer is sent all the same
 // (the work is done), and the middleware retries the Complete in the
 // background, renewing the lease, until it succeeds or the lease may have
@@ -348,7 +348,8 @@
 // the master alone. A failover within it does not lose the record by
 // itself: the promoted replica acknowledged the claim and the leases the
 // middleware counts on, so the token still holds the key there, and the
-// background Complete stores the record on the new master. The record is
+// background Complete stores the record on the new master (a Sentinel or
+// Cluster client follows the failover). The record is
 // lost only if, besides, the receiving process exits before that (its
 // Shutdown then reports the record given up), or the new master cannot
 // take it before the lease may have ended (then the key stays in flight
