@@ -56,7 +56,7 @@ func topoCases() []topoCase {
 		{name: "Redis Cluster: master SIGKILLed, replica promoted", store: "redis", event: "kill", wait: 0,
 			promise: "Failover: replication is asynchronous; claims and records acknowledged but not yet replicated are lost, bounded by the replication lag. Duplicates allowed."},
 		{name: "Redis Cluster: master SIGKILLed, replica promoted", store: "redis", event: "kill", wait: 1,
-			promise: "Failover: WaitReplicas narrows the window for claims (Complete does not wait) without closing it. Duplicates allowed, fewer."},
+			promise: "Failover: WaitReplicas makes claims, extensions and records wait for a replica, which narrows the window without closing it. Duplicates allowed, fewer."},
 		{name: "PostgreSQL: standby promoted, async replication", store: "pg", event: "promote",
 			promise: "pgstore's documentation says nothing of standbys beyond Transient (a failover's errors are worth a retry). PostgreSQL: asynchronous replication may lose the last commits. Duplicates allowed."},
 		{name: "PostgreSQL: standby promoted, synchronous standby (synchronous_commit on)", store: "pg", event: "promote", sync: true,

@@ -194,19 +194,16 @@ func parseClaim(res any) (keystore.Claim, bool) {
 // WAIT on the same connection (WAIT counts the replicas that acknowledged
 // the writes of its own connection).
 func (s *Store) claimReplicated(ctx context.Context, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (keystore.Claim, bool, error) {
-	var node *redis.Client
-	switch c := s.client.(type) {
-	case *redis.Client:
-		node = c
-	case *redis.ClusterClient:
-		var err error
-		if node, err = c.MasterForKey(ctx, rkey); err != nil {
-			return keystore.Claim{}, false, opError(ctx, "claim", err)
-		}
+	node, err := s.masterNode(ctx, rkey)
+	if err != nil {
+		return keystore.Claim{}, false, opError(ctx, "claim", err)
 	}
 	conn := node.Conn()
 	defer conn.Close()
 	claim, isNew, err := s.claim(ctx, conn, rkey, fp, token, leaseMs)
+	if err != nil {
+		s.redirected(err)
+	}
 	if err != nil || !claim.Acquired {
 		return claim, false, err
 	}

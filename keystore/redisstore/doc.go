@@ -112,9 +112,10 @@
 // which checks that its token is not fenced. When a node does not have a script cached (after a restart,
 // a failover to a fresh replica or SCRIPT FLUSH), EVALSHA fails with
 // NOSCRIPT and the store falls back to EVAL, which also caches the script:
-// once per script and node. Claim with [Config.WaitReplicas] set adds its
-// WAIT (see below), and a bounded client's new key on a Cluster its count
-// (see Per-client bound).
+// once per script and node. With [Config.WaitReplicas] set, a Claim that
+// acquires, an Extend and a Complete each add their WAIT (see below), and
+// a bounded client's new key on a Cluster adds its count (see Per-client
+// bound).
 //
 // # Per-client bound
 //
@@ -308,25 +309,71 @@
 // transaction as the record, as package pgstore allows. Then a duplicate
 // execution after a failover is harmless.
 //
-// Teams that prefer latency to that risk set [Config.WaitReplicas]: every
-// Claim that acquires a key then runs WAIT on the same connection and
-// succeeds only when that many replicas acknowledged the claim within
-// [Config.WaitTimeout]; otherwise it releases the claim and fails with an
-// error wrapping [ErrNotReplicated] (the middleware answers 503 and the
-// sender retries). This trades the one-round-trip property for a second
-// round trip plus the replication delay on every first delivery (replays and
-// Extend, Complete and Release are unchanged), and it narrows the window
-// rather than closing it: WAIT does not make Redis strongly consistent, and a
-// failover can still promote a replica that had not acknowledged.
+// Teams that prefer latency to that risk set [Config.WaitReplicas]. Every
+// write whose loss in a failover would break the promise then runs WAIT on
+// the connection that made it, and succeeds only when that many replicas
+// acknowledged it within [Config.WaitTimeout]:
+//
+//   - A Claim that acquires a key. Otherwise it releases the claim and
+//     fails with an error wrapping [ErrNotReplicated] (the middleware
+//     answers 503 and the sender retries).
+//   - A Complete. Otherwise it fails with an error wrapping
+//     ErrNotReplicated, the record stored on the master only. A Complete
+//     repeated by the same token then changes nothing but waits again (it
+//     rewrites the record as it is, so that its WAIT covers the record
+//     even on a connection that wrote nothing before), and succeeds once a
+//     replica has the record.
+//   - An Extend. Otherwise it fails with an error wrapping ErrNotReplicated,
+//     the lease extended on the master only, so that a holder counts only
+//     on leases a promoted replica has (the middleware's reckoning moves on
+//     only with an Extend that succeeds). A replica that stalls for longer
+//     than the lease therefore stops the handlers in flight, as a stalled
+//     store would.
+//
+// A Release does not wait: losing one keeps the key in flight on the
+// promoted replica until its lease ends, and then the retry runs, as the
+// release meant it to. Each of the three costs a second round trip plus the
+// replication delay, on a connection of its own to the key's master (never
+// batched with other calls); replays are unchanged.
+//
+// What the middleware answers: the handler's answer is sent when the
+// middleware returns, after the Complete within the request (unless the
+// handler flushed, or wrote more than net/http buffers, a few KiB: then
+// its status left earlier, as without WaitReplicas). When that
+// Complete fails with ErrNotReplicated, the answer is sent all the same
+// (the work is done), and the middleware retries the Complete in the
+// background, renewing the lease, until it succeeds or the lease may have
+// ended (middleware, "When the store fails after the handler ran"). That
+// is the window WaitReplicas leaves: an answer sent while its record is on
+// the master alone. A failover within it does not lose the record by
+// itself: the promoted replica acknowledged the claim and the leases the
+// middleware counts on, so the token still holds the key there, and the
+// background Complete stores the record on the new master (a Sentinel or
+// Cluster client follows the failover). The record is
+// lost only if, besides, the receiving process exits before that (its
+// Shutdown then reports the record given up), or the new master cannot
+// take it before the lease may have ended (then the key stays in flight
+// until its lease runs out, and the next retry runs the handler again).
+// A background Complete given up because no replica acknowledged (a
+// promoted master without a replica of its own) has stored the record on
+// the master: Shutdown counts it as given up, but a retry is replayed
+// unless that master fails too.
+//
+// WAIT does not make Redis strongly consistent: with several replicas,
+// WaitReplicas 1 is satisfied by any one of them, and a failover can
+// promote another that had not acknowledged.
 //
 // # Cluster
 //
 // With a *redis.ClusterClient every operation goes to the master of its key's
 // slot. During a resharding an operation may meet MOVED or ASK; go-redis
 // follows the redirection within the same call (one more round trip). With
-// WaitReplicas set a redirected claim fails instead, because the WAIT must
-// run on the connection that made the claim; the middleware answers 503 and
-// the sender's retry finds the new slot owner.
+// WaitReplicas set a redirected Claim, Complete or Extend fails instead,
+// because the WAIT must run on the connection that made the write; for a
+// claim the middleware answers 503 and the sender's retry finds the new
+// slot owner, and a Complete or Extend is retried by the middleware. The
+// redirection makes the client reload its slot map, so that the next try
+// goes to the key's new master.
 //
 // Measured with deliveries running (bench section 11, `go run ./bench -only
 // clustered`: two receivers, a private Cluster of three masters with a

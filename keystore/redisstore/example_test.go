@@ -78,8 +78,10 @@ func ExampleNew_cluster() {
 }
 
 // A store that admits a request only once a replica has acknowledged its
-// claim, so that a failover right after the claim cannot lose it (at the
-// cost of a second round trip on every first delivery).
+// claim, and reports a record (or an extended lease) written only once a
+// replica has it, so that a failover right after either cannot lose it
+// (at the cost of a second round trip on every first delivery, record and
+// extension).
 func ExampleNew_waitReplicas() {
 	client := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:    "ingest",

@@ -33,11 +33,15 @@ const abandonedGrace = time.Minute
 // once rather than on every call.
 var graceArg any = abandonedGrace.Milliseconds()
 
-// ErrNotReplicated reports that a claim made with Config.WaitReplicas set was
-// acknowledged by fewer replicas than required within Config.WaitTimeout. The
-// store has released the claim (if it could reach Redis to do so), so the
-// request was not admitted; it is safe to retry later.
-var ErrNotReplicated = errors.New("redisstore: claim not acknowledged by enough replicas")
+// ErrNotReplicated reports that a write made with Config.WaitReplicas set
+// was acknowledged by fewer replicas than required within
+// Config.WaitTimeout. For a Claim, the store has released the claim (if it
+// could reach Redis to do so), so the request was not admitted; it is safe
+// to retry later. For a Complete or an Extend, the write is on the master
+// only: the record is stored there, or the lease extended there, but a
+// failover may lose it; a Complete repeated by the same token changes
+// nothing and succeeds once enough replicas acknowledge the record.
+var ErrNotReplicated = errors.New("redisstore: not acknowledged by enough replicas")
 
 // Config holds a Store's options. Zero fields mean the documented defaults.
 type Config struct {
@@ -47,11 +51,13 @@ type Config struct {
 	// the idempotency key between braces, as the Cluster hash tag.
 	KeyPrefix string
 
-	// WaitReplicas, when positive, makes every Claim that acquires a key wait
-	// until that many replicas have acknowledged it (Redis WAIT), and fail
-	// with an error wrapping ErrNotReplicated, releasing the claim, if fewer
-	// do within WaitTimeout. It costs a second round trip per acquiring
-	// Claim, plus the replication delay; see the package documentation.
+	// WaitReplicas, when positive, makes every Claim that acquires a key,
+	// every Complete and every Extend wait until that many replicas have
+	// acknowledged its write (Redis WAIT), and fail with an error wrapping
+	// ErrNotReplicated if fewer do within WaitTimeout (a Claim releasing
+	// its claim). Release does not wait. It costs a second round trip per
+	// acquiring Claim, Complete and Extend, plus the replication delay;
+	// see the package documentation, Failover.
 	// Requires a *redis.Client (standalone or Sentinel) or a
 	// *redis.ClusterClient. Default 0: do not wait.
 	WaitReplicas int
@@ -90,8 +96,8 @@ type Config struct {
 	// run (as with any call whose reply is lost). A batch's round trip is
 	// bounded by the latest deadline of its calls' contexts (with the
 	// client's ContextTimeoutEnabled), else by the client's timeouts.
-	// Claims made with WaitReplicas are never batched: their WAIT needs the
-	// claim's own connection.
+	// Claims, Completes and Extends made with WaitReplicas are never
+	// batched: their WAIT needs the write's own connection.
 	NoAutoPipeline bool
 
 	// ClientKeys, when positive, bounds the new keys one client
@@ -334,7 +340,17 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	}
 	tok := tokenBytes(token)
 	grace := abandonedGrace.Milliseconds()
-	n, err := s.run(ctx, extendScript, newEval(extendScript, s.RedisKey(key)).bytes(tok[:]).arg(graceArg).arg(s.ttlArg.get(leaseMs+grace))).Int64()
+	rkey := s.RedisKey(key)
+	e := newEval(extendScript, rkey).bytes(tok[:]).arg(graceArg).arg(s.ttlArg.get(leaseMs + grace))
+	var n int64
+	if s.waitReplicas > 0 {
+		n, err = s.runReplicated(ctx, "extend", rkey, extendScript, e, func(n int64) bool { return n >= 2 })
+		if err != nil {
+			return 0, err
+		}
+	} else {
+		n, err = s.run(ctx, extendScript, e).Int64()
+	}
 	switch {
 	case err != nil:
 		return 0, opError(ctx, "extend", err)
@@ -373,21 +389,42 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 			buf = binary.BigEndian.AppendUint64(buf, uint64(token))
 		}
 		buf = append(buf, rec...)
-		n, err = s.run(ctx, completeOwnScript, newEval(completeOwnScript, rkey).bytes(buf[:head:head]).bytes(buf[head:]).arg(s.retArg.get(retMs))).Int64()
+		script := completeOwnScript
+		if s.waitReplicas > 0 {
+			script = completeOwnReplScript
+		}
+		n, err = s.complete(ctx, rkey, script, newEval(script, rkey).bytes(buf[:head:head]).bytes(buf[head:]).arg(s.retArg.get(retMs)))
 	} else {
 		// The token and the encoded record share one allocation.
 		buf := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(rec)), uint64(token))
 		buf = append(buf, rec...)
-		n, err = s.run(ctx, completeScript, newEval(completeScript, rkey).bytes(buf[:8:8]).arg(graceArg).bytes(buf[8:]).arg(s.retArg.get(retMs))).Int64()
+		script := completeScript
+		if s.waitReplicas > 0 {
+			script = completeReplScript
+		}
+		n, err = s.complete(ctx, rkey, script, newEval(script, rkey).bytes(buf[:8:8]).arg(graceArg).bytes(buf[8:]).arg(s.retArg.get(retMs)))
 	}
 	if err != nil {
-		return opError(ctx, "complete", err)
+		return err
 	}
 	if n != 1 {
 		return keystore.ErrLeaseLost
 	}
 	s.room.completed(rkey, len(rec))
 	return nil
+}
+
+// complete runs a completion script with e's arguments: with
+// WaitReplicas, on the key's master followed by WAIT (runReplicated).
+func (s *Store) complete(ctx context.Context, rkey string, script luaScript, e *evalArgs) (int64, error) {
+	if s.waitReplicas > 0 {
+		return s.runReplicated(ctx, "complete", rkey, script, e, func(n int64) bool { return n == 1 })
+	}
+	n, err := s.run(ctx, script, e).Int64()
+	if err != nil {
+		return 0, opError(ctx, "complete", err)
+	}
+	return n, nil
 }
 
 // Release implements keystore.Store. A Release by a token that does not

@@ -209,16 +209,40 @@ return 0
 // ARGV[3] encoded record, ARGV[4] retention (ms). Returns 1 if completed,
 // or if the token already completed the key with the same record (nothing
 // changes), 0 if the lease was lost.
-var completeScript = newLua(holdCheck + `
+var completeScript = newLua(completeSrc(""))
+
+// completeSrc is completeScript's source, with again run when the token
+// already completed the key with the same record.
+func completeSrc(again string) string {
+	return holdCheck + `
 if held then
   redis.call('SET', KEYS[1], 'd' .. string.sub(v, 2, 33) .. ARGV[1] .. ARGV[3], 'PX', ARGV[4])
   return 1
 end
 if done and string.sub(v, 42) == ARGV[3] then
-  return 1
+` + again + `  return 1
 end
 return 0
-`)
+`
+}
+
+// rewrite writes the key's value, v, back as it is, keeping its expiry: a
+// write that changes nothing, for the WAIT that follows a completion
+// under Config.WaitReplicas (see Store.runReplicated). A Complete
+// repeated after one whose WAIT fell short finds the record already
+// stored and would otherwise write nothing, and WAIT counts only the
+// writes of its own connection: on a connection that wrote nothing, or
+// only earlier, it would be satisfied by replicas that have not received
+// the record. The rewrite reaches the replicas after the record, so a
+// replica that acknowledges it has the record.
+func rewrite(v string) string {
+	return "  redis.call('SET', KEYS[1], " + v + ", 'KEEPTTL')\n"
+}
+
+// completeReplScript is completeScript for a Store with
+// Config.WaitReplicas: a completion repeated by its token rewrites the
+// record (see rewrite).
+var completeReplScript = newLua(completeSrc(rewrite("v")))
 
 // releaseScript: KEYS[1] the key, KEYS[2] its fence key (absent for the
 // rare keys that have none, see scriptKeys); ARGV[1] token, ARGV[2] grace
@@ -271,7 +295,14 @@ return 0
 // Against completeScript's GET, PTTL and SET with the value assembled in
 // Lua, it runs two commands and no string operations, and takes one
 // argument less: about a fifth fewer instructions for Redis.
-var completeOwnScript = newLua(`
+var completeOwnScript = newLua(completeOwnSrc(""))
+
+// completeOwnSrc is completeOwnScript's source, with again run when the
+// token already completed the key with the same record and the key's
+// expiry is within the grace (otherwise the script has already put the
+// value back, a write).
+func completeOwnSrc(again string) string {
+	return `
 local p = redis.call('PTTL', KEYS[1])
 if p > ` + strconv.FormatInt(abandonedGrace.Milliseconds(), 10) + ` then
   local v = redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3], 'GET')
@@ -285,10 +316,15 @@ if p > ` + strconv.FormatInt(abandonedGrace.Milliseconds(), 10) + ` then
   return 0
 end
 if redis.call('GET', KEYS[1]) == ARGV[2] then
-  return 1
+` + again + `  return 1
 end
 return 0
-`)
+`
+}
+
+// completeOwnReplScript is completeOwnScript for a Store with
+// Config.WaitReplicas (see rewrite).
+var completeOwnReplScript = newLua(completeOwnSrc(rewrite("ARGV[2]")))
 
 // luaScript is a script the Store runs through Store.run: its SHA1 boxed
 // once, for EVALSHA's argument, and its source, for the EVAL fallback.

@@ -18,9 +18,23 @@ import (
 // a client of the master once the replica is online.
 func replicatedPair(t *testing.T) *redis.Client {
 	t.Helper()
-	master := privateServer(t, "--repl-diskless-sync-delay", "0")
+	client, _ := replicatedPairServers(t)
+	return client
+}
+
+// replicatedPairServers is replicatedPair, and also returns the replica.
+func replicatedPairServers(t testing.TB) (*redis.Client, *redisServer) {
+	t.Helper()
+	return replicatedPairOf(t, func(args ...string) *redisServer { return privateServer(t, args...) })
+}
+
+// replicatedPairOf is replicatedPairServers with the servers start starts
+// (redis-server, valkey-server).
+func replicatedPairOf(t testing.TB, start func(args ...string) *redisServer) (*redis.Client, *redisServer) {
+	t.Helper()
+	master := start("--repl-diskless-sync-delay", "0")
 	host, port, _ := strings.Cut(master.addr, ":")
-	privateServer(t, "--replicaof", host, port)
+	replica := start("--replicaof", host, port)
 	client := redis.NewClient(&redis.Options{Addr: master.addr})
 	t.Cleanup(func() { client.Close() })
 	deadline := time.Now().Add(20 * time.Second)
@@ -32,7 +46,7 @@ func replicatedPair(t *testing.T) *redis.Client {
 				t.Fatal(err)
 			}
 			if n, err := client.Wait(t.Context(), 1, time.Second).Result(); err == nil && n == 1 {
-				return client
+				return client, replica
 			}
 		}
 		if time.Now().After(deadline) {
@@ -70,7 +84,11 @@ func TestWaitReplicas(t *testing.T) {
 			_, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
 			return err
 		})
-		expectRoundTrips(t, h, "complete with WaitReplicas 1", []string{"evalsha"}, func() error {
+		expectRoundTrips(t, h, "extend with WaitReplicas 1", []string{"evalsha", "wait"}, func() error {
+			_, err := s.Extend(ctx, key, c.Token, time.Minute)
+			return err
+		})
+		expectRoundTrips(t, h, "complete with WaitReplicas 1", []string{"evalsha", "wait"}, func() error {
 			return s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201}), time.Minute)
 		})
 		expectRoundTrips(t, h, "replay with WaitReplicas 1", []string{claimTrip}, func() error {
@@ -134,7 +152,8 @@ func TestWaitReplicas(t *testing.T) {
 }
 
 // On a Cluster the WAIT runs on the key's master; this test cluster has no
-// replicas, so a claim that asks for one is refused and released.
+// replicas, so a claim that asks for one is refused and released, and an
+// Extend or a Complete fails with ErrNotReplicated.
 func TestWaitReplicasCluster(t *testing.T) {
 	t.Parallel()
 	client := clusterClient(t)
@@ -147,8 +166,20 @@ func TestWaitReplicasCluster(t *testing.T) {
 		if _, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute); !errors.Is(err, redisstore.ErrNotReplicated) {
 			t.Fatalf("Claim needing a replica on a cluster without any: %v, want ErrNotReplicated", err)
 		}
-		if c, err := newClaim(ctx, plain, key, keystore.Fingerprint{1}, time.Minute); err != nil || !c.Acquired || c.TookOver {
+		c, err := newClaim(ctx, plain, key, keystore.Fingerprint{1}, time.Minute)
+		if err != nil || !c.Acquired || c.TookOver {
 			t.Fatalf("Claim after the refused one: %v %v", c.State, err)
+		}
+		// Extend and Complete run on the key's master too, and are not
+		// acknowledged either; the record is stored there all the same.
+		if _, err := s.Extend(ctx, key, c.Token, time.Minute); !errors.Is(err, redisstore.ErrNotReplicated) {
+			t.Fatalf("Extend needing a replica on a cluster without any: %v, want ErrNotReplicated", err)
+		}
+		if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201}), time.Minute); !errors.Is(err, redisstore.ErrNotReplicated) {
+			t.Fatalf("Complete needing a replica on a cluster without any: %v, want ErrNotReplicated", err)
+		}
+		if r, err := newClaim(ctx, plain, key, keystore.Fingerprint{1}, time.Minute); err != nil || r.State != keystore.Completed {
+			t.Fatalf("Claim after the unacknowledged Complete: %v %v, want the record", r.State, err)
 		}
 	}
 }
