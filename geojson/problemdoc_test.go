@@ -31,7 +31,7 @@ func problemDocOf(t *testing.T, data []byte) []byte {
 	return pj.ProblemJSON()
 }
 
-// TestProblemDocumentBounded is issue 16, item 1: a body with a huge
+// TestProblemDocumentBounded: a body with a huge
 // member name followed by 100 bad numbers made a 600 MB answer (every
 // pointer repeated the name, and '<' was HTML-escaped to six bytes).
 func TestProblemDocumentBounded(t *testing.T) {
