@@ -141,7 +141,7 @@ type options struct {
 	proxyRounds   int    // interleaved rounds
 }
 
-// sectionNames are the -only names, in report order; the numbers
+// sectionNames are the -only names, in report order; the section numbers
 // are accepted as well.
 var sectionNames = []string{"http", "storm", "validate", "occ", "outage", "hostile", "faults", "journal", "frontdoor", "retention", "clustered", "proxy"}
 

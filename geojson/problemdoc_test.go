@@ -100,7 +100,8 @@ func TestValidateHostileNamesAllocateLinearly(t *testing.T) {
 	}
 }
 
-// TestProblemDocumentBoundedForAnyBody is the property behind item 1: a
+// TestProblemDocumentBoundedForAnyBody is the property behind
+// TestProblemDocumentBounded: a
 // body of at most 1 MiB, however hostile, gets a problem document of at
 // most 64 KiB that is valid JSON. The bodies are random mixes of the
 // parts that make problems and pointers long.
