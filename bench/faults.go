@@ -17,7 +17,7 @@ import (
 	"github.com/geoidem/geoidem/internal/redisserver"
 )
 
-// Section 7: store faults (issue 17, "Measure"). Each row is one run of
+// Section 7: store faults. Each row is one run of
 // examples/chaos, the harness that counts handler runs per event, under one
 // fault of the key store: a Redis restart without persistence and with AOF
 // (appendfsync always), a stall of the path to Redis under load, a
@@ -28,8 +28,8 @@ import (
 // held requests). The section builds the harness once and runs the binary;
 // each row quotes the `go run ./examples/chaos` command that reproduces it.
 //
-// The "reported before" column quotes issue 17's figures for the code
-// before its items 3 and 4, measured by the issue's reporter with
+// The "reported before" column quotes the figures measured on the code
+// before its fixes for store faults, by whoever reported them, with
 // examples/ingest's defaults (30 s lease, 2 s store timeout, 3,000 keys),
 // not by this run: it is there to set the figures side by side, not to
 // compare like with like. The harness runs with its own short timings
@@ -41,7 +41,7 @@ type faultCase struct {
 	name   string
 	short  string   // the label under its bars in the figure
 	flags  []string // the fault's own flags; the section adds the sizes
-	before string   // issue 17's figure for the old code, or "—"
+	before string   // the figure measured on the old code, or "—"
 }
 
 func faultCases(o *options) []faultCase {
@@ -91,16 +91,16 @@ func runFaults(ctx context.Context, s *section) error {
 	defer cleanup()
 	sizes := []string{"-events", strconv.Itoa(o.faultEvents), "-senders", strconv.Itoa(o.faultSenders),
 		"-write-delay", o.faultWriteDelay.String(), "-seed", strconv.FormatUint(o.seed, 10)}
-	s.line("Handler runs per event under faults of the key store, counted by `examples/chaos` (issue 17): each row is one run of the harness,")
+	s.line("Handler runs per event under faults of the key store, counted by `examples/chaos`: each row is one run of the harness,")
 	s.line("%d events (3%% invalid, 5%% sent twice at once) from %d paired senders through its fault-injecting proxy, every feature write paused %v,", o.faultEvents, o.faultSenders, o.faultWriteDelay)
 	s.line("then the dead letters re-driven and every event re-sent once with its key and payload. *Runs per event* is the runs that took effect")
 	s.line("over the valid events (1.00 is exactly-once); *events run twice* counts the events whose effect ran more than once (on PostgreSQL")
 	s.line("a run rolled back by a killed connection is not counted: the count is the committed writes column). *Dead letters* are the first")
 	s.line("pass's deliveries that ended without success, the invalid events' permanent ones left out; *events lost* counts the valid events")
 	s.line("not stored in the end and the acknowledged ones whose feature was missing after the receiver's restart, before any re-send;")
-	s.line("those whose last answer was a 409 are keys blocked in flight, the case of issue 17's item 4 (the others are mostly the harness's HTTP faults).")
-	s.line("The harness's timings are short (1 s lease, 250 ms store timeout, 4 attempts per delivery); the *reported before* column is issue 17's")
-	s.line("figures for the code before its items 3 and 4, measured with `examples/ingest`'s defaults (30 s lease, 2 s store timeout, 3,000 keys),")
+	s.line("those whose last answer was a 409 are keys blocked in flight (the others are mostly the harness's HTTP faults).")
+	s.line("The harness's timings are short (1 s lease, 250 ms store timeout, 4 attempts per delivery); the *reported before* column is the")
+	s.line("figures for the code before its fixes for store faults, measured with `examples/ingest`'s defaults (30 s lease, 2 s store timeout, 3,000 keys),")
 	s.line("**not by this run**. The failover rows run a primary and a replica of the harness's own: replication stalls for 1 s under load, the")
 	s.line("primary is SIGKILLed, the replica promoted (`REPLICAOF NO ONE`) and the receiver pointed at it, and the old primary rejoins, empty, as its replica.")
 	s.line("")

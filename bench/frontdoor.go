@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Section 9: the front door (issue 35). Attacks that stay below the
+// Section 9: the front door. Attacks that stay below the
 // request layer, each against a receiving service in a process of its own
 // (this binary again), wired four ways:
 //
@@ -38,7 +38,7 @@ import (
 // admission slot behind the front door), with and without Admission's
 // CutBody, the sender on 127.0.0.10.
 
-// The section's targets (issue 35).
+// The section's targets.
 const (
 	fdVictimGoal = 0.95            // share of 2xx for the sender under slow bodies
 	fdProbeGoal  = 0.95            // share of /healthz answered within fdProbeLimit
@@ -75,7 +75,7 @@ func runFrontdoor(ctx context.Context, s *section) error {
 	s.line("")
 	s.line("64 connections from 127.0.0.2–5 (16 each), each declaring a 100-byte body and sending one byte every %v, connecting", fdSlowEvery)
 	s.line("again at once when the server answers or closes; a sender on 127.0.0.6 posts a small valid Feature every 100 ms for")
-	s.line("%v. Target (issue 35): the sender gets ≥ %.0f%% 2xx.", slowFor, fdVictimGoal*100)
+	s.line("%v. Target: the sender gets ≥ %.0f%% 2xx.", slowFor, fdVictimGoal*100)
 	s.line("")
 	var rows [][]string
 	var doorSlow slowResult
@@ -134,10 +134,10 @@ func runFrontdoor(ctx context.Context, s *section) error {
 
 	s.line("### Idle connections")
 	s.line("")
-	s.line("Two attacker processes open %d connections from 127.0.0.2–254, each idle after one `GET /healthz`: as in issue 35, they", conns)
+	s.line("Two attacker processes open %d connections from 127.0.0.2–254, each idle after one `GET /healthz`: as in the attack, they", conns)
 	s.line("hold what the server keeps; a **persistent** attacker also connects again %v after the server closes one. Once each", fdRedial)
 	s.line("connection has been tried, a prober on 127.0.0.1 asks `/healthz` on a new connection every %v (5 s timeout).", fdProbeEvery)
-	s.line("Targets (issue 35): ≥ %.0f%% of the tries answered within %v, and the server's resident memory (peak, VmHWM) under %d MB.", fdProbeGoal*100, fdProbeLimit, fdRSSGoal>>20)
+	s.line("Targets: ≥ %.0f%% of the tries answered within %v, and the server's resident memory (peak, VmHWM) under %d MB.", fdProbeGoal*100, fdProbeLimit, fdRSSGoal>>20)
 	s.line("")
 	rows = nil
 	var door, persistent idleResult

@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// Issue 24's goals, each figure next to its bound, gathered from the
+// The performance goals, each figure next to its bound, gathered from the
 // sections that measure them (http, validate, journal) and written as one
-// table under the summary: the report's "Issue 24 goals" section.
+// table under the summary: the report's goals section.
 
 // A goalRow is one measured figure and its goal.
 type goalRow struct {
@@ -101,7 +101,7 @@ func (b *goalBook) add(section string, g goalRow) {
 	b.from[section] = true
 }
 
-// goalSources are the sections that measure issue 24's figures, and what
+// goalSources are the sections that measure the goals' figures, and what
 // each measures.
 var goalSources = []struct{ section, what string }{
 	{"http", "throughput ratios and allocations per request of the whole server"},
@@ -109,7 +109,7 @@ var goalSources = []struct{ section, what string }{
 	{"journal", "sender journal ÷ the disk's fsync rate"},
 }
 
-// markdown is the "Issue 24 goals" section: one table of every
+// markdown is the goals section: one table of every
 // figure of the run next to its goal, and the sections that would have
 // measured the rest. It is empty when no section added a row.
 func (b *goalBook) markdown(command string) string {
@@ -120,7 +120,7 @@ func (b *goalBook) markdown(command string) string {
 	p := func(format string, args ...any) { fmt.Fprintf(&s, format+"\n", args...) }
 	p("## Issue 24 goals")
 	p("")
-	p("Every figure of issue 24's table that this run measured, next to its goal, all from `%s`.", command)
+	p("Every figure of the goal table that this run measured, next to its goal, all from `%s`.", command)
 	p("Ratios are the median over the interleaved rounds of the ratio within a round, then their range; allocations are per request of")
 	p("the whole server (net/http, middleware, store and its client), the median over the rounds, then their range. *met?* compares the")
 	p("median with the goal, and says how many rounds met it on their own when not all did. How each figure is measured: sections 1")

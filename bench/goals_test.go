@@ -47,7 +47,7 @@ func TestAllocGoal(t *testing.T) {
 	if got, want := g.goalText, "≤ 38.0 (bare 30.0 + 8)"; got != want {
 		t.Errorf("goal %q, want %q", got, want)
 	}
-	// The issue's own figures: memstore 49 against bare 30 + 8.
+	// The figures that set the goal: memstore 49 against bare 30 + 8.
 	if g := allocGoal("f", []float64{49}, []float64{30}, "bare", 8); g.met() || g.metText() != "**no**" {
 		t.Errorf("49 against ≤ 38: met %v (%s)", g.met(), g.metText())
 	}

@@ -13,8 +13,9 @@ import (
 	"github.com/geoidem/geoidem/internal/benchshape"
 )
 
-// Section 6: the hostile inputs of issue 16 (items 1, 4 and 5) and issue
-// 23 (item 4), each next to a benign document of about the same size,
+// Section 6: the hostile inputs (a huge member name, many holes, a tiny
+// circle, bodies whose every element is a problem, overlapping triangles),
+// each next to a benign document of about the same size,
 // through RequestValidator.DecodeRequest and, for a rejected document, the
 // problem document the middleware would send.
 
@@ -56,11 +57,11 @@ func hostilePairs(o *options) []hostilePair {
 		name, short, note string
 		body              []byte
 	}{
-		{"MultiPoint of []", "[] positions", "a MultiPoint whose every position is `[]` (issue 23)", benchshape.EmptyPositions(o.hostileBody)},
-		{"MultiLineString of []", "[] lines", "a MultiLineString whose every LineString is `[]` (issue 23)", benchshape.EmptyLines(o.hostileBody)},
-		{"Polygon of [] rings", "[] rings", "a Polygon whose every ring is `[]` (issue 23)", benchshape.EmptyRings(o.hostileBody)},
-		{"MultiPolygon of [[]]", "[[]] polygons", "a MultiPolygon whose every Polygon is `[[]]` (issue 23)", benchshape.EmptyPolygons(o.hostileBody)},
-		{"overlapping triangles", "triangles", "a MultiPolygon of triangles with integer corners, each overlapping its neighbours (issue 23)", benchshape.Triangles(o.hostileBody)},
+		{"MultiPoint of []", "[] positions", "a MultiPoint whose every position is `[]` ", benchshape.EmptyPositions(o.hostileBody)},
+		{"MultiLineString of []", "[] lines", "a MultiLineString whose every LineString is `[]` ", benchshape.EmptyLines(o.hostileBody)},
+		{"Polygon of [] rings", "[] rings", "a Polygon whose every ring is `[]` ", benchshape.EmptyRings(o.hostileBody)},
+		{"MultiPolygon of [[]]", "[[]] polygons", "a MultiPolygon whose every Polygon is `[[]]` ", benchshape.EmptyPolygons(o.hostileBody)},
+		{"overlapping triangles", "triangles", "a MultiPolygon of triangles with integer corners, each overlapping its neighbours ", benchshape.Triangles(o.hostileBody)},
 		{"FeatureCollection of null-geometry Features", "null Features", "a FeatureCollection whose every Feature has null geometry and properties", benchshape.NullFeatures(o.hostileBody)},
 	} {
 		ps = append(ps, hostilePair{
@@ -104,7 +105,7 @@ var hostileRequest = func() *http.Request {
 
 // hostileAllocBound is SECURITY.md's bound, which section 6 checks: every
 // hostile input allocates at most this many times the bytes per input
-// byte of its benign twin, cold and warm (issues 23 and 35; geojson's
+// byte of its benign twin, cold and warm (geojson's
 // TestHostileAllocationPerByte holds it in go test).
 const hostileAllocBound = 5.0
 
@@ -164,12 +165,12 @@ func allocRatio(h, b float64) string {
 func runHostile(ctx context.Context, s *section) error {
 	o := s.o
 	pairs := hostilePairs(o)
-	s.line("The inputs of issues 16 and 23 whose cost used to be far out of proportion to their size, each next to a benign document of about the same size.")
+	s.line("The inputs whose cost used to be far out of proportion to their size, each next to a benign document of about the same size.")
 	s.line("Each call is `geojson.RequestValidator.DecodeRequest` (what the middleware calls) and, when the document is rejected, `ProblemJSON` (the 422 body it sends).")
 	s.line("Each input is timed %d times, hostile and benign in turn, each time the best of 5 batch means within %v after a checked first call; the table keeps each input's best.", hostileRounds, o.valTime/hostileRounds)
 	s.line("Allocation is `runtime.MemStats.TotalAlloc` per call, the total allocated, which bounds the peak heap the call can add: cold, one call after two collections (which empty geojson's pools of parsers and sweep buffers), and warm, the least of it and %d calls after it.", allocstat.WarmCalls)
 	s.line("Cost is given per input byte; the ratios divide the hostile input's by the benign one's (a dash: the benign input allocates less than 0.01 B per byte).")
-	s.line("The bound this section checks (SECURITY.md, issues 23 and 35): every hostile input allocates at most %g× the bytes per input byte of a valid circle of its size, cold and warm (the last column; the circle is the benign twin but for the problem document and the circle at 1e-200); a ratio over it is in bold, and the verdict closes the section.", hostileAllocBound)
+	s.line("The bound this section checks (SECURITY.md): every hostile input allocates at most %g× the bytes per input byte of a valid circle of its size, cold and warm (the last column; the circle is the benign twin but for the problem document and the circle at 1e-200); a ratio over it is in bold, and the verdict closes the section.", hostileAllocBound)
 	s.line("")
 	for _, p := range pairs {
 		s.line("- **%s**: %s; benign: %s.", p.name, p.hostileNote, p.benignNote)

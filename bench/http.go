@@ -350,7 +350,7 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 		return err
 	}
 
-	// Issue 24's goals: the ratios at every client count, then the
+	// The goals: the ratios at every client count, then the
 	// allocations.
 	ratioGoals := []struct {
 		name, mode, figure string

@@ -20,13 +20,13 @@ import (
 
 // Section 8: the sender's journal against the disk. An Outbox whose
 // FileJournal syncs every record before the first attempt can deliver, one
-// delivery at a time, at most as fast as the disk syncs; issue 24's goal is
+// delivery at a time, at most as fast as the disk syncs; the goal is
 // 0.9 of that. Measured in the same minutes, in interleaved rounds: a raw
 // loop of append-and-fsync in the journal's directory, serial deliveries
 // straight through a Sender (no journal), and serial deliveries through the
 // Outbox, all to one bare receiver on loopback.
 
-// journalGoal is issue 24's goal for serial journal deliveries per second as
+// journalGoal is the goal for serial journal deliveries per second as
 // a share of the disk's fsyncs per second.
 const journalGoal = 0.9
 
@@ -212,9 +212,9 @@ func runJournal(ctx context.Context, s *section) error {
 	s.line("  on loopback, each with a new key;")
 	s.line("- **delivery, journal**: the same through `client.NewOutbox` over `client.OpenFileJournal` (default config), which syncs")
 	s.line("  each record before the first attempt and appends a done mark after it;")
-	s.line("- **%s loop**: the fsync loop with `%s` instead of `fsync`, for reference (issue 24's goal is against fsync).", datasyncName, datasyncName)
+	s.line("- **%s loop**: the fsync loop with `%s` instead of `fsync`, for reference (the goal is against fsync).", datasyncName, datasyncName)
 	s.line("")
-	s.line("Rates are medians over the rounds with their ranges; the ratio is journal deliveries/s ÷ fsyncs/s within a round (issue 24's")
+	s.line("Rates are medians over the rounds with their ranges; the ratio is journal deliveries/s ÷ fsyncs/s within a round (the")
 	s.line("goal: ≥ %.1f). *Journal's own time* is the time of a journal delivery less that of a delivery without a journal, against one fsync's.", journalGoal)
 	s.line("")
 	s.table([]string{"figure", "median (range)"}, [][]string{

@@ -32,7 +32,7 @@ func (s *section) line(format string, args ...any) {
 	s.md.WriteByte('\n')
 }
 
-// goal adds a row to the run's table of issue 24's goals.
+// goal adds a row to the run's table of performance goals.
 func (s *section) goal(g goalRow) { s.goals.add(s.name, g) }
 
 func (s *section) headline(what, format string, args ...any) {

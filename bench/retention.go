@@ -16,7 +16,7 @@ import (
 	"github.com/geoidem/geoidem/keystore"
 )
 
-// Section 10: retention at scale (issue 37). Each store is filled to
+// Section 10: retention at scale. Each store is filled to
 // o.retentionKeys keys, written straight in the store's own format (a COPY
 // into pgstore's table, pipelined SETs of redisstore's values), as a day of
 // deliveries leaves them: completed records whose retention ends anywhere
@@ -26,11 +26,11 @@ import (
 // and index size, or the server's memory, per key; and for PostgreSQL the
 // cost of pruning, Prune's DELETEs and the VACUUM that reclaims what they
 // leave, in CPU time of the backend that runs them, per 100,000 rows. The
-// figures are projected to issue 37's 432 M keys (5,000 first calls/s
+// figures are projected to 432 M keys (5,000 first calls/s
 // kept 24 h).
 
 const (
-	// retentionRate and retentionDay are issue 37's load: 5,000 first calls
+	// retentionRate and retentionDay are the load of many receivers on one store: 5,000 first calls
 	// per second, each kept for 24 hours.
 	retentionRate = 5000
 	retentionDay  = 24 * time.Hour
@@ -45,8 +45,8 @@ const (
 	retentionLiveFrom = time.Hour
 )
 
-// retentionKeysAtRate is the number of keys a store holds at issue 37's
-// load: 432 M.
+// retentionKeysAtRate is the number of keys a store holds at that load:
+// 432 M.
 const retentionKeysAtRate = retentionRate * int64(retentionDay/time.Second)
 
 // retentionRecord is every filled key's record: what section 1's bare
@@ -167,12 +167,12 @@ func latencyRows(name string, sizes []string, ls []*latencies) [][]string {
 
 func runRetention(ctx context.Context, s *section) error {
 	o := s.o
-	s.line("Each store filled to **%s keys** (issue 37 asks for 10 M; `-retention-keys` sets it), written straight in the store's own format, "+
+	s.line("Each store filled to **%s keys** (10 M by default; `-retention-keys` sets it), written straight in the store's own format, "+
 		"as a day of deliveries leaves them: completed records (201, a Content-Type, a %d-byte body) whose retention ends anywhere between 1 h and 24 h from now, "+
 		"keys of 64 hexadecimal digits like the middleware's. The fill is not measured; the store at that size is. "+
 		"Latencies are the store's own Claim and Complete, called from Go one at a time, at that size and on an empty store of the same kind, "+
 		"in %d interleaved rounds so that both meet the same load of a shared machine. "+
-		"Issue 37's load: %s first calls/s kept 24 h, so **%s keys** held at any time.",
+		"The load: %s first calls/s kept 24 h, so **%s keys** held at any time.",
 		commas(int64(o.retentionKeys)), len(retentionRecord.Body), retentionRounds, commas(retentionRate), commas(retentionKeysAtRate))
 	s.line("")
 	var errs []error

@@ -271,7 +271,7 @@ func retentionPostgres(ctx context.Context, s *section) (err error) {
 	s.line("CPU is the backend's own (user and system, from /proc), for Prune's DELETE statements and for the `VACUUM` that follows them on the same connection; "+
 		"the WAL writer's and checkpointer's share of writing the deletions is not in it. WAL is what the server wrote meanwhile (pg_current_wal_insert_lsn), "+
 		"all sessions together: an upper bound on a server shared with other work. The last column is that CPU per row times %s rows/s: "+
-		"what pruning by DELETE costs the server at issue 37's rate. A VACUUM scans every index whole, so its cost per pruned row falls as more rows are pruned per VACUUM: "+
+		"what pruning by DELETE costs the server at that rate. A VACUUM scans every index whole, so its cost per pruned row falls as more rows are pruned per VACUUM: "+
 		"here %.0f %% of the table was; autovacuum's default trigger (autovacuum_vacuum_scale_factor 0.2) waits for 20 %%, so this figure overstates the VACUUM share for a table at its default settings.",
 		commas(retentionRate), 100*float64(expired)/float64(keys))
 	s.line("")
@@ -285,7 +285,7 @@ func retentionPostgres(ctx context.Context, s *section) (err error) {
 	}
 	s.line("Not measured here: a table larger than the machine's memory (at %s keys the two indexes alone, %.0f B per key here, come to %s, and every VACUUM reads them whole), "+
 		"and the dead row version that each Complete leaves (it updates an indexed column, `expires_at`), which VACUUM reclaims too, pruned or not. "+
-		"Issue 37's rule is to partition the key table by time if pruning by DELETE costs more than a few percent of a core at %s keys/s: "+
+		"The rule is to partition the key table by time if pruning by DELETE costs more than a few percent of a core at %s keys/s: "+
 		"pgstore's documentation (\"Retention\") gives the decision taken on these figures.",
 		commas(retentionKeysAtRate), float64(indexes)/float64(keys), gib(float64(indexes)/float64(keys)*float64(retentionKeysAtRate)), commas(retentionRate))
 	s.line("")

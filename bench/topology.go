@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Section 11: clustered stores (issue 37, "Many receivers, one store").
+// Section 11: clustered stores (many receivers, one store).
 // Two receivers, each with its own store client on one shared store, take
 // deliveries from senders of package client that retry; once a third of
 // the events are acknowledged the store's topology changes under the load:

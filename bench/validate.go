@@ -202,7 +202,7 @@ const parseSpeedGoal = 1.0
 
 // runParseSpeed writes the Validate ÷ json.Valid table: geojson.Validate's
 // speed as a share of encoding/json.Valid's on the same bytes, each ratio
-// next to its goal (issue 24).
+// next to its goal.
 func runParseSpeed(ctx context.Context, s *section) error {
 	o := s.o
 	s.line("")

@@ -191,7 +191,7 @@ func TestCancellation(t *testing.T) {
 	})
 }
 
-// TestRetryAfterBeyondDeadline (issue 36, item 2): a receiver whose store
+// TestRetryAfterBeyondDeadline: a receiver whose store
 // is full answers 503 store-full with the Retry-After its store gives
 // (85,811 s), far past the delivery's deadline. The sender used to clamp
 // it to MaxRetryAfter and retry, 60 s at a time, until the deadline: five

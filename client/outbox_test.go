@@ -228,7 +228,7 @@ func TestOutboxRedrive(t *testing.T) {
 	}
 }
 
-// TestOutboxKeyReusedIsSentEarlier (issue 36, item 1): a re-run without
+// TestOutboxKeyReusedIsSentEarlier: a re-run without
 // the journal (another host, a new container, the journal deleted) stamps
 // a new observation_time, so the receiver, which executed the first
 // stamp under the same key, answers 422 key-reused. Through an outbox,
@@ -283,7 +283,7 @@ func TestOutboxKeyReusedIsSentEarlier(t *testing.T) {
 	}
 }
 
-// TestOutboxDoesNotResendPermanent (issue 36, item 3): a re-run used to
+// TestOutboxDoesNotResendPermanent: a re-run used to
 // send again an event its journal records as refused permanently, to be
 // refused again and dead-lettered again. Deliver now sends it no more:
 // it fails as permanent, refused earlier, with no attempt and no new dead

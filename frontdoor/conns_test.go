@@ -104,13 +104,13 @@ func TestOldestIdleConnectionClosed(t *testing.T) {
 	}
 }
 
-// Issue 35's idle attack, scaled to what a test process holds: 2,000
+// The idle-connection attack (20,600 keep-alive connections held until
+// accept failed), scaled to what a test process holds: 2,000
 // keep-alive connections from 200 addresses (127.0.0.2–201), each idle
 // after one request. Behind the front door the server holds at most
 // MaxConns (256) of them at once and at most MaxIdle (64) idle, and
 // /healthz from another address is answered every time; as main wires a
-// service it holds all 2,000 (issue 35: 20,600, until accept failed with
-// too many open files).
+// service it holds all 2,000.
 func TestIdleConnectionsAreBounded(t *testing.T) {
 	const hosts, perHost = 200, 10
 	raiseFileLimit(t, 2*hosts*perHost+256)

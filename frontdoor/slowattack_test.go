@@ -59,7 +59,7 @@ func wantAttackHeldOff(t *testing.T, s *service, ok, n int, other map[string]int
 	}
 }
 
-// Issue 35's slow-body attack: 64 connections from 4 addresses
+// The slow-body attack: 64 connections from 4 addresses
 // (127.0.0.2–5), each declaring a 100-byte body and sending a byte every
 // 2 s, connecting again whenever one ends. As main wires a service
 // (Admission, a 30 s ReadTimeout), they hold all 64 admission slots and a

@@ -90,7 +90,7 @@ func BenchmarkGoGeomUnmarshal(b *testing.B) {
 }
 
 // BenchmarkValidateVsJSONValid times Validate and encoding/json.Valid on
-// the inputs of issue 24, side by side: the goal is Validate at least as
+// the inputs of the parse-speed comparison, side by side: the goal is Validate at least as
 // fast as json.Valid on each. bench/validate-callgrind.sh counts the
 // instructions of both on these benchmarks.
 //

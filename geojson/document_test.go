@@ -150,7 +150,7 @@ func TestEmptyCoordinates(t *testing.T) {
 		}
 	}
 	if err := Validate([]byte(`{"type":"MultiPolygon","coordinates":[]}`), Options{}); err != nil {
-		t.Errorf("the issue's MultiPolygon: %v", err)
+		t.Errorf("an empty MultiPolygon: %v", err)
 	}
 }
 

@@ -21,7 +21,7 @@ func relationSteps(t *testing.T, data []byte) (string, int) {
 	return probs, p.relSteps
 }
 
-// TestHolesLinearRelationPass is issue 16, item 4: every hole walked back
+// TestHolesLinearRelationPass: every hole walked back
 // over all the holes before it to find its shell, so n holes took n²/2
 // steps (20,000 holes: 754 ms). Each ring's shell is known once: the pass
 // takes a few steps per ring.

@@ -48,8 +48,7 @@ func answerAlloc(t *testing.T, body []byte) (cold, warm uint64) {
 // of empty positions, empty LineStrings or rings, empty Polygons,
 // overlapping triangles or null-geometry Features, and a circle at scale
 // 1e-200 allocate at most 5×
-// the bytes per input byte of a valid circle of their size, cold and warm
-// (issue 23, item 4; issue 35).
+// the bytes per input byte of a valid circle of their size, cold and warm.
 func TestHostileAllocationPerByte(t *testing.T) {
 	const size = 1 << 20
 	const bound = 5.0
@@ -102,8 +101,7 @@ func TestHostileAllocationPerByte(t *testing.T) {
 
 // TestUnlistedProblemsAllocateNothing: past the Options.MaxProblems
 // problems listed, a problem is counted, never formatted, so a body with
-// 20,000 problems makes as many allocations as one with 200 (issue 23,
-// item 4).
+// 20,000 problems makes as many allocations as one with 200.
 func TestUnlistedProblemsAllocateNothing(t *testing.T) {
 	mallocs := func(body []byte) uint64 {
 		least := uint64(math.MaxUint64)

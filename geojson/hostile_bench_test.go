@@ -9,7 +9,8 @@ import (
 	"github.com/geoidem/geoidem/internal/benchshape"
 )
 
-// The hostile inputs of issue 16 next to benign inputs of about the same
+// The hostile inputs (bodies whose cost was once far out of proportion to
+// their size) next to benign inputs of about the same
 // size: each pair's ns/op and B/op ratio is the cost multiple quoted in
 // SECURITY.md.
 //
@@ -83,9 +84,9 @@ func BenchmarkHostileTinyCircle(b *testing.B) {
 	b.Run("scale-1", func(b *testing.B) { benchHostile(b, benchshape.Circle(21_000, 1), false) })
 }
 
-// BenchmarkHostileTriangles: issue 23's overlapping triangles, a 1 MiB
+// BenchmarkHostileTriangles: overlapping triangles, a 1 MiB
 // MultiPolygon rejected by the sweep, and a valid circle of the same size,
-// through Validate and through RequestValidator.DecodeRequest (issue 35).
+// through Validate and through RequestValidator.DecodeRequest.
 func BenchmarkHostileTriangles(b *testing.B) {
 	tri, circle := benchshape.Triangles(1<<20), benchshape.CircleOfSize(1<<20, 1)
 	for _, a := range []struct {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestFeatureIDBeyondFloat64 is the "id":1e400 part of issue 16, item 7:
+// TestFeatureIDBeyondFloat64 is the "id":1e400 input:
 // such an id passed validation and then failed in the handler (which
 // reads it with strconv.ParseFloat). A Feature id that is a number beyond
 // float64 range is a validation problem, as any other number beyond that

@@ -10,7 +10,7 @@ import (
 )
 
 // scaledTriples returns nearly collinear (and some plainly oriented)
-// triples of the kinds issue 16, item 5 is about: the same shapes at unit
+// triples of the kinds that made tiny shapes costly: the same shapes at unit
 // scale, at 1e-200, 1e-300 and among subnormals, flat shapes (x at unit
 // scale, y tiny), and tiny offsets from unit-scale points.
 func scaledTriples(seed uint64, n int) [][3]pt {
@@ -166,7 +166,7 @@ func TestOrientTinyScaleAllocates(t *testing.T) {
 	}
 }
 
-// TestTinyCircleAllocations is issue 16, item 5: the 21,000-vertex circle
+// TestTinyCircleAllocations: the 21,000-vertex circle
 // at scale 1e-200 made 6 million allocations (751 MB) against 39 at unit
 // scale. It must allocate no more than twice as often as the unit-scale
 // circle, plus a few. Both are counted cold, after two collections have

@@ -31,7 +31,7 @@ func problemDocOf(t *testing.T, data []byte) []byte {
 	return pj.ProblemJSON()
 }
 
-// TestProblemDocumentBounded is issue 16, item 1: a body with a huge
+// TestProblemDocumentBounded: a body with a huge
 // member name followed by 100 bad numbers made a 600 MB answer (every
 // pointer repeated the name, and '<' was HTML-escaped to six bytes).
 func TestProblemDocumentBounded(t *testing.T) {
@@ -100,7 +100,8 @@ func TestValidateHostileNamesAllocateLinearly(t *testing.T) {
 	}
 }
 
-// TestProblemDocumentBoundedForAnyBody is the property behind item 1: a
+// TestProblemDocumentBoundedForAnyBody is the property behind
+// TestProblemDocumentBounded: a
 // body of at most 1 MiB, however hostile, gets a problem document of at
 // most 64 KiB that is valid JSON. The bodies are random mixes of the
 // parts that make problems and pointers long.

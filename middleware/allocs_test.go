@@ -15,12 +15,12 @@ import (
 
 // TestAllocationBudget pins the allocations the middleware adds to a
 // request, in process with memstore, over the bare handler of
-// BenchmarkMiddleware given the same requests (issue 24's budget: a first
+// BenchmarkMiddleware given the same requests (the budget: a first
 // call at most bare+8, a replay at most bare+4). The counts are
 // deterministic; a change that adds an allocation per request fails here
 // and must either be cut or raise the budget deliberately.
 //
-// Raised deliberately from 8 to 9 (issue 34): a first call detaches the
+// Raised deliberately from 8 to 9: a first call detaches the
 // request's context from its cancellation with context.WithoutCancel (16
 // bytes), where a home-made context embedded in the exchange did it
 // without an allocation but had to find the context package's private
@@ -153,7 +153,7 @@ func hotKey() string { return "hot-key" }
 // first key so that every claim is held to its client's share and rate
 // (a rate the test never reaches): one allocation for a first call, none
 // for a replay. The one was there before the shares bit only under
-// contention and before the rate (issue 35): on main at e303cb8, without
+// contention and before the rate: on main at e303cb8, without
 // a rate or shares, naming the client cost the same 34 → 35; the bucket
 // itself is made once per client.
 func TestClientBoundAllocationBudget(t *testing.T) {

@@ -62,7 +62,7 @@ func heapPerRequest(t *testing.T, h http.Handler, declared int64, sent []byte) u
 
 // The body buffer follows the bytes received, not the Content-Length the
 // client declares: a request that declares 1 MiB and sends 1 byte must not
-// cost 1 MiB of heap (issue 16, item 3), and one that sends 256 KiB costs
+// cost 1 MiB of heap, and one that sends 256 KiB costs
 // at most about twice that.
 func TestBodyMemoryFollowsBytesReceived(t *testing.T) {
 	h := newMiddleware(t, new(memstore.Store), middleware.Config{}).Handler(newCounter())

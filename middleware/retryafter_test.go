@@ -45,8 +45,8 @@ func retryAfter(t *testing.T, h http.Handler, client string) int {
 // A refusal's Retry-After is when a slot really frees: waiting that long,
 // the retry is admitted, and it is not much longer than needed. It used to
 // be the moving average of admitted requests' durations, which says 1 s
-// while slow bodies hold every slot until they are cut off (issue 35:
-// slots held 30 s), and 10 s when requests take 10 s but the first in
+// while slow bodies hold every slot until they are cut off (slots held
+// 30 s under the slow-body attack), and 10 s when requests take 10 s but the first in
 // flight ends in 3.
 func TestAdmissionRetryAfterIsWhenASlotFrees(t *testing.T) {
 	newAdmission := func(t *testing.T) (*middleware.Admission, http.Handler) {

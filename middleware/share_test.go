@@ -85,7 +85,7 @@ func sendAs(h http.Handler, client, key string) *httptest.ResponseRecorder {
 	return serve(h, r)
 }
 
-// The flip side of shares (issue 35): the only sender of a receiver may
+// The flip side of shares: the only sender of a receiver may
 // use the whole store while no one else needs it. With the store sized
 // for it (MaxEntries 140,000, every other limit the default), one
 // address stores 100,000 keys without a refusal.
@@ -102,7 +102,7 @@ func TestLoneSenderUsesTheStore(t *testing.T) {
 	}
 }
 
-// The store fill of issue 35: 8 source addresses send 25 MB of small
+// The store fill: 8 source addresses send 25 MB of small
 // valid features, each a new key, on the memory store's defaults. A ninth
 // address still gets 201.
 func TestNinthAddressAfterEightFill(t *testing.T) {

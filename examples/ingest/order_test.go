@@ -35,7 +35,7 @@ func observationTime(t *testing.T, url, id string) string {
 	return s
 }
 
-// The pair: f observed at 10:00:09 (key k2) arrives first, then the
+// The reordered pair: f observed at 10:00:09 (key k2) arrives first, then the
 // older observation of 10:00:05 (key k1), retried past it. The newest stays,
 // on every store; the stale update is acknowledged 200 and says so, and its
 // retry is a replay of that answer.

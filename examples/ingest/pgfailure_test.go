@@ -72,7 +72,8 @@ func TestIngestPermanentPostgresErrorIsRecorded(t *testing.T) {
 // raised once, is transient: 503 feature-store-unavailable with
 // Retry-After, the key released, and the retry with the same key stores the
 // feature, once. Before, it was a recorded 422 "Features refused", and the
-// sender dead-lettered a valid event for good (DESIGN.md, bug 28).
+// sender dead-lettered a valid event for good: an unknown error must be
+// transient.
 func TestIngestUnknownStoreErrorIsReleased(t *testing.T) {
 	url, table, conn := pgService(t)
 	ctx := context.Background()

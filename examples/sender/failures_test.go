@@ -13,7 +13,7 @@ const failuresInput = `{"type":"Feature","id":"ok","geometry":null,"properties":
 {"type":"Feature","id":"down","geometry":null,"properties":{"mode":"down"}}
 `
 
-// TestRunFailureShowsPointers (issue 36, item 3): a 422's problem detail
+// TestRunFailureShowsPointers: a 422's problem detail
 // and JSON pointers were only in the dead-letter file; the failure line
 // now shows them.
 func TestRunFailureShowsPointers(t *testing.T) {

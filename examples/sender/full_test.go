@@ -13,7 +13,7 @@ import (
 	"github.com/geoidem/geoidem/client"
 )
 
-// TestRunStoreFull (issue 36, item 2): a receiver whose key store is full
+// TestRunStoreFull: a receiver whose key store is full
 // answers 503 store-full with Retry-After 85811 s. The sender used to clamp
 // that to 60 s and retry until its 5-minute deadline, every feature, its
 // progress line frozen. Now a Retry-After beyond the deadline ends the
@@ -55,7 +55,7 @@ func TestRunStoreFull(t *testing.T) {
 	}
 }
 
-// TestProgressShowsWaits (issue 36, item 2): a delivery waiting out a
+// TestProgressShowsWaits: a delivery waiting out a
 // Retry-After shows on the progress line, with the answer it waits for,
 // instead of a line that stays the same.
 func TestProgressShowsWaits(t *testing.T) {

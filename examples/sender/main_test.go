@@ -387,7 +387,7 @@ func TestRunProgress(t *testing.T) {
 }
 
 // TestRunCanceled: a stop (SIGINT) before the first delivery sends
-// nothing and dead-letters nothing (issue 25: the rule was to dead-letter
+// nothing and dead-letters nothing (the rule was once to dead-letter
 // every feature as "canceled after 0 attempts"; now they are left for a
 // re-run): the summary counts them as interrupted, the exit status is 130.
 func TestRunCanceled(t *testing.T) {

@@ -41,7 +41,7 @@ func TestRunRerun(t *testing.T) {
 	}
 }
 
-// TestRunRerunWithoutJournal (issue 36, item 1): the same file sent again
+// TestRunRerunWithoutJournal: the same file sent again
 // without its journal (from another host, a new container, or after the
 // journal was deleted) stamps a new observation_time under the same keys.
 // The receiver keeps the first send and answers 422 key-reused; the
@@ -91,7 +91,7 @@ func TestRunRerunWithoutJournal(t *testing.T) {
 	}
 }
 
-// TestRunRerunFailures (issue 36, item 3): run again over the same input,
+// TestRunRerunFailures: run again over the same input,
 // journal and dead-letter file, the sender used to send again the feature
 // refused permanently and to append a second dead letter for each failure.
 // Now the refused feature is not sent again (unless -resend-permanent),

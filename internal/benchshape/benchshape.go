@@ -60,8 +60,7 @@ func Points(n int) []byte {
 	return append(b, `]}`...)
 }
 
-// ParseSpeedInput is one input of the Validate ÷ json.Valid comparison
-// (issue 24).
+// ParseSpeedInput is one input of the Validate ÷ json.Valid comparison.
 type ParseSpeedInput struct {
 	Name string
 	Data []byte

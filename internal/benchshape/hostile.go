@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The hostile inputs of issue 16: documents whose cost used to be far out
+// The hostile inputs: documents whose cost used to be far out
 // of proportion to their size, each with a benign document of about the
 // same size to compare against.
 
@@ -88,7 +88,7 @@ func CircleOfSize(size int, scale float64) []byte {
 	return Circle(max(3, int(float64(size)/per)), scale)
 }
 
-// The bodies of issue 23, item 4: documents of about size bytes whose
+// The bodies that allocate most per byte: documents of about size bytes whose
 // every element is a problem, or whose polygons overlap, to compare
 // against CircleOfSize(size, 1) in bytes allocated per input byte.
 

@@ -128,8 +128,8 @@ type KeyState struct {
 // Where both are possible the model branches: apart from operations of
 // unknown outcome, that is its only nondeterminism. Allowing expiry
 // whenever enough time MAY have passed alone would accept a store whose
-// leases never end (a key blocked for the whole retention: bug 2 of
-// DESIGN.md); the MUST rule rejects it, and a lease that ends too early (a
+// leases never end (a claim that outlives its crashed owner blocks the key
+// for the whole retention); the MUST rule rejects it, and a lease that ends too early (a
 // takeover while the holder works) is rejected by the MAY rule. The rules
 // do not tie the instants at which operations take effect to the
 // judgements of time (the state would have to carry the times of the

@@ -17,8 +17,8 @@ import (
 )
 
 // naive is a small in-memory Store, correct unless one of its bugs is
-// switched on: the bugs that nearly every idempotency library has (see
-// DESIGN.md), for showing that Linearizable catches them.
+// switched on: the bugs that nearly every idempotency library has (check
+// then set, leases that never end, completion without fencing), for showing that Linearizable catches them.
 type naive struct {
 	checkThenSet   bool // Claim reads, lets go of the lock, then writes
 	noFencing      bool // Complete stores the record for any token

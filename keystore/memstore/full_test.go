@@ -35,7 +35,7 @@ func TestFullStoreRefusesNewClaimsInsteadOfEvicting(t *testing.T) {
 	}
 }
 
-// The attack of issue 16: requests with large answers fill the byte budget;
+// The store-filling attack: requests with large answers fill the byte budget;
 // an earlier client's retry must replay its answer, never run again, and the
 // new keys that find no room are answered 503 with Retry-After.
 func TestFullStoreThroughMiddlewareReplaysEarlierKeys(t *testing.T) {

@@ -18,7 +18,8 @@ import (
 	"github.com/geoidem/geoidem/keystore/pgstore"
 )
 
-// The store fill of issue 35 on PostgreSQL, which had no bound at all
+// The store fill (a few addresses sending new keys until the store is
+// full) on PostgreSQL, which had no bound at all
 // (524 B a request): 8 source addresses each send new keys past their
 // bound; each is held to ClientKeys, refused past it with a client
 // FullError (inserting no row), and a ninth address still claims.

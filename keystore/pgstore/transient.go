@@ -25,8 +25,8 @@ import (
 // lost connections, timeouts, serialization failures and deadlocks, a
 // server shutting down, a standby after a failover, and also a handler's
 // bug (a typo in SQL, 42601; a missing table, 42P01; a trigger's
-// exception, P0001). An unknown error is transient on purpose (DESIGN.md,
-// bug 28): answered 422 it is recorded and the sender gives a valid event
+// exception, P0001). An unknown error is transient on purpose:
+// answered 422 it is recorded and the sender gives a valid event
 // up for good; answered 503 it costs retries and, if the fault stays, a
 // dead letter that an operator re-drives once it is fixed.
 func Transient(err error) bool {

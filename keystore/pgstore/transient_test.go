@@ -33,7 +33,7 @@ func TestTransient(t *testing.T) {
 		{"54000 value too large", pg("54000"), false},
 		{"PostGIS geometry error", postgis, false},
 		// Transient: a retry may succeed, or nothing says it cannot (an
-		// unknown error is transient: DESIGN.md bug 28).
+		// unknown error is transient).
 		{"42P01 undefined table (a bug)", pg("42P01"), true},
 		{"P0001 a trigger's exception", pg("P0001"), true},
 		{"XX000 outside PostGIS", pg("XX000"), true},

@@ -16,7 +16,8 @@ import (
 	"github.com/geoidem/geoidem/keystore/redisstore"
 )
 
-// The store fill of issue 35 on Redis, which had no bound at all: 8
+// The store fill (a few addresses sending new keys until the store is
+// full) on Redis, which had no bound at all: 8
 // source addresses each send new keys past their bound; each is held to
 // ClientKeys, refused past it with a client FullError (acquiring nothing,
 // writing no entry), and a ninth address still claims.

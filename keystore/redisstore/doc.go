@@ -251,7 +251,7 @@
 // empty: every completed record and every claim in flight is gone, every
 // retry that arrives afterwards runs its handler again, and a retry of a
 // request that was still running runs alongside it. Measured before this
-// check existed (SIGKILL, empty restart, 3,000 keys re-sent; issue 17):
+// check existed (SIGKILL, empty restart, 3,000 keys re-sent):
 // 1,202 handlers ran twice, about every key completed before the fault. Replicas do not
 // help: a master without persistence that restarts empty before a failover
 // happens (an automatic restart) is replicated empty to its replicas too.

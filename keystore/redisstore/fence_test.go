@@ -23,7 +23,7 @@ import (
 )
 
 // The store's side of claims whose outcome is unknown (keystore, "Claims
-// whose outcome is unknown"; DESIGN.md, bug 25): a Claim that Redis
+// whose outcome is unknown"): a Claim that Redis
 // applied but whose reply was lost leaves the key held by the caller's
 // token, and the caller's Release by that token frees it at once; a Claim
 // that reaches Redis only after its caller's Release, having sat on its

@@ -62,7 +62,7 @@ func (h *commandCounter) take() []string {
 }
 
 // claimTrip is the round trip of a Claim that needs no script, a new key or
-// a completed key: the one command a claim by hand sends (issue 24).
+// a completed key: the one command a claim by hand sends.
 const claimTrip = "set"
 
 // expectRoundTrips runs op and checks the round trips it made.

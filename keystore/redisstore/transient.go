@@ -15,7 +15,8 @@ import "github.com/redis/go-redis/v9"
 // no failure. Every other error is transient, those Transient does not
 // know included (a lost connection, a failover, OOM, and also a handler's
 // bug, WRONGTYPE or a script error): an unknown error is transient on
-// purpose (DESIGN.md, bug 28).
+// purpose: answered as the request's fault, it would be recorded and the
+// sender would give a valid event up for good.
 func Transient(err error) bool {
 	return err != nil && !redis.HasErrorPrefix(err, "string exceeds maximum allowed size")
 }

@@ -31,7 +31,7 @@ func TestTransient(t *testing.T) {
 		// Permanent: the request's own data is at fault.
 		{"a value too large", reply("ERR string exceeds maximum allowed size (proto-max-bulk-len)"), false},
 		// Transient: a retry may succeed, or nothing says it cannot (an
-		// unknown error, a bug, is transient: DESIGN.md bug 28).
+		// unknown error, a bug, is transient).
 		{"an unknown error", errors.New("handler bug"), true},
 		{"WRONGTYPE (a bug)", reply("WRONGTYPE Operation against a key holding the wrong kind of value"), true},
 		{"ERR script error", reply("ERR user_script:1: Script attempted to access nonexistent global variable"), true},

@@ -37,7 +37,7 @@ func conflicted(err error) bool {
 
 // Only the feature's own faults are refused (422, recorded); every other
 // error, an unknown one above all, is left as it is, which the handler
-// answers 503 and releases (DESIGN.md, bug 28).
+// answers 503 and releases: unknown means transient.
 func TestRefusedByPostgres(t *testing.T) {
 	pg := func(code string) error { return &pgconn.PgError{Code: code, Message: "m"} }
 	postgis := &pgconn.PgError{Code: "XX000", Message: "Polygon must have at least four points in each ring", File: "lwgeom_pg.c", Routine: "pg_error"}

@@ -32,7 +32,7 @@ func postAs(h http.Handler, ip, key string) *httptest.ResponseRecorder {
 	return w
 }
 
-// The issue-35 flip side, on the service's defaults: the only sender of a
+// The flip side of the store fill, on the service's defaults: the only sender of a
 // memory-mode receiver stores 100,000 keys without a refusal.
 func TestLoneSenderFillsTheMemoryStore(t *testing.T) {
 	svc, err := New(context.Background(), Config{})
@@ -48,7 +48,8 @@ func TestLoneSenderFillsTheMemoryStore(t *testing.T) {
 	}
 }
 
-// The issue-35 store fill, on a memory store scaled down (1,400 keys):
+// The store fill (a few addresses sending new keys until the store is
+// full), on a memory store scaled down (1,400 keys):
 // eight addresses send new keys until each is refused, and a ninth
 // address still stores its key.
 func TestNinthAddressAfterEightFillTheService(t *testing.T) {

@@ -44,7 +44,7 @@
 // lift it. [ErrStoreFull] is 507 (the in-memory store evicts nothing). Every other
 // error, whatever it is, is transient: 503 with Retry-After and the key
 // released, so that the sender's retry runs again. An error nobody
-// classified costs retries, never a valid event (DESIGN.md, bug 28).
+// classified costs retries, never a valid event.
 package service
 
 import (
