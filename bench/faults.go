@@ -104,7 +104,7 @@ func runFaults(ctx context.Context, s *section) error {
 	s.line("**not by this run**. The failover rows run a primary and a replica of the harness's own: replication stalls for 1 s under load, the")
 	s.line("primary is SIGKILLed, the replica promoted (`REPLICAOF NO ONE`) and the receiver pointed at it, and the old primary rejoins, empty, as its replica.")
 	s.line("")
-	header := []string{"fault", "runs per event", "events run twice", "dead letters (re-driven, failed again)", "dead letters by last answer", "events lost", "store 503s", "faults fired", "reported before (issue 17, old code; not this run)", "command"}
+	header := []string{"fault", "runs per event", "events run twice", "dead letters (re-driven, failed again)", "dead letters by last answer", "events lost", "store 503s", "faults fired", "reported before (old code; not this run)", "command"}
 	var (
 		rows           [][]string
 		groups         []string
@@ -153,7 +153,7 @@ func runFaults(ctx context.Context, s *section) error {
 		}.render()); err != nil {
 			return err
 		}
-		s.headline("store faults (issue 17): most events run twice",
+		s.headline("store faults: most events run twice",
 			"%d (%s), of %d events", worstTwice, worstTwiceCase, o.faultEvents)
 	}
 	if len(failed) > 0 {

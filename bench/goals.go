@@ -118,7 +118,7 @@ func (b *goalBook) markdown(command string) string {
 	}
 	var s strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&s, format+"\n", args...) }
-	p("## Issue 24 goals")
+	p("## Goals")
 	p("")
 	p("Every figure of the goal table that this run measured, next to its goal, all from `%s`.", command)
 	p("Ratios are the median over the interleaved rounds of the ratio within a round, then their range; allocations are per request of")

@@ -62,7 +62,7 @@ func TestGoalBook(t *testing.T) {
 	b.add("http", allocGoal("allocations", []float64{49}, []float64{30}, "bare", 8))
 	md := b.markdown("go run ./bench -only http")
 	for _, want := range []string{
-		"## Issue 24 goals", "`go run ./bench -only http`",
+		"## Goals", "`go run ./bench -only http`",
 		"| memstore first call ÷ bare handler | 0.950 | ≥ 0.90 | yes |",
 		"| allocations | 49.0 | ≤ 38.0 (bare 30.0 + 8) | **no** |",
 		"**1 of 2 goals met in this run.**",

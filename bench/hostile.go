@@ -240,7 +240,7 @@ func runHostile(ctx context.Context, s *section) error {
 	s.line("**Allocation bound**: at most %g× the bytes allocated per input byte of a valid circle of the input's size, cold and warm: **%s** (worst %.1f×).",
 		hostileAllocBound, hostileVerdict(worstA), worstA)
 	s.line("")
-	s.headline("hostile inputs (issues 16 and 23) against benign ones of the same size",
+	s.headline("hostile inputs against benign ones of the same size",
 		"at most %.1f× the time and %.1f× the allocation per byte of a circle of the same size (cold or warm; bound %g×: %s); problem documents at most %d KiB",
 		worstT, worstA, hostileAllocBound, hostileVerdict(worstA), geojson.MaxProblemDocumentBytes>>10)
 	return nil
