@@ -23,7 +23,7 @@ func TestSeriesReadEveryDecision(t *testing.T) {
 		"geoidem_frontdoor_bodies_arriving":          10, "geoidem_frontdoor_body_bytes": 11,
 		"geoidem_frontdoor_slots_held": 12, "geoidem_frontdoor_known_slots_held": 13, "geoidem_frontdoor_answers_writing": 14,
 		"geoidem_frontdoor_bodies_cut_total reason=slow": 15, "geoidem_frontdoor_bodies_cut_total reason=room": 16,
-		"geoidem_frontdoor_bodies_cut_total reason=stalled": 17,
+		"geoidem_frontdoor_bodies_cut_total reason=stalled":  17,
 		"geoidem_frontdoor_refused_total reason=server_busy": 18, "geoidem_frontdoor_refused_total reason=client_busy": 19,
 		"geoidem_frontdoor_known_admitted_total": 20, "geoidem_frontdoor_answers_cut_total": 21,
 	}
