@@ -44,6 +44,15 @@ type naiveEntry struct {
 
 var errReplyLost = errors.New("naive: reply lost")
 
+// hitCount is how many answers the bug changed so far: a late claim may
+// still be changing them after the check returns, so it is read under the
+// store's lock.
+func (s *naive) hitCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits
+}
+
 func (s *naive) alive(e *naiveEntry, now time.Time) bool {
 	if e == nil || e.status == linearize.Released {
 		return false
@@ -228,18 +237,19 @@ func TestLinearizableCatchesBugs(t *testing.T) {
 				store := c.store()
 				rt := &recordingT{TB: t}
 				st := keystoretest.Linearizable(rt, store, keystoretest.LinearizableConfig{Duration: 10 * time.Second, Ops: c.ops, Keys: c.keys})
-				t.Logf("%v; the bug changed %d answers", st, store.hits)
+				hits := store.hitCount()
+				t.Logf("%v; the bug changed %d answers", st, hits)
 				if c.ok {
 					if len(rt.errs) > 0 {
 						t.Errorf("a correct store failed the check:\n%s", strings.Join(rt.errs, "\n"))
 					}
 					return
 				}
-				if store.hits == 0 {
+				if hits == 0 {
 					t.Fatalf("the workload never exercised the bug %q (%v)", c.name, st)
 				}
 				if len(rt.errs) == 0 {
-					t.Fatalf("the check passed a store with the bug %q, which changed %d answers", c.name, store.hits)
+					t.Fatalf("the check passed a store with the bug %q, which changed %d answers", c.name, hits)
 				}
 				if !strings.Contains(rt.errs[0], "not linearizable") || !strings.Contains(rt.errs[0], "history (in call order)") {
 					t.Errorf("the failure does not show the offending history:\n%.2000s", rt.errs[0])
