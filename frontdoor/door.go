@@ -161,11 +161,15 @@ type Door struct {
 	stats   Stats
 }
 
-// share is what one client holds.
+// share is what one client holds. It is kept while any request of its
+// client is under the Door (entries), whatever that request holds: a
+// request with an empty body holds no bytes, and one between its body and
+// its work slot holds neither.
 type share struct {
 	n        int   // work slots
 	b        int64 // bytes
 	arriving int   // bodies arriving
+	entries  int   // requests of the client under the Door
 }
 
 // entry is one request under the Door, from the moment its bytes are

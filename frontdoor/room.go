@@ -164,6 +164,7 @@ func (d *Door) charge(e *entry) {
 	}
 	c.b += e.size
 	c.arriving++
+	c.entries++
 	e.arriving = true
 	d.held[e] = struct{}{}
 	d.watch(e)
@@ -286,7 +287,7 @@ func (d *Door) release(e *entry) {
 		d.avg += (now.Sub(e.workStart) - d.avg) / 8
 	}
 	delete(d.held, e)
-	if c.n == 0 && c.b == 0 && c.arriving == 0 {
+	if c.entries--; c.entries == 0 {
 		delete(d.clients, e.client)
 	}
 	close(d.changed)
