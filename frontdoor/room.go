@@ -38,11 +38,7 @@ func (d *Door) arrive(r *http.Request, e *entry) (int, time.Duration) {
 			return 0, 0
 		}
 		if !now.Before(deadline) {
-			status := http.StatusServiceUnavailable
-			if clientFull {
-				status = http.StatusTooManyRequests
-			}
-			wait := d.firstFree(now, true)
+			status, wait := d.refusal(now, clientFull, true)
 			d.mu.Unlock()
 			return status, wait
 		}
@@ -82,11 +78,7 @@ func (d *Door) work(r *http.Request, e *entry) (int, time.Duration) {
 			return 0, 0
 		}
 		if !now.Before(deadline) {
-			status := http.StatusServiceUnavailable
-			if clientFull {
-				status = http.StatusTooManyRequests
-			}
-			wait := d.firstFree(now, false)
+			status, wait := d.refusal(now, clientFull, false)
 			d.mu.Unlock()
 			return status, wait
 		}
@@ -253,6 +245,18 @@ func (d *Door) ended(e *entry) (cut bool) {
 		e.stop.Stop()
 	}
 	return e.cut
+}
+
+// refusal is the answer to a request that found no room by its deadline:
+// 503 server-busy, or 429 client-busy when its client's share is what is
+// full, and when room is expected to free (of bytes too, when bytes is
+// set). Called with d.mu held.
+func (d *Door) refusal(now time.Time, clientFull, bytes bool) (int, time.Duration) {
+	status := http.StatusServiceUnavailable
+	if clientFull {
+		status = http.StatusTooManyRequests
+	}
+	return status, d.firstFree(now, bytes)
 }
 
 // release gives back what e holds, once: its work slot, its bytes, and
