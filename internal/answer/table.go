@@ -73,8 +73,8 @@ type Row struct {
 // Who gives an answer.
 const (
 	byMiddleware = "middleware"
-	byAdmission  = "middleware (Admission)"
-	byFrontdoor  = "frontdoor (BodyRate)"
+	byAdmission  = "frontdoor (Door), or middleware (Admission)"
+	byFrontdoor  = "frontdoor (Door, BodyRate)"
 	byVerifier   = "standardwebhooks"
 	byValidator  = "geojson (RequestValidator)"
 	byHandler    = "handler"
@@ -122,13 +122,13 @@ var Table = []Row{
 		"retried; the record answers the same until its retention ends, so the delivery is dead-lettered as exhausted"},
 	{422, "response-not-replayable", "", byMiddleware, "the request ran, but switched protocols (101) or hijacked the connection", Recorded, "", false, doDone},
 	// Admission, in front of the middleware.
-	{503, "server-busy", "", byAdmission, "the server has as many requests or bytes in flight as it takes", NotClaimed,
-		"when a slot is expected to free (Admission)", true, doAtRetryAfter},
-	{429, "client-busy", "", byAdmission, "this client holds its share of the requests or bytes in flight", NotClaimed,
-		"when a slot is expected to free (Admission)", true, doAtRetryAfter},
+	{503, "server-busy", "", byAdmission, "the server has as many requests or bytes in flight as it takes (the Door: still so after waiting up to Config.Wait)", NotClaimed,
+		"when room is expected to free: the first work slot's expected end, or the first arriving body's deadline", true, doAtRetryAfter},
+	{429, "client-busy", "", byAdmission, "this client holds its share of the requests or bytes in flight while another client holds some", NotClaimed,
+		"when room is expected to free: the first work slot's expected end, or the first arriving body's deadline", true, doAtRetryAfter},
 	// The front door.
 	{408, "body-too-slow", "", byFrontdoor, "the body fell behind the minimum rate, or was cut to make room for another client", NotClaimed,
-		"when a slot is expected to free (frontdoor)", true, doAtRetryAfter},
+		"the body rate's grace, rounded up", true, doAtRetryAfter},
 	// The signature verifier, in front of the middleware.
 	{401, "webhook-signature-missing", "", byVerifier, "a signature header is missing", NotClaimed, "", false, doFix},
 	{401, "webhook-signature-invalid", "", byVerifier, "no signature matches an accepted secret", NotClaimed, "", false, doFix},
