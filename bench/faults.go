@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // Section 7: store faults. Each row is one run of
@@ -81,7 +81,7 @@ type faultResult struct {
 
 func runFaults(ctx context.Context, s *section) error {
 	o := s.o
-	if _, err := redisserver.LookPath(); err != nil {
+	if _, err := testkit.LookPath(); err != nil {
 		return notAvailable{err.Error() + ": the restart rows start a redis-server of their own"}
 	}
 	bin, cleanup, err := buildChaos(ctx)

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/geojson"
-	"github.com/geoidem/geoidem/internal/allocstat"
-	"github.com/geoidem/geoidem/internal/benchshape"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // Section 6: the hostile inputs (a huge member name, many holes, a tiny
@@ -34,35 +33,35 @@ type hostilePair struct {
 
 func hostilePairs(o *options) []hostilePair {
 	var ps []hostilePair
-	bomb := benchshape.ProblemBomb(o.hostileBody, 100)
+	bomb := testkit.ProblemBomb(o.hostileBody, 100)
 	ps = append(ps, hostilePair{
 		name:    fmt.Sprintf("problem document, %d KiB body", o.hostileBody>>10),
 		short:   fmt.Sprintf("422, %d KiB", o.hostileBody>>10),
 		hostile: bomb, hostileNote: "one member name of '<' filling the body, then 100 numbers 1e400 (100 problems whose pointers repeat the name)",
-		benign: benchshape.BigString(len(bomb)), benignNote: "a valid Feature with one string property filling the body",
-		circle: benchshape.CircleOfSize(len(bomb), 1),
+		benign: testkit.BigString(len(bomb)), benignNote: "a valid Feature with one string property filling the body",
+		circle: testkit.CircleOfSize(len(bomb), 1),
 	})
 	for _, n := range o.hostileHoles {
-		h := benchshape.Holes(n)
+		h := testkit.Holes(n)
 		ps = append(ps, hostilePair{
 			name:    fmt.Sprintf("%d holes", n),
 			short:   fmt.Sprintf("%dk holes", n/1000),
 			hostile: h, hostileNote: fmt.Sprintf("a valid Polygon: a square shell with %d triangular holes", n),
-			benign: benchshape.CircleOfSize(len(h), 1), benignNote: "a valid Polygon: a circle of the same size",
+			benign: testkit.CircleOfSize(len(h), 1), benignNote: "a valid Polygon: a circle of the same size",
 		})
 	}
 	kib := o.hostileBody >> 10
-	circle := benchshape.CircleOfSize(o.hostileBody, 1)
+	circle := testkit.CircleOfSize(o.hostileBody, 1)
 	for _, b := range []struct {
 		name, short, note string
 		body              []byte
 	}{
-		{"MultiPoint of []", "[] positions", "a MultiPoint whose every position is `[]` ", benchshape.EmptyPositions(o.hostileBody)},
-		{"MultiLineString of []", "[] lines", "a MultiLineString whose every LineString is `[]` ", benchshape.EmptyLines(o.hostileBody)},
-		{"Polygon of [] rings", "[] rings", "a Polygon whose every ring is `[]` ", benchshape.EmptyRings(o.hostileBody)},
-		{"MultiPolygon of [[]]", "[[]] polygons", "a MultiPolygon whose every Polygon is `[[]]` ", benchshape.EmptyPolygons(o.hostileBody)},
-		{"overlapping triangles", "triangles", "a MultiPolygon of triangles with integer corners, each overlapping its neighbours ", benchshape.Triangles(o.hostileBody)},
-		{"FeatureCollection of null-geometry Features", "null Features", "a FeatureCollection whose every Feature has null geometry and properties", benchshape.NullFeatures(o.hostileBody)},
+		{"MultiPoint of []", "[] positions", "a MultiPoint whose every position is `[]` ", testkit.EmptyPositions(o.hostileBody)},
+		{"MultiLineString of []", "[] lines", "a MultiLineString whose every LineString is `[]` ", testkit.EmptyLines(o.hostileBody)},
+		{"Polygon of [] rings", "[] rings", "a Polygon whose every ring is `[]` ", testkit.EmptyRings(o.hostileBody)},
+		{"MultiPolygon of [[]]", "[[]] polygons", "a MultiPolygon whose every Polygon is `[[]]` ", testkit.EmptyPolygons(o.hostileBody)},
+		{"overlapping triangles", "triangles", "a MultiPolygon of triangles with integer corners, each overlapping its neighbours ", testkit.Triangles(o.hostileBody)},
+		{"FeatureCollection of null-geometry Features", "null Features", "a FeatureCollection whose every Feature has null geometry and properties", testkit.NullFeatures(o.hostileBody)},
 	} {
 		ps = append(ps, hostilePair{
 			name:    fmt.Sprintf("%s, %d KiB", b.name, kib),
@@ -71,13 +70,13 @@ func hostilePairs(o *options) []hostilePair {
 			benign: circle, benignNote: "a valid Polygon: a circle of the same size",
 		})
 	}
-	tiny := benchshape.Circle(o.hostileCircle, 1e-200)
+	tiny := testkit.Circle(o.hostileCircle, 1e-200)
 	ps = append(ps, hostilePair{
 		name:    fmt.Sprintf("circle of %d vertices at 1e-200", o.hostileCircle),
 		short:   "circle 1e-200",
 		hostile: tiny, hostileNote: "a valid Polygon: a circle of radius 1e-200 around (1e-199, 5e-199)",
-		benign: benchshape.Circle(o.hostileCircle, 1), benignNote: "the same circle at scale 1",
-		circle: benchshape.CircleOfSize(len(tiny), 1), // its numbers are longer than its twin's
+		benign: testkit.Circle(o.hostileCircle, 1), benignNote: "the same circle at scale 1",
+		circle: testkit.CircleOfSize(len(tiny), 1), // its numbers are longer than its twin's
 	})
 	return ps
 }
@@ -147,7 +146,7 @@ func measureHostile(data []byte, d time.Duration) (hostileCost, error) {
 // and warm (internal/allocstat, which geojson's
 // TestHostileAllocationPerByte measures with too).
 func allocPerByte(data []byte) (cold, warm float64, err error) {
-	c, w, err := allocstat.Bytes(func() error { return answer(data) })
+	c, w, err := testkit.AllocBytes(func() error { return answer(data) })
 	n := float64(len(data))
 	return float64(c) / n, float64(w) / n, err
 }
@@ -168,7 +167,7 @@ func runHostile(ctx context.Context, s *section) error {
 	s.line("The inputs whose cost used to be far out of proportion to their size, each next to a benign document of about the same size.")
 	s.line("Each call is `geojson.RequestValidator.DecodeRequest` (what the middleware calls) and, when the document is rejected, `ProblemJSON` (the 422 body it sends).")
 	s.line("Each input is timed %d times, hostile and benign in turn, each time the best of 5 batch means within %v after a checked first call; the table keeps each input's best.", hostileRounds, o.valTime/hostileRounds)
-	s.line("Allocation is `runtime.MemStats.TotalAlloc` per call, the total allocated, which bounds the peak heap the call can add: cold, one call after two collections (which empty geojson's pools of parsers and sweep buffers), and warm, the least of it and %d calls after it.", allocstat.WarmCalls)
+	s.line("Allocation is `runtime.MemStats.TotalAlloc` per call, the total allocated, which bounds the peak heap the call can add: cold, one call after two collections (which empty geojson's pools of parsers and sweep buffers), and warm, the least of it and %d calls after it.", testkit.WarmCalls)
 	s.line("Cost is given per input byte; the ratios divide the hostile input's by the benign one's (a dash: the benign input allocates less than 0.01 B per byte).")
 	s.line("The bound this section checks (SECURITY.md): every hostile input allocates at most %g× the bytes per input byte of a valid circle of its size, cold and warm (the last column; the circle is the benign twin but for the problem document and the circle at 1e-200); a ratio over it is in bold, and the verdict closes the section.", hostileAllocBound)
 	s.line("")

@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/cpustat"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // Section 12: `geoidem proxy` against a plain httputil.ReverseProxy, each
@@ -158,12 +158,12 @@ func runProxy(ctx context.Context, s *section) error {
 				slices.Reverse(order)
 			}
 			for _, t := range order {
-				before := cpustat.Pids([]int{t.pid})[t.pid]
+				before := testkit.PidsCPU([]int{t.pid})[t.pid]
 				elapsed, err := proxyLoad(ctx, t.url, clients, n, &keyN)
 				if err != nil {
 					return fmt.Errorf("%s at %d clients: %w", t.name, clients, err)
 				}
-				after := cpustat.Pids([]int{t.pid})[t.pid]
+				after := testkit.PidsCPU([]int{t.pid})[t.pid]
 				perReq[t.name] = append(perReq[t.name], float64(elapsed.Microseconds())/float64(n))
 				cpuReq[t.name] = append(cpuReq[t.name], float64((after-before).Microseconds())/float64(n))
 			}

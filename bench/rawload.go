@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/cpustat"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // The load generator of section 1, in the manner of wrk: every client is one
@@ -235,11 +235,11 @@ func measure(ctx context.Context, addr string, conc, maxReq int, maxTime time.Du
 	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	cpu0, cpuOK := cpustat.Process()
+	cpu0, cpuOK := testkit.ProcessCPU()
 	start := time.Now()
 	phase(base+int64(maxReq), start.Add(maxTime), true)
 	m := measurement{wall: time.Since(start)}
-	cpu1, _ := cpustat.Process()
+	cpu1, _ := testkit.ProcessCPU()
 	runtime.ReadMemStats(&m1)
 	m.cpu, m.cpuOK = cpu1-cpu0, cpuOK
 	if serverEnd != nil {

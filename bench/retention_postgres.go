@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/geoidem/geoidem/internal/cpustat"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 )
@@ -302,7 +302,7 @@ func retentionPostgres(ctx context.Context, s *section) (err error) {
 // that the PostgreSQL backend pid has used so far, from /proc.
 func backendCPU(pid int32) func() (time.Duration, bool) {
 	return func() (time.Duration, bool) {
-		c, ok := cpustat.Pids([]int{int(pid)})[int(pid)]
+		c, ok := testkit.PidsCPU([]int{int(pid)})[int(pid)]
 		return c, ok
 	}
 }

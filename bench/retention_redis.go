@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 )
@@ -22,10 +22,10 @@ import (
 // the store's latency there, against a second, empty private server.
 func retentionRedis(ctx context.Context, s *section, program string) error {
 	o := s.o
-	var servers [2]*redisserver.Server
+	var servers [2]*testkit.RedisServer
 	var clients [2]*redis.Client
 	for i := range servers {
-		srv, err := redisserver.Start(ctx, redisserver.Options{Program: program})
+		srv, err := testkit.StartRedis(ctx, testkit.RedisOptions{Program: program})
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/cpustat"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // A cpuGauge measures the CPU time a server uses: called before a
@@ -13,11 +13,11 @@ import (
 type cpuGauge func(ctx context.Context) (end func() (time.Duration, bool))
 
 // redisCPU is the Redis server's gauge: its own count of the CPU time it
-// has used (cpustat.Redis).
+// has used (testkit.RedisCPU).
 func (sv *services) redisCPU(ctx context.Context) func() (time.Duration, bool) {
-	before, err := cpustat.Redis(ctx, sv.redis)
+	before, err := testkit.RedisCPU(ctx, sv.redis)
 	return func() (time.Duration, bool) {
-		after, err2 := cpustat.Redis(ctx, sv.redis)
+		after, err2 := testkit.RedisCPU(ctx, sv.redis)
 		return after - before, err == nil && err2 == nil
 	}
 }
@@ -44,7 +44,7 @@ func (sv *services) postgresCPU(ctx context.Context) func() (time.Duration, bool
 		}
 		return pids
 	}
-	before := cpustat.Pids(pids())
+	before := testkit.PidsCPU(pids())
 	return func() (time.Duration, bool) {
 		if len(before) == 0 {
 			return 0, false
@@ -55,7 +55,7 @@ func (sv *services) postgresCPU(ctx context.Context) func() (time.Duration, bool
 		for pid := range before {
 			known = append(known, pid)
 		}
-		after := cpustat.Pids(known)
+		after := testkit.PidsCPU(known)
 		var fresh []int
 		for _, pid := range pids() {
 			if _, ok := before[pid]; !ok {
@@ -66,7 +66,7 @@ func (sv *services) postgresCPU(ctx context.Context) func() (time.Duration, bool
 		for pid, t := range after {
 			used += t - before[pid]
 		}
-		for _, t := range cpustat.Pids(fresh) {
+		for _, t := range testkit.PidsCPU(fresh) {
 			used += t
 		}
 		return used, true

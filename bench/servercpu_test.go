@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/geoidem/geoidem/internal/cpustat"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // TestServerCPUGauges checks that each server's gauge counts the work done
@@ -59,7 +59,7 @@ func TestServerCPUGauges(t *testing.T) {
 		if err := conn.QueryRow(ctx, `SELECT sum(i) FROM generate_series(1, 1000000) i`).Scan(&sum); err != nil {
 			t.Fatal(err)
 		}
-		backend = cpustat.Pids([]int{int(pid)})[int(pid)]
+		backend = testkit.PidsCPU([]int{int(pid)})[int(pid)]
 	}
 	used, ok := end()
 	elapsed := time.Since(started)

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/redisprefix"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/jackc/pgx/v5"
@@ -150,7 +150,7 @@ func (sv *services) close(ctx context.Context) error {
 		sv.pool.Close()
 	}
 	if sv.redis != nil {
-		errs = append(errs, redisprefix.Delete(ctx, sv.redis, sv.prefix), sv.redis.Close())
+		errs = append(errs, testkit.DeletePrefix(ctx, sv.redis, sv.prefix), sv.redis.Close())
 	}
 	return errors.Join(errs...)
 }

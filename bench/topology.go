@@ -8,8 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/pgstandby"
-	"github.com/geoidem/geoidem/internal/rediscluster"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -96,7 +95,7 @@ func runTopology(ctx context.Context, s *section) error {
 		// One cluster for the Redis rows of a seed, in order: migrations and
 		// planned failovers leave three masters with a replica each, and the
 		// second kill finds a master that still has one.
-		cl, err := rediscluster.Start(ctx, rediscluster.Options{AppendFsync: "everysec"})
+		cl, err := testkit.StartCluster(ctx, testkit.ClusterOptions{AppendFsync: "everysec"})
 		if err != nil {
 			return err
 		}
@@ -121,7 +120,7 @@ func runTopology(ctx context.Context, s *section) error {
 	}
 	slices.SortStableFunc(rows, func(a, b row) int { return slices.Index(cases, a.c) - slices.Index(cases, b.c) })
 
-	s.line("Two receivers, each with its own store client on one shared store, behind a round-robin front (a retry usually meets the other receiver); %d senders of package client (backoff 20 ms to 500 ms, 30 attempts, 40 s deadline) deliver %d events, their first attempts spread evenly over %v; the handler counts its runs per key in this process. Once a third of the events are acknowledged, the store's topology changes under the load. The receivers run with a %v lease and a 500 ms store timeout. After the last delivery every acknowledged event is delivered once more: **lost** counts those whose handler ran again (the record was gone), **ran twice** the keys whose handler ran more than once during the deliveries. Redis: a private Cluster of three masters with a replica each (package rediscluster, appendonly yes, appendfsync everysec, cluster-node-timeout %v). PostgreSQL 15: a private primary with a streaming standby (package pgstandby); the receivers' pools use a URL listing both, with target_session_attrs=read-write. The receivers' go-redis ClusterStateReloadInterval: %s.", o.topoSenders, o.topoEvents, o.topoSpan, topoLease, rediscluster.NodeTimeout, reloadText(o.topoReload))
+	s.line("Two receivers, each with its own store client on one shared store, behind a round-robin front (a retry usually meets the other receiver); %d senders of package client (backoff 20 ms to 500 ms, 30 attempts, 40 s deadline) deliver %d events, their first attempts spread evenly over %v; the handler counts its runs per key in this process. Once a third of the events are acknowledged, the store's topology changes under the load. The receivers run with a %v lease and a 500 ms store timeout. After the last delivery every acknowledged event is delivered once more: **lost** counts those whose handler ran again (the record was gone), **ran twice** the keys whose handler ran more than once during the deliveries. Redis: a private Cluster of three masters with a replica each (package rediscluster, appendonly yes, appendfsync everysec, cluster-node-timeout %v). PostgreSQL 15: a private primary with a streaming standby (package pgstandby); the receivers' pools use a URL listing both, with target_session_attrs=read-write. The receivers' go-redis ClusterStateReloadInterval: %s.", o.topoSenders, o.topoEvents, o.topoSpan, topoLease, testkit.NodeTimeout, reloadText(o.topoReload))
 	s.line("")
 	var table [][]string
 	for _, r := range rows {
@@ -168,8 +167,8 @@ func runTopology(ctx context.Context, s *section) error {
 
 // redisRun is one Redis Cluster row: stores on cl under prefix, and its
 // event.
-func redisRun(o *options, cl *rediscluster.Cluster, c topoCase, seed uint64, prefix string) topoRun {
-	slotOf := func(key string) int { return rediscluster.Slot(middleware.StoreKey(topoScope, key)) }
+func redisRun(o *options, cl *testkit.Cluster, c topoCase, seed uint64, prefix string) topoRun {
+	slotOf := func(key string) int { return testkit.Slot(middleware.StoreKey(topoScope, key)) }
 	return topoRun{
 		seed: seed, events: o.topoEvents, senders: o.topoSenders, span: o.topoSpan,
 		stores: func(ctx context.Context, n int) ([]keystore.Store, func(), error) {
@@ -246,7 +245,7 @@ func redisRun(o *options, cl *rediscluster.Cluster, c topoCase, seed uint64, pre
 					}
 				}
 				if c.event == "failover" {
-					_, err = cl.Failover(ctx, master, rediscluster.Planned)
+					_, err = cl.Failover(ctx, master, testkit.Planned)
 					return "CLUSTER FAILOVER", err
 				}
 				t0 := time.Now()
@@ -266,7 +265,7 @@ func redisRun(o *options, cl *rediscluster.Cluster, c topoCase, seed uint64, pre
 // pgRun is one PostgreSQL row: a fresh primary and standby, stores on
 // pools over both, and the promotion.
 func pgRun(ctx context.Context, o *options, c topoCase, seed uint64) (topoResult, error) {
-	p, err := pgstandby.Start(ctx, pgstandby.Options{Sync: c.sync})
+	p, err := testkit.StartStandby(ctx, testkit.StandbyOptions{Sync: c.sync})
 	if err != nil {
 		return topoResult{}, err
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/rediscluster"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // One Redis Cluster row of section 11, chosen by $GEOIDEM_TOPO_EVENT
@@ -24,7 +24,7 @@ func TestTopologyRedis(t *testing.T) {
 	if event == "" {
 		event = "failover"
 	}
-	cl, err := rediscluster.Start(ctx, rediscluster.Options{AppendFsync: "everysec"})
+	cl, err := testkit.StartCluster(ctx, testkit.ClusterOptions{AppendFsync: "everysec"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestMigrationLosesNoRecord(t *testing.T) {
 	o.topoEvents, o.topoSenders, o.topoSpan = 600, 16, 6*time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cl, err := rediscluster.Start(ctx, rediscluster.Options{AppendFsync: "everysec"})
+	cl, err := testkit.StartCluster(ctx, testkit.ClusterOptions{AppendFsync: "everysec"})
 	if err != nil {
 		t.Fatal(err)
 	}

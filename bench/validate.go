@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/geojson"
-	"github.com/geoidem/geoidem/internal/benchshape"
+	"github.com/geoidem/geoidem/internal/testkit"
 	sfgeom "github.com/peterstace/simplefeatures/geom"
 	gogeojson "github.com/twpayne/go-geom/encoding/geojson"
 )
@@ -20,7 +20,7 @@ import (
 // vertices around (10, 50).
 
 // benchPolygon is the shape both validation benchmarks measure.
-var benchPolygon = benchshape.Polygon
+var benchPolygon = testkit.Polygon
 
 // validator is one implementation under test.
 type validator struct {
@@ -208,7 +208,7 @@ func runParseSpeed(ctx context.Context, s *section) error {
 	s.line("")
 	s.line("### Validate ÷ json.Valid")
 	s.line("")
-	s.line("`geojson.Validate` (every check: RFC 7946, I-JSON, OGC validity) against `encoding/json.Valid` (JSON syntax only) on the same bytes (`benchshape.ParseSpeedInputs`).")
+	s.line("`geojson.Validate` (every check: RFC 7946, I-JSON, OGC validity) against `encoding/json.Valid` (JSON syntax only) on the same bytes (`testkit.ParseSpeedInputs`).")
 	s.line("Each is timed %d times, the two in turn, each time the best of 5 batch means within %v after a checked first call; the table keeps each one's best.", parseSpeedRounds, o.valTime)
 	s.line("The ratio is json.Valid's time over Validate's: Validate's speed as a share of json.Valid's. Goal: at least %.1f on every input.", parseSpeedGoal)
 	s.line("Allocations are `runtime.MemStats.Mallocs` over one warm Validate call. For stable comparisons between versions use instruction counts (`valgrind --tool=callgrind`), not times, on this shared machine.")
@@ -223,7 +223,7 @@ func runParseSpeed(ctx context.Context, s *section) error {
 	var rows [][]string
 	worst := math.Inf(1)
 	worstName := ""
-	for _, in := range benchshape.ParseSpeedInputs() {
+	for _, in := range testkit.ParseSpeedInputs() {
 		var best [2]time.Duration
 		var rounds []float64 // each round's ratio
 		for range parseSpeedRounds {

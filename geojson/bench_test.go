@@ -6,11 +6,11 @@ import (
 
 	gogeojson "github.com/twpayne/go-geom/encoding/geojson"
 
-	"github.com/geoidem/geoidem/internal/benchshape"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // benchPolygon is the shape both validation benchmarks measure.
-var benchPolygon = benchshape.Polygon
+var benchPolygon = testkit.Polygon
 
 var benchShapes = []struct {
 	name   string
@@ -96,7 +96,7 @@ func BenchmarkGoGeomUnmarshal(b *testing.B) {
 //
 //	go test -run '^$' -bench ValidateVsJSONValid ./geojson
 func BenchmarkValidateVsJSONValid(b *testing.B) {
-	for _, in := range benchshape.ParseSpeedInputs() {
+	for _, in := range testkit.ParseSpeedInputs() {
 		b.Run(in.Name+"/Validate", func(b *testing.B) {
 			b.SetBytes(int64(len(in.Data)))
 			b.ReportAllocs()

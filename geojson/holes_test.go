@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/benchshape"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // relationSteps parses data and returns the problems and the number of
@@ -27,7 +27,7 @@ func relationSteps(t *testing.T, data []byte) (string, int) {
 // takes a few steps per ring.
 func TestHolesLinearRelationPass(t *testing.T) {
 	for _, n := range []int{100, 2000} {
-		probs, steps := relationSteps(t, benchshape.Holes(n))
+		probs, steps := relationSteps(t, testkit.Holes(n))
 		if probs != "" {
 			t.Fatalf("%d holes: %s", n, probs)
 		}

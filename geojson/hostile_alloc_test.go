@@ -10,8 +10,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/allocstat"
-	"github.com/geoidem/geoidem/internal/benchshape"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // answerAlloc returns the bytes allocated by what the middleware does with
@@ -25,7 +24,7 @@ func answerAlloc(t *testing.T, body []byte) (cold, warm uint64) {
 		t.Fatal(err)
 	}
 	r.Header.Set("Content-Type", "application/geo+json")
-	cold, warm, err = allocstat.Bytes(func() error {
+	cold, warm, err = testkit.AllocBytes(func() error {
 		_, err := RequestValidator{}.DecodeRequest(r, body)
 		var verr *ValidationError
 		if errors.As(err, &verr) {
@@ -59,7 +58,7 @@ func TestHostileAllocationPerByte(t *testing.T) {
 		if c, ok := circles[n]; ok {
 			return c
 		}
-		body := benchshape.CircleOfSize(n, 1)
+		body := testkit.CircleOfSize(n, 1)
 		cc, cw := answerAlloc(t, body)
 		c := perByte{perB(cc, body), perB(cw, body)}
 		t.Logf("circle of %d bytes: cold %.2f B/B, warm %.2f B/B", len(body), c.cold, c.warm)
@@ -74,16 +73,16 @@ func TestHostileAllocationPerByte(t *testing.T) {
 		body   []byte
 		circle int // size of the circle: len(body) when 0
 	}{
-		{"problem document", benchshape.ProblemBomb(size, 100), size},
-		{"20,000 holes", benchshape.Holes(20_000), 0},
-		{"50,000 holes", benchshape.Holes(50_000), 0},
-		{"MultiPoint of []", benchshape.EmptyPositions(size), size},
-		{"MultiLineString of []", benchshape.EmptyLines(size), size},
-		{"Polygon of [] rings", benchshape.EmptyRings(size), size},
-		{"MultiPolygon of [[]]", benchshape.EmptyPolygons(size), size},
-		{"overlapping triangles", benchshape.Triangles(size), size},
-		{"FeatureCollection of null-geometry Features", benchshape.NullFeatures(size), size},
-		{"circle of 21,000 vertices at 1e-200", benchshape.Circle(21_000, 1e-200), 0},
+		{"problem document", testkit.ProblemBomb(size, 100), size},
+		{"20,000 holes", testkit.Holes(20_000), 0},
+		{"50,000 holes", testkit.Holes(50_000), 0},
+		{"MultiPoint of []", testkit.EmptyPositions(size), size},
+		{"MultiLineString of []", testkit.EmptyLines(size), size},
+		{"Polygon of [] rings", testkit.EmptyRings(size), size},
+		{"MultiPolygon of [[]]", testkit.EmptyPolygons(size), size},
+		{"overlapping triangles", testkit.Triangles(size), size},
+		{"FeatureCollection of null-geometry Features", testkit.NullFeatures(size), size},
+		{"circle of 21,000 vertices at 1e-200", testkit.Circle(21_000, 1e-200), 0},
 	} {
 		if c.circle == 0 {
 			c.circle = len(c.body)

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/benchshape"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // The hostile inputs (bodies whose cost was once far out of proportion to
@@ -66,29 +66,29 @@ func benchAnswer(b *testing.B, answer func([]byte) (int, error), data []byte, wa
 }
 
 func BenchmarkHostileProblemDocument(b *testing.B) {
-	b.Run("bomb-1MiB", func(b *testing.B) { benchHostile(b, benchshape.ProblemBomb(1<<20, 100), true) })
-	b.Run("benign-1MiB", func(b *testing.B) { benchHostile(b, benchshape.BigString(1<<20), false) })
+	b.Run("bomb-1MiB", func(b *testing.B) { benchHostile(b, testkit.ProblemBomb(1<<20, 100), true) })
+	b.Run("benign-1MiB", func(b *testing.B) { benchHostile(b, testkit.BigString(1<<20), false) })
 }
 
 func BenchmarkHostileHoles(b *testing.B) {
 	for _, n := range []int{20_000, 50_000} {
-		holes := benchshape.Holes(n)
+		holes := testkit.Holes(n)
 		b.Run("holes-"+strconv.Itoa(n), func(b *testing.B) { benchHostile(b, holes, false) })
 		// A circle of the same size in bytes.
-		b.Run("circle-same-size-"+strconv.Itoa(n), func(b *testing.B) { benchHostile(b, benchshape.CircleOfSize(len(holes), 1), false) })
+		b.Run("circle-same-size-"+strconv.Itoa(n), func(b *testing.B) { benchHostile(b, testkit.CircleOfSize(len(holes), 1), false) })
 	}
 }
 
 func BenchmarkHostileTinyCircle(b *testing.B) {
-	b.Run("scale-1e-200", func(b *testing.B) { benchHostile(b, benchshape.Circle(21_000, 1e-200), false) })
-	b.Run("scale-1", func(b *testing.B) { benchHostile(b, benchshape.Circle(21_000, 1), false) })
+	b.Run("scale-1e-200", func(b *testing.B) { benchHostile(b, testkit.Circle(21_000, 1e-200), false) })
+	b.Run("scale-1", func(b *testing.B) { benchHostile(b, testkit.Circle(21_000, 1), false) })
 }
 
 // BenchmarkHostileTriangles: overlapping triangles, a 1 MiB
 // MultiPolygon rejected by the sweep, and a valid circle of the same size,
 // through Validate and through RequestValidator.DecodeRequest.
 func BenchmarkHostileTriangles(b *testing.B) {
-	tri, circle := benchshape.Triangles(1<<20), benchshape.CircleOfSize(1<<20, 1)
+	tri, circle := testkit.Triangles(1<<20), testkit.CircleOfSize(1<<20, 1)
 	for _, a := range []struct {
 		name   string
 		answer func([]byte) (int, error)

@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/benchshape"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // scaledTriples returns nearly collinear (and some plainly oriented)
@@ -190,8 +190,8 @@ func TestTinyCircleAllocations(t *testing.T) {
 		}
 		return float64(most)
 	}
-	unit := allocs(benchshape.Circle(21_000, 1))
-	tiny := allocs(benchshape.Circle(21_000, 1e-200))
+	unit := allocs(testkit.Circle(21_000, 1))
+	tiny := allocs(testkit.Circle(21_000, 1e-200))
 	t.Logf("cold: %.0f tiny, %.0f unit", tiny, unit)
 	if tiny > 2*unit+10 {
 		t.Errorf("Validate of the 21,000-vertex circle: %.0f allocations at scale 1e-200, %.0f at scale 1; want at most %.0f",

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/benchshape"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // problemDocCap is the bound the package documents for a problem document.
@@ -37,7 +37,7 @@ func problemDocOf(t *testing.T, data []byte) []byte {
 func TestProblemDocumentBounded(t *testing.T) {
 	for _, size := range []int{64 << 10, 1 << 20} {
 		t.Run(strconv.Itoa(size>>10)+"KiB", func(t *testing.T) {
-			data := benchshape.ProblemBomb(size, 100)
+			data := testkit.ProblemBomb(size, 100)
 			doc := problemDocOf(t, data)
 			if len(doc) > problemDocCap {
 				t.Fatalf("problem document of %d bytes for a %d-byte body, want at most %d", len(doc), len(data), problemDocCap)
@@ -80,7 +80,7 @@ func TestProblemDocumentBounded(t *testing.T) {
 // byte.
 func TestValidateHostileNamesAllocateLinearly(t *testing.T) {
 	for _, data := range [][]byte{
-		benchshape.ProblemBomb(1<<20, 100),
+		testkit.ProblemBomb(1<<20, 100),
 		// The same with a name made of escapes, which pointers decode.
 		[]byte(`{"type":"Feature","geometry":null,"properties":{"` + strings.Repeat(`\u003c`, 150_000) +
 			`":[` + strings.TrimSuffix(strings.Repeat("1e400,", 100), ",") + `]}}`),
@@ -152,7 +152,7 @@ func TestProblemDocumentBoundedForAnyBody(t *testing.T) {
 //	go test -run '^$' -fuzz FuzzProblemDocument -fuzztime 60s ./geojson
 func FuzzProblemDocument(f *testing.F) {
 	addSeeds(f)
-	f.Add(benchshape.ProblemBomb(4<<10, 100))
+	f.Add(testkit.ProblemBomb(4<<10, 100))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		doc := problemDocOf(t, data)
 		if doc == nil {

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/benchshape"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 var updateProblemDocs = flag.Bool("update-problemdocs", false,
@@ -62,12 +62,12 @@ func problemDocCorpus(t *testing.T) []namedErr {
 		add("geojsonhint/"+filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f), Validate(data, Options{}))
 	}
 	for _, size := range []int{1 << 10, 64 << 10, 1 << 20} {
-		add("bomb/"+strconv.Itoa(size), Validate(benchshape.ProblemBomb(size, 100), Options{}))
+		add("bomb/"+strconv.Itoa(size), Validate(testkit.ProblemBomb(size, 100), Options{}))
 	}
 	add("escaped-name", Validate([]byte(`{"type":"Feature","geometry":null,"properties":{"`+strings.Repeat(`\u003c`, 150_000)+
 		`":[`+strings.TrimSuffix(strings.Repeat("1e400,", 100), ",")+`]}}`), Options{}))
 	for _, n := range []int{1, 3, 1000} {
-		add("max-problems/"+strconv.Itoa(n), Validate(benchshape.ProblemBomb(4<<10, 50), Options{MaxProblems: n}))
+		add("max-problems/"+strconv.Itoa(n), Validate(testkit.ProblemBomb(4<<10, 50), Options{MaxProblems: n}))
 	}
 	// Nested member names made of the parts that make pointers long, over
 	// arrays of bad values.

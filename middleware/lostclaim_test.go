@@ -14,8 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/redisprefix"
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -81,10 +80,10 @@ func TestLostClaimReplyIsReleasedRedis(t *testing.T) {
 // a key prefix of its own, failing (never skipping) when it is unreachable.
 func newRedisStore(t *testing.T) *redisstore.Store {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: redisserver.SharedAddr()})
+	c := redis.NewClient(&redis.Options{Addr: testkit.SharedAddr()})
 	t.Cleanup(func() { c.Close() })
 	if err := c.Ping(t.Context()).Err(); err != nil {
-		t.Fatalf("Redis at %s: %v", redisserver.SharedAddr(), err)
+		t.Fatalf("Redis at %s: %v", testkit.SharedAddr(), err)
 	}
 	s, err := redisstore.New(c, redisstore.Config{KeyPrefix: redisPrefix(t), Durability: redisstore.AcceptVolatile})
 	if err != nil {
@@ -103,9 +102,9 @@ func redisPrefix(t *testing.T) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		c := redis.NewClient(&redis.Options{Addr: redisserver.SharedAddr()})
+		c := redis.NewClient(&redis.Options{Addr: testkit.SharedAddr()})
 		defer c.Close()
-		if err := redisprefix.Delete(ctx, c, prefix); err != nil {
+		if err := testkit.DeletePrefix(ctx, c, prefix); err != nil {
 			t.Errorf("deleting the keys under %s: %v", prefix, err)
 		}
 	})
@@ -155,7 +154,7 @@ func retryUntilRun(t *testing.T, h http.Handler, key string, bound time.Duration
 // once, so that the sender's retry runs the handler, not 409 for the whole
 // store lease (47 s).
 func TestRedisClaimReplyResetIsReleased(t *testing.T) {
-	cut := newReplyCutter(t, redisserver.SharedAddr())
+	cut := newReplyCutter(t, testkit.SharedAddr())
 	store := newRedisStoreAt(t, cut.addr())
 	m := newMiddleware(t, store, middleware.Config{})
 	h := m.Handler(newCounter())
@@ -175,7 +174,7 @@ func TestRedisClaimReplyResetIsReleased(t *testing.T) {
 // that depends on the context's state rather than on the call's outcome
 // (it missed about one claim in four) fails here.
 func TestRedisClaimReplyTimeoutIsReleased(t *testing.T) {
-	cut := newReplyCutter(t, redisserver.SharedAddr())
+	cut := newReplyCutter(t, testkit.SharedAddr())
 	store := newRedisStoreAt(t, cut.addr())
 	m := newMiddleware(t, store, middleware.Config{StoreTimeout: 200 * time.Millisecond})
 	h := m.Handler(newCounter())

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geoidem/geoidem/client"
-	"github.com/geoidem/geoidem/internal/tcpcut"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/middleware"
 )
 
@@ -169,10 +169,10 @@ func TestPostgresBackendKillsDeliverEverything(t *testing.T) {
 // has passed, every event is sent again: each must be a replay, and each
 // handler must have run exactly once. None may be dead-lettered.
 func TestPostgresStallLosesNoRecord(t *testing.T) {
-	var proxy *tcpcut.Proxy
+	var proxy *testkit.Cutter
 	store, _ := newPGStoreApp(t, "", func(hostport string) string {
 		var err error
-		if proxy, err = tcpcut.New(hostport); err != nil {
+		if proxy, err = testkit.NewCutter(hostport); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { proxy.Close() })

@@ -11,8 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
-	"github.com/geoidem/geoidem/internal/tcpcut"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -26,17 +25,17 @@ import (
 func TestCutOffReplicaStopsBeforeTakeoverOnRedis(t *testing.T) {
 	for _, mode := range []struct {
 		name      string
-		breakPath func(*tcpcut.Proxy)
+		breakPath func(*testkit.Cutter)
 	}{
-		{"Cut", (*tcpcut.Proxy).Cut},
-		{"Stall", (*tcpcut.Proxy).Stall},
+		{"Cut", (*testkit.Cutter).Cut},
+		{"Stall", (*testkit.Cutter).Stall},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			const (
 				lease   = 600 * time.Millisecond
 				timeout = 100 * time.Millisecond
 			)
-			proxy, err := tcpcut.New(redisserver.SharedAddr())
+			proxy, err := testkit.NewCutter(testkit.SharedAddr())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,10 +44,10 @@ func TestCutOffReplicaStopsBeforeTakeoverOnRedis(t *testing.T) {
 				return &redis.Options{Addr: addr, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
 					PoolTimeout: timeout, ContextTimeoutEnabled: true, MaxRetries: -1}
 			}
-			viaProxy, direct := redis.NewClient(opts(proxy.Addr())), redis.NewClient(opts(redisserver.SharedAddr()))
+			viaProxy, direct := redis.NewClient(opts(proxy.Addr())), redis.NewClient(opts(testkit.SharedAddr()))
 			t.Cleanup(func() { viaProxy.Close(); direct.Close() })
 			if err := direct.Ping(t.Context()).Err(); err != nil {
-				t.Fatalf("Redis at %s: %v", redisserver.SharedAddr(), err)
+				t.Fatalf("Redis at %s: %v", testkit.SharedAddr(), err)
 			}
 			prefix := redisPrefix(t)
 			storeA, err := redisstore.New(viaProxy, redisstore.Config{KeyPrefix: prefix, Durability: redisstore.AcceptVolatile})

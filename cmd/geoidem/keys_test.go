@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/redisprefix"
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -38,7 +37,7 @@ type keysStore struct {
 
 func keysStores(t *testing.T) []keysStore {
 	suffix := fmt.Sprintf("%x", rand.Uint64())
-	client := redis.NewClient(&redis.Options{Addr: redisserver.SharedAddr(), MaintNotificationsConfig: quiet})
+	client := redis.NewClient(&redis.Options{Addr: testkit.SharedAddr(), MaintNotificationsConfig: quiet})
 	t.Cleanup(func() { client.Close() })
 	prefix := "geoidem-cli-" + suffix + ":"
 	rs, err := redisstore.New(client, redisstore.Config{KeyPrefix: prefix, Durability: redisstore.AcceptVolatile, Eviction: redisstore.SkipEvictionCheck})
@@ -46,7 +45,7 @@ func keysStores(t *testing.T) []keysStore {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := redisprefix.Delete(context.Background(), client, prefix); err != nil {
+		if err := testkit.DeletePrefix(context.Background(), client, prefix); err != nil {
 			t.Errorf("deleting the keys under %s: %v", prefix, err)
 		}
 	})
@@ -68,7 +67,7 @@ func keysStores(t *testing.T) []keysStore {
 		}
 	})
 	return []keysStore{
-		{"redis", rs, []string{"-store", redisserver.SharedURL(), "-redis-prefix", prefix}},
+		{"redis", rs, []string{"-store", testkit.SharedURL(), "-redis-prefix", prefix}},
 		{"postgres", ps, []string{"-store", postgresURL(), "-pg-key-table", table}},
 	}
 }

@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // TestProxyStoreBound: -redis-max-memory bounds what all clients together
 // make Redis hold: past it, the proxy answers a new key 503 store-full
 // with a Retry-After, and forwards nothing.
 func TestProxyStoreBound(t *testing.T) {
-	own, err := redisserver.Start(t.Context(), redisserver.Options{})
+	own, err := testkit.StartRedis(t.Context(), testkit.RedisOptions{})
 	if err != nil {
 		t.Fatalf("starting redis-server: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // TestMain lets the test binary serve as the -kill-receiver child: the
@@ -145,7 +145,7 @@ func TestMemory(t *testing.T) {
 
 func TestRedisStoreFaults(t *testing.T) {
 	t.Parallel()
-	rows := runChaos(t, "-store", redisserver.SharedURL(), "-store-faults", "-events", "150")
+	rows := runChaos(t, "-store", testkit.SharedURL(), "-store-faults", "-events", "150")
 	if n := count(t, rows, "store cuts"); n != 2 {
 		t.Errorf("%d store cuts, want 2", n)
 	}
@@ -191,7 +191,7 @@ func TestPathSpellingsRun(t *testing.T) {
 func TestKillSender(t *testing.T) {
 	for name, store := range map[string]string{
 		"memory":   "memory",
-		"redis":    redisserver.SharedURL(),
+		"redis":    testkit.SharedURL(),
 		"postgres": storeURL("GEOIDEM_TEST_POSTGRES", pgURL),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -341,7 +341,7 @@ func TestPostgresTerminate(t *testing.T) {
 // StoreTimeout), this run had events run twice on Redis and PostgreSQL.
 func TestLeaseStall90(t *testing.T) {
 	for name, store := range map[string]string{
-		"redis":    redisserver.SharedURL(),
+		"redis":    testkit.SharedURL(),
 		"postgres": storeURL("GEOIDEM_TEST_POSTGRES", pgURL),
 	} {
 		t.Run(name, func(t *testing.T) {

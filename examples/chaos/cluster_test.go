@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // startCluster starts a Redis Cluster of three masters without replicas,
@@ -21,7 +21,7 @@ func startCluster(t *testing.T) string {
 	defer cancel()
 	var addrs []string
 	for range 3 {
-		s, err := redisserver.Start(ctx, redisserver.Options{Args: []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"}})
+		s, err := testkit.StartRedis(ctx, testkit.RedisOptions{Args: []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"}})
 		if err != nil {
 			t.Fatalf("redis-server for the cluster: %v", err)
 		}

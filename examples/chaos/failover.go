@@ -9,8 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
-	"github.com/geoidem/geoidem/internal/tcpcut"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // replStall is how long -failover stalls replication before it kills the
@@ -28,8 +27,8 @@ var noSyncDelay = []string{"--repl-diskless-sync-delay", "0"}
 // through another (front), which the failover points at the promoted
 // replica: what a Sentinel or a DNS switch gives the clients.
 type failover struct {
-	primary, replica *redisserver.Server
-	repl, front      *tcpcut.Proxy
+	primary, replica *testkit.RedisServer
+	repl, front      *testkit.Cutter
 }
 
 func startFailover(ctx context.Context) (_ *failover, err error) {
@@ -39,20 +38,20 @@ func startFailover(ctx context.Context) (_ *failover, err error) {
 			f.stop()
 		}
 	}()
-	if f.primary, err = redisserver.Start(ctx, redisserver.Options{Args: noSyncDelay}); err != nil {
+	if f.primary, err = testkit.StartRedis(ctx, testkit.RedisOptions{Args: noSyncDelay}); err != nil {
 		return nil, fmt.Errorf("primary: %w", err)
 	}
-	if f.repl, err = tcpcut.New(f.primary.Addr()); err != nil {
+	if f.repl, err = testkit.NewCutter(f.primary.Addr()); err != nil {
 		return nil, err
 	}
 	host, port, _ := net.SplitHostPort(f.repl.Addr())
-	if f.replica, err = redisserver.Start(ctx, redisserver.Options{Args: append([]string{"--replicaof", host, port}, noSyncDelay...)}); err != nil {
+	if f.replica, err = testkit.StartRedis(ctx, testkit.RedisOptions{Args: append([]string{"--replicaof", host, port}, noSyncDelay...)}); err != nil {
 		return nil, fmt.Errorf("replica: %w", err)
 	}
 	if err := waitReplicating(ctx, f.replica.Addr()); err != nil {
 		return nil, err
 	}
-	if f.front, err = tcpcut.New(f.primary.Addr()); err != nil {
+	if f.front, err = testkit.NewCutter(f.primary.Addr()); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -107,12 +106,12 @@ func (f *failover) run(ctx context.Context) error {
 }
 
 func (f *failover) stop() {
-	for _, p := range []*tcpcut.Proxy{f.front, f.repl} {
+	for _, p := range []*testkit.Cutter{f.front, f.repl} {
 		if p != nil {
 			p.Close()
 		}
 	}
-	for _, s := range []*redisserver.Server{f.primary, f.replica} {
+	for _, s := range []*testkit.RedisServer{f.primary, f.replica} {
 		if s != nil {
 			s.Stop()
 		}

@@ -12,8 +12,7 @@ import (
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/examples/ingest/service"
-	"github.com/geoidem/geoidem/internal/rediscluster"
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/middleware"
 )
 
@@ -22,7 +21,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	start := time.Now()
 	stderr = &syncWriter{w: stderr} // child receivers copy their stderr to it, each from a goroutine
 	suffix := fmt.Sprintf("%d_%08x", o.seed, rand.Uint32())
-	var redis *redisserver.Server // -restart-redis: the harness's own
+	var redis *testkit.RedisServer // -restart-redis: the harness's own
 	if o.restartRedis > 0 {
 		var err error
 		if redis, err = startRedis(ctx, o.redisAOF); err != nil {
@@ -42,7 +41,7 @@ func chaos(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		defer fo.stop()
 		o.store = "redis://" + fo.front.Addr() + "/0"
 	}
-	var cluster *rediscluster.Cluster // -reshard: the harness's own
+	var cluster *testkit.Cluster // -reshard: the harness's own
 	if o.reshard {
 		var err error
 		if cluster, o.store, err = startReshardCluster(ctx); err != nil {

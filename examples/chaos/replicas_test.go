@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // replicaRows checks what every run with replicas must show besides
@@ -48,7 +48,7 @@ func replicaRows(t *testing.T, rows map[string]string, n int) {
 func TestReplicas(t *testing.T) {
 	t.Run("redis rolling restart", func(t *testing.T) {
 		t.Parallel()
-		rows := runChaos(t, "-store", redisserver.SharedURL(), "-receivers", "3", "-rolling-restart", "-balance", "random", "-events", replicaEvents)
+		rows := runChaos(t, "-store", testkit.SharedURL(), "-receivers", "3", "-rolling-restart", "-balance", "random", "-events", replicaEvents)
 		replicaRows(t, rows, 3)
 		if n := count(t, rows, "replica restarts (SIGTERM)"); n != 3 {
 			t.Errorf("%d replica restarts, want 3", n)
@@ -59,7 +59,7 @@ func TestReplicas(t *testing.T) {
 	})
 	t.Run("valkey kill replica", func(t *testing.T) {
 		t.Parallel()
-		rows := runChaos(t, "-store", redisserver.SharedValkeyURL(), "-receivers", "3", "-kill-replica", "1", "-events", replicaEvents)
+		rows := runChaos(t, "-store", testkit.SharedValkeyURL(), "-receivers", "3", "-kill-replica", "1", "-events", replicaEvents)
 		replicaRows(t, rows, 3)
 		if n := count(t, rows, "replica kills (SIGKILL)"); n != 1 {
 			t.Errorf("%d replica kills, want 1", n)
@@ -89,7 +89,7 @@ const replicaEvents = "60"
 func TestReplicasSplitKeysFail(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	o := options{store: redisserver.SharedURL(), senders: 4, events: 20, attempts: 4, seed: 1,
+	o := options{store: testkit.SharedURL(), senders: 4, events: 20, attempts: 4, seed: 1,
 		receivers: 3, balance: balanceRoundRobin, splitKeys: true}
 	code := chaos(context.Background(), o, &stdout, &stderr)
 	t.Logf("%s", stdout.String())
@@ -237,7 +237,7 @@ func TestReplicasKillAfterEffect(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		t.Parallel()
 		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), append([]string{"-store", redisserver.SharedURL()}, args...), &stdout, &stderr)
+		code := run(context.Background(), append([]string{"-store", testkit.SharedURL()}, args...), &stdout, &stderr)
 		t.Logf("%s", stdout.String())
 		if code != 1 {
 			t.Fatalf("exit %d, want 1: a kill after the effect ran nothing again, or the harness did not notice\nstderr:\n%s", code, stderr.String())

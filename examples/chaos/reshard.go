@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/rediscluster"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // maxReshardSlots bounds the slots one -reshard migrates.
@@ -17,8 +17,8 @@ const maxReshardSlots = 200
 // startReshardCluster starts the Redis Cluster of -reshard: three masters
 // with a replica each, redis-servers of the harness's own without
 // persistence (package rediscluster), and returns it with its store URL.
-func startReshardCluster(ctx context.Context) (*rediscluster.Cluster, string, error) {
-	cl, err := rediscluster.Start(ctx, rediscluster.Options{})
+func startReshardCluster(ctx context.Context) (*testkit.Cluster, string, error) {
+	cl, err := testkit.StartCluster(ctx, testkit.ClusterOptions{})
 	if err != nil {
 		return nil, "", err
 	}
@@ -28,9 +28,9 @@ func startReshardCluster(ctx context.Context) (*rediscluster.Cluster, string, er
 // withReshard adds the resharding to fs, at a third of the deliveries: the
 // slots of every key under the run's prefix (records, claims, features),
 // each migrated to the next master, one after another, by
-// rediscluster.Cluster.MigrateSlot, which waits before each slot's last
+// testkit.Cluster.MigrateSlot, which waits before each slot's last
 // step until its target knows every master's configEpoch.
-func withReshard(fs []storeFault, cl *rediscluster.Cluster, st *storeSetup, rep *report, deliveries int) []storeFault {
+func withReshard(fs []storeFault, cl *testkit.Cluster, st *storeSetup, rep *report, deliveries int) []storeFault {
 	if cl == nil {
 		return fs
 	}
@@ -66,7 +66,7 @@ func withReshard(fs []storeFault, cl *rediscluster.Cluster, st *storeSetup, rep 
 
 // liveSlots returns the slots of the keys under prefix, on every master,
 // in a seeded-free order (sorted), at most maxReshardSlots.
-func liveSlots(ctx context.Context, cl *rediscluster.Cluster, prefix string) ([]int, error) {
+func liveSlots(ctx context.Context, cl *testkit.Cluster, prefix string) ([]int, error) {
 	masters, err := cl.Masters(ctx)
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func liveSlots(ctx context.Context, cl *rediscluster.Cluster, prefix string) ([]
 		c := redis.NewClient(&redis.Options{Addr: m})
 		iter := c.Scan(ctx, 0, escapeGlob(prefix)+"*", 500).Iterator()
 		for iter.Next(ctx) {
-			if s := rediscluster.Slot(iter.Val()); !slices.Contains(slots, s) {
+			if s := testkit.Slot(iter.Val()); !slices.Contains(slots, s) {
 				slots = append(slots, s)
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/newest"
 )
@@ -57,7 +57,7 @@ func (s *processFeatures) Get(_ context.Context, id string) ([]byte, bool, error
 func TestRedeployCatchesFeaturesInProcessMemory(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	o := options{store: redisserver.SharedURL(), senders: 4, events: 60, attempts: 4, seed: 1,
+	o := options{store: testkit.SharedURL(), senders: 4, events: 60, attempts: 4, seed: 1,
 		features: func() service.FeatureStore { return &processFeatures{m: map[string]newest.Observation{}} }}
 	code := chaos(context.Background(), o, &stdout, &stderr)
 	t.Logf("%s", stdout.String())

@@ -12,8 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
-	"github.com/geoidem/geoidem/internal/redisprefix"
-	"github.com/geoidem/geoidem/internal/tcpcut"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 )
@@ -32,7 +31,7 @@ type storeSetup struct {
 	direct string
 	// appName is the receiver's PostgreSQL application_name.
 	appName string
-	cut     *tcpcut.Proxy // nil without -store-faults and -stall-for
+	cut     *testkit.Cutter // nil without -store-faults and -stall-for
 }
 
 // setupStore names the run's prefix or tables after suffix and, with
@@ -48,7 +47,7 @@ func setupStore(o options, suffix string) (*storeSetup, error) {
 	}
 	receiverURL := *u
 	if o.storeFaults || o.stallFor > 0 {
-		if s.cut, err = tcpcut.New(u.Host); err != nil {
+		if s.cut, err = testkit.NewCutter(u.Host); err != nil {
 			return nil, err
 		}
 		receiverURL.Host = s.cut.Addr()
@@ -140,9 +139,9 @@ func dropRedisPrefix(ctx context.Context, storeURL, prefix string) error {
 		}
 		c := redis.NewClient(opts)
 		defer c.Close()
-		return redisprefix.Delete(ctx, c, prefix)
+		return testkit.DeletePrefix(ctx, c, prefix)
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(u.Host, ",")})
 	defer c.Close()
-	return redisprefix.Delete(ctx, c, prefix)
+	return testkit.DeletePrefix(ctx, c, prefix)
 }

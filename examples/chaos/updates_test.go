@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // runUpdates runs an -updates run and checks what every one must show:
@@ -50,7 +50,7 @@ func TestUpdatesMemory(t *testing.T) {
 
 func TestUpdatesRedis(t *testing.T) {
 	t.Parallel()
-	runUpdates(t, "-store", redisserver.SharedURL())
+	runUpdates(t, "-store", testkit.SharedURL())
 }
 
 func TestUpdatesPostgres(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/benchshape"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 var (
@@ -53,7 +53,7 @@ func TestBurstResidentMemory(t *testing.T) {
 	url := m[1]
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
 
-	holes := benchshape.Holes(19_500)
+	holes := testkit.Holes(19_500)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	statuses := map[string]int{}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/middleware/contracttest"
 )
 
@@ -26,7 +26,7 @@ func contractStores(t *testing.T) []struct {
 		args []string
 	}{
 		{"memory", []string{"-store", "memory"}},
-		{"redis", []string{"-store", redisserver.SharedURL(), "-redis-prefix", "geoidem-contract-" + suffix + ":", "-redis-volatile"}},
+		{"redis", []string{"-store", testkit.SharedURL(), "-redis-prefix", "geoidem-contract-" + suffix + ":", "-redis-volatile"}},
 		{"postgres", []string{"-store", postgresURL(), "-pg-key-table", "contract_keys_" + suffix, "-pg-features-table", "contract_features_" + suffix}},
 	}
 }

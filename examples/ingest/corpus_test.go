@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -32,7 +32,7 @@ func ingestStores(t *testing.T) []ingestStore {
 	dropRedisPrefix(t, "geoidem-corpus-"+suffix+":")
 	return []ingestStore{
 		{name: "memory", args: []string{"-store", "memory"}},
-		{name: "redis", args: []string{"-store", redisserver.SharedURL(), "-redis-prefix", "geoidem-corpus-" + suffix + ":", "-redis-volatile"}},
+		{name: "redis", args: []string{"-store", testkit.SharedURL(), "-redis-prefix", "geoidem-corpus-" + suffix + ":", "-redis-volatile"}},
 		{name: "postgres", args: []string{"-store", postgresURL(), "-pg-key-table", keys, "-pg-features-table", features}, featuresTable: features},
 	}
 }

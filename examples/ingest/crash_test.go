@@ -20,8 +20,7 @@ import (
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/examples/ingest/service"
-	"github.com/geoidem/geoidem/internal/redisprefix"
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 )
 
@@ -287,9 +286,9 @@ func dropTables(t *testing.T, keyTable, featuresTable string) {
 // under prefix: a test's records would otherwise stay for their retention.
 func dropRedisPrefix(t *testing.T, prefix string) {
 	t.Cleanup(func() {
-		c := redis.NewClient(&redis.Options{Addr: redisserver.SharedAddr()})
+		c := redis.NewClient(&redis.Options{Addr: testkit.SharedAddr()})
 		defer c.Close()
-		if err := redisprefix.Delete(context.Background(), c, prefix); err != nil {
+		if err := testkit.DeletePrefix(context.Background(), c, prefix); err != nil {
 			t.Errorf("deleting the keys under %s: %v", prefix, err)
 		}
 	})

@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // startRedis starts a private redis-server for one test, stopped at its end,
 // with persistence as o says: what the shared Redis keeps is not this
 // test's to assume.
-func startRedis(t *testing.T, o redisserver.Options) string {
+func startRedis(t *testing.T, o testkit.RedisOptions) string {
 	t.Helper()
-	srv, err := redisserver.Start(t.Context(), o)
+	srv, err := testkit.StartRedis(t.Context(), o)
 	if err != nil {
 		t.Fatalf("starting redis-server: %v", err)
 	}
@@ -59,7 +59,7 @@ func serveUntilURL(t *testing.T, ctx context.Context, args ...string) string {
 func TestIngestRefusesVolatileRedisUnlessAccepted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	volatile := startRedis(t, redisserver.Options{}) // --save "" --appendonly no
+	volatile := startRedis(t, testkit.RedisOptions{}) // --save "" --appendonly no
 	var stdout, stderr bytes.Buffer
 	if code := run(ctx, []string{"-addr", "127.0.0.1:0", "-store", volatile}, &stdout, &stderr); code != 1 {
 		t.Fatalf("ingest on a Redis without persistence: exit %d, want 1; stderr %q", code, stderr.String())
@@ -80,7 +80,7 @@ func TestIngestRefusesVolatileRedisUnlessAccepted(t *testing.T) {
 func TestIngestServesOnPersistentRedis(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	persistent := startRedis(t, redisserver.Options{AppendFsync: "always"})
+	persistent := startRedis(t, testkit.RedisOptions{AppendFsync: "always"})
 	if errs := serveUntilURL(t, ctx, "-store", persistent); strings.Contains(errs, "volatile") {
 		t.Errorf("stderr %q on a Redis with appendfsync always, want no word of volatility", errs)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // keysOut runs `geoidem keys` and returns its exit code and output.
@@ -95,8 +95,8 @@ func TestGeoidemKeysReleasesAKilledReceiversKey(t *testing.T) {
 		storeArgs  []string // for the receiver
 		storeFlags []string // for geoidem keys
 	}{
-		{"redis", []string{"-store", redisserver.SharedURL(), "-redis-prefix", prefix, "-redis-volatile"},
-			[]string{"-store", redisserver.SharedURL(), "-redis-prefix", prefix}},
+		{"redis", []string{"-store", testkit.SharedURL(), "-redis-prefix", prefix, "-redis-volatile"},
+			[]string{"-store", testkit.SharedURL(), "-redis-prefix", prefix}},
 		{"postgres", []string{"-store", postgresURL(), "-pg-key-table", keyTable, "-pg-features-table", featuresTable},
 			[]string{"-store", postgresURL(), "-pg-key-table", keyTable}},
 	} {

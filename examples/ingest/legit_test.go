@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // poolFrom returns an HTTP client from the loopback address ip whose pool
@@ -104,7 +104,7 @@ func legitStores(t *testing.T, test string) []struct {
 		args []string
 	}{
 		{"memory", []string{"-store", "memory"}},
-		{"redis", []string{"-store", redisserver.SharedURL(), "-redis-prefix", prefix, "-redis-volatile"}},
+		{"redis", []string{"-store", testkit.SharedURL(), "-redis-prefix", prefix, "-redis-volatile"}},
 		{"postgres", []string{"-store", postgresURL(), "-pg-key-table", keyTable, "-pg-features-table", featuresTable}},
 	}
 }

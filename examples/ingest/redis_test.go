@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // An unusable Redis stops the service at start, as an unusable PostgreSQL
@@ -17,9 +17,9 @@ import (
 // too: accepting a Redis without persistence is not accepting no Redis.
 func TestIngestRefusesUnusableRedis(t *testing.T) {
 	closed := freePort(t) // its listener is closed: nothing listens there
-	shared := redisserver.SharedAddr()
+	shared := testkit.SharedAddr()
 	// A server of its own with a user whose password the URL gets wrong.
-	own, err := redisserver.Start(t.Context(), redisserver.Options{Args: []string{"--user", "alice", "on", ">right", "~*", "&*", "+@all"}})
+	own, err := testkit.StartRedis(t.Context(), testkit.RedisOptions{Args: []string{"--user", "alice", "on", ">right", "~*", "&*", "+@all"}})
 	if err != nil {
 		t.Fatalf("starting redis-server: %v", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // serveUntil runs the service in process on a free port and returns its
@@ -71,7 +71,7 @@ func TestIngestFeaturesSurviveRestart(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"redis", []string{"-store", redisserver.SharedURL(), "-redis-prefix", prefix, "-redis-volatile"}},
+		{"redis", []string{"-store", testkit.SharedURL(), "-redis-prefix", prefix, "-redis-volatile"}},
 		{"postgres", []string{"-store", postgresURL(), "-pg-key-table", keys, "-pg-features-table", features}},
 	} {
 		t.Run(s.name, func(t *testing.T) {

@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
-	"github.com/geoidem/geoidem/internal/redisserver"
-	"github.com/geoidem/geoidem/internal/tcpcut"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/newest"
 )
@@ -70,7 +69,7 @@ func TestIngestShutdownReportsDroppedRecords(t *testing.T) {
 		{"1s timeout", []string{"-shutdown-timeout", "1s"}, "1 of them still pending"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			proxy, err := tcpcut.New(redisserver.SharedAddr())
+			proxy, err := testkit.NewCutter(testkit.SharedAddr())
 			if err != nil {
 				t.Fatal(err)
 			}

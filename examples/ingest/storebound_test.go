@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // TestIngestStoreBound runs the service on Redis and on PostgreSQL with a
@@ -29,7 +29,7 @@ func TestIngestStoreBound(t *testing.T) {
 	suffix := strconv.FormatUint(rand.Uint64(), 36)
 	prefix := "geoidem-bound-" + suffix + ":"
 	keyTable, featuresTable := "bound_keys_"+suffix, "bound_features_"+suffix
-	own, err := redisserver.Start(t.Context(), redisserver.Options{})
+	own, err := testkit.StartRedis(t.Context(), testkit.RedisOptions{})
 	if err != nil {
 		t.Fatalf("starting redis-server: %v", err)
 	}

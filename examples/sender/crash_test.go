@@ -27,8 +27,7 @@ import (
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/internal/faultproxy"
-	"github.com/geoidem/geoidem/internal/redisprefix"
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 )
 
@@ -107,7 +106,7 @@ func TestSenderCrash(t *testing.T) {
 		{name: "memory", args: func(*testing.T) []string { return []string{"-store", "memory"} }},
 		{name: "redis", args: func(t *testing.T) []string {
 			prefix := "geoidem-i15-crash-" + suffix + ":"
-			u := redisserver.SharedURL()
+			u := testkit.SharedURL()
 			t.Cleanup(func() { dropRedisPrefix(t, u, prefix) })
 			return []string{"-store", u, "-redis-prefix", prefix, "-redis-volatile"}
 		}},
@@ -443,7 +442,7 @@ func dropRedisPrefix(t *testing.T, u, prefix string) {
 	}
 	c := redis.NewClient(opts)
 	defer c.Close()
-	if err := redisprefix.Delete(context.Background(), c, prefix); err != nil {
+	if err := testkit.DeletePrefix(context.Background(), c, prefix); err != nil {
 		t.Errorf("Redis at %s: %v", u, err)
 	}
 }

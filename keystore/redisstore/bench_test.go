@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/cpustat"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/memstore"
@@ -352,7 +352,7 @@ func (m *cpuMeter) report(b *testing.B) {
 }
 
 func processCPU(b *testing.B) time.Duration {
-	d, ok := cpustat.Process()
+	d, ok := testkit.ProcessCPU()
 	if !ok {
 		b.Fatal("no CPU time of the process on this system")
 	}
@@ -360,7 +360,7 @@ func processCPU(b *testing.B) time.Duration {
 }
 
 func redisCPU(b *testing.B, c redis.UniversalClient) time.Duration {
-	d, err := cpustat.Redis(context.Background(), c)
+	d, err := testkit.RedisCPU(context.Background(), c)
 	if err != nil {
 		b.Fatal(err)
 	}

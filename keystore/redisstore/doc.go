@@ -427,7 +427,7 @@
 // every master's current configEpoch, 0 lost in the 12 runs of that test
 // in the same sitting; examples/chaos -reshard, which migrates the slots of
 // its live keys with the same guard, lost none in 12 runs either. The loss reproduces without
-// geoidem: package rediscluster's TestMigrateSlotKeepsKeysWhenTargetMissedAnEpoch
+// geoidem: package testkit's TestMigrateSlotKeepsKeysWhenTargetMissedAnEpoch
 // drops the target's cluster bus links with X (DEBUG CLUSTERLINK KILL)
 // just before X's epoch rises.
 //
@@ -447,7 +447,7 @@
 //
 // The two lists must agree for every master; until they do, wait (the
 // gossip of the cluster bus brings them together within a node timeout)
-// and ask again. Package rediscluster's MigrateSlot, which the bench and
+// and ask again. Package testkit's Cluster.MigrateSlot, which the bench and
 // examples/chaos use, does exactly that. After the last step, check that
 // every node reports the target as the slot's owner before the next slot.
 package redisstore

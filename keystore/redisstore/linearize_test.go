@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/tcpcut"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 )
@@ -43,7 +43,7 @@ func TestLinearizable(t *testing.T) {
 // that cuts and stalls the proxy again and again: every few hundred
 // milliseconds, in turn, a cut (resets) of 20–80 ms or a stall (nothing
 // forwarded) of 100–250 ms, then Restore.
-func faultyClient(t *testing.T, addr string, maxRetries int) (*redis.Client, *tcpcut.Proxy, func(context.Context)) {
+func faultyClient(t *testing.T, addr string, maxRetries int) (*redis.Client, *testkit.Cutter, func(context.Context)) {
 	p := newTCPProxy(t, addr)
 	c := redis.NewClient(&redis.Options{
 		Addr:                  p.Addr(),

@@ -5,7 +5,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 )
 
@@ -21,7 +21,7 @@ func TestSuggestedMaxMemory(t *testing.T) {
 		{"no maxmemory", []string{"--maxmemory", "0"}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv, err := redisserver.Start(t.Context(), redisserver.Options{Args: c.args})
+			srv, err := testkit.StartRedis(t.Context(), testkit.RedisOptions{Args: c.args})
 			if err != nil {
 				t.Fatalf("starting redis-server: %v", err)
 			}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/tcpcut"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -53,10 +53,10 @@ func TestOutage(t *testing.T) {
 	direct := standaloneClient(t)
 	for _, mode := range []struct {
 		name      string
-		breakPath func(*tcpcut.Proxy)
+		breakPath func(*testkit.Cutter)
 	}{
-		{"Cut", (*tcpcut.Proxy).Cut},
-		{"Stall", (*tcpcut.Proxy).Stall},
+		{"Cut", (*testkit.Cutter).Cut},
+		{"Stall", (*testkit.Cutter).Stall},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()

@@ -12,8 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/redisprefix"
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -21,7 +20,7 @@ import (
 
 // standaloneAddr is the shared Redis 7 of these machines (scripts/services
 // starts it): $GEOIDEM_TEST_REDIS, or 127.0.0.1:6379.
-var standaloneAddr = redisserver.SharedAddr()
+var standaloneAddr = testkit.SharedAddr()
 
 // standaloneClient returns a client of the shared Redis, failing the test
 // (never skipping it) when Redis cannot be reached.
@@ -86,7 +85,7 @@ func randomPrefix(t testing.TB) string {
 func deletePrefix(t testing.TB, c redis.UniversalClient, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := redisprefix.Delete(ctx, c, prefix); err != nil {
+	if err := testkit.DeletePrefix(ctx, c, prefix); err != nil {
 		t.Errorf("deleting the test's keys (prefix %s): %v", prefix, err)
 	}
 }

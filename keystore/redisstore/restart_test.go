@@ -174,7 +174,7 @@ func restartServer(t *testing.T, s *redisServer, extra ...string) *redisServer {
 	t.Helper()
 	err := s.Restart(t.Context())
 	if err == nil {
-		return &redisServer{Server: s.Server, addr: s.Addr()}
+		return &redisServer{RedisServer: s.RedisServer, addr: s.Addr()}
 	}
 	t.Logf("restarting redis-server on %s: %v; trying another port", s.addr, err)
 	again, err := startServer(s.Dir(), extra...)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 )
 
 // This file starts private redis-server processes on free loopback ports
@@ -30,8 +30,8 @@ func TestMain(m *testing.M) {
 
 // redisServer is a redis-server process started by a test.
 type redisServer struct {
-	*redisserver.Server
-	addr string // Server.Addr(), under the name the tests use
+	*testkit.RedisServer
+	addr string // RedisServer.Addr(), under the name the tests use
 }
 
 // startServer starts redis-server in dir on a free loopback port, with
@@ -40,24 +40,24 @@ type redisServer struct {
 // in the meantime. An empty dir is a temporary one of the server's own,
 // removed by Stop.
 func startServer(dir string, extra ...string) (*redisServer, error) {
-	s, err := redisserver.Start(context.Background(), redisserver.Options{Dir: dir, Args: extra})
+	s, err := testkit.StartRedis(context.Background(), testkit.RedisOptions{Dir: dir, Args: extra})
 	if err != nil {
 		return nil, err
 	}
-	return &redisServer{Server: s, addr: s.Addr()}, nil
+	return &redisServer{RedisServer: s, addr: s.Addr()}, nil
 }
 
 // privateValkey starts a valkey-server for one test, in a temporary
 // directory, with o's persistence and arguments; stopped in t.Cleanup.
-func privateValkey(t testing.TB, o redisserver.Options) *redisServer {
+func privateValkey(t testing.TB, o testkit.RedisOptions) *redisServer {
 	t.Helper()
 	o.Program, o.Dir = "valkey-server", t.TempDir()
-	s, err := redisserver.Start(context.Background(), o)
+	s, err := testkit.StartRedis(context.Background(), o)
 	if err != nil {
 		t.Fatalf("private Valkey: %v", err)
 	}
 	t.Cleanup(s.Stop)
-	return &redisServer{Server: s, addr: s.Addr()}
+	return &redisServer{RedisServer: s, addr: s.Addr()}
 }
 
 // privateServer starts a redis-server for one test, stopped in t.Cleanup.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 )
@@ -19,7 +19,7 @@ import (
 // that many managed "Redis" services now run: the shared Valkey of these
 // machines (scripts/services starts valkey-server 8.0 from Debian's
 // bookworm-backports on 127.0.0.1:6380), or $GEOIDEM_TEST_VALKEY.
-var valkeyAddr = redisserver.SharedValkeyAddr()
+var valkeyAddr = testkit.SharedValkeyAddr()
 
 // minValkeyMajor is the oldest Valkey these tests accept: 8.0, the one
 // without SET IFEQ, where the store's fencing is all Lua.
@@ -38,7 +38,7 @@ func valkeyClient(t testing.TB) *redis.Client {
 	major, _, _ := strings.Cut(version, ".")
 	if n, err := strconv.Atoi(major); name != "valkey" || err != nil || n < minValkeyMajor {
 		t.Fatalf("the server at %s ($%s) is %s %s, want valkey %d or later (scripts/services starts one)",
-			valkeyAddr, redisserver.SharedValkeyEnv, name, version, minValkeyMajor)
+			valkeyAddr, testkit.SharedValkeyEnv, name, version, minValkeyMajor)
 	}
 	return c
 }
@@ -106,11 +106,11 @@ func TestLinearizableFaultsValkey(t *testing.T) {
 // on how the shared Valkey is configured.
 func TestNewReadsValkeyDurability(t *testing.T) {
 	t.Parallel()
-	c := privateClient(t, privateValkey(t, redisserver.Options{}))
+	c := privateClient(t, privateValkey(t, testkit.RedisOptions{}))
 	if _, err := redisstore.New(c, redisstore.Config{}); !errors.Is(err, redisstore.ErrNotDurable) {
 		t.Errorf("New on a Valkey without persistence = %v, want an error wrapping ErrNotDurable", err)
 	}
-	c = privateClient(t, privateValkey(t, redisserver.Options{AppendFsync: "always"}))
+	c = privateClient(t, privateValkey(t, testkit.RedisOptions{AppendFsync: "always"}))
 	if _, err := redisstore.New(c, redisstore.Config{Durability: redisstore.RequireAOF}); err != nil {
 		t.Errorf("New(RequireAOF) on a Valkey with appendfsync always = %v, want nil", err)
 	}
@@ -120,5 +120,5 @@ func TestNewReadsValkeyDurability(t *testing.T) {
 // whose clients' connections are killed again and again: the EVALSHA to
 // EVAL fallback on Valkey.
 func TestLinearizableScriptFlushAndClientKillValkey(t *testing.T) {
-	linearizableScriptFlushAndClientKill(t, func(t *testing.T) *redisServer { return privateValkey(t, redisserver.Options{}) })
+	linearizableScriptFlushAndClientKill(t, func(t *testing.T) *redisServer { return privateValkey(t, testkit.RedisOptions{}) })
 }

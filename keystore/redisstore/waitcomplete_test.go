@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -94,7 +94,7 @@ func TestWaitReplicasCompleteRepeated(t *testing.T) {
 	t.Run("Valkey", func(t *testing.T) {
 		t.Parallel()
 		completeRepeated(t, func(args ...string) *redisServer {
-			return privateValkey(t, redisserver.Options{Args: args})
+			return privateValkey(t, testkit.RedisOptions{Args: args})
 		})
 	})
 }

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/geojson"
-	"github.com/geoidem/geoidem/internal/benchshape"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/middleware"
 )
 
@@ -72,7 +72,7 @@ func TestBurstIsAdmittedWithinBounds(t *testing.T) {
 	srv := httptest.NewServer(svc.Handler())
 	defer srv.Close()
 
-	holes := benchshape.Holes(19_500)
+	holes := testkit.Holes(19_500)
 	if len(holes) > middleware.DefaultMaxBodyBytes {
 		t.Fatalf("the body is %d bytes, over the limit", len(holes))
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoidem/geoidem/geojson"
-	"github.com/geoidem/geoidem/internal/benchshape"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/middleware"
 )
@@ -38,7 +38,7 @@ func (*acquireStore) Release(context.Context, string, keystore.Token) error { re
 // webhookFeature is a webhook-sized Feature (about 1.5 KB): a 40-vertex
 // polygon and a few properties.
 func webhookFeature() []byte {
-	b := benchshape.Polygon(40, false)
+	b := testkit.Polygon(40, false)
 	return bytes.Replace(b, []byte(`"properties":{"name":"bench"}`),
 		[]byte(`"id":"evt-8f3a","properties":{"name":"parcel 12","owner":"ACME","area_m2":1532.25,"tags":["a","b"]}`), 1)
 }

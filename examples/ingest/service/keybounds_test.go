@@ -12,8 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/redisprefix"
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -91,7 +90,7 @@ func wantFull(t *testing.T, w *httptest.ResponseRecorder) {
 func TestClientKeysOnSharedStores(t *testing.T) {
 	ctx := context.Background()
 	for name, cfg := range map[string]Config{
-		"redis":    {Store: redisserver.SharedURL(), RedisPrefix: fmt.Sprintf("geoidem-test:%s:%d:", t.Name(), time.Now().UnixNano()), RedisDurability: redisstore.AcceptVolatile},
+		"redis":    {Store: testkit.SharedURL(), RedisPrefix: fmt.Sprintf("geoidem-test:%s:%d:", t.Name(), time.Now().UnixNano()), RedisDurability: redisstore.AcceptVolatile},
 		"postgres": {Store: postgresURL(), KeyTable: "idem_clientkeys_test", FeaturesTable: "features_clientkeys_test"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -145,7 +144,7 @@ func dropRedisPrefix(t *testing.T, url, prefix string) {
 	}
 	c := redis.NewClient(opts)
 	defer c.Close()
-	if err := redisprefix.Delete(context.Background(), c, prefix); err != nil {
+	if err := testkit.DeletePrefix(context.Background(), c, prefix); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/internal/redisserver"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/newest"
@@ -20,7 +20,7 @@ import (
 // it succeeds. The server is one of the test's own, with no replica.
 func TestRedisFeaturesWaitReplicas(t *testing.T) {
 	ctx := context.Background()
-	srv, err := redisserver.Start(ctx, redisserver.Options{})
+	srv, err := testkit.StartRedis(ctx, testkit.RedisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
