@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/faultproxy"
+	"github.com/geoidem/geoidem/examples/internal/faultproxy"
 )
 
 // startProxy puts the seeded fault proxy in front of the receiver at

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/geoidem/geoidem/client"
-	"github.com/geoidem/geoidem/internal/faultproxy"
+	"github.com/geoidem/geoidem/examples/internal/faultproxy"
 )
 
 // TestPathSpellings: with -path-spellings, the retries of one delivery

@@ -16,7 +16,7 @@ import (
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/examples/ingest/service"
-	"github.com/geoidem/geoidem/internal/faultproxy"
+	"github.com/geoidem/geoidem/examples/internal/faultproxy"
 )
 
 // maxUpdates bounds -updates.

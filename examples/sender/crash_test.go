@@ -26,7 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/geoidem/geoidem/client"
-	"github.com/geoidem/geoidem/internal/faultproxy"
+	"github.com/geoidem/geoidem/examples/internal/faultproxy"
 	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 )

@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 
-	"github.com/geoidem/geoidem/internal/faultproxy"
+	"github.com/geoidem/geoidem/examples/internal/faultproxy"
 )
 
 func Example() {
