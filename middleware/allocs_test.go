@@ -77,7 +77,7 @@ type blockingMemstore struct{ *memstore.Store }
 // token its boxing.
 //
 // The record or release within the request makes its context in the
-// exchange (deadline.Shared.BoundIn), which is allocated anyway: a first
+// exchange (sharedDeadline.BoundIn), which is allocated anyway: a first
 // call's bound costs 2, the claim's context and the claim token's boxing,
 // where it cost 3.
 //

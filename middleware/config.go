@@ -9,9 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/deadline"
 	"github.com/geoidem/geoidem/internal/ratelog"
-	"github.com/geoidem/geoidem/internal/schedule"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -194,8 +192,8 @@ type Config struct {
 
 // Middleware makes a handler idempotent: see the package documentation.
 type Middleware struct {
-	sched         schedule.Schedule // the renewals' ticks
-	deadlines     deadline.Shared   // the store calls' StoreTimeout
+	sched         timerSchedule  // the renewals' ticks
+	deadlines     sharedDeadline // the store calls' StoreTimeout
 	store         keystore.Store
 	nonBlocking   bool // the store never waits: no timeouts needed around it
 	methods       map[string]bool

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/schedule"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -49,7 +48,7 @@ import (
 // the expiry; no lock is held while the store is called, so neither is
 // ever delayed by a store that hangs.
 type renewal struct {
-	schedule.Item
+	scheduleItem
 	m    *Middleware
 	ctx  context.Context // the request's, detached: the values of the store calls
 	hold *keystore.Hold

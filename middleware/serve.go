@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/deadline"
 	"github.com/geoidem/geoidem/internal/httpbody"
 	"github.com/geoidem/geoidem/keystore"
 )
@@ -131,7 +130,7 @@ type exchange struct {
 	body bodyReader
 	// room is where the exchange's one record or release within the
 	// request makes its bounded context (a store that can block).
-	room    deadline.Room
+	room    deadlineRoom
 	renewal renewal
 	enc     [512]byte // where rec encodes a small response
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/internal/answer"
-	"github.com/geoidem/geoidem/internal/deadline"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -100,7 +99,7 @@ var ErrHandlerPanicked = errors.New("middleware: handler panicked")
 // in ev. When the store fails (other than with a lost lease), the record is
 // handed to the background (completeLater), which keeps rn renewing the
 // lease while it tries again; otherwise rn is stopped.
-func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewal, rec []byte, ev *Event, room *deadline.Room) {
+func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewal, rec []byte, ev *Event, room *deadlineRoom) {
 	err := m.callComplete(ctx, hold.Key, hold.Token, rec, time.Time{}, room)
 	if err == nil {
 		rn.stop()
@@ -128,7 +127,7 @@ func (m *Middleware) record(ctx context.Context, hold *keystore.Hold, rn *renewa
 // release gives up hold's claim and stops rn. When the store fails (other
 // than with a lost lease), the release is retried in the background
 // (releaseLater) until the lease may have ended.
-func (m *Middleware) release(ctx context.Context, hold *keystore.Hold, rn *renewal, room *deadline.Room) {
+func (m *Middleware) release(ctx context.Context, hold *keystore.Hold, rn *renewal, room *deadlineRoom) {
 	rn.stop()
 	if err := m.callRelease(ctx, hold.Key, hold.Token, time.Time{}, room); err != nil && !errors.Is(err, keystore.ErrLeaseLost) {
 		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency claim not released within the request; retrying in the background while the lease holds",

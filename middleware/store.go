@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/deadline"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -17,8 +16,8 @@ import (
 
 // storeCtx bounds one store call made under ctx by StoreTimeout and until
 // (the zero time: no such bound). A context bounded by StoreTimeout alone
-// is made in room, when room is not nil (see deadline.Shared.BoundIn).
-func (m *Middleware) storeCtx(ctx context.Context, until time.Time, room *deadline.Room) (context.Context, context.CancelFunc) {
+// is made in room, when room is not nil (see sharedDeadline.BoundIn).
+func (m *Middleware) storeCtx(ctx context.Context, until time.Time, room *deadlineRoom) (context.Context, context.CancelFunc) {
 	switch {
 	case m.nonBlocking && until.IsZero():
 		return ctx, nop
@@ -26,9 +25,9 @@ func (m *Middleware) storeCtx(ctx context.Context, until time.Time, room *deadli
 		return context.WithDeadline(ctx, until)
 	case !until.IsZero() && until.Before(time.Now().Add(m.storeTimeout)):
 		return context.WithDeadline(ctx, until)
-	case m.storeTimeout >= deadline.MinTimeout && room != nil:
+	case m.storeTimeout >= minSharedTimeout && room != nil:
 		return m.deadlines.BoundIn(room, ctx, m.storeTimeout), nop
-	case m.storeTimeout >= deadline.MinTimeout:
+	case m.storeTimeout >= minSharedTimeout:
 		return m.deadlines.Bound(ctx, m.storeTimeout), nop
 	}
 	return context.WithTimeout(ctx, m.storeTimeout)
@@ -54,7 +53,7 @@ func (m *Middleware) callExtend(ctx context.Context, key string, tok keystore.To
 	return left, err
 }
 
-func (m *Middleware) callComplete(ctx context.Context, key string, tok keystore.Token, rec []byte, until time.Time, room *deadline.Room) error {
+func (m *Middleware) callComplete(ctx context.Context, key string, tok keystore.Token, rec []byte, until time.Time, room *deadlineRoom) error {
 	cctx, cancel := m.storeCtx(ctx, until, room)
 	defer cancel()
 	start := m.callStart()
@@ -63,7 +62,7 @@ func (m *Middleware) callComplete(ctx context.Context, key string, tok keystore.
 	return err
 }
 
-func (m *Middleware) callRelease(ctx context.Context, key string, tok keystore.Token, until time.Time, room *deadline.Room) error {
+func (m *Middleware) callRelease(ctx context.Context, key string, tok keystore.Token, until time.Time, room *deadlineRoom) error {
 	cctx, cancel := m.storeCtx(ctx, until, room)
 	defer cancel()
 	start := m.callStart()

@@ -1,4 +1,4 @@
-package deadline
+package middleware
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 type valueKey struct{}
 
-// TestBoundDeadlines makes contexts at irregular moments on one Shared (a
+// TestBoundDeadlines makes contexts at irregular moments on one sharedDeadline (a
 // fake clock: synctest) and checks each against the context contract and
 // Bound's promise: it reports its exact deadline, carries its parent's
 // values but not its cancellation (given a parent without one, as Bound
@@ -24,13 +24,13 @@ type valueKey struct{}
 // the same promise.
 func TestBoundDeadlines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var d Shared
+		var d sharedDeadline
 		origin, cancel := context.WithCancelCause(context.WithValue(context.Background(), valueKey{}, "v"))
 		defer cancel(nil)
 		parent := context.WithoutCancel(origin)
 		const timeout = 100 * time.Millisecond
 		var wg sync.WaitGroup
-		rooms := make([]Room, 60)
+		rooms := make([]deadlineRoom, 60)
 		for i := range 60 {
 			c := d.Bound(parent, timeout)
 			if i%2 == 1 { // every other one made in a room: the same contract
@@ -38,7 +38,7 @@ func TestBoundDeadlines(t *testing.T) {
 			}
 			made := time.Now()
 			dl, ok := c.Deadline()
-			if early := made.Add(timeout).Sub(dl); !ok || early < 0 || early >= Tick {
+			if early := made.Add(timeout).Sub(dl); !ok || early < 0 || early >= deadlineTick {
 				t.Fatalf("context %d: Deadline() = %v, %v; want at most a tick before %v", i, dl, ok, made.Add(timeout))
 			}
 			if got := c.Value(valueKey{}); got != "v" {
@@ -80,7 +80,7 @@ func TestBoundDeadlines(t *testing.T) {
 // three timeouts (out of order), on the real clock (under -race, the
 // lock's test): every one ends, and none before its deadline.
 func TestBoundConcurrent(t *testing.T) {
-	var d Shared
+	var d sharedDeadline
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -105,7 +105,7 @@ func TestBoundConcurrent(t *testing.T) {
 // hook into).
 func TestBoundAfterFunc(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var d Shared
+		var d sharedDeadline
 		const timeout = 50 * time.Millisecond
 		c := d.Bound(context.Background(), timeout)
 		before := runtime.NumGoroutine()
@@ -155,7 +155,7 @@ func TestBoundAfterFunc(t *testing.T) {
 // one's bucket.
 func TestBoundShorterAfterLonger(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var d Shared
+		var d sharedDeadline
 		start := time.Now()
 		long := d.Bound(context.Background(), 100*time.Millisecond)
 		short := d.Bound(context.Background(), 10*time.Millisecond)
@@ -177,13 +177,13 @@ func TestBoundShorterAfterLonger(t *testing.T) {
 // nothing once its bucket exists.
 func TestBoundInAllocates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var d Shared
+		var d sharedDeadline
 		parent := context.Background()
-		var room Room
-		d.Bound(parent, time.Second) // the bucket
+		var room deadlineRoom
+		d.Bound(parent, time.Second) // the deadlineBucket
 		if n := testing.AllocsPerRun(100, func() { _ = d.BoundIn(&room, parent, time.Second) }); n != 0 {
 			t.Errorf("BoundIn allocates %v times, want 0", n)
 		}
-		time.Sleep(2 * time.Second) // let the bucket end, its timer with it
+		time.Sleep(2 * time.Second) // let the deadlineBucket end, its timer with it
 	})
 }

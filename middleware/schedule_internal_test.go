@@ -1,4 +1,4 @@
-package schedule
+package middleware
 
 import (
 	"math/rand/v2"
@@ -8,35 +8,35 @@ import (
 	"time"
 )
 
-type task struct {
-	Item
+type testTask struct {
+	scheduleItem
 	ran atomic.Int32
 }
 
-func (t *task) Run() { t.ran.Add(1) }
+func (t *testTask) Run() { t.ran.Add(1) }
 
 // TestHeap sets, moves and cancels many tasks on one schedule and checks
-// the heap after each step: every task's slot is its position, no child is
+// the heap after each step: every testTask's slot is its position, no child is
 // due before its parent, and the timer is armed no later than the earliest
 // due time. Due times are hours ahead: nothing fires.
 func TestHeap(t *testing.T) {
-	var s Schedule
+	var s timerSchedule
 	defer func() {
 		if s.t != nil {
 			s.t.Stop()
 		}
 	}()
 	base := time.Now().Add(time.Hour)
-	ts := make([]*task, 200)
+	ts := make([]*testTask, 200)
 	for i := range ts {
-		ts[i] = new(task)
+		ts[i] = new(testTask)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	check := func(step int) {
 		t.Helper()
 		for i, tk := range s.heap {
 			if tk.item().slot != i+1 {
-				t.Fatalf("step %d: slot %d holds a task that says %d", step, i, tk.item().slot-1)
+				t.Fatalf("step %d: slot %d holds a testTask that says %d", step, i, tk.item().slot-1)
 			}
 			if i > 0 && s.less(i, (i-1)/2) {
 				t.Fatalf("step %d: slot %d is due before its parent", step, i)
@@ -69,17 +69,17 @@ func TestHeap(t *testing.T) {
 	}
 	check(-1)
 	if len(s.heap) != 0 {
-		t.Fatalf("heap of %d after every task was canceled", len(s.heap))
+		t.Fatalf("heap of %d after every testTask was canceled", len(s.heap))
 	}
 }
 
 // TestRuns: tasks run once each, when due and not before, in a bubble's
-// fake time; a cancelled task never runs, a moved one runs at its new time.
+// fake time; a cancelled testTask never runs, a moved one runs at its new time.
 func TestRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var s Schedule
+		var s timerSchedule
 		start := time.Now()
-		a, b, c := new(task), new(task), new(task)
+		a, b, c := new(testTask), new(testTask), new(testTask)
 		s.Set(a, start.Add(30*time.Millisecond))
 		s.Set(b, start.Add(10*time.Millisecond))
 		s.Set(c, start.Add(20*time.Millisecond))
@@ -96,7 +96,7 @@ func TestRuns(t *testing.T) {
 			t.Fatalf("at 45ms: ran a %d, b %d, c %d; want 1, 1, 0", a.ran.Load(), b.ran.Load(), c.ran.Load())
 		}
 		if _, ok := s.Scheduled(a); ok {
-			t.Error("a task that ran is still scheduled")
+			t.Error("a testTask that ran is still scheduled")
 		}
 	})
 }

@@ -1,47 +1,48 @@
-// Package schedule runs tasks when they are due, on one timer shared by
-// every task of a Schedule, instead of a timer (and its closure) per task:
+// A timerSchedule runs tasks when they are due, on one timer shared by
+// every task of a timerSchedule, instead of a timer (and its closure) per task:
 // the lease renewals of a geoidem middleware, one per request in flight. A
 // task that is set and cancelled before it is due costs a push and a
 // removal in a heap under one lock; the timer is armed only when the heap's
 // earliest time moves earlier, and a firing that finds nothing due just
 // re-arms it.
-package schedule
+
+package middleware
 
 import (
 	"sync"
 	"time"
 )
 
-// Item is what a Schedule keeps of a task: embed it in the task's type,
-// which then satisfies Task once it has a Run method. Its zero value is an
+// scheduleItem is what a timerSchedule keeps of a task: embed it in the task's type,
+// which then satisfies scheduledTask once it has a Run method. Its zero value is an
 // unscheduled item.
-type Item struct {
-	due  time.Time // guarded by the Schedule's mutex
+type scheduleItem struct {
+	due  time.Time // guarded by the timerSchedule's mutex
 	slot int       // position in the heap + 1; 0: not scheduled
 }
 
-func (it *Item) item() *Item { return it }
+func (it *scheduleItem) item() *scheduleItem { return it }
 
-// Task is a task a Schedule runs: a type with a Run method that embeds
-// Item.
-type Task interface {
+// scheduledTask is a task a timerSchedule runs: a type with a Run method that embeds
+// scheduleItem.
+type scheduledTask interface {
 	// Run runs the task, in a goroutine of its own, once it is due.
 	Run()
-	item() *Item
+	item() *scheduleItem
 }
 
-// Schedule runs each task set on it once it is due. The zero value is ready
+// timerSchedule runs each task set on it once it is due. The zero value is ready
 // to use. Lock order: whatever lock a task's owner holds around Set and
-// Cancel, then the Schedule's; the Schedule calls Run holding no lock.
-type Schedule struct {
+// Cancel, then the timerSchedule's; the timerSchedule calls Run holding no lock.
+type timerSchedule struct {
 	mu    sync.Mutex
-	heap  []Task // by due, earliest first
+	heap  []scheduledTask // by due, earliest first
 	t     *time.Timer
 	armed time.Time // when t fires; zero when it is stopped or has fired
 }
 
 // Set schedules t to run at at, moving it if it is scheduled already.
-func (s *Schedule) Set(t Task, at time.Time) {
+func (s *timerSchedule) Set(t scheduledTask, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	it := t.item()
@@ -66,7 +67,7 @@ func (s *Schedule) Set(t Task, at time.Time) {
 
 // Cancel unschedules t, if it is scheduled. The timer is left armed: a
 // firing that finds nothing due costs little.
-func (s *Schedule) Cancel(t Task) {
+func (s *timerSchedule) Cancel(t scheduledTask) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	it := t.item()
@@ -84,7 +85,7 @@ func (s *Schedule) Cancel(t Task) {
 }
 
 // Scheduled reports whether t is scheduled, and when.
-func (s *Schedule) Scheduled(t Task) (time.Time, bool) {
+func (s *timerSchedule) Scheduled(t scheduledTask) (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	it := t.item()
@@ -92,10 +93,10 @@ func (s *Schedule) Scheduled(t Task) (time.Time, bool) {
 }
 
 // fire starts every task due, and re-arms the timer for the next one.
-func (s *Schedule) fire() {
+func (s *timerSchedule) fire() {
 	s.mu.Lock()
 	now := time.Now()
-	var due []Task
+	var due []scheduledTask
 	for len(s.heap) > 0 && !s.heap[0].item().due.After(now) {
 		t := s.heap[0]
 		last := len(s.heap) - 1
@@ -119,14 +120,14 @@ func (s *Schedule) fire() {
 	}
 }
 
-func (s *Schedule) less(i, j int) bool { return s.heap[i].item().due.Before(s.heap[j].item().due) }
+func (s *timerSchedule) less(i, j int) bool { return s.heap[i].item().due.Before(s.heap[j].item().due) }
 
-func (s *Schedule) swap(i, j int) {
+func (s *timerSchedule) swap(i, j int) {
 	s.heap[i], s.heap[j] = s.heap[j], s.heap[i]
 	s.heap[i].item().slot, s.heap[j].item().slot = i+1, j+1
 }
 
-func (s *Schedule) fix(i int) {
+func (s *timerSchedule) fix(i int) {
 	if !s.up(i) {
 		s.down(i)
 	}
@@ -134,7 +135,7 @@ func (s *Schedule) fix(i int) {
 
 // up moves slot i towards the root while it is due earlier than its
 // parent, and reports whether it moved.
-func (s *Schedule) up(i int) bool {
+func (s *timerSchedule) up(i int) bool {
 	moved := false
 	for i > 0 {
 		p := (i - 1) / 2
@@ -147,7 +148,7 @@ func (s *Schedule) up(i int) bool {
 	return moved
 }
 
-func (s *Schedule) down(i int) {
+func (s *timerSchedule) down(i int) {
 	for {
 		l := 2*i + 1
 		if l >= len(s.heap) {
