@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +20,7 @@ import (
 )
 
 func postgresURL() string {
-	if u := os.Getenv("GEOIDEM_TEST_POSTGRES"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	return testkit.SharedPostgresURL()
 }
 
 // keysStore is a store the keys tests run against, and the -store flags

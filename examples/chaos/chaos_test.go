@@ -156,7 +156,7 @@ func TestRedisStoreFaults(t *testing.T) {
 
 func TestPostgresStoreFaults(t *testing.T) {
 	t.Parallel()
-	rows := runChaos(t, "-store", storeURL("GEOIDEM_TEST_POSTGRES", pgURL), "-store-faults", "-events", "150")
+	rows := runChaos(t, "-store", testkit.SharedPostgresURL(), "-store-faults", "-events", "150")
 	if n := count(t, rows, "store cuts"); n != 2 {
 		t.Errorf("%d store cuts, want 2", n)
 	}
@@ -170,7 +170,7 @@ func TestPostgresStoreFaults(t *testing.T) {
 
 func TestPostgresKillReceiver(t *testing.T) {
 	t.Parallel()
-	rows := runChaos(t, "-store", storeURL("GEOIDEM_TEST_POSTGRES", pgURL), "-kill-receiver", "3", "-events", "150")
+	rows := runChaos(t, "-store", testkit.SharedPostgresURL(), "-kill-receiver", "3", "-events", "150")
 	if n := count(t, rows, "receiver kills"); n != 3 {
 		t.Errorf("%d receiver kills, want 3", n)
 	}
@@ -192,7 +192,7 @@ func TestKillSender(t *testing.T) {
 	for name, store := range map[string]string{
 		"memory":   "memory",
 		"redis":    testkit.SharedURL(),
-		"postgres": storeURL("GEOIDEM_TEST_POSTGRES", pgURL),
+		"postgres": testkit.SharedPostgresURL(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -325,7 +325,7 @@ func TestMakeEventsSeeded(t *testing.T) {
 // lands, and nothing runs twice.
 func TestPostgresTerminate(t *testing.T) {
 	t.Parallel()
-	rows := runChaos(t, "-store", storeURL("GEOIDEM_TEST_POSTGRES", pgURL), "-pg-terminate", "5", "-write-delay", "5ms", "-events", "150")
+	rows := runChaos(t, "-store", testkit.SharedPostgresURL(), "-pg-terminate", "5", "-write-delay", "5ms", "-events", "150")
 	if n := count(t, rows, "pg_terminate_backend"); n != 5 {
 		t.Errorf("%d pg_terminate_backend rounds, want 5", n)
 	}
@@ -342,7 +342,7 @@ func TestPostgresTerminate(t *testing.T) {
 func TestLeaseStall90(t *testing.T) {
 	for name, store := range map[string]string{
 		"redis":    testkit.SharedURL(),
-		"postgres": storeURL("GEOIDEM_TEST_POSTGRES", pgURL),
+		"postgres": testkit.SharedPostgresURL(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

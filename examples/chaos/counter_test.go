@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/newest"
@@ -145,7 +146,7 @@ func TestReadRunLog(t *testing.T) {
 // deadline the service configures (HandlerTimeout): the write pauses 10 s
 // before it commits, the deadline is 1 s.
 func TestRunsPostgresRolledBackAttemptIsNoEffect(t *testing.T) {
-	url := storeURL("GEOIDEM_TEST_POSTGRES", pgURL)
+	url := testkit.SharedPostgresURL()
 	ctx := context.Background()
 	suffix := fmt.Sprintf("%08x", rand.Uint32())
 	keys, features := "runs_keys_"+suffix, "runs_features_"+suffix

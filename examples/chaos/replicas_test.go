@@ -67,7 +67,7 @@ func TestReplicas(t *testing.T) {
 	})
 	t.Run("postgres kill replica", func(t *testing.T) {
 		t.Parallel()
-		rows := runChaos(t, "-store", storeURL("GEOIDEM_TEST_POSTGRES", pgURL), "-receivers", "3", "-kill-replica", "2", "-events", replicaEvents)
+		rows := runChaos(t, "-store", testkit.SharedPostgresURL(), "-receivers", "3", "-kill-replica", "2", "-events", replicaEvents)
 		replicaRows(t, rows, 3)
 		if n := count(t, rows, "replica kills (SIGKILL)"); n != 2 {
 			t.Errorf("%d replica kills, want 2", n)
@@ -258,7 +258,7 @@ func TestReplicasKillAfterEffect(t *testing.T) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		rows := runChaos(t, append([]string{"-store", storeURL("GEOIDEM_TEST_POSTGRES", pgURL)}, args...)...)
+		rows := runChaos(t, append([]string{"-store", testkit.SharedPostgresURL()}, args...)...)
 		if v := rows["replica kills (SIGKILL)"]; strings.Contains(v, "(0 after") {
 			t.Errorf("replica kills %q: none landed after an effect", v)
 		}

@@ -55,7 +55,7 @@ func TestUpdatesRedis(t *testing.T) {
 
 func TestUpdatesPostgres(t *testing.T) {
 	t.Parallel()
-	runUpdates(t, "-store", storeURL("GEOIDEM_TEST_POSTGRES", pgURL))
+	runUpdates(t, "-store", testkit.SharedPostgresURL())
 }
 
 func TestUpdatesUsage(t *testing.T) {

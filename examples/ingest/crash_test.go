@@ -297,8 +297,5 @@ func dropRedisPrefix(t *testing.T, prefix string) {
 // postgresURL is the database the tests use: GEOIDEM_TEST_POSTGRES, or the
 // loopback server of the development machines.
 func postgresURL() string {
-	if u := os.Getenv("GEOIDEM_TEST_POSTGRES"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	return testkit.SharedPostgresURL()
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 )
@@ -22,10 +22,7 @@ import (
 // connString is the test database: GEOIDEM_TEST_POSTGRES, or the loopback
 // server with trust authentication that these machines run.
 func connString() string {
-	if s := os.Getenv("GEOIDEM_TEST_POSTGRES"); s != "" {
-		return s
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	return testkit.SharedPostgresURL()
 }
 
 // newPool connects to the test database, failing (never skipping) the test

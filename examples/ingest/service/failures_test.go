@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -153,8 +153,5 @@ func TestRefusedOnRealPostgresErrors(t *testing.T) {
 // postgresURL is the database the tests use: GEOIDEM_TEST_POSTGRES, or the
 // loopback server of the development machines.
 func postgresURL() string {
-	if u := os.Getenv("GEOIDEM_TEST_POSTGRES"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	return testkit.SharedPostgresURL()
 }
