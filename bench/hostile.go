@@ -143,7 +143,7 @@ func measureHostile(data []byte, d time.Duration) (hostileCost, error) {
 }
 
 // allocPerByte returns the bytes answer allocates per byte of data, cold
-// and warm (internal/allocstat, which geojson's
+// and warm (internal/testkit AllocBytes, which geojson's
 // TestHostileAllocationPerByte measures with too).
 func allocPerByte(data []byte) (cold, warm float64, err error) {
 	c, w, err := testkit.AllocBytes(func() error { return answer(data) })

@@ -14,7 +14,7 @@ import (
 )
 
 // answerAlloc returns the bytes allocated by what the middleware does with
-// body, as bench section 6 measures it (internal/allocstat): one
+// body, as bench section 6 measures it (internal/testkit AllocBytes): one
 // RequestValidator.DecodeRequest call and, for a *ValidationError, its
 // problem document; cold, with the pools emptied, and warm.
 func answerAlloc(t *testing.T, body []byte) (cold, warm uint64) {

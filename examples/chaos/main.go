@@ -53,7 +53,7 @@
 // several request targets. The in-process senders only (not -kill-sender).
 //
 // With -store-faults the key store fails under load as well: a loopback TCP
-// proxy (internal/tcpcut) between the receiver and Redis or PostgreSQL
+// proxy (internal/testkit Cutter) between the receiver and Redis or PostgreSQL
 // resets every connection and refuses new ones for a few hundred
 // milliseconds (-cut-for, longer than the receiver's 250 ms store timeout,
 // shorter than the two tries the middleware gives a record write), twice,
@@ -91,7 +91,7 @@
 // acknowledged survives, and the run should pass.
 //
 // -stall-for D stalls the path from the receiver to Redis or PostgreSQL
-// once, at a seeded point of the first pass, for D (internal/tcpcut Stall:
+// once, at a seeded point of the first pass, for D (internal/testkit Cutter.Stall:
 // connections stay open, nothing is forwarded or reset). -pg-terminate N
 // kills the receiver's PostgreSQL connections with pg_terminate_backend N
 // times at seeded points of the first pass, without the cuts of

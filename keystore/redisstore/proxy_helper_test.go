@@ -6,7 +6,7 @@ import (
 	"github.com/geoidem/geoidem/internal/testkit"
 )
 
-// newTCPProxy puts an internal/tcpcut proxy in front of target, closed in
+// newTCPProxy puts an internal/testkit Cutter in front of target, closed in
 // t.Cleanup: Cut makes Redis unreachable (resets), Stall makes it hang (no
 // answer, only timeouts), Restore brings it back.
 func newTCPProxy(t testing.TB, target string) *testkit.Cutter {

@@ -16,7 +16,7 @@ import (
 )
 
 // This file starts private redis-server processes on free loopback ports
-// (internal/redisserver): single servers for tests that must not disturb
+// (internal/testkit StartRedis): single servers for tests that must not disturb
 // the shared Redis at 127.0.0.1:6379 (SCRIPT FLUSH, replication), and one
 // three-master Cluster shared by every cluster test of a `go test` run.
 // Every process gets SIGKILL when the test binary dies (Pdeathsig), so none
