@@ -26,15 +26,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-const pgURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-
-func storeURL(env, def string) string {
-	if u := os.Getenv(env); u != "" {
-		return u
-	}
-	return def
-}
-
 // table parses the printed table into row name -> value.
 func table(t *testing.T, out string) map[string]string {
 	t.Helper()
