@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/examples/internal/geofeature"
 )
 
 // feature is one feature to deliver.
@@ -35,7 +36,7 @@ func readInputs(files []string, target string, clock client.Clock) ([]feature, e
 			return nil, err
 		}
 		for _, r := range raws {
-			d, err := client.NewFeatureDelivery(target, r.raw, clock.Now())
+			d, err := geofeature.NewDelivery(target, r.raw, clock.Now())
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", r.source, err)
 			}

@@ -17,7 +17,7 @@
 //
 // Each feature is sent as its own application/geo+json POST. An event is
 // the feature's bytes as first read: its idempotency key is
-// client.FeatureKey of the feature as read, the SHA-256, in hex, of its
+// geofeature.Key of the feature as read, the SHA-256, in hex, of its
 // compact JSON, before any observation_time is stamped. So the same source
 // feature gets the same key in every run, whether it came from a
 // FeatureCollection or an NDJSON line, and two observations that differ in
