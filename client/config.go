@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/senderclock"
 )
 
 // Defaults of a [Config].
@@ -50,7 +52,8 @@ type Config struct {
 	// also the room the sender requires for the next attempt before the
 	// deadline; with no AttemptTimeout it requires the duration of the
 	// longest attempt so far. Like the context's deadline, it is a context
-	// deadline, so it runs on the real clock even when Clock is a fake.
+	// deadline, so it runs on the real clock even when a test fakes the
+	// sender's clock.
 	AttemptTimeout time.Duration
 
 	// MaxRetryAfter clamps a server's Retry-After (default 60 s), so that
@@ -101,8 +104,9 @@ type Config struct {
 	// not block.
 	OnWaitEnd func(Attempt)
 
-	// Clock supplies time and waits (default [SystemClock]).
-	Clock Clock
+	// clock supplies time and waits (nil: senderclock.System); only
+	// senderclock.Set sets it, for the repository's tests.
+	clock senderclock.Clock
 
 	// Rand supplies the jitter (default: the math/rand/v2 top-level
 	// functions). The sender serializes its use, so it need not be safe for

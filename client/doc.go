@@ -4,9 +4,9 @@
 // success to a dead-letter sink.
 //
 // It imports only the standard library, package problem (geoidem's RFC 9457
-// document, which it reads answers into) and the table of answers it
-// shares with the middleware (docs/answers.md), both standard library only
-// as well, so a team that posts webhooks can use it without the middleware.
+// document, which it reads answers into), the table of answers it shares
+// with the middleware (docs/answers.md) and its internal clock, all
+// standard library only as well, so a team that posts webhooks can use it without the middleware.
 //
 //	s, err := client.New(http.DefaultClient, client.Config{})
 //	...
@@ -56,7 +56,7 @@
 // backoff are selectable. A Retry-After header (delta-seconds or any
 // HTTP-date form) is preferred over the computed delay, clamped to
 // Config.MaxRetryAfter. Delays and the delivery deadline are measured on the
-// [Clock] (by default the monotonic clock); the sender never sleeps past the
+// monotonic clock; the sender never sleeps past the
 // deadline and gives up as soon as the next attempt cannot fit before it.
 // A Retry-After is honoured, never cut short into a doomed retry: when the
 // time it names (unclamped) leaves no room for an attempt before the
@@ -126,8 +126,9 @@
 // the wait that follows one that is not final, with the same Attempt (for
 // a count of the deliveries waiting, and on what); Config.PrepareAttempt may add
 // headers to each attempt's request (a Standard Webhooks signer re-signs
-// each attempt there with a fresh timestamp). Config.Clock and Config.Rand
-// make a test deterministic and free of real sleeps.
+// each attempt there with a fresh timestamp). Config.Rand makes the
+// jitter repeatable; a test that must not really sleep runs the sender in a
+// testing/synctest bubble, with an http.RoundTripper of its own.
 //
 // # The bytes every attempt sends
 //

@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/senderclock"
 )
 
 // Defaults of a [FileJournalConfig].
@@ -31,9 +33,10 @@ type FileJournalConfig struct {
 	// compacted (default 1024).
 	CompactAt int
 
-	// Clock supplies the times of entries and of retention (default
-	// [SystemClock]).
-	Clock Clock
+	// clock supplies the times of entries and of retention (nil:
+	// senderclock.System); only senderclock.Set sets it, for the
+	// repository's tests.
+	clock senderclock.Clock
 }
 
 // FileJournal is the embedded [Journal]: a file of JSON lines, one per
@@ -76,7 +79,7 @@ type FileJournal struct {
 	path      string
 	retention time.Duration
 	compactAt int
-	clock     Clock
+	clock     senderclock.Clock
 
 	// wrap, when set (by tests), stands between the journal and its
 	// files' writes and syncs: a full disk is simulated there.
@@ -138,11 +141,11 @@ func openFileJournal(path string, cfg FileJournalConfig, wrap func(*os.File) jou
 		path:      path,
 		retention: orDefault(cfg.Retention, DefaultJournalRetention),
 		compactAt: orDefault(cfg.CompactAt, DefaultJournalCompact),
-		clock:     cfg.Clock,
+		clock:     cfg.clock,
 		entries:   make(map[identity]*journalSlot),
 	}
 	if j.clock == nil {
-		j.clock = SystemClock{}
+		j.clock = senderclock.System{}
 	}
 	j.cond = sync.NewCond(&j.mu)
 	_, statErr := os.Stat(path)

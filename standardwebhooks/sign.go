@@ -81,9 +81,8 @@ type SignerConfig struct {
 	SigningKeys []SigningKey
 
 	// Now returns the time of an attempt, written to webhook-timestamp.
-	// Default time.Now. Pass the same clock as the sender's (for the
-	// geoidem client: Config.Clock.Now) so that a fake clock in tests
-	// moves both.
+	// Default time.Now. A test that fakes the sender's clock passes the
+	// same clock here, so that it moves both.
 	Now func() time.Time
 }
 

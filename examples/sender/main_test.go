@@ -20,7 +20,14 @@ import (
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/examples/internal/geofeature"
+	"github.com/geoidem/geoidem/internal/senderclock"
 )
+
+// The tests' clocks reach the sender and the journal through the
+// repository's internal clock hook.
+func init() {
+	setClock = func(config any, c clock) { senderclock.Set(config, c) }
+}
 
 // fakeClock never sleeps: Sleep advances it.
 type fakeClock struct {
