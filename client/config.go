@@ -11,13 +11,15 @@ import (
 
 // Defaults of a [Config].
 const (
-	DefaultMaxAttempts      = 6
-	DefaultDeadline         = 5 * time.Minute
-	DefaultAttemptTimeout   = 15 * time.Second
-	DefaultMaxRetryAfter    = 60 * time.Second
-	DefaultMaxResponseBytes = 1 << 20
-	DefaultContentType      = "application/json"
+	DefaultMaxAttempts    = 6
+	DefaultDeadline       = 5 * time.Minute
+	DefaultAttemptTimeout = 15 * time.Second
+	DefaultMaxRetryAfter  = 60 * time.Second
+	DefaultContentType    = "application/json"
 )
+
+// defaultMaxResponseBytes is the default of Config.MaxResponseBytes.
+const defaultMaxResponseBytes = 1 << 20
 
 // Config configures a [Sender]. Every zero field means the documented
 // default; New rejects negative values where none is meaningful.

@@ -127,17 +127,24 @@ func ExampleParseRetryAfter() {
 	// 2m0s true
 }
 
-// A retry budget shared by every delivery to one endpoint.
+// A retry budget shared by every delivery to one endpoint: while the
+// endpoint is down, its one token of burst pays for one retry, and the
+// next delivery gives up after its first attempt instead of adding
+// retries to the outage.
 func ExampleRetryBudget() {
-	budget, _ := client.NewRetryBudget(client.BudgetConfig{Ratio: 0.1, Burst: 2})
-	fmt.Println(budget.Withdraw(), budget.Withdraw(), budget.Withdraw())
-	for range 10 {
-		budget.Deposit() // one delivery each
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	budget, _ := client.NewRetryBudget(client.BudgetConfig{Ratio: 0.1, Burst: 1})
+	s, _ := client.New(srv.Client(), client.Config{Budget: budget, Backoff: client.Backoff{Strategy: client.None}})
+	for _, key := range []string{"k1", "k2"} {
+		res, err := s.Deliver(context.Background(), client.Delivery{URL: srv.URL, Key: key, Body: []byte(`{}`)})
+		fmt.Println(key, res.Attempts, errors.Is(err, client.ErrBudgetExhausted))
 	}
-	fmt.Println(budget.Tokens())
 	// Output:
-	// true true false
-	// 1
+	// k1 2 true
+	// k2 1 true
 }
 
 // The JSON-lines form of a dead letter: the payload is embedded as JSON,

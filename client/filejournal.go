@@ -14,8 +14,8 @@ import (
 
 // Defaults of a [FileJournalConfig].
 const (
-	DefaultJournalRetention = 24 * time.Hour
-	DefaultJournalCompact   = 1024
+	defaultJournalRetention = 24 * time.Hour
+	defaultJournalCompact   = 1024
 )
 
 // FileJournalConfig configures a [FileJournal]. Zero fields mean the
@@ -139,8 +139,8 @@ func openFileJournal(path string, cfg FileJournalConfig, wrap func(*os.File) jou
 	j := &FileJournal{
 		wrap:      wrap,
 		path:      path,
-		retention: orDefault(cfg.Retention, DefaultJournalRetention),
-		compactAt: orDefault(cfg.CompactAt, DefaultJournalCompact),
+		retention: orDefault(cfg.Retention, defaultJournalRetention),
+		compactAt: orDefault(cfg.CompactAt, defaultJournalCompact),
 		clock:     cfg.clock,
 		entries:   make(map[identity]*journalSlot),
 	}
@@ -271,8 +271,8 @@ func (j *FileJournal) Entries() []JournalEntry {
 	return out
 }
 
-// Lines returns how many lines the file holds: a measure of its growth.
-func (j *FileJournal) Lines() int {
+// lineCount returns how many lines the file holds: a measure of its growth.
+func (j *FileJournal) lineCount() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.lines

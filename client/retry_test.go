@@ -291,6 +291,16 @@ func TestRetryBudget(t *testing.T) {
 		if !d.Withdraw() {
 			t.Errorf("ten deposits of 0.1 gave %v tokens", d.Tokens())
 		}
+		e, _ := client.NewRetryBudget(client.BudgetConfig{Ratio: 0.1, Burst: 2})
+		if got := []bool{e.Withdraw(), e.Withdraw(), e.Withdraw()}; !slices.Equal(got, []bool{true, true, false}) {
+			t.Errorf("three withdrawals from a full bucket of 2: %v", got)
+		}
+		for range 10 {
+			e.Deposit() // one delivery each
+		}
+		if got := e.Tokens(); got != 1 {
+			t.Errorf("ten deposits of 0.1 into an empty bucket: %v tokens, want 1", got)
+		}
 		if _, err := client.NewRetryBudget(client.BudgetConfig{Ratio: -1}); !errors.Is(err, client.ErrInvalidConfig) {
 			t.Errorf("negative ratio: %v", err)
 		}

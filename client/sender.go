@@ -77,7 +77,7 @@ func New(hc *http.Client, cfg Config) (*Sender, error) {
 		deadline:       orDefault(cfg.Deadline, DefaultDeadline),
 		attemptTimeout: orDefault(cfg.AttemptTimeout, DefaultAttemptTimeout),
 		maxRetryAfter:  orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter),
-		maxBody:        orDefault(cfg.MaxResponseBytes, DefaultMaxResponseBytes),
+		maxBody:        orDefault(cfg.MaxResponseBytes, defaultMaxResponseBytes),
 		budget:         cfg.Budget,
 		sink:           cfg.DeadLetter,
 		prepare:        cfg.PrepareAttempt,
