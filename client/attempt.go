@@ -83,7 +83,7 @@ func (s *Sender) attempt(ctx context.Context, p *pending, n int) (o outcome) {
 		req.Header = p.header.Clone()
 	}
 	req.Header.Set("Content-Type", p.contentType)
-	req.Header.Set(HeaderIdempotencyKey, p.keyHeader)
+	req.Header.Set(headerIdempotencyKey, p.keyHeader)
 	if s.prepare != nil {
 		a := AttemptStart{Number: n, Key: p.Key, Body: p.body, Time: o.start}
 		if err := s.prepare(req, a); err != nil {
@@ -100,7 +100,7 @@ func (s *Sender) attempt(ctx context.Context, p *pending, n int) (o outcome) {
 	}
 	defer resp.Body.Close()
 	o.status, o.header = resp.StatusCode, resp.Header
-	o.replayed = strings.EqualFold(strings.TrimSpace(resp.Header.Get(HeaderReplayed)), "true")
+	o.replayed = strings.EqualFold(strings.TrimSpace(resp.Header.Get(headerReplayed)), "true")
 	o.body, err = io.ReadAll(io.LimitReader(resp.Body, s.maxBody))
 	if err != nil {
 		// The answer was lost on the way: whatever the status, the
@@ -113,7 +113,7 @@ func (s *Sender) attempt(ctx context.Context, p *pending, n int) (o outcome) {
 		return o
 	}
 	o.problem = parseProblem(resp.Header.Get("Content-Type"), o.body)
-	o.retryAfter, o.hasRetryAfter = ParseRetryAfter(resp.Header.Get(HeaderRetryAfter), resp.Header.Get("Date"), s.clock.Now())
+	o.retryAfter, o.hasRetryAfter = ParseRetryAfter(resp.Header.Get(headerRetryAfter), resp.Header.Get("Date"), s.clock.Now())
 	o.retryable = RetryableStatus(resp.StatusCode, o.hasRetryAfter)
 	o.err = &StatusError{
 		StatusCode: resp.StatusCode,

@@ -44,12 +44,6 @@ var strategyNames = [...]string{
 	None:         "none",
 }
 
-// Strategies lists every strategy, in declaration order, for benchmarks and
-// simulations that compare them.
-func Strategies() []Strategy {
-	return []Strategy{Decorrelated, FullJitter, EqualJitter, Exponential, None}
-}
-
 // String returns the strategy's name: "decorrelated", "full", "equal",
 // "exponential" or "none".
 func (s Strategy) String() string {
@@ -82,10 +76,13 @@ func (s *Strategy) UnmarshalText(text []byte) error {
 
 // Default backoff parameters, used for the zero fields of a [Backoff].
 const (
-	DefaultBase       = 500 * time.Millisecond
-	DefaultCap        = 30 * time.Second
-	DefaultMultiplier = 3 // for Decorrelated; the exponential strategies default to 2
+	DefaultBase = 500 * time.Millisecond
+	DefaultCap  = 30 * time.Second
 )
+
+// defaultMultiplier is the default Multiplier of Decorrelated; the
+// exponential strategies default to 2.
+const defaultMultiplier = 3
 
 // Backoff is a retry delay policy. It is a plain value, safe for concurrent
 // use, and needs no HTTP: a simulation can drive it directly with
@@ -111,7 +108,7 @@ func (b Backoff) withDefaults() Backoff {
 	}
 	if b.Multiplier == 0 {
 		if b.Strategy == Decorrelated {
-			b.Multiplier = DefaultMultiplier
+			b.Multiplier = defaultMultiplier
 		} else {
 			b.Multiplier = 2
 		}

@@ -8,8 +8,8 @@ import (
 
 // Defaults of a [BudgetConfig].
 const (
-	DefaultBudgetRatio = 0.1
-	DefaultBudgetBurst = 10
+	defaultBudgetRatio = 0.1
+	defaultBudgetBurst = 10
 )
 
 // BudgetConfig configures a [RetryBudget]. Zero fields mean the defaults.
@@ -49,10 +49,10 @@ const micro = 1_000_000
 // for a negative, NaN or absurdly large (over 1e12) Ratio or Burst.
 func NewRetryBudget(cfg BudgetConfig) (*RetryBudget, error) {
 	if cfg.Ratio == 0 {
-		cfg.Ratio = DefaultBudgetRatio
+		cfg.Ratio = defaultBudgetRatio
 	}
 	if cfg.Burst == 0 {
-		cfg.Burst = DefaultBudgetBurst
+		cfg.Burst = defaultBudgetBurst
 	}
 	for name, v := range map[string]float64{"ratio": cfg.Ratio, "burst": cfg.Burst} {
 		if v < 0 || math.IsNaN(v) || v > 1e12 {
@@ -63,17 +63,17 @@ func NewRetryBudget(cfg BudgetConfig) (*RetryBudget, error) {
 	return &RetryBudget{tokens: burst, ratio: int64(math.Round(cfg.Ratio * micro)), burst: burst}, nil
 }
 
-// Deposit adds Ratio tokens, up to Burst. The sender calls it once per
+// deposit adds Ratio tokens, up to Burst. The sender calls it once per
 // delivery, before the first attempt.
-func (b *RetryBudget) Deposit() {
+func (b *RetryBudget) deposit() {
 	b.mu.Lock()
 	b.tokens = min(b.burst, b.tokens+b.ratio)
 	b.mu.Unlock()
 }
 
-// Withdraw takes one token for a retry and reports whether there was one.
+// withdraw takes one token for a retry and reports whether there was one.
 // When it returns false it took nothing.
-func (b *RetryBudget) Withdraw() bool {
+func (b *RetryBudget) withdraw() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.tokens < micro {
@@ -83,8 +83,8 @@ func (b *RetryBudget) Withdraw() bool {
 	return true
 }
 
-// Tokens returns the tokens now in the bucket.
-func (b *RetryBudget) Tokens() float64 {
+// available returns the tokens now in the bucket.
+func (b *RetryBudget) available() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return float64(b.tokens) / micro

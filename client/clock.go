@@ -1,42 +1,18 @@
 package client
 
-import (
-	"context"
-	"time"
-)
+import "github.com/geoidem/geoidem/internal/senderclock"
 
-// Clock is the sender's source of time. Tests inject a fake one so that
-// nothing really sleeps; production code uses [SystemClock].
-type Clock interface {
-	// Now returns the current time. The sender measures every delay and
-	// the delivery deadline as differences of Now values, so a clock whose
-	// times carry a monotonic reading (as time.Now's do) is immune to wall
-	// clock steps.
-	Now() time.Time
-	// Sleep waits for d, or until ctx is done, whichever comes first. It
-	// returns ctx.Err() when ctx ended the wait, else nil. A d of zero or
-	// less returns at once (still reporting a done ctx).
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-// SystemClock is the real clock: time.Now (with its monotonic reading) and
-// a timer. Its zero value is ready to use.
-type SystemClock struct{}
-
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// Sleep waits on a timer for d, or until ctx is done.
-func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
+// The clock of a Config or a FileJournalConfig is set only through
+// senderclock.Set, by the repository's tests, test kits and examples.
+func init() {
+	senderclock.Set = func(config any, c senderclock.Clock) {
+		switch cfg := config.(type) {
+		case *Config:
+			cfg.clock = c
+		case *FileJournalConfig:
+			cfg.clock = c
+		default:
+			panic("senderclock.Set: not a *client.Config or *client.FileJournalConfig")
+		}
 	}
 }

@@ -5,17 +5,21 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/senderclock"
 )
 
 // Defaults of a [Config].
 const (
-	DefaultMaxAttempts      = 6
-	DefaultDeadline         = 5 * time.Minute
-	DefaultAttemptTimeout   = 15 * time.Second
-	DefaultMaxRetryAfter    = 60 * time.Second
-	DefaultMaxResponseBytes = 1 << 20
-	DefaultContentType      = "application/json"
+	DefaultMaxAttempts    = 6
+	DefaultDeadline       = 5 * time.Minute
+	DefaultAttemptTimeout = 15 * time.Second
+	DefaultMaxRetryAfter  = 60 * time.Second
+	DefaultContentType    = "application/json"
 )
+
+// defaultMaxResponseBytes is the default of Config.MaxResponseBytes.
+const defaultMaxResponseBytes = 1 << 20
 
 // Config configures a [Sender]. Every zero field means the documented
 // default; New rejects negative values where none is meaningful.
@@ -50,7 +54,8 @@ type Config struct {
 	// also the room the sender requires for the next attempt before the
 	// deadline; with no AttemptTimeout it requires the duration of the
 	// longest attempt so far. Like the context's deadline, it is a context
-	// deadline, so it runs on the real clock even when Clock is a fake.
+	// deadline, so it runs on the real clock even when a test fakes the
+	// sender's clock.
 	AttemptTimeout time.Duration
 
 	// MaxRetryAfter clamps a server's Retry-After (default 60 s), so that
@@ -101,8 +106,9 @@ type Config struct {
 	// not block.
 	OnWaitEnd func(Attempt)
 
-	// Clock supplies time and waits (default [SystemClock]).
-	Clock Clock
+	// clock supplies time and waits (nil: senderclock.System); only
+	// senderclock.Set sets it, for the repository's tests.
+	clock senderclock.Clock
 
 	// Rand supplies the jitter (default: the math/rand/v2 top-level
 	// functions). The sender serializes its use, so it need not be safe for

@@ -23,7 +23,7 @@ func TestConfig(t *testing.T) {
 	}
 	t.Run("one attempt", func(t *testing.T) {
 		tr := &scriptTransport{steps: []step{{status: 503}}}
-		s := newSender(t, tr, client.Config{Clock: newFakeClock(), MaxAttempts: 1})
+		s := newSender(t, tr, withClock(newFakeClock(), client.Config{MaxAttempts: 1}))
 		res, err := s.Deliver(context.Background(), delivery())
 		if !errors.Is(err, client.ErrExhausted) || res.Attempts != 1 {
 			t.Errorf("Deliver = %+v, %v", res, err)
@@ -31,7 +31,7 @@ func TestConfig(t *testing.T) {
 	})
 	t.Run("response body limit", func(t *testing.T) {
 		tr := &scriptTransport{steps: []step{{status: 200, body: "0123456789abcdef"}}}
-		s := newSender(t, tr, client.Config{Clock: newFakeClock(), MaxResponseBytes: 10})
+		s := newSender(t, tr, withClock(newFakeClock(), client.Config{MaxResponseBytes: 10}))
 		res, err := s.Deliver(context.Background(), delivery())
 		if err != nil || string(res.Body) != "0123456789" {
 			t.Errorf("Deliver = %q, %v", res.Body, err)
@@ -39,7 +39,7 @@ func TestConfig(t *testing.T) {
 	})
 	t.Run("method, content type and headers", func(t *testing.T) {
 		tr := &scriptTransport{steps: []step{{status: 200}}}
-		s := newSender(t, tr, client.Config{Clock: newFakeClock()})
+		s := newSender(t, tr, withClock(newFakeClock(), client.Config{}))
 		d := delivery()
 		d.Method = http.MethodPatch
 		d.ContentType = "application/geo+json"

@@ -52,7 +52,7 @@ func TestDeadLetterFile(t *testing.T) {
 		{status: 422, body: problem, header: map[string]string{"Content-Type": "application/problem+json"}},
 		{status: 503},
 	}}
-	s := newSender(t, tr, client.Config{Clock: clock, DeadLetter: sink, MaxAttempts: 3})
+	s := newSender(t, tr, withClock(clock, client.Config{DeadLetter: sink, MaxAttempts: 3}))
 
 	permanent := delivery()
 	permanent.Key = "perm"
@@ -154,7 +154,7 @@ func TestDeadLetterSinkError(t *testing.T) {
 	sinkErr := errors.New("disk full")
 	sink := &memSink{fail: sinkErr}
 	tr := &scriptTransport{steps: []step{{status: 400}}}
-	s := newSender(t, tr, client.Config{Clock: newFakeClock(), DeadLetter: sink})
+	s := newSender(t, tr, withClock(newFakeClock(), client.Config{DeadLetter: sink}))
 	_, err := s.Deliver(context.Background(), delivery())
 	if !errors.Is(err, sinkErr) || !errors.Is(err, client.ErrPermanent) {
 		t.Errorf("err = %v, want both the sink's error and ErrPermanent", err)

@@ -17,14 +17,13 @@ func TestDeadline(t *testing.T) {
 		// Each attempt takes 1s; the delay is always 2s; an attempt needs 1s.
 		tr := &scriptTransport{clock: clock, steps: []step{{status: 503, took: time.Second}}}
 		sink := &memSink{}
-		s := newSender(t, tr, client.Config{
-			Clock:          clock,
+		s := newSender(t, tr, withClock(clock, client.Config{
 			Backoff:        client.Backoff{Strategy: client.Exponential, Base: 2 * time.Second, Cap: 2 * time.Second},
 			MaxAttempts:    100,
 			Deadline:       10 * time.Second,
 			AttemptTimeout: time.Second,
 			DeadLetter:     sink,
-		})
+		}))
 		res, err := s.Deliver(context.Background(), delivery())
 		if !errors.Is(err, client.ErrDeadline) {
 			t.Fatalf("err = %v, want ErrDeadline", err)
@@ -44,7 +43,7 @@ func TestDeadline(t *testing.T) {
 	t.Run("never sleeps into it for Retry-After", func(t *testing.T) {
 		clock := newFakeClock()
 		tr := &scriptTransport{steps: []step{{status: 503, header: map[string]string{"Retry-After": "30"}}, {status: 201}}}
-		s := newSender(t, tr, client.Config{Clock: clock, Deadline: 20 * time.Second, AttemptTimeout: time.Second})
+		s := newSender(t, tr, withClock(clock, client.Config{Deadline: 20 * time.Second, AttemptTimeout: time.Second}))
 		res, err := s.Deliver(context.Background(), delivery())
 		if !errors.Is(err, client.ErrDeadline) || res.Attempts != 1 {
 			t.Fatalf("Deliver = %+v, %v; want ErrDeadline after 1 attempt", res, err)
@@ -58,7 +57,7 @@ func TestDeadline(t *testing.T) {
 		defer cancel()
 		clock := newFakeClock()
 		tr := &scriptTransport{steps: []step{{status: 503, header: map[string]string{"Retry-After": "7200"}}}}
-		s := newSender(t, tr, client.Config{Clock: clock, Deadline: -1, MaxRetryAfter: 2 * time.Hour})
+		s := newSender(t, tr, withClock(clock, client.Config{Deadline: -1, MaxRetryAfter: 2 * time.Hour}))
 		if _, err := s.Deliver(ctx, delivery()); !errors.Is(err, client.ErrDeadline) {
 			t.Fatalf("err = %v, want ErrDeadline", err)
 		}
@@ -68,7 +67,7 @@ func TestDeadline(t *testing.T) {
 	})
 	t.Run("the attempt timeout is cut to the deadline", func(t *testing.T) {
 		tr := &scriptTransport{steps: []step{{status: 201}}}
-		s := newSender(t, tr, client.Config{Clock: newFakeClock(), Deadline: 3 * time.Second, AttemptTimeout: time.Hour})
+		s := newSender(t, tr, withClock(newFakeClock(), client.Config{Deadline: 3 * time.Second, AttemptTimeout: time.Hour}))
 		before := time.Now()
 		if _, err := s.Deliver(context.Background(), delivery()); err != nil {
 			t.Fatal(err)
@@ -81,10 +80,10 @@ func TestDeadline(t *testing.T) {
 	t.Run("with no attempt timeout the longest attempt is the need", func(t *testing.T) {
 		clock := newFakeClock()
 		tr := &scriptTransport{clock: clock, steps: []step{{status: 503, took: 4 * time.Second}}}
-		s := newSender(t, tr, client.Config{
-			Clock: clock, Backoff: client.Backoff{Strategy: client.None},
+		s := newSender(t, tr, withClock(clock, client.Config{
+			Backoff:        client.Backoff{Strategy: client.None},
 			AttemptTimeout: -1, Deadline: 10 * time.Second, MaxAttempts: 100,
-		})
+		}))
 		res, err := s.Deliver(context.Background(), delivery())
 		if !errors.Is(err, client.ErrDeadline) || res.Attempts != 2 {
 			t.Errorf("Deliver = %d attempts, %v; want ErrDeadline after 2 (0-4s, 4-8s; 8+4 > 10)", res.Attempts, err)
@@ -100,7 +99,7 @@ func TestCancellation(t *testing.T) {
 		clock := &blockingClock{sleeping: make(chan time.Duration)}
 		tr := &scriptTransport{steps: []step{{status: 503}}}
 		sink := &memSink{}
-		s := newSender(t, tr, client.Config{Clock: clock, DeadLetter: sink})
+		s := newSender(t, tr, withClock(clock, client.Config{DeadLetter: sink}))
 		ctx, cancel := context.WithCancel(context.Background())
 		type ret struct {
 			res client.Result
@@ -129,7 +128,7 @@ func TestCancellation(t *testing.T) {
 			<-req.Context().Done()
 			return nil, req.Context().Err()
 		})
-		s := newSender(t, tr, client.Config{Clock: newFakeClock()})
+		s := newSender(t, tr, withClock(newFakeClock(), client.Config{}))
 		go func() { <-started; cancel() }()
 		res, err := s.Deliver(ctx, delivery())
 		var de *client.DeliveryError
@@ -147,7 +146,7 @@ func TestCancellation(t *testing.T) {
 			cancel() // stands in for the deadline passing mid-attempt
 			return nil, context.Canceled
 		})
-		s := newSender(t, tr, client.Config{Clock: newFakeClock()})
+		s := newSender(t, tr, withClock(newFakeClock(), client.Config{}))
 		res, err := s.Deliver(ctx, delivery())
 		var de *client.DeliveryError
 		if !errors.As(err, &de) || de.Reason != context.Canceled || res.Attempts != 1 {
@@ -159,34 +158,13 @@ func TestCancellation(t *testing.T) {
 		cancel()
 		tr := &scriptTransport{steps: []step{{status: 201}}}
 		sink := &memSink{}
-		s := newSender(t, tr, client.Config{Clock: newFakeClock(), DeadLetter: sink})
+		s := newSender(t, tr, withClock(newFakeClock(), client.Config{DeadLetter: sink}))
 		res, err := s.Deliver(ctx, delivery())
 		if !errors.Is(err, context.Canceled) || res.Attempts != 0 || len(tr.Requests()) != 0 {
 			t.Errorf("Deliver = %+v, %v, %d requests", res, err, len(tr.Requests()))
 		}
 		if dls := sink.All(); len(dls) != 1 || dls[0].Attempts != 0 {
 			t.Errorf("dead letters = %+v", dls)
-		}
-	})
-	t.Run("SystemClock.Sleep", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		var c client.SystemClock
-		if err := c.Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
-			t.Errorf("Sleep(canceled, 1h) = %v", err)
-		}
-		if err := c.Sleep(context.Background(), 0); err != nil {
-			t.Errorf("Sleep(0) = %v", err)
-		}
-		ctx2, cancel2 := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- c.Sleep(ctx2, time.Hour) }()
-		cancel2()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Errorf("Sleep canceled while waiting = %v", err)
-		}
-		if d := time.Since(c.Now()); d < 0 || d > time.Minute {
-			t.Errorf("SystemClock.Now is %v away from time.Now", d)
 		}
 	})
 }
@@ -228,8 +206,8 @@ func TestRetryAfterBeyondDeadline(t *testing.T) {
 			tr := &scriptTransport{steps: []step{tc.step, {status: 201}}}
 			sink := &memSink{}
 			var hooks []client.Attempt
-			cfg := tc.cfg
-			cfg.Clock, cfg.DeadLetter = clock, sink
+			cfg := withClock(clock, tc.cfg)
+			cfg.DeadLetter = sink
 			cfg.OnAttempt = func(a client.Attempt) { hooks = append(hooks, a) }
 			s := newSender(t, tr, cfg)
 			res, err := s.Deliver(ctx, delivery())
@@ -261,7 +239,7 @@ func TestRetryAfterBeyondDeadline(t *testing.T) {
 	t.Run("within the deadline it is honoured, clamped", func(t *testing.T) {
 		clock := newFakeClock()
 		tr := &scriptTransport{steps: []step{{status: 503, header: map[string]string{"Retry-After": "90"}}, {status: 201}}}
-		s := newSender(t, tr, client.Config{Clock: clock})
+		s := newSender(t, tr, withClock(clock, client.Config{}))
 		if _, err := s.Deliver(context.Background(), delivery()); err != nil {
 			t.Fatal(err)
 		}

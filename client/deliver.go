@@ -88,7 +88,7 @@ func (s *Sender) deliver(ctx context.Context, d Delivery, keyNamesEvent bool) (R
 	p := s.newPending(d, method, keyHeader)
 	p.keyNamesEvent = keyNamesEvent
 	if s.budget != nil {
-		s.budget.Deposit()
+		s.budget.deposit()
 	}
 	return s.run(ctx, p)
 }
@@ -235,7 +235,7 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 			s.observe(info)
 			return s.fail(ctx, p, res, last, ErrDeadline)
 		}
-		if s.budget != nil && !s.budget.Withdraw() {
+		if s.budget != nil && !s.budget.withdraw() {
 			info.FromRetryAfter = false
 			s.observe(info)
 			return s.fail(ctx, p, res, last, ErrBudgetExhausted)

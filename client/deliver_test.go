@@ -20,7 +20,7 @@ import (
 func TestDeliverSuccess(t *testing.T) {
 	tr := &scriptTransport{steps: []step{{status: 201, body: `{"stored":1}`, header: map[string]string{"Idempotent-Replayed": "true"}}}}
 	sink := &memSink{}
-	s := newSender(t, tr, client.Config{Clock: newFakeClock(), DeadLetter: sink})
+	s := newSender(t, tr, withClock(newFakeClock(), client.Config{DeadLetter: sink}))
 	res, err := s.Deliver(context.Background(), delivery())
 	if err != nil {
 		t.Fatalf("Deliver: %v", err)
@@ -78,8 +78,7 @@ func TestSameKeyAndBody(t *testing.T) {
 	clock := newFakeClock()
 	d := client.Delivery{URL: srv.URL, Key: `order "42"`, Body: []byte(`{"type":"Feature","geometry":null,"properties":{"a":1}}`)}
 	want := bytes.Clone(d.Body)
-	s, err := client.New(srv.Client(), client.Config{
-		Clock: clock,
+	s, err := client.New(srv.Client(), withClock(clock, client.Config{
 		PrepareAttempt: func(req *http.Request, a client.AttemptStart) error {
 			if a.Number == 1 {
 				d.Body[0] = 'X' // the caller scribbles on its slice
@@ -90,7 +89,7 @@ func TestSameKeyAndBody(t *testing.T) {
 			req.Header.Set("Webhook-Timestamp", strconv.FormatInt(a.Time.Unix(), 10))
 			return nil
 		},
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +121,9 @@ func TestSameKeyAndBody(t *testing.T) {
 func TestPrepareAttemptError(t *testing.T) {
 	tr := &scriptTransport{steps: []step{{status: 201}}}
 	boom := errors.New("no signing key")
-	s := newSender(t, tr, client.Config{
-		Clock:          newFakeClock(),
+	s := newSender(t, tr, withClock(newFakeClock(), client.Config{
 		PrepareAttempt: func(*http.Request, client.AttemptStart) error { return boom },
-	})
+	}))
 	_, err := s.Deliver(context.Background(), delivery())
 	if !errors.Is(err, boom) || !errors.Is(err, client.ErrPermanent) {
 		t.Errorf("err = %v, want ErrPermanent wrapping the hook's error", err)
@@ -138,7 +136,7 @@ func TestPrepareAttemptError(t *testing.T) {
 func TestKeyRequired(t *testing.T) {
 	tr := &scriptTransport{steps: []step{{status: 201}}}
 	sink := &memSink{}
-	s := newSender(t, tr, client.Config{Clock: newFakeClock(), DeadLetter: sink})
+	s := newSender(t, tr, withClock(newFakeClock(), client.Config{DeadLetter: sink}))
 	for key, want := range map[string]error{"": client.ErrNoKey, "caf\u00e9": client.ErrInvalidKey, "a\nb": client.ErrInvalidKey} {
 		d := delivery()
 		d.Key = key
@@ -172,11 +170,10 @@ func TestOnAttempt(t *testing.T) {
 		{err: &tls.CertificateVerificationError{Err: errors.New("boom: permanent")}, took: time.Second},
 	}}
 	var got []client.Attempt
-	s := newSender(t, tr, client.Config{
-		Clock:     clock,
+	s := newSender(t, tr, withClock(clock, client.Config{
 		Backoff:   client.Backoff{Strategy: client.Exponential, Base: time.Second},
 		OnAttempt: func(a client.Attempt) { got = append(got, a) },
-	})
+	}))
 	_, err := s.Deliver(context.Background(), delivery())
 	if !errors.Is(err, client.ErrPermanent) {
 		t.Fatalf("err = %v", err)
@@ -212,7 +209,7 @@ func TestOnAttempt(t *testing.T) {
 
 func TestDeliveryErrorText(t *testing.T) {
 	tr := &scriptTransport{steps: []step{{status: 503}}}
-	s := newSender(t, tr, client.Config{Clock: newFakeClock(), MaxAttempts: 2})
+	s := newSender(t, tr, withClock(newFakeClock(), client.Config{MaxAttempts: 2}))
 	_, err := s.Deliver(context.Background(), delivery())
 	want := `client: delivery of key "key-1": attempts exhausted after 2 attempts: client: 503 Service Unavailable`
 	if err == nil || err.Error() != want {

@@ -4,9 +4,9 @@
 // success to a dead-letter sink.
 //
 // It imports only the standard library, package problem (geoidem's RFC 9457
-// document, which it reads answers into) and the table of answers it
-// shares with the middleware (docs/answers.md), both standard library only
-// as well, so a team that posts webhooks can use it without the middleware.
+// document, which it reads answers into), the table of answers it shares
+// with the middleware (docs/answers.md) and its internal clock, all
+// standard library only as well, so a team that posts webhooks can use it without the middleware.
 //
 //	s, err := client.New(http.DefaultClient, client.Config{})
 //	...
@@ -56,7 +56,7 @@
 // backoff are selectable. A Retry-After header (delta-seconds or any
 // HTTP-date form) is preferred over the computed delay, clamped to
 // Config.MaxRetryAfter. Delays and the delivery deadline are measured on the
-// [Clock] (by default the monotonic clock); the sender never sleeps past the
+// monotonic clock; the sender never sleeps past the
 // deadline and gives up as soon as the next attempt cannot fit before it.
 // A Retry-After is honoured, never cut short into a doomed retry: when the
 // time it names (unclamped) leaves no room for an attempt before the
@@ -126,32 +126,27 @@
 // the wait that follows one that is not final, with the same Attempt (for
 // a count of the deliveries waiting, and on what); Config.PrepareAttempt may add
 // headers to each attempt's request (a Standard Webhooks signer re-signs
-// each attempt there with a fresh timestamp). Config.Clock and Config.Rand
-// make a test deterministic and free of real sleeps.
+// each attempt there with a fresh timestamp). Config.Rand makes the
+// jitter repeatable; a test that must not really sleep runs the sender in a
+// testing/synctest bubble, with an http.RoundTripper of its own.
 //
-// # GeoJSON
+// # The bytes every attempt sends
 //
-// [StampObservationTime] sets a Feature's observation_time once, when it is
-// ingested, and returns the bytes every attempt sends; [FeatureKey] derives
-// a stable key from the feature as read; [NewFeatureDelivery] does both.
-//
-// What a receiver can rely on: observation_time is stamped once per event,
-// before its first attempt (a feature that already has one keeps it), and
-// is part of the bytes every attempt sends. Through an [Outbox] (and the
-// examples/sender command, which uses one) those bytes are journaled
-// before the first attempt, so a re-run that stamps anew, a resumed crash
-// and a re-drive of the dead letter all send the first stamp, under the
-// first key; a bare [Sender] keeps it across the attempts of one
-// [Sender.Deliver], and a re-drive sends the dead letter's bytes, stamp
-// included. A re-run without the journal does stamp anew, but sends the
-// new stamp under the first key: the receiver keeps the first stamp and
-// answers the new one 422 key-reused, which an Outbox reports as
-// [ErrSentEarlier], never as a permanent failure. The stamp the receiver
-// holds is therefore always the first one sent, journal or not. So the
-// time orders the observations of a feature as the
-// sender first saw them, whatever order the deliveries arrive in: a
-// receiver keeps the newest per feature id with package
-// github.com/geoidem/geoidem/newest (examples/ingest does, on every store).
-// The time is the sender's clock at ingestion, not a sequence number: two
-// senders with skewed clocks order their observations by those clocks.
+// A delivery's body is sent as it is, byte for byte, on every attempt, so
+// a body that carries a time of ingestion (a GeoJSON Feature's
+// observation_time, say, as the examples' sender stamps it) carries the
+// same time on every attempt. Through an [Outbox] the bytes are journaled
+// before the first attempt, so a re-run that builds the body anew, a
+// resumed crash and a re-drive of the dead letter all send the first
+// bytes, under the first key; a bare [Sender] keeps them across the
+// attempts of one [Sender.Deliver], and a re-drive sends the dead letter's
+// bytes. A re-run without the journal that builds other bytes sends them
+// under the first key: the receiver keeps the first and answers the new
+// ones 422 key-reused, which an Outbox reports as [ErrSentEarlier], never
+// as a permanent failure. The bytes the receiver holds are therefore
+// always the first ones sent, journal or not, and a time stamped into
+// them orders the observations of a feature as the sender first saw them,
+// whatever order the deliveries arrive in: a receiver keeps the newest per
+// feature id with package github.com/geoidem/geoidem/newest (examples/ingest
+// does, on every store).
 package client

@@ -41,7 +41,7 @@ func Example() {
 		URL:         srv.URL + "/features",
 		Key:         "6f1c2a1e-9b4f-4a57-9c55-2c1b7f3c8a10",
 		Body:        []byte(`{"type":"Feature","id":"f1","geometry":null,"properties":null}`),
-		ContentType: client.FeatureContentType,
+		ContentType: "application/geo+json",
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -104,26 +104,6 @@ func ExampleBackoff_Delays() {
 	// true
 }
 
-func ExampleStampObservationTime() {
-	raw := []byte(`{"type": "Feature", "geometry": {"type": "Point", "coordinates": [13.4, 52.5]}, "properties": {"speed": 3}}`)
-	ingested := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	body, _ := client.StampObservationTime(raw, ingested)
-	fmt.Println(string(body))
-	// A retry an hour later sends the same bytes.
-	again, _ := client.StampObservationTime(body, ingested.Add(time.Hour))
-	fmt.Println(string(again) == string(body))
-	// Output:
-	// {"type":"Feature","geometry":{"type":"Point","coordinates":[13.4,52.5]},"properties":{"speed":3,"observation_time":"2026-03-01T12:00:00Z"}}
-	// true
-}
-
-func ExampleFeatureKey() {
-	a, _ := client.FeatureKey([]byte(`{"type":"Feature","geometry":null,"properties":null}`))
-	b, _ := client.FeatureKey([]byte("{\n  \"type\": \"Feature\",\n  \"geometry\": null,\n  \"properties\": null\n}"))
-	fmt.Println(a == b, len(a))
-	// Output: true 64
-}
-
 func ExampleEncodeKey() {
 	for _, key := range []string{"order-42", `order "42"`} {
 		v, _ := client.EncodeKey(key)
@@ -147,17 +127,24 @@ func ExampleParseRetryAfter() {
 	// 2m0s true
 }
 
-// A retry budget shared by every delivery to one endpoint.
+// A retry budget shared by every delivery to one endpoint: while the
+// endpoint is down, its one token of burst pays for one retry, and the
+// next delivery gives up after its first attempt instead of adding
+// retries to the outage.
 func ExampleRetryBudget() {
-	budget, _ := client.NewRetryBudget(client.BudgetConfig{Ratio: 0.1, Burst: 2})
-	fmt.Println(budget.Withdraw(), budget.Withdraw(), budget.Withdraw())
-	for range 10 {
-		budget.Deposit() // one delivery each
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	budget, _ := client.NewRetryBudget(client.BudgetConfig{Ratio: 0.1, Burst: 1})
+	s, _ := client.New(srv.Client(), client.Config{Budget: budget, Backoff: client.Backoff{Strategy: client.None}})
+	for _, key := range []string{"k1", "k2"} {
+		res, err := s.Deliver(context.Background(), client.Delivery{URL: srv.URL, Key: key, Body: []byte(`{}`)})
+		fmt.Println(key, res.Attempts, errors.Is(err, client.ErrBudgetExhausted))
 	}
-	fmt.Println(budget.Tokens())
 	// Output:
-	// true true false
-	// 1
+	// k1 2 true
+	// k2 1 true
 }
 
 // The JSON-lines form of a dead letter: the payload is embedded as JSON,
@@ -169,7 +156,7 @@ func ExampleNewJSONLinesSink() {
 		URL:         "https://receiver.example/features",
 		Method:      "POST",
 		Key:         "k1",
-		ContentType: client.FeatureContentType,
+		ContentType: "application/geo+json",
 		Payload:     []byte(`{"type":"Feature","geometry":null,"properties":null}`),
 		Attempts:    6,
 		LastStatus:  503,

@@ -21,3 +21,23 @@ func (j *FileJournal) Syncs() uint64 {
 	defer j.mu.Unlock()
 	return j.syncs
 }
+
+// Strategies lists every strategy, in declaration order.
+func Strategies() []Strategy {
+	return []Strategy{Decorrelated, FullJitter, EqualJitter, Exponential, None}
+}
+
+// Lines returns how many lines the journal's file holds.
+func (j *FileJournal) Lines() int { return j.lineCount() }
+
+// Deposit is deposit, for the tests of package client_test.
+func (b *RetryBudget) Deposit() { b.deposit() }
+
+// Withdraw is withdraw, for the tests of package client_test.
+func (b *RetryBudget) Withdraw() bool { return b.withdraw() }
+
+// Tokens returns the tokens now in the bucket.
+func (b *RetryBudget) Tokens() float64 { return b.available() }
+
+// DefaultMultiplier is the default Multiplier of Decorrelated.
+const DefaultMultiplier = defaultMultiplier

@@ -8,12 +8,14 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/senderclock"
 )
 
 // Defaults of a [FileJournalConfig].
 const (
-	DefaultJournalRetention = 24 * time.Hour
-	DefaultJournalCompact   = 1024
+	defaultJournalRetention = 24 * time.Hour
+	defaultJournalCompact   = 1024
 )
 
 // FileJournalConfig configures a [FileJournal]. Zero fields mean the
@@ -31,9 +33,10 @@ type FileJournalConfig struct {
 	// compacted (default 1024).
 	CompactAt int
 
-	// Clock supplies the times of entries and of retention (default
-	// [SystemClock]).
-	Clock Clock
+	// clock supplies the times of entries and of retention (nil:
+	// senderclock.System); only senderclock.Set sets it, for the
+	// repository's tests.
+	clock senderclock.Clock
 }
 
 // FileJournal is the embedded [Journal]: a file of JSON lines, one per
@@ -76,7 +79,7 @@ type FileJournal struct {
 	path      string
 	retention time.Duration
 	compactAt int
-	clock     Clock
+	clock     senderclock.Clock
 
 	// wrap, when set (by tests), stands between the journal and its
 	// files' writes and syncs: a full disk is simulated there.
@@ -136,13 +139,13 @@ func openFileJournal(path string, cfg FileJournalConfig, wrap func(*os.File) jou
 	j := &FileJournal{
 		wrap:      wrap,
 		path:      path,
-		retention: orDefault(cfg.Retention, DefaultJournalRetention),
-		compactAt: orDefault(cfg.CompactAt, DefaultJournalCompact),
-		clock:     cfg.Clock,
+		retention: orDefault(cfg.Retention, defaultJournalRetention),
+		compactAt: orDefault(cfg.CompactAt, defaultJournalCompact),
+		clock:     cfg.clock,
 		entries:   make(map[identity]*journalSlot),
 	}
 	if j.clock == nil {
-		j.clock = SystemClock{}
+		j.clock = senderclock.System{}
 	}
 	j.cond = sync.NewCond(&j.mu)
 	_, statErr := os.Stat(path)
@@ -268,8 +271,8 @@ func (j *FileJournal) Entries() []JournalEntry {
 	return out
 }
 
-// Lines returns how many lines the file holds: a measure of its growth.
-func (j *FileJournal) Lines() int {
+// lineCount returns how many lines the file holds: a measure of its growth.
+func (j *FileJournal) lineCount() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.lines

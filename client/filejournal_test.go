@@ -36,7 +36,7 @@ func entry(key, body string) client.JournalEntry {
 func TestFileJournalFirstRecordWins(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal")
-	j := openJournal(t, path, client.FileJournalConfig{Clock: newFakeClock()})
+	j := openJournal(t, path, withClock(newFakeClock(), client.FileJournalConfig{}))
 	first, err := j.Record(ctx, entry("k", `{"n":1}`))
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func TestFileJournalCompaction(t *testing.T) {
 	ctx := context.Background()
 	clock := newFakeClock()
 	path := filepath.Join(t.TempDir(), "journal")
-	cfg := client.FileJournalConfig{Retention: time.Hour, CompactAt: 32, Clock: clock}
+	cfg := withClock(clock, client.FileJournalConfig{Retention: time.Hour, CompactAt: 32})
 	j := openJournal(t, path, cfg)
 	const n = 1000
 	maxLines := 0

@@ -68,7 +68,7 @@ func TestOutboxFullDisk(t *testing.T) {
 	}
 	defer j.Close()
 	sink := &memSink{}
-	s, err := client.New(nil, client.Config{MaxAttempts: 2, Clock: newFakeClock(), Rand: newSource(1), DeadLetter: sink})
+	s, err := client.New(nil, withClock(newFakeClock(), client.Config{MaxAttempts: 2, Rand: newSource(1), DeadLetter: sink}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestOutboxFullDisk(t *testing.T) {
 	}
 
 	// Without a sink, nothing is sent and the error says why.
-	bare, _ := client.New(nil, client.Config{MaxAttempts: 2, Clock: newFakeClock()})
+	bare, _ := client.New(nil, withClock(newFakeClock(), client.Config{MaxAttempts: 2}))
 	_, err = client.NewOutbox(bare, j).Deliver(ctx, client.Delivery{URL: srv.URL + "/features", Key: "bare", Body: []byte(`{}`)})
 	if !errors.Is(err, client.ErrNotJournaled) {
 		t.Errorf("without a sink: %v; want ErrNotJournaled", err)
@@ -122,7 +122,7 @@ func TestOutboxFullDisk(t *testing.T) {
 	if p, _ := j2.Pending(ctx); len(p) != 0 {
 		t.Errorf("%d entries pending after the full disk, want 0", len(p))
 	}
-	s2, _ := client.New(nil, client.Config{Clock: newFakeClock()})
+	s2, _ := client.New(nil, withClock(newFakeClock(), client.Config{}))
 	if _, err := client.NewOutbox(s2, j2).Redrive(ctx, dls[0]); err != nil {
 		t.Fatalf("re-drive: %v", err)
 	}

@@ -1,11 +1,9 @@
 package client_test
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/geoidem/geoidem/client"
 )
@@ -56,40 +54,6 @@ func FuzzEncodeKey(f *testing.F) {
 		back, ok := unquote(v)
 		if !ok || back != key {
 			t.Fatalf("EncodeKey(%q) = %q, which parses back to %q, %v", key, v, back, ok)
-		}
-	})
-}
-
-func FuzzStampObservationTime(f *testing.F) {
-	for _, s := range []string{
-		`{"type":"Feature","geometry":null,"properties":null}`,
-		`{"type":"Feature","geometry":null}`,
-		`{"type":"Feature","geometry":null,"properties":{"a":[1,{"b":"<"}]}}`,
-		`{"type":"Feature","properties":{"observation_time":1}}`,
-		`{"type":"FeatureCollection"}`,
-		`[]`,
-	} {
-		f.Add([]byte(s))
-	}
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	f.Fuzz(func(t *testing.T, in []byte) {
-		out, err := client.StampObservationTime(in, now)
-		if err != nil {
-			return
-		}
-		var v struct {
-			Type       string                     `json:"type"`
-			Properties map[string]json.RawMessage `json:"properties"`
-		}
-		if err := json.Unmarshal(out, &v); err != nil || v.Type != "Feature" || v.Properties[client.ObservationTimeProperty] == nil {
-			t.Fatalf("StampObservationTime(%s) = %s: %v", in, out, err)
-		}
-		again, err := client.StampObservationTime(out, now.Add(time.Hour))
-		if err != nil || string(again) != string(out) {
-			t.Fatalf("restamping %s gave %s, %v", out, again, err)
-		}
-		if _, err := client.FeatureKey(in); err != nil {
-			t.Fatalf("FeatureKey rejects what StampObservationTime accepts: %v", err)
 		}
 	})
 }

@@ -9,9 +9,9 @@ import (
 
 // Header names the sender reads and writes.
 const (
-	HeaderIdempotencyKey = "Idempotency-Key"
-	HeaderReplayed       = "Idempotent-Replayed"
-	HeaderRetryAfter     = "Retry-After"
+	headerIdempotencyKey = "Idempotency-Key"
+	headerReplayed       = "Idempotent-Replayed"
+	headerRetryAfter     = "Retry-After"
 )
 
 // EncodeKey returns the Idempotency-Key header value for key: the key

@@ -13,13 +13,21 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/internal/senderclock"
 )
 
 // epoch is the fake clock's start: a fixed wall time without a monotonic
 // reading, so tests print and compare exact times.
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// fakeClock is a client.Clock whose Sleep returns at once, advancing the
+// withClock returns cfg, a client.Config or a client.FileJournalConfig,
+// with the clock c.
+func withClock[C client.Config | client.FileJournalConfig](c senderclock.Clock, cfg C) C {
+	senderclock.Set(&cfg, c)
+	return cfg
+}
+
+// fakeClock is a senderclock.Clock whose Sleep returns at once, advancing the
 // time by the requested duration and recording it.
 type fakeClock struct {
 	mu     sync.Mutex
@@ -58,7 +66,7 @@ func (c *fakeClock) Sleeps() []time.Duration {
 	return append([]time.Duration(nil), c.sleeps...)
 }
 
-// blockingClock is a client.Clock whose Sleep blocks until its context is
+// blockingClock is a senderclock.Clock whose Sleep blocks until its context is
 // done, announcing each wait on sleeping first.
 type blockingClock struct {
 	sleeping chan time.Duration

@@ -26,7 +26,7 @@ func TestInFlightRetriedUntilDeadline(t *testing.T) {
 	steps := slices.Repeat([]step{inFlight("1")}, 31) // 31 s of 409s, 1 s apart
 	tr := &scriptTransport{clock: clock, steps: append(steps, step{status: 201})}
 	sink := &memSink{}
-	s := newSender(t, tr, client.Config{Clock: clock, DeadLetter: sink})
+	s := newSender(t, tr, withClock(clock, client.Config{DeadLetter: sink}))
 	res, err := s.Deliver(context.Background(), delivery())
 	if err != nil || res.StatusCode != 201 {
 		t.Fatalf("Deliver = %d after %d attempts, %v; want 201 once the key is free", res.StatusCode, res.Attempts, err)
@@ -48,7 +48,7 @@ func TestInFlightNotCountedAgainstMaxAttempts(t *testing.T) {
 		steps := slices.Repeat([]step{inFlight("1")}, 20)
 		steps = append(steps, slices.Repeat([]step{{status: 503}}, tc.fails)...)
 		tr := &scriptTransport{clock: clock, steps: append(steps, step{status: 201})}
-		s := newSender(t, tr, client.Config{Clock: clock})
+		s := newSender(t, tr, withClock(clock, client.Config{}))
 		_, err := s.Deliver(context.Background(), delivery())
 		if !errors.Is(err, tc.wantErr) && (tc.wantErr != nil || err != nil) {
 			t.Errorf("%d × 409 then %d × 503: Deliver err = %v, want %v", 20, tc.fails, err, tc.wantErr)
@@ -63,7 +63,7 @@ func TestInFlightNotCountedAgainstMaxAttempts(t *testing.T) {
 func TestInFlightBounded(t *testing.T) {
 	clock := newFakeClock()
 	tr := &scriptTransport{clock: clock, steps: []step{inFlight("0")}}
-	s := newSender(t, tr, client.Config{Clock: clock, Deadline: time.Minute, AttemptTimeout: time.Second})
+	s := newSender(t, tr, withClock(clock, client.Config{Deadline: time.Minute, AttemptTimeout: time.Second}))
 	res, err := s.Deliver(context.Background(), delivery())
 	if !errors.Is(err, client.ErrDeadline) {
 		t.Fatalf("Deliver err = %v, want ErrDeadline", err)
@@ -79,7 +79,7 @@ func TestInFlightBounded(t *testing.T) {
 
 	clock = newFakeClock()
 	tr = &scriptTransport{clock: clock, steps: []step{inFlight("1")}}
-	s = newSender(t, tr, client.Config{Clock: clock, Deadline: -1})
+	s = newSender(t, tr, withClock(clock, client.Config{Deadline: -1}))
 	res, err = s.Deliver(context.Background(), delivery())
 	if !errors.Is(err, client.ErrExhausted) || res.Attempts != client.DefaultMaxAttempts {
 		t.Fatalf("without a deadline: %d attempts, %v; want ErrExhausted after %d", res.Attempts, err, client.DefaultMaxAttempts)

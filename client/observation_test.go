@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,9 +16,10 @@ import (
 )
 
 // TestObservationTimeStampedOncePerEvent holds what the package
-// documentation promises a receiver: observation_time is stamped once per
-// event, before the first attempt, and every attempt, a re-run that stamps
-// anew and a re-drive of the dead letter all carry that first stamp.
+// documentation promises a receiver: the bytes of a delivery, here a
+// Feature whose observation_time is stamped once per event before the
+// first attempt, are what every attempt, a re-run that stamps anew and a
+// re-drive of the dead letter all send, so all carry that first stamp.
 func TestObservationTimeStampedOncePerEvent(t *testing.T) {
 	ctx := context.Background()
 	var (
@@ -34,7 +36,7 @@ func TestObservationTimeStampedOncePerEvent(t *testing.T) {
 		_ = json.Unmarshal(b, &f)
 		mu.Lock()
 		defer mu.Unlock()
-		seen = append(seen, f.Properties[client.ObservationTimeProperty])
+		seen = append(seen, f.Properties["observation_time"])
 		key := r.Header.Get("Idempotency-Key")
 		switch {
 		case down:
@@ -48,17 +50,13 @@ func TestObservationTimeStampedOncePerEvent(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	feature := []byte(`{"type":"Feature","id":"f","geometry":null,"properties":{"n":"1"}}`)
 	first := time.Date(2026, 3, 1, 10, 0, 5, 0, time.UTC)
 	path := filepath.Join(t.TempDir(), "journal")
 	sink := &memSink{}
 
 	// The first run: every attempt fails, the event is dead-lettered.
 	ob, j := newOutbox(t, srv.URL, path, sink)
-	d, err := client.NewFeatureDelivery(srv.URL+"/features", feature, first)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := stampedFeature(srv.URL+"/features", first)
 	if _, err := ob.Deliver(ctx, d); err == nil {
 		t.Fatal("delivered while the receiver was down")
 	}
@@ -69,10 +67,7 @@ func TestObservationTimeStampedOncePerEvent(t *testing.T) {
 
 	// A re-run, later, stamps anew; the journal's first bytes are sent.
 	ob, _ = newOutbox(t, srv.URL, path, nil)
-	d2, err := client.NewFeatureDelivery(srv.URL+"/features", feature, first.Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d2 := stampedFeature(srv.URL+"/features", first.Add(time.Hour))
 	if _, err := ob.Deliver(ctx, d2); err != nil {
 		t.Fatal(err)
 	}
@@ -93,4 +88,13 @@ func TestObservationTimeStampedOncePerEvent(t *testing.T) {
 			t.Errorf("request %d carried observation_time %q, want the first stamp %q", i, s, want)
 		}
 	}
+}
+
+// stampedFeature returns the delivery of one Feature, under the same key
+// whatever now is, with its observation_time property set to now, as the
+// examples' geofeature package builds it.
+func stampedFeature(url string, now time.Time) client.Delivery {
+	body := fmt.Sprintf(`{"type":"Feature","id":"f","geometry":null,"properties":{"n":"1","observation_time":%q}}`,
+		now.UTC().Format(time.RFC3339Nano))
+	return client.Delivery{URL: url, Key: "feature-f", Body: []byte(body), ContentType: "application/geo+json"}
 }

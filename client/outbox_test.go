@@ -75,7 +75,7 @@ func (rv *replayer) set(f func(*replayer)) {
 
 func newOutbox(t *testing.T, url, path string, sink client.DeadLetterSink) (*client.Outbox, *client.FileJournal) {
 	t.Helper()
-	s, err := client.New(nil, client.Config{MaxAttempts: 2, Clock: newFakeClock(), Rand: newSource(1), DeadLetter: sink})
+	s, err := client.New(nil, withClock(newFakeClock(), client.Config{MaxAttempts: 2, Rand: newSource(1), DeadLetter: sink}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestOutboxKeyReusedIsSentEarlier(t *testing.T) {
 		t.Errorf("%d executions, want 1", rv.executed["event-1"])
 	}
 
-	s := newSender(t, http.DefaultTransport, client.Config{Clock: newFakeClock()})
+	s := newSender(t, http.DefaultTransport, withClock(newFakeClock(), client.Config{}))
 	if _, err := s.Deliver(ctx, d); !errors.Is(err, client.ErrPermanent) {
 		t.Errorf("bare Sender: err = %v; want ErrPermanent", err)
 	}

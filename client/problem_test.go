@@ -13,7 +13,7 @@ func TestProblemDocument(t *testing.T) {
 		"status":422,"detail":"ring not closed","instance":42,
 		"errors":[{"pointer":"/geometry/coordinates/0","detail":"not closed"}]}`
 	tr := &scriptTransport{steps: []step{{status: 422, body: body, header: map[string]string{"Content-Type": "application/problem+json; charset=utf-8"}}}}
-	s := newSender(t, tr, client.Config{Clock: newFakeClock()})
+	s := newSender(t, tr, withClock(newFakeClock(), client.Config{}))
 	res, err := s.Deliver(context.Background(), delivery())
 	var se *client.StatusError
 	if !errors.As(err, &se) || se.Problem == nil {
@@ -41,7 +41,7 @@ func TestProblemDocument(t *testing.T) {
 // whatever its body.
 func TestProblemOnlyFromProblemJSON(t *testing.T) {
 	tr := &scriptTransport{steps: []step{{status: 400, body: `{"title":"x"}`, header: map[string]string{"Content-Type": "application/json"}}}}
-	s := newSender(t, tr, client.Config{Clock: newFakeClock()})
+	s := newSender(t, tr, withClock(newFakeClock(), client.Config{}))
 	res, _ := s.Deliver(context.Background(), delivery())
 	if res.Problem != nil {
 		t.Errorf("application/json parsed as a problem: %+v", res.Problem)

@@ -26,7 +26,7 @@ func TestDelaysFollowBackoff(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		clock := newFakeClock()
 		tr := &scriptTransport{steps: []step{{status: 503}}}
-		s := newSender(t, tr, client.Config{Clock: clock, Rand: newSource(seed), Deadline: -1})
+		s := newSender(t, tr, withClock(clock, client.Config{Rand: newSource(seed), Deadline: -1}))
 		res, err := s.Deliver(context.Background(), delivery())
 		if !errors.Is(err, client.ErrExhausted) {
 			t.Fatalf("err = %v, want ErrExhausted", err)
@@ -91,8 +91,8 @@ func TestRetryAfter(t *testing.T) {
 			t.Run(fmt.Sprintf("%d %s", status, tc.name), func(t *testing.T) {
 				clock := newFakeClock()
 				tr := &scriptTransport{steps: []step{{status: status, header: tc.header}, {status: 200}}}
-				cfg := tc.cfg
-				cfg.Clock, cfg.Deadline = clock, -1
+				cfg := withClock(clock, tc.cfg)
+				cfg.Deadline = -1
 				var hooks []client.Attempt
 				cfg.OnAttempt = func(a client.Attempt) { hooks = append(hooks, a) }
 				s := newSender(t, tr, cfg)
@@ -111,7 +111,7 @@ func TestRetryAfter(t *testing.T) {
 	t.Run("malformed: the computed delay", func(t *testing.T) {
 		clock := newFakeClock()
 		tr := &scriptTransport{steps: []step{{status: 503, header: map[string]string{"Retry-After": "soon"}}, {status: 200}}}
-		s := newSender(t, tr, client.Config{Clock: clock, Backoff: client.Backoff{Strategy: client.Exponential, Base: 3 * time.Second}})
+		s := newSender(t, tr, withClock(clock, client.Config{Backoff: client.Backoff{Strategy: client.Exponential, Base: 3 * time.Second}}))
 		if _, err := s.Deliver(context.Background(), delivery()); err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestRetryableSet(t *testing.T) {
 		}
 		t.Run("retried "+name, func(t *testing.T) {
 			tr := &scriptTransport{steps: []step{st, {status: 201}}}
-			s := newSender(t, tr, client.Config{Clock: newFakeClock()})
+			s := newSender(t, tr, withClock(newFakeClock(), client.Config{}))
 			res, err := s.Deliver(context.Background(), delivery())
 			if err != nil || res.Attempts != 2 || res.StatusCode != 201 {
 				t.Errorf("Deliver = %+v, %v; want success on attempt 2", res, err)
@@ -156,7 +156,7 @@ func TestRetryableSet(t *testing.T) {
 			clock := newFakeClock()
 			sink := &memSink{}
 			tr := &scriptTransport{steps: []step{st, {status: 201}}}
-			s := newSender(t, tr, client.Config{Clock: clock, DeadLetter: sink})
+			s := newSender(t, tr, withClock(clock, client.Config{DeadLetter: sink}))
 			res, err := s.Deliver(context.Background(), delivery())
 			if !errors.Is(err, client.ErrPermanent) {
 				t.Fatalf("err = %v, want ErrPermanent", err)
@@ -212,7 +212,7 @@ func TestConnectionErrors(t *testing.T) {
 		// Keep-alives off, so the transport cannot replay the request on
 		// its own and the retry is ours.
 		hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-		s, err := client.New(hc, client.Config{Clock: newFakeClock()})
+		s, err := client.New(hc, withClock(newFakeClock(), client.Config{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +230,7 @@ func TestConnectionErrors(t *testing.T) {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		s, err := client.New(nil, client.Config{Clock: newFakeClock(), MaxAttempts: 3})
+		s, err := client.New(nil, withClock(newFakeClock(), client.Config{MaxAttempts: 3}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +247,7 @@ func TestConnectionErrors(t *testing.T) {
 		srv.StartTLS()
 		defer srv.Close()
 		hc := &http.Client{Transport: &http.Transport{}} // does not trust the test CA
-		s, err := client.New(hc, client.Config{Clock: newFakeClock()})
+		s, err := client.New(hc, withClock(newFakeClock(), client.Config{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,6 +291,16 @@ func TestRetryBudget(t *testing.T) {
 		if !d.Withdraw() {
 			t.Errorf("ten deposits of 0.1 gave %v tokens", d.Tokens())
 		}
+		e, _ := client.NewRetryBudget(client.BudgetConfig{Ratio: 0.1, Burst: 2})
+		if got := []bool{e.Withdraw(), e.Withdraw(), e.Withdraw()}; !slices.Equal(got, []bool{true, true, false}) {
+			t.Errorf("three withdrawals from a full bucket of 2: %v", got)
+		}
+		for range 10 {
+			e.Deposit() // one delivery each
+		}
+		if got := e.Tokens(); got != 1 {
+			t.Errorf("ten deposits of 0.1 into an empty bucket: %v tokens, want 1", got)
+		}
 		if _, err := client.NewRetryBudget(client.BudgetConfig{Ratio: -1}); !errors.Is(err, client.ErrInvalidConfig) {
 			t.Errorf("negative ratio: %v", err)
 		}
@@ -301,7 +311,7 @@ func TestRetryBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr := &scriptTransport{steps: []step{{status: 503}}}
-		s := newSender(t, tr, client.Config{Clock: newFakeClock(), Budget: budget, Deadline: -1})
+		s := newSender(t, tr, withClock(newFakeClock(), client.Config{Budget: budget, Deadline: -1}))
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		outOfBudget := 0
@@ -331,8 +341,8 @@ func TestRetryBudget(t *testing.T) {
 		budget, _ := client.NewRetryBudget(client.BudgetConfig{Burst: 1, Ratio: 1e-6})
 		tr := &scriptTransport{steps: []step{{status: 503}}}
 		sink := &memSink{}
-		a := newSender(t, tr, client.Config{Clock: newFakeClock(), Budget: budget, DeadLetter: sink})
-		b := newSender(t, tr, client.Config{Clock: newFakeClock(), Budget: budget, DeadLetter: sink})
+		a := newSender(t, tr, withClock(newFakeClock(), client.Config{Budget: budget, DeadLetter: sink}))
+		b := newSender(t, tr, withClock(newFakeClock(), client.Config{Budget: budget, DeadLetter: sink}))
 		ra, erra := a.Deliver(context.Background(), delivery())
 		rb, errb := b.Deliver(context.Background(), delivery())
 		if !errors.Is(erra, client.ErrBudgetExhausted) || ra.Attempts != 2 {

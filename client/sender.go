@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/geoidem/geoidem/internal/senderclock"
 )
 
 // Sender delivers payloads with the retry contract of the geoidem
@@ -27,7 +29,7 @@ type Sender struct {
 	prepare        func(*http.Request, AttemptStart) error
 	onAttempt      func(Attempt)
 	onWaitEnd      func(Attempt)
-	clock          Clock
+	clock          senderclock.Clock
 	log            *slog.Logger
 
 	rndMu sync.Mutex
@@ -75,17 +77,17 @@ func New(hc *http.Client, cfg Config) (*Sender, error) {
 		deadline:       orDefault(cfg.Deadline, DefaultDeadline),
 		attemptTimeout: orDefault(cfg.AttemptTimeout, DefaultAttemptTimeout),
 		maxRetryAfter:  orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter),
-		maxBody:        orDefault(cfg.MaxResponseBytes, DefaultMaxResponseBytes),
+		maxBody:        orDefault(cfg.MaxResponseBytes, defaultMaxResponseBytes),
 		budget:         cfg.Budget,
 		sink:           cfg.DeadLetter,
 		prepare:        cfg.PrepareAttempt,
 		onAttempt:      cfg.OnAttempt,
 		onWaitEnd:      cfg.OnWaitEnd,
-		clock:          cfg.Clock,
+		clock:          cfg.clock,
 		log:            cfg.Logger,
 	}
 	if s.clock == nil {
-		s.clock = SystemClock{}
+		s.clock = senderclock.System{}
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -39,7 +39,7 @@ func stopped(stop <-chan struct{}) bool {
 	}
 }
 
-// sleep is Clock.Sleep that also ends when stop is closed.
+// sleep is the clock's Sleep that also ends when stop is closed.
 func (s *Sender) sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()

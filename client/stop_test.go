@@ -56,7 +56,7 @@ func TestOutboxStop(t *testing.T) {
 	sink := &memSink{}
 	clock := &blockingClock{sleeping: make(chan time.Duration, 1)}
 	newSender := func() *client.Sender {
-		s, err := client.New(nil, client.Config{MaxAttempts: 3, Clock: clock, Rand: newSource(1), DeadLetter: sink})
+		s, err := client.New(nil, withClock(clock, client.Config{MaxAttempts: 3, Rand: newSource(1), DeadLetter: sink}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ func TestUnknownTransportErrorIsRetried(t *testing.T) {
 	} {
 		t.Run(err.Error(), func(t *testing.T) {
 			tr := &scriptTransport{steps: []step{{err: err}, {status: 201}}}
-			s := newSender(t, tr, client.Config{Clock: newFakeClock()})
+			s := newSender(t, tr, withClock(newFakeClock(), client.Config{}))
 			res, derr := s.Deliver(context.Background(), delivery())
 			if derr != nil || res.Attempts != 2 {
 				t.Errorf("Deliver = %+v, %v; want success on attempt 2", res, derr)
@@ -44,7 +44,7 @@ func TestRedirectPolicyIsPermanent(t *testing.T) {
 		{CheckRedirect: func(*http.Request, []*http.Request) error { return errors.New("no redirects") }},
 	} {
 		n = 0
-		s, err := client.New(hc, client.Config{Clock: newFakeClock()})
+		s, err := client.New(hc, withClock(newFakeClock(), client.Config{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func TestRedirectPolicyIsPermanent(t *testing.T) {
 func TestMalformedRequestIsPermanent(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(201) }))
 	defer srv.Close()
-	s, err := client.New(nil, client.Config{Clock: newFakeClock()})
+	s, err := client.New(nil, withClock(newFakeClock(), client.Config{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,7 @@ func TestOnWaitEnd(t *testing.T) {
 		{status: 201, took: time.Second},
 	}}
 	var events []string
-	s := newSender(t, tr, client.Config{
-		Clock:   clock,
+	s := newSender(t, tr, withClock(clock, client.Config{
 		Backoff: client.Backoff{Strategy: client.Exponential, Base: time.Second},
 		OnAttempt: func(a client.Attempt) {
 			events = append(events, fmt.Sprintf("attempt %d final=%t delay=%v at %v", a.Number, a.Final, a.Delay, clock.Now().Sub(epoch)))
@@ -32,7 +31,7 @@ func TestOnWaitEnd(t *testing.T) {
 		OnWaitEnd: func(a client.Attempt) {
 			events = append(events, fmt.Sprintf("wait after %d delay=%v retry-after=%t ended at %v", a.Number, a.Delay, a.FromRetryAfter, clock.Now().Sub(epoch)))
 		},
-	})
+	}))
 	if _, err := s.Deliver(context.Background(), delivery()); err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +55,7 @@ func TestOnWaitEndWhenTheWaitIsCut(t *testing.T) {
 			tr := &scriptTransport{steps: []step{{status: 503}}}
 			var mu sync.Mutex
 			var opened, closed []int
-			s := newSender(t, tr, client.Config{
-				Clock: clock,
+			s := newSender(t, tr, withClock(clock, client.Config{
 				OnAttempt: func(a client.Attempt) {
 					if !a.Final {
 						mu.Lock()
@@ -70,7 +68,7 @@ func TestOnWaitEndWhenTheWaitIsCut(t *testing.T) {
 					closed = append(closed, a.Number)
 					mu.Unlock()
 				},
-			})
+			}))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)

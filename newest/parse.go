@@ -47,10 +47,10 @@ func upperTZ(r rune) rune {
 	return r
 }
 
-// ParseJSON parses a JSON value that must be a string holding an RFC 3339
+// parseJSON parses a JSON value that must be a string holding an RFC 3339
 // date-time (see [Parse]); a number, null or anything else fails with a
 // [*TimeError] wrapping [ErrInvalidTime].
-func ParseJSON(value []byte) (time.Time, error) {
+func parseJSON(value []byte) (time.Time, error) {
 	var s string
 	if err := json.Unmarshal(value, &s); err != nil {
 		return time.Time{}, &TimeError{Err: ErrInvalidTime, Value: truncate(string(value)), detail: "not a JSON string"}

@@ -80,7 +80,7 @@ func (p Policy) Check(t time.Time) error {
 
 // TimeError is an observation time that a receiver refuses: for good (a
 // 422) one that is not an RFC 3339 date-time ([ErrInvalidTime]: [Parse],
-// [ParseJSON], [FromProperties]) or that is given twice
+// [FromProperties]) or that is given twice
 // ([ErrDuplicateMember]: FromProperties); until its clock catches up (a
 // transient answer with Retry-After Time.Sub(Bound)) one that is too far
 // ahead of the receiver's clock ([ErrAhead]: [Policy.Check]).
@@ -93,7 +93,7 @@ type TimeError struct {
 	// errors.Is finds it through the TimeError.
 	Err error
 	// Value is what was refused, for a message: a JSON value as sent
-	// (ParseJSON, FromProperties), a quoted string (Parse, and Check's time
+	// (FromProperties), a quoted string (Parse, and Check's time
 	// in RFC 3339), or for ErrDuplicateMember the member's name quoted; cut
 	// after 64 bytes with "…".
 	Value string

@@ -49,7 +49,7 @@ var ErrInvalidProperties = errors.New("properties are not a JSON object or null"
 //     RawFeature), null, or an object without the member: the feature has
 //     no time ([Observation] with a zero Time);
 //   - the time and ok true when the member's value is a string holding an
-//     RFC 3339 date-time ([ParseJSON]);
+//     RFC 3339 date-time (see [Parse]);
 //   - ok true and a [*TimeError] when the member is there but its value is
 //     anything else, null included ([ErrInvalidTime]), or when it is there
 //     more than once ([ErrDuplicateMember], whatever the values): never a
@@ -99,7 +99,7 @@ func FromProperties(props []byte, member string) (time.Time, bool, error) {
 	if value == nil {
 		return time.Time{}, false, nil
 	}
-	t, err := ParseJSON(value)
+	t, err := parseJSON(value)
 	return t, true, err
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/geoidem/geoidem/client"
 	"github.com/geoidem/geoidem/internal/answer"
+	"github.com/geoidem/geoidem/internal/senderclock"
 	"github.com/geoidem/geoidem/standardwebhooks"
 )
 
@@ -134,7 +135,7 @@ func TestVerifyTimestampAhead(t *testing.T) {
 	}
 }
 
-// senderClock is a client.Clock whose Sleep advances the receiver's fake
+// senderClock is the sender's clock (set with senderclock.Set), whose Sleep advances the receiver's fake
 // clock: the sender waits on the receiver's time.
 type senderClock struct{ c *fakeClock }
 
@@ -157,8 +158,7 @@ func TestPairedSenderRetriesTimestampAhead(t *testing.T) {
 	defer srv.Close()
 	at := f.clock.Now().Add(6 * time.Minute)
 	var attempts []client.Attempt
-	s, err := client.New(srv.Client(), client.Config{
-		Clock: senderClock{f.clock},
+	cfg := client.Config{
 		PrepareAttempt: func(req *http.Request, _ client.AttemptStart) error {
 			req.Header.Set(standardwebhooks.HeaderID, "msg_1")
 			req.Header.Set(standardwebhooks.HeaderTimestamp, strconv.FormatInt(at.Unix(), 10))
@@ -166,7 +166,9 @@ func TestPairedSenderRetriesTimestampAhead(t *testing.T) {
 			return nil
 		},
 		OnAttempt: func(a client.Attempt) { attempts = append(attempts, a) },
-	})
+	}
+	senderclock.Set(&cfg, senderClock{f.clock})
+	s, err := client.New(srv.Client(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

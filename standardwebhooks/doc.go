@@ -47,12 +47,12 @@
 //
 // Everything but the signature's match can be checked from the headers
 // alone ([Verifier.CheckHeaders]): the three headers are there, webhook-id
-// is at most MaxIDLen bytes of printable ASCII (what the middleware takes
+// is at most 255 bytes of printable ASCII (what the middleware takes
 // as a key), webhook-timestamp is a Unix time no older than the
 // tolerance (one ahead of it waits for the signature: see above), and
-// webhook-signature carries at most MaxSignatures (16) signatures, at
+// webhook-signature carries at most 16 signatures, at
 // least one of them well formed and of a version the Verifier holds a key
-// for. So a request costs at most MaxSignatures times the keys held in
+// for. So a request costs at most 16 times the keys held in
 // HMACs or ed25519 verifications, whatever its headers. The Handler runs
 // those checks, and the query rule below, before it reads a byte of the
 // body, answering as it always has (401, or 400 for the query), so

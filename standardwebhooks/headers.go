@@ -13,7 +13,7 @@ import (
 // CheckHeaders runs every check of [Verifier.Verify] that needs no body:
 // the three headers are present, once each where that matters, webhook-id
 // is well formed, webhook-timestamp is a Unix time no further in the past
-// than the tolerance, and webhook-signature carries at most MaxSignatures signatures, at least
+// than the tolerance, and webhook-signature carries at most 16 signatures, at least
 // one of them well formed and of a version this Verifier holds a key for.
 // It returns nil when only the body can tell whether the request is
 // authentic (a timestamp ahead of the clock included: whether the request
@@ -57,9 +57,9 @@ func (v *Verifier) checkHeaders(h http.Header) (message, error) {
 	if err := checkReceivedID(m.id); err != nil {
 		return message{}, err
 	}
-	tokens := signatureTokens(sigs, MaxSignatures+1)
-	if len(tokens) > MaxSignatures {
-		return message{}, failf(ErrMalformedHeaders, "The webhook-signature carries more than %d signatures.", MaxSignatures)
+	tokens := signatureTokens(sigs, maxSignatures+1)
+	if len(tokens) > maxSignatures {
+		return message{}, failf(ErrMalformedHeaders, "The webhook-signature carries more than %d signatures.", maxSignatures)
 	}
 	secs, ok := parseUnix(m.timestamp)
 	if !ok {
@@ -79,11 +79,11 @@ func (v *Verifier) checkHeaders(h http.Header) (message, error) {
 		version, text, ok := strings.Cut(tok, ",")
 		switch {
 		case !ok:
-		case version == SignatureVersion && len(v.secrets) > 0:
+		case version == signatureVersion && len(v.secrets) > 0:
 			if _, ok := decode(text, sha256.Size); ok {
 				m.sigs = append(m.sigs, signature{version: version, text: text})
 			}
-		case version == SignatureVersionAsymmetric && len(v.publics) > 0:
+		case version == signatureVersionAsymmetric && len(v.publics) > 0:
 			if raw, ok := decode(text, ed25519.SignatureSize); ok {
 				m.sigs = append(m.sigs, signature{version: version, raw: raw})
 			}
@@ -120,14 +120,14 @@ func signatureTokens(fields []string, limit int) []string {
 	return tokens
 }
 
-// checkReceivedID checks a received webhook-id: at most MaxIDLen bytes of
+// checkReceivedID checks a received webhook-id: at most maxIDLen bytes of
 // printable ASCII. That is what the geoidem middleware takes as a key, so
 // an id it would refuse is refused here, before the body is read. Unlike
 // [Signer.SignRequest], a Verifier takes full stops and surrounding spaces:
 // other senders may sign them. The error never contains the id.
 func checkReceivedID(id string) error {
-	if len(id) > MaxIDLen {
-		return failf(ErrMalformedHeaders, "The webhook-id is %d bytes long; at most %d are accepted.", len(id), MaxIDLen)
+	if len(id) > maxIDLen {
+		return failf(ErrMalformedHeaders, "The webhook-id is %d bytes long; at most %d are accepted.", len(id), maxIDLen)
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; c < 0x20 || c > 0x7e {

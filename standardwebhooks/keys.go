@@ -14,18 +14,18 @@ import (
 // keys, as the specification presents them: the prefix followed by the
 // standard base64 encoding of the key bytes.
 const (
-	// PublicKeyPrefix marks a public key: 32 bytes, the ed25519 public
+	// publicKeyPrefix marks a public key: 32 bytes, the ed25519 public
 	// key a receiver verifies with ([ParsePublicKey]).
-	PublicKeyPrefix = "whpk_"
-	// SigningKeyPrefix marks a signing (secret) key: 32 bytes, the ed25519
+	publicKeyPrefix = "whpk_"
+	// signingKeyPrefix marks a signing (secret) key: 32 bytes, the ed25519
 	// seed (RFC 8032's private key) a sender signs with
 	// ([ParseSigningKey]), as the reference libraries read it.
-	SigningKeyPrefix = "whsk_"
+	signingKeyPrefix = "whsk_"
 )
 
-// SignatureVersionAsymmetric is the version tag of the asymmetric
+// signatureVersionAsymmetric is the version tag of the asymmetric
 // (ed25519) signatures this package produces and checks.
-const SignatureVersionAsymmetric = "v1a"
+const signatureVersionAsymmetric = "v1a"
 
 // ErrInvalidKey is wrapped by every error ParsePublicKey, ParseSigningKey,
 // NewPublicKey and NewSigningKey return. The errors never contain the key.
@@ -63,9 +63,9 @@ type SigningKey struct {
 // ParsePublicKey checks the length only; whether the bytes encode a point
 // of the curve shows when a signature is verified with them (none does).
 func ParsePublicKey(s string) (PublicKey, error) {
-	key, err := parseKey(s, PublicKeyPrefix, "public key", map[string]string{
-		SigningKeyPrefix: "a signing key (whsk_), not a public key: give a receiver the signing key's public key (SigningKey.Public), never the signing key",
-		SecretPrefix:     "a symmetric secret (whsec_), not a public key: use ParseSecret and VerifierConfig.Secrets",
+	key, err := parseKey(s, publicKeyPrefix, "public key", map[string]string{
+		signingKeyPrefix: "a signing key (whsk_), not a public key: give a receiver the signing key's public key (SigningKey.Public), never the signing key",
+		secretPrefix:     "a symmetric secret (whsec_), not a public key: use ParseSecret and VerifierConfig.Secrets",
 	})
 	if err != nil {
 		return PublicKey{}, err
@@ -95,9 +95,9 @@ func NewPublicKey(key ed25519.PublicKey) (PublicKey, error) {
 // ignores surrounding white space. A public key ("whpk_") or a symmetric
 // secret ("whsec_") is refused. Errors wrap [ErrInvalidKey].
 func ParseSigningKey(s string) (SigningKey, error) {
-	seed, err := parseKey(s, SigningKeyPrefix, "signing key", map[string]string{
-		PublicKeyPrefix: "a public key (whpk_), not a signing key: a sender signs with the signing key (whsk_)",
-		SecretPrefix:    "a symmetric secret (whsec_), not a signing key: use ParseSecret and SignerConfig.Secrets",
+	seed, err := parseKey(s, signingKeyPrefix, "signing key", map[string]string{
+		publicKeyPrefix: "a public key (whpk_), not a signing key: a sender signs with the signing key (whsk_)",
+		secretPrefix:    "a symmetric secret (whsec_), not a signing key: use ParseSecret and SignerConfig.Secrets",
 	})
 	if err != nil {
 		return SigningKey{}, err
@@ -175,7 +175,7 @@ func (k SigningKey) Encode() string {
 	if k.IsZero() {
 		return ""
 	}
-	return SigningKeyPrefix + base64.StdEncoding.EncodeToString(k.key.Seed())
+	return signingKeyPrefix + base64.StdEncoding.EncodeToString(k.key.Seed())
 }
 
 // IsZero reports whether k holds no key.
@@ -200,7 +200,7 @@ func (k PublicKey) Encode() string {
 	if k.IsZero() {
 		return ""
 	}
-	return PublicKeyPrefix + base64.StdEncoding.EncodeToString(k.key)
+	return publicKeyPrefix + base64.StdEncoding.EncodeToString(k.key)
 }
 
 // IsZero reports whether k holds no key.
@@ -228,7 +228,7 @@ func SignAsymmetric(key SigningKey, id string, ts time.Time, body []byte) string
 	if key.IsZero() {
 		return ""
 	}
-	return SignatureVersionAsymmetric + "," + edSign(key, id, strconv.FormatInt(ts.Unix(), 10), body)
+	return signatureVersionAsymmetric + "," + edSign(key, id, strconv.FormatInt(ts.Unix(), 10), body)
 }
 
 // edSign returns the base64 ed25519 signature of id.timestamp.body.

@@ -19,7 +19,7 @@ const (
 	ProblemSignatureMissing = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#webhook-signature-missing"
 	// ProblemSignatureInvalid (401): no signature matches any secret, or
 	// the headers are malformed (a timestamp that is not a Unix time, a
-	// header sent twice, a webhook-id over MaxIDLen bytes or not printable
+	// header sent twice, a webhook-id over 255 bytes or not printable
 	// ASCII, no well-formed signature of a version the Verifier checks).
 	ProblemSignatureInvalid = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#webhook-signature-invalid"
 	// ProblemTimestampOutOfTolerance (401): webhook-timestamp is further

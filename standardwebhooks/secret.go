@@ -8,16 +8,16 @@ import (
 	"strings"
 )
 
-// SecretPrefix marks a serialized symmetric signing secret: "whsec_"
+// secretPrefix marks a serialized symmetric signing secret: "whsec_"
 // followed by the standard base64 encoding of the key bytes.
-const SecretPrefix = "whsec_"
+const secretPrefix = "whsec_"
 
-// MinSigningSecretLen is the shortest key, in bytes, of any Secret:
+// minSigningSecretLen is the shortest key, in bytes, of any Secret:
 // the specification requires secrets of at least 24 random bytes, and
 // [NewSecret] and [ParseSecret] refuse shorter ones, so neither a [Signer]
 // nor a [Verifier] can run on a key an attacker could guess ("whsec_AA" is
 // one zero byte).
-const MinSigningSecretLen = 24
+const minSigningSecretLen = 24
 
 // ErrInvalidSecret is wrapped by every error ParseSecret and NewSecret
 // return. The errors never contain the secret itself.
@@ -39,17 +39,17 @@ type Secret struct {
 // the reference libraries, it also accepts the base64 text without the
 // prefix, and it accepts base64 with or without padding. Surrounding white
 // space (a trailing newline from a file or an environment variable) is
-// ignored. A key shorter than MinSigningSecretLen bytes is refused.
+// ignored. A key shorter than 24 bytes is refused.
 //
 // Asymmetric keys ("whsk_", "whpk_": ed25519, signature version v1a) are
 // refused: parse them with [ParseSigningKey] and [ParsePublicKey]. Errors
 // wrap [ErrInvalidSecret].
 func ParseSecret(s string) (Secret, error) {
 	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, SigningKeyPrefix) || strings.HasPrefix(s, PublicKeyPrefix) {
+	if strings.HasPrefix(s, signingKeyPrefix) || strings.HasPrefix(s, publicKeyPrefix) {
 		return Secret{}, fmt.Errorf("%w: an asymmetric (ed25519, v1a) key, not a secret: use ParseSigningKey (whsk_) or ParsePublicKey (whpk_)", ErrInvalidSecret)
 	}
-	s = strings.TrimPrefix(s, SecretPrefix)
+	s = strings.TrimPrefix(s, secretPrefix)
 	if s == "" {
 		return Secret{}, fmt.Errorf("%w: empty", ErrInvalidSecret)
 	}
@@ -63,13 +63,13 @@ func ParseSecret(s string) (Secret, error) {
 
 // NewSecret returns a Secret holding a copy of key, the raw key bytes (not
 // base64). It returns an error, wrapping [ErrInvalidSecret], for a key
-// shorter than MinSigningSecretLen bytes.
+// shorter than 24 bytes.
 func NewSecret(key []byte) (Secret, error) {
 	if len(key) == 0 {
 		return Secret{}, fmt.Errorf("%w: empty", ErrInvalidSecret)
 	}
-	if len(key) < MinSigningSecretLen {
-		return Secret{}, fmt.Errorf("%w: %d bytes long; secrets must be at least %d", ErrInvalidSecret, len(key), MinSigningSecretLen)
+	if len(key) < minSigningSecretLen {
+		return Secret{}, fmt.Errorf("%w: %d bytes long; secrets must be at least %d", ErrInvalidSecret, len(key), minSigningSecretLen)
 	}
 	return Secret{key: append([]byte(nil), key...)}, nil
 }
@@ -89,7 +89,7 @@ func (s Secret) Encode() string {
 	if len(s.key) == 0 {
 		return ""
 	}
-	return SecretPrefix + base64.StdEncoding.EncodeToString(s.key)
+	return secretPrefix + base64.StdEncoding.EncodeToString(s.key)
 }
 
 // IsZero reports whether s holds no key.

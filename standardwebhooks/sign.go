@@ -26,16 +26,16 @@ const (
 	HeaderSignature = "webhook-signature"
 )
 
-// SignatureVersion is the version tag of the symmetric (HMAC-SHA256)
+// signatureVersion is the version tag of the symmetric (HMAC-SHA256)
 // signatures this package produces and checks; the asymmetric ones are
-// tagged [SignatureVersionAsymmetric]. Signatures with any other tag are
+// tagged "v1a". Signatures with any other tag are
 // ignored when verifying.
-const SignatureVersion = "v1"
+const signatureVersion = "v1"
 
-// MaxIDLen is the longest message id, in bytes, a Signer signs and a
+// maxIDLen is the longest message id, in bytes, a Signer signs and a
 // Verifier accepts; it matches the longest idempotency key the geoidem
 // middleware accepts.
-const MaxIDLen = 255
+const maxIDLen = 255
 
 // ErrInvalidID is wrapped by the error SignRequest returns for a message id
 // it will not sign.
@@ -50,7 +50,7 @@ var ErrInvalidID = errors.New("standardwebhooks: invalid message id")
 // Sign does not check id; [Signer.SignRequest] does. A zero secret signs
 // with an empty key, which no Verifier accepts.
 func Sign(secret Secret, id string, ts time.Time, body []byte) string {
-	return SignatureVersion + "," + mac(secret, id, strconv.FormatInt(ts.Unix(), 10), body)
+	return signatureVersion + "," + mac(secret, id, strconv.FormatInt(ts.Unix(), 10), body)
 }
 
 // mac returns the base64 HMAC-SHA256 of id.timestamp.body.
@@ -67,7 +67,7 @@ func mac(secret Secret, id, timestamp string, body []byte) string {
 // SignerConfig configures a Signer.
 type SignerConfig struct {
 	// Secrets sign every request with HMAC-SHA256 (v1), each of at
-	// least MinSigningSecretLen bytes. Each secret adds one signature to
+	// least 24 bytes. Each secret adds one signature to
 	// webhook-signature, the first secret's first. To rotate a receiver's
 	// secret without downtime, sign with the new and the old secret until
 	// the receiver has switched, then drop the old one.
@@ -81,9 +81,8 @@ type SignerConfig struct {
 	SigningKeys []SigningKey
 
 	// Now returns the time of an attempt, written to webhook-timestamp.
-	// Default time.Now. Pass the same clock as the sender's (for the
-	// geoidem client: Config.Clock.Now) so that a fake clock in tests
-	// moves both.
+	// Default time.Now. A test that fakes the sender's clock passes the
+	// same clock here, so that it moves both.
 	Now func() time.Time
 }
 
@@ -113,7 +112,7 @@ type Signer struct {
 }
 
 // NewSigner returns a Signer, or an error when cfg has neither a secret
-// nor a signing key, a secret shorter than MinSigningSecretLen bytes, or a
+// nor a signing key, a secret shorter than 24 bytes, or a
 // zero SigningKey.
 func NewSigner(cfg SignerConfig) (*Signer, error) {
 	if len(cfg.Secrets) == 0 && len(cfg.SigningKeys) == 0 {
@@ -121,8 +120,8 @@ func NewSigner(cfg SignerConfig) (*Signer, error) {
 	}
 	s := &Signer{now: cfg.Now}
 	for i, sec := range cfg.Secrets {
-		if len(sec.key) < MinSigningSecretLen {
-			return nil, fmt.Errorf("standardwebhooks: SignerConfig.Secrets[%d] is %d bytes long; signing secrets must be at least %d", i, len(sec.key), MinSigningSecretLen)
+		if len(sec.key) < minSigningSecretLen {
+			return nil, fmt.Errorf("standardwebhooks: SignerConfig.Secrets[%d] is %d bytes long; signing secrets must be at least %d", i, len(sec.key), minSigningSecretLen)
 		}
 		s.secrets = append(s.secrets, sec)
 	}
@@ -150,7 +149,7 @@ func NewSigner(cfg SignerConfig) (*Signer, error) {
 // signature are fresh.
 //
 // It returns an error wrapping [ErrInvalidID], and leaves req unchanged,
-// when id is empty, longer than MaxIDLen, contains a byte outside
+// when id is empty, longer than 255 bytes, contains a byte outside
 // printable ASCII, begins or ends with a space (HTTP would strip it, so the
 // receiver would verify another id), or contains a full stop. The
 // specification allows a full stop, and a [Verifier] accepts such ids from
@@ -168,10 +167,10 @@ func (s *Signer) SignRequest(req *http.Request, id string, body []byte) error {
 	timestamp := strconv.FormatInt(ts, 10)
 	sigs := make([]string, 0, len(s.secrets)+len(s.keys))
 	for _, sec := range s.secrets {
-		sigs = append(sigs, SignatureVersion+","+mac(sec, id, timestamp, body))
+		sigs = append(sigs, signatureVersion+","+mac(sec, id, timestamp, body))
 	}
 	for _, k := range s.keys {
-		sigs = append(sigs, SignatureVersionAsymmetric+","+edSign(k, id, timestamp, body))
+		sigs = append(sigs, signatureVersionAsymmetric+","+edSign(k, id, timestamp, body))
 	}
 	h := req.Header
 	if h == nil {
@@ -188,8 +187,8 @@ func checkID(id string) error {
 	switch {
 	case id == "":
 		return fmt.Errorf("%w: empty", ErrInvalidID)
-	case len(id) > MaxIDLen:
-		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidID, MaxIDLen)
+	case len(id) > maxIDLen:
+		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidID, maxIDLen)
 	case id[0] == ' ' || id[len(id)-1] == ' ':
 		return fmt.Errorf("%w: begins or ends with a space", ErrInvalidID)
 	}

@@ -13,19 +13,19 @@ import (
 	"github.com/geoidem/geoidem/internal/ratelog"
 )
 
-// MaxSignatures is the most signatures a Verifier takes in
+// maxSignatures is the most signatures a Verifier takes in
 // webhook-signature, of every version, over all its fields. A sender sends
 // one per key, two or three during a rotation; a request carrying more is
 // refused from its headers (ErrMalformedHeaders), since each v1a signature
 // costs an ed25519 verification per public key, and a header of net/http's
 // default limit (1 MiB) holds over 11,000 of them: more than half a second
 // of CPU per request, for the price of its headers.
-const MaxSignatures = 16
+const maxSignatures = 16
 
 // Defaults for the zero fields of VerifierConfig.
 const (
-	DefaultTolerance    = 5 * time.Minute
-	DefaultMaxBodyBytes = 1 << 20
+	defaultTolerance    = 5 * time.Minute
+	defaultMaxBodyBytes = 1 << 20
 )
 
 // The errors Verify returns wrap exactly one of these; test with errors.Is.
@@ -84,7 +84,7 @@ type VerifierConfig struct {
 
 	// Tolerance is how far webhook-timestamp may be from Now, in the past
 	// or in the future, before the request is rejected as a replay (or a
-	// pre-signed forgery). Default DefaultTolerance (5 minutes); negative
+	// pre-signed forgery). Default 5 minutes; negative
 	// is an error.
 	Tolerance time.Duration
 
@@ -94,7 +94,7 @@ type VerifierConfig struct {
 
 	// MaxBodyBytes bounds the request body the Handler reads and verifies;
 	// a larger body is answered 413 and next does not run. Default
-	// DefaultMaxBodyBytes (1 MiB); negative is an error.
+	// 1 MiB; negative is an error.
 	MaxBodyBytes int64
 
 	// AllowQuery lets the Handler pass on a request whose URL carries a
@@ -162,23 +162,23 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	}
 	switch {
 	case len(v.publics) == 0:
-		v.versions = SignatureVersion
+		v.versions = signatureVersion
 	case len(v.secrets) == 0:
-		v.versions = SignatureVersionAsymmetric
+		v.versions = signatureVersionAsymmetric
 	default:
-		v.versions = SignatureVersion + " or " + SignatureVersionAsymmetric
+		v.versions = signatureVersion + " or " + signatureVersionAsymmetric
 	}
 	switch {
 	case v.tolerance < 0:
 		return nil, errors.New("standardwebhooks: VerifierConfig.Tolerance must not be negative")
 	case v.tolerance == 0:
-		v.tolerance = DefaultTolerance
+		v.tolerance = defaultTolerance
 	}
 	switch {
 	case v.maxBody < 0:
 		return nil, errors.New("standardwebhooks: VerifierConfig.MaxBodyBytes must not be negative")
 	case v.maxBody == 0:
-		v.maxBody = DefaultMaxBodyBytes
+		v.maxBody = defaultMaxBodyBytes
 	}
 	if v.now == nil {
 		v.now = time.Now
@@ -199,7 +199,7 @@ type message struct {
 
 // signature is one well-formed signature of webhook-signature.
 type signature struct {
-	version string // SignatureVersion or SignatureVersionAsymmetric
+	version string // signatureVersion or signatureVersionAsymmetric
 	text    string // the base64 signature, as sent (v1 compares it)
 	raw     []byte // the signature decoded (v1a verifies it)
 }
@@ -209,10 +209,10 @@ type signature struct {
 //
 //   - webhook-id, webhook-timestamp and webhook-signature are present and
 //     not empty, webhook-id and webhook-timestamp once each;
-//   - webhook-id is at most MaxIDLen bytes of printable ASCII (any
+//   - webhook-id is at most 255 bytes of printable ASCII (any
 //     string the sender signed, full stops included, as the specification
 //     has it, within what the geoidem middleware takes as a key);
-//   - webhook-signature carries at most MaxSignatures signatures;
+//   - webhook-signature carries at most 16 signatures;
 //   - webhook-timestamp is a Unix time in decimal digits at most the
 //     tolerance away from now (in either direction); and
 //   - at least one signature in webhook-signature (space-separated, in one
@@ -269,14 +269,14 @@ func (v *Verifier) authenticate(m message, body []byte) error {
 func (v *Verifier) checkSignature(m message, body []byte) error {
 	var v1, v1a bool
 	for _, sig := range m.sigs {
-		v1 = v1 || sig.version == SignatureVersion
-		v1a = v1a || sig.version == SignatureVersionAsymmetric
+		v1 = v1 || sig.version == signatureVersion
+		v1a = v1a || sig.version == signatureVersionAsymmetric
 	}
 	if v1 {
 		for _, sec := range v.secrets {
 			want := []byte(mac(sec, m.id, m.timestamp, body))
 			for _, sig := range m.sigs {
-				if sig.version == SignatureVersion && hmac.Equal([]byte(sig.text), want) {
+				if sig.version == signatureVersion && hmac.Equal([]byte(sig.text), want) {
 					return nil
 				}
 			}
@@ -285,7 +285,7 @@ func (v *Verifier) checkSignature(m message, body []byte) error {
 	if v1a {
 		content := signedContent(m.id, m.timestamp, body)
 		for _, sig := range m.sigs {
-			if sig.version != SignatureVersionAsymmetric {
+			if sig.version != signatureVersionAsymmetric {
 				continue
 			}
 			for _, pub := range v.publics {
@@ -297,9 +297,9 @@ func (v *Verifier) checkSignature(m message, body []byte) error {
 	}
 	var keys string
 	switch v.versions {
-	case SignatureVersion:
+	case signatureVersion:
 		keys = "secret"
-	case SignatureVersionAsymmetric:
+	case signatureVersionAsymmetric:
 		keys = "public key"
 	default:
 		keys = "secret or public key"

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/examples/internal/geofeature"
 )
 
 // feature is one feature to deliver.
@@ -22,7 +24,7 @@ type feature struct {
 // and its stamped body. The first feature with a given key fixes the body
 // for every later one, so a duplicate in the input is a replay, not a
 // conflict.
-func readInputs(files []string, target string, clock client.Clock) ([]feature, error) {
+func readInputs(files []string, target string, now func() time.Time) ([]feature, error) {
 	var out []feature
 	bodies := make(map[string][]byte)
 	for _, name := range files {
@@ -35,7 +37,7 @@ func readInputs(files []string, target string, clock client.Clock) ([]feature, e
 			return nil, err
 		}
 		for _, r := range raws {
-			d, err := client.NewFeatureDelivery(target, r.raw, clock.Now())
+			d, err := geofeature.NewDelivery(target, r.raw, now())
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", r.source, err)
 			}

@@ -17,7 +17,7 @@
 //
 // Each feature is sent as its own application/geo+json POST. An event is
 // the feature's bytes as first read: its idempotency key is
-// client.FeatureKey of the feature as read, the SHA-256, in hex, of its
+// geofeature.Key of the feature as read, the SHA-256, in hex, of its
 // compact JSON, before any observation_time is stamped. So the same source
 // feature gets the same key in every run, whether it came from a
 // FeatureCollection or an NDJSON line, and two observations that differ in
@@ -180,7 +180,7 @@ const (
 // app holds what tests replace: the clock, the HTTP client and the terminal
 // check. Zero fields mean the real ones.
 type app struct {
-	clock       client.Clock
+	clock       clock
 	hc          *http.Client
 	terminal    func(io.Writer) bool
 	openJournal func(path string, cfg client.FileJournalConfig) (journal, error)
@@ -209,9 +209,9 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err != nil {
 		return exitUsage
 	}
-	clock := a.clock
-	if clock == nil {
-		clock = client.SystemClock{}
+	now := time.Now
+	if a.clock != nil {
+		now = a.clock.Now
 	}
 	terminal := a.terminal
 	if terminal == nil {
@@ -226,7 +226,7 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		features, err = readDeadLetters(o.redrive)
 		target = "their URLs"
 	} else {
-		features, err = readInputs(o.files, o.url, clock)
+		features, err = readInputs(o.files, o.url, now)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sender: %v\n", err)
@@ -240,7 +240,9 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if open == nil {
 		open = openFileJournal
 	}
-	journal, err := open(o.journal, client.FileJournalConfig{Clock: clock})
+	var jcfg client.FileJournalConfig
+	a.useClock(&jcfg)
+	journal, err := open(o.journal, jcfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "sender: %v\n", err)
 		return exitFailed
@@ -258,7 +260,6 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		Deadline:       o.deadline,
 		AttemptTimeout: o.attemptTimeout,
 		MaxRetryAfter:  o.maxRetryAfter,
-		Clock:          clock,
 		OnAttempt:      out.waitStarts, // the waits show on the progress line
 		OnWaitEnd:      out.waitEnds,
 	}
@@ -271,6 +272,7 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		defer sink.Close()
 		cfg.DeadLetter = sink
 	}
+	a.useClock(&cfg)
 	sender, err := client.New(a.hc, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "sender: %v\n", err)
@@ -278,7 +280,7 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	outbox := client.NewOutbox(sender, journal)
 
-	start := clock.Now()
+	start := now()
 
 	// The stop: no new attempt, -grace for those in flight, then cut off.
 	dctx, cutOff := context.WithCancel(context.WithoutCancel(ctx))
@@ -377,7 +379,7 @@ dispatch:
 	if ctx.Err() != nil {
 		how = " (interrupted)"
 	}
-	fmt.Fprintf(stdout, "%d %s to %s in %v%s\n", len(features), what, target, clock.Now().Sub(start).Round(time.Millisecond), how)
+	fmt.Fprintf(stdout, "%d %s to %s in %v%s\n", len(features), what, target, now().Sub(start).Round(time.Millisecond), how)
 	out.summary(stdout)
 	if sink != nil && already > 0 {
 		fmt.Fprintf(stdout, "  dead-lettered       %d (%s; already in it: %d)\n", deadLettered+already, o.deadLetter, already)

@@ -19,7 +19,15 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/examples/internal/geofeature"
+	"github.com/geoidem/geoidem/internal/senderclock"
 )
+
+// The tests' clocks reach the sender and the journal through the
+// repository's internal clock hook.
+func init() {
+	setClock = func(config any, c clock) { senderclock.Set(config, c) }
+}
 
 // fakeClock never sleeps: Sleep advances it.
 type fakeClock struct {
@@ -254,8 +262,8 @@ func TestRunDelivers(t *testing.T) {
 	if rv.requests != 5 { // a, b twice (503, then 201), a again (replayed), c
 		t.Errorf("%d requests, want 5", rv.requests)
 	}
-	// The key is FeatureKey of the feature as read; the body is stamped.
-	keyA, _ := client.FeatureKey([]byte(`{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"n":1}}`))
+	// The key is geofeature.Key of the feature as read; the body is stamped.
+	keyA, _ := geofeature.Key([]byte(`{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"n":1}}`))
 	body, ok := rv.bodies[keyA]
 	if !ok {
 		t.Fatalf("no delivery under key %s; keys %v", keyA, rv.attempts)
@@ -263,7 +271,7 @@ func TestRunDelivers(t *testing.T) {
 	if want := `{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"n":1,"observation_time":"2026-03-01T12:00:00Z"}}`; string(body) != want {
 		t.Errorf("body of a = %s, want %s", body, want)
 	}
-	keyC, _ := client.FeatureKey([]byte(`{"type":"Feature","id":"c","geometry":null,"properties":{"observation_time":"2020-01-01T00:00:00Z"}}`))
+	keyC, _ := geofeature.Key([]byte(`{"type":"Feature","id":"c","geometry":null,"properties":{"observation_time":"2020-01-01T00:00:00Z"}}`))
 	if !strings.Contains(string(rv.bodies[keyC]), `"observation_time":"2020-01-01T00:00:00Z"`) {
 		t.Errorf("an existing observation_time was changed: %s", rv.bodies[keyC])
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/examples/internal/geofeature"
 )
 
 // TestRunRerun runs the command twice over the same input, the second time
@@ -104,8 +105,8 @@ func TestRunRerunFailures(t *testing.T) {
 	dead := filepath.Join(dir, "dead.jsonl")
 	args := []string{"-url", srv.URL, "-attempts", "2", "-dead-letter", dead, "-journal", filepath.Join(dir, "journal"),
 		writeFile(t, "in.ndjson", failuresInput)}
-	badKey, _ := client.FeatureKey([]byte(`{"type":"Feature","id":"bad","geometry":null,"properties":{"mode":"bad"}}`))
-	downKey, _ := client.FeatureKey([]byte(`{"type":"Feature","id":"down","geometry":null,"properties":{"mode":"down"}}`))
+	badKey, _ := geofeature.Key([]byte(`{"type":"Feature","id":"bad","geometry":null,"properties":{"mode":"bad"}}`))
+	downKey, _ := geofeature.Key([]byte(`{"type":"Feature","id":"down","geometry":null,"properties":{"mode":"down"}}`))
 	deadLetters := func() []client.DeadLetter {
 		t.Helper()
 		data, err := os.ReadFile(dead)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/internal/senderclock"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/problem"
 )
@@ -99,8 +100,10 @@ func (c *skippingClock) Sleep(ctx context.Context, d time.Duration) error {
 func (s *suite) defaultSender(t tester, clock *skippingClock) *sender {
 	t.Helper()
 	snd := &sender{hc: newClient(t, s.seen), clock: &clock.scaledClock, attempts: new(attempts), suite: s}
+	cfg := client.Config{OnAttempt: snd.attempts.observe, PrepareAttempt: s.prepareAttempt()}
+	senderclock.Set(&cfg, clock)
 	var err error
-	snd.Sender, err = client.New(snd.hc, client.Config{Clock: clock, OnAttempt: snd.attempts.observe, PrepareAttempt: s.prepareAttempt()})
+	snd.Sender, err = client.New(snd.hc, cfg)
 	if err != nil {
 		t.Fatalf("contracttest: client.New: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/internal/senderclock"
 )
 
 // attempts records the sender's attempts (Config.OnAttempt).
@@ -40,7 +41,7 @@ func (a *attempts) String() string {
 	return b.String()
 }
 
-// scaledClock is the sender's client.Clock: real time, but every Sleep
+// scaledClock is the sender's clock (set with senderclock.Set): real time, but every Sleep
 // is recorded as requested and waited a fiftieth of it (at least 1 ms, at
 // most 20 ms), so a Retry-After of one second costs 20 ms and the receiver
 // still gets real time to finish an in-flight original.
@@ -90,16 +91,17 @@ type sender struct {
 func (s *suite) sender(t tester, maxAttempts int) *sender {
 	t.Helper()
 	snd := &sender{hc: newClient(t, s.seen), clock: new(scaledClock), attempts: new(attempts), suite: s}
-	var err error
-	snd.Sender, err = client.New(snd.hc, client.Config{
+	cfg := client.Config{
 		Backoff:        backoff,
 		MaxAttempts:    maxAttempts,
 		AttemptTimeout: 10 * time.Second,
-		Clock:          snd.clock,
 		Rand:           rand.NewPCG(6, 7),
 		OnAttempt:      snd.attempts.observe,
 		PrepareAttempt: s.prepareAttempt(),
-	})
+	}
+	senderclock.Set(&cfg, snd.clock)
+	var err error
+	snd.Sender, err = client.New(snd.hc, cfg)
 	if err != nil {
 		t.Fatalf("contracttest: client.New: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/twpayne/go-geom"
 
-	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/examples/internal/geofeature"
 	"github.com/geoidem/geoidem/geojson"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/newest"
@@ -20,8 +20,8 @@ import (
 
 // DefaultOrderProperty is the Feature property that orders the updates of
 // one feature id by default: the observation_time the paired sender
-// stamps (client.ObservationTimeProperty).
-const DefaultOrderProperty = client.ObservationTimeProperty
+// stamps (geofeature.ObservationTimeProperty in examples/internal).
+const DefaultOrderProperty = geofeature.ObservationTimeProperty
 
 // DefaultFeaturesTable is the PostGIS feature table (Config.FeaturesTable).
 const DefaultFeaturesTable = "features"

@@ -1,4 +1,4 @@
-package client_test
+package geofeature_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,11 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/client"
+	"github.com/geoidem/geoidem/examples/internal/geofeature"
 )
+
+// epoch is the ingestion time the tests stamp.
+var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func TestStampObservationTime(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.FixedZone("CET", 3600))
@@ -31,14 +35,14 @@ func TestStampObservationTime(t *testing.T) {
 			`{"type":"Feature","geometry":null,"properties":{"observation_time":null}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := client.StampObservationTime([]byte(tc.in), now)
+			got, err := geofeature.StampObservationTime([]byte(tc.in), now)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if string(got) != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
-			again, err := client.StampObservationTime(got, now.Add(time.Hour))
+			again, err := geofeature.StampObservationTime(got, now.Add(time.Hour))
 			if err != nil || string(again) != string(got) {
 				t.Errorf("a second stamp changed the feature: %s, %v", again, err)
 			}
@@ -53,10 +57,10 @@ func TestStampObservationTime(t *testing.T) {
 		`{"type":"Feature"} {}`,
 		`{"type":"Feature"`,
 	} {
-		if _, err := client.StampObservationTime([]byte(bad), now); !errors.Is(err, client.ErrNotFeature) {
+		if _, err := geofeature.StampObservationTime([]byte(bad), now); !errors.Is(err, geofeature.ErrNotFeature) {
 			t.Errorf("StampObservationTime(%q) err = %v, want ErrNotFeature", bad, err)
 		}
-		if _, err := client.FeatureKey([]byte(bad)); !errors.Is(err, client.ErrNotFeature) {
+		if _, err := geofeature.Key([]byte(bad)); !errors.Is(err, geofeature.ErrNotFeature) {
 			t.Errorf("FeatureKey(%q) err = %v, want ErrNotFeature", bad, err)
 		}
 	}
@@ -66,12 +70,12 @@ func TestFeatureKey(t *testing.T) {
 	compact := `{"type":"Feature","id":"f1","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"a":1}}`
 	pretty := "{\n  \"type\": \"Feature\",\n  \"id\": \"f1\",\n  \"geometry\": {\"type\": \"Point\", \"coordinates\": [1, 2]},\n  \"properties\": {\"a\": 1}\n}"
 	moved := `{"type":"Feature","id":"f1","geometry":{"type":"Point","coordinates":[1,3]},"properties":{"a":1}}`
-	k1, err := client.FeatureKey([]byte(compact))
+	k1, err := geofeature.Key([]byte(compact))
 	if err != nil {
 		t.Fatal(err)
 	}
-	k2, _ := client.FeatureKey([]byte(pretty))
-	k3, _ := client.FeatureKey([]byte(moved))
+	k2, _ := geofeature.Key([]byte(pretty))
+	k3, _ := geofeature.Key([]byte(moved))
 	if k1 != k2 {
 		t.Errorf("whitespace changed the key: %s vs %s", k1, k2)
 	}
@@ -85,7 +89,7 @@ func TestFeatureKey(t *testing.T) {
 		t.Errorf("the key is not sent bare: %q, %v", enc, err)
 	}
 
-	d, err := client.NewFeatureDelivery("http://r.test/features", []byte(pretty), epoch)
+	d, err := geofeature.NewDelivery("http://r.test/features", []byte(pretty), epoch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +102,7 @@ func TestFeatureKey(t *testing.T) {
 	if err := json.Unmarshal(d.Body, &f); err != nil || f.Properties["observation_time"] != "2026-03-01T12:00:00Z" || f.Properties["a"] != 1.0 {
 		t.Errorf("body %s, %v", d.Body, err)
 	}
-	if _, err := client.NewFeatureDelivery("u", []byte(`{}`), epoch); !errors.Is(err, client.ErrNotFeature) {
-		t.Errorf("NewFeatureDelivery of {}: %v", err)
+	if _, err := geofeature.NewDelivery("u", []byte(`{}`), epoch); !errors.Is(err, geofeature.ErrNotFeature) {
+		t.Errorf("NewDelivery of {}: %v", err)
 	}
 }

@@ -1,4 +1,30 @@
-package client
+// Package geofeature prepares GeoJSON Features for delivery with the
+// paired sender, package github.com/geoidem/geoidem/client:
+// [StampObservationTime] sets a Feature's observation_time once, when it is
+// ingested, and returns the bytes every attempt sends; [Key] derives a
+// stable idempotency key from the feature as read; [NewDelivery] does both.
+//
+// What a receiver can rely on: observation_time is stamped once per event,
+// before its first attempt (a feature that already has one keeps it), and
+// is part of the bytes every attempt sends. Through a [client.Outbox] (as
+// the examples/sender command uses) those bytes are journaled before the
+// first attempt, so a re-run that stamps anew, a resumed crash and a
+// re-drive of the dead letter all send the first stamp, under the first
+// key; a bare [client.Sender] keeps it across the attempts of one
+// [client.Sender.Deliver],
+// and a re-drive sends the dead letter's bytes, stamp included. A re-run
+// without the journal does stamp anew, but sends the new stamp under the
+// first key: the receiver keeps the first stamp and answers the new one
+// 422 key-reused, which an Outbox reports as [client.ErrSentEarlier], never
+// as a permanent failure. The stamp the receiver holds is therefore always
+// the first one sent, journal or not. So the time orders the observations
+// of a feature as the sender first saw them, whatever order the deliveries
+// arrive in: a receiver keeps the newest per feature id with package
+// github.com/geoidem/geoidem/newest (examples/ingest does, on every
+// store). The time is the sender's clock at ingestion, not a sequence
+// number: two senders with skewed clocks order their observations by those
+// clocks.
+package geofeature
 
 import (
 	"bytes"
@@ -9,19 +35,21 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/geoidem/geoidem/client"
 )
 
 // ObservationTimeProperty is the Feature property that records when the
 // sender ingested the observation.
 const ObservationTimeProperty = "observation_time"
 
-// FeatureContentType is the media type of GeoJSON (RFC 7946).
-const FeatureContentType = "application/geo+json"
+// ContentType is the media type of GeoJSON (RFC 7946).
+const ContentType = "application/geo+json"
 
 // ErrNotFeature reports JSON that is not a GeoJSON Feature object: not an
 // object, no "type": "Feature", duplicate top-level members, or
 // "properties" that is neither an object nor null.
-var ErrNotFeature = errors.New("client: not a GeoJSON Feature")
+var ErrNotFeature = errors.New("geofeature: not a GeoJSON Feature")
 
 // member is one member of a JSON object, in document order.
 type member struct {
@@ -81,7 +109,7 @@ func StampObservationTime(feature []byte, now time.Time) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// FeatureKey derives a stable idempotency key from a GeoJSON Feature as it
+// Key derives a stable idempotency key from a GeoJSON Feature as it
 // was read, before [StampObservationTime]: the lowercase hexadecimal
 // SHA-256 of the feature's compact JSON (insignificant whitespace removed;
 // member order kept). The same source feature gives the same key in every
@@ -93,13 +121,13 @@ func StampObservationTime(feature []byte, now time.Time) ([]byte, error) {
 // stamps a new observation_time onto an unstamped source feature keeps the
 // key but changes the payload, and the geoidem middleware answers that 422
 // (key reused with another payload) rather than applying it twice: the
-// event was sent earlier. An [Outbox] sends the stamped bytes its journal
+// event was sent earlier. A [client.Outbox] sends the stamped bytes its journal
 // holds, and reports that answer, when its journal no longer holds them,
-// as [ErrSentEarlier], not as a permanent failure; a bare [Sender] reports
-// it as [ErrPermanent]. To re-send safely later, send the stamped bytes
+// as [client.ErrSentEarlier], not as a permanent failure; a bare
+// [client.Sender] reports it as [client.ErrPermanent]. To re-send safely later, send the stamped bytes
 // (from the journal or the dead-letter sink), whose key and payload are
 // both unchanged.
-func FeatureKey(feature []byte) (string, error) {
+func Key(feature []byte) (string, error) {
 	if _, err := parseFeature(feature); err != nil {
 		return "", err
 	}
@@ -111,19 +139,19 @@ func FeatureKey(feature []byte) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// NewFeatureDelivery returns the delivery of one GeoJSON Feature to url:
-// its key from [FeatureKey], its body from [StampObservationTime] with now,
+// NewDelivery returns the delivery of one GeoJSON Feature to url:
+// its key from [Key], its body from [StampObservationTime] with now,
 // and the content type application/geo+json.
-func NewFeatureDelivery(url string, feature []byte, now time.Time) (Delivery, error) {
-	key, err := FeatureKey(feature)
+func NewDelivery(url string, feature []byte, now time.Time) (client.Delivery, error) {
+	key, err := Key(feature)
 	if err != nil {
-		return Delivery{}, err
+		return client.Delivery{}, err
 	}
 	body, err := StampObservationTime(feature, now)
 	if err != nil {
-		return Delivery{}, err
+		return client.Delivery{}, err
 	}
-	return Delivery{URL: url, Key: key, Body: body, ContentType: FeatureContentType}, nil
+	return client.Delivery{URL: url, Key: key, Body: body, ContentType: ContentType}, nil
 }
 
 // parseFeature checks that data is a Feature object and returns its

@@ -1,0 +1,4 @@
+package newest
+
+// ParseJSON is parseJSON, for the tests of package newest_test.
+var ParseJSON = parseJSON
