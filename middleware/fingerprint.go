@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/geoidem/geoidem/internal/jcs"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -18,7 +17,7 @@ import (
 func (m *Middleware) fingerprint(r *http.Request, id identity, body []byte) keystore.Fingerprint {
 	content := body
 	if m.canonical && len(body) > 0 {
-		if c, err := jcs.Canonicalize(body); err == nil {
+		if c, err := canonicalize(body); err == nil {
 			content = c
 		}
 	}

@@ -1,8 +1,9 @@
-// Package jcs implements the JSON Canonicalization Scheme of RFC 8785: a
-// byte-exact serialisation of a JSON value, so that two documents that differ
-// only in member order, whitespace, string escapes or number spelling
-// canonicalise to the same bytes.
-package jcs
+package middleware
+
+// The JSON Canonicalization Scheme of RFC 8785, for Config.CanonicalJSON:
+// a byte-exact serialisation of a JSON value, so that two documents that
+// differ only in member order, whitespace, string escapes or number
+// spelling canonicalise to the same bytes, and fingerprint alike.
 
 import (
 	"bytes"
@@ -18,64 +19,64 @@ import (
 	"unicode/utf8"
 )
 
-// ErrInvalid reports input that is not one I-JSON (RFC 7493) value: malformed
+// errNotIJSON reports input that is not one I-JSON (RFC 7493) value: malformed
 // JSON, invalid UTF-8, a lone surrogate escape (\ud800 without its pair),
 // duplicate member names, a number that IEEE 754 double precision does not
 // represent exactly (9007199254740993, 1e-400, 0.30000000000000001: its
 // value is not that of the shortest decimal that round-trips its float64),
 // or data after the value.
 //
-// Refusing these keeps Canonicalize injective: two documents with different
+// Refusing these keeps canonicalize injective: two documents with different
 // values never share a canonical form, which a decoder's U+FFFD or a
 // float64's rounding would otherwise give them.
-var ErrInvalid = errors.New("jcs: not a canonicalizable I-JSON value")
+var errNotIJSON = errors.New("middleware: not a canonicalizable I-JSON value")
 
-// MaxDepth bounds the nesting of arrays and objects that Canonicalize accepts.
-const MaxDepth = 512
+// jcsMaxDepth bounds the nesting of arrays and objects that canonicalize accepts.
+const jcsMaxDepth = 512
 
-// Canonicalize returns the RFC 8785 canonical form of the JSON value in data.
-func Canonicalize(data []byte) ([]byte, error) {
+// canonicalize returns the RFC 8785 canonical form of the JSON value in data.
+func canonicalize(data []byte) ([]byte, error) {
 	if !utf8.Valid(data) {
-		return nil, fmt.Errorf("%w: invalid UTF-8", ErrInvalid)
+		return nil, fmt.Errorf("%w: invalid UTF-8", errNotIJSON)
 	}
-	if err := checkSurrogates(data); err != nil {
+	if err := jcsCheckSurrogates(data); err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var out bytes.Buffer
 	out.Grow(len(data))
-	if err := value(dec, &out, 0); err != nil {
+	if err := jcsValue(dec, &out, 0); err != nil {
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: data after the top-level value", ErrInvalid)
+		return nil, fmt.Errorf("%w: data after the top-level value", errNotIJSON)
 	}
 	return out.Bytes(), nil
 }
 
-func value(dec *json.Decoder, out *bytes.Buffer, depth int) error {
+func jcsValue(dec *json.Decoder, out *bytes.Buffer, depth int) error {
 	tok, err := dec.Token()
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %v", errNotIJSON, err)
 	}
-	return emit(dec, tok, out, depth)
+	return jcsEmit(dec, tok, out, depth)
 }
 
-func emit(dec *json.Decoder, tok json.Token, out *bytes.Buffer, depth int) error {
+func jcsEmit(dec *json.Decoder, tok json.Token, out *bytes.Buffer, depth int) error {
 	switch v := tok.(type) {
 	case json.Delim:
-		if depth >= MaxDepth {
-			return fmt.Errorf("%w: nested deeper than %d", ErrInvalid, MaxDepth)
+		if depth >= jcsMaxDepth {
+			return fmt.Errorf("%w: nested deeper than %d", errNotIJSON, jcsMaxDepth)
 		}
 		if v == '[' {
-			return array(dec, out, depth+1)
+			return jcsArray(dec, out, depth+1)
 		}
-		return object(dec, out, depth+1)
+		return jcsObject(dec, out, depth+1)
 	case string:
-		writeString(out, v)
+		jcsWriteString(out, v)
 	case json.Number:
-		s, err := formatNumber(string(v))
+		s, err := jcsFormatNumber(string(v))
 		if err != nil {
 			return err
 		}
@@ -88,12 +89,12 @@ func emit(dec *json.Decoder, tok json.Token, out *bytes.Buffer, depth int) error
 	return nil
 }
 
-func array(dec *json.Decoder, out *bytes.Buffer, depth int) error {
+func jcsArray(dec *json.Decoder, out *bytes.Buffer, depth int) error {
 	out.WriteByte('[')
 	for i := 0; ; i++ {
 		tok, err := dec.Token()
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalid, err)
+			return fmt.Errorf("%w: %v", errNotIJSON, err)
 		}
 		if tok == json.Delim(']') {
 			out.WriteByte(']')
@@ -102,47 +103,47 @@ func array(dec *json.Decoder, out *bytes.Buffer, depth int) error {
 		if i > 0 {
 			out.WriteByte(',')
 		}
-		if err := emit(dec, tok, out, depth); err != nil {
+		if err := jcsEmit(dec, tok, out, depth); err != nil {
 			return err
 		}
 	}
 }
 
-type member struct {
+type jcsMember struct {
 	name  string
 	key   []uint16 // the name in UTF-16 code units: RFC 8785 sorts by these
 	value []byte
 }
 
-func object(dec *json.Decoder, out *bytes.Buffer, depth int) error {
-	var members []member
+func jcsObject(dec *json.Decoder, out *bytes.Buffer, depth int) error {
+	var members []jcsMember
 	seen := map[string]bool{}
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalid, err)
+			return fmt.Errorf("%w: %v", errNotIJSON, err)
 		}
 		if tok == json.Delim('}') {
 			break
 		}
 		name := tok.(string) // the decoder only yields strings here
 		if seen[name] {
-			return fmt.Errorf("%w: duplicate member name %q", ErrInvalid, name)
+			return fmt.Errorf("%w: duplicate member name %q", errNotIJSON, name)
 		}
 		seen[name] = true
 		var v bytes.Buffer
-		if err := value(dec, &v, depth); err != nil {
+		if err := jcsValue(dec, &v, depth); err != nil {
 			return err
 		}
-		members = append(members, member{name: name, key: utf16.Encode([]rune(name)), value: v.Bytes()})
+		members = append(members, jcsMember{name: name, key: utf16.Encode([]rune(name)), value: v.Bytes()})
 	}
-	slices.SortFunc(members, func(a, b member) int { return slices.Compare(a.key, b.key) })
+	slices.SortFunc(members, func(a, b jcsMember) int { return slices.Compare(a.key, b.key) })
 	out.WriteByte('{')
 	for i, m := range members {
 		if i > 0 {
 			out.WriteByte(',')
 		}
-		writeString(out, m.name)
+		jcsWriteString(out, m.name)
 		out.WriteByte(':')
 		out.Write(m.value)
 	}
@@ -150,10 +151,10 @@ func object(dec *json.Decoder, out *bytes.Buffer, depth int) error {
 	return nil
 }
 
-// writeString writes s as RFC 8785 requires: the two-character escapes for
+// jcsWriteString writes s as RFC 8785 requires: the two-character escapes for
 // the characters that have them, \u00xx for other control characters, and
 // everything else as literal UTF-8.
-func writeString(out *bytes.Buffer, s string) {
+func jcsWriteString(out *bytes.Buffer, s string) {
 	out.WriteByte('"')
 	for _, r := range s {
 		switch r {
@@ -182,25 +183,25 @@ func writeString(out *bytes.Buffer, s string) {
 	out.WriteByte('"')
 }
 
-// formatNumber serialises a JSON number the way ECMAScript's
+// jcsFormatNumber serialises a JSON number the way ECMAScript's
 // Number.prototype.toString does (RFC 8785 section 3.2.2.3).
-func formatNumber(lit string) (string, error) {
+func jcsFormatNumber(lit string) (string, error) {
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return "", fmt.Errorf("%w: number %s outside IEEE 754 double precision", ErrInvalid, lit)
+		return "", fmt.Errorf("%w: number %s outside IEEE 754 double precision", errNotIJSON, lit)
 	}
-	ld, le, lok := decimal(lit)
-	fd, fe, _ := decimal(strconv.FormatFloat(math.Abs(f), 'e', -1, 64))
+	ld, le, lok := jcsDecimal(lit)
+	fd, fe, _ := jcsDecimal(strconv.FormatFloat(math.Abs(f), 'e', -1, 64))
 	if !lok || ld != fd || (ld != "" && le != fe) {
-		return "", fmt.Errorf("%w: number %s not exactly representable in IEEE 754 double precision", ErrInvalid, lit)
+		return "", fmt.Errorf("%w: number %s not exactly representable in IEEE 754 double precision", errNotIJSON, lit)
 	}
-	return FormatFloat(f), nil
+	return jcsFormatFloat(f), nil
 }
 
-// decimal returns the value of the JSON number lit, without its sign, as
+// jcsDecimal returns the value of the JSON number lit, without its sign, as
 // significant digits (no leading or trailing zeros; empty for zero) times
 // ten to exp. ok is false when the exponent does not fit an int.
-func decimal(lit string) (digits string, exp int, ok bool) {
+func jcsDecimal(lit string) (digits string, exp int, ok bool) {
 	lit = strings.TrimPrefix(lit, "-")
 	mant, e, hasExp := lit, "", false
 	if i := strings.IndexAny(lit, "eE"); i >= 0 {
@@ -223,11 +224,11 @@ func decimal(lit string) (digits string, exp int, ok bool) {
 	return trimmed, exp, true
 }
 
-// checkSurrogates reports a \u escape of a UTF-16 surrogate, inside a
+// jcsCheckSurrogates reports a \u escape of a UTF-16 surrogate, inside a
 // string of data, that is not the first half of a high-low pair: such a
 // string has no Unicode value (a decoder would substitute U+FFFD).
 // Malformed JSON is left to the decoder.
-func checkSurrogates(data []byte) error {
+func jcsCheckSurrogates(data []byte) error {
 	in := false
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; {
@@ -246,9 +247,9 @@ func checkSurrogates(data []byte) error {
 					i += 11
 					continue
 				}
-				return fmt.Errorf("%w: lone surrogate \\u%04x at offset %d", ErrInvalid, r, i)
+				return fmt.Errorf("%w: lone surrogate \\u%04x at offset %d", errNotIJSON, r, i)
 			case r >= 0xdc00 && r < 0xe000:
-				return fmt.Errorf("%w: lone surrogate \\u%04x at offset %d", ErrInvalid, r, i)
+				return fmt.Errorf("%w: lone surrogate \\u%04x at offset %d", errNotIJSON, r, i)
 			}
 			i += 5
 		case c == '\\':
@@ -268,7 +269,7 @@ func hex4(data []byte, i int) (rune, bool) {
 }
 
 // FormatFloat formats a finite f as ECMAScript's Number.prototype.toString.
-func FormatFloat(f float64) string {
+func jcsFormatFloat(f float64) string {
 	if f == 0 {
 		return "0" // and -0 too
 	}

@@ -1,4 +1,4 @@
-package jcs
+package middleware
 
 import (
 	"errors"
@@ -31,8 +31,8 @@ func TestFormatFloat(t *testing.T) {
 		-1.2345e-10:            "-1.2345e-10",
 	}
 	for f, want := range cases {
-		if got := FormatFloat(f); got != want {
-			t.Errorf("FormatFloat(%v) = %q, want %q", f, got, want)
+		if got := jcsFormatFloat(f); got != want {
+			t.Errorf("jcsFormatFloat(%v) = %q, want %q", f, got, want)
 		}
 	}
 }
@@ -48,13 +48,13 @@ func TestCanonicalize(t *testing.T) {
 		{`{}`, `{}`},
 	}
 	for _, c := range cases {
-		got, err := Canonicalize([]byte(c.in))
+		got, err := canonicalize([]byte(c.in))
 		if err != nil {
-			t.Errorf("Canonicalize(%s): %v", c.in, err)
+			t.Errorf("canonicalize(%s): %v", c.in, err)
 			continue
 		}
 		if string(got) != c.want {
-			t.Errorf("Canonicalize(%s)\n got %s\nwant %s", c.in, got, c.want)
+			t.Errorf("canonicalize(%s)\n got %s\nwant %s", c.in, got, c.want)
 		}
 	}
 }
@@ -68,19 +68,19 @@ func TestCanonicalizeRejects(t *testing.T) {
 		"\"\xff\"",      // invalid UTF-8
 		``,
 	} {
-		if _, err := Canonicalize([]byte(in)); !errors.Is(err, ErrInvalid) {
-			t.Errorf("Canonicalize(%q): err = %v, want ErrInvalid", in, err)
+		if _, err := canonicalize([]byte(in)); !errors.Is(err, errNotIJSON) {
+			t.Errorf("canonicalize(%q): err = %v, want errNotIJSON", in, err)
 		}
 	}
-	deep := make([]byte, 0, 2*MaxDepth+2)
-	for range MaxDepth + 1 {
+	deep := make([]byte, 0, 2*jcsMaxDepth+2)
+	for range jcsMaxDepth + 1 {
 		deep = append(deep, '[')
 	}
-	for range MaxDepth + 1 {
+	for range jcsMaxDepth + 1 {
 		deep = append(deep, ']')
 	}
-	if _, err := Canonicalize(deep); !errors.Is(err, ErrInvalid) {
-		t.Errorf("Canonicalize of %d nested arrays: err = %v, want ErrInvalid", MaxDepth+1, err)
+	if _, err := canonicalize(deep); !errors.Is(err, errNotIJSON) {
+		t.Errorf("canonicalize of %d nested arrays: err = %v, want errNotIJSON", jcsMaxDepth+1, err)
 	}
 }
 
@@ -90,12 +90,12 @@ func FuzzCanonicalize(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := Canonicalize(data)
+		c, err := canonicalize(data)
 		if err != nil {
 			return
 		}
 		// The canonical form is a fixed point.
-		again, err := Canonicalize(c)
+		again, err := canonicalize(c)
 		if err != nil {
 			t.Fatalf("canonical form %q does not canonicalize: %v", c, err)
 		}
@@ -119,8 +119,8 @@ func TestNotIJSONIsRefused(t *testing.T) {
 		`[1e-400]`,
 		`[123456789012345678901234567890]`,
 	} {
-		if got, err := Canonicalize([]byte(in)); !errors.Is(err, ErrInvalid) {
-			t.Errorf("Canonicalize(%s) = %s, %v; want ErrInvalid", in, got, err)
+		if got, err := canonicalize([]byte(in)); !errors.Is(err, errNotIJSON) {
+			t.Errorf("canonicalize(%s) = %s, %v; want errNotIJSON", in, got, err)
 		}
 	}
 	// Their neighbours are I-JSON and keep their canonical forms.
@@ -133,9 +133,9 @@ func TestNotIJSONIsRefused(t *testing.T) {
 		`[-0.0, 100e-2, 0.1e1]`:          `[0,1,1]`,
 		`[1e21, 1.7976931348623157e308]`: `[1e+21,1.7976931348623157e+308]`,
 	} {
-		got, err := Canonicalize([]byte(in))
+		got, err := canonicalize([]byte(in))
 		if err != nil || string(got) != want {
-			t.Errorf("Canonicalize(%s) = %s, %v; want %s", in, got, err, want)
+			t.Errorf("canonicalize(%s) = %s, %v; want %s", in, got, err, want)
 		}
 	}
 }
