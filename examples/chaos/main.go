@@ -144,7 +144,7 @@
 // master's configEpoch). -stamp-events gives each event's feature an
 // observation_time of its own: a second run of an event is then stale to
 // the feature store, and "features written twice" stays 0 however often
-// it runs. README.md has the figures.
+// it runs. docs/stores.md and docs/proof.md have the figures.
 //
 // Each run against Redis or PostgreSQL uses its own key prefix or tables,
 // named with a random suffix, and removes them at the end. Every address is
