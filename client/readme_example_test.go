@@ -15,7 +15,7 @@ import (
 
 // One delivery to a receiver behind the geoidem middleware, sent twice as
 // a sender re-run would: the second is answered from the receiver's record.
-// README.md's "Sending: the paired sender" quotes this example from
+// docs/sender.md's "Delivering" quotes this example from
 // `sender, err :=` to the Println; keep the two in step.
 func ExampleSender_Deliver_paired() {
 	idem, err := middleware.New(new(memstore.Store), middleware.Config{})

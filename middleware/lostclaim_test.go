@@ -117,7 +117,7 @@ func TestLostClaimReplyIsReleasedPostgres(t *testing.T) {
 
 // newRedisStoreAt returns a redisstore.Store on the Redis reached at addr
 // (a proxy in front of the shared test Redis), under a key prefix of its
-// own, with the client options the README recommends.
+// own, with the client options docs/stores.md recommends.
 func newRedisStoreAt(t *testing.T, addr string) *redisstore.Store {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})

@@ -21,8 +21,9 @@ func tenantOf(r *http.Request) string {
 
 // Wrapping a handler, with keys scoped by tenant: two tenants that happen to
 // send the same key each have their request run, and each retry is replayed
-// its own tenant's answer. README.md's "Wrap your own handler" quotes this
-// example from `store :=` to `mux.Handle`; keep the two in step.
+// its own tenant's answer. docs/receiving.md's "Scoping keys, and what is
+// recorded" quotes this example from `store :=` to `mux.Handle`; keep the
+// two in step.
 func Example_tenantScope() {
 	mux := http.NewServeMux()
 	ingest := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -16,7 +16,7 @@ import (
 // A receiver that verifies Standard Webhooks signatures before the claim
 // and takes its key from webhook-id, and the paired sender that re-signs
 // every attempt; the second delivery of the same event is replayed.
-// README.md's "Receiving Standard Webhooks" quotes this example's receiver
+// docs/receiving.md's "Receiving Standard Webhooks" quotes this example's receiver
 // (from `verifier, err :=` to `mux.Handle`) and its sender (from
 // `signer, _ :=` to the end of `client.New`); keep them in step.
 func Example_pairedSender() {

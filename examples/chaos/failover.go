@@ -23,7 +23,7 @@ var noSyncDelay = []string{"--repl-diskless-sync-delay", "0"}
 
 // failover is -failover's set-up: a primary and a replica, redis-servers of
 // the harness's own without persistence, the replica replicating through a
-// tcpcut proxy (so that replication can stall), and the receiver connected
+// testkit.Cutter proxy (so that replication can stall), and the receiver connected
 // through another (front), which the failover points at the promoted
 // replica: what a Sentinel or a DNS switch gives the clients.
 type failover struct {

@@ -99,7 +99,7 @@
 // redis-servers of the harness's own without persistence; at a seeded
 // point of the first pass replication stalls for 1 s, the primary is
 // SIGKILLed, the replica promoted (REPLICAOF NO ONE) and the receiver's
-// path pointed at it (a tcpcut proxy in between, as a Sentinel switch
+// path pointed at it (a testkit.Cutter in between, as a Sentinel switch
 // would), and the old primary restarts empty as the new one's replica;
 // -wait-replicas N sets the receiver's redisstore WaitReplicas, so that a
 // claim counts only once N replicas hold it, and so does the feature write
@@ -137,14 +137,14 @@
 // effect), and -effect-delay D pauses every run there for D, widening that
 // window: on Redis the retry of such a run runs it again. -reshard runs
 // the replicas on a Redis Cluster of the harness's own (three masters with
-// a replica each, package rediscluster) and, at a third of the first
+// a replica each, internal/testkit's Cluster) and, at a third of the first
 // pass, migrates the slots of every key under the run's prefix to the next
-// master, one slot after another, with rediscluster's MigrateSlot (which
+// master, one slot after another, with testkit's Cluster.MigrateSlot (which
 // waits before each slot's last step until its target knows every
 // master's configEpoch). -stamp-events gives each event's feature an
 // observation_time of its own: a second run of an event is then stale to
 // the feature store, and "features written twice" stays 0 however often
-// it runs. README.md has the figures.
+// it runs. docs/stores.md and docs/proof.md have the figures.
 //
 // Each run against Redis or PostgreSQL uses its own key prefix or tables,
 // named with a random suffix, and removes them at the end. Every address is
@@ -286,7 +286,7 @@ type options struct {
 	effectDelay     time.Duration
 	// reshard runs the replicas on a Redis Cluster of the harness's own
 	// (three masters with a replica each) and migrates the slots of the
-	// run's live keys under load, with package rediscluster's MigrateSlot.
+	// run's live keys under load, with testkit's Cluster.MigrateSlot.
 	reshard bool
 	// stamp gives each event's feature an observation_time of its own, so
 	// that a second run of an event is stale: an effect idempotent by the

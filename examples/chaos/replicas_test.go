@@ -44,7 +44,7 @@ func replicaRows(t *testing.T, rows map[string]string, n int) {
 // one is SIGKILLed in a handler run once, and on PostgreSQL twice, its
 // keys taken over after their lease. No event runs twice, none is lost,
 // summed over the replicas. (One run per store keeps the package's
-// tests short; the plain rows are measured in the README.)
+// tests short; the plain rows are measured in docs/stores.md.)
 func TestReplicas(t *testing.T) {
 	t.Run("redis rolling restart", func(t *testing.T) {
 		t.Parallel()

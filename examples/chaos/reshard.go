@@ -16,7 +16,7 @@ const maxReshardSlots = 200
 
 // startReshardCluster starts the Redis Cluster of -reshard: three masters
 // with a replica each, redis-servers of the harness's own without
-// persistence (package rediscluster), and returns it with its store URL.
+// persistence (internal/testkit's Cluster), and returns it with its store URL.
 func startReshardCluster(ctx context.Context) (*testkit.Cluster, string, error) {
 	cl, err := testkit.StartCluster(ctx, testkit.ClusterOptions{})
 	if err != nil {

@@ -35,7 +35,7 @@ type storeSetup struct {
 }
 
 // setupStore names the run's prefix or tables after suffix and, with
-// faults, puts a tcpcut proxy between the receiver and the store.
+// faults, puts a testkit.Cutter between the receiver and the store.
 func setupStore(o options, suffix string) (*storeSetup, error) {
 	s := &storeSetup{kind: o.kind(), cfg: service.Config{Store: "memory", Lease: lease, StoreTimeout: storeTimeout}, writeDelay: o.writeDelay}
 	if s.kind == memoryStore {

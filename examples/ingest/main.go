@@ -117,6 +117,12 @@
 //	                      Prometheus text format
 //	GET  /healthz         200 when the key store answers, 503 when it does not
 //
+// Every refusal (400, 413, 415, 422, 429, 503) is logged as a warning,
+// without -v: "request refused" with the method, the path, the client's
+// address and identity, the Idempotency-Key (webhook-id with webhook keys),
+// the status and the problem type; at most 10 a minute, the rest counted
+// in the next record's "suppressed". -v logs every outcome.
+//
 // With -admin-addr it also serves its key store's admin API
 // (keystore/adminhttp) on that loopback address, for `geoidem keys -store
 // http://ADDR`; a non-loopback address is refused.

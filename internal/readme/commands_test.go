@@ -26,38 +26,40 @@ type command struct {
 	text string
 }
 
-// TestShellCommandsAreValid fails for every command of README.md's shell
-// blocks that cannot work as written in a clone of the repository: a `go
-// run`, `go build`, `go test`, `go vet` or `go install` of a package that
-// does not exist, a `go install` of this unpublished module at a version, a
-// flag our command (a `go run ./X` or `geoidem`) does not define, an
-// argument naming a file the repository does not have, or a script that
-// is not there. Commands of other programs (curl, …) are not checked.
+// TestShellCommandsAreValid fails for every command of the shell blocks of
+// README.md and docs/*.md that cannot work as written in a clone of the
+// repository: a `go run`, `go build`, `go test`, `go vet` or `go install`
+// of a package that does not exist, a `go install` of this unpublished
+// module at a version, a flag our command (a `go run ./X` or `geoidem`) does
+// not define, an argument naming a file the repository does not have, or a
+// script that is not there. Commands of other programs (curl, …) are not
+// checked.
 func TestShellCommandsAreValid(t *testing.T) {
-	readme := readREADME(t)
-	cmds := shellCommands(readme)
-	if len(cmds) == 0 {
-		t.Fatal("README.md has no shell command: the extraction is broken")
-	}
 	flags := map[string]map[string]bool{}
-	checked := 0
-	for _, c := range cmds {
-		for _, seg := range segments(shellWords(c.text)) {
-			problems, ours := checkCommand(root, seg, flags)
-			if ours {
-				checked++
-			}
-			for _, p := range problems {
-				t.Errorf("README.md:%d: %s\n\t%s", c.line, p, c.text)
+	for _, p := range pages(t) {
+		cmds := shellCommands(p.text)
+		if len(cmds) == 0 && p.name == "README.md" {
+			t.Fatal("README.md has no shell command: the extraction is broken")
+		}
+		checked := 0
+		for _, c := range cmds {
+			for _, seg := range segments(shellWords(c.text)) {
+				problems, ours := checkCommand(root, seg, flags)
+				if ours {
+					checked++
+				}
+				for _, pr := range problems {
+					t.Errorf("%s:%d: %s\n\t%s", p.name, c.line, pr, c.text)
+				}
 			}
 		}
-	}
-	if checked == 0 {
-		t.Error("no command of ours (go …, geoidem, scripts/…) found in README.md's shell blocks")
+		if checked == 0 && p.name == "README.md" {
+			t.Error("no command of ours (go …, geoidem, scripts/…) found in README.md's shell blocks")
+		}
 	}
 }
 
-// shellCommands returns the commands of readme's shell blocks.
+// shellCommands returns the commands of a page's shell blocks.
 func shellCommands(readme []byte) []command {
 	var (
 		cmds    []command

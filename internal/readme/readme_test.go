@@ -27,7 +27,33 @@ func readREADME(t *testing.T) []byte {
 	return b
 }
 
-// block is one ```go block of README.md.
+// page is one Markdown page whose blocks the tests check: README.md or a
+// page of docs/.
+type page struct {
+	name string // relative to the repository's root, slash-separated
+	text []byte
+}
+
+// pages returns README.md and every docs/*.md.
+func pages(t *testing.T) []page {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := []page{{name: "README.md", text: readREADME(t)}}
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, n)
+		ps = append(ps, page{name: filepath.ToSlash(rel), text: b})
+	}
+	return ps
+}
+
+// block is one ```go block of a page.
 type block struct {
 	line    int    // README line of the block's first code line
 	section string // the heading the block is under
@@ -40,43 +66,47 @@ type function struct {
 	lines []string
 }
 
-// TestGoBlocksAreExamples fails for every ```go block of README.md that
-// appears verbatim (modulo each line's leading indentation) in no Example or
-// Test function of the repository's *_test.go files.
+// TestGoBlocksAreExamples fails for every ```go block of README.md and of
+// docs/*.md that appears verbatim (modulo each line's leading indentation)
+// in no Example or Test function of the repository's *_test.go files.
 func TestGoBlocksAreExamples(t *testing.T) {
-	readme := readREADME(t)
-	blocks := goBlocks(readme)
-	if len(blocks) == 0 {
-		t.Fatal("README.md has no ```go block: the extraction is broken")
-	}
 	funcs := exampleFunctions(t)
-	for _, b := range blocks {
-		best, bestLen := "", 0
-		found := false
-		for _, f := range funcs {
-			n := longestMatch(f.lines, b.lines)
-			if n == len(b.lines) {
-				found = true
-				break
-			}
-			if n > bestLen {
-				best, bestLen = f.name, n
-			}
+	for _, p := range pages(t) {
+		blocks := goBlocks(p.text)
+		if len(blocks) == 0 && p.name == "README.md" {
+			t.Fatal("README.md has no ```go block: the extraction is broken")
 		}
-		switch {
-		case found:
-		case bestLen == 0:
-			t.Errorf("README.md:%d: the go block under %q (%d lines) is in no Example or Test function: none has its first line %q",
-				b.line, b.section, len(b.lines), b.lines[0])
-		default:
-			t.Errorf("README.md:%d: the go block under %q (%d lines) is in no Example or Test function; "+
-				"closest: %s, which has its first %d lines but not README line %d: %q",
-				b.line, b.section, len(b.lines), best, bestLen, b.line+bestLen, b.lines[bestLen])
+		for _, b := range blocks {
+			checkBlock(t, p.name, b, funcs)
 		}
 	}
 }
 
-// goBlocks returns README's ```go blocks, each line without its leading
+// checkBlock reports b, a go block of page name, unless some function of
+// funcs holds it whole.
+func checkBlock(t *testing.T, name string, b block, funcs []function) {
+	t.Helper()
+	best, bestLen := "", 0
+	for _, f := range funcs {
+		n := longestMatch(f.lines, b.lines)
+		if n == len(b.lines) {
+			return
+		}
+		if n > bestLen {
+			best, bestLen = f.name, n
+		}
+	}
+	if bestLen == 0 {
+		t.Errorf("%s:%d: the go block under %q (%d lines) is in no Example or Test function: none has its first line %q",
+			name, b.line, b.section, len(b.lines), b.lines[0])
+		return
+	}
+	t.Errorf("%s:%d: the go block under %q (%d lines) is in no Example or Test function; "+
+		"closest: %s, which has its first %d lines but not line %d: %q",
+		name, b.line, b.section, len(b.lines), best, bestLen, b.line+bestLen, b.lines[bestLen])
+}
+
+// goBlocks returns a page's ```go blocks, each line without its leading
 // indentation.
 func goBlocks(readme []byte) []block {
 	var (

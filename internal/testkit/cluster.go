@@ -4,7 +4,7 @@
 // another ([Cluster.MigrateSlot]), a replica promoted by CLUSTER FAILOVER
 // ([Cluster.Failover]) or after its master was SIGKILLed ([Cluster.Kill]).
 //
-// Every node is a redis-server started by package redisserver on a free
+// Every node is a redis-server started by StartRedis on a free
 // port (whose cluster bus port, port+10000, is free too), in a temporary
 // directory of its own; the cluster is formed by `redis-cli --cluster
 // create … --cluster-replicas 1 --cluster-yes`, so redis-server and

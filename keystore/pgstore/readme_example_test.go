@@ -37,8 +37,8 @@ func featureOf(r *http.Request) (id string, geometry json.RawMessage, body []byt
 
 // The handler's write and the record of its answer commit in one
 // transaction, behind the middleware; the retry is replayed with the
-// recorded Content-Type. README.md's "Several replicas" quotes this example
-// from `store, err :=` to the end of the handler; keep the two in step.
+// recorded Content-Type. docs/stores.md describes it, and
+// examples/ingest/service/postgis.go does the same with PostGIS.
 func ExampleStore_InTx_middleware() {
 	ctx := context.Background()
 	pool, cleanup := examplePool(ctx) // the test database, on a schema of its own

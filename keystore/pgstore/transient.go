@@ -8,11 +8,12 @@ import (
 )
 
 // Transient reports whether a failed PostgreSQL call (a handler's write in
-// [Store.InTx], say) may succeed if the sender retries. It is the rule the
-// README states as code: answer a transient error 503 with Retry-After, so
-// that the middleware releases the key and the retry runs the handler
-// again, and a permanent one 4xx (422, say), so that it is recorded, every
-// retry is answered the same and the sender stops.
+// [Store.InTx], say) may succeed if the sender retries. It is the rule
+// that docs/receiving.md ("Permanent or transient failures") states as
+// code: answer a transient error 503 with Retry-After, so that the
+// middleware releases the key and the retry runs the handler again, and a
+// permanent one 4xx (422, say), so that it is recorded, every retry is
+// answered the same and the sender stops.
 // [github.com/geoidem/geoidem/problem.Write] writes either as an RFC 9457
 // problem document.
 //

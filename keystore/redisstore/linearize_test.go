@@ -38,7 +38,7 @@ func TestLinearizable(t *testing.T) {
 	})
 }
 
-// faultyClient returns a client of the Redis at addr through a tcpcut proxy,
+// faultyClient returns a client of the Redis at addr through a testkit.Cutter,
 // with short timeouts, and a Faults function for keystoretest.Linearizable
 // that cuts and stalls the proxy again and again: every few hundred
 // milliseconds, in turn, a cut (resets) of 20–80 ms or a stall (nothing

@@ -12,7 +12,7 @@ import (
 )
 
 // The store the middleware of several replicas shares (compiled, not run:
-// it needs a server). README.md's "Several replicas" quotes this example
+// it needs a server). docs/stores.md's "Several replicas" quotes this example
 // from `rdb :=` to the error check; keep the two in step.
 func ExampleNew_middleware() {
 	rdb := redis.NewClient(&redis.Options{

@@ -262,7 +262,9 @@ type Config struct {
 	// remote address or, behind the trusted proxies it names, the client
 	// they forward (frontdoor.ClientsConfig; default: no proxy trusted).
 	Clients frontdoor.ClientsConfig
-	// Logger receives the middleware's and the service's logs (default: none).
+	// Logger receives the middleware's and the service's logs (default:
+	// none), among them a warning per refusal (400, 413, 415, 422, 429,
+	// 503), at most 10 a minute.
 	Logger *slog.Logger
 	// Metrics is the registry GET /metrics serves, into which the service
 	// registers its metrics (default: a registry of its own).
@@ -432,7 +434,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	mux.Handle("GET /features/{id}", http.HandlerFunc(s.getFeature))
 	mux.Handle("GET /metrics", metricsHandler(reg))
 	mux.Handle("GET /healthz", health(probe(s.stores.keys)))
-	s.handler = problemRoutes(mux)
+	s.handler = logRefusals(problemRoutes(mux), log, keyHeader, s.door.Client)
 	return s, nil
 }
 
