@@ -101,9 +101,7 @@ func (b *body) Close() error { return (*guard)(b).src.Close() }
 // whether it cut: not when no BodyRate guards r's body directly, when the
 // body has ended (read in full or failed: the request may have claimed its
 // key and be running), or when the server's writer has no read deadlines.
-// It is safe to call from any goroutine, and is
-// middleware.AdmissionConfig.CutBody's value when a BodyRate runs outside
-// the Admission.
+// It is safe to call from any goroutine.
 func CutBody(r *http.Request) bool {
 	g, ok := r.Body.(*body)
 	if !ok {

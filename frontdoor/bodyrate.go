@@ -60,8 +60,8 @@ type BodyRateConfig struct {
 // whose writer has no read deadlines (http.ErrNotSupported).
 //
 // Put it outside everything that holds something while a body arrives:
-// outside middleware.Admission (whose Retry-After then counts on
-// [BodyDeadline]) and the idempotency middleware, which reads the body
+// outside anything that bounds the requests in flight (whose Retry-After
+// can count on [BodyDeadline]) and the idempotency middleware, which reads the body
 // before it claims the key, so that a body cut off claims nothing.
 type BodyRate struct {
 	grace, timeout time.Duration
@@ -120,9 +120,8 @@ func (b *BodyRate) Handler(next http.Handler) http.Handler {
 // full under the BodyRate that r passed through (Grace + length / MinRate
 // after the request began, no later than Timeout), or the zero time when
 // no BodyRate guards r's body (or not directly: something in between
-// replaced r.Body). It is middleware.AdmissionConfig.BodyDeadline's value
-// when a BodyRate runs outside the Admission: by then a slot held by a
-// slow body has been given back.
+// replaced r.Body): by then a slot held by a slow body has been given
+// back.
 func BodyDeadline(r *http.Request) time.Time {
 	g, ok := r.Body.(*body)
 	if !ok {

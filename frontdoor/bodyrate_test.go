@@ -27,7 +27,7 @@ func serveRaw(t *testing.T, h http.Handler) string {
 
 // A body that falls behind is cut off with 408 body-too-slow, under the
 // idempotency middleware (which reads it before the claim): nothing is
-// claimed, the handler does not run, the admission slot is given back, and
+// claimed, the handler does not run, the request is no longer in flight, and
 // the connection is closed.
 func TestSlowBodyAnswered408(t *testing.T) {
 	s := startService(t, door{rate: &frontdoor.BodyRateConfig{Grace: 200 * time.Millisecond, MinRate: 100}})
@@ -58,7 +58,7 @@ func TestSlowBodyAnswered408(t *testing.T) {
 	if s.runs.Load() != 0 || s.store.Stats().Entries != 0 {
 		t.Errorf("the handler ran %d times, the store holds %d entries: want nothing claimed", s.runs.Load(), s.store.Stats().Entries)
 	}
-	if got := s.admit.Stats().InFlight; got != 0 {
+	if got := s.flying.Load(); got != 0 {
 		t.Errorf("%d requests still in flight after the answer", got)
 	}
 	if got := s.rate.Stats().Cut; got != 1 {

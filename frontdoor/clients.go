@@ -20,8 +20,8 @@ type ClientsConfig struct {
 }
 
 // Clients names each request's client, the one identity every
-// request-level bound counts (middleware.Config.Client,
-// middleware.AdmissionConfig.Client): its remote address, or behind a
+// request-level bound counts (the Door's shares, middleware.Config.Client):
+// its remote address, or behind a
 // trusted proxy the right-most address of the forwarding header that is
 // not a trusted proxy's. An IPv4 address is a client, an IPv6 /64 is
 // one, and an IPv6 /48 is four at most however many /64s it sends from
@@ -43,8 +43,7 @@ func NewClients(cfg ClientsConfig) (*Clients, error) {
 }
 
 // Client returns the name of r's client ("192.0.2.7", "2001:db8:1:2::/64",
-// "2001:db8:1::/48"): a middleware.Config.Client and
-// middleware.AdmissionConfig.Client.
+// "2001:db8:1::/48"): a middleware.Config.Client.
 func (c *Clients) Client(r *http.Request) string { return c.proxies.Name(r) }
 
 // ParsePrefixes parses a comma-separated list of networks ("10.0.0.0/8")

@@ -68,7 +68,7 @@ func TestContentionClosesIdleThenTheBiggestHost(t *testing.T) {
 	for i := range 7 {
 		busy = append(busy, startRequest(t, s, "127.0.0.2", fmt.Sprint("busy-", i)))
 	}
-	waitFor(t, 20*time.Second, "7 requests in flight", func() bool { return s.admit.Stats().InFlight == 7 })
+	waitFor(t, 20*time.Second, "7 requests in flight", func() bool { return s.flying.Load() == 7 })
 	if st := s.conns.Stats(); st.Refused != 0 || st.Open != 8 {
 		t.Fatalf("Stats %+v, want 8 open and none refused", st)
 	}
@@ -77,7 +77,7 @@ func TestContentionClosesIdleThenTheBiggestHost(t *testing.T) {
 	if !isClosed(idle, 20*time.Second) {
 		t.Error("the idle connection was not closed to make room")
 	}
-	waitFor(t, 20*time.Second, "8 requests in flight", func() bool { return s.admit.Stats().InFlight == 8 })
+	waitFor(t, 20*time.Second, "8 requests in flight", func() bool { return s.flying.Load() == 8 })
 	// Another new host: no idle connection is left, and 127.0.0.2 holds
 	// the most: one of its busy connections goes.
 	startRequest(t, s, "127.0.0.5", "new-5")

@@ -71,11 +71,6 @@
 // Retry-After. [CutBody] cuts off a body still arriving, from another
 // goroutine.
 //
-// middleware.Admission is the older admission, taken before the body is
-// read: wired with [BodyDeadline] and [CutBody], a slow body holds a slot
-// until the rate cuts it off. The Door replaces it for a service that
-// wires its front door anew.
-//
 // Behind reverse proxies, name them in Config.Clients.TrustedProxies:
 // each request's client is then the address they forward, for the Door's
 // shares and known networks, and their connections are never reset for

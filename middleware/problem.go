@@ -25,8 +25,6 @@ const (
 	ProblemNotReplayable  = ProblemTypeBase + "response-not-replayable" // 422
 	ProblemStoreFull      = ProblemTypeBase + "store-full"              // 503
 	ProblemClientFull     = ProblemTypeBase + "client-full"             // 429
-	ProblemServerBusy     = ProblemTypeBase + "server-busy"             // 503, from Admission
-	ProblemClientBusy     = ProblemTypeBase + "client-busy"             // 429, from Admission
 )
 
 // HTTPProblem is an error that carries its own RFC 9457 answer. When a
