@@ -1,4 +1,4 @@
-package frontdoor_test
+package frontdoor
 
 import (
 	"encoding/json"
@@ -13,7 +13,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 )
@@ -62,9 +61,9 @@ func byHeader(r *http.Request) string { return r.Header.Get("X-Client") }
 
 // admitted is h, the idempotency middleware over store in front of g,
 // behind a Door built from cfg.
-func admitted(t *testing.T, cfg frontdoor.Config, store *memstore.Store, g http.Handler) (*frontdoor.Door, http.Handler) {
+func admitted(t *testing.T, cfg Config, store *memstore.Store, g http.Handler) (*Door, http.Handler) {
 	t.Helper()
-	d, err := frontdoor.New(cfg)
+	d, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,16 +118,16 @@ func wantRefused(t *testing.T, h http.Handler, store *memstore.Store, client str
 // client is still admitted.
 func TestDoorBoundsWorkSlots(t *testing.T) {
 	store, g := new(memstore.Store), newGate()
-	d, h := admitted(t, frontdoor.Config{MaxInFlight: 8, Client: byHeader, Wait: 50 * time.Millisecond}, store, g)
+	d, h := admitted(t, Config{MaxInFlight: 8, Client: byHeader, Wait: 50 * time.Millisecond}, store, g)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer close(g.release)
 
 	holding(t, h, g, &wg, "a", 5, 10) // more than its quarter of 8, while the server is not crowded
 	holding(t, h, g, &wg, "b", 1, 10) // three quarters of 8
-	wantRefused(t, h, store, "a", 10, http.StatusTooManyRequests, frontdoor.ProblemClientBusy, false)
+	wantRefused(t, h, store, "a", 10, http.StatusTooManyRequests, ProblemClientBusy, false)
 	holding(t, h, g, &wg, "c", 2, 10) // the last quarter is for the others
-	wantRefused(t, h, store, "d", 10, http.StatusServiceUnavailable, frontdoor.ProblemServerBusy, false)
+	wantRefused(t, h, store, "d", 10, http.StatusServiceUnavailable, ProblemServerBusy, false)
 	if s := d.Stats(); s.Slots != 8 || s.RefusedClient != 1 || s.RefusedBusy != 1 {
 		t.Errorf("Stats %+v, want 8 slots held, 1 refused 429 and 1 refused 503", s)
 	}
@@ -140,15 +139,15 @@ func TestDoorBoundsWorkSlots(t *testing.T) {
 func TestDoorBoundsBytes(t *testing.T) {
 	store, g := new(memstore.Store), newGate()
 	const mib = 1 << 20
-	d, h := admitted(t, frontdoor.Config{MaxBytes: 8 * mib, Client: byHeader, Wait: 50 * time.Millisecond}, store, g)
+	d, h := admitted(t, Config{MaxBytes: 8 * mib, Client: byHeader, Wait: 50 * time.Millisecond}, store, g)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer close(g.release)
 
 	holding(t, h, g, &wg, "a", 4, mib)
 	holding(t, h, g, &wg, "b", 2, mib) // 6 MiB of large bodies: three quarters
-	wantRefused(t, h, store, "a", 10, http.StatusTooManyRequests, frontdoor.ProblemClientBusy, true)
-	wantRefused(t, h, store, "c", mib, http.StatusServiceUnavailable, frontdoor.ProblemServerBusy, true)
+	wantRefused(t, h, store, "a", 10, http.StatusTooManyRequests, ProblemClientBusy, true)
+	wantRefused(t, h, store, "c", mib, http.StatusServiceUnavailable, ProblemServerBusy, true)
 	holding(t, h, g, &wg, "d", 1, 1000) // a small body still gets in
 	if s := d.Stats(); s.Slots != 7 || s.Bytes != 6*mib+1000 {
 		t.Errorf("Stats %+v, want 7 slots holding 6 MiB + 1000 bytes", s)
@@ -160,7 +159,7 @@ func TestDoorBoundsBytes(t *testing.T) {
 // cannot take every slot by sending from 2^64 addresses.
 func TestDoorCountsAnIPv6SubnetAsOneClient(t *testing.T) {
 	store, g := new(memstore.Store), newGate()
-	_, h := admitted(t, frontdoor.Config{MaxInFlight: 8, Wait: 50 * time.Millisecond}, store, g)
+	_, h := admitted(t, Config{MaxInFlight: 8, Wait: 50 * time.Millisecond}, store, g)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer close(g.release)
@@ -182,8 +181,8 @@ func TestDoorCountsAnIPv6SubnetAsOneClient(t *testing.T) {
 	go func() { done <- serveRecorded(h, from("[2001:db8:1:2::99]:4000", "k99")) }()
 	select {
 	case w := <-done:
-		if w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), frontdoor.ProblemClientBusy) {
-			t.Errorf("a sixth request from the same /64: %d %s, want 429 %s", w.Code, w.Body, frontdoor.ProblemClientBusy)
+		if w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), ProblemClientBusy) {
+			t.Errorf("a sixth request from the same /64: %d %s, want 429 %s", w.Code, w.Body, ProblemClientBusy)
 		}
 	case <-g.entered:
 		t.Fatal("a sixth request from the same /64 was admitted; want 429 client-busy")
@@ -214,7 +213,7 @@ func timedRequest(client, take string) *http.Request {
 // TestDoorRetryAfterIsTrue.)
 func TestDoorRetryAfterIsWhenASlotFrees(t *testing.T) {
 	newDoor := func(t *testing.T) http.Handler {
-		d, err := frontdoor.New(frontdoor.Config{MaxInFlight: 4, Client: byHeader, Wait: time.Millisecond})
+		d, err := New(Config{MaxInFlight: 4, Client: byHeader, Wait: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

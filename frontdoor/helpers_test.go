@@ -1,4 +1,4 @@
-package frontdoor_test
+package frontdoor
 
 import (
 	"bufio"
@@ -14,18 +14,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 )
 
 // door is what a test server is wired with; nil fields are left out.
 type door struct {
-	// door, when set, is the whole front door (frontdoor.New), and conns
+	// door, when set, is the whole front door (New), and conns
 	// and rate are not used.
-	door  *frontdoor.Config
-	conns *frontdoor.ConnsConfig
-	rate  *frontdoor.BodyRateConfig
+	door  *Config
+	conns *connsConfig
+	rate  *bodyRateConfig
 	// block, when set, holds each handler run until it is closed.
 	block chan struct{}
 }
@@ -37,9 +36,9 @@ type service struct {
 	url     string
 	addr    string
 	store   *memstore.Store
-	door    *frontdoor.Door
-	conns   *frontdoor.Conns
-	rate    *frontdoor.BodyRate
+	door    *Door
+	conns   *connBounds
+	rate    *bodyRate
 	runs    atomic.Int64 // handler runs
 	flying  atomic.Int64 // requests in flight, under the pieces of the front door
 	blocked atomic.Int64 // handler runs waiting on door.block
@@ -105,19 +104,19 @@ func startService(t *testing.T, d door) *service {
 		inner.ServeHTTP(w, r)
 	})
 	if d.door != nil {
-		if s.door, err = frontdoor.New(*d.door); err != nil {
+		if s.door, err = New(*d.door); err != nil {
 			t.Fatal(err)
 		}
 		post = s.door.Handler(post)
 	}
 	if d.rate != nil && d.door == nil {
-		if s.rate, err = frontdoor.NewBodyRate(*d.rate); err != nil {
+		if s.rate, err = newBodyRate(*d.rate); err != nil {
 			t.Fatal(err)
 		}
 		post = s.rate.Handler(post)
 	}
 	if d.conns != nil && d.door == nil {
-		if s.conns, err = frontdoor.NewConns(*d.conns); err != nil {
+		if s.conns, err = newConns(*d.conns); err != nil {
 			t.Fatal(err)
 		}
 		post = s.conns.Hold(post)
@@ -148,7 +147,7 @@ func startService(t *testing.T, d door) *service {
 	case d.conns != nil:
 		ln = s.conns.Listener(ln)
 		connState = s.conns.ConnState
-		srv.IdleTimeout = frontdoor.DefaultIdleTimeout
+		srv.IdleTimeout = DefaultIdleTimeout
 	}
 	srv.ConnState = connState
 	go func() { _ = srv.Serve(ln) }()

@@ -350,7 +350,7 @@ func (d *Door) refuse(w http.ResponseWriter, r *http.Request, status int, wait t
 }
 
 // knownAt reports whether r's client is a known sender at now: its
-// address (as Clients finds it, behind trusted proxies) in KnownNetworks, or a body of its verified within KnownFor.
+// address (as names finds it, behind trusted proxies) in KnownNetworks, or a body of its verified within KnownFor.
 func (d *Door) knownAt(r *http.Request, client string, now time.Time) bool {
 	if len(d.networks) > 0 {
 		if ip, ok := d.names.proxies.Addr(r); ok {
@@ -409,7 +409,9 @@ func (d *Door) Stats() Stats {
 		}
 	}
 	d.mu.Unlock()
-	s.Conns = d.conns.Stats()
+	c := d.conns.Stats()
+	s.Conns, s.PeakConns, s.IdleConns, s.HeldConns, s.WaitingConns = c.Open, c.PeakOpen, c.Idle, c.Held, c.Waiting
+	s.ConnsRefused, s.ConnsClosedIdle, s.ConnsClosedBusy, s.ConnsEvicted, s.ConnsWaited = c.Refused, c.ClosedIdle, c.ClosedBusy, c.Evicted, c.Waited
 	if d.rate != nil {
 		// The rate counts a body cut off once its 408 is out; the Door,
 		// when it cuts: for a moment the Door's count may be ahead.

@@ -1,4 +1,4 @@
-package frontdoor_test
+package frontdoor
 
 import (
 	"bytes"
@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/geoidem/geoidem/frontdoor"
 )
 
 // victim sends n small valid requests one after another from ip and
@@ -72,15 +70,15 @@ func TestSlowBodiesFromFourAddresses(t *testing.T) {
 	hosts := []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}
 	const perHost = 16 // 64 connections
 
-	s := startService(t, door{door: &frontdoor.Config{
-		Conns: frontdoor.ConnsConfig{MaxConnsPerHost: 8, MaxConns: 33, MaxIdle: 16},
-		Body:  frontdoor.BodyRateConfig{Grace: 500 * time.Millisecond, MinRate: 100},
+	s := startService(t, door{door: &Config{
+		MaxConnsPerHost: 8, MaxConns: 33, MaxIdle: 16,
+		BodyGrace: 500 * time.Millisecond, MinBodyRate: 100,
 	}})
 	a := startSlowAttack(s.addr, hosts, perHost)
 	waitFor(t, 60*time.Second, "the attack under way: every attacker connected once, 24 slow bodies arriving",
 		func() bool {
 			ds := s.door.Stats()
-			return a.started.Load() >= 32 && ds.Conns.Refused > 0 && ds.Arriving >= 24
+			return a.started.Load() >= 32 && ds.ConnsRefused > 0 && ds.Arriving >= 24
 		})
 	const n = 100
 	ok, other := victim(t, s, "127.0.0.6", n)
@@ -105,10 +103,10 @@ func TestSlowBodiesFromFourAddresses(t *testing.T) {
 func TestSlowBodiesFromEightAddresses(t *testing.T) {
 	hosts := []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7", "127.0.0.8", "127.0.0.9"}
 	const perHost = 8 // the front door's bound: 64 connections
-	s := startService(t, door{door: &frontdoor.Config{
-		MaxBytes: 64 * 100,
-		Conns:    frontdoor.ConnsConfig{MaxConnsPerHost: perHost},
-		Body:     frontdoor.BodyRateConfig{Grace: time.Minute, MinRate: 100},
+	s := startService(t, door{door: &Config{
+		MaxBytes:        64 * 100,
+		MaxConnsPerHost: perHost,
+		BodyGrace:       time.Minute, MinBodyRate: 100,
 	}})
 	a := startSlowAttack(s.addr, hosts, perHost)
 	waitFor(t, 60*time.Second, "the slow bodies hold every byte", func() bool { return s.door.Stats().Bytes == 64*100 })
