@@ -18,8 +18,7 @@ func TestImportsOnlyStandardLibrary(t *testing.T) {
 	}
 	for _, p := range strings.Fields(string(out)) {
 		switch p {
-		case "github.com/geoidem/geoidem/client", "github.com/geoidem/geoidem/problem", "github.com/geoidem/geoidem/internal/problem",
-			"github.com/geoidem/geoidem/internal/answer":
+		case "github.com/geoidem/geoidem/client", "github.com/geoidem/geoidem/problem", "github.com/geoidem/geoidem/internal/answer":
 		default:
 			t.Errorf("package client depends on %s", p)
 		}

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/problem"
+	"github.com/geoidem/geoidem/problem"
 )
 
 // Problem types of the Door's refusals: the middleware's, since a sender
@@ -339,13 +339,13 @@ func (d *Door) refuse(w http.ResponseWriter, r *http.Request, status int, wait t
 	}
 	d.mu.Unlock()
 	if status == http.StatusTooManyRequests {
-		problem.Write(w, status, problem.JSON(problem.Doc{Type: ProblemClientBusy, Title: "Too many requests in flight from this client", Status: status,
-			Detail: "This client already has its share of the requests or bytes in flight; nothing was claimed. Retry after Retry-After with the same key."}), wait)
+		problem.Write(w, problem.Details{Type: ProblemClientBusy, Title: "Too many requests in flight from this client", Status: status,
+			Detail: "This client already has its share of the requests or bytes in flight; nothing was claimed. Retry after Retry-After with the same key.", RetryAfter: wait})
 		d.refusals.Warn(r.Context(), "request refused: the client has its share in flight", slog.String("client", d.client(r)))
 		return
 	}
-	problem.Write(w, status, problem.JSON(problem.Doc{Type: ProblemServerBusy, Title: "Server busy", Status: status,
-		Detail: "The server has as many requests or bytes in flight as it takes; nothing was claimed. Retry after Retry-After with the same key."}), wait)
+	problem.Write(w, problem.Details{Type: ProblemServerBusy, Title: "Server busy", Status: status,
+		Detail: "The server has as many requests or bytes in flight as it takes; nothing was claimed. Retry after Retry-After with the same key.", RetryAfter: wait})
 	d.refusals.Warn(r.Context(), "request refused: too much in flight", slog.String("client", d.client(r)))
 }
 

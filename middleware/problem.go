@@ -2,8 +2,6 @@ package middleware
 
 import (
 	"errors"
-
-	"github.com/geoidem/geoidem/internal/problem"
 )
 
 // ProblemTypeBase is the prefix of the type URI of every problem document
@@ -46,5 +44,5 @@ func problemOf(err error, typ, title string, status int) (int, []byte) {
 	if errors.As(err, &hp) {
 		return hp.HTTPStatus(), hp.ProblemJSON()
 	}
-	return status, problem.JSON(problem.Doc{Type: typ, Title: title, Status: status, Detail: err.Error()})
+	return status, problemJSON(typ, title, status, err.Error())
 }
