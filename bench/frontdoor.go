@@ -9,22 +9,17 @@ import (
 
 // Section 9: the front door. Attacks that stay below the
 // request layer, each against a receiving service in a process of its own
-// (this binary again), wired four ways:
+// (this binary again), wired two ways:
 //
-//   - "as main wires it": the idempotency middleware over memstore behind
-//     middleware.Admission, in an http.Server with examples/ingest's
-//     timeouts (ReadTimeout 30 s, IdleTimeout 2 min);
-//   - "BodyRate only": the same behind frontdoor.BodyRate (defaults), with
-//     Admission's BodyDeadline;
-//   - "old front door": that, and frontdoor.Conns (defaults) around the
-//     listener and in ConnState, IdleTimeout frontdoor.DefaultIdleTimeout:
-//     the wiring before frontdoor.New, a slot taken before the body is read;
+//   - "no front door": the idempotency middleware over memstore in an
+//     http.Server with timeouts alone (ReadTimeout 30 s, IdleTimeout
+//     2 min);
 //   - "front door (frontdoor.New)": the shipped configuration, as
 //     examples/ingest and geoidem proxy wire it (defaults, 127.2.0.0/16 a
 //     known network): work admitted once the body has arrived.
 //
-// Every verdict is the shipped configuration's; the old rows are kept,
-// labelled, to show what it changed.
+// Every verdict is the shipped configuration's; the row without a front
+// door is kept, labelled, to show what it changes.
 //
 // Idle connections: attacker processes (two, each within the file
 // descriptor limit) open fdIdleConns connections from 127.0.0.2–254, each
@@ -34,9 +29,8 @@ import (
 // 250 ms. Slow bodies: 64 connections from 127.0.0.2–5,
 // each declaring 100 bytes and sending one every 2 s, connecting again at
 // once when one ends; a sender on 127.0.0.6 posts a small body every
-// 100 ms. Then the same from 127.0.0.2–9, 8 connections each (every
-// admission slot behind the front door), with and without Admission's
-// CutBody, the sender on 127.0.0.10.
+// 100 ms. Then the same from 127.0.0.2–9, 8 connections each (the front
+// door's per-host bound), the sender on 127.0.0.10.
 
 // The section's targets.
 const (
@@ -49,7 +43,7 @@ const (
 	fdProbeEvery = 250 * time.Millisecond
 )
 
-var fdModes = map[string]string{"bare": "as main wires it", "rate": "BodyRate only", "door": "old front door (Conns, BodyRate, Admission)", "door-nocut": "old front door without CutBody", "one": "front door (frontdoor.New)"}
+var fdModes = map[string]string{"bare": "no front door", "one": "front door (frontdoor.New)"}
 
 func verdict(ok bool) string {
 	if ok {
@@ -63,11 +57,8 @@ func runFrontdoor(ctx context.Context, s *section) error {
 	limit := raiseFileLimit()
 	conns, slowFor := o.fdIdleConns, o.fdSlowFor
 	s.line("Each service runs in a process of its own (this binary again, file descriptor limit raised to the hard limit: %d here),", limit)
-	s.line("wired four ways: **as main wires it** (the idempotency middleware over memstore behind `middleware.Admission`, in an")
-	s.line("`http.Server` with examples/ingest's timeouts: ReadTimeout 30 s, IdleTimeout 2 min); **BodyRate only** (that behind")
-	s.line("`frontdoor.BodyRate`, defaults: 1 KiB/s after 5 s, and Admission's `BodyDeadline` and `CutBody`); **old front door** (that,")
-	s.line("with `frontdoor.Conns`, defaults, around the listener and in ConnState; IdleTimeout 30 s: the wiring before `frontdoor.New`,")
-	s.line("a slot taken before the body is read); and **front door (frontdoor.New)**, the shipped configuration, as examples/ingest and")
+	s.line("wired two ways: **no front door** (the idempotency middleware over memstore in an `http.Server` with timeouts alone:")
+	s.line("ReadTimeout 30 s, IdleTimeout 2 min); and **front door (frontdoor.New)**, the shipped configuration, as examples/ingest and")
 	s.line("`geoidem proxy` wire it (defaults, 127.2.0.0/16 a known network): work admitted once the body has arrived. Every verdict is")
 	s.line("the shipped configuration's.")
 	s.line("")
@@ -79,7 +70,7 @@ func runFrontdoor(ctx context.Context, s *section) error {
 	s.line("")
 	var rows [][]string
 	var doorSlow slowResult
-	for _, mode := range []string{"bare", "rate", "door", "one"} {
+	for _, mode := range []string{"bare", "one"} {
 		r, err := runSlow(ctx, s, mode, slowFor, 4, 16)
 		if err != nil {
 			return err
@@ -103,14 +94,12 @@ func runFrontdoor(ctx context.Context, s *section) error {
 
 	s.line("### Slow bodies from eight addresses")
 	s.line("")
-	s.line("The same attack from 127.0.0.2–9, 8 connections each (the front door's per-host bound): 64 slow bodies, every admission")
-	s.line("slot. The sender posts from 127.0.0.10 for %v. Without `AdmissionConfig.CutBody` the slots are retaken at once as each", slowFor)
-	s.line("body is cut off at its grace; with it, a request that finds the server full is admitted by cutting off the oldest body")
-	s.line("still arriving of the client that holds the most (at least two more than its own).")
+	s.line("The same attack from 127.0.0.2–9, 8 connections each (the front door's per-host bound): 64 slow bodies. The sender posts")
+	s.line("from 127.0.0.10 for %v.", slowFor)
 	s.line("")
 	rows = nil
 	var cutSlow slowResult
-	for _, mode := range []string{"door-nocut", "door", "one"} {
+	for _, mode := range []string{"one"} {
 		r, err := runSlow(ctx, s, mode, slowFor, 8, 8)
 		if err != nil {
 			return err
@@ -179,14 +168,13 @@ func runFrontdoor(ctx context.Context, s *section) error {
 	return nil
 }
 
-// runManySection runs the many-address attacks, each alone against the
-// front door as it was wired and as frontdoor.New wires it, then all at
-// once against frontdoor.New.
+// runManySection runs the many-address attacks, each alone against
+// frontdoor.New, then all at once.
 func runManySection(ctx context.Context, s *section, d time.Duration) error {
 	s.line("### Many addresses")
 	s.line("")
-	s.line("Each attack from 127.1.y.z, alone, against the **old front door** (Conns, BodyRate, `middleware.Admission` with CutBody)")
-	s.line("and against **frontdoor.New** (defaults, 127.2.0.0/16 a known network: work admitted once the body has arrived); then")
+	s.line("Each attack from 127.1.y.z, alone, against **frontdoor.New** (defaults, 127.2.0.0/16 a known network: work admitted once")
+	s.line("the body has arrived); then")
 	s.line("all at once against frontdoor.New. A sender on 127.0.0.250 posts a small body every 100 ms for %v; a known provider", d)
 	s.line("on 127.2.0.1 posts 1 MB bodies from 4 connections. Header-only slow bodies send a byte every %v and connect again", fdSlowEvery)
 	s.line("when cut; slow readers post a small body whose 61 KB answer they never read (1 KiB receive buffer); bodies that never")
@@ -202,7 +190,7 @@ func runManySection(ctx context.Context, s *section, d time.Duration) error {
 			fmt.Sprintf("%.1f KB/s", float64(r.attackerBytes)/r.took.Seconds()/1000), fmt.Sprintf("%.0f MB", float64(r.peakRSS)/(1<<20))})
 	}
 	for _, a := range manyAttacks {
-		for _, mode := range []string{"door", "one"} {
+		for _, mode := range []string{"one"} {
 			s.o.logf("frontdoor: %s against %s", a.name, mode)
 			r, err := runMany(ctx, mode, []manyAttack{a}, d, false)
 			if err != nil {

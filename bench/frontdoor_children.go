@@ -26,7 +26,7 @@ import (
 
 // The environment variables that make this binary a child of the section.
 const (
-	fdServeEnv = "GEOIDEM_BENCH_FRONTDOOR_SERVE" // serve: bare, rate or door
+	fdServeEnv = "GEOIDEM_BENCH_FRONTDOOR_SERVE" // serve: bare or one
 	fdIdleEnv  = "GEOIDEM_BENCH_FRONTDOOR_IDLE"  // hold idle connections: addr,count,offset,redial
 )
 
@@ -98,37 +98,10 @@ func fdServe(mode string) int {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return 0
 	}
-	var acfg middleware.AdmissionConfig
-	var rate *frontdoor.BodyRate
-	if mode != "bare" {
-		if rate, err = frontdoor.NewBodyRate(frontdoor.BodyRateConfig{}); err != nil {
-			return fail(err)
-		}
-		acfg.BodyDeadline = frontdoor.BodyDeadline
-		if mode != "door-nocut" {
-			acfg.CutBody = frontdoor.CutBody
-		}
-	}
-	admit, err := middleware.NewAdmission(acfg)
-	if err != nil {
-		return fail(err)
-	}
-	post := admit.Handler(work)
-	if rate != nil {
-		post = rate.Handler(post)
-	}
-	mux.Handle("POST /features", post)
+	mux.Handle("POST /features", work)
 	srv := &http.Server{
 		Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10, ErrorLog: log.New(os.Stderr, "", 0),
-	}
-	if mode == "door" || mode == "door-nocut" {
-		conns, err := frontdoor.NewConns(frontdoor.ConnsConfig{})
-		if err != nil {
-			return fail(err)
-		}
-		ln, srv.ConnState = conns.Listener(ln), conns.ConnState
-		srv.IdleTimeout, srv.ReadTimeout = frontdoor.DefaultIdleTimeout, frontdoor.DefaultBodyTimeout
 	}
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Println(addr)

@@ -16,9 +16,8 @@ import (
 	"time"
 )
 
-// The many-address attacks: each against the service as it was wired
-// ("door": Conns, BodyRate and middleware.Admission with CutBody) and as
-// frontdoor.New wires it ("one"), while a sender on its own address posts
+// The many-address attacks: each against the service as frontdoor.New
+// wires it ("one"), while a sender on its own address posts
 // a small body every 100 ms and a known provider (fdProviderNet) posts
 // 1 MB bodies from 4 connections.
 type manyAttack struct {

@@ -25,10 +25,10 @@ func TestMain(m *testing.M) {
 // connections, 3 s of slow bodies) and checks its tables and targets.
 func TestFrontdoorSection(t *testing.T) {
 	md, _ := runSection(t, "frontdoor")
-	for _, want := range []string{"## 9. Front door", "### Slow bodies", "### Idle connections", "| as main wires it |", "| BodyRate only |",
-		"| old front door (Conns, BodyRate, Admission) |", "| front door (frontdoor.New) |", "| front door (frontdoor.New), persistent attacker |",
+	for _, want := range []string{"## 9. Front door", "### Slow bodies", "### Idle connections", "| no front door |",
+		"| front door (frontdoor.New) |", "| front door (frontdoor.New), persistent attacker |",
 		"frontdoor.New against the target: ", "frontdoor.New against the targets: ", "slow bodies, 64 connections from 4 addresses",
-		"### Slow bodies from eight addresses", "| old front door without CutBody |", "slow bodies, 64 connections from 8 addresses"} {
+		"### Slow bodies from eight addresses", "slow bodies, 64 connections from 8 addresses"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("REPORT.md lacks %q:\n%s", want, md)
 		}
@@ -64,12 +64,9 @@ func TestManyAddresses(t *testing.T) {
 		attacks = []manyAttack{a}
 	}
 	for _, a := range attacks {
-		for _, mode := range []string{"door", "one"} {
+		for _, mode := range []string{"one"} {
 			attacks := []manyAttack{a}
 			if a.name == "all" {
-				if mode != "one" {
-					continue
-				}
 				attacks = manyAttacks
 			}
 			t.Run(a.kind+"-"+a.name+"-"+mode, func(t *testing.T) {

@@ -23,7 +23,7 @@
 //  8. journal: serial deliveries through an Outbox with a FileJournal
 //     against a raw write-and-fsync loop in the same directory;
 //  9. frontdoor: slow bodies and idle connections from many loopback
-//     addresses against a service as main wires it and behind package
+//     addresses against a service without a front door and behind package
 //     frontdoor, each service in a child process.
 //  10. retention: pgstore and redisstore (on Redis and on Valkey) filled to
 //     -retention-keys keys (10 M; -quick 1 M), their size or memory per

@@ -18,7 +18,7 @@ func TestImportsOnlyStandardLibrary(t *testing.T) {
 	}
 	for _, p := range strings.Fields(string(out)) {
 		switch p {
-		case "github.com/geoidem/geoidem/client", "github.com/geoidem/geoidem/problem", "github.com/geoidem/geoidem/internal/problem",
+		case "github.com/geoidem/geoidem/client", "github.com/geoidem/geoidem/problem",
 			"github.com/geoidem/geoidem/internal/answer", "github.com/geoidem/geoidem/internal/senderclock":
 		default:
 			t.Errorf("package client depends on %s", p)

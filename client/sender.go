@@ -43,7 +43,7 @@ type Sender struct {
 // request whose reused connection turns out to be dead before any byte of
 // an answer, which it allows for requests carrying Idempotency-Key; the
 // re-send carries the same key, headers and bytes, and is not counted as an
-// attempt.) Against a receiver behind frontdoor.Conns, which resets a
+// attempt.) Against a receiver behind frontdoor.Door, which resets a
 // host's connections past its bound (8 by default), give hc a transport
 // whose MaxConnsPerHost is under that bound: deliveries past it then wait
 // for a connection in the sender, rather than meet resets at the receiver

@@ -9,27 +9,27 @@ import (
 	"time"
 )
 
-// The states of a body under a BodyRate. A body leaves arriving once, by
-// a compare-and-swap, so that a body that ended and one cut off (CutBody,
+// The states of a body under a bodyRate. A body leaves arriving once, by
+// a compare-and-swap, so that a body that ended and one cut off (cutBody,
 // from another goroutine) exclude each other.
 const (
 	arriving int32 = iota
 	ended          // read in full, or failed: no more deadlines
 	slow           // fell behind the rate: cut off
-	makeRoom       // cut off by CutBody, to make room for another client
+	makeRoom       // cut off by cutBody, to make room for another client
 )
 
-// guard is the state of one request under a BodyRate, allocated in one
+// guard is the state of one request under a bodyRate, allocated in one
 // piece: the body the handlers read (a *body) and the writer they answer
 // through (a *writer) are the same memory.
 type guard struct {
-	rate        *BodyRate
+	rate        *bodyRate
 	w           http.ResponseWriter
 	ctl         *http.ResponseController
 	src         io.ReadCloser
 	start       time.Time
 	length      int64        // Content-Length; -1: unknown
-	got         atomic.Int64 // bytes received (read by CutBody's callers too)
+	got         atomic.Int64 // bytes received (read by cutBody's callers too)
 	set         time.Time    // the read deadline set last
 	state       atomic.Int32
 	unsupported atomic.Bool // the writer has no read deadlines
@@ -39,7 +39,7 @@ type guard struct {
 	hj          hijacker
 }
 
-// body is the request body under a BodyRate.
+// body is the request body under a bodyRate.
 type body guard
 
 // Read reads from the body with a read deadline that its next byte must
@@ -58,7 +58,7 @@ func (b *body) Read(p []byte) (int, error) {
 				g.set = d
 			}
 		}
-		// CutBody trips the guard and then sets a deadline in the past;
+		// cutBody trips the guard and then sets a deadline in the past;
 		// a cut that came before the deadline above was set is seen here,
 		// one that came after it unblocks the read below.
 		if g.tripped.Load() {
@@ -92,19 +92,17 @@ func (g *guard) end() {
 
 func (b *body) Close() error { return (*guard)(b).src.Close() }
 
-// CutBody cuts off r's body now, while it is still arriving: its read in
+// cutBody cuts off r's body now, while it is still arriving: its read in
 // progress, or its next one, fails with [ErrSlowBody], and the request is
 // answered 408 [ProblemSlowBody] (whatever the handlers inside made of the
 // failed read) and its connection closed, as if it had fallen behind the
 // rate. The handlers never saw the whole body, so the idempotency
 // middleware claimed nothing for it, and its sender retries. It reports
-// whether it cut: not when no BodyRate guards r's body directly, when the
+// whether it cut: not when no bodyRate guards r's body directly, when the
 // body has ended (read in full or failed: the request may have claimed its
 // key and be running), or when the server's writer has no read deadlines.
-// It is safe to call from any goroutine, and is
-// middleware.AdmissionConfig.CutBody's value when a BodyRate runs outside
-// the Admission.
-func CutBody(r *http.Request) bool {
+// It is safe to call from any goroutine.
+func cutBody(r *http.Request) bool {
 	g, ok := r.Body.(*body)
 	if !ok {
 		return false
@@ -112,7 +110,7 @@ func CutBody(r *http.Request) bool {
 	return (*guard)(g).cut()
 }
 
-// cut cuts off a body still arriving; see CutBody.
+// cut cuts off a body still arriving; see cutBody.
 func (g *guard) cut() bool {
 	if g.unsupported.Load() || !g.state.CompareAndSwap(arriving, makeRoom) {
 		return false

@@ -11,7 +11,7 @@ import (
 	"github.com/geoidem/geoidem/internal/ratelog"
 )
 
-// Defaults for the zero fields of BodyRateConfig.
+// Defaults for the zero fields of bodyRateConfig.
 const (
 	DefaultGrace       = 5 * time.Second
 	DefaultMinRate     = 1024 // bytes a second
@@ -19,11 +19,11 @@ const (
 )
 
 // ErrSlowBody is the error with which a request body that fell behind the
-// minimum rate ends, for the handlers inside a BodyRate.
+// minimum rate ends, for the handlers inside a bodyRate.
 var ErrSlowBody = errors.New("frontdoor: request body arrived too slowly")
 
-// BodyRateConfig configures a BodyRate. Zero fields mean the defaults.
-type BodyRateConfig struct {
+// bodyRateConfig configures a bodyRate. Zero fields mean the defaults.
+type bodyRateConfig struct {
 	// Grace is how long a body may take before it must keep to MinRate:
 	// its n-th byte must have arrived Grace + n/MinRate after the request
 	// began (its header was read). Default DefaultGrace (5 s).
@@ -46,7 +46,7 @@ type BodyRateConfig struct {
 	Logger *slog.Logger
 }
 
-// A BodyRate holds request bodies to a minimum rate after a grace, as HTTP
+// A bodyRate holds request bodies to a minimum rate after a grace, as HTTP
 // middleware: a body that falls behind is cut off (its read fails with
 // ErrSlowBody, the connection's read deadline having passed), and the
 // request is answered 408 [ProblemSlowBody], whatever the handlers inside
@@ -60,40 +60,40 @@ type BodyRateConfig struct {
 // whose writer has no read deadlines (http.ErrNotSupported).
 //
 // Put it outside everything that holds something while a body arrives:
-// outside middleware.Admission (whose Retry-After then counts on
-// [BodyDeadline]) and the idempotency middleware, which reads the body
+// outside anything that bounds the requests in flight (whose Retry-After
+// can count on [bodyDeadline]) and the idempotency middleware, which reads the body
 // before it claims the key, so that a body cut off claims nothing.
-type BodyRate struct {
+type bodyRate struct {
 	grace, timeout time.Duration
 	rate           int64
 	cuts           *ratelog.Logger
 	cut            atomic.Uint64
 }
 
-// BodyRateStats is a snapshot of a BodyRate.
-type BodyRateStats struct {
-	Cut uint64 // bodies cut off, for falling behind or by CutBody, answered 408
+// bodyRateStats is a snapshot of a bodyRate.
+type bodyRateStats struct {
+	Cut uint64 // bodies cut off, for falling behind or by cutBody, answered 408
 }
 
-// NewBodyRate returns a BodyRate, or an error for a negative setting.
-func NewBodyRate(cfg BodyRateConfig) (*BodyRate, error) {
-	b := &BodyRate{
+// newBodyRate returns a bodyRate, or an error for a negative setting.
+func newBodyRate(cfg bodyRateConfig) (*bodyRate, error) {
+	b := &bodyRate{
 		grace:   orDefault(cfg.Grace, DefaultGrace),
 		rate:    orDefault(cfg.MinRate, DefaultMinRate),
 		timeout: orDefault(cfg.Timeout, DefaultBodyTimeout),
 		cuts:    ratelog.New(cfg.Logger, 0, 0),
 	}
 	if b.grace < 0 || b.rate < 0 || b.timeout < 0 {
-		return nil, errors.New("frontdoor: BodyRateConfig settings must not be negative")
+		return nil, errors.New("frontdoor: Config.BodyGrace and BodyTimeout must not be negative")
 	}
 	return b, nil
 }
 
 // Stats returns a snapshot of the bodies cut off.
-func (b *BodyRate) Stats() BodyRateStats { return BodyRateStats{Cut: b.cut.Load()} }
+func (b *bodyRate) Stats() bodyRateStats { return bodyRateStats{Cut: b.cut.Load()} }
 
 // Handler wraps next so that the bodies it reads keep to the rate.
-func (b *BodyRate) Handler(next http.Handler) http.Handler {
+func (b *bodyRate) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
 			next.ServeHTTP(w, r)
@@ -108,7 +108,7 @@ func (b *BodyRate) Handler(next http.Handler) http.Handler {
 			b.cut.Add(1)
 			why := "request body cut off: it fell behind the minimum rate"
 			if g.state.Load() == makeRoom {
-				why = "request body cut off to make room for another client (CutBody)"
+				why = "request body cut off to make room for another client (cutBody)"
 			}
 			b.cuts.Warn(r.Context(), why,
 				slog.String("remote", r.RemoteAddr), slog.Int64("received", g.got.Load()), slog.Int64("declared", r.ContentLength))
@@ -116,14 +116,13 @@ func (b *BodyRate) Handler(next http.Handler) http.Handler {
 	})
 }
 
-// BodyDeadline returns the time by which r's body must have arrived in
-// full under the BodyRate that r passed through (Grace + length / MinRate
+// bodyDeadline returns the time by which r's body must have arrived in
+// full under the bodyRate that r passed through (Grace + length / MinRate
 // after the request began, no later than Timeout), or the zero time when
-// no BodyRate guards r's body (or not directly: something in between
-// replaced r.Body). It is middleware.AdmissionConfig.BodyDeadline's value
-// when a BodyRate runs outside the Admission: by then a slot held by a
-// slow body has been given back.
-func BodyDeadline(r *http.Request) time.Time {
+// no bodyRate guards r's body (or not directly: something in between
+// replaced r.Body): by then a slot held by a slow body has been given
+// back.
+func bodyDeadline(r *http.Request) time.Time {
 	g, ok := r.Body.(*body)
 	if !ok {
 		return time.Time{}
@@ -141,7 +140,7 @@ func (g *guard) deadline() time.Time {
 
 // allowance is how long after a request began its n-th body byte may
 // arrive: Grace + n/MinRate, at most Timeout.
-func (b *BodyRate) allowance(n int64) time.Duration {
+func (b *bodyRate) allowance(n int64) time.Duration {
 	if b.rate == 0 {
 		return b.timeout
 	}
@@ -149,6 +148,6 @@ func (b *BodyRate) allowance(n int64) time.Duration {
 	return min(d, b.timeout)
 }
 
-func (b *BodyRate) String() string {
+func (b *bodyRate) String() string {
 	return fmt.Sprintf("%d bytes/s after %v, at most %v", b.rate, b.grace, b.timeout)
 }

@@ -1,4 +1,4 @@
-package frontdoor_test
+package frontdoor
 
 import (
 	"io"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/problem"
 )
 
@@ -27,10 +26,10 @@ func serveRaw(t *testing.T, h http.Handler) string {
 
 // A body that falls behind is cut off with 408 body-too-slow, under the
 // idempotency middleware (which reads it before the claim): nothing is
-// claimed, the handler does not run, the admission slot is given back, and
+// claimed, the handler does not run, the request is no longer in flight, and
 // the connection is closed.
 func TestSlowBodyAnswered408(t *testing.T) {
-	s := startService(t, door{rate: &frontdoor.BodyRateConfig{Grace: 200 * time.Millisecond, MinRate: 100}})
+	s := startService(t, door{rate: &bodyRateConfig{Grace: 200 * time.Millisecond, MinRate: 100}})
 	c, err := net.Dial("tcp", s.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -46,8 +45,8 @@ func TestSlowBodyAnswered408(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	d, ok := problem.Parse(resp.Header.Get("Content-Type"), b)
-	if resp.StatusCode != http.StatusRequestTimeout || !ok || d.Type != frontdoor.ProblemSlowBody {
-		t.Fatalf("answered %d %s, want 408 %s", resp.StatusCode, b, frontdoor.ProblemSlowBody)
+	if resp.StatusCode != http.StatusRequestTimeout || !ok || d.Type != ProblemSlowBody {
+		t.Fatalf("answered %d %s, want 408 %s", resp.StatusCode, b, ProblemSlowBody)
 	}
 	if !resp.Close {
 		t.Error("the connection is kept open after a body cut off")
@@ -58,7 +57,7 @@ func TestSlowBodyAnswered408(t *testing.T) {
 	if s.runs.Load() != 0 || s.store.Stats().Entries != 0 {
 		t.Errorf("the handler ran %d times, the store holds %d entries: want nothing claimed", s.runs.Load(), s.store.Stats().Entries)
 	}
-	if got := s.admit.Stats().InFlight; got != 0 {
+	if got := s.flying.Load(); got != 0 {
 		t.Errorf("%d requests still in flight after the answer", got)
 	}
 	if got := s.rate.Stats().Cut; got != 1 {
@@ -69,7 +68,7 @@ func TestSlowBodyAnswered408(t *testing.T) {
 // A body that keeps to the rate is read in full, however long it takes
 // in all: 1000 bytes, 100 every 100 ms, against 1000 bytes/s after 2 s.
 func TestBodyAtTheRatePasses(t *testing.T) {
-	s := startService(t, door{rate: &frontdoor.BodyRateConfig{Grace: 2 * time.Second, MinRate: 1000}})
+	s := startService(t, door{rate: &bodyRateConfig{Grace: 2 * time.Second, MinRate: 1000}})
 	pr, pw := io.Pipe()
 	go func() {
 		_, _ = pw.Write([]byte(`{"a":"`))
@@ -99,12 +98,12 @@ func TestBodyAtTheRatePasses(t *testing.T) {
 // still works. (net/http clears the deadline itself when its read in the
 // background starts; this pins the outcome, whoever clears it.)
 func TestContextLivesAfterTheBody(t *testing.T) {
-	rate, err := frontdoor.NewBodyRate(frontdoor.BodyRateConfig{Grace: 100 * time.Millisecond, MinRate: 1000})
+	rate, err := newBodyRate(bodyRateConfig{Grace: 100 * time.Millisecond, MinRate: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := serveRaw(t, rate.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		deadline := frontdoor.BodyDeadline(r)
+		deadline := bodyDeadline(r)
 		if _, err := io.ReadAll(r.Body); err != nil {
 			w.WriteHeader(http.StatusBadRequest)
 			return
@@ -128,17 +127,17 @@ func TestContextLivesAfterTheBody(t *testing.T) {
 	}
 }
 
-// BodyDeadline is Grace + length / MinRate after the request began, at
+// bodyDeadline is Grace + length / MinRate after the request began, at
 // most Timeout; Timeout for a body of unknown length; zero without a body
-// or a BodyRate.
+// or a bodyRate.
 func TestBodyDeadline(t *testing.T) {
-	rate, err := frontdoor.NewBodyRate(frontdoor.BodyRateConfig{Grace: 5 * time.Second, MinRate: 1000, Timeout: 30 * time.Second})
+	rate, err := newBodyRate(bodyRateConfig{Grace: 5 * time.Second, MinRate: 1000, Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]time.Duration{}
 	addr := serveRaw(t, rate.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if d := frontdoor.BodyDeadline(r); !d.IsZero() {
+		if d := bodyDeadline(r); !d.IsZero() {
 			got[r.URL.Path] = time.Until(d)
 		} else {
 			got[r.URL.Path] = 0
@@ -161,11 +160,11 @@ func TestBodyDeadline(t *testing.T) {
 	post("/empty", nil, 0)
 	for path, want := range map[string]time.Duration{"/small": 7 * time.Second, "/large": 30 * time.Second, "/chunked": 30 * time.Second, "/empty": 0} {
 		if d := got[path]; d > want || d < want-time.Second {
-			t.Errorf("%s: BodyDeadline %v from the handler's start, want %v", path, d, want)
+			t.Errorf("%s: bodyDeadline %v from the handler's start, want %v", path, d, want)
 		}
 	}
 	r, _ := http.NewRequest(http.MethodPost, "/", strings.NewReader("x"))
-	if d := frontdoor.BodyDeadline(r); !d.IsZero() {
-		t.Errorf("BodyDeadline of a request no BodyRate saw: %v, want zero", d)
+	if d := bodyDeadline(r); !d.IsZero() {
+		t.Errorf("bodyDeadline of a request no bodyRate saw: %v, want zero", d)
 	}
 }

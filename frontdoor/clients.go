@@ -7,8 +7,9 @@ import (
 	"github.com/geoidem/geoidem/internal/clientaddr"
 )
 
-// ClientsConfig configures a Clients.
-type ClientsConfig struct {
+// clientsConfig configures a clientNames: Config's TrustedProxies and
+// ForwardedHeader.
+type clientsConfig struct {
 	// TrustedProxies are the networks of the reverse proxies in front of
 	// the server (see ParsePrefixes). Default: none, and every client is
 	// its remote address: trust only proxies that overwrite or append to
@@ -19,9 +20,9 @@ type ClientsConfig struct {
 	Header string
 }
 
-// Clients names each request's client, the one identity every
-// request-level bound counts (middleware.Config.Client,
-// middleware.AdmissionConfig.Client): its remote address, or behind a
+// clientNames names each request's client, the one identity every
+// request-level bound counts (the Door's shares, middleware.Config.Client):
+// its remote address, or behind a
 // trusted proxy the right-most address of the forwarding header that is
 // not a trusted proxy's. An IPv4 address is a client, an IPv6 /64 is
 // one, and an IPv6 /48 is four at most however many /64s it sends from
@@ -29,23 +30,22 @@ type ClientsConfig struct {
 // rest of the /48), so that a site delegated a /48 cannot take many
 // clients' share of any bound. Connections are counted by the same rule,
 // by their TCP peer.
-type Clients struct {
+type clientNames struct {
 	proxies *clientaddr.Proxies
 }
 
-// NewClients returns a Clients, or an error for a Header it does not read.
-func NewClients(cfg ClientsConfig) (*Clients, error) {
+// newClients returns a clientNames, or an error for a Header it does not read.
+func newClients(cfg clientsConfig) (*clientNames, error) {
 	p, err := clientaddr.NewProxies(cfg.TrustedProxies, cfg.Header)
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{proxies: p}, nil
+	return &clientNames{proxies: p}, nil
 }
 
 // Client returns the name of r's client ("192.0.2.7", "2001:db8:1:2::/64",
-// "2001:db8:1::/48"): a middleware.Config.Client and
-// middleware.AdmissionConfig.Client.
-func (c *Clients) Client(r *http.Request) string { return c.proxies.Name(r) }
+// "2001:db8:1::/48"): a middleware.Config.Client.
+func (c *clientNames) Client(r *http.Request) string { return c.proxies.Name(r) }
 
 // ParsePrefixes parses a comma-separated list of networks ("10.0.0.0/8")
 // and addresses (a network of one), as a flag gives them; "" is none.

@@ -11,7 +11,7 @@ import (
 	"github.com/geoidem/geoidem/internal/ratelog"
 )
 
-// Defaults for the zero fields of ConnsConfig, and for the server beside it.
+// Defaults for the connection bounds of Config, and for the server beside them.
 const (
 	DefaultMaxConns        = 1024
 	DefaultMaxConnsPerHost = 8
@@ -23,16 +23,17 @@ const (
 	DefaultIdleTimeout = 30 * time.Second
 )
 
-// ConnsConfig configures a Conns. Zero fields mean the defaults; a negative
+// connsConfig configures a connBounds: Config's MaxConns, MaxConnsPerHost,
+// MaxIdle and TrustedProxies. Zero fields mean the defaults; a negative
 // bound means none.
-type ConnsConfig struct {
+type connsConfig struct {
 	// MaxConns bounds the connections open at once, one of them kept for
 	// the connection being accepted. While fewer are open, every
 	// connection is accepted, however many its host holds. At the bound
 	// (contention) a new connection takes the place of one open: the
 	// connection that has waited longest for a request first, else a busy
 	// one of the host holding the most (more than the newcomer's host
-	// would), never one whose request is held (see [Conns.Hold]); when none
+	// would), never one whose request is held (see [connBounds.Hold]); when none
 	// can go, the new one waits (Accept waits) until one closes, or is
 	// refused (see MaxConnsPerHost). Keep it under the process's file
 	// descriptor limit (ulimit -n). Default DefaultMaxConns (1024): at the
@@ -69,13 +70,13 @@ type ConnsConfig struct {
 	Logger *slog.Logger
 }
 
-// A Conns bounds a server's connections before any request exists: in
+// A connBounds bounds a server's connections before any request exists: in
 // all, per host under contention, and waiting for a request. Its
-// [Conns.Listener] wraps the server's listener, its [Conns.ConnState] is
-// the http.Server's ConnState, and its [Conns.Hold] wraps the handlers
+// [connBounds.Listener] wraps the server's listener, its [connBounds.ConnState] is
+// the http.Server's ConnState, and its [connBounds.Hold] wraps the handlers
 // whose requests must keep their connection. It is safe for concurrent
 // use.
-type Conns struct {
+type connBounds struct {
 	maxConns, perHost, maxIdle int
 	trusted                    []netip.Prefix
 	log                        *ratelog.Logger
@@ -89,7 +90,7 @@ type Conns struct {
 	held    int       // connections whose request is held
 	waiting int       // Accepts waiting for room
 	quiet   list.List // *conn waiting for a request, the longest waiting first
-	count   ConnsStats
+	count   connsStats
 }
 
 // hostSet is the connections of one host, the oldest first.
@@ -99,10 +100,10 @@ type hostSet struct {
 	held  int
 }
 
-// ConnsStats is a snapshot of a Conns. The counters of connections
+// connsStats is a snapshot of a connBounds. The counters of connections
 // refused or closed are by reason: each is what a metric of connections
 // closed by the front door counts under its reason.
-type ConnsStats struct {
+type connsStats struct {
 	Open     int // connections open (accepted through Listener, not closed)
 	PeakOpen int // the most open at once so far
 	Hosts    int // hosts with a connection open
@@ -117,10 +118,10 @@ type ConnsStats struct {
 	Waited     uint64 // new connections that waited for room
 }
 
-// NewConns returns a Conns, or an error when a bound cannot be met: MaxIdle
+// newConns returns a connBounds, or an error when a bound cannot be met: MaxIdle
 // must leave room for connections serving requests (under MaxConns).
-func NewConns(cfg ConnsConfig) (*Conns, error) {
-	c := &Conns{
+func newConns(cfg connsConfig) (*connBounds, error) {
+	c := &connBounds{
 		maxConns: orDefault(cfg.MaxConns, DefaultMaxConns),
 		perHost:  orDefault(cfg.MaxConnsPerHost, DefaultMaxConnsPerHost),
 		maxIdle:  orDefault(cfg.MaxIdle, DefaultMaxIdle),
@@ -131,16 +132,16 @@ func NewConns(cfg ConnsConfig) (*Conns, error) {
 	}
 	c.room = sync.NewCond(&c.mu)
 	if c.maxConns > 0 && (c.maxIdle < 0 || c.maxIdle >= c.maxConns) {
-		return nil, errors.New("frontdoor: ConnsConfig.MaxIdle must be under MaxConns, or idle connections could hold them all")
+		return nil, errors.New("frontdoor: Config.MaxIdle must be under MaxConns, or idle connections could hold them all")
 	}
 	if c.maxConns == 1 {
-		return nil, errors.New("frontdoor: ConnsConfig.MaxConns must leave room for the connection being accepted")
+		return nil, errors.New("frontdoor: Config.MaxConns must leave room for the connection being accepted")
 	}
 	return c, nil
 }
 
 // Stats returns a snapshot of the connections.
-func (c *Conns) Stats() ConnsStats {
+func (c *connBounds) Stats() connsStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.count

@@ -1,4 +1,4 @@
-package frontdoor_test
+package frontdoor
 
 import (
 	"fmt"
@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/geoidem/geoidem/frontdoor"
 )
 
 // keepAlive opens a connection from ip, sends one GET /healthz and reads
@@ -39,7 +37,7 @@ func keepAlive(ip, addr string) net.Conn {
 // host is served in the place of an idle connection; when one of the
 // host's connections closes, it may open another.
 func TestConnectionsPerHost(t *testing.T) {
-	s := startService(t, door{conns: &frontdoor.ConnsConfig{MaxConnsPerHost: 2, MaxConns: 4, MaxIdle: 3}})
+	s := startService(t, door{conns: &connsConfig{MaxConnsPerHost: 2, MaxConns: 4, MaxIdle: 3}})
 	first := keepAlive("127.0.0.2", s.addr)
 	second, third := keepAlive("127.0.0.2", s.addr), keepAlive("127.0.0.2", s.addr)
 	if first == nil || second == nil || third == nil {
@@ -78,7 +76,7 @@ func TestConnectionsPerHost(t *testing.T) {
 // The connections waiting for a request are held to MaxIdle: past it, the
 // one that has waited longest is closed, and the others are kept.
 func TestOldestIdleConnectionClosed(t *testing.T) {
-	s := startService(t, door{conns: &frontdoor.ConnsConfig{MaxIdle: 2, MaxConns: 16}})
+	s := startService(t, door{conns: &connsConfig{MaxIdle: 2, MaxConns: 16}})
 	var conns []net.Conn
 	for i := range 3 {
 		c := keepAlive("127.0.0.2", s.addr)
@@ -114,7 +112,7 @@ func TestOldestIdleConnectionClosed(t *testing.T) {
 func TestIdleConnectionsAreBounded(t *testing.T) {
 	const hosts, perHost = 200, 10
 	raiseFileLimit(t, 2*hosts*perHost+256)
-	s := startService(t, door{conns: &frontdoor.ConnsConfig{MaxConns: 256, MaxConnsPerHost: 8, MaxIdle: 64}})
+	s := startService(t, door{conns: &connsConfig{MaxConns: 256, MaxConnsPerHost: 8, MaxIdle: 64}})
 	var mu sync.Mutex
 	var held []net.Conn
 	var wg sync.WaitGroup

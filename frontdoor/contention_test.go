@@ -1,4 +1,4 @@
-package frontdoor_test
+package frontdoor
 
 import (
 	"fmt"
@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/geoidem/geoidem/frontdoor"
 )
 
 // openIdle opens n keep-alive connections from ip, each idle after one
@@ -33,7 +31,7 @@ func openIdle(t *testing.T, s *service, ip string, n int) []net.Conn {
 // host holds: a provider's pool of 16 connections from one address is
 // served whole, with MaxConnsPerHost 2.
 func TestNoConnectionRefusedWithRoom(t *testing.T) {
-	s := startService(t, door{conns: &frontdoor.ConnsConfig{MaxConnsPerHost: 2, MaxConns: 64, MaxIdle: 32}})
+	s := startService(t, door{conns: &connsConfig{MaxConnsPerHost: 2, MaxConns: 64, MaxIdle: 32}})
 	openIdle(t, s, "127.0.0.2", 16)
 	if st := s.conns.Stats(); st.Refused != 0 || st.Open != 16 {
 		t.Errorf("Stats %+v, want 16 open and none refused", st)
@@ -60,7 +58,7 @@ func startRequest(t *testing.T, s *service, ip, key string) net.Conn {
 // in the handler) of the host holding the most; a new connection of the
 // host holding the most, at MaxConnsPerHost or more, is the one refused.
 func TestContentionClosesIdleThenTheBiggestHost(t *testing.T) {
-	s := startService(t, door{conns: &frontdoor.ConnsConfig{MaxConnsPerHost: 2, MaxConns: 9, MaxIdle: 8}})
+	s := startService(t, door{conns: &connsConfig{MaxConnsPerHost: 2, MaxConns: 9, MaxIdle: 8}})
 	// One idle connection of 127.0.0.3, then 7 busy ones of 127.0.0.2:
 	// 8 open, the service full.
 	idle := openIdle(t, s, "127.0.0.3", 1)[0]
@@ -68,7 +66,7 @@ func TestContentionClosesIdleThenTheBiggestHost(t *testing.T) {
 	for i := range 7 {
 		busy = append(busy, startRequest(t, s, "127.0.0.2", fmt.Sprint("busy-", i)))
 	}
-	waitFor(t, 20*time.Second, "7 requests in flight", func() bool { return s.admit.Stats().InFlight == 7 })
+	waitFor(t, 20*time.Second, "7 requests in flight", func() bool { return s.flying.Load() == 7 })
 	if st := s.conns.Stats(); st.Refused != 0 || st.Open != 8 {
 		t.Fatalf("Stats %+v, want 8 open and none refused", st)
 	}
@@ -77,7 +75,7 @@ func TestContentionClosesIdleThenTheBiggestHost(t *testing.T) {
 	if !isClosed(idle, 20*time.Second) {
 		t.Error("the idle connection was not closed to make room")
 	}
-	waitFor(t, 20*time.Second, "8 requests in flight", func() bool { return s.admit.Stats().InFlight == 8 })
+	waitFor(t, 20*time.Second, "8 requests in flight", func() bool { return s.flying.Load() == 8 })
 	// Another new host: no idle connection is left, and 127.0.0.2 holds
 	// the most: one of its busy connections goes.
 	startRequest(t, s, "127.0.0.5", "new-5")
@@ -109,7 +107,7 @@ func TestContentionClosesIdleThenTheBiggestHost(t *testing.T) {
 // for one to free instead.
 func TestHeldConnectionsAreNeverClosed(t *testing.T) {
 	release := make(chan struct{})
-	s := startService(t, door{conns: &frontdoor.ConnsConfig{MaxConnsPerHost: 2, MaxConns: 5, MaxIdle: 4}, block: release})
+	s := startService(t, door{conns: &connsConfig{MaxConnsPerHost: 2, MaxConns: 5, MaxIdle: 4}, block: release})
 	var held []net.Conn
 	for i := range 4 {
 		c, err := dialer("127.0.0.2").Dial("tcp", s.addr)
@@ -157,7 +155,7 @@ func TestHeldConnectionsAreNeverClosed(t *testing.T) {
 // it. The client reads the answer and the end (no reset), and by then the
 // connection is no longer counted.
 func TestFinishedConnectionReleasedAtOnce(t *testing.T) {
-	s := startService(t, door{conns: &frontdoor.ConnsConfig{}})
+	s := startService(t, door{conns: &connsConfig{}})
 	c, err := dialer("127.0.0.2").Dial("tcp", s.addr)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package frontdoor_test
+package frontdoor
 
 import (
 	"errors"
@@ -9,17 +9,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/problem"
 )
 
-// CutBody cuts off a body still arriving, from another goroutine, while
+// cutBody cuts off a body still arriving, from another goroutine, while
 // the handler is blocked reading it: the read fails with ErrSlowBody at
 // once (not at the rate's deadline, 60 s away), the answer is 408 saying
-// why, and the connection closes. Once a body has arrived, CutBody cuts
+// why, and the connection closes. Once a body has arrived, cutBody cuts
 // nothing and the handler's answer stands.
 func TestCutBody(t *testing.T) {
-	rate, err := frontdoor.NewBodyRate(frontdoor.BodyRateConfig{Grace: time.Minute})
+	rate, err := newBodyRate(bodyRateConfig{Grace: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,8 +32,8 @@ func TestCutBody(t *testing.T) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		if frontdoor.CutBody(r) {
-			t.Error("CutBody cut a body that had arrived")
+		if cutBody(r) {
+			t.Error("cutBody cut a body that had arrived")
 		}
 		w.WriteHeader(http.StatusCreated)
 	})))
@@ -52,10 +51,10 @@ func TestCutBody(t *testing.T) {
 		r := <-reading
 		time.Sleep(50 * time.Millisecond) // let the handler block in its read; either way the cut must end it
 		began := time.Now()
-		if !frontdoor.CutBody(r) {
-			t.Fatal("CutBody did not cut a body still arriving")
+		if !cutBody(r) {
+			t.Fatal("cutBody did not cut a body still arriving")
 		}
-		if err := <-readErr; !errors.Is(err, frontdoor.ErrSlowBody) {
+		if err := <-readErr; !errors.Is(err, ErrSlowBody) {
 			t.Errorf("the handler's read ended with %v, want ErrSlowBody", err)
 		}
 		resp, err := http.ReadResponse(newReader(c), nil)
@@ -64,8 +63,8 @@ func TestCutBody(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		d, ok := problem.Parse(resp.Header.Get("Content-Type"), b)
-		if resp.StatusCode != http.StatusRequestTimeout || !ok || d.Type != frontdoor.ProblemSlowBody || !strings.Contains(d.Detail, "another client") || !resp.Close {
-			t.Errorf("answered %d (close %t) %s, want 408 %s saying it made room for another client, and the connection closed", resp.StatusCode, resp.Close, b, frontdoor.ProblemSlowBody)
+		if resp.StatusCode != http.StatusRequestTimeout || !ok || d.Type != ProblemSlowBody || !strings.Contains(d.Detail, "another client") || !resp.Close {
+			t.Errorf("answered %d (close %t) %s, want 408 %s saying it made room for another client, and the connection closed", resp.StatusCode, resp.Close, b, ProblemSlowBody)
 		}
 		if took := time.Since(began); took > 10*time.Second {
 			t.Errorf("the cut took %v to end the read", took)
@@ -87,8 +86,8 @@ func TestCutBody(t *testing.T) {
 		}
 	})
 
-	// Without a BodyRate around the request, there is nothing to cut.
-	if frontdoor.CutBody(&http.Request{Body: io.NopCloser(strings.NewReader("{}"))}) {
-		t.Error("CutBody cut a body no BodyRate guards")
+	// Without a bodyRate around the request, there is nothing to cut.
+	if cutBody(&http.Request{Body: io.NopCloser(strings.NewReader("{}"))}) {
+		t.Error("cutBody cut a body no bodyRate guards")
 	}
 }

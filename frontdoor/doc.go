@@ -18,7 +18,7 @@
 // A request takes a work slot only once its body has arrived (and, with
 // Config.Verify, been checked): the handlers that claim keys and write
 // records never wait on a client. While a body arrives it holds its bytes
-// (Config.MaxBytes), its connection (Config.Conns) and a goroutine, and
+// (Config.MaxBytes), its connection (Config.MaxConns) and a goroutine, and
 // keeps to the body rate or is cut off with 408. When bytes are short, a
 // request waits a moment, then makes room by cutting off the slowest body
 // still arriving of a client with more bodies arriving than its own, never
@@ -44,39 +44,31 @@
 // senders, and their bodies are never cut off to make room. A junk but
 // well-formed signature earns nothing: only a body that verifies does.
 //
-// # The pieces
+// # Connections, bodies and clients
 //
-// The Door is built of pieces that can be used alone. A [Conns] bounds
-// the connections before any request exists, and only under contention:
-// a legitimate sender's pool of 16 or 100 connections from one address,
-// or a reverse proxy's, is never turned away while the service has room.
-// Its [Conns.Listener] keeps at most MaxConns open; below that every
-// connection is accepted. At it, a new connection takes the place of an
-// idle one of the host holding the most, then of a busy one of that host
-// whose body is still arriving, never of one whose request has arrived
-// whole ([Conns.Hold]: it may hold a claimed key); a new connection of a
-// host holding MaxConnsPerHost or more is reset at accept, and any other
-// waits for room. A connection is given back as soon as net/http is done
-// with it. Its [Conns.ConnState] keeps the connections that wait for a
-// request to MaxIdle, closing the one that has waited longest. A
-// [Clients] names each request's client for every bound: its remote
-// address or, behind the reverse proxies it trusts, the right-most
+// The Door bounds the connections before any request exists, and only
+// under contention: a legitimate sender's pool of 16 or 100 connections
+// from one address, or a reverse proxy's, is never turned away while the
+// service has room. Its [Door.Listener] keeps at most Config.MaxConns
+// open; below that every connection is accepted. At it, a new connection
+// takes the place of an idle one of the host holding the most, then of a
+// busy one of that host whose body is still arriving, never of one whose
+// request has arrived whole (it may hold a claimed key); a new connection
+// of a host holding Config.MaxConnsPerHost or more is reset at accept,
+// and any other waits for room. A connection is given back as soon as
+// net/http is done with it. The ConnState of its [Door.Server] keeps the
+// connections that wait for a request to Config.MaxIdle, closing the one
+// that has waited longest. Each request's client, for every bound, is its
+// remote address or, behind the reverse proxies it trusts, the right-most
 // forwarded address that is not a trusted proxy's; an IPv4 address, an
 // IPv6 /64, and an IPv6 /48 as four clients at most. Nothing is trusted
-// by default.
-// A [BodyRate] holds each request body to a minimum rate after a grace
-// (byte n due Grace + n/MinRate after the request began, Apache
-// mod_reqtimeout's rule), with a read deadline before each read; a body
-// that falls behind is cut off and answered 408 [ProblemSlowBody] with a
-// Retry-After. [CutBody] cuts off a body still arriving, from another
-// goroutine.
+// by default. Each request body keeps to a minimum rate after a grace
+// (byte n due Config.BodyGrace + n/Config.MinBodyRate after the request
+// began, Apache mod_reqtimeout's rule), with a read deadline before each
+// read; a body that falls behind is cut off and answered 408
+// [ProblemSlowBody] with a Retry-After.
 //
-// middleware.Admission is the older admission, taken before the body is
-// read: wired with [BodyDeadline] and [CutBody], a slow body holds a slot
-// until the rate cuts it off. The Door replaces it for a service that
-// wires its front door anew.
-//
-// Behind reverse proxies, name them in Config.Clients.TrustedProxies:
+// Behind reverse proxies, name them in Config.TrustedProxies:
 // each request's client is then the address they forward, for the Door's
 // shares and known networks, and their connections are never reset for
 // MaxConnsPerHost. Give [Door.Client] to the idempotency middleware

@@ -29,12 +29,53 @@ const (
 // Config configures a Door. Zero fields mean the defaults; a negative bound
 // means none.
 type Config struct {
-	// Conns bounds the connections (see ConnsConfig).
-	Conns ConnsConfig
+	// MaxConns bounds the connections open at once, one of them kept for
+	// the connection being accepted. While fewer are open, every
+	// connection is accepted, however many its host holds. At the bound
+	// (contention) a new connection takes the place of one open: the
+	// connection that has waited longest for a request first, else a busy
+	// one of the host holding the most (more than the newcomer's host
+	// would), never one whose request has arrived whole (it may hold a
+	// claimed key); when none can go, the new one waits (Accept waits)
+	// until one closes, or is refused (see MaxConnsPerHost). Keep it under
+	// the process's file descriptor limit (ulimit -n). Default
+	// DefaultMaxConns (1024): at the 20–35 KB a connection of net/http
+	// costs, some 36 MB.
+	MaxConns int
 
-	// Body holds the bodies to a minimum rate (see BodyRateConfig); a
-	// negative MinRate turns the rate off (the server's ReadTimeout only).
-	Body BodyRateConfig
+	// MaxConnsPerHost bounds, under contention only, the connections of
+	// the host holding the most: a new connection of a host that holds at
+	// least this many, and at least as many as any other host, is closed as
+	// soon as it is accepted, with a reset (no goroutine, no buffer, no
+	// TIME_WAIT), rather than wait for room. A host is an IPv4 address or
+	// an IPv6 /64 (an IPv6 /48 counts as four hosts at most). Default
+	// DefaultMaxConnsPerHost (8). A trusted proxy's host (TrustedProxies)
+	// is never refused for it.
+	MaxConnsPerHost int
+
+	// MaxIdle bounds the connections waiting for a request: new ones that
+	// have not sent a whole request header yet, and keep-alive ones
+	// between requests. Past it the one that has waited longest is closed.
+	// It must be under MaxConns. Default DefaultMaxIdle (256).
+	MaxIdle int
+
+	// MinBodyRate is the least rate, in bytes a second, at which a body
+	// must arrive after BodyGrace: its n-th byte must have arrived
+	// BodyGrace + n/MinBodyRate after the request began (its header was
+	// read), else it is cut off and answered 408 [ProblemSlowBody]. Default
+	// DefaultMinRate (1 KiB/s): a sender's 1 MiB body over a 64 kbit/s
+	// link keeps to it; a byte every 2 s does not. Negative turns the rate
+	// off (BodyTimeout only).
+	MinBodyRate int64
+
+	// BodyGrace is how long a body may take before it must keep to
+	// MinBodyRate. Default DefaultGrace (5 s).
+	BodyGrace time.Duration
+
+	// BodyTimeout bounds a body's whole time, however fast it arrives: the
+	// server's ReadTimeout ([Door.Server]). Default DefaultBodyTimeout
+	// (30 s).
+	BodyTimeout time.Duration
 
 	// MaxInFlight bounds the work slots: the requests whose bodies have
 	// arrived (and verified, with Verify) and whose handlers run. A
@@ -74,14 +115,24 @@ type Config struct {
 	// (128 KiB).
 	MaxAnswerBytes int
 
-	// Clients names each request's client (see ClientsConfig): its remote
-	// address or, behind the reverse proxies it trusts, the address they
-	// forward. Its TrustedProxies are the connections' too when
-	// Conns.TrustedProxies is empty. Default: no proxy is trusted.
-	Clients ClientsConfig
+	// TrustedProxies are the networks of the reverse proxies in front of
+	// the server (see [ParsePrefixes]). A request's client is its remote
+	// address or, from a trusted proxy, the right-most address of
+	// ForwardedHeader that is not a trusted proxy's; and a trusted proxy's
+	// connections, which carry many clients' requests, are never refused
+	// for MaxConnsPerHost (they wait for room instead). Default: none, and
+	// every client is its remote address: trust only proxies that
+	// overwrite or append to the header, or a client names itself.
+	TrustedProxies []netip.Prefix
+
+	// ForwardedHeader is the header the trusted proxies append the
+	// client's address to: "X-Forwarded-For" (default) or "Forwarded"
+	// (RFC 7239, its for=).
+	ForwardedHeader string
 
 	// Client, when set, names a request's client for every share instead
-	// of Clients (KnownNetworks still match the address Clients finds).
+	// of the remote or forwarded address (KnownNetworks still match that
+	// address).
 	Client func(r *http.Request) string
 
 	// KnownNetworks are the networks of known senders (a provider's
@@ -116,7 +167,7 @@ type Config struct {
 //
 // Work is admitted, waiting is not. A request's body is read in full
 // before the request takes a work slot: while it arrives it holds its
-// bytes (bounded by MaxBytes), its connection (bounded by Conns) and a
+// bytes (bounded by MaxBytes), its connection (bounded by MaxConns) and a
 // goroutine, and it keeps to the body rate or is cut off (408). When the
 // bytes are short, a request waits a quarter of a second for room, then
 // makes it by cutting off the slowest body still arriving of a client
@@ -130,18 +181,18 @@ type Config struct {
 // Known senders (KnownNetworks, or a verified body) have a quarter of the
 // slots and bytes reserved, when any can be known, and are never cut off.
 type Door struct {
-	conns *Conns
-	rate  *BodyRate
+	conns *connBounds
+	rate  *bodyRate
 
 	maxN, reservedN, maxClientN, crowdedN int
 	maxB, reservedB, maxClientB, crowdedB int64
 	large, maxLargeB, maxBody             int64
 	wait, cutAfter, knownFor, retryAfter  time.Duration
 	minWrite                              int64
-	writeGrace                            time.Duration
+	writeGrace, bodyTimeout               time.Duration
 	maxAnswer, maxCut                     int
 	client                                func(*http.Request) string
-	names                                 *Clients
+	names                                 *clientNames
 	networks                              []netip.Prefix
 	verify                                func(http.Header, []byte) error
 	refusals, cuts                        *ratelog.Logger
@@ -189,9 +240,21 @@ type entry struct {
 	stop       *time.Timer // watch's, while the body arrives
 }
 
-// Stats is a snapshot of a Door.
+// Stats is a snapshot of a Door. The counters of connections refused or
+// closed are by reason: each is what a metric of connections closed by the
+// front door counts under its reason ([Stats.Series]).
 type Stats struct {
-	Conns         ConnsStats
+	Conns           int    // connections open
+	PeakConns       int    // the most open at once so far
+	IdleConns       int    // connections waiting for a request
+	HeldConns       int    // connections whose request has arrived whole
+	WaitingConns    int    // new connections waiting for room (0 or 1 per listener)
+	ConnsRefused    uint64 // new connections reset at accept under contention: their host held the most, at MaxConnsPerHost or more
+	ConnsClosedIdle uint64 // idle connections closed to make room for a new one under contention
+	ConnsClosedBusy uint64 // busy connections (request not arrived whole) of the host holding the most, closed to make room
+	ConnsEvicted    uint64 // idle connections closed to keep to MaxIdle
+	ConnsWaited     uint64 // new connections that waited for room
+
 	Arriving      int    // bodies arriving
 	Bytes         int64  // bytes held by bodies arriving or in work
 	Slots         int    // work slots held
@@ -210,52 +273,45 @@ type Stats struct {
 // New returns a Door, or an error for a setting that cannot be met.
 func New(cfg Config) (*Door, error) {
 	d := &Door{
-		maxN:       orDefault(cfg.MaxInFlight, DefaultMaxInFlight),
-		maxB:       orDefault(cfg.MaxBytes, DefaultMaxBytes),
-		maxBody:    orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
-		wait:       orDefault(cfg.Wait, DefaultWait),
-		minWrite:   orDefault(cfg.MinWriteRate, DefaultMinWriteRate),
-		maxAnswer:  orDefault(cfg.MaxAnswerBytes, DefaultMaxAnswerBytes),
-		knownFor:   orDefault(cfg.KnownFor, DefaultKnownFor),
-		retryAfter: orDefault(cfg.RetryAfter, DefaultRetryAfter),
-		writeGrace: orDefault(cfg.Body.Grace, DefaultGrace),
-		cutAfter:   250 * time.Millisecond,
-		client:     cfg.Client,
-		networks:   cfg.KnownNetworks,
-		verify:     cfg.Verify,
-		refusals:   ratelog.New(cfg.Logger, 0, 0),
-		cuts:       ratelog.New(cfg.Logger, 0, 0),
-		changed:    make(chan struct{}),
-		held:       map[*entry]struct{}{},
-		clients:    map[string]*share{},
-		known:      map[string]time.Time{},
+		maxN:        orDefault(cfg.MaxInFlight, DefaultMaxInFlight),
+		maxB:        orDefault(cfg.MaxBytes, DefaultMaxBytes),
+		maxBody:     orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
+		wait:        orDefault(cfg.Wait, DefaultWait),
+		minWrite:    orDefault(cfg.MinWriteRate, DefaultMinWriteRate),
+		maxAnswer:   orDefault(cfg.MaxAnswerBytes, DefaultMaxAnswerBytes),
+		knownFor:    orDefault(cfg.KnownFor, DefaultKnownFor),
+		retryAfter:  orDefault(cfg.RetryAfter, DefaultRetryAfter),
+		writeGrace:  orDefault(cfg.BodyGrace, DefaultGrace),
+		bodyTimeout: cfg.BodyTimeout,
+		cutAfter:    250 * time.Millisecond,
+		client:      cfg.Client,
+		networks:    cfg.KnownNetworks,
+		verify:      cfg.Verify,
+		refusals:    ratelog.New(cfg.Logger, 0, 0),
+		cuts:        ratelog.New(cfg.Logger, 0, 0),
+		changed:     make(chan struct{}),
+		held:        map[*entry]struct{}{},
+		clients:     map[string]*share{},
+		known:       map[string]time.Time{},
 	}
 	if d.maxBody < 0 || d.wait < 0 || d.minWrite < 0 || d.maxAnswer < 0 || d.knownFor < 0 || d.retryAfter < 0 {
 		return nil, errors.New("frontdoor: Config settings other than the bounds must not be negative")
 	}
 	var err error
-	if d.names, err = NewClients(cfg.Clients); err != nil {
+	if d.names, err = newClients(clientsConfig{TrustedProxies: cfg.TrustedProxies, Header: cfg.ForwardedHeader}); err != nil {
 		return nil, err
 	}
 	if d.client == nil {
 		d.client = d.names.Client
 	}
-	cc := cfg.Conns
-	if len(cc.TrustedProxies) == 0 {
-		cc.TrustedProxies = cfg.Clients.TrustedProxies
-	}
-	if cc.Logger == nil {
-		cc.Logger = cfg.Logger
-	}
-	if d.conns, err = NewConns(cc); err != nil {
+	d.conns, err = newConns(connsConfig{MaxConns: cfg.MaxConns, MaxConnsPerHost: cfg.MaxConnsPerHost, MaxIdle: cfg.MaxIdle,
+		TrustedProxies: cfg.TrustedProxies, Logger: cfg.Logger})
+	if err != nil {
 		return nil, err
 	}
-	if cfg.Body.MinRate >= 0 {
-		bc := cfg.Body
-		if bc.Logger == nil {
-			bc.Logger = cfg.Logger
-		}
-		if d.rate, err = NewBodyRate(bc); err != nil {
+	if cfg.MinBodyRate >= 0 {
+		d.rate, err = newBodyRate(bodyRateConfig{Grace: cfg.BodyGrace, MinRate: cfg.MinBodyRate, Timeout: cfg.BodyTimeout, Logger: cfg.Logger})
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -278,12 +334,9 @@ func New(cfg Config) (*Door, error) {
 	return d, nil
 }
 
-// Listener returns ln bounded by the Door's connection bounds (see
-// [Conns.Listener]). Serve the Door's [Door.Server] on it.
+// Listener returns ln bounded by the Door's connection bounds (MaxConns,
+// MaxConnsPerHost). Serve the Door's [Door.Server] on it.
 func (d *Door) Listener(ln net.Listener) net.Listener { return d.conns.Listener(ln) }
-
-// Conns returns the Door's connection bounds.
-func (d *Door) Conns() *Conns { return d.conns }
 
 // Client names r's client as the Door's shares count it: give it to the
 // idempotency middleware (middleware.Config.Client), so that the key
@@ -291,16 +344,12 @@ func (d *Door) Conns() *Conns { return d.conns }
 func (d *Door) Client(r *http.Request) string { return d.client(r) }
 
 // Server returns the http.Server to serve h with: the Door's ConnState,
-// its timeouts (a request header within 5 s, a body within the body
-// rate's Timeout, an idle connection closed after DefaultIdleTimeout), and
+// its timeouts (a request header within 5 s, a body within BodyTimeout, an idle connection closed after DefaultIdleTimeout), and
 // h wrapped so that an answer that did not need the request's body is not
 // held waiting for it (see [AnswerWithoutBody]). Set its ErrorLog, and
 // serve it on [Door.Listener].
 func (d *Door) Server(h http.Handler) *http.Server {
-	timeout := DefaultBodyTimeout
-	if d.rate != nil {
-		timeout = d.rate.timeout
-	}
+	timeout := orDefault(d.bodyTimeout, DefaultBodyTimeout)
 	return &http.Server{
 		Handler:           AnswerWithoutBody(h),
 		ConnState:         d.conns.ConnState,
@@ -321,7 +370,7 @@ func (d *Door) Server(h http.Handler) *http.Server {
 // far first), holding nothing, for next to refuse.
 //
 // The request's connection is held once its body has arrived whole
-// ([Conns.Hold]): from then on it may hold a claimed key, and it is never
+// (see [Door]): from then on it may hold a claimed key, and it is never
 // closed to make room for another connection.
 func (d *Door) Handler(next http.Handler) http.Handler {
 	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { d.serve(w, r, next) }))
@@ -353,11 +402,11 @@ func (d *Door) serve(w http.ResponseWriter, r *http.Request, next http.Handler) 
 	defer d.release(e)
 	body, rest, err := d.read(r)
 	if d.ended(e) && err == nil {
-		err = ErrSlowBody // cut off as its last bytes arrived: the BodyRate answers 408
+		err = ErrSlowBody // cut off as its last bytes arrived: the bodyRate answers 408
 	}
 	if err != nil {
 		if errors.Is(err, ErrSlowBody) {
-			return // the BodyRate answers 408
+			return // the bodyRate answers 408
 		}
 		r.Body = io.NopCloser(rest)
 		d.release(e)

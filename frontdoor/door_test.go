@@ -1,4 +1,4 @@
-package frontdoor_test
+package frontdoor
 
 import (
 	"errors"
@@ -12,15 +12,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/geoidem/geoidem/frontdoor"
 )
 
 // serveDoor serves a Door built from cfg on 127.0.0.1, its work route
 // answering 201 after reading the body, and returns the Door and address.
-func serveDoor(t *testing.T, cfg frontdoor.Config) (*frontdoor.Door, string, *atomic.Int64) {
+func serveDoor(t *testing.T, cfg Config) (*Door, string, *atomic.Int64) {
 	t.Helper()
-	d, err := frontdoor.New(cfg)
+	d, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,10 +42,10 @@ func serveDoor(t *testing.T, cfg frontdoor.Config) (*frontdoor.Door, string, *at
 	return d, ln.Addr().String(), &runs
 }
 
-// arriving opens a connection from ip and sends the head of a POST /work
+// sendArriving opens a connection from ip and sends the head of a POST /work
 // with a body of length bytes and the first of its bytes, with header
 // lines extra.
-func arriving(t *testing.T, ip, addr string, length, first int, extra string) net.Conn {
+func sendArriving(t *testing.T, ip, addr string, length, first int, extra string) net.Conn {
 	t.Helper()
 	c, err := dialer(ip).Dial("tcp", addr)
 	if err != nil {
@@ -81,9 +79,9 @@ func finish(t *testing.T, c net.Conn, rest int) int {
 func TestDoorNeverCutsAKnownSender(t *testing.T) {
 	for _, known := range []bool{false, true} {
 		t.Run(fmt.Sprintf("known %t", known), func(t *testing.T) {
-			cfg := frontdoor.Config{
+			cfg := Config{
 				MaxBytes: 8 << 10, Wait: 300 * time.Millisecond,
-				Body: frontdoor.BodyRateConfig{Grace: time.Minute, MinRate: 100},
+				BodyGrace: time.Minute, MinBodyRate: 100,
 			}
 			if known {
 				cfg.KnownNetworks = []netip.Prefix{netip.MustParsePrefix("127.0.6.2/32")}
@@ -91,10 +89,10 @@ func TestDoorNeverCutsAKnownSender(t *testing.T) {
 			d, addr, _ := serveDoor(t, cfg)
 			// 4 KiB each: what the unknown may hold (three quarters of
 			// 8 KiB, with known senders) is then full.
-			a := arriving(t, "127.0.6.2", addr, 3<<10, 10, "")
-			b := arriving(t, "127.0.6.2", addr, 3<<10, 10, "")
+			a := sendArriving(t, "127.0.6.2", addr, 3<<10, 10, "")
+			b := sendArriving(t, "127.0.6.2", addr, 3<<10, 10, "")
 			waitFor(t, 10*time.Second, "both bodies arriving", func() bool { return d.Stats().Arriving == 2 })
-			other := arriving(t, "127.0.6.3", addr, 3<<10, 3<<10, "")
+			other := sendArriving(t, "127.0.6.3", addr, 3<<10, 3<<10, "")
 			_ = other.SetReadDeadline(time.Now().Add(20 * time.Second))
 			resp, err := readStatus(other)
 			if err != nil {
@@ -124,9 +122,9 @@ func TestDoorNeverCutsAKnownSender(t *testing.T) {
 // earns nothing.
 func TestDoorVerifiedSenderIsKnown(t *testing.T) {
 	errBad := errors.New("bad signature")
-	d, addr, _ := serveDoor(t, frontdoor.Config{
+	d, addr, _ := serveDoor(t, Config{
 		MaxBytes: 8 << 10, Wait: 300 * time.Millisecond,
-		Body: frontdoor.BodyRateConfig{Grace: time.Minute, MinRate: 100},
+		BodyGrace: time.Minute, MinBodyRate: 100,
 		Verify: func(h http.Header, body []byte) error {
 			if h.Get("Sig") == "good" {
 				return nil
@@ -139,7 +137,7 @@ func TestDoorVerifiedSenderIsKnown(t *testing.T) {
 		if ip == "127.0.7.3" {
 			sig = "junk"
 		}
-		if code := finish(t, arriving(t, ip, addr, 10, 0, "Sig: "+sig+"\r\n"), 10); code != http.StatusCreated {
+		if code := finish(t, sendArriving(t, ip, addr, 10, 0, "Sig: "+sig+"\r\n"), 10); code != http.StatusCreated {
 			t.Fatalf("%s: %d", ip, code)
 		}
 	}
@@ -150,12 +148,12 @@ func TestDoorVerifiedSenderIsKnown(t *testing.T) {
 	var held []net.Conn
 	for _, ip := range []string{"127.0.7.2", "127.0.7.3"} {
 		for range 2 {
-			held = append(held, arriving(t, ip, addr, 1<<10, 10, ""))
+			held = append(held, sendArriving(t, ip, addr, 1<<10, 10, ""))
 		}
 	}
 	waitFor(t, 10*time.Second, "four bodies arriving", func() bool { return d.Stats().Arriving == 4 })
 	for i := range 2 {
-		c := arriving(t, "127.0.7.4", addr, 4<<10, 4<<10, "")
+		c := sendArriving(t, "127.0.7.4", addr, 4<<10, 4<<10, "")
 		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 		resp, err := readStatus(c)
 		if err != nil {
@@ -179,13 +177,13 @@ func TestDoorVerifiedSenderIsKnown(t *testing.T) {
 // bytes until its deadline (grace 2 s + 1000 bytes at 1000 bytes/s: 3 s),
 // so the Retry-After is 3 s; and retried then, the request is admitted.
 func TestDoorRetryAfterIsTrue(t *testing.T) {
-	d, addr, _ := serveDoor(t, frontdoor.Config{
+	d, addr, _ := serveDoor(t, Config{
 		MaxBytes: 1000, Wait: 200 * time.Millisecond,
-		Body: frontdoor.BodyRateConfig{Grace: 2 * time.Second, MinRate: 1000},
+		BodyGrace: 2 * time.Second, MinBodyRate: 1000,
 	})
-	arriving(t, "127.0.8.2", addr, 1000, 1, "") // never finished: cut off at its deadline
+	sendArriving(t, "127.0.8.2", addr, 1000, 1, "") // never finished: cut off at its deadline
 	waitFor(t, 10*time.Second, "the body arriving", func() bool { return d.Stats().Arriving == 1 })
-	c := arriving(t, "127.0.8.2", addr, 1000, 1000, "") // the same client: nothing to cut
+	c := sendArriving(t, "127.0.8.2", addr, 1000, 1000, "") // the same client: nothing to cut
 	resp, err := readStatus(c)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +194,7 @@ func TestDoorRetryAfterIsTrue(t *testing.T) {
 	}
 	time.Sleep(time.Duration(ra) * time.Second)                                                             // as the sender does
 	waitFor(t, 10*time.Second, "the body arriving cut off", func() bool { return d.Stats().Arriving == 0 }) // a loaded machine may lag
-	if code := finish(t, arriving(t, "127.0.8.2", addr, 1000, 1000, ""), 0); code != http.StatusCreated {
+	if code := finish(t, sendArriving(t, "127.0.8.2", addr, 1000, 1000, ""), 0); code != http.StatusCreated {
 		t.Errorf("retried after Retry-After: %d, want 201", code)
 	}
 }
@@ -208,12 +206,12 @@ func TestDoorRetryAfterIsTrue(t *testing.T) {
 // second is cut off (long before the rate's grace, a minute here), and
 // the sender is served.
 func TestDoorCutsStalledBodiesWhenConnectionsAreCrowded(t *testing.T) {
-	d, addr, _ := serveDoor(t, frontdoor.Config{
-		Conns: frontdoor.ConnsConfig{MaxConns: 16, MaxConnsPerHost: -1, MaxIdle: 8},
-		Body:  frontdoor.BodyRateConfig{Grace: time.Minute, MinRate: 100},
+	d, addr, _ := serveDoor(t, Config{
+		MaxConns: 16, MaxConnsPerHost: -1, MaxIdle: 8,
+		BodyGrace: time.Minute, MinBodyRate: 100,
 	})
 	for i := range 15 { // MaxConns less the one kept for the connection being accepted
-		arriving(t, fmt.Sprint("127.0.9.", 2+i), addr, 100, 0, "")
+		sendArriving(t, fmt.Sprint("127.0.9.", 2+i), addr, 100, 0, "")
 	}
 	waitFor(t, 10*time.Second, "15 bodies arriving", func() bool { return d.Stats().Arriving == 15 })
 	c := clientFrom("127.0.9.40")
@@ -233,20 +231,20 @@ func TestDoorCutsStalledBodiesWhenConnectionsAreCrowded(t *testing.T) {
 // A known sender with more bodies arriving than any other client still
 // makes room for its next one, by cutting off an unknown sender's.
 func TestDoorKnownSenderMakesRoom(t *testing.T) {
-	d, addr, _ := serveDoor(t, frontdoor.Config{
+	d, addr, _ := serveDoor(t, Config{
 		MaxBytes: 16 << 10, Wait: 2 * time.Second, // large bodies: at most 12 KiB
-		Body:          frontdoor.BodyRateConfig{Grace: time.Minute, MinRate: 100},
+		BodyGrace: time.Minute, MinBodyRate: 100,
 		KnownNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.10.2/32")},
 	})
 	var known []net.Conn
 	for range 2 {
-		known = append(known, arriving(t, "127.0.10.2", addr, 3<<10, 10, ""))
+		known = append(known, sendArriving(t, "127.0.10.2", addr, 3<<10, 10, ""))
 	}
 	for i := range 2 {
-		arriving(t, fmt.Sprint("127.0.10.", 3+i), addr, 3<<10, 1, "")
+		sendArriving(t, fmt.Sprint("127.0.10.", 3+i), addr, 3<<10, 1, "")
 	}
 	waitFor(t, 10*time.Second, "four bodies arriving", func() bool { return d.Stats().Arriving == 4 })
-	if code := finish(t, arriving(t, "127.0.10.2", addr, 3<<10, 3<<10, ""), 0); code != http.StatusCreated {
+	if code := finish(t, sendArriving(t, "127.0.10.2", addr, 3<<10, 3<<10, ""), 0); code != http.StatusCreated {
 		t.Errorf("the known sender's third body, with no room: %d, want 201 (room made)", code)
 	}
 	for _, c := range known {

@@ -1,4 +1,4 @@
-package frontdoor_test
+package frontdoor
 
 import (
 	"bufio"
@@ -14,34 +14,33 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 )
 
-// door is what a test server is wired with; nil fields are left out, as
-// main wires examples/ingest today (Admission only).
+// door is what a test server is wired with; nil fields are left out.
 type door struct {
-	conns *frontdoor.ConnsConfig
-	rate  *frontdoor.BodyRateConfig
-	admit middleware.AdmissionConfig
-	// noCut leaves AdmissionConfig.CutBody unset with a BodyRate.
-	noCut bool
+	// door, when set, is the whole front door (New), and conns
+	// and rate are not used.
+	door  *Config
+	conns *connsConfig
+	rate  *bodyRateConfig
 	// block, when set, holds each handler run until it is closed.
 	block chan struct{}
 }
 
 // service is a receiving service as a team wires one: an http.Server with
-// the idempotency middleware over memstore, behind Admission, and the
-// front door when given, on 127.0.0.1.
+// the idempotency middleware over memstore, behind the front door or the
+// pieces of it given, on 127.0.0.1.
 type service struct {
 	url     string
 	addr    string
 	store   *memstore.Store
-	admit   *middleware.Admission
-	conns   *frontdoor.Conns
-	rate    *frontdoor.BodyRate
+	door    *Door
+	conns   *connBounds
+	rate    *bodyRate
 	runs    atomic.Int64 // handler runs
+	flying  atomic.Int64 // requests in flight, under the pieces of the front door
 	blocked atomic.Int64 // handler runs waiting on door.block
 	open    atomic.Int64 // connections accepted and not closed
 	peak    atomic.Int64
@@ -89,16 +88,7 @@ func startService(t *testing.T, d door) *service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.rate != nil {
-		d.admit.BodyDeadline = frontdoor.BodyDeadline
-		if !d.noCut {
-			d.admit.CutBody = frontdoor.CutBody
-		}
-	}
-	if s.admit, err = middleware.NewAdmission(d.admit); err != nil {
-		t.Fatal(err)
-	}
-	post := s.admit.Handler(idem.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	post := idem.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.runs.Add(1)
 		_, _ = io.Copy(io.Discard, r.Body)
 		if d.block != nil {
@@ -106,15 +96,27 @@ func startService(t *testing.T, d door) *service {
 			<-d.block
 		}
 		w.WriteHeader(http.StatusCreated)
-	})))
-	if d.rate != nil {
-		if s.rate, err = frontdoor.NewBodyRate(*d.rate); err != nil {
+	}))
+	inner := post
+	post = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.flying.Add(1)
+		defer s.flying.Add(-1)
+		inner.ServeHTTP(w, r)
+	})
+	if d.door != nil {
+		if s.door, err = New(*d.door); err != nil {
+			t.Fatal(err)
+		}
+		post = s.door.Handler(post)
+	}
+	if d.rate != nil && d.door == nil {
+		if s.rate, err = newBodyRate(*d.rate); err != nil {
 			t.Fatal(err)
 		}
 		post = s.rate.Handler(post)
 	}
-	if d.conns != nil {
-		if s.conns, err = frontdoor.NewConns(*d.conns); err != nil {
+	if d.conns != nil && d.door == nil {
+		if s.conns, err = newConns(*d.conns); err != nil {
 			t.Fatal(err)
 		}
 		post = s.conns.Hold(post)
@@ -137,10 +139,15 @@ func startService(t *testing.T, d door) *service {
 	}
 	s.addr, s.url = ln.Addr().String(), "http://"+ln.Addr().String()
 	ln = &countingListener{Listener: ln, s: s}
-	if d.conns != nil {
+	switch {
+	case d.door != nil:
+		ln = s.door.Listener(ln)
+		srv = s.door.Server(mux)
+		connState = srv.ConnState
+	case d.conns != nil:
 		ln = s.conns.Listener(ln)
 		connState = s.conns.ConnState
-		srv.IdleTimeout = frontdoor.DefaultIdleTimeout
+		srv.IdleTimeout = DefaultIdleTimeout
 	}
 	srv.ConnState = connState
 	go func() { _ = srv.Serve(ln) }()

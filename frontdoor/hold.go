@@ -9,7 +9,7 @@ import (
 // the request's body has arrived whole (at once for a request without a
 // body), until the server is done with the request (its answer written):
 // a held connection is never closed to make room for another
-// (ConnsConfig.MaxConns). Wrap in it the handler that claims keys (the
+// (connsConfig.MaxConns). Wrap in it the handler that claims keys (the
 // idempotency middleware, and what verifies a body before it): a request
 // whose body has arrived is work, and may hold a claimed key; one whose
 // body is still arriving is waiting, and its connection may go under
@@ -17,7 +17,7 @@ import (
 // server set it (a handler in front of Hold must not rewrite it), and is
 // let go through ConnState; a request on a connection the Conns did not
 // accept is served unheld.
-func (c *Conns) Hold(h http.Handler) http.Handler {
+func (c *connBounds) Hold(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		cn := c.byAddr[r.RemoteAddr]
@@ -35,7 +35,7 @@ func (c *Conns) Hold(h http.Handler) http.Handler {
 }
 
 // hold counts cn held, once.
-func (c *Conns) hold(cn *conn) {
+func (c *connBounds) hold(cn *conn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cn.held || cn.gone {

@@ -17,7 +17,7 @@ import (
 // found through its NetConn method. Wire it: without it, under contention
 // every connection not held looks idle to the Conns, and MaxIdle is not
 // kept.
-func (c *Conns) ConnState(nc net.Conn, state http.ConnState) {
+func (c *connBounds) ConnState(nc net.Conn, state http.ConnState) {
 	cn := unwrap(nc)
 	if cn == nil || cn.c != c {
 		return
@@ -71,7 +71,7 @@ func unwrap(nc net.Conn) *conn {
 }
 
 // unhold gives back what Hold counted for cn, if anything; c.mu is held.
-func (c *Conns) unhold(cn *conn) {
+func (c *connBounds) unhold(cn *conn) {
 	if !cn.held || cn.gone {
 		return
 	}

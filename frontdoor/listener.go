@@ -11,13 +11,13 @@ import (
 	"github.com/geoidem/geoidem/internal/clientaddr"
 )
 
-// Listener returns ln bounded by c (see ConnsConfig.MaxConns and
+// Listener returns ln bounded by c (see connsConfig.MaxConns and
 // MaxConnsPerHost): below MaxConns every connection is accepted; at it a
 // new connection takes the place of an idle one, or of a busy one of the
 // host holding the most, or waits for room, or is reset when its own host
 // holds the most. Serve the http.Server on it. Closing it wakes an Accept
 // waiting for room.
-func (c *Conns) Listener(ln net.Listener) net.Listener {
+func (c *connBounds) Listener(ln net.Listener) net.Listener {
 	return &listener{Listener: ln, c: c, done: make(chan struct{})}
 }
 
@@ -25,7 +25,7 @@ func (c *Conns) Listener(ln net.Listener) net.Listener {
 // they close.
 type listener struct {
 	net.Listener
-	c         *Conns
+	c         *connBounds
 	closeOnce sync.Once
 	done      chan struct{}
 }
@@ -56,7 +56,7 @@ func (l *listener) Accept() (net.Conn, error) {
 // accept counts nc when there is room or room can be made, waiting for
 // room when none can; it returns nil (nc closed) when nc is refused, and
 // net.ErrClosed when done closes while it waits.
-func (c *Conns) accept(nc net.Conn, done <-chan struct{}) (*conn, error) {
+func (c *connBounds) accept(nc net.Conn, done <-chan struct{}) (*conn, error) {
 	cn := &conn{Conn: nc, c: c, addr: nc.RemoteAddr().String()}
 	var key netip.Prefix
 	if ip, ok := addrOf(nc.RemoteAddr()); ok {
@@ -135,7 +135,7 @@ func (c *Conns) accept(nc net.Conn, done <-chan struct{}) (*conn, error) {
 // newcomer's own idle connection): an idle connection first, of the host
 // holding the most, the longest waiting; else the oldest busy connection,
 // not held, of the host holding the most. c.mu is held.
-func (c *Conns) victim(key netip.Prefix, trusted bool) (*conn, bool) {
+func (c *connBounds) victim(key netip.Prefix, trusted bool) (*conn, bool) {
 	mine := 0
 	if h := c.hosts[key]; h != nil && key.IsValid() {
 		mine = h.conns.Len()
@@ -188,7 +188,7 @@ func (cn *conn) hostLen() int {
 
 // forget stops counting cn, once; c.mu is held. Whoever closes cn's
 // socket, the count is given back first.
-func (c *Conns) forget(cn *conn) {
+func (c *connBounds) forget(cn *conn) {
 	if cn.gone {
 		return
 	}
@@ -217,7 +217,7 @@ func (c *Conns) forget(cn *conn) {
 }
 
 // trustedAddr reports whether ip is a trusted proxy's.
-func (c *Conns) trustedAddr(ip netip.Addr) bool {
+func (c *connBounds) trustedAddr(ip netip.Addr) bool {
 	ip = ip.Unmap().WithZone("")
 	for _, n := range c.trusted {
 		if n.Contains(ip) {
@@ -263,7 +263,7 @@ func closeAll(victims []*conn) {
 // Its fields but Conn and addr are guarded by c.mu.
 type conn struct {
 	net.Conn
-	c       *Conns
+	c       *connBounds
 	addr    string // RemoteAddr().String(), as http.Request.RemoteAddr
 	trusted bool
 

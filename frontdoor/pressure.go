@@ -14,7 +14,7 @@ const stallEvery = time.Second
 // which is kept for the connection being accepted): a new one waits for
 // room in Accept, or is about to, and behind it others wait in the
 // kernel's accept queue, where nothing of the server sees them.
-func (c *Conns) crowded() bool {
+func (c *connBounds) crowded() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.waiting > 0 || c.maxConns > 0 && c.open >= c.maxConns-1-c.maxConns/16

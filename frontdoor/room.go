@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/problem"
+	"github.com/geoidem/geoidem/problem"
 )
 
 // Problem types of the Door's refusals: the middleware's, since a sender
@@ -339,18 +339,18 @@ func (d *Door) refuse(w http.ResponseWriter, r *http.Request, status int, wait t
 	}
 	d.mu.Unlock()
 	if status == http.StatusTooManyRequests {
-		problem.Write(w, status, problem.JSON(problem.Doc{Type: ProblemClientBusy, Title: "Too many requests in flight from this client", Status: status,
-			Detail: "This client already has its share of the requests or bytes in flight; nothing was claimed. Retry after Retry-After with the same key."}), wait)
+		problem.Write(w, problem.Details{Type: ProblemClientBusy, Title: "Too many requests in flight from this client", Status: status,
+			Detail: "This client already has its share of the requests or bytes in flight; nothing was claimed. Retry after Retry-After with the same key.", RetryAfter: wait})
 		d.refusals.Warn(r.Context(), "request refused: the client has its share in flight", slog.String("client", d.client(r)))
 		return
 	}
-	problem.Write(w, status, problem.JSON(problem.Doc{Type: ProblemServerBusy, Title: "Server busy", Status: status,
-		Detail: "The server has as many requests or bytes in flight as it takes; nothing was claimed. Retry after Retry-After with the same key."}), wait)
+	problem.Write(w, problem.Details{Type: ProblemServerBusy, Title: "Server busy", Status: status,
+		Detail: "The server has as many requests or bytes in flight as it takes; nothing was claimed. Retry after Retry-After with the same key.", RetryAfter: wait})
 	d.refusals.Warn(r.Context(), "request refused: too much in flight", slog.String("client", d.client(r)))
 }
 
 // knownAt reports whether r's client is a known sender at now: its
-// address (as Clients finds it, behind trusted proxies) in KnownNetworks, or a body of its verified within KnownFor.
+// address (as names finds it, behind trusted proxies) in KnownNetworks, or a body of its verified within KnownFor.
 func (d *Door) knownAt(r *http.Request, client string, now time.Time) bool {
 	if len(d.networks) > 0 {
 		if ip, ok := d.names.proxies.Addr(r); ok {
@@ -409,7 +409,9 @@ func (d *Door) Stats() Stats {
 		}
 	}
 	d.mu.Unlock()
-	s.Conns = d.conns.Stats()
+	c := d.conns.Stats()
+	s.Conns, s.PeakConns, s.IdleConns, s.HeldConns, s.WaitingConns = c.Open, c.PeakOpen, c.Idle, c.Held, c.Waiting
+	s.ConnsRefused, s.ConnsClosedIdle, s.ConnsClosedBusy, s.ConnsEvicted, s.ConnsWaited = c.Refused, c.ClosedIdle, c.ClosedBusy, c.Evicted, c.Waited
 	if d.rate != nil {
 		// The rate counts a body cut off once its 408 is out; the Door,
 		// when it cuts: for a moment the Door's count may be ahead.

@@ -33,19 +33,19 @@ func one(n func(*Stats) float64) []labelled { return []labelled{{"", n}} }
 // families are the Door's series, in the order Series lists them.
 var families = []family{
 	{"geoidem_frontdoor_connections", "Connections by state: open, idle (waiting for a request), held (a request with its body whole), waiting (accepted, waiting for room).", false, "state", []labelled{
-		{"open", func(s *Stats) float64 { return float64(s.Conns.Open) }},
-		{"idle", func(s *Stats) float64 { return float64(s.Conns.Idle) }},
-		{"held", func(s *Stats) float64 { return float64(s.Conns.Held) }},
-		{"waiting", func(s *Stats) float64 { return float64(s.Conns.Waiting) }},
+		{"open", func(s *Stats) float64 { return float64(s.Conns) }},
+		{"idle", func(s *Stats) float64 { return float64(s.IdleConns) }},
+		{"held", func(s *Stats) float64 { return float64(s.HeldConns) }},
+		{"waiting", func(s *Stats) float64 { return float64(s.WaitingConns) }},
 	}},
 	{"geoidem_frontdoor_connections_closed_total", "Connections the front door refused at accept or closed, by reason: host (refused under contention, its host holding MaxConnsPerHost or more), idle (closed to make room under contention), busy (closed to make room under contention, its request's body still arriving), idle_bound (closed to keep to MaxIdle).", true, "reason", []labelled{
-		{"host", func(s *Stats) float64 { return float64(s.Conns.Refused) }},
-		{"idle", func(s *Stats) float64 { return float64(s.Conns.ClosedIdle) }},
-		{"busy", func(s *Stats) float64 { return float64(s.Conns.ClosedBusy) }},
-		{"idle_bound", func(s *Stats) float64 { return float64(s.Conns.Evicted) }},
+		{"host", func(s *Stats) float64 { return float64(s.ConnsRefused) }},
+		{"idle", func(s *Stats) float64 { return float64(s.ConnsClosedIdle) }},
+		{"busy", func(s *Stats) float64 { return float64(s.ConnsClosedBusy) }},
+		{"idle_bound", func(s *Stats) float64 { return float64(s.ConnsEvicted) }},
 	}},
 	{"geoidem_frontdoor_connections_waited_total", "New connections that waited for room at MaxConns, none being closable for them.", true, "",
-		one(func(s *Stats) float64 { return float64(s.Conns.Waited) })},
+		one(func(s *Stats) float64 { return float64(s.ConnsWaited) })},
 	{"geoidem_frontdoor_bodies_arriving", "Request bodies still arriving.", false, "",
 		one(func(s *Stats) float64 { return float64(s.Arriving) })},
 	{"geoidem_frontdoor_body_bytes", "Bytes charged to the request bodies arriving or in work.", false, "",

@@ -10,7 +10,7 @@ import (
 // SeriesNames lists is present, once grouped, before anything happened.
 func TestSeriesReadEveryDecision(t *testing.T) {
 	s := Stats{
-		Conns:    ConnsStats{Open: 1, Idle: 2, Held: 3, Waiting: 4, Refused: 5, ClosedIdle: 6, ClosedBusy: 7, Evicted: 8, Waited: 9},
+		Conns: 1, IdleConns: 2, HeldConns: 3, WaitingConns: 4, ConnsRefused: 5, ConnsClosedIdle: 6, ConnsClosedBusy: 7, ConnsEvicted: 8, ConnsWaited: 9,
 		Arriving: 10, Bytes: 11, Slots: 12, KnownSlots: 13, Answering: 14,
 		CutSlow: 15, CutForRoom: 16, CutStalled: 17, RefusedBusy: 18, RefusedClient: 19, KnownAdmitted: 20, AnswersCut: 21,
 	}

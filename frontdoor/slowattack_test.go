@@ -1,14 +1,11 @@
-package frontdoor_test
+package frontdoor
 
 import (
 	"bytes"
-	"fmt"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/geoidem/geoidem/frontdoor"
 )
 
 // victim sends n small valid requests one after another from ip and
@@ -61,90 +58,65 @@ func wantAttackHeldOff(t *testing.T, s *service, ok, n int, other map[string]int
 
 // The slow-body attack: 64 connections from 4 addresses
 // (127.0.0.2–5), each declaring a 100-byte body and sending a byte every
-// 2 s, connecting again whenever one ends. As main wires a service
-// (Admission, a 30 s ReadTimeout), they hold all 64 admission slots and a
-// sender on another address is refused every time; behind the front door
-// under contention (33 connections in all, one kept for the connection
-// being accepted, 8 per host; bodies held to 100 bytes/s after 500 ms),
-// the attackers hold at most 32 slots, each for about half a second, and
-// the sender, whose connection takes the place of one of theirs, gets at
-// least 95% 2xx.
+// 2 s, connecting again whenever one ends. (Behind an admission taken
+// before the body is read, with a 30 s ReadTimeout, they held all 64
+// slots and a sender on another address was refused every time.) Behind
+// the front door under contention (33 connections in all, one kept for
+// the connection being accepted, 8 per host; bodies held to 100 bytes/s
+// after 500 ms), the slow bodies are cut off, never reach a work slot,
+// and the sender, whose connection takes the place of one of theirs,
+// gets at least 95% 2xx.
 func TestSlowBodiesFromFourAddresses(t *testing.T) {
 	hosts := []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}
 	const perHost = 16 // 64 connections
 
-	t.Run("no front door: the attack bites", func(t *testing.T) {
-		s := startService(t, door{})
-		a := startSlowAttack(s.addr, hosts, perHost)
-		defer a.stop()
-		waitFor(t, 60*time.Second, "the slow bodies hold every admission slot", func() bool { return s.admit.Stats().InFlight == 64 })
-		ok, other := victim(t, s, "127.0.0.6", 40)
-		t.Logf("no front door: the sender got %d/40 2xx, and %v", ok, other)
-		if ok > 20 {
-			t.Errorf("the sender got %d/40 2xx without the front door: the attack does not bite, so the test below proves nothing", ok)
-		}
-	})
-
-	t.Run("front door", func(t *testing.T) {
-		s := startService(t, door{
-			conns: &frontdoor.ConnsConfig{MaxConnsPerHost: 8, MaxConns: 33, MaxIdle: 16},
-			rate:  &frontdoor.BodyRateConfig{Grace: 500 * time.Millisecond, MinRate: 100},
+	s := startService(t, door{door: &Config{
+		MaxConnsPerHost: 8, MaxConns: 33, MaxIdle: 16,
+		BodyGrace: 500 * time.Millisecond, MinBodyRate: 100,
+	}})
+	a := startSlowAttack(s.addr, hosts, perHost)
+	waitFor(t, 60*time.Second, "the attack under way: every attacker connected once, 24 slow bodies arriving",
+		func() bool {
+			ds := s.door.Stats()
+			return a.started.Load() >= 32 && ds.ConnsRefused > 0 && ds.Arriving >= 24
 		})
-		a := startSlowAttack(s.addr, hosts, perHost)
-		waitFor(t, 60*time.Second, "the attack under way: every attacker connected once, 32 slow bodies in flight",
-			func() bool {
-				return a.started.Load() >= 32 && s.conns.Stats().Refused > 0 && s.admit.Stats().InFlight >= 24
-			})
-		const n = 100
-		ok, other := victim(t, s, "127.0.0.6", n)
-		waitFor(t, 60*time.Second, "a slow body cut off", func() bool { return s.rate.Stats().Cut > 0 })
-		statuses := a.stop()
-		as, cs := s.admit.Stats(), s.conns.Stats()
-		t.Logf("front door: the sender got %d/%d 2xx, and %v; the attackers got %v; admission %+v; connections %+v; cut %d",
-			ok, n, other, statuses, as, cs, s.rate.Stats().Cut)
-		if as.Peak > 4*8+1 {
-			t.Errorf("admission held %d requests at once, want at most 33: the 32 connections open (8 from each of the 4 attacking hosts, or the sender's in the place of one) and one closed to make room", as.Peak)
-		}
-		wantAttackHeldOff(t, s, ok, n, other, statuses)
-	})
+	const n = 100
+	ok, other := victim(t, s, "127.0.0.6", n)
+	waitFor(t, 60*time.Second, "a slow body cut off", func() bool { return s.door.Stats().CutSlow > 0 })
+	statuses := a.stop()
+	ds := s.door.Stats()
+	t.Logf("front door: the sender got %d/%d 2xx, and %v; the attackers got %v; door %+v", ok, n, other, statuses, ds)
+	if ds.PeakSlots > 4*8+1 {
+		t.Errorf("the door held %d work slots at once, want at most 33: the 32 connections open (8 from each of the 4 attacking hosts, or the sender's in the place of one) and one closed to make room", ds.PeakSlots)
+	}
+	wantAttackHeldOff(t, s, ok, n, other, statuses)
 }
 
 // Eight addresses (127.0.0.2–9), 8 connections each behind the front
 // door, send slow bodies within the rate's grace (a minute here, so that
-// no body is cut off by the rate during the test and no slot frees by
-// itself, however slowly the machine runs it): they hold all 64 admission
-// slots. Without
-// AdmissionConfig.CutBody a sender on a ninth address is refused nearly
-// every time; with it, each of the sender's requests is admitted by
-// cutting off the oldest slow body of a client that holds more (answered
-// 408, nothing claimed), and the sender gets at least 95% 2xx.
+// no body is cut off by the rate during the test and nothing frees by
+// itself, however slowly the machine runs it): they hold all the bytes
+// the door takes (64 bodies of 100 bytes). Each of the sender's requests,
+// on a ninth address, is admitted by cutting off the slowest body of a
+// client with more arriving (answered 408, nothing claimed), and the
+// sender gets at least 95% 2xx.
 func TestSlowBodiesFromEightAddresses(t *testing.T) {
 	hosts := []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7", "127.0.0.8", "127.0.0.9"}
-	const perHost = 8 // the front door's bound: 64 connections, every slot
-	for _, cut := range []bool{false, true} {
-		t.Run(fmt.Sprintf("CutBody %t", cut), func(t *testing.T) {
-			s := startService(t, door{
-				conns: &frontdoor.ConnsConfig{MaxConnsPerHost: perHost},
-				rate:  &frontdoor.BodyRateConfig{Grace: time.Minute, MinRate: 100},
-				noCut: !cut,
-			})
-			a := startSlowAttack(s.addr, hosts, perHost)
-			waitFor(t, 60*time.Second, "the slow bodies hold every admission slot", func() bool { return s.admit.Stats().InFlight == 64 })
-			const n = 40
-			ok, other := victim(t, s, "127.0.0.10", n)
-			statuses := a.stop()
-			as := s.admit.Stats()
-			t.Logf("CutBody %t: the sender got %d/%d 2xx, and %v; the attackers got %v; admission %+v; cut %d", cut, ok, n, other, statuses, as, s.rate.Stats().Cut)
-			if !cut {
-				if ok > n/2 {
-					t.Errorf("the sender got %d/%d 2xx without CutBody: the attack does not bite, so the test below proves nothing", ok, n)
-				}
-				return
-			}
-			if as.Peak > 64+64/8 {
-				t.Errorf("admission held %d requests at once, want at most 72: 64 and the bodies being cut off", as.Peak)
-			}
-			wantAttackHeldOff(t, s, ok, n, other, statuses)
-		})
+	const perHost = 8 // the front door's bound: 64 connections
+	s := startService(t, door{door: &Config{
+		MaxBytes:        64 * 100,
+		MaxConnsPerHost: perHost,
+		BodyGrace:       time.Minute, MinBodyRate: 100,
+	}})
+	a := startSlowAttack(s.addr, hosts, perHost)
+	waitFor(t, 60*time.Second, "the slow bodies hold every byte", func() bool { return s.door.Stats().Bytes == 64*100 })
+	const n = 40
+	ok, other := victim(t, s, "127.0.0.10", n)
+	statuses := a.stop()
+	ds := s.door.Stats()
+	t.Logf("the sender got %d/%d 2xx, and %v; the attackers got %v; door %+v", ok, n, other, statuses, ds)
+	if ds.CutForRoom == 0 {
+		t.Errorf("no body was cut off to make room: %+v", ds)
 	}
+	wantAttackHeldOff(t, s, ok, n, other, statuses)
 }

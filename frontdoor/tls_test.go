@@ -1,4 +1,4 @@
-package frontdoor_test
+package frontdoor
 
 import (
 	"io"
@@ -7,15 +7,13 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/geoidem/geoidem/frontdoor"
 )
 
 // Behind TLS (crypto/tls wraps the Conns' connections), ConnState and Hold
 // still find each connection: a request in its handler is neither idle
 // nor closable, and its connection is idle again once answered.
 func TestConnsBehindTLS(t *testing.T) {
-	conns, err := frontdoor.NewConns(frontdoor.ConnsConfig{})
+	conns, err := newConns(connsConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

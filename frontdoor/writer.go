@@ -12,7 +12,7 @@ import (
 	"github.com/geoidem/geoidem/problem"
 )
 
-// writer is the response writer the handlers inside a BodyRate answer
+// writer is the response writer the handlers inside a bodyRate answer
 // through. Until the body is cut off it passes everything on; after, the
 // first thing the handlers write (their answer to the failed read, such as
 // the idempotency middleware's 400) becomes the 408, and the rest is

@@ -1,4 +1,4 @@
-package frontdoor_test
+package frontdoor
 
 import (
 	"fmt"
@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/geoidem/geoidem/frontdoor"
 )
 
 // capabilities answers with the optional interfaces its writer shows to
@@ -21,11 +19,11 @@ var capabilities = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request)
 })
 
 // http.Flusher and http.Hijacker stay visible to type assertions behind a
-// BodyRate where the server's writer has them (an HTTP/1 server's has
+// bodyRate where the server's writer has them (an HTTP/1 server's has
 // both), and Hijacker stays hidden where it has not (httptest's recorder),
 // as behind the idempotency middleware.
 func TestFlusherAndHijackerStayVisible(t *testing.T) {
-	rate, err := frontdoor.NewBodyRate(frontdoor.BodyRateConfig{})
+	rate, err := newBodyRate(bodyRateConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,19 +36,19 @@ func TestFlusherAndHijackerStayVisible(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if string(b) != "flusher=true hijacker=true" {
-		t.Errorf("behind a BodyRate on an HTTP/1 server: %s, want flusher=true hijacker=true", b)
+		t.Errorf("behind a bodyRate on an HTTP/1 server: %s, want flusher=true hijacker=true", b)
 	}
 	w := httptest.NewRecorder()
 	rate.Handler(capabilities).ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/", strings.NewReader("body")))
 	if w.Body.String() != "flusher=true hijacker=false" {
-		t.Errorf("behind a BodyRate on httptest.ResponseRecorder: %s, want flusher=true hijacker=false", w.Body)
+		t.Errorf("behind a bodyRate on httptest.ResponseRecorder: %s, want flusher=true hijacker=false", w.Body)
 	}
 }
 
-// A handler behind a BodyRate can take the connection over with a type
-// assertion, and the BodyRate writes nothing on it afterwards.
+// A handler behind a bodyRate can take the connection over with a type
+// assertion, and the bodyRate writes nothing on it afterwards.
 func TestHijackBehindBodyRate(t *testing.T) {
-	rate, err := frontdoor.NewBodyRate(frontdoor.BodyRateConfig{})
+	rate, err := newBodyRate(bodyRateConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +75,6 @@ func TestHijackBehindBodyRate(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 299 {
-		t.Errorf("hijacked through a type assertion behind a BodyRate: %s, want 299 Hijacked", resp.Status)
+		t.Errorf("hijacked through a type assertion behind a bodyRate: %s, want 299 Hijacked", resp.Status)
 	}
 }

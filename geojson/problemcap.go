@@ -2,9 +2,10 @@ package geojson
 
 import (
 	"bytes"
+	"encoding/json"
 	"unicode/utf8"
 
-	"github.com/geoidem/geoidem/internal/problem"
+	"github.com/geoidem/geoidem/problem"
 )
 
 // This file keeps problems and problem documents in proportion to a
@@ -70,10 +71,6 @@ func rawPrefix(raw []byte, n int) []byte {
 // (up to six bytes each once escaped) and truncated.
 const problemDocReserve = 6*MaxDetailBytes + 1<<10
 
-// jsonTrue is the value of "truncated", kept here so that a truncated
-// document does not allocate it each time.
-var jsonTrue = []byte("true")
-
 // problemDoc renders an RFC 9457 problem document as problemDocFit does,
 // with a fixed detail.
 func problemDoc(typ, title string, status int, detail string, errs []Violation) []byte {
@@ -81,12 +78,13 @@ func problemDoc(typ, title string, status int, detail string, errs []Violation) 
 }
 
 // problemDocFit renders an RFC 9457 problem document of at most
-// MaxProblemDocumentBytes with [problem.JSON]. It lists the problems
-// of errs that fit (no errs leaves "errors" out), each cut as by
-// newProblem, and adds "truncated": true when truncated is set or some
-// problems did not fit. detail is called with the number listed; it
-// never returns "" (problem.JSON would leave the member out): each
-// caller's detail starts with fixed text.
+// MaxProblemDocumentBytes: a [problem.Details] of typ, title, status and
+// detail, followed by "errors", listing the problems of errs that fit (no
+// errs leaves it out), each cut as by newProblem and encoded as a
+// Violation, and "truncated": true when truncated is set or some problems
+// did not fit. detail is called with the number listed; it never returns
+// "" (the document would leave the member out): each caller's detail
+// starts with fixed text.
 func problemDocFit(typ, title string, status int, detail func(listed int) string, errs []Violation, truncated bool) []byte {
 	var list bytes.Buffer
 	listed := 0
@@ -99,7 +97,7 @@ func problemDocFit(typ, title string, status int, detail func(listed int) string
 			}
 			q := newProblem(pr.Pointer, pr.Rule, pr.Message)
 			q.Truncated = q.Truncated || pr.Truncated
-			problem.AppendJSON(&list, q)
+			appendJSON(&list, q)
 			if list.Len()+1 > MaxProblemDocumentBytes-problemDocReserve {
 				list.Truncate(n)
 				truncated = true
@@ -109,13 +107,32 @@ func problemDocFit(typ, title string, status int, detail func(listed int) string
 		}
 		list.WriteByte(']')
 	}
-	ext := make([]problem.Member, 0, 2)
+	doc := problem.Details{Type: typ, Title: title, Status: status, Detail: newProblem("", "", detail(listed)).Message}.ProblemJSON()
+	if len(errs) == 0 && !truncated {
+		return doc
+	}
+	// The document without its closing brace, then the members of its own.
+	const errorsName, truncatedMember = `,"errors":`, `,"truncated":true`
+	out := make([]byte, 0, len(doc)+len(errorsName)+list.Len()+len(truncatedMember))
+	out = append(out, doc[:len(doc)-1]...)
 	if len(errs) > 0 {
-		ext = append(ext, problem.Member{Name: "errors", Value: list.Bytes()})
+		out = append(out, errorsName...)
+		out = append(out, list.Bytes()...)
 	}
 	if truncated {
-		ext = append(ext, problem.Member{Name: "truncated", Value: jsonTrue})
+		out = append(out, truncatedMember...)
 	}
-	d := problem.Doc{Type: typ, Title: title, Status: status, Detail: newProblem("", "", detail(listed)).Message}
-	return problem.JSON(d, ext...)
+	return append(out, '}')
+}
+
+// appendJSON appends the JSON encoding of v, without HTML escaping, as
+// package problem writes its documents. v must be a value encoding/json
+// encodes without error.
+func appendJSON(b *bytes.Buffer, v any) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("geojson: " + err.Error())
+	}
+	b.Truncate(b.Len() - 1) // the encoder's newline
 }

@@ -22,7 +22,8 @@ var updateProblemDocs = flag.Bool("update-problemdocs", false,
 
 // problemDocsGolden holds, for every document of problemDocCorpus, its
 // length and SHA-256, captured before the documents were built with
-// internal/problem: the bytes of every document must stay the same.
+// package problem's renderer: the bytes of every document must stay the
+// same.
 const problemDocsGolden = "testdata/problemdocs.golden"
 
 type namedErr struct {

@@ -37,6 +37,9 @@ func TestTooLargeRecordFitsMinRecordBytes(t *testing.T) {
 		if rec.StatusCode != status {
 			t.Fatalf("TooLargeRecord(%d) has status %d", status, rec.StatusCode)
 		}
+		if h := rec.Header; h.Get("Content-Type") != "application/problem+json" || h.Get("Cache-Control") != "no-store" || len(h) != 2 {
+			t.Fatalf("TooLargeRecord(%d) has header %v, want a problem document's, not to be cached, and nothing else", status, h)
+		}
 	}
 }
 

@@ -1,6 +1,10 @@
 package keystore
 
-import "github.com/geoidem/geoidem/internal/problem"
+import (
+	"net/http"
+
+	"github.com/geoidem/geoidem/problem"
+)
 
 // TooLargeRecord is the record kept in place of a response larger than
 // the caller records (the middleware's Config.MaxRecordBytes, a Hold's
@@ -11,9 +15,9 @@ import "github.com/geoidem/geoidem/internal/problem"
 func TooLargeRecord(status int) Record {
 	return Record{
 		StatusCode: status,
-		Header:     problem.Header(),
-		Body: problem.JSON(problem.Doc{Type: problem.TypeBase + "response-not-recorded", Title: "Response too large to replay", Status: status,
-			Detail: "The request was executed once and answered with this status, but its response was larger than the middleware records, so it cannot be replayed."}),
+		Header:     http.Header{"Content-Type": {problem.MediaType}, "Cache-Control": {"no-store"}},
+		Body: problem.Details{Type: problem.TypeBase + "response-not-recorded", Title: "Response too large to replay", Status: status,
+			Detail: "The request was executed once and answered with this status, but its response was larger than the middleware records, so it cannot be replayed."}.ProblemJSON(),
 	}
 }
 

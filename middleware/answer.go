@@ -6,8 +6,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/problem"
+	"github.com/geoidem/geoidem/internal/answer"
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/problem"
 )
 
 // The answers the middleware writes itself, each an RFC 9457 problem
@@ -57,13 +58,28 @@ func (m *Middleware) storeFull(w http.ResponseWriter, r *http.Request, key strin
 
 // problemJSON renders a problem document of the middleware's own.
 func problemJSON(typ, title string, status int, detail string) []byte {
-	return problem.JSON(problem.Doc{Type: typ, Title: title, Status: status, Detail: detail})
+	return problem.Details{Type: typ, Title: title, Status: status, Detail: detail}.ProblemJSON()
 }
 
 // problemHeader is the header a recorded problem document is replayed with.
-func problemHeader() http.Header { return problem.Header() }
+func problemHeader() http.Header {
+	return http.Header{"Content-Type": {problem.MediaType}, "Cache-Control": {"no-store"}}
+}
 
-// writeProblem answers status with doc, a problem document.
+// writeProblem answers status with doc, a problem document already
+// rendered (the middleware's own, or a Validator's HTTPProblem), as
+// problem.Write answers a problem.Details: not to be cached, without the
+// handler's Content-Length, with the other headers set before it, and
+// with Retry-After in whole seconds rounded up when retryAfter is
+// positive.
 func writeProblem(w http.ResponseWriter, status int, doc []byte, retryAfter time.Duration) {
-	problem.Write(w, status, doc, retryAfter)
+	h := w.Header()
+	h.Set("Content-Type", problem.MediaType)
+	h.Set("Cache-Control", "no-store")
+	h.Del("Content-Length")
+	if retryAfter > 0 {
+		h.Set("Retry-After", answer.FormatRetryAfter(retryAfter))
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(doc)
 }

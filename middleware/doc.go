@@ -102,12 +102,13 @@
 //
 // # Bounded in flight
 //
-// [Admission], in front of the middleware (and of anything that reads the
-// body), bounds the requests and the request bytes in flight, with a share
-// per client: a request over a bound is answered 503 server-busy, or 429
-// client-busy for a client over its share, with Retry-After, before its
-// body is read and before anything is claimed. It also bounds the claims in
-// flight, and so the room a bounded store reserves for them.
+// The front door (package frontdoor: frontdoor.New), in front of the
+// middleware (and of anything that reads the body), bounds the requests
+// and the request bytes in flight, with a share per client: a request over
+// a bound is answered 503 server-busy, or 429 client-busy for a client
+// over its share, with Retry-After, before anything is claimed. It also
+// bounds the claims in flight, and so the room a bounded store reserves
+// for them.
 //
 // # Replayed responses
 //

@@ -2,8 +2,6 @@ package middleware
 
 import (
 	"errors"
-
-	"github.com/geoidem/geoidem/internal/problem"
 )
 
 // ProblemTypeBase is the prefix of the type URI of every problem document
@@ -25,8 +23,6 @@ const (
 	ProblemNotReplayable  = ProblemTypeBase + "response-not-replayable" // 422
 	ProblemStoreFull      = ProblemTypeBase + "store-full"              // 503
 	ProblemClientFull     = ProblemTypeBase + "client-full"             // 429
-	ProblemServerBusy     = ProblemTypeBase + "server-busy"             // 503, from Admission
-	ProblemClientBusy     = ProblemTypeBase + "client-busy"             // 429, from Admission
 )
 
 // HTTPProblem is an error that carries its own RFC 9457 answer. When a
@@ -48,5 +44,5 @@ func problemOf(err error, typ, title string, status int) (int, []byte) {
 	if errors.As(err, &hp) {
 		return hp.HTTPStatus(), hp.ProblemJSON()
 	}
-	return status, problem.JSON(problem.Doc{Type: typ, Title: title, Status: status, Detail: err.Error()})
+	return status, problemJSON(typ, title, status, err.Error())
 }

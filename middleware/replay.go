@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/geoidem/geoidem/internal/problem"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -24,8 +23,8 @@ func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key stri
 		m.log.LogAttrs(ctx, slog.LevelError, "idempotency record has an invalid status; answered 500", slog.String("key", key), slog.Int("status", rec.StatusCode))
 		status := http.StatusInternalServerError
 		w.Header().Set("Idempotent-Replayed", "true")
-		problem.Write(w, status, problem.JSON(problem.Doc{Type: ProblemNotRecorded, Title: "Recorded response unusable", Status: status,
-			Detail: fmt.Sprintf("The request was executed once, but the response recorded for it has status %d, which cannot be replayed.", rec.StatusCode)}), 0)
+		writeProblem(w, status, problemJSON(ProblemNotRecorded, "Recorded response unusable", status,
+			fmt.Sprintf("The request was executed once, but the response recorded for it has status %d, which cannot be replayed.", rec.StatusCode)), 0)
 		return status
 	}
 	// The caller owns a Claim's record (keystore.Claim.Record): its value

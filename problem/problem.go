@@ -26,16 +26,14 @@ import (
 	"net/http"
 	"slices"
 	"time"
-
-	"github.com/geoidem/geoidem/internal/problem"
 )
 
-// MediaType is the content type of a problem document.
-const MediaType = problem.MediaType
+// MediaType is the content type of a problem document (RFC 9457 §3).
+const MediaType = "application/problem+json"
 
 // TypeBase is the prefix of every problem type URI geoidem writes; the
 // fragment names the problem, listed in docs/problems.md.
-const TypeBase = problem.TypeBase
+const TypeBase = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#"
 
 // Details is an RFC 9457 problem document.
 type Details struct {
@@ -115,23 +113,25 @@ func (d Details) filled() Details {
 // errors, then the extensions in name order, without HTML escaping.
 func (d Details) MarshalJSON() ([]byte, error) {
 	d = d.filled()
-	var ext []problem.Member
+	var ext []member
 	if d.Instance != "" {
 		var b bytes.Buffer
-		problem.AppendString(&b, d.Instance)
-		ext = append(ext, problem.Member{Name: "instance", Value: b.Bytes()})
+		appendString(&b, d.Instance)
+		ext = append(ext, member{Name: "instance", Value: b.Bytes()})
 	}
 	if len(d.Errors) > 0 {
 		var b bytes.Buffer
-		problem.AppendJSON(&b, d.Errors)
-		ext = append(ext, problem.Member{Name: "errors", Value: b.Bytes()})
+		appendJSON(&b, d.Errors)
+		ext = append(ext, member{Name: "errors", Value: b.Bytes()})
 	}
-	for _, name := range slices.Sorted(maps.Keys(d.Extensions)) {
-		if v := d.Extensions[name]; !standard(name) && json.Valid(v) {
-			ext = append(ext, problem.Member{Name: name, Value: v})
+	if len(d.Extensions) > 0 {
+		for _, name := range slices.Sorted(maps.Keys(d.Extensions)) {
+			if v := d.Extensions[name]; !standard(name) && json.Valid(v) {
+				ext = append(ext, member{Name: name, Value: v})
+			}
 		}
 	}
-	return problem.JSON(problem.Doc{Type: d.Type, Title: d.Title, Status: d.Status, Detail: d.Detail}, ext...), nil
+	return render(doc{Type: d.Type, Title: d.Title, Status: d.Status, Detail: d.Detail}, ext...), nil
 }
 
 // UnmarshalJSON reads a problem document. A standard member of the wrong
@@ -210,7 +210,7 @@ func (d Details) ProblemJSON() []byte {
 // challenge, say) are kept, a Content-Length dropped.
 func Write(w http.ResponseWriter, d Details) {
 	d = d.filled()
-	problem.Write(w, d.Status, d.ProblemJSON(), d.RetryAfter)
+	writeBody(w, d.Status, d.ProblemJSON(), d.RetryAfter)
 }
 
 // Parse returns the problem document of a response, given its Content-Type

@@ -60,12 +60,12 @@
 // a slow body.
 //
 // Anything in front of the Handler that holds resources while a body
-// arrives, the middleware's Admission above all, would still admit such
+// arrives, the front door (frontdoor.Door) above all, would still admit such
 // traffic. Put [Verifier.Precheck] (those checks and the query rule, as
 // middleware answering as the Handler does) in front of it, and the
 // Handler behind it:
 //
-//	h := verify.Precheck(admission.Handler(verify.Handler(idem.Handler(ingest))))
+//	h := verify.Precheck(door.Handler(verify.Handler(idem.Handler(ingest))))
 //
 // A service with its own admission control calls CheckHeaders instead.
 //

@@ -35,7 +35,7 @@ func (v *Verifier) precheck(r *http.Request) (message, error) {
 // its headers and URL alone ([Verifier.CheckHeaders], and a query unless
 // AllowQuery), and passes the others on to next untouched. It does not
 // verify the signature: put it in front of anything that holds resources
-// while a body arrives (the middleware's Admission, say) and keep the
+// while a body arrives (the front door, frontdoor.Door, say) and keep the
 // Handler behind that, as [Verifier.CheckHeaders] shows.
 func (v *Verifier) Precheck(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

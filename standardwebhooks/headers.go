@@ -23,11 +23,11 @@ import (
 // It costs no HMAC and reads nothing but h. The Handler runs it, with the
 // query check, before it reads the body; [Verifier.Precheck] is the same
 // check as middleware. Call CheckHeaders (or put Precheck) in front of
-// anything that holds resources while a body arrives, such as the
-// middleware's Admission, so that unsigned or malformed traffic costs only
+// anything that holds resources while a body arrives, such as the front
+// door (frontdoor.Door), so that unsigned or malformed traffic costs only
 // its rejection:
 //
-//	h := verify.Precheck(admission.Handler(verify.Handler(idem.Handler(ingest))))
+//	h := verify.Precheck(door.Handler(verify.Handler(idem.Handler(ingest))))
 //
 // The Handler checks the headers again, so a request that waited to be
 // admitted past the tolerance is still refused.

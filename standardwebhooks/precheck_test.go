@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/standardwebhooks"
 )
 
@@ -177,19 +177,20 @@ func TestPrecheckAnswersAsTheHandler(t *testing.T) {
 	}
 }
 
-// TestPrecheckKeepsJunkOutOfAdmission: put in front of the middleware's
-// Admission (which holds a request, and its declared bytes, while the
-// verifier reads its body), Precheck answers junk before it is admitted,
-// so a flood of junk with slow bodies takes none of the room in flight.
+// TestPrecheckKeepsJunkOutOfAdmission: put in front of the front door
+// (which holds a request's declared bytes while its body arrives, and a
+// work slot while the verifier and what is behind it run), Precheck
+// answers junk before it is admitted, so a flood of junk with slow bodies
+// takes none of the room.
 func TestPrecheckKeepsJunkOutOfAdmission(t *testing.T) {
 	f := newHandlerFixture(t, standardwebhooks.VerifierConfig{})
 	v := newVerifier(t, standardwebhooks.VerifierConfig{Secrets: []standardwebhooks.Secret{f.secret}, Now: f.clock.Now})
-	adm, err := middleware.NewAdmission(middleware.AdmissionConfig{})
+	door, err := frontdoor.New(frontdoor.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ingest := &downstream{}
-	h := v.Precheck(adm.Handler(v.Handler(ingest)))
+	h := v.Precheck(door.Handler(v.Handler(ingest)))
 	for _, tc := range junkHeaders {
 		r := f.signed("msg_1", body)
 		tc.mutate(f, r)
@@ -200,13 +201,13 @@ func TestPrecheckKeepsJunkOutOfAdmission(t *testing.T) {
 		}
 		f.clock.Advance(-f.clock.Now().Sub(time.Unix(1_800_000_000, 0))) // undo "stale"
 	}
-	if s := adm.Stats(); s.Peak != 0 || ingest.calls != 0 {
-		t.Errorf("junk reached Admission (peak %d in flight) or ingest (%d runs)", s.Peak, ingest.calls)
+	if s := door.Stats(); s.PeakSlots != 0 || s.Bytes != 0 || ingest.calls != 0 {
+		t.Errorf("junk reached the front door (peak %d work slots) or ingest (%d runs)", s.PeakSlots, ingest.calls)
 	}
 	r := f.signed("msg_1", body)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
-	if w.Code != http.StatusAccepted || adm.Stats().Peak != 1 || !bytes.Equal(ingest.body, body) {
-		t.Errorf("a signed request: %d, peak %d, ingest saw %d bytes; want 202 through Admission with the body", w.Code, adm.Stats().Peak, len(ingest.body))
+	if w.Code != http.StatusAccepted || door.Stats().PeakSlots != 1 || !bytes.Equal(ingest.body, body) {
+		t.Errorf("a signed request: %d, peak %d, ingest saw %d bytes; want 202 through the front door with the body", w.Code, door.Stats().PeakSlots, len(ingest.body))
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/problem"
+	"github.com/geoidem/geoidem/problem"
 )
 
 // The problem types a Verifier answers with, each stable across releases
@@ -54,7 +54,7 @@ func writeProblem(w http.ResponseWriter, status int, typ, title, detail string, 
 		// has no registered scheme; this one names what is expected.
 		w.Header().Set("WWW-Authenticate", "Webhook-Signature")
 	}
-	problem.Write(w, status, problem.JSON(problem.Doc{Type: typ, Title: title, Status: status, Detail: detail}), retryAfter)
+	problem.Write(w, problem.Details{Type: typ, Title: title, Status: status, Detail: detail, RetryAfter: retryAfter})
 }
 
 // unreadableRetryAfter is the Retry-After of a body the verifier failed to

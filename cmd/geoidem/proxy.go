@@ -18,6 +18,7 @@ import (
 
 	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/geojson"
+	"github.com/geoidem/geoidem/internal/clientaddr"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/adminhttp"
 	"github.com/geoidem/geoidem/keystore/memstore"
@@ -47,8 +48,7 @@ type proxyConfig struct {
 	clientKeys                    int
 	clientWindow                  time.Duration
 	redisMaxMemory, pgMaxKeys     int64
-	conns                         frontdoor.ConnsConfig
-	clients                       frontdoor.ClientsConfig
+	door                          frontdoor.Config // its connection and client settings, from the flags
 	knownSenders                  []netip.Prefix
 	secrets                       []standardwebhooks.Secret
 	publicKeys                    []standardwebhooks.PublicKey
@@ -86,15 +86,15 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyConfig, int) {
 	fl.DurationVar(&c.clientWindow, "client-window", time.Hour, "Redis and PostgreSQL: the window of -client-keys")
 	fl.Int64Var(&c.redisMaxMemory, "redis-max-memory", 0, "Redis: the server's used_memory, in bytes, at which new keys are refused 503 store-full (Retry-After: when the store's earliest key ends), all clients together, replays still answered; 0 (default): nine tenths of the server's maxmemory, or no bound, said in the log, when it sets none; negative: no bound")
 	fl.Int64Var(&c.pgMaxKeys, "pg-max-keys", defaultPGMaxKeys, "PostgreSQL: the rows of the key table at which new keys are refused 503 store-full (Retry-After: when the earliest row can be pruned), all clients together, replays still answered; size it to the disk; negative: no bound")
-	fl.IntVar(&c.conns.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once, one kept for the connection being accepted (keep it under ulimit -n); below it none is refused; at it a new one takes the place of an idle one, then of a busy one (its body still arriving) of the address holding the most, never of one whose request has arrived whole, else waits in the kernel's accept queue; negative: no bound")
-	fl.IntVar(&c.conns.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "at -max-conns only: a new connection of an address (an IPv4 address or IPv6 /64) holding this many is reset at accept, rather than take another's place or wait; below -max-conns none is refused; negative: no bound")
-	fl.IntVar(&c.conns.MaxIdle, "max-idle-conns", frontdoor.DefaultMaxIdle, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound")
+	fl.IntVar(&c.door.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once, one kept for the connection being accepted (keep it under ulimit -n); below it none is refused; at it a new one takes the place of an idle one, then of a busy one (its body still arriving) of the address holding the most, never of one whose request has arrived whole, else waits in the kernel's accept queue; negative: no bound")
+	fl.IntVar(&c.door.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "at -max-conns only: a new connection of an address (an IPv4 address or IPv6 /64) holding this many is reset at accept, rather than take another's place or wait; below -max-conns none is refused; negative: no bound")
+	fl.IntVar(&c.door.MaxIdle, "max-idle-conns", frontdoor.DefaultMaxIdle, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound")
 	fl.Func("trusted-proxies", "comma-separated networks (CIDR) or addresses of the reverse proxies in front: behind them each request's client, for every request-level bound, is the right-most address of -forwarded-header not theirs, and their connections are never refused for -max-conns-per-host (default: none, every client its remote address)", func(v string) error {
 		p, err := frontdoor.ParsePrefixes(v)
-		c.clients.TrustedProxies = append(c.clients.TrustedProxies, p...)
+		c.door.TrustedProxies = append(c.door.TrustedProxies, p...)
 		return err
 	})
-	fl.StringVar(&c.clients.Header, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies append the client's address to: X-Forwarded-For or Forwarded (RFC 7239)")
+	fl.StringVar(&c.door.ForwardedHeader, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies append the client's address to: X-Forwarded-For or Forwarded (RFC 7239)")
 	fl.Func("known-senders", "comma-separated networks (CIDRs) of known senders, such as a provider's published ranges: never cut off, with a quarter of the work slots and body bytes reserved for them and for senders whose webhook signature verified", func(v string) error {
 		p, err := frontdoor.ParsePrefixes(v)
 		c.knownSenders = append(c.knownSenders, p...)
@@ -133,7 +133,7 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyConfig, int) {
 		fmt.Fprintf(stderr, "geoidem proxy: -path must start with /, got %q\n", c.path)
 		return nil, 2
 	}
-	if _, err := frontdoor.NewClients(c.clients); err != nil {
+	if _, err := clientaddr.NewProxies(nil, c.door.ForwardedHeader); err != nil {
 		fmt.Fprintf(stderr, "geoidem proxy: -forwarded-header: %v\n", err)
 		return nil, 2
 	}
@@ -257,11 +257,9 @@ func newProxy(ctx context.Context, c *proxyConfig, log *slog.Logger) (*proxyServ
 	}
 	// The front door: connections, body rate, admission of work, known
 	// senders and client identity, built in one piece.
-	fc := frontdoor.Config{
-		Conns: c.conns, Clients: c.clients, Body: frontdoor.BodyRateConfig{MinRate: c.minBodyRate},
-		MaxInFlight: c.maxInFlight, MaxBytes: c.maxInFlightBytes, MaxBodyBytes: c.maxBody,
-		KnownNetworks: c.knownSenders, Logger: log,
-	}
+	fc := c.door
+	fc.MinBodyRate, fc.MaxInFlight, fc.MaxBytes, fc.MaxBodyBytes = c.minBodyRate, c.maxInFlight, c.maxInFlightBytes, c.maxBody
+	fc.KnownNetworks, fc.Logger = c.knownSenders, log
 	if verify != nil {
 		fc.Verify = verify.Verify
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	iproblem "github.com/geoidem/geoidem/internal/problem"
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/problem"
 )
 
 // outcomeHeader marks the record of a key held as uncertain: an operator's
@@ -54,9 +54,9 @@ func (u *uncertain) answer(w http.ResponseWriter, r *http.Request, why string, d
 		"Retry-After":   {until.UTC().Format(http.TimeFormat)},
 		outcomeHeader:   {outcomeUncertain},
 	}
-	body := iproblem.JSON(iproblem.Doc{Type: problemUpstreamUncertain, Title: "Upstream outcome unknown", Status: http.StatusServiceUnavailable,
+	body := problem.Details{Type: problemUpstreamUncertain, Title: "Upstream outcome unknown", Status: http.StatusServiceUnavailable,
 		Detail: "The request reached the receiver behind this proxy, which gave no answer to trust (" + why + "): it may have done the work. " +
-			"The key is held until an operator checks the receiver and releases it, or until Retry-After; a retry before then is answered this again."})
+			"The key is held until an operator checks the receiver and releases it, or until Retry-After; a retry before then is answered this again."}.ProblemJSON()
 	rec := keystore.Record{StatusCode: http.StatusServiceUnavailable, Header: header, Body: body}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), u.timeout)
 	err := h.Commit(func() error {
@@ -90,5 +90,5 @@ func isUncertain(rec keystore.Record) bool {
 // writeProblem writes a problem document, with Retry-After when retryAfter
 // is positive.
 func writeProblem(w http.ResponseWriter, status int, retryAfter time.Duration, typ, title, detail string) {
-	iproblem.Write(w, status, iproblem.JSON(iproblem.Doc{Type: typ, Title: title, Status: status, Detail: detail}), retryAfter)
+	problem.Write(w, problem.Details{Type: typ, Title: title, Status: status, Detail: detail, RetryAfter: retryAfter})
 }

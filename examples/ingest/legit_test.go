@@ -324,7 +324,7 @@ func TestIngestTrustedProxiesFlags(t *testing.T) {
 	if cfg == nil {
 		t.Fatalf("exit %d", code)
 	}
-	if got := fmt.Sprintf("%v %s", cfg.service.Clients.TrustedProxies, cfg.service.Clients.Header); got != "[10.0.0.0/8 192.0.2.1/32 2001:db8::/32] Forwarded" {
+	if got := fmt.Sprintf("%v %s", cfg.service.TrustedProxies, cfg.service.ForwardedHeader); got != "[10.0.0.0/8 192.0.2.1/32 2001:db8::/32] Forwarded" {
 		t.Errorf("trusted proxies and header %s", got)
 	}
 	for _, args := range [][]string{{"-trusted-proxies", "10.0.0.0/33"}, {"-trusted-proxies", "proxy.internal"}, {"-forwarded-header", "X-Real-IP"}} {

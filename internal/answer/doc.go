@@ -1,5 +1,5 @@
 // Package answer is the one table of the answers a geoidem receiver gives
-// (the middleware, Admission, the front door, the signature verifier, the
+// (the middleware, the front door, the signature verifier, the
 // GeoJSON validator, a handler, examples/ingest) and of the transport
 // errors between it and its sender, with what each leaves of the
 // idempotency key and what the paired sender does with it. Both sides read

@@ -73,7 +73,7 @@ type Row struct {
 // Who gives an answer.
 const (
 	byMiddleware = "middleware"
-	byAdmission  = "frontdoor (Door), or middleware (Admission)"
+	byAdmission  = "frontdoor (Door)"
 	byFrontdoor  = "frontdoor (Door, BodyRate)"
 	byVerifier   = "standardwebhooks"
 	byValidator  = "geojson (RequestValidator)"
@@ -92,7 +92,7 @@ const (
 	doFix          = "stop: no retry of these bytes can succeed; fix the request (under a new key if this answer was recorded)"
 )
 
-// Table is every answer the middleware, Admission, the front door, the
+// Table is every answer the middleware, the front door, the
 // signature verifier, the GeoJSON validator, a handler and examples/ingest
 // can give a covered request, and every transport error between them and
 // their sender, HTTP/1.1 and HTTP/2 alike.
@@ -121,7 +121,7 @@ var Table = []Row{
 	{500, "response-not-recorded", "", byMiddleware, "a replay whose record holds a status outside 200-599 (a corrupt record)", Recorded, "", true,
 		"retried; the record answers the same until its retention ends, so the delivery is dead-lettered as exhausted"},
 	{422, "response-not-replayable", "", byMiddleware, "the request ran, but switched protocols (101) or hijacked the connection", Recorded, "", false, doDone},
-	// Admission, in front of the middleware.
+	// The front door's admission, in front of the middleware.
 	{503, "server-busy", "", byAdmission, "the server has as many requests or bytes in flight as it takes (the Door: still so after waiting up to Config.Wait)", NotClaimed,
 		"when room is expected to free: the first work slot's expected end, or the first arriving body's deadline", true, doAtRetryAfter},
 	{429, "client-busy", "", byAdmission, "this client holds its share of the requests or bytes in flight while another client holds some", NotClaimed,

@@ -1,6 +1,6 @@
 // Package clientaddr names a network client by its address, the one way
 // every bound on clients in this module counts them (frontdoor's
-// connections per host, middleware.Admission's shares, the key stores'
+// connections per host and shares, the key stores'
 // per-client bounds through middleware.RemoteClient): an IPv4 address, an
 // IPv4-mapped IPv6 address as that IPv4 one, and an IPv6 address by its
 // /64, since one subscriber is given a /64 and may send from any address

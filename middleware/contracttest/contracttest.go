@@ -35,7 +35,7 @@ type Target struct {
 	// "http://127.0.0.1:8080/features" is the same as that base URL with
 	// Path "/features". The suite opens at
 	// most six connections to it at once, as one sender under
-	// frontdoor.Conns' default bound of eight per host, so a receiver
+	// the front door's default bound of eight per host, so a receiver
 	// behind a front door takes the suite as it is.
 	URL string
 

@@ -10,13 +10,13 @@ import (
 	"github.com/geoidem/geoidem/middleware/contracttest"
 )
 
-// A receiver behind frontdoor.Conns, at its default bound of eight
-// connections per host, takes the whole suite as it takes one sender: the
+// A receiver behind the front door's connection bounds, at their default
+// of eight connections per host, takes the whole suite as it takes one sender: the
 // suite keeps to fewer connections than that, and its concurrent
 // deliveries queue for them in the sender rather than meet resets at the
 // receiver.
 func TestRunBehindFrontDoor(t *testing.T) {
-	conns, err := frontdoor.NewConns(frontdoor.ConnsConfig{})
+	door, err := frontdoor.New(frontdoor.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,16 +25,17 @@ func TestRunBehindFrontDoor(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &ingest{work: 20 * time.Millisecond}
-	srv := &http.Server{Handler: wrapped(t, newStore(), h), ConnState: conns.ConnState, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(conns.Listener(ln))
+	connState := door.Server(nil).ConnState // the Door's connection bounds alone, not its handler's wrapping
+	srv := &http.Server{Handler: wrapped(t, newStore(), h), ConnState: connState, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(door.Listener(ln))
 	t.Cleanup(func() { srv.Close() })
 	contracttest.Run(t, contracttest.Target{
 		URL:        "http://" + ln.Addr().String(),
 		Path:       "/features",
 		Executions: h.executions,
 	})
-	if st := conns.Stats(); st.Refused != 0 || st.PeakOpen > frontdoor.DefaultMaxConnsPerHost {
+	if st := door.Stats(); st.ConnsRefused != 0 || st.PeakConns > frontdoor.DefaultMaxConnsPerHost {
 		t.Errorf("the suite met the front door: %d connections refused, %d open at once; want none refused, at most %d",
-			st.Refused, st.PeakOpen, frontdoor.DefaultMaxConnsPerHost)
+			st.ConnsRefused, st.PeakConns, frontdoor.DefaultMaxConnsPerHost)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/observe/otelobserve"
@@ -69,4 +70,40 @@ func Example() {
 	// Output:
 	// geoidem.request executed child of the request: true
 	// geoidem.request replayed child of the request: true
+}
+
+// Feed the OpenTelemetry observer and the application's own from one
+// middleware and one store: one callback that calls each.
+func Example_severalObservers() {
+	tp := sdktrace.NewTracerProvider()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tel, err := otelobserve.New(mp, tp)
+	if err != nil {
+		panic(err)
+	}
+	count := 0
+	idem, err := middleware.New(new(memstore.Store), middleware.Config{
+		Observer: func(ev middleware.Event) {
+			tel.Observe(ev)
+			count++
+			fmt.Println("request:", ev.Outcome, ev.Status)
+		},
+		StoreObserver: func(c keystore.Call) {
+			tel.ObserveStore(c)
+			if c.Op == keystore.OpClaim {
+				fmt.Println("store:", c.Op, c.Err)
+			}
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	deliver(context.Background(), idem.Handler(ingest))
+	fmt.Println("events:", count)
+	// Output:
+	// store: claim <nil>
+	// request: executed 201
+	// store: claim <nil>
+	// request: replayed 201
+	// events: 2
 }

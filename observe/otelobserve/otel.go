@@ -29,6 +29,27 @@
 // connections refused or closed, bodies cut off, refusals and slots held,
 // as observable instruments named as package promobserve's series
 // (geoidem_frontdoor_*, listed by frontdoor.Stats.Series).
+//
+// # Several observers
+//
+// middleware.Config.Observer receives a middleware.Event per request the
+// middleware handles (every request of a covered method, those refused
+// without a key included), and middleware.Config.StoreObserver a
+// keystore.Call per Claim, Extend, Complete and Release it makes: the
+// middleware observes its own calls, so nothing wraps the store, and the
+// store keeps every capability it has. Each takes one callback; to feed
+// several (this observer, package promobserve's, and an application's
+// own), call each in turn from one, which must be fast and safe for
+// concurrent use:
+//
+//	idem, err := middleware.New(store, middleware.Config{
+//		Observer:      func(ev middleware.Event) { tel.Observe(ev); mine.Observe(ev) },
+//		StoreObserver: func(c keystore.Call) { tel.ObserveStore(c); mine.ObserveStore(c) },
+//	})
+//
+// The middleware's own debug log (Config.Logger at slog.LevelDebug) has a
+// record per outcome, logged with the request's context, so a handler that
+// adds the trace id to records correlates them with the request's trace.
 package otelobserve
 
 import (

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/observe/promobserve"
@@ -56,4 +57,43 @@ func Example() {
 	// geoidem_requests_total{outcome="executed"} 1
 	// geoidem_requests_total{outcome="replayed"} 1
 	// geoidem_store_operation_seconds_count{op="claim",result="ok"} 2
+}
+
+// Feed the Prometheus observer and the application's own from one
+// middleware and one store: one callback that calls each.
+func Example_severalObservers() {
+	prom, err := promobserve.New(prometheus.NewRegistry())
+	if err != nil {
+		panic(err)
+	}
+	count := 0
+	idem, err := middleware.New(new(memstore.Store), middleware.Config{
+		Observer: func(ev middleware.Event) {
+			prom.Observe(ev)
+			count++
+			fmt.Println("request:", ev.Outcome, ev.Status)
+		},
+		StoreObserver: func(c keystore.Call) {
+			prom.ObserveStore(c)
+			if c.Op == keystore.OpClaim {
+				fmt.Println("store:", c.Op, c.Err)
+			}
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	h := idem.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) }))
+	for range 2 { // a delivery and its retry
+		r := httptest.NewRequest(http.MethodPost, "/features", strings.NewReader(`{}`))
+		r.Header.Set("Idempotency-Key", `"delivery-42"`)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	fmt.Println("events:", count)
+	// Output:
+	// store: claim <nil>
+	// request: executed 201
+	// store: claim <nil>
+	// request: replayed 201
+	// events: 2
 }

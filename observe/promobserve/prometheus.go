@@ -12,6 +12,27 @@
 // transaction, without the middleware, set pgstore.Config.Observer to
 // prom.ObserveStore as well.
 //
+// # Several observers
+//
+// middleware.Config.Observer receives a middleware.Event per request the
+// middleware handles (every request of a covered method, those refused
+// without a key included), and middleware.Config.StoreObserver a
+// keystore.Call per Claim, Extend, Complete and Release it makes: the
+// middleware observes its own calls, so nothing wraps the store, and the
+// store keeps every capability it has. Each takes one callback; to feed
+// several (this observer, package otelobserve's, and an application's
+// own), call each in turn from one, which must be fast and safe for
+// concurrent use:
+//
+//	idem, err := middleware.New(store, middleware.Config{
+//		Observer:      func(ev middleware.Event) { prom.Observe(ev); mine.Observe(ev) },
+//		StoreObserver: func(c keystore.Call) { prom.ObserveStore(c); mine.ObserveStore(c) },
+//	})
+//
+// The middleware's own debug log (Config.Logger at slog.LevelDebug) has a
+// record per outcome, logged with the request's context, so a handler that
+// adds the trace id to records correlates them with the request's trace.
+//
 // # Series
 //
 // All present (at 0) from registration on:

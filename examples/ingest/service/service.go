@@ -194,15 +194,17 @@ type Config struct {
 	// turns the bound off.
 	MaxInFlight      int
 	MaxInFlightBytes int64
-	// Conns bounds the connections (frontdoor.ConnsConfig; its defaults).
-	Conns frontdoor.ConnsConfig
+	// MaxConns, MaxConnsPerHost and MaxIdleConns bound the connections
+	// (frontdoor.Config.MaxConns, MaxConnsPerHost and MaxIdle; their
+	// defaults).
+	MaxConns, MaxConnsPerHost, MaxIdleConns int
 	// KnownSenders are the networks of known senders (a provider's
 	// published ranges): never cut off, with a quarter of the work slots
 	// and bytes reserved for them and for senders whose webhook signature
 	// verified.
 	KnownSenders []netip.Prefix
 	// MinBodyRate is the least rate, in bytes a second, at which a POST
-	// body must arrive after a grace of 5 s (frontdoor.BodyRate): a slower
+	// body must arrive after a grace of 5 s (frontdoor.Config.MinBodyRate): a slower
 	// one is cut off with 408 body-too-slow, so that it holds its bytes
 	// for the grace plus its length at that rate, not for the server's
 	// read timeout. Default frontdoor.DefaultMinRate (1 KiB/s); negative
@@ -211,7 +213,7 @@ type Config struct {
 	// Without webhook keys, every POST's client is its remote address (an
 	// IPv4 address or an IPv6 /64, a /48 four clients at most:
 	// middleware.RemoteClient) or, behind a trusted proxy, the client it
-	// forwards (Clients), and the key
+	// forwards (TrustedProxies), and the key
 	// store bounds each client's new keys so that a few addresses cannot
 	// fill it; with webhook keys only verified senders reach the key
 	// store, and none of these bounds applies to them (MaxKeys still does).
@@ -257,11 +259,13 @@ type Config struct {
 	// the earliest-ending row, while replays and keys in flight are
 	// answered as usual. Default DefaultPGMaxKeys; negative: no bound.
 	PGMaxKeys int64
-	// Clients names each request's client for every request-level bound
-	// (the front door's shares, the key store's client bounds): its
-	// remote address or, behind the trusted proxies it names, the client
-	// they forward (frontdoor.ClientsConfig; default: no proxy trusted).
-	Clients frontdoor.ClientsConfig
+	// TrustedProxies and ForwardedHeader name each request's client for
+	// every request-level bound (the front door's shares, the key store's
+	// client bounds): its remote address or, behind the trusted proxies,
+	// the client they forward in ForwardedHeader (frontdoor.Config's
+	// TrustedProxies and ForwardedHeader; default: no proxy trusted).
+	TrustedProxies  []netip.Prefix
+	ForwardedHeader string
 	// Logger receives the middleware's and the service's logs (default:
 	// none), among them a warning per refusal (400, 413, 415, 422, 429,
 	// 503), at most 10 a minute.
@@ -368,7 +372,8 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	// senders and client identity, built in one piece; a request's body
 	// arrives in full (and is verified) before it takes a work slot.
 	fc := frontdoor.Config{
-		Conns: cfg.Conns, Clients: cfg.Clients, Body: frontdoor.BodyRateConfig{MinRate: cfg.MinBodyRate},
+		MaxConns: cfg.MaxConns, MaxConnsPerHost: cfg.MaxConnsPerHost, MaxIdle: cfg.MaxIdleConns,
+		TrustedProxies: cfg.TrustedProxies, ForwardedHeader: cfg.ForwardedHeader, MinBodyRate: cfg.MinBodyRate,
 		MaxInFlight: cfg.MaxInFlight, MaxBytes: cfg.MaxInFlightBytes, MaxBodyBytes: cfg.MaxBodyBytes,
 		RetryAfter: cfg.RetryAfter, KnownNetworks: cfg.KnownSenders, Logger: log,
 	}

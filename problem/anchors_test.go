@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/problem"
+	"github.com/geoidem/geoidem/problem"
 )
 
 var (
@@ -29,7 +29,7 @@ var (
 // docs/problems.md with a fragment, and that page has an anchor of that
 // name, so that the link in a problem document lands on the type's row.
 func TestEveryProblemTypeHasAnAnchor(t *testing.T) {
-	root := filepath.Join("..", "..")
+	root := ".."
 	page, err := os.ReadFile(filepath.Join(root, "docs", "problems.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -9,28 +9,28 @@ import (
 	"time"
 )
 
-func TestJSON(t *testing.T) {
+func TestRender(t *testing.T) {
 	cases := []struct {
 		name string
-		doc  Doc
-		ext  []Member
+		doc  doc
+		ext  []member
 		want string
 	}{
-		{"all members", Doc{TypeBase + "x", "Title", 422, "a <b> & c"}, nil,
+		{"all members", doc{TypeBase + "x", "Title", 422, "a <b> & c"}, nil,
 			`{"type":"` + TypeBase + `x","title":"Title","status":422,"detail":"a <b> & c"}`},
-		{"no detail", Doc{Type: "t", Title: "T", Status: 400}, nil, `{"type":"t","title":"T","status":400}`},
-		{"extensions in order", Doc{"t", "T", 422, "d"}, []Member{{"errors", []byte(`[1]`)}, {"truncated", []byte(`true`)}},
+		{"no detail", doc{Type: "t", Title: "T", Status: 400}, nil, `{"type":"t","title":"T","status":400}`},
+		{"extensions in order", doc{"t", "T", 422, "d"}, []member{{"errors", []byte(`[1]`)}, {"truncated", []byte(`true`)}},
 			`{"type":"t","title":"T","status":422,"detail":"d","errors":[1],"truncated":true}`},
-		{"escapes member names that need it", Doc{"t", "T", 400, ""}, []Member{{"a\"b\n", []byte(`1`)}},
+		{"escapes member names that need it", doc{"t", "T", 400, ""}, []member{{"a\"b\n", []byte(`1`)}},
 			`{"type":"t","title":"T","status":400,"a\"b\n":1}`},
-		{"escapes quotes and controls, keeps invalid UTF-8 out", Doc{"t", "T", 400, "\"\n\xff"}, nil,
+		{"escapes quotes and controls, keeps invalid UTF-8 out", doc{"t", "T", 400, "\"\n\xff"}, nil,
 			`{"type":"t","title":"T","status":400,"detail":"\"\n\ufffd"}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := string(JSON(c.doc, c.ext...))
+			got := string(render(c.doc, c.ext...))
 			if got != c.want {
-				t.Errorf("JSON = %s\nwant   %s", got, c.want)
+				t.Errorf("render = %s\nwant   %s", got, c.want)
 			}
 			if !json.Valid([]byte(got)) {
 				t.Errorf("not valid JSON: %s", got)
@@ -39,7 +39,7 @@ func TestJSON(t *testing.T) {
 	}
 }
 
-func TestWrite(t *testing.T) {
+func TestWriteBody(t *testing.T) {
 	for _, c := range []struct {
 		retryAfter time.Duration
 		want       string
@@ -47,7 +47,7 @@ func TestWrite(t *testing.T) {
 		w := httptest.NewRecorder()
 		w.Header().Set("Content-Length", "99")
 		w.Header().Set("WWW-Authenticate", "Webhook-Signature")
-		Write(w, 503, []byte(`{}`), c.retryAfter)
+		writeBody(w, 503, []byte(`{}`), c.retryAfter)
 		h := w.Header()
 		if w.Code != 503 || h.Get("Content-Type") != MediaType || h.Get("Cache-Control") != "no-store" ||
 			h.Get("Content-Length") != "" || h.Get("WWW-Authenticate") == "" || w.Body.String() != `{}` {
@@ -57,35 +57,32 @@ func TestWrite(t *testing.T) {
 			t.Errorf("retryAfter %v: Retry-After %q, want %q", c.retryAfter, got, c.want)
 		}
 	}
-	if h := Header(); h.Get("Content-Type") != MediaType || h.Get("Cache-Control") != "no-store" || len(h) != 2 {
-		t.Errorf("Header() = %v", h)
-	}
 	if !strings.HasSuffix(TypeBase, "#") {
 		t.Errorf("TypeBase %q must end in a fragment mark", TypeBase)
 	}
 }
 
-func BenchmarkJSON(b *testing.B) {
-	d := Doc{TypeBase + "invalid-geojson", "Invalid GeoJSON", 422, "1 problem in the document"}
-	ext := []Member{{"errors", []byte(`[{"pointer":"/type","rule":"type","message":"unknown"}]`)}, {"truncated", []byte(`true`)}}
+func BenchmarkRender(b *testing.B) {
+	d := doc{TypeBase + "invalid-geojson", "Invalid GeoJSON", 422, "1 problem in the document"}
+	ext := []member{{"errors", []byte(`[{"pointer":"/type","rule":"type","message":"unknown"}]`)}, {"truncated", []byte(`true`)}}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = JSON(d, ext...)
+		_ = render(d, ext...)
 	}
 }
 
-// FuzzAppendString: the fast path for plain strings writes exactly what
-// encoding/json writes.
+// FuzzAppendString: appendString's fast path for plain strings writes
+// exactly what encoding/json writes.
 func FuzzAppendString(f *testing.F) {
 	for _, s := range []string{"", "plain", `q"uote`, `back\slash`, "ctl\x01", "<&>", "é", "\u2028", "\xff"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		var fast, slow bytes.Buffer
-		AppendString(&fast, s)
-		AppendJSON(&slow, s)
+		appendString(&fast, s)
+		appendJSON(&slow, s)
 		if fast.String() != slow.String() {
-			t.Fatalf("AppendString(%q) = %s, encoding/json gives %s", s, fast.Bytes(), slow.Bytes())
+			t.Fatalf("appendString(%q) = %s, encoding/json gives %s", s, fast.Bytes(), slow.Bytes())
 		}
 	})
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/geoidem/geoidem/geojson"
-	"github.com/geoidem/geoidem/internal/problem"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/problem"
 	"github.com/geoidem/geoidem/standardwebhooks"
 )
 
