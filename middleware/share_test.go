@@ -13,15 +13,16 @@ import (
 	"github.com/geoidem/geoidem/middleware"
 )
 
-// The {} flood of one client fills the store up to the headroom, not the
-// store: a second client's new keys still run (its first 20 at once: its
-// rate's burst, set here, is what a newcomer may claim at once under
-// contention). The first client is told the truth: 429 client-full (its
-// own bound, not the server's trouble: no 5xx to page anyone) with a
-// Retry-After from when its room frees (the end of a retention), not 1 s,
-// and observers see Outcome Limited, not StoreError.
+// The {} flood of one client fills the store up to its headroom (a
+// quarter of it), and then only its ClientKeys more, not the store: a
+// second client's new keys still run (its first 20 at once: the bound,
+// set here, is what a client may claim in a window under contention). The
+// first client is told the truth: 429 client-full (its own bound, not the
+// server's trouble: no 5xx to page anyone) with a Retry-After from when
+// its window ends, not 1 s, and observers see Outcome Limited, not
+// StoreError.
 func TestOneClientCannotDenyAnother(t *testing.T) {
-	store := memstore.New(memstore.Config{MaxEntries: 400, ClientBurst: 20})
+	store := memstore.New(memstore.Config{MaxEntries: 400, ClientKeys: 20, ClientWindow: time.Hour})
 	var mu sync.Mutex
 	outcomes := map[middleware.Outcome]int{}
 	m := newMiddleware(t, store, middleware.Config{
@@ -47,14 +48,15 @@ func TestOneClientCannotDenyAnother(t *testing.T) {
 	for i := range 400 {
 		last, retryAfter, typ = send("attacker", "flood-"+strconv.Itoa(i))
 	}
-	// The first record's retention ends DefaultRetention after it was
-	// stored, so the last refusal, sent later on a slow machine, may say a
-	// few seconds less: never more, and never less than the time since.
-	retention := int(middleware.DefaultRetention.Seconds())
-	earliest := retention - int(time.Since(start).Seconds()) - 1
-	if ra, err := strconv.Atoi(retryAfter); last != http.StatusTooManyRequests || typ != middleware.ProblemClientFull || err != nil || ra > retention || ra < earliest {
-		t.Errorf("the flood's last request: %d %s Retry-After=%q, want 429 client-full with Retry-After in [%d, %d] (the end of its first record's retention)",
-			last, typ, retryAfter, earliest, retention)
+	// The window starts with the first key counted, under contention, so
+	// the last refusal, sent later on a slow machine, may say a few
+	// seconds less than the window: never more, and never less than the
+	// window less the time since the flood started.
+	window := int(time.Hour.Seconds())
+	earliest := window - int(time.Since(start).Seconds()) - 1
+	if ra, err := strconv.Atoi(retryAfter); last != http.StatusTooManyRequests || typ != middleware.ProblemClientFull || err != nil || ra > window || ra < earliest {
+		t.Errorf("the flood's last request: %d %s Retry-After=%q, want 429 client-full with Retry-After in [%d, %d] (the end of its window)",
+			last, typ, retryAfter, earliest, window)
 	}
 	mu.Lock()
 	limited, storeErrors := outcomes[middleware.Limited], outcomes[middleware.StoreError]
