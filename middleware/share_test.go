@@ -87,7 +87,7 @@ func sendAs(h http.Handler, client, key string) *httptest.ResponseRecorder {
 	return serve(h, r)
 }
 
-// The flip side of shares: the only sender of a receiver may
+// The flip side of the client bound: the only sender of a receiver may
 // use the whole store while no one else needs it. With the store sized
 // for it (MaxEntries 140,000, every other limit the default), one
 // address stores 100,000 keys without a refusal.
@@ -120,7 +120,7 @@ func TestNinthAddressAfterEightFill(t *testing.T) {
 		switch w := serve(h, r); w.Code {
 		case http.StatusCreated:
 			created++
-		case http.StatusTooManyRequests: // each address past its share
+		case http.StatusTooManyRequests: // each address past its bound
 			refused++
 		default:
 			t.Fatalf("fill request %d: %d %s", i, w.Code, w.Body.String())
@@ -134,7 +134,7 @@ func TestNinthAddressAfterEightFill(t *testing.T) {
 	}
 }
 
-// A store full for every client (no Config.Client, so no client's share)
+// A store full for every client (no Config.Client, so no client's bound)
 // is the server's trouble: 503 store-full with the Retry-After of its
 // earliest retention, Outcome StoreError.
 func TestFullStoreIs503(t *testing.T) {
