@@ -6,7 +6,6 @@ require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/redis/go-redis/v9 v9.16.0
 	github.com/twpayne/go-geom v1.6.1
-	golang.org/x/time v0.15.0
 )
 
 require (

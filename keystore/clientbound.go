@@ -22,16 +22,21 @@ type ClientBounded interface {
 	ClientBound() ClientBound
 }
 
-// ClientBound is the bound of a [ClientBounded] store: a client acquires
-// at most Keys new keys in a row, and a refused one may acquire again at
-// most Window later (FullError.RetryAfter says when). How the count
-// recovers is the store's: a window that starts with the client's first
-// counted key and ends Window later (redisstore; pgstore, for each of the
-// rows it splits a client's count over), or a rate of Keys per Window
-// (memstore, under contention). Claims of one client that race may
-// overshoot Keys by as many as race, less one, on a store that reads the
-// others' counts before it acquires (pgstore, whose claims of one client
-// do not wait for each other); claims one after the other never do.
+// ClientBound is the bound of a [ClientBounded] store, the same on every
+// store (their Config.ClientKeys and Config.ClientWindow): a client
+// acquires at most Keys new keys in a window of Window that starts with
+// its first counted key; past them, a Claim of a new key for the client
+// fails with a *FullError whose Client is set and whose RetryAfter is
+// when the window ends, after which the client acquires again (pgstore
+// keeps such a window for each of the rows it splits a client's count
+// over). A store may hold its clients to the bound only under contention,
+// as its documentation says: memstore counts and refuses only the Claims
+// made while it holds less free room than its headroom, so that a
+// legitimate sender on an idle store is never refused; redisstore and
+// pgstore count every Claim. Claims of one client that race may overshoot
+// Keys by as many as race, less one, on a store that reads the others'
+// counts before it acquires (pgstore, whose claims of one client do not
+// wait for each other); claims one after the other never do.
 type ClientBound struct {
 	Keys   int
 	Window time.Duration

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
@@ -149,18 +150,25 @@ func keySeq() func() string {
 func hotKey() string { return "hot-key" }
 
 // TestClientBoundAllocationBudget pins what naming the client of each
-// claim costs a request (Config.Client) on memstore, contended from its
-// first key so that every claim is held to its client's share and rate
-// (a rate the test never reaches): one allocation for a first call, none
-// for a replay. The one was there before the shares bit only under
-// contention and before the rate: on main at e303cb8, without
-// a rate or shares, naming the client cost the same 34 → 35; the bucket
-// itself is made once per client.
+// claim costs a request (Config.Client) on memstore, contended before the
+// first request (three quarters of its keys claimed without a client) so
+// that every new key is counted against its client's ClientKeys (a bound
+// the test never reaches): one allocation for a first call, none for a
+// replay. The one was there before memstore bounded clients: on main at
+// e303cb8, naming the client cost the same 34 → 35; a client's count is
+// made once per window.
 func TestClientBoundAllocationBudget(t *testing.T) {
 	const budget = 1
 	newStore := func() *memstore.Store {
-		return memstore.New(memstore.Config{MaxEntries: 1 << 16, MaxBytes: 1 << 28, HeadroomEntries: 1 << 16, HeadroomBytes: 1 << 28,
-			MaxClientEntries: -1, MaxClientBytes: -1, ClientRate: 1e9, ClientBurst: 1 << 20})
+		const maxEntries = 1 << 16
+		s := memstore.New(memstore.Config{MaxEntries: maxEntries, MaxBytes: 1 << 28, ClientKeys: 1 << 30, ClientWindow: time.Hour})
+		for i := range maxEntries * 3 / 4 {
+			a := keystore.ClaimArgs{Fingerprint: keystore.Fingerprint{1}, Lease: time.Hour, Token: keystore.NewToken(), RecordBytes: 1}
+			if c, err := s.Claim(t.Context(), "fill-"+strconv.Itoa(i), a); err != nil || !c.Acquired {
+				t.Fatalf("fill key %d: %v %v", i+1, c.State, err)
+			}
+		}
+		return s
 	}
 	measure := func(client func(*http.Request) string, key func() string) float64 {
 		m, err := middleware.New(newStore(), middleware.Config{Client: client})

@@ -72,13 +72,12 @@ type Config struct {
 	Scope func(r *http.Request) string
 
 	// Client, if set, names the client of a request: its claim is made
-	// for that client (keystore.ClaimArgs.Client), a store with a share
-	// per client (memstore's MaxClientEntries and MaxClientBytes) charges
-	// the key to that client, so that one client filling its share cannot
-	// deny the others, and a store with a bound on each client's new keys
-	// (keystore.ClientBounded: memstore's rate under contention,
-	// redisstore's and pgstore's ClientKeys) counts them. Replays are never
-	// counted nor refused. Use an identity the client cannot choose: an
+	// for that client (keystore.ClaimArgs.Client), and a store with a
+	// bound on each client's new keys (keystore.ClientBounded: the
+	// ClientKeys per ClientWindow of memstore, under contention, of
+	// redisstore and of pgstore) counts them, so that one client cannot
+	// fill the store and deny the others. Replays are never counted nor
+	// refused. Use an identity the client cannot choose: an
 	// authenticated tenant, the verified sender of a Standard Webhook (set
 	// in the request context by code after the verifier), or the remote
 	// address. Default: none.

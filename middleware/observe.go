@@ -43,11 +43,10 @@ const (
 	// server gave up on it) before its claim returned: the key was released
 	// at once and the handler did not run.
 	Canceled
-	// Limited: the request's client (Config.Client) was past its bound in
-	// the key store, its share of it or its bound on new keys
-	// (keystore.FullError with Client set); answered 429 client-full and
-	// the handler did not run. A refusal of the client's, not a failure of
-	// the store.
+	// Limited: the request's client (Config.Client) was past its bound on
+	// new keys in the key store (keystore.FullError with Client set);
+	// answered 429 client-full and the handler did not run. A refusal of
+	// the client's, not a failure of the store.
 	Limited
 )
 

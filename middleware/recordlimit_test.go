@@ -95,7 +95,7 @@ func TestHeaderOnlyRecordFitsFullMemstore(t *testing.T) {
 	)
 	// Room for the claims in flight (each charged its key, an overhead of
 	// under 200 bytes, and its reservation) and not one byte more.
-	store := memstore.New(memstore.Config{MaxBytes: claims * (limit + 300), ReserveBytes: limit, MaxClientEntries: -1, MaxClientBytes: -1})
+	store := memstore.New(memstore.Config{MaxBytes: claims * (limit + 300), ReserveBytes: limit})
 	m := newMiddleware(t, store, middleware.Config{MaxRecordBytes: limit})
 	release := make(chan struct{})
 	var holding, done sync.WaitGroup

@@ -13,15 +13,16 @@ import (
 	"github.com/geoidem/geoidem/middleware"
 )
 
-// The {} flood of one client fills the store up to the headroom, not the
-// store: a second client's new keys still run (its first 20 at once: its
-// rate's burst, set here, is what a newcomer may claim at once under
-// contention). The first client is told the truth: 429 client-full (its
-// own bound, not the server's trouble: no 5xx to page anyone) with a
-// Retry-After from when its room frees (the end of a retention), not 1 s,
-// and observers see Outcome Limited, not StoreError.
+// The {} flood of one client fills the store up to its headroom (a
+// quarter of it), and then only its ClientKeys more, not the store: a
+// second client's new keys still run (its first 20 at once: the bound,
+// set here, is what a client may claim in a window under contention). The
+// first client is told the truth: 429 client-full (its own bound, not the
+// server's trouble: no 5xx to page anyone) with a Retry-After from when
+// its window ends, not 1 s, and observers see Outcome Limited, not
+// StoreError.
 func TestOneClientCannotDenyAnother(t *testing.T) {
-	store := memstore.New(memstore.Config{MaxEntries: 400, ClientBurst: 20})
+	store := memstore.New(memstore.Config{MaxEntries: 400, ClientKeys: 20, ClientWindow: time.Hour})
 	var mu sync.Mutex
 	outcomes := map[middleware.Outcome]int{}
 	m := newMiddleware(t, store, middleware.Config{
@@ -47,14 +48,15 @@ func TestOneClientCannotDenyAnother(t *testing.T) {
 	for i := range 400 {
 		last, retryAfter, typ = send("attacker", "flood-"+strconv.Itoa(i))
 	}
-	// The first record's retention ends DefaultRetention after it was
-	// stored, so the last refusal, sent later on a slow machine, may say a
-	// few seconds less: never more, and never less than the time since.
-	retention := int(middleware.DefaultRetention.Seconds())
-	earliest := retention - int(time.Since(start).Seconds()) - 1
-	if ra, err := strconv.Atoi(retryAfter); last != http.StatusTooManyRequests || typ != middleware.ProblemClientFull || err != nil || ra > retention || ra < earliest {
-		t.Errorf("the flood's last request: %d %s Retry-After=%q, want 429 client-full with Retry-After in [%d, %d] (the end of its first record's retention)",
-			last, typ, retryAfter, earliest, retention)
+	// The window starts with the first key counted, under contention, so
+	// the last refusal, sent later on a slow machine, may say a few
+	// seconds less than the window: never more, and never less than the
+	// window less the time since the flood started.
+	window := int(time.Hour.Seconds())
+	earliest := window - int(time.Since(start).Seconds()) - 1
+	if ra, err := strconv.Atoi(retryAfter); last != http.StatusTooManyRequests || typ != middleware.ProblemClientFull || err != nil || ra > window || ra < earliest {
+		t.Errorf("the flood's last request: %d %s Retry-After=%q, want 429 client-full with Retry-After in [%d, %d] (the end of its window)",
+			last, typ, retryAfter, earliest, window)
 	}
 	mu.Lock()
 	limited, storeErrors := outcomes[middleware.Limited], outcomes[middleware.StoreError]
@@ -85,7 +87,7 @@ func sendAs(h http.Handler, client, key string) *httptest.ResponseRecorder {
 	return serve(h, r)
 }
 
-// The flip side of shares: the only sender of a receiver may
+// The flip side of the client bound: the only sender of a receiver may
 // use the whole store while no one else needs it. With the store sized
 // for it (MaxEntries 140,000, every other limit the default), one
 // address stores 100,000 keys without a refusal.
@@ -118,7 +120,7 @@ func TestNinthAddressAfterEightFill(t *testing.T) {
 		switch w := serve(h, r); w.Code {
 		case http.StatusCreated:
 			created++
-		case http.StatusTooManyRequests: // each address past its share
+		case http.StatusTooManyRequests: // each address past its bound
 			refused++
 		default:
 			t.Fatalf("fill request %d: %d %s", i, w.Code, w.Body.String())
@@ -132,7 +134,7 @@ func TestNinthAddressAfterEightFill(t *testing.T) {
 	}
 }
 
-// A store full for every client (no Config.Client, so no client's share)
+// A store full for every client (no Config.Client, so no client's bound)
 // is the server's trouble: 503 store-full with the Retry-After of its
 // earliest retention, Outcome StoreError.
 func TestFullStoreIs503(t *testing.T) {

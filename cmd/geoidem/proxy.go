@@ -21,7 +21,6 @@ import (
 	"github.com/geoidem/geoidem/internal/clientaddr"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/adminhttp"
-	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -43,9 +42,7 @@ type proxyConfig struct {
 	maxBody                       int64
 	maxInFlight                   int
 	maxInFlightBytes, minBodyRate int64
-	maxKeys, clientBurst          int
-	clientRate                    float64
-	clientKeys                    int
+	maxKeys, clientKeys           int
 	clientWindow                  time.Duration
 	redisMaxMemory, pgMaxKeys     int64
 	door                          frontdoor.Config // its connection and client settings, from the flags
@@ -80,10 +77,8 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyConfig, int) {
 	fl.Int64Var(&c.maxInFlightBytes, "max-in-flight-bytes", frontdoor.DefaultMaxBytes, "most POST body bytes arriving or in work at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
 	fl.Int64Var(&c.minBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its bytes freed; negative: no bound (the 30 s read timeout only)")
 	fl.IntVar(&c.maxKeys, "max-keys", 140_000, "memory mode: most keys held; a lone sender may use all but a quarter")
-	fl.Float64Var(&c.clientRate, "client-rate", memstore.DefaultClientRate, "memory mode, without webhook keys: new keys a second one address may claim past its quarter once the last quarter of -max-keys is reached; negative: no rate")
-	fl.IntVar(&c.clientBurst, "client-burst", memstore.DefaultClientBurst, "memory mode, without webhook keys: the burst of -client-rate")
-	fl.IntVar(&c.clientKeys, "client-keys", 50_000, "Redis and PostgreSQL, without webhook keys: most new keys one address may claim in -client-window; negative: no bound")
-	fl.DurationVar(&c.clientWindow, "client-window", time.Hour, "Redis and PostgreSQL: the window of -client-keys")
+	fl.IntVar(&c.clientKeys, "client-keys", 0, "without webhook keys: most new keys one address may claim in -client-window; in memory mode only once the last quarter of -max-keys is reached; 0: the store's default (memory 64, fewer under 4096 -max-keys; Redis and PostgreSQL 50000); negative: no bound")
+	fl.DurationVar(&c.clientWindow, "client-window", 0, "the window of -client-keys, starting with an address's first counted new key; 0: the store's default (memory 1m, Redis and PostgreSQL 1h)")
 	fl.Int64Var(&c.redisMaxMemory, "redis-max-memory", 0, "Redis: the server's used_memory, in bytes, at which new keys are refused 503 store-full (Retry-After: when the store's earliest key ends), all clients together, replays still answered; 0 (default): nine tenths of the server's maxmemory, or no bound, said in the log, when it sets none; negative: no bound")
 	fl.Int64Var(&c.pgMaxKeys, "pg-max-keys", defaultPGMaxKeys, "PostgreSQL: the rows of the key table at which new keys are refused 503 store-full (Retry-After: when the earliest row can be pruned), all clients together, replays still answered; size it to the disk; negative: no bound")
 	fl.IntVar(&c.door.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once, one kept for the connection being accepted (keep it under ulimit -n); below it none is refused; at it a new one takes the place of an idle one, then of a busy one (its body still arriving) of the address holding the most, never of one whose request has arrived whole, else waits in the kernel's accept queue; negative: no bound")

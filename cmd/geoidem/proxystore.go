@@ -17,18 +17,28 @@ import (
 	"github.com/geoidem/geoidem/keystore/redisstore"
 )
 
+// defaultClientKeys is -client-keys on Redis and PostgreSQL when it is
+// zero: each address's new keys an hour (their default window).
+const defaultClientKeys = 50_000
+
 // openProxyStore opens the key store c.store names, as examples/ingest
 // opens its key store: memory, redis://… (a comma-separated host list for
 // a Cluster) or postgres://…, failing on a store that cannot be used. The
 // bounds on each client's new keys apply without webhook keys only.
 func openProxyStore(ctx context.Context, c *proxyConfig, signed bool, log *slog.Logger) (keystore.Store, func(), error) {
-	clientKeys := c.clientKeys
-	if clientKeys < 0 || signed {
+	clientKeys := c.clientKeys // Redis's and PostgreSQL's: 0 is no bound
+	switch {
+	case clientKeys < 0 || signed:
 		clientKeys = 0
+	case clientKeys == 0:
+		clientKeys = defaultClientKeys
 	}
 	switch s := c.store; {
 	case s == "" || s == "memory":
-		mc := memstore.Config{MaxEntries: c.maxKeys, ClientRate: c.clientRate, ClientBurst: c.clientBurst}
+		mc := memstore.Config{MaxEntries: c.maxKeys, ClientKeys: c.clientKeys, ClientWindow: c.clientWindow}
+		if signed {
+			mc.ClientKeys = -1 // memstore's 0 is its default bound
+		}
 		return memstore.New(mc), func() {}, nil
 	case strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://"):
 		u, err := url.Parse(s)

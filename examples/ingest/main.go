@@ -10,8 +10,8 @@
 //	                         [-max-in-flight 64] [-max-in-flight-bytes 16777216] [-min-body-rate 1024]
 //	                         [-max-conns 1024] [-max-conns-per-host 8] [-max-idle-conns 256] [-known-senders CIDR,…]
 //	                         [-trusted-proxies CIDR,…] [-forwarded-header X-Forwarded-For]
-//	                         [-max-keys 140000] [-client-rate 1] [-client-burst 64] [-evict-after 1h]
-//	                         [-client-keys 50000] [-client-window 1h] [-redis-max-memory BYTES] [-pg-max-keys 10000000]
+//	                         [-max-keys 140000] [-evict-after 1h] [-client-keys N] [-client-window D]
+//	                         [-redis-max-memory BYTES] [-pg-max-keys 10000000]
 //	                         [-order-property observation_time] [-max-observation-skew 5m]
 //	                         [-admin-addr 127.0.0.1:9090]
 //
@@ -48,11 +48,12 @@
 // a junk signature earns nothing. Without webhook keys, the key store bounds each
 // address's new keys, so that a few addresses cannot fill it: in memory
 // mode a lone sender may use all of -max-keys but a quarter, and once only
-// that quarter is free an address past its own quarter gets -client-burst
-// new keys and then -client-rate a second; on Redis and PostgreSQL an
-// address gets -client-keys new keys per -client-window. Past either, a
-// new key is answered 429 client-full with a Retry-After; replays are never
-// refused. What all clients together hold is bounded too: on Redis, new
+// that quarter is free an address gets -client-keys new keys per
+// -client-window (64 a minute by default); on Redis and PostgreSQL an
+// address gets -client-keys new keys per -client-window at all times
+// (50,000 an hour by default). Past it, a new key is answered 429
+// client-full with a Retry-After, when the address's window ends; replays
+// are never refused. What all clients together hold is bounded too: on Redis, new
 // keys are refused 503 store-full once the server's memory reaches
 // -redis-max-memory (by default nine tenths of its maxmemory; with no
 // maxmemory, no bound, said at start), on PostgreSQL once the key table
@@ -209,13 +210,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.IntVar(&sc.MaxInFlight, "max-in-flight", frontdoor.DefaultMaxInFlight, "most POST requests whose handlers run at once (work slots, taken once the body has arrived), a client (remote address) kept to a quarter once three quarters are held; none free within 5 s: 503 server-busy or 429 client-busy; negative: no bound")
 	fl.Int64Var(&sc.MaxInFlightBytes, "max-in-flight-bytes", frontdoor.DefaultMaxBytes, "most POST body bytes arriving or in work at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
 	fl.IntVar(&sc.MaxKeys, "max-keys", service.DefaultMaxKeys, "memory mode: most keys held; a lone sender may use all but a quarter, kept free for other senders")
-	fl.Float64Var(&sc.ClientRate, "client-rate", memstore.DefaultClientRate, "memory mode, without webhook keys: once the last quarter of -max-keys is reached, new keys a second one address (an IPv6 /64) may claim past its quarter, after a burst of -client-burst; negative: no rate")
-	fl.IntVar(&sc.ClientBurst, "client-burst", memstore.DefaultClientBurst, "memory mode, without webhook keys: the burst of -client-rate")
 	fl.DurationVar(&sc.EvictAfter, "evict-after", memstore.DefaultEvictAfter, "memory mode: when -max-keys are held, completed records older than this make room for new keys, oldest first (a retry of their requests then runs again; counted in /metrics as geoidem_store_evicted_total, and logged); negative: never, and a full store refuses new keys 503 until records reach the end of -retention")
-	fl.IntVar(&sc.ClientKeys, "client-keys", service.DefaultClientKeys, "Redis and PostgreSQL, without webhook keys: most new keys one address (an IPv6 /64) may claim in -client-window, past it 429 client-full with Retry-After; size it over your busiest sender's; negative: no bound")
+	fl.IntVar(&sc.ClientKeys, "client-keys", 0, "without webhook keys: most new keys one address (an IPv6 /64) may claim in -client-window, past it 429 client-full with Retry-After; in memory mode only once the last quarter of -max-keys is reached; size it over your busiest sender's; 0: the store's default (memory 64, fewer under 4096 -max-keys; Redis and PostgreSQL 50000); negative: no bound")
 	fl.Int64Var(&sc.RedisMaxMemory, "redis-max-memory", 0, "Redis: the server's used_memory, in bytes, at which new keys are refused 503 store-full (Retry-After: when the store's earliest key ends), all clients together, replays still answered; 0 (default): nine tenths of the server's maxmemory, or no bound, said in the log, when it sets none; negative: no bound")
 	fl.Int64Var(&sc.PGMaxKeys, "pg-max-keys", service.DefaultPGMaxKeys, "PostgreSQL: the rows of the key table at which new keys are refused 503 store-full (Retry-After: when the earliest row can be pruned), all clients together, replays still answered; size it to the disk; negative: no bound")
-	fl.DurationVar(&sc.ClientWindow, "client-window", time.Hour, "Redis and PostgreSQL: the window of -client-keys, starting with an address's first new key")
+	fl.DurationVar(&sc.ClientWindow, "client-window", 0, "the window of -client-keys, starting with an address's first counted new key; 0: the store's default (memory 1m, Redis and PostgreSQL 1h)")
 	fl.Int64Var(&sc.MinBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its bytes freed; negative: no bound (the 30 s read timeout only)")
 	fl.IntVar(&sc.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once, one kept for the connection being accepted (keep it under ulimit -n); below it none is refused; at it a new one takes the place of an idle one, then of a busy one (its body still arriving) of the address holding the most, never of one whose request has arrived whole, else waits in the kernel's accept queue; negative: no bound")
 	fl.IntVar(&sc.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "at -max-conns only: a new connection of an address (an IPv4 address or IPv6 /64) holding this many is reset at accept, rather than take another's place or wait; below -max-conns none is refused; negative: no bound")

@@ -110,7 +110,7 @@ var Table = []Row{
 		"Config.RetryAfter", true, doAtRetryAfter},
 	{503, "store-full", "", byMiddleware, "the key store has no room for a new key", NotClaimed,
 		"when the store says room frees (keystore.FullError), at least Config.RetryAfter", true, doAtRetryAfter},
-	{429, "client-full", "", byMiddleware, "this client is past its share or bound in the key store", NotClaimed,
+	{429, "client-full", "", byMiddleware, "this client is past its bound in the key store", NotClaimed,
 		"when the store says the client may claim again (keystore.FullError), at least Config.RetryAfter", true, doAtRetryAfter},
 	{409, "request-in-flight", "", byMiddleware, "a request with this key and payload is still running", NotClaimed,
 		"the holder's remaining lease, at most Lease/6, at least Config.RetryAfter", true, doAtRetryAfter},

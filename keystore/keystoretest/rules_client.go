@@ -11,7 +11,10 @@ import (
 )
 
 // The rules of the optional keystore.ClientBounded capability. A store
-// without it, or configured without a bound, skips them, visibly.
+// without it, or configured without a bound, skips them, visibly. Each
+// rule first contends the store (see contend), so that a store which
+// holds its clients to the bound only under contention (memstore) is held
+// to the same rules as one that holds them to it at all times.
 
 func clientBound(t *testing.T, s keystore.Store) keystore.ClientBound {
 	t.Helper()
@@ -30,6 +33,39 @@ func clientBound(t *testing.T, s keystore.Store) keystore.ClientBound {
 		t.Skipf("ClientBound() = %+v: a bound of more than 1000 keys takes too long to reach here; configure a smaller one for the conformance run", b)
 	}
 	return b
+}
+
+// maxFill is the most new keys contend claims for its filler.
+const maxFill = 1 << 20
+
+// contend brings s to where it holds its clients to b, and fails t if it
+// cannot: a filler client claims new keys, in flight for the rest of the
+// rule, each with the reservation of a small record
+// (keystore.ClaimArgs.RecordBytes), until the store refuses it as a
+// client past its bound. A store that holds every client to its bound at
+// all times (redisstore, pgstore) refuses the filler's key b.Keys+1; one
+// that holds them to it only under contention (memstore, while it holds
+// less free room than its headroom) first admits every key the filler
+// claims while it has room to spare, then b.Keys more. A store that fills
+// before it refuses the filler is too small for its bound, and fails t.
+func contend(t *testing.T, s keystore.Store, b keystore.ClientBound) {
+	t.Helper()
+	filler := "filler-" + Key(t)[:12]
+	for i := range maxFill {
+		c, err := s.Claim(ctx(t), Key(t), keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: keystore.NewToken(), Client: filler, RecordBytes: 64})
+		var fe *keystore.FullError
+		switch {
+		case errors.As(err, &fe) && fe.Client:
+			wantClientRefusal(t, b, storecall.Claimed{Claim: c}, err, fmt.Sprintf("the filler's new key %d", i+1))
+			if i < b.Keys {
+				t.Fatalf("the filler's new key %d refused, within the bound of %d: %v", i+1, b.Keys, err)
+			}
+			return
+		case err != nil || !c.Acquired:
+			t.Fatalf("the filler's new key %d: acquired %v, err %v; want it acquired, or refused as a client past its bound (a store that fills before then is too small for its ClientBound %+v: configure a larger store or a smaller bound for the conformance run)", i+1, c.Acquired, err, b)
+		}
+	}
+	t.Fatalf("the filler acquired %d new keys and was never refused; want it refused past its bound %+v", maxFill, b)
 }
 
 // claimFor claims key for client with a fresh token.
@@ -78,6 +114,7 @@ func wantClientRefusal(t *testing.T, b keystore.ClientBound, c storecall.Claimed
 // without a client, is refused for it.
 func testClientBoundRefusesPastBound(t *testing.T, s keystore.Store) {
 	b := clientBound(t, s)
+	contend(t, s, b)
 	client, other := "client-"+Key(t)[:12], "client-"+Key(t)[:12]
 	for i := range b.Keys {
 		key, c := mustAcquireFor(t, s, client, fmt.Sprintf("new key %d of %d", i+1, b.Keys))
@@ -104,6 +141,7 @@ func testClientBoundRefusesPastBound(t *testing.T, s keystore.Store) {
 // repeated Claim, the re-acquisition of a key it released.
 func testClientBoundCountsOnlyNewKeys(t *testing.T, s keystore.Store) {
 	b := clientBound(t, s)
+	contend(t, s, b)
 	client := "client-" + Key(t)[:12]
 	done, c := mustAcquireFor(t, s, client, "first new key")
 	if err := storecall.Complete(ctx(t), s, done, c.Token, sampleRecord(), longRetention); err != nil {
@@ -160,7 +198,9 @@ func testClientBoundCountsOnlyNewKeys(t *testing.T, s keystore.Store) {
 // as a client past its bound; then a client that has claimed nothing
 // acquires a key. It returns the refused keys, which the store must hold
 // no entry of. It skips t, as the ClientBounded rules do, on a store
-// without a bound.
+// without a bound. Unlike those rules, it does not contend the store
+// first: give it one that holds its clients to their bound already (a
+// memstore contended by the test's own keys).
 func FillClients(t *testing.T, s keystore.Store, clients, extra int) (refused []string) {
 	t.Helper()
 	b := clientBound(t, s)

@@ -16,7 +16,7 @@ const retryFill = 256
 // A retry of a released key is never refused: the request was answered
 // 5xx and its key released, and its sender's retry must run, whatever
 // the client has claimed since and however many of its new keys the
-// store refuses (its ClientBound, a share, the store's room). The rule
+// store refuses (its ClientBound, the store's room). The rule
 // claims new keys for one client until the store refuses one (or
 // retryFill), then for another client likewise, then releases keys the
 // first client holds and claims each again for it, several times: each

@@ -13,13 +13,13 @@ const (
 	// (1 MiB), which bounds the whole encoded record (status, headers and
 	// body: keystore.RecordLen), with 8 KiB to spare.
 	DefaultReserveBytes = 1<<20 + 8<<10
-	// DefaultClientRate and DefaultClientBurst hold each client, under
-	// contention, to 64 new keys at once and then one a second: the
-	// default headroom (25,000 keys) then lasts about 51 minutes against 8
-	// source addresses that flood it, and a newcomer's first 64 keys go in
-	// at once.
-	DefaultClientRate  = 1.0
-	DefaultClientBurst = 64
+	// DefaultClientKeys and DefaultClientWindow hold each client, under
+	// contention, to 64 new keys a minute (see Config.ClientKeys; fewer in
+	// a store of under 4,096 keys): the default headroom (25,000 keys)
+	// then lasts about 48 minutes against 8 source addresses that flood
+	// it, and a newcomer's first 64 keys go in at once.
+	DefaultClientKeys   = 64
+	DefaultClientWindow = time.Minute
 	// DefaultEvictAfter is the floor under which a full store never
 	// evicts a completed record (see Config.EvictAfter).
 	DefaultEvictAfter = time.Hour
@@ -40,40 +40,26 @@ type Config struct {
 	// means no reservation at all, whatever a claim asks for (a record is
 	// charged only at Complete, which may then refuse it).
 	ReserveBytes int64
-	// MaxClientEntries and MaxClientBytes are one client's share: the keys,
-	// and the bytes (reservations included), of the claims made for that
-	// client (keystore.ClaimArgs.Client; the middleware names it from its
-	// Config.Client). A share bites only under contention (see "Shares
-	// under contention" above): a client may hold more while the store has
-	// more than the headroom free, and once it has not, a client past its
-	// share is refused new keys with a *keystore.FullError whose Client is
-	// set, while the others still claim. Claims without a client are
-	// bounded by MaxEntries and MaxBytes alone. Default a quarter of
-	// MaxEntries and of MaxBytes; negative means no share.
-	MaxClientEntries int
-	MaxClientBytes   int64
-	// HeadroomEntries and HeadroomBytes are the room that claims for
-	// clients past their share never take: the store is contended once a
-	// claim would leave less free than either. Default one share
-	// (MaxClientEntries, MaxClientBytes), or a quarter of MaxEntries and
-	// of MaxBytes where there is no share; negative means none (contended
-	// only when full). A headroom of all the store (MaxEntries, MaxBytes)
-	// makes it contended from the first key: every client is held to its
-	// share and its rate at all times.
-	HeadroomEntries int
-	HeadroomBytes   int64
-	// ClientRate is how many new keys a second a client acquires under
-	// contention, after a burst of ClientBurst: golang.org/x/time/rate's
-	// token bucket, one per client, full when the store becomes
-	// contended. A client past its rate is refused with a
-	// *keystore.FullError whose Client is set and whose RetryAfter says
-	// when its next key is due. Replays, keys in flight, and released keys
-	// claimed again never count. Default DefaultClientRate; negative means
-	// no rate.
-	ClientRate float64
-	// ClientBurst is the size of the bucket. Default DefaultClientBurst,
-	// or one sixteenth of a share when that is smaller.
-	ClientBurst int
+	// ClientKeys bounds the new keys one client (keystore.ClaimArgs.Client;
+	// the middleware names it from its Config.Client) acquires under
+	// contention, in a window of ClientWindow that starts with its first
+	// counted key: past it, a Claim of a new key for the client fails with
+	// a *keystore.FullError whose Client is set and whose RetryAfter is
+	// the rest of the window, while the others still claim. Only a Claim
+	// that acquires a key for which the store held no entry counts;
+	// replays, keys in flight, the holder's repeated Claim, expired leases
+	// taken over and released keys claimed again never count, and are
+	// never refused. The bound bites only under contention (see "Clients
+	// under contention" above): a Claim made while the store has more free
+	// than its headroom (a quarter of MaxEntries and of MaxBytes) is
+	// neither counted nor refused, so a legitimate sender on an idle store
+	// is never refused. Claims without a client are bounded by MaxEntries
+	// and MaxBytes alone. Default DefaultClientKeys, or MaxEntries/64 (at
+	// least 1) when that is smaller; negative means no bound.
+	ClientKeys int
+	// ClientWindow is the window of ClientKeys. Default
+	// DefaultClientWindow.
+	ClientWindow time.Duration
 	// EvictAfter is the floor of eviction: when the store is full, and
 	// dropping what has expired or was released does not make room, it
 	// evicts completed records older than EvictAfter (from their
@@ -113,67 +99,28 @@ func (s *Store) limits() (n int, b int64) {
 	return n, b
 }
 
-// clientLimits returns the share of one client; zero: no bound.
-func (s *Store) clientLimits() (n int, b int64) {
-	maxN, maxB := s.limits()
-	n, b = s.cfg.MaxClientEntries, s.cfg.MaxClientBytes
-	switch {
-	case n < 0:
-		n = 0
-	case n == 0:
-		n = max(1, maxN/4)
-	}
-	switch {
-	case b < 0:
-		b = 0
-	case b == 0:
-		b = max(1, maxB/4)
-	}
-	return n, b
-}
-
-// headroom returns the room that claims of clients past their share never
-// take.
+// headroom returns the free room under which the store is contended: a
+// quarter of its limits.
 func (s *Store) headroom() (n int, b int64) {
 	maxN, maxB := s.limits()
-	shareN, shareB := s.clientLimits()
-	n, b = s.cfg.HeadroomEntries, s.cfg.HeadroomBytes
-	switch {
-	case n < 0:
-		n = 0
-	case n == 0 && shareN > 0:
-		n = shareN
-	case n == 0:
-		n = max(1, maxN/4)
-	}
-	switch {
-	case b < 0:
-		b = 0
-	case b == 0 && shareB > 0:
-		b = shareB
-	case b == 0:
-		b = max(1, maxB/4)
-	}
-	return min(n, maxN), min(b, maxB)
+	return max(1, maxN/4), max(1, maxB/4)
 }
 
-// clientRate returns a client's rate and burst under contention; a zero
-// rate: none.
-func (s *Store) clientRate() (rate float64, burst int) {
-	rate, burst = s.cfg.ClientRate, s.cfg.ClientBurst
+// clientBound returns the bound of each client under contention; zero
+// keys: none.
+func (s *Store) clientBound() (keys int, window time.Duration) {
+	keys, window = s.cfg.ClientKeys, s.cfg.ClientWindow
 	switch {
-	case rate < 0:
+	case keys < 0:
 		return 0, 0
-	case rate == 0:
-		rate = DefaultClientRate
+	case keys == 0:
+		maxN, _ := s.limits()
+		keys = max(1, min(DefaultClientKeys, maxN/64))
 	}
-	if burst <= 0 {
-		burst = DefaultClientBurst
-		if shareN, _ := s.clientLimits(); shareN > 0 {
-			burst = max(1, min(burst, shareN/16))
-		}
+	if window <= 0 {
+		window = DefaultClientWindow
 	}
-	return rate, burst
+	return keys, window
 }
 
 // reserve returns the bytes charged for a claim's record while it is in

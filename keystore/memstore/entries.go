@@ -18,7 +18,6 @@ type entry struct {
 	size     int64
 	pos      int32 // position in its heap: leases, records or releases
 	agePos   int32 // position in the heap of records by age, once completed
-	client   int32 // index in Store.clientUse, 0 for none
 	state    entryState
 }
 
@@ -122,16 +121,12 @@ func (s *Store) remove(slot int32) {
 	case released:
 		s.released--
 		s.releasedBytes -= e.size
-		if e.client != 0 {
-			s.clientUse[e.client].released--
-		}
 	case completed:
 		s.ages.remove(e.agePos)
 	}
 	s.heap(e).remove(e.pos)
 	delete(s.index, e.id)
 	s.bytes -= e.size
-	s.chargeClient(e.client, -1, -e.size)
 	*e = entry{}
 	*s.rec(slot) = nil // drop the record for the collector
 	s.free = append(s.free, slot)

@@ -49,7 +49,6 @@ func (s *Store) check(t *testing.T) {
 	}
 	var bytes, releasedBytes int64
 	nReleased := 0
-	clientReleased := map[int32]int{}
 	for id, slot := range s.index {
 		if s.entry(slot).id != id || !seen[slot] {
 			t.Fatalf("index[%x] = %d, which holds %x (in a heap: %v)", id[:4], slot, s.entry(slot).id[:4], seen[slot])
@@ -58,14 +57,16 @@ func (s *Store) check(t *testing.T) {
 		if e := s.entry(slot); e.state == released {
 			nReleased++
 			releasedBytes += e.size
-			if e.client != 0 {
-				clientReleased[e.client]++
-			}
 		}
 	}
-	for i := range s.clientUse {
-		if i > 0 && s.clientUse[i].released != clientReleased[int32(i)] {
-			t.Fatalf("client %d: %d released entries, %d counted", i, clientReleased[int32(i)], s.clientUse[i].released)
+	// Each client counted has one window in the queue, with its end, and
+	// the queue is in the order the windows end.
+	if len(s.windows) != len(s.clients) {
+		t.Fatalf("%d windows queued for %d clients counted", len(s.windows), len(s.clients))
+	}
+	for i, w := range s.windows {
+		if c, ok := s.clients[w.client]; !ok || c.end != w.end || (i > 0 && w.end < s.windows[i-1].end) {
+			t.Fatalf("windows[%d] = %+v: the client's count %+v (counted: %v)", i, w, c, ok)
 		}
 	}
 	if releasedBytes != s.releasedBytes {
@@ -138,7 +139,7 @@ func TestPagesKeepInvariants(t *testing.T) {
 func TestRandomOperationsKeepInvariants(t *testing.T) {
 	for _, cfg := range []Config{
 		{MaxEntries: 40, MaxBytes: 40 << 10},
-		{MaxEntries: 40, MaxBytes: 40 << 10, MaxClientEntries: 5, ClientBurst: 3, EvictAfter: 200 * time.Microsecond},
+		{MaxEntries: 40, MaxBytes: 40 << 10, ClientKeys: 3, ClientWindow: 300 * time.Microsecond, EvictAfter: 200 * time.Microsecond},
 	} {
 		s := New(cfg)
 		randomOperations(t, s, cfg.EvictAfter > 0)

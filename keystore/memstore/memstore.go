@@ -31,49 +31,38 @@
 // nothing is evicted and a full store refuses new keys until records
 // reach the end of their retention. [Store.Stats] counts the refusals.
 //
-// # Shares under contention
+// # Clients under contention
 //
 // A claim for a client (keystore.ClaimArgs.Client; the middleware's
 // Config.Client) is bounded by nothing but the store's limits while the
 // store has room to spare: a lone sender may fill all of it but the
-// headroom ([Config.HeadroomEntries], [Config.HeadroomBytes]; one share,
-// a quarter of the store, by default). The store is contended once a claim
-// would leave less free than the headroom; released entries, which the
-// store drops whenever it needs their room, count as free. Then:
+// headroom, a quarter of MaxEntries and of MaxBytes, and a legitimate
+// sender on an idle store is never refused. The store is contended once a
+// claim would leave less free than the headroom; released entries, which
+// the store drops whenever it needs their room, count as free. Then each
+// client acquires at most [Config.ClientKeys] new keys in a window of
+// [Config.ClientWindow] that starts with its first (64 a minute by
+// default), the bound of every store that has one
+// ([keystore.ClientBounded]): past it, a Claim of a new key for the
+// client is refused with a [*keystore.FullError] whose Client is set and
+// whose RetryAfter is the rest of its window, while the others still
+// claim. Only new keys under contention count: a replay, a key in
+// flight, an expired lease taken over, and a key released (the retry of a
+// request answered 5xx) claimed again while the store keeps its release
+// (a minute, or until it needs the room) are not new keys, and are never
+// refused for the bound.
 //
-//   - a client past its share ([Config.MaxClientEntries],
-//     [Config.MaxClientBytes]; a quarter of the store by default) acquires
-//     no new key: it is refused with a [*keystore.FullError] whose Client
-//     is set and whose RetryAfter is the earliest time its share or the
-//     contention can free: when the next entry of the store ends (a
-//     retention, or a lease that ran out and its grace of a minute), so a
-//     retention only when records are what hold the store;
-//   - a client within its share acquires new keys at [Config.ClientRate]
-//     a second after a burst of [Config.ClientBurst] (one a second after
-//     64 by default; a token bucket of golang.org/x/time/rate per client),
-//     and is refused past it, with a FullError whose Client is set and
-//     whose RetryAfter is when its next key is due.
-//
-// A replay, a key in flight, an expired lease taken over, and a key
-// released (the retry of a request answered 5xx) claimed again while the
-// store keeps its release (a minute, or until it needs the room) are not
-// new keys: they are never refused for a share or a rate, past its share
-// or not.
-//
-// What a newcomer is guaranteed: a client that holds nothing is within its
-// share, so the headroom is open to it whatever clients past their share
-// hold; it acquires its first ClientBurst new keys at once, and ClientRate
-// a second after that, as long as the headroom lasts. Clients past their
-// share never take the headroom; N clients within theirs take at most
-// N×ClientBurst of it at once and N×ClientRate a second after that, so a
-// headroom of H keys lasts at least (H − N×ClientBurst) / (N×ClientRate)
-// seconds: with the defaults (H = 25,000 keys) about 51 minutes against 8
-// source addresses that flood it, about 3 minutes against 100. Beyond
-// that, the store is full, and new keys get the room of records past the
-// eviction floor as it frees (see Bounded memory). Key clients by an
-// identity that costs more than a source address (an authenticated
-// sender; an IPv6 /64 rather than an address), and size the store for a
-// retention's traffic. The same figures hold for bytes.
+// What a newcomer is guaranteed: its first ClientKeys new keys under
+// contention go in at once, and ClientKeys a window after that, as long
+// as the headroom lasts. N clients take at most N×ClientKeys of the
+// headroom a window, so a headroom of H keys lasts at least
+// H / (N×ClientKeys) windows, less one: with the defaults (H = 25,000
+// keys, 64 a minute) about 48 minutes against 8 source addresses that
+// flood it, about 3 minutes against 100. Beyond that, the store is full,
+// and new keys get the room of records past the eviction floor as it
+// frees (see Bounded memory). Key clients by an identity that costs more
+// than a source address (an authenticated sender; an IPv6 /64 rather
+// than an address), and size the store for a retention's traffic.
 //
 // Each claim is charged, from Claim until Complete or Release, for room for
 // the record it will complete with as well as its key: the claim's
@@ -145,9 +134,8 @@ type Store struct {
 	evicted       uint64
 	released      int              // entries kept after Release (see Release), not counted as held
 	releasedBytes int64            // their bytes
-	clients       map[string]int32 // client -> index in clientUse
-	clientUse     []clientUse      // by index; index 0 is unused (no client)
-	freeUse       []int32          // unused indexes of clientUse
+	clients       map[string]tally // the counts of new keys under contention (Config.ClientKeys), by client
+	windows       []clientWindow   // the windows of clients, in the order they end
 	evictLog      evictLog         // evictions not yet logged
 	evictDue      atomic.Bool      // evictLog.due, read without the lock
 }
@@ -164,21 +152,16 @@ var (
 	_ keystore.ClientBounded = (*Store)(nil)
 )
 
-// ClientBound implements keystore.ClientBounded: a client's rate, as a
-// bound of ClientBurst keys refilled in ClientBurst/ClientRate, when the
-// store holds every client to it at all times (a headroom of all the
-// store, see Config.HeadroomEntries); otherwise none, as the rate bites
-// only under contention.
+// ClientBound implements keystore.ClientBounded: Config.ClientKeys per
+// Config.ClientWindow (their defaults where zero), or none when ClientKeys
+// is negative. The store holds its clients to it only under contention
+// (see Clients under contention).
 func (s *Store) ClientBound() keystore.ClientBound {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	maxN, maxB := s.limits()
-	hN, hB := s.headroom()
-	r, b := s.clientRate()
-	if r == 0 || hN < maxN || hB < maxB {
+	keys, window := s.clientBound()
+	if keys == 0 {
 		return keystore.ClientBound{}
 	}
-	return keystore.ClientBound{Keys: b, Window: time.Duration(float64(b) / r * float64(time.Second))}
+	return keystore.ClientBound{Keys: keys, Window: window}
 }
 
 // NonBlocking marks Store as a keystore.NonBlocking store: no operation
@@ -253,10 +236,10 @@ func (s *Store) claim(id keyID, keyLen int64, a keystore.ClaimArgs) (keystore.Cl
 		reserve = int64(a.RecordBytes)
 	}
 	size := entryOverhead + keyLen + reserve
-	token := false
+	count := false
 	if a.Client != "" {
 		var refusal error
-		if token, refusal = s.admitClient(a.Client, size, newKey, now); refusal != nil {
+		if count, refusal = s.admitClient(a.Client, size, newKey, now); refusal != nil {
 			s.refused++
 			return keystore.Claim{}, nil, refusal
 		}
@@ -268,12 +251,8 @@ func (s *Store) claim(id keyID, keyLen int64, a keystore.ClaimArgs) (keystore.Cl
 	slot := s.alloc()
 	e := s.entry(slot)
 	*e = entry{id: id, fp: a.Fingerprint, token: a.Token, deadline: now + int64(a.Lease), size: size}
-	if a.Client != "" {
-		e.client = s.clientIndex(a.Client)
-		s.chargeClient(e.client, 1, size)
-		if token {
-			s.takeToken(e.client, now)
-		}
+	if count {
+		s.countClient(a.Client, now)
 	}
 	s.index[id] = slot
 	s.bytes += size
@@ -347,7 +326,6 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	*s.rec(slot) = append(make([]byte, 0, len(rec)), rec...)
 	e.size += grow
 	s.bytes += grow
-	s.chargeClient(e.client, 0, grow)
 	e.deadline = now + int64(retention)
 	e.done = now
 	s.records.push(slot)
@@ -360,7 +338,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 // without TookOver for the claim that replaces it, so that Release
 // repeated by the same token succeeds and changes nothing until the key is
 // claimed again (or, at most, for a minute); its client's claim of it
-// again is not a new key (see Shares under contention). A Release by a token
+// again is not a new key (see Clients under contention). A Release by a token
 // that does not hold the key marks the token spent on the key's entry, or
 // leaves a released entry fencing it (released by no one) on an absent
 // key, so that a Claim with that token never acquires the key, and a
@@ -393,10 +371,6 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 	// A released entry is charged only its key, whatever its claim was charged.
 	keep := entryOverhead + int64(len(key))
 	s.bytes -= e.size - keep
-	s.chargeClient(e.client, 0, keep-e.size)
-	if e.client != 0 {
-		s.clientUse[e.client].released++
-	}
 	e.size = keep
 	s.released++
 	s.releasedBytes += keep
@@ -444,7 +418,7 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	s.index, s.entries, s.recs, s.slots, s.free, s.bytes, s.released, s.releasedBytes = nil, nil, nil, 0, nil, 0, 0, 0
 	s.leases.slots, s.records.slots, s.ages.slots, s.releases.slots = nil, nil, nil, nil
-	s.clients, s.clientUse, s.freeUse = nil, nil, nil
+	s.clients, s.windows = nil, nil
 	return nil
 }
 

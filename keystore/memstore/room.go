@@ -92,27 +92,6 @@ func (s *Store) nextFree(now int64) time.Duration {
 	return time.Duration(next - now)
 }
 
-// contentionEnd returns how long until the store holds one entry fewer
-// by itself, the earliest the contention can end and a client's share
-// free: the earliest end of a retention, or the drop of a lease once it
-// has expired and its grace passed (released entries are not held, see
-// contended); zero when there is none.
-func (s *Store) contentionEnd(now int64) time.Duration {
-	next := int64(0)
-	if e := s.records.top(); e != nil {
-		next = e.deadline
-	}
-	if e := s.leases.top(); e != nil {
-		if d := e.deadline + int64(abandonedGrace); next == 0 || d < next {
-			next = d
-		}
-	}
-	if next <= now {
-		return 0
-	}
-	return time.Duration(next - now)
-}
-
 // evictLog gathers evictions for the log: the first at once, then at most
 // one line a minute with those since the last.
 type evictLog struct {

@@ -95,11 +95,12 @@ const (
 const (
 	// DefaultMaxKeys is the memory store's size: a lone sender stores
 	// 105,000 keys (all but the headroom, a quarter) before it is held to
-	// a share.
+	// ClientKeys.
 	DefaultMaxKeys = 140_000
 	// DefaultClientKeys is each client's bound on new keys per
 	// ClientWindow (default an hour) on Redis and PostgreSQL: about 14 new
-	// keys a second, sustained, from one address.
+	// keys a second, sustained, from one address. The memory store, which
+	// counts only under contention, has memstore's default instead.
 	DefaultClientKeys = 50_000
 	// DefaultPGMaxKeys bounds the rows of the PostgreSQL key table, all
 	// clients together (Config.PGMaxKeys): ten million, a few gigabytes
@@ -221,11 +222,8 @@ type Config struct {
 	// MaxKeys bounds the keys the memory store holds (memstore.Config.
 	// MaxEntries; default DefaultMaxKeys). A lone client may use all but
 	// its headroom (a quarter); once less than that is free, each client
-	// is held to a quarter, and past it to ClientBurst new keys and then
-	// ClientRate a second (memstore's defaults: 64, then 1 a second).
-	MaxKeys     int
-	ClientRate  float64
-	ClientBurst int
+	// is held to ClientKeys new keys per ClientWindow.
+	MaxKeys int
 	// EvictAfter is the memory store's floor of eviction (memstore.Config.
 	// EvictAfter): when it is full, completed records older than this make
 	// room for new keys, oldest first, counted in /metrics
@@ -234,12 +232,16 @@ type Config struct {
 	// full store then refuses new keys until records reach the end of
 	// their retention).
 	EvictAfter time.Duration
-	// ClientKeys bounds each client's new keys on Redis and PostgreSQL:
-	// at most ClientKeys in a window of ClientWindow that starts with the
-	// client's first (redisstore and pgstore Config.ClientKeys; defaults
-	// DefaultClientKeys per hour); negative: no bound. Size it over your
-	// busiest legitimate sender's new keys in a window, or use webhook
-	// keys.
+	// ClientKeys bounds each client's new keys, on every store: at most
+	// ClientKeys in a window of ClientWindow that starts with the
+	// client's first counted key (Config.ClientKeys and ClientWindow of
+	// memstore, redisstore and pgstore). The memory store counts and
+	// refuses only under contention (once less than its headroom is
+	// free); its defaults are memstore's (64 a minute, fewer in a store
+	// under 4,096 keys). Redis and PostgreSQL count every new key;
+	// their defaults are DefaultClientKeys an hour. Negative: no bound.
+	// Size it over your busiest legitimate sender's new keys in a
+	// window, or use webhook keys.
 	ClientKeys   int
 	ClientWindow time.Duration
 	// RedisMaxMemory bounds what all clients together make Redis hold

@@ -34,7 +34,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (*stores, error) {
 	switch u := cfg.Store; {
 	case u == "" || u == "memory":
 		keys := memstore.New(memstore.Config{
-			MaxEntries: orDefault(cfg.MaxKeys, DefaultMaxKeys), ClientRate: cfg.ClientRate, ClientBurst: cfg.ClientBurst,
+			MaxEntries: orDefault(cfg.MaxKeys, DefaultMaxKeys), ClientKeys: cfg.ClientKeys, ClientWindow: cfg.ClientWindow,
 			EvictAfter: cfg.EvictAfter, Logger: log,
 		})
 		evicted := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "geoidem_store_evicted_total",
