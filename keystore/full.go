@@ -12,12 +12,12 @@ type FullError struct {
 	// RetryAfter is how long until room can free up by itself: the
 	// earliest time that what holds the room ends (a lease, a retention,
 	// a record reaching the age at which a full store may evict it; for
-	// a client, the contention that holds it to its share, or its rate's
-	// next key), so that a retry earlier than that is refused again.
+	// a client, the end of its window: see ClientBound), so that a retry
+	// earlier than that is refused again.
 	// Zero when the store cannot tell.
 	RetryAfter time.Duration
-	// Client is set when what is full is the share of the claim's client
-	// (ClaimArgs.Client), not the whole store.
+	// Client is set when the claim's client (ClaimArgs.Client) is past
+	// its bound on new keys, not the whole store full.
 	Client bool
 }
 
@@ -25,7 +25,7 @@ type FullError struct {
 func (e *FullError) Error() string {
 	what := "keystore: store full"
 	if e.Client {
-		what = "keystore: the client's share of the store is full"
+		what = "keystore: the client is past its bound on new keys"
 	}
 	if e.RetryAfter > 0 {
 		what += "; room frees in " + answer.FormatRetryAfter(e.RetryAfter) + "s"

@@ -2,7 +2,6 @@ package keystore_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +30,7 @@ func TestFullErrorSaysWhenRoomFrees(t *testing.T) {
 			t.Errorf("RetryAfter %v: not ErrStoreFull", c.retryAfter)
 		}
 	}
-	if got := (&keystore.FullError{Client: true, RetryAfter: time.Second}).Error(); !strings.HasPrefix(got, "keystore: the client's share") {
+	if got := (&keystore.FullError{Client: true, RetryAfter: time.Second}).Error(); got != "keystore: the client is past its bound on new keys; room frees in 1s" {
 		t.Errorf("a client's FullError reads %q", got)
 	}
 }

@@ -47,8 +47,8 @@ func (m *Middleware) storeFull(w http.ResponseWriter, r *http.Request, key strin
 	}
 	if fe != nil && fe.Client {
 		m.refusals.Warn(r.Context(), "idempotency client past its bound", slog.String("key", key), slog.Any("error", err))
-		m.answer(w, r, start, Event{Outcome: Limited, Key: key, Err: err}, http.StatusTooManyRequests, ProblemClientFull, "Client's share of the idempotency store used",
-			"This client has used its share of the idempotency store, or its bound on new keys, for now; the request was not executed. Retry after Retry-After with the same key.", retryAfter)
+		m.answer(w, r, start, Event{Outcome: Limited, Key: key, Err: err}, http.StatusTooManyRequests, ProblemClientFull, "Client's bound on new idempotency keys reached",
+			"This client has claimed as many new keys as the idempotency store allows it for now; the request was not executed. Retry after Retry-After with the same key.", retryAfter)
 		return
 	}
 	m.refusals.Warn(r.Context(), "idempotency store full", slog.String("key", key), slog.Any("error", err))

@@ -53,8 +53,8 @@
 //	store full (keystore.ErrStoreFull)               503 store-full with Retry-After from when the
 //	                                                 store says room frees (keystore.FullError), at
 //	                                                 least Config.RetryAfter; handler not run
-//	the client's share of the store used, or the     429 client-full (Outcome Limited) with
-//	client past its bound on new keys                Retry-After from when the client may claim
+//	the client past its bound on new keys            429 client-full (Outcome Limited) with
+//	                                                 Retry-After from when the client may claim
 //	(Config.Client; keystore.ClientBounded;          again, at least Config.RetryAfter; handler
 //	a FullError with Client set)                     not run; a replay is never refused for it
 //	request canceled (client gone) while its claim  the key is released at once (the claim runs under
