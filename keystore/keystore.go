@@ -86,8 +86,7 @@
 // the deletion of a completed record (Forget) and counts (Summarize). The
 // geoidem command's keys subcommand uses it; memstore, redisstore and
 // pgstore have it. [ClientBounded] (a bound on the new keys each client
-// acquires), [Pinger] and [NonBlocking] are the other optional
-// capabilities. Each has its own rules in keystoretest; nothing in this
+// acquires) and [Pinger] are the other optional capabilities. Each has its own rules in keystoretest; nothing in this
 // module wraps a store, so no capability is ever hidden behind a wrapper.
 //
 // # Writing a store
@@ -348,37 +347,4 @@ type Store interface {
 // (keystoretest's Pinger rule).
 type Pinger interface {
 	Ping(ctx context.Context) error
-}
-
-// NonBlocking is an optional capability of a Store whose operations never
-// wait: they run in process, under a lock held only for the operation, and
-// return at once. Callers may then skip the timeouts they would put around
-// a networked store's calls. Implementations must still honour a context
-// that is already done.
-//
-// The capability belongs to one concrete store, never to what embeds it:
-// a type that embeds a NonBlocking store inherits its method but may add
-// waits of its own. So NonBlocking returns the store it vouches for, and
-// callers trust it only through [IsNonBlocking], which requires that store
-// to be the very value asked about.
-type NonBlocking interface {
-	NonBlocking() Store
-}
-
-// IsNonBlocking reports whether s is a [NonBlocking] store: s has the method
-// and it returns s itself.
-func IsNonBlocking(s Store) bool {
-	nb, ok := s.(NonBlocking)
-	return ok && sameStore(nb.NonBlocking(), s)
-}
-
-// sameStore reports whether a and b are the same value; false where their
-// dynamic type cannot be compared.
-func sameStore(a, b Store) (same bool) {
-	defer func() {
-		if recover() != nil {
-			same = false
-		}
-	}()
-	return a == b
 }

@@ -61,9 +61,8 @@ func TestAllocationBudget(t *testing.T) {
 	}
 }
 
-// blockingMemstore is memstore as a store that may block: not
-// keystore.NonBlocking (its NonBlocking vouches for the embedded Store, not
-// for it), so the middleware bounds every call by Config.StoreTimeout, as
+// blockingMemstore is memstore as a store that may block: not a
+// *memstore.Store itself but a type that embeds one, so the middleware bounds every call by Config.StoreTimeout, as
 // for Redis and PostgreSQL.
 type blockingMemstore struct{ *memstore.Store }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/geoidem/geoidem/internal/ratelog"
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/memstore"
 )
 
 // Defaults for the zero fields of Config.
@@ -195,7 +196,7 @@ type Middleware struct {
 	sched         timerSchedule  // the renewals' ticks
 	deadlines     sharedDeadline // the store calls' StoreTimeout
 	store         keystore.Store
-	nonBlocking   bool // the store never waits: no timeouts needed around it
+	nonBlocking   bool // the store never waits (inProcess): no timeouts needed around it
 	methods       map[string]bool
 	keyHeader     string
 	keyOptional   bool
@@ -224,13 +225,24 @@ type Middleware struct {
 	bg            background // records and releases retried after their requests
 }
 
+// inProcess reports whether store is a *memstore.Store: the one store
+// whose calls never wait (they run in process, under a lock held for the
+// call only), so that they need no bound by Config.StoreTimeout and cost
+// a request no context of their own. The test is of the concrete type, so
+// a type that embeds a *memstore.Store, and may add waits of its own, is
+// bounded as every other store is.
+func inProcess(store keystore.Store) bool {
+	_, ok := store.(*memstore.Store)
+	return ok
+}
+
 // New returns a Middleware that keeps its keys in store. It returns an error
 // for a nil store or an invalid Config.
 func New(store keystore.Store, cfg Config) (*Middleware, error) {
 	if store == nil {
 		return nil, errors.New("middleware: nil store")
 	}
-	nonBlocking := keystore.IsNonBlocking(store)
+	nonBlocking := inProcess(store)
 	m := &Middleware{
 		store:        store,
 		nonBlocking:  nonBlocking,

@@ -246,6 +246,5 @@
 //
 // Config.StoreObserver receives a [keystore.Call] for every call the
 // middleware makes of its store. Nothing wraps the store, so it keeps
-// every capability it has ([keystore.NonBlocking], [keystore.Pinger],
-// [keystore.Admin]).
+// every capability it has ([keystore.Pinger], [keystore.Admin]).
 package middleware

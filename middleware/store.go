@@ -8,7 +8,8 @@ import (
 )
 
 // The middleware's calls of its store, written once: each is bounded by
-// Config.StoreTimeout (unless the store is keystore.NonBlocking) and, where
+// Config.StoreTimeout (unless the store is memstore's, which never
+// waits: see inProcess) and, where
 // the call uses a token, by the time until which the token surely holds its
 // key; each is reported to Config.StoreObserver. ctx is the context the call
 // inherits its values from: the request's, detached from its cancellation

@@ -2,9 +2,8 @@
 // [keystore.Store]. A store is correct when [Run] passes against it.
 //
 // The suite talks to the store only through the keystore.Store interface
-// (and the optional capabilities keystore.Admin, keystore.Pinger,
-// keystore.NonBlocking and keystore.ClientBounded, whose rules a store
-// without them skips), so
+// (and the optional capabilities keystore.Admin, keystore.Pinger and
+// keystore.ClientBounded, whose rules a store without them skips), so
 // it runs unchanged against an in-process store, a real Redis or a real
 // PostgreSQL server. Rules about time (lease expiry, retention) use short real
 // durations and poll the store until a generous deadline, because a networked
@@ -77,10 +76,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RepeatedCompleteIsIdempotent", testRepeatedComplete},
 		{"RepeatedCompleteWithEqualRecord", testRepeatedCompleteEqualRecord},
 		{"RepeatedReleaseIsIdempotent", testRepeatedRelease},
-		// keystore.Pinger and keystore.NonBlocking, for the stores that
-		// have them.
+		// keystore.Pinger, for the stores that have it.
 		{"Pinger", testPinger},
-		{"NonBlocking", testNonBlocking},
 		// keystore.ClientBounded, for the stores that have it.
 		{"ClientBoundRefusesPastBound", testClientBoundRefusesPastBound},
 		{"ClientBoundCountsOnlyNewKeys", testClientBoundCountsOnlyNewKeys},

@@ -159,7 +159,6 @@ func New(cfg Config) *Store {
 
 var (
 	_ keystore.Store         = (*Store)(nil)
-	_ keystore.NonBlocking   = (*Store)(nil)
 	_ keystore.Pinger        = (*Store)(nil)
 	_ keystore.ClientBounded = (*Store)(nil)
 )
@@ -180,11 +179,6 @@ func (s *Store) ClientBound() keystore.ClientBound {
 	}
 	return keystore.ClientBound{Keys: b, Window: time.Duration(float64(b) / r * float64(time.Second))}
 }
-
-// NonBlocking marks Store as a keystore.NonBlocking store: no operation
-// waits, so the middleware needs no timeout around them. It vouches for s
-// only, not for a type that embeds it (see keystore.IsNonBlocking).
-func (s *Store) NonBlocking() keystore.Store { return s }
 
 var errDuration = errors.New("memstore: duration must be positive")
 
