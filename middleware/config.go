@@ -188,7 +188,7 @@ type Config struct {
 	// and its error. It must be fast and safe for concurrent use. (Records a
 	// handler commits itself, with pgstore's InTx or CompleteTx, are
 	// reported by pgstore's own Config.Observer.)
-	StoreObserver func(keystore.Call)
+	StoreObserver func(StoreCall)
 }
 
 // Middleware makes a handler idempotent: see the package documentation.
@@ -221,7 +221,7 @@ type Middleware struct {
 	log           *slog.Logger
 	refusals      *ratelog.Logger // log, at a bounded rate, for refusals a flood can repeat
 	observe       func(Event)
-	observeStore  func(keystore.Call)
+	observeStore  func(StoreCall)
 	bg            background // records and releases retried after their requests
 }
 

@@ -244,7 +244,7 @@
 //
 // # Observing the store
 //
-// Config.StoreObserver receives a [keystore.Call] for every call the
+// Config.StoreObserver receives a [StoreCall] for every call the
 // middleware makes of its store. Nothing wraps the store, so it keeps
 // every capability it has ([keystore.Pinger], [keystore.Admin]).
 package middleware

@@ -11,13 +11,13 @@
 //     the middleware handles (every request of a covered method, including
 //     those rejected without a key, Outcome Rejected with an empty Key): its
 //     outcome, status, latency and the request's context.
-//   - middleware.Config.StoreObserver receives a [keystore.Call] per
+//   - middleware.Config.StoreObserver receives a [middleware.StoreCall] per
 //     Claim, Extend, Complete and Release the middleware makes: the
 //     operation, its latency and its error. The middleware observes its own
 //     calls, so nothing wraps the store, and the store keeps every
 //     capability it has.
-//   - pgstore.Config.Observer receives a [keystore.Call] (Op
-//     keystore.OpComplete) per completion made by pgstore's InTx or
+//   - pgstore.Config.Observer receives a [middleware.StoreCall] (Op
+//     middleware.OpComplete) per completion made by pgstore's InTx or
 //     CompleteTx, inside the handler's transaction, which the middleware
 //     does not make.
 //

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/observe"
@@ -16,8 +15,8 @@ import (
 // otelobserve's in a service) from one middleware and one store.
 func ExampleAll() {
 	outcomes := func(ev middleware.Event) { fmt.Println("request:", ev.Outcome, ev.Status) }
-	claims := func(c keystore.Call) {
-		if c.Op == keystore.OpClaim {
+	claims := func(c middleware.StoreCall) {
+		if c.Op == middleware.OpClaim {
 			fmt.Println("store:", c.Op, c.Err)
 		}
 	}

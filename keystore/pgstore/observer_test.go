@@ -11,6 +11,7 @@ import (
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
+	"github.com/geoidem/geoidem/middleware"
 )
 
 // TestObserverSeesCompletionsInTx: the completions InTx and CompleteTx
@@ -20,8 +21,8 @@ import (
 func TestObserverSeesCompletionsInTx(t *testing.T) {
 	pool := newPool(t, 4, nil)
 	var mu sync.Mutex
-	var calls []keystore.Call
-	s := newStore(t, pool, pgstore.Config{Observer: func(c keystore.Call) {
+	var calls []middleware.StoreCall
+	s := newStore(t, pool, pgstore.Config{Observer: func(c middleware.StoreCall) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls = append(calls, c)
@@ -48,7 +49,7 @@ func TestObserverSeesCompletionsInTx(t *testing.T) {
 		t.Fatalf("Observer saw %d calls, want 2 (InTx's completion, CompleteTx's refusal): %+v", len(calls), calls)
 	}
 	for i, c := range calls {
-		if c.Op != keystore.OpComplete || c.Latency <= 0 || c.Context == nil || (c.Err == nil) != (i == 0) {
+		if c.Op != middleware.OpComplete || c.Latency <= 0 || c.Context == nil || (c.Err == nil) != (i == 0) {
 			t.Errorf("call %d: %+v, want op complete, a latency, a context, and an error only for the stale token", i, c)
 		}
 	}

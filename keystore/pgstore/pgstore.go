@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/middleware"
 )
 
 // Defaults, used where Config leaves a field zero.
@@ -64,13 +65,13 @@ type Config struct {
 	Logger *slog.Logger
 
 	// Observer, if set, is called after each CompleteTx (and so each
-	// completion InTx makes) with Op keystore.OpComplete, the statement's
+	// completion InTx makes) with Op middleware.OpComplete, the statement's
 	// latency and its error: the completions made in the handler's
 	// transaction, which the middleware does not make. The calls the
 	// middleware makes (Claim, Extend, Complete, Release) are reported to
 	// its own Config.StoreObserver. It is called synchronously and must be
 	// fast and safe for concurrent use.
-	Observer func(keystore.Call)
+	Observer func(middleware.StoreCall)
 
 	// ClientKeys, when positive, bounds the new keys one client
 	// (keystore.ClaimArgs.Client; the middleware's Config.Client) acquires
@@ -136,7 +137,7 @@ type Store struct {
 	clientKeys   int32
 	clientWindow int64
 	log          *slog.Logger
-	observe      func(keystore.Call)
+	observe      func(middleware.StoreCall)
 	room         room // Config.MaxKeys's samples
 
 	stop      context.CancelFunc

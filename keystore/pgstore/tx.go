@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/middleware"
 )
 
 // ErrNoHold reports that InTx found no [keystore.Hold] in its context: the
@@ -57,7 +58,7 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, key string, token key
 	}
 	start := time.Now()
 	err := s.complete(ctx, tx, key, token, int32(rec.StatusCode), header, rec.Body, retention)
-	s.observe(keystore.Call{Op: keystore.OpComplete, Latency: time.Since(start), Err: err, Context: ctx})
+	s.observe(middleware.StoreCall{Op: middleware.OpComplete, Latency: time.Since(start), Err: err, Context: ctx})
 	return err
 }
 

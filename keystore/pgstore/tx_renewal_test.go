@@ -177,8 +177,8 @@ func TestRenewalWaitsOnOwnCommitBehindMiddleware(t *testing.T) {
 	m, err := middleware.New(s, middleware.Config{
 		Lease:        300 * time.Millisecond,
 		StoreTimeout: 90 * time.Millisecond,
-		StoreObserver: func(c keystore.Call) {
-			if c.Op == keystore.OpExtend && c.Err != nil && committing.Load() {
+		StoreObserver: func(c middleware.StoreCall) {
+			if c.Op == middleware.OpExtend && c.Err != nil && committing.Load() {
 				failedExtends.Add(1)
 			}
 		},
