@@ -13,7 +13,7 @@
 // # Life of a key
 //
 // A key is in one [State] at a time: [Absent], [InFlight], [Completed] or
-// [Released]. The same four names are used by Admin, the geoidem command
+// [Released]. The same four names are used by adminhttp, the geoidem command
 // and the middleware's logs.
 //
 //   - [Store.Claim] on an absent or released key acquires it for the token
@@ -80,14 +80,14 @@
 //
 // # Operating a store
 //
-// A store may also offer [Admin], found by type assertion: an operator's
-// view of one entry (Inspect), the freeing of a key left in flight by a
-// process that died (Free, only once its lease has run out unless forced),
-// the deletion of a completed record (Forget) and counts (Summarize). The
-// geoidem command's keys subcommand uses it; memstore, redisstore and
-// pgstore have it. [ClientBounded] (a bound on the new keys each client
-// acquires) and [Pinger] are the other optional capabilities. Each has its own rules in keystoretest; nothing in this
-// module wraps a store, so no capability is ever hidden behind a wrapper.
+// A store may also offer optional capabilities, found by type assertion:
+// [ClientBounded] (a bound on the new keys each client acquires), [Pinger],
+// and package adminhttp's Admin (an operator's view of one entry, the
+// freeing of a key left in flight by a process that died, the deletion of
+// a completed record, counts), which the geoidem command's keys
+// subcommand uses; memstore, redisstore and pgstore have all three. Each
+// has its own rules in keystoretest; nothing in this module wraps a store,
+// so no capability is ever hidden behind a wrapper.
 //
 // # Writing a store
 //
@@ -100,7 +100,6 @@ package keystore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 )
@@ -195,16 +194,6 @@ func (s State) String() string {
 		return "released"
 	}
 	return "unknown"
-}
-
-// ParseState returns the State whose String is s.
-func ParseState(s string) (State, error) {
-	for st := Absent; st <= Released; st++ {
-		if st.String() == s {
-			return st, nil
-		}
-	}
-	return 0, fmt.Errorf("keystore: unknown state %q", s)
 }
 
 // ClaimArgs are the inputs of [Store.Claim], each one a rule of the

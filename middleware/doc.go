@@ -246,5 +246,5 @@
 //
 // Config.StoreObserver receives a [StoreCall] for every call the
 // middleware makes of its store. Nothing wraps the store, so it keeps
-// every capability it has ([keystore.Pinger], [keystore.Admin]).
+// every capability it has ([keystore.Pinger], adminhttp's Admin).
 package middleware

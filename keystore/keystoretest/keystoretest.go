@@ -2,7 +2,7 @@
 // [keystore.Store]. A store is correct when [Run] passes against it.
 //
 // The suite talks to the store only through the keystore.Store interface
-// (and the optional capabilities keystore.Admin, keystore.Pinger and
+// (and the optional capabilities adminhttp.Admin, keystore.Pinger and
 // keystore.ClientBounded, whose rules a store without them skips), so
 // it runs unchanged against an in-process store, a real Redis or a real
 // PostgreSQL server. Rules about time (lease expiry, retention) use short real
@@ -81,7 +81,7 @@ func Run(t *testing.T, newStore NewStore) {
 		// keystore.ClientBounded, for the stores that have it.
 		{"ClientBoundRefusesPastBound", testClientBoundRefusesPastBound},
 		{"ClientBoundCountsOnlyNewKeys", testClientBoundCountsOnlyNewKeys},
-		// keystore.Admin, for the stores that have it.
+		// adminhttp.Admin, for the stores that have it.
 		{"AdminInspect", testAdminInspect},
 		{"AdminFreeRunOutLease", testAdminFreeRunOutLease},
 		{"AdminFreeForce", testAdminFreeForce},

@@ -7,21 +7,22 @@ import (
 
 	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/adminhttp"
 )
 
-// The rules of the optional keystore.Admin capability. A store without it
+// The rules of the optional adminhttp.Admin capability. A store without it
 // skips them, visibly.
 
-func admin(t *testing.T, s keystore.Store) keystore.Admin {
+func admin(t *testing.T, s keystore.Store) adminhttp.Admin {
 	t.Helper()
-	a, ok := s.(keystore.Admin)
+	a, ok := s.(adminhttp.Admin)
 	if !ok {
-		t.Skipf("%T is not a keystore.Admin", s)
+		t.Skipf("%T is not a adminhttp.Admin", s)
 	}
 	return a
 }
 
-func inspect(t *testing.T, a keystore.Admin, key string, want keystore.State) keystore.Entry {
+func inspect(t *testing.T, a adminhttp.Admin, key string, want keystore.State) adminhttp.Entry {
 	t.Helper()
 	e, err := a.Inspect(ctx(t), key)
 	if err != nil {
@@ -81,7 +82,7 @@ func testAdminFreeRunOutLease(t *testing.T, s keystore.Store) {
 		before := time.Now()
 		c = mustClaim(t, s, key, fpA, lease, acquire)
 		e, err := a.Free(ctx(t), key, false)
-		if errors.Is(err, keystore.ErrLeaseRunning) && e.State == keystore.InFlight {
+		if errors.Is(err, adminhttp.ErrLeaseRunning) && e.State == keystore.InFlight {
 			break
 		}
 		if time.Since(before) < lease || lease > waitFor {
@@ -113,7 +114,7 @@ func testAdminFreeRunOutLease(t *testing.T, s keystore.Store) {
 	if n.Token == c.Token {
 		t.Errorf("the claim after Free reused token %d", n.Token)
 	}
-	if _, err := a.Free(ctx(t), Key(t), true); !errors.Is(err, keystore.ErrNotInFlight) {
+	if _, err := a.Free(ctx(t), Key(t), true); !errors.Is(err, adminhttp.ErrNotInFlight) {
 		t.Errorf("Free of an absent key: %v, want ErrNotInFlight", err)
 	}
 }
@@ -143,7 +144,7 @@ func testAdminFreeNeverTouchesRecord(t *testing.T, s keystore.Store) {
 		t.Fatalf("Complete: %v", err)
 	}
 	for _, force := range []bool{false, true} {
-		if e, err := a.Free(ctx(t), key, force); !errors.Is(err, keystore.ErrNotInFlight) || e.State != keystore.Completed {
+		if e, err := a.Free(ctx(t), key, force); !errors.Is(err, adminhttp.ErrNotInFlight) || e.State != keystore.Completed {
 			t.Errorf("Free(force=%t) of a completed key: %+v, %v; want the record and ErrNotInFlight", force, e.State, err)
 		}
 	}
@@ -154,11 +155,11 @@ func testAdminFreeNeverTouchesRecord(t *testing.T, s keystore.Store) {
 func testAdminForget(t *testing.T, s keystore.Store) {
 	a := admin(t, s)
 	key := Key(t)
-	if _, err := a.Forget(ctx(t), key); !errors.Is(err, keystore.ErrNotCompleted) {
+	if _, err := a.Forget(ctx(t), key); !errors.Is(err, adminhttp.ErrNotCompleted) {
 		t.Errorf("Forget of an absent key: %v, want ErrNotCompleted", err)
 	}
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
-	if e, err := a.Forget(ctx(t), key); !errors.Is(err, keystore.ErrNotCompleted) || e.State != keystore.InFlight {
+	if e, err := a.Forget(ctx(t), key); !errors.Is(err, adminhttp.ErrNotCompleted) || e.State != keystore.InFlight {
 		t.Errorf("Forget of a key in flight: %+v, %v; want ErrNotCompleted", e.State, err)
 	}
 	inspect(t, a, key, keystore.InFlight)
@@ -181,7 +182,7 @@ func testAdminSummarize(t *testing.T, s keystore.Store) {
 	if err != nil {
 		t.Fatalf("Summarize: %v", err)
 	}
-	if sum != (keystore.Summary{}) {
+	if sum != (adminhttp.Summary{}) {
 		t.Fatalf("Summarize of an empty store: %+v, want zero", sum)
 	}
 	held, short, done := Key(t), Key(t), Key(t)
