@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/internal/ratelog"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 )
@@ -103,17 +104,18 @@ type Config struct {
 	MaxBodyBytes int64
 
 	// MaxRecordBytes bounds the record kept for replay: the whole record as
-	// a store encodes it ([keystore.RecordLen]: status, recorded headers and
-	// trailers, and body), whatever path the response took (a body, headers
+	// the store is given it (the length of the record's bytes: status,
+	// recorded headers and trailers, and body), whatever path the response took (a body, headers
 	// alone, a flush, trailers). Each claim tells the store
 	// (keystore.ClaimArgs.RecordBytes), so that a store that reserves room
 	// per claim (memstore) always has room for the record. A larger
 	// response is still sent in full, but what is recorded, and replayed,
-	// is keystore.TooLargeRecord: a problem document (of about 400 bytes)
+	// is a problem document (of about 400 bytes)
 	// under the same status saying it was too large, so that the request is
 	// never silently executed twice. A handler that records its own
-	// response (keystore.Hold) is held to it too (Hold.Fit). At least
-	// keystore.MinRecordBytes (1 KiB). Default DefaultMaxRecordBytes.
+	// response (keystore.Hold, pgstore's InTx and CompleteTx) is held to
+	// it too (Hold.MaxRecordBytes). At least 1 KiB (1024), room for that
+	// problem document. Default DefaultMaxRecordBytes.
 	MaxRecordBytes int
 
 	// ReplayHeaders are the response headers recorded and replayed; those
@@ -278,8 +280,8 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 			return nil, fmt.Errorf("middleware: Config.%s must not be negative", d.name)
 		}
 	}
-	if m.maxRecord < keystore.MinRecordBytes {
-		return nil, fmt.Errorf("middleware: Config.MaxRecordBytes (%d) must be at least keystore.MinRecordBytes (%d), room for the record kept in place of a larger response", m.maxRecord, keystore.MinRecordBytes)
+	if m.maxRecord < record.MinBytes {
+		return nil, fmt.Errorf("middleware: Config.MaxRecordBytes (%d) must be at least record.MinBytes (%d), room for the record kept in place of a larger response", m.maxRecord, record.MinBytes)
 	}
 	if m.lease < 3*time.Millisecond {
 		return nil, errors.New("middleware: Config.Lease must be at least 3ms")

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/adminhttp"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -313,6 +314,13 @@ func openAdmin(ctx context.Context, f keysFlags) (adminhttp.Admin, func(), error
 	return nil, nil, fmt.Errorf("-store %q: want redis://…, postgres://… or http://ADMIN-ADDR", f.store)
 }
 
+// recordOf is e's record decoded: the zero Record for bytes that are not
+// a record encoding.
+func recordOf(e adminhttp.Entry) record.Record {
+	rec, _ := record.Decode(e.Record)
+	return rec
+}
+
 // stateLine is an entry's state in one line.
 func stateLine(e adminhttp.Entry) string {
 	switch e.State {
@@ -325,7 +333,7 @@ func stateLine(e adminhttp.Entry) string {
 		if isUncertain(e.Record) {
 			return fmt.Sprintf("uncertain: geoidem proxy sent the request and got no answer to trust, so the upstream may have run it; held %v more, every retry answered 503; check the upstream, then 'geoidem keys release' lets the next delivery run", e.RetentionRemaining.Round(time.Second))
 		}
-		return fmt.Sprintf("completed: status %d, %d header field(s), body %d bytes, kept %v more", e.Record.StatusCode, len(e.Record.Header), len(e.Record.Body), e.RetentionRemaining.Round(time.Second))
+		return fmt.Sprintf("completed: status %d, %d header field(s), body %d bytes, kept %v more", recordOf(e).StatusCode, len(recordOf(e).Header), len(recordOf(e).Body), e.RetentionRemaining.Round(time.Second))
 	case keystore.Released:
 		return "released: its request failed and gave the key back; the next delivery runs"
 	}
@@ -348,13 +356,13 @@ func describe(w io.Writer, e adminhttp.Entry) {
 	if e.State != keystore.Completed {
 		return
 	}
-	names := make([]string, 0, len(e.Record.Header))
-	for k := range e.Record.Header {
+	names := make([]string, 0, len(recordOf(e).Header))
+	for k := range recordOf(e).Header {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		for _, v := range e.Record.Header[k] {
+		for _, v := range recordOf(e).Header[k] {
 			fmt.Fprintf(w, "header: %s: %s\n", k, v)
 		}
 	}

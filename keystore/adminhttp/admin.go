@@ -84,8 +84,9 @@ type Entry struct {
 	// out: its holder is gone or stalled, and the next Claim takes it over.
 	LeaseRunOut bool
 
-	// Record is the recorded response (Completed).
-	Record keystore.Record
+	// Record is the record (Completed): the bytes Complete stored, as
+	// keystore.Claim's Record. Do not change them.
+	Record []byte
 	// RetentionRemaining is how long the record is still kept (Completed).
 	RetentionRemaining time.Duration
 }

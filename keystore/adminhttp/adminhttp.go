@@ -36,6 +36,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -89,7 +90,12 @@ func (e Entry) JSON() JSONEntry {
 	case keystore.InFlight:
 		j.LeaseRemaining, j.LeaseRunOut = e.LeaseRemaining, e.LeaseRunOut
 	case keystore.Completed:
-		j.Status, j.Header, j.Body, j.RetentionRemaining = e.Record.StatusCode, e.Record.Header, e.Record.Body, e.RetentionRemaining
+		j.RetentionRemaining = e.RetentionRemaining
+		if rec, err := record.Decode(e.Record); err == nil {
+			j.Status, j.Header, j.Body = rec.StatusCode, rec.Header, rec.Body
+		} else {
+			j.Body = e.Record // not the middleware's encoding: the bytes as they are, without a status
+		}
 	}
 	return j
 }
@@ -100,7 +106,10 @@ func (j JSONEntry) entry() (Entry, error) {
 		return Entry{}, err
 	}
 	e := Entry{State: st, Token: keystore.Token(j.Token), LeaseRemaining: j.LeaseRemaining, LeaseRunOut: j.LeaseRunOut,
-		Record: keystore.Record{StatusCode: j.Status, Header: j.Header, Body: j.Body}, RetentionRemaining: j.RetentionRemaining}
+		RetentionRemaining: j.RetentionRemaining}
+	if st == keystore.Completed {
+		e.Record = record.Append(nil, record.Record{StatusCode: j.Status, Header: j.Header, Body: j.Body})
+	}
 	if j.Fingerprint != "" {
 		if b, err := hex.DecodeString(j.Fingerprint); err == nil && len(b) == len(e.Fingerprint) {
 			copy(e.Fingerprint[:], b)

@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
+
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/adminhttp"
 )
@@ -49,7 +50,7 @@ func testAdminInspect(t *testing.T, s keystore.Store) {
 	}
 
 	rec := sampleRecord()
-	if err := storecall.Complete(ctx(t), s, key, c.Token, rec, longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, rec), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	e = inspect(t, a, key, keystore.Completed)
@@ -75,7 +76,7 @@ func testAdminFreeRunOutLease(t *testing.T, s keystore.Store) {
 	// starts again with a key claimed for a lease four times as long.
 	var (
 		key string
-		c   storecall.Claimed
+		c   claimed
 	)
 	for lease := shortLease; ; lease *= 4 {
 		key = Key(t)
@@ -104,7 +105,7 @@ func testAdminFreeRunOutLease(t *testing.T, s keystore.Store) {
 		t.Fatalf("Free of a run-out lease: %+v, %v; want the in-flight entry it freed", e, err)
 	}
 	inspect(t, a, key, keystore.Absent)
-	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, sampleRecord()), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete by the freed token: %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -126,10 +127,10 @@ func testAdminFreeForce(t *testing.T, s keystore.Store) {
 	if e, err := a.Free(ctx(t), key, true); err != nil || e.State != keystore.InFlight || e.LeaseRunOut {
 		t.Fatalf("forced Free of a running lease: %+v, %v", e, err)
 	}
-	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, sampleRecord()), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete by the token freed by force: %v, want ErrLeaseLost: the fence must hold", err)
 	}
-	if err := storecall.Extend(ctx(t), s, key, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if _, err := s.Extend(ctx(t), key, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend by the token freed by force: %v, want ErrLeaseLost", err)
 	}
 	mustClaim(t, s, key, fpB, longLease, acquire)
@@ -140,7 +141,7 @@ func testAdminFreeNeverTouchesRecord(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	rec := sampleRecord()
-	if err := storecall.Complete(ctx(t), s, key, c.Token, rec, longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, rec), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	for _, force := range []bool{false, true} {
@@ -164,7 +165,7 @@ func testAdminForget(t *testing.T, s keystore.Store) {
 	}
 	inspect(t, a, key, keystore.InFlight)
 	rec := sampleRecord()
-	if err := storecall.Complete(ctx(t), s, key, c.Token, rec, longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, rec), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	e, err := a.Forget(ctx(t), key)
@@ -189,7 +190,7 @@ func testAdminSummarize(t *testing.T, s keystore.Store) {
 	mustClaim(t, s, held, fpA, longLease, acquire)
 	mustClaim(t, s, short, fpA, shortLease, acquire)
 	c := mustClaim(t, s, done, fpA, longLease, acquire)
-	if err := storecall.Complete(ctx(t), s, done, c.Token, sampleRecord(), longRetention); err != nil {
+	if err := s.Complete(ctx(t), done, c.Token, record.Append(nil, sampleRecord()), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	eventually(t, "the short lease running out, as Summarize counts it", func() bool {

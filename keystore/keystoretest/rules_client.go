@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
+
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -33,10 +34,10 @@ func clientBound(t *testing.T, s keystore.Store) keystore.ClientBound {
 }
 
 // claimFor claims key for client with a fresh token.
-func claimFor(t *testing.T, s keystore.Store, key, client string) (storecall.Claimed, error) {
+func claimFor(t *testing.T, s keystore.Store, key, client string) (claimed, error) {
 	tok := keystore.NewToken()
 	c, err := s.Claim(ctx(t), key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: tok, Client: client})
-	r := storecall.Claimed{Claim: c}
+	r := claimed{Claim: c}
 	if err == nil && c.Acquired {
 		r.Token = tok
 	}
@@ -45,7 +46,7 @@ func claimFor(t *testing.T, s keystore.Store, key, client string) (storecall.Cla
 
 // mustAcquireFor claims a new key for client and fails t unless it is
 // acquired.
-func mustAcquireFor(t *testing.T, s keystore.Store, client, what string) (string, storecall.Claimed) {
+func mustAcquireFor(t *testing.T, s keystore.Store, client, what string) (string, claimed) {
 	t.Helper()
 	key := Key(t)
 	c, err := claimFor(t, s, key, client)
@@ -57,7 +58,7 @@ func mustAcquireFor(t *testing.T, s keystore.Store, client, what string) (string
 
 // wantClientRefusal fails t unless err is the refusal of a client past
 // its bound.
-func wantClientRefusal(t *testing.T, b keystore.ClientBound, c storecall.Claimed, err error, what string) {
+func wantClientRefusal(t *testing.T, b keystore.ClientBound, c claimed, err error, what string) {
 	t.Helper()
 	var fe *keystore.FullError
 	switch {
@@ -82,7 +83,7 @@ func testClientBoundRefusesPastBound(t *testing.T, s keystore.Store) {
 	for i := range b.Keys {
 		key, c := mustAcquireFor(t, s, client, fmt.Sprintf("new key %d of %d", i+1, b.Keys))
 		if i%2 == 0 {
-			if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); err != nil {
+			if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, sampleRecord()), longRetention); err != nil {
 				t.Fatalf("Complete: %v", err)
 			}
 		}
@@ -106,7 +107,7 @@ func testClientBoundCountsOnlyNewKeys(t *testing.T, s keystore.Store) {
 	b := clientBound(t, s)
 	client := "client-" + Key(t)[:12]
 	done, c := mustAcquireFor(t, s, client, "first new key")
-	if err := storecall.Complete(ctx(t), s, done, c.Token, sampleRecord(), longRetention); err != nil {
+	if err := s.Complete(ctx(t), done, c.Token, record.Append(nil, sampleRecord()), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	repeat := func(when string) {

@@ -22,7 +22,7 @@ func (s *Store) entryOf(slot int32, now int64) adminhttp.Entry {
 		if left <= 0 {
 			return adminhttp.Entry{} // the retention has ended: as good as absent
 		}
-		return adminhttp.Entry{State: keystore.Completed, Fingerprint: e.fp, Token: e.token, Record: decodeRecord(*s.rec(slot)), RetentionRemaining: left}
+		return adminhttp.Entry{State: keystore.Completed, Fingerprint: e.fp, Token: e.token, Record: *s.rec(slot), RetentionRemaining: left}
 	}
 	return adminhttp.Entry{State: keystore.Released, Fingerprint: e.fp, Token: e.token}
 }

@@ -83,8 +83,8 @@
 // larger than the reservation always fits, and the answer of a handler that
 // ran is never lost for want of room. A larger record takes the difference
 // from the free budget (making room as a claim does, if it must) and is refused
-// with ErrStoreFull when there is none. A record's size is its encoding,
-// [keystore.RecordLen]. The reservation also bounds the claims in flight at
+// with ErrStoreFull when there is none. A record's size is its length in
+// bytes. The reservation also bounds the claims in flight at
 // once to MaxBytes / reservation.
 //
 // # Scope
@@ -102,6 +102,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -194,11 +195,11 @@ func (s *Store) init() {
 // now returns the current time as a deadline value.
 func (s *Store) now() int64 { return int64(time.Since(s.base)) }
 
-// Claim implements keystore.Store. What needs no state (the key's ID, a
-// replayed record's decoding) is done outside the lock: every request
-// claims, so the lock is held only for the lookup and the bookkeeping. A
-// stored encoding is never written in place, only replaced, so decoding it
-// after the unlock reads what was found.
+// Claim implements keystore.Store. What needs no state (the key's ID) is
+// done outside the lock: every request claims, so the lock is held only
+// for the lookup and the bookkeeping. A completed key's Record is the very
+// slice the store keeps: a stored record is never written in place, only
+// replaced or dropped, so the caller may keep it (and must not change it).
 func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return keystore.Claim{}, err
@@ -212,7 +213,7 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	s.mu.Unlock()
 	s.logEvictions()
 	if err == nil && c.State == keystore.Completed {
-		c.Record = decodeRecord(enc)
+		c.Record = enc
 	}
 	return c, err
 }
@@ -311,7 +312,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if retention <= 0 {
 		return errDuration
 	}
-	if _, err := keystore.CheckRecord(rec); err != nil {
+	if _, err := record.Check(rec); err != nil {
 		return fmt.Errorf("memstore: complete: %w", err)
 	}
 	defer s.logEvictions()

@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 )
@@ -30,7 +30,7 @@ func fillPastShare(t *testing.T, s *memstore.Store, n int) {
 		if err != nil {
 			t.Fatalf("the lone client's key %d: %v", i+1, err)
 		}
-		if err := storecall.Complete(context.Background(), s, key, tok, keystore.Record{StatusCode: 201}, 24*time.Hour); err != nil {
+		if err := s.Complete(context.Background(), key, tok, record.Append(nil, record.Record{StatusCode: 201}), 24*time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}

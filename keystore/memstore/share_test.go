@@ -8,7 +8,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/testkit"
+
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 )
@@ -31,7 +33,7 @@ func TestShareBitesOnlyUnderContention(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the lone client's key %d: %v", i+1, err)
 		}
-		if err := storecall.Complete(ctx, s, "a"+strconv.Itoa(i), tok, keystore.Record{StatusCode: 201}, time.Hour); err != nil {
+		if err := s.Complete(ctx, "a"+strconv.Itoa(i), tok, record.Append(nil, record.Record{StatusCode: 201}), time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,10 +55,10 @@ func TestShareBitesOnlyUnderContention(t *testing.T) {
 	}
 	// The whole store full: RetryAfter from the earliest entry to free.
 	small := memstore.New(memstore.Config{MaxEntries: 1})
-	if _, err := storecall.Claim(ctx, small, "x", fp, time.Minute); err != nil {
+	if _, err := testkit.Claim(ctx, small, "x", fp, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	_, err = storecall.Claim(ctx, small, "y", fp, time.Minute)
+	_, err = testkit.Claim(ctx, small, "y", fp, time.Minute)
 	if !errors.As(err, &fe) || fe.Client || fe.RetryAfter <= 0 || fe.RetryAfter > time.Minute {
 		t.Fatalf("Claim in a full store: %v (%+v), want a FullError with RetryAfter within the lease", err, fe)
 	}
@@ -80,7 +82,7 @@ func TestRateUnderContention(t *testing.T) {
 				t.Fatalf("key %d of the burst: %v %v", i+1, c.State, err)
 			}
 		}
-		if err := storecall.Complete(ctx, s, "k0", toks["k0"], keystore.Record{StatusCode: 201}, time.Hour); err != nil {
+		if err := s.Complete(ctx, "k0", toks["k0"], record.Append(nil, record.Record{StatusCode: 201}), time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Release(ctx, "k2", toks["k2"]); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/adminhttp"
 	"github.com/jackc/pgx/v5"
@@ -50,7 +51,7 @@ func scanEntry(row pgx.Row) (adminhttp.Entry, error) {
 		if len(body) == 0 {
 			body = nil
 		}
-		e.Record = keystore.Record{StatusCode: int(*status), Header: h, Body: body}
+		e.Record = record.Append(nil, record.Record{StatusCode: int(*status), Header: h, Body: body})
 	default:
 		return adminhttp.Entry{}, nil // the retention has ended: as good as absent
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/middleware"
 )
@@ -374,7 +375,9 @@ func (r *claimRow) claim(tok int64) (keystore.Claim, error) {
 		c.Acquired, c.State, c.TookOver = true, keystore.InFlight, r.tookOver
 	case !r.statusNull:
 		c.State = keystore.Completed
-		c.Record = keystore.Record{StatusCode: int(r.status), Header: r.header, Body: r.body}
+		// The columns encoded again: Complete accepts only the encoding
+		// exactly as record.Append writes it, so these are its bytes.
+		c.Record = record.Append(nil, record.Record{StatusCode: int(r.status), Header: r.header, Body: r.body})
 	case r.token == tok:
 		// The caller's own claim, repeated.
 		c.Acquired, c.State = true, keystore.InFlight
@@ -418,13 +421,13 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 // Complete implements [keystore.Store.Complete]: one fenced UPDATE. See
 // CompleteTx to complete inside a transaction of your own.
 func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec []byte, retention time.Duration) error {
-	status, header, body, err := keystore.SplitRecord(rec)
+	status, header, body, err := record.Split(rec)
 	if err != nil {
 		return fmt.Errorf("pgstore: complete: %w", err)
 	}
 	// No header fields, and no body bytes, are stored as NULL, as a nil
 	// header and a nil body: the encoding does not tell them from empty
-	// ones, and a Claim returns them nil, as keystore.DecodeRecord does.
+	// ones, and a Claim returns them nil, as record.Decode does.
 	if len(header) == 1 {
 		header = nil
 	}

@@ -80,11 +80,7 @@ func entryOf(v string, pttl int64) (adminhttp.Entry, error) {
 			e.Token = keystore.Token(binary.BigEndian.Uint64([]byte(v[33:41])))
 			rec = v[41:]
 		}
-		r, err := keystore.DecodeRecord([]byte(rec))
-		if err != nil {
-			return adminhttp.Entry{}, fmt.Errorf("redisstore: the stored record: %w", err)
-		}
-		e.Record = r
+		e.Record = []byte(rec)
 		return e, nil
 	}
 	return adminhttp.Entry{}, errors.New("redisstore: the key holds a value that is not an idempotency entry")
