@@ -302,9 +302,13 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	return remaining, nil
 }
 
-// Complete implements keystore.Store: it keeps a copy of rec. Complete
-// repeated by the token that completed the key, with an equal record,
-// succeeds and changes nothing.
+// Complete implements keystore.Store: it keeps a copy of rec, which every
+// Claim returns. Complete repeated by the token that completed the key,
+// with the same bytes, succeeds and changes nothing. The store reads the
+// bytes (see keystore.Store's Complete): bytes that are not the
+// middleware's record encoding, exactly as it writes it, fail with
+// keystore.ErrCorruptRecord, and a status outside 200–599 with
+// keystore.ErrInvalidStatus.
 func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec []byte, retention time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -418,8 +418,13 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	return max(time.Duration(remaining)*time.Microsecond, 0), nil
 }
 
-// Complete implements [keystore.Store.Complete]: one fenced UPDATE. See
-// CompleteTx to complete inside a transaction of your own.
+// Complete implements [keystore.Store.Complete]: one fenced UPDATE of the
+// record's status, header and body columns, which every Claim encodes
+// again as the same bytes. So it reads the bytes (see keystore.Store's
+// Complete): bytes that are not the middleware's record encoding, exactly
+// as it writes it, fail with keystore.ErrCorruptRecord, and a status
+// outside 200–599 with keystore.ErrInvalidStatus. See CompleteTx to
+// complete inside a transaction of your own.
 func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec []byte, retention time.Duration) error {
 	status, header, body, err := record.Split(rec)
 	if err != nil {
@@ -427,7 +432,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	}
 	// No header fields, and no body bytes, are stored as NULL, as a nil
 	// header and a nil body: the encoding does not tell them from empty
-	// ones, and a Claim returns them nil, as record.Decode does.
+	// ones, and a Claim encodes them again as the same bytes.
 	if len(header) == 1 {
 		header = nil
 	}

@@ -363,10 +363,13 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	return 0, nil
 }
 
-// Complete implements keystore.Store. The record is stored as its encoding,
-// its body byte for byte, copied into the command sent; it expires
-// retention from now by the Redis server's clock. A rec that
-// record.Check refuses fails before anything is sent.
+// Complete implements keystore.Store. The record's bytes are stored as
+// they are, copied into the command sent, and every Claim returns them; it
+// expires retention from now by the Redis server's clock. The store reads
+// the bytes (see keystore.Store's Complete): bytes that are not the
+// middleware's record encoding, exactly as it writes it, fail with
+// keystore.ErrCorruptRecord, and a status outside 200–599 with
+// keystore.ErrInvalidStatus, before anything is sent.
 func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec []byte, retention time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
