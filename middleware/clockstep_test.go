@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/internal/testkit"
-
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/geoidem/geoidem/internal/testkit"
-
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"

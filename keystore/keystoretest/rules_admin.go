@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/internal/record"
-
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/adminhttp"
 )

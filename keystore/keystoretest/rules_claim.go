@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/internal/record"
-
 	"github.com/geoidem/geoidem/keystore"
 )
 

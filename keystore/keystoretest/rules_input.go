@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/geoidem/geoidem/internal/record"
-
 	"github.com/geoidem/geoidem/keystore"
 )
 

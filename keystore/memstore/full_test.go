@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/testkit"
-
 	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"

@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/record"
-	"github.com/geoidem/geoidem/internal/testkit"
-
 	"github.com/jackc/pgx/v5"
 
+	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/internal/testkit"
-
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"

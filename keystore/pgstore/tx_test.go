@@ -1,15 +1,16 @@
 package pgstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/testkit"
-
 	"github.com/jackc/pgx/v5"
 
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -396,5 +397,39 @@ func TestInTxContextCanceledForLostLease(t *testing.T) {
 	}
 	if _, writes := feature(t, pool, features, "f1"); writes != 0 {
 		t.Errorf("write committed")
+	}
+}
+
+// CompleteTx keeps a record over the MaxRecordBytes of the Hold of its key
+// in its context as the too-large record of its status, as the middleware
+// keeps a response it cannot record; with no bound it keeps the record.
+func TestCompleteTxFitsTheHoldsBound(t *testing.T) {
+	pool := newPool(t, 4, nil)
+	s := newStore(t, pool, pgstore.Config{})
+	big := jsonRecord(`{"x":"` + strings.Repeat("x", 2000) + `"}`)
+	for _, limit := range []int{0, 1024} {
+		key := keystoretest.Key(t)
+		c := claim(t, s, key, time.Minute, acquire)
+		ctx, hold := holdCtx(t, key, c)
+		hold.MaxRecordBytes = limit
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CompleteTx(ctx, tx, key, c.Token, big, time.Hour); err != nil {
+			t.Fatalf("CompleteTx: %v", err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := testkit.Decoded(claim(t, s, key, time.Minute, keystore.Completed).Record)
+		kept := bytes.Equal(got.Body, big.Body)
+		if got.StatusCode != big.StatusCode || kept != (limit == 0) {
+			t.Errorf("MaxRecordBytes %d, a record of %d body bytes: stored status %d, body of %d bytes; want status %d and the body kept only without a bound",
+				limit, len(big.Body), got.StatusCode, len(got.Body), big.StatusCode)
+		}
+		if limit > 0 && !strings.Contains(string(got.Body), "response-not-recorded") {
+			t.Errorf("MaxRecordBytes %d: stored %q, want the response-not-recorded problem", limit, got.Body)
+		}
 	}
 }

@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/testkit"
-
 	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"

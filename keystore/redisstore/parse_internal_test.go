@@ -4,9 +4,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/testkit"
-
 	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 )
 

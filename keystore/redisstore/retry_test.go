@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/testkit"
-
 	"github.com/redis/go-redis/v9"
 
 	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
