@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -51,7 +53,7 @@ const retentionKeysAtRate = retentionRate * int64(retentionDay/time.Second)
 
 // retentionRecord is every filled key's record: what section 1's bare
 // handler answers, as the middleware records it.
-var retentionRecord = keystore.Record{
+var retentionRecord = record.Record{
 	StatusCode: http.StatusCreated,
 	Header:     http.Header{"Content-Type": {"application/json"}},
 	Body:       ingestBody([]byte(feature)),
@@ -107,7 +109,7 @@ func (l *latencies) tick(last *time.Duration, to *time.Duration) {
 // returns the i-th filled key to replay, which must come back completed
 // with retentionRecord.
 func measureLatency(ctx context.Context, s keystore.Store, run string, n int, pick func(int) string, l *latencies) error {
-	rec := keystore.AppendRecord(nil, retentionRecord)
+	rec := record.Append(nil, retentionRecord)
 	var last time.Duration
 	l.tick(&last, nil)
 	for range n {
@@ -132,8 +134,8 @@ func measureLatency(ctx context.Context, s keystore.Store, run string, n int, pi
 		t0 = time.Now()
 		c, err = s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: sha256.Sum256([]byte(key)), Lease: 30 * time.Second, Token: keystore.NewToken()})
 		l.replay = append(l.replay, time.Since(t0))
-		if err != nil || c.State != keystore.Completed || c.Record.StatusCode != retentionRecord.StatusCode || string(c.Record.Body) != string(retentionRecord.Body) {
-			return fmt.Errorf("replay of a filled key: state %v, record %d %q, %v (the fill does not write the store's format)", c.State, c.Record.StatusCode, c.Record.Body, err)
+		if err != nil || c.State != keystore.Completed || !bytes.Equal(c.Record, rec) {
+			return fmt.Errorf("replay of a filled key: state %v, record %q, %v (the fill does not write the store's format)", c.State, c.Record, err)
 		}
 		l.tick(&last, &l.cpuReplay)
 	}

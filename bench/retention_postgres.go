@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -311,7 +312,7 @@ func backendCPU(pid int32) func() (time.Duration, bool) {
 // expired two hours ago, the others expire evenly over the next 24 h, in
 // that order (see retentionLiveFrom).
 func pgFill(ctx context.Context, pool *pgxpool.Pool, t pgTable, run string, from, to, expired int) error {
-	_, header, body, err := keystore.SplitRecord(keystore.AppendRecord(nil, retentionRecord))
+	_, header, body, err := record.Split(record.Append(nil, retentionRecord))
 	if err != nil {
 		return err
 	}

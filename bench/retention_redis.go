@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -134,7 +135,7 @@ func usedMemory(ctx context.Context, c *redis.Client) (int64, error) {
 // Redis keys, in pipelines, their retention ending evenly over the next
 // 24 h; it returns the length of a value.
 func redisFill(ctx context.Context, c *redis.Client, st *redisstore.Store, run string, keys int) (int, error) {
-	rec := keystore.AppendRecord(nil, retentionRecord)
+	rec := record.Append(nil, retentionRecord)
 	const batch = 1000
 	value := make([]byte, 0, 41+len(rec))
 	for i := 0; i < keys; i += batch {

@@ -59,7 +59,7 @@ type topoRun struct {
 	// description of what it did.
 	fire func(ctx context.Context, keys []string, acked int) (string, error)
 	// observe, if set, sees every store call of the receivers.
-	observe func(keystore.Call)
+	observe func(middleware.StoreCall)
 }
 
 // runTopo runs one row of the section.

@@ -12,7 +12,7 @@ import (
 // Most handlers never look at it: the middleware records their response when
 // they return. A handler that records the response itself, inside the same
 // database transaction as its own writes (see package pgstore), uses Key,
-// Token and Retention to do so, stores Fit of its record, commits through
+// Token and Retention to do so, commits through
 // Commit, and so marks the hold completed: the middleware does not record
 // the response a second time.
 type Hold struct {
@@ -23,24 +23,15 @@ type Hold struct {
 	Token Token
 	// Retention is how long the middleware would keep the record.
 	Retention time.Duration
-	// MaxRecordBytes bounds the record kept for Key, as its encoding's
-	// length (RecordLen); zero: no bound. See Fit.
+	// MaxRecordBytes bounds the record kept for Key, in bytes; zero: no
+	// bound. A record over it is kept as a too-large record of its status
+	// (pgstore's InTx and CompleteTx do so), as the middleware keeps a
+	// response it cannot record.
 	MaxRecordBytes int
 
 	completed  atomic.Bool
 	committing atomic.Int32
 	ctx        holdContext // what ContextWithHold returns, in the Hold's own room
-}
-
-// Fit returns what to record for a response rec: rec itself when it fits
-// MaxRecordBytes, else [TooLargeRecord] of its status, as the middleware
-// records a response too large to keep. A handler that records its
-// response itself stores Fit(rec), and answers rec.
-func (h *Hold) Fit(rec Record) Record {
-	if h.MaxRecordBytes > 0 && RecordLen(rec) > h.MaxRecordBytes {
-		return TooLargeRecord(rec.StatusCode)
-	}
-	return rec
 }
 
 // Commit runs commit, the commit of the transaction that recorded the

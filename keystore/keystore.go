@@ -13,7 +13,7 @@
 // # Life of a key
 //
 // A key is in one [State] at a time: [Absent], [InFlight], [Completed] or
-// [Released]. The same four names are used by Admin, the geoidem command
+// [Released]. The same four names are used by adminhttp, the geoidem command
 // and the middleware's logs.
 //
 //   - [Store.Claim] on an absent or released key acquires it for the token
@@ -22,10 +22,10 @@
 //     an in-flight key whose lease is still running reports it as in flight
 //     with the remaining lease; Claim on an in-flight key whose lease has
 //     expired takes it over, exactly as if it were absent. Claim on a
-//     completed key reports the stored [Record].
+//     completed key reports the stored record.
 //   - [Store.Extend] renews the lease of the token that holds the key.
 //   - [Store.Complete] turns the in-flight entry into a completed one that
-//     keeps its Record for the given retention.
+//     keeps its record, opaque bytes, for the given retention.
 //   - [Store.Release] ends the in-flight entry: the key is released, and the
 //     next Claim acquires it.
 //
@@ -63,10 +63,10 @@
 //     a lease renewal that meets its own request's commit (a record stored by
 //     pgstore's InTx or CompleteTx in the handler's transaction) succeeds,
 //     and the record keeps its retention.
-//   - Complete by the token that completed the key, with an equal record
-//     (equal encodings: see [AppendRecord]): a client library's retry of a
-//     Complete that was applied before the connection broke succeeds. With
-//     a different record it fails with ErrLeaseLost.
+//   - Complete by the token that completed the key, with the same record
+//     bytes: a client library's retry of a Complete that was applied before
+//     the connection broke succeeds. With other bytes it fails with
+//     ErrLeaseLost.
 //   - Release by the token that released the key, until the key is claimed
 //     again (stores keep the mark for a grace, at least a minute for those in
 //     this module).
@@ -80,29 +80,28 @@
 //
 // # Operating a store
 //
-// A store may also offer [Admin], found by type assertion: an operator's
-// view of one entry (Inspect), the freeing of a key left in flight by a
-// process that died (Free, only once its lease has run out unless forced),
-// the deletion of a completed record (Forget) and counts (Summarize). The
-// geoidem command's keys subcommand uses it; memstore, redisstore and
-// pgstore have it. [ClientBounded] (a bound on the new keys each client
-// acquires), [Pinger] and [NonBlocking] are the other optional
-// capabilities. Each has its own rules in keystoretest; nothing in this
-// module wraps a store, so no capability is ever hidden behind a wrapper.
+// A store may also offer optional capabilities, found by type assertion:
+// [ClientBounded] (a bound on the new keys each client acquires), [Pinger],
+// and package adminhttp's Admin (an operator's view of one entry, the
+// freeing of a key left in flight by a process that died, the deletion of
+// a completed record, counts), which the geoidem command's keys
+// subcommand uses; memstore, redisstore and pgstore have all three. Each
+// has its own rules in keystoretest; nothing in this module wraps a store,
+// so no capability is ever hidden behind a wrapper.
 //
 // # Writing a store
 //
-// A store keeps records as bytes: [Store.Complete] receives the record
-// encoded by [AppendRecord], one stable encoding for every store in which
-// equal records encode equally, and a store returns it decoded by
-// [DecodeRecord] from Claim. Run package keystoretest's Run against it.
+// To a store a record is opaque bytes: [Store.Complete] receives them and
+// [Store.Claim] returns them, byte for byte. (They are the middleware's
+// encoding of a response, one stable encoding in which equal responses
+// encode equally, so that a repeated Complete is recognised by comparing
+// bytes; a store need not know it. See Complete for the one exception a
+// store may make.) Run package keystoretest's Run against it.
 package keystore
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
 	"time"
 )
 
@@ -126,6 +125,20 @@ var ErrStoreFull = errors.New("keystore: store full")
 // a programming error of the caller; nothing was claimed.
 var ErrInvalidClaim = errors.New("keystore: invalid claim arguments")
 
+// ErrCorruptRecord reports record bytes that are not the middleware's
+// record encoding exactly as it writes it: a store that reads the bytes
+// it is given refuses them with it (see Store's Complete), and a decoder
+// of this module fails with it. Compare with errors.Is.
+var ErrCorruptRecord = errors.New("keystore: corrupt record encoding")
+
+// ErrInvalidStatus reports a record whose status code is outside 200–599.
+// A store that reads the bytes it is given refuses them with it (see
+// Store's Complete), as do pgstore's InTx and CompleteTx, storing nothing
+// and leaving the key held by its token; compare with errors.Is. It is a
+// programming error of the caller (an unset status code, a 1xx), never a
+// store failure.
+var ErrInvalidStatus = errors.New("keystore: record status code outside 200–599")
+
 // MaxKeyLen is the longest key, in bytes, that every Store must accept. The
 // middleware always passes a 64-character hexadecimal SHA-256 digest.
 const MaxKeyLen = 255
@@ -142,30 +155,6 @@ type Fingerprint [32]byte
 // equality only; the zero Token is never valid.
 type Token uint64
 
-// Record is a recorded response: what the middleware replays to every retry.
-type Record struct {
-	// StatusCode is the HTTP status of the response: a final status, from
-	// MinStatusCode to MaxStatusCode (200–599). Stores refuse any other
-	// with ErrInvalidStatus (see Record.Validate).
-	StatusCode int
-	// Header holds the response headers chosen for replay. It may be nil.
-	Header http.Header
-	// Body is the response body, byte for byte. It may be nil.
-	Body []byte
-}
-
-// Clone returns a deep copy of r.
-func (r Record) Clone() Record {
-	c := Record{StatusCode: r.StatusCode}
-	if r.Header != nil {
-		c.Header = r.Header.Clone()
-	}
-	if r.Body != nil {
-		c.Body = append(make([]byte, 0, len(r.Body)), r.Body...)
-	}
-	return c
-}
-
 // State is where a key is in its life (see the package documentation).
 type State int
 
@@ -174,7 +163,7 @@ const (
 	Absent State = iota
 	// InFlight: a token holds the key (or held it: see Entry.LeaseRunOut).
 	InFlight
-	// Completed: the key holds a Record, replayed to every Claim.
+	// Completed: the key holds a record, replayed to every Claim.
 	Completed
 	// Released: the token that held the key released it; a Claim acquires
 	// it. The store keeps the mark for a grace (see the package
@@ -198,16 +187,6 @@ func (s State) String() string {
 	return "unknown"
 }
 
-// ParseState returns the State whose String is s.
-func ParseState(s string) (State, error) {
-	for st := Absent; st <= Released; st++ {
-		if st.String() == s {
-			return st, nil
-		}
-	}
-	return 0, fmt.Errorf("keystore: unknown state %q", s)
-}
-
 // ClaimArgs are the inputs of [Store.Claim], each one a rule of the
 // conformance suite.
 type ClaimArgs struct {
@@ -228,10 +207,9 @@ type ClaimArgs struct {
 	// others, and a [ClientBounded] store counts the client's new keys
 	// against its bound; other stores ignore it.
 	Client string
-	// RecordBytes is the largest record, as its encoding's length
-	// ([RecordLen]), that the caller may complete the key with: a store
-	// that reserves room per claim (memstore) reserves this much, so that
-	// the record always fits. Zero: the store's own default reservation.
+	// RecordBytes is the largest record, in bytes, that the caller may
+	// complete the key with: a store that reserves room per claim
+	// (memstore) reserves this much, so that the record always fits. Zero: the store's own default reservation.
 	// It must not be negative.
 	RecordBytes int
 }
@@ -275,9 +253,11 @@ type Claim struct {
 	// held by another token, by the store's clock. It is always positive
 	// then.
 	LeaseRemaining time.Duration
-	// Record is the recorded response when State is Completed. The caller owns
-	// it: the store keeps its own copy.
-	Record Record
+	// Record is the record when State is Completed: the bytes Complete
+	// stored, byte for byte. Neither the caller nor the store may change
+	// them: a store may return the very bytes it keeps (memstore does),
+	// and the caller may keep them as long as it likes.
+	Record []byte
 }
 
 // Store holds idempotency keys. Implementations must be safe for concurrent
@@ -297,7 +277,7 @@ type Claim struct {
 type Store interface {
 	// Claim atomically acquires key for a.Token, held for a.Lease, or reports
 	// the entry that holds it: in flight with the remaining lease, or
-	// completed with its Record. An in-flight entry whose lease has expired,
+	// completed with its record. An in-flight entry whose lease has expired,
 	// and a released one, are taken over as if the key were absent. Exactly
 	// one of any number of concurrent Claims of an absent key acquires it.
 	// A Claim with the token that holds key reports it acquired and changes
@@ -318,17 +298,24 @@ type Store interface {
 	// of a token's own work).
 	Extend(ctx context.Context, key string, token Token, lease time.Duration) (remaining time.Duration, err error)
 
-	// Complete stores the record that rec encodes (as AppendRecord writes
-	// it) as the key's record, kept for retention from now, and ends token's
-	// hold. It fails with ErrLeaseLost, storing nothing, if token does not
-	// hold key, except that a repeat by the token that completed key with an
-	// equal record succeeds and changes nothing. It fails, storing nothing
-	// and leaving token's hold as it was, with an error wrapping
-	// ErrCorruptRecord if rec is not such an encoding ([CheckRecord]), and
-	// with one wrapping ErrInvalidStatus if its status is outside 200–599.
-	// A store that reserved room for the key's record (ClaimArgs.RecordBytes)
-	// never refuses a record that fits the reservation for want of room. It
-	// keeps no reference to rec once it returns.
+	// Complete stores rec as the key's record, kept for retention from
+	// now, and ends token's hold; every later Claim returns rec byte for
+	// byte. It fails with ErrLeaseLost, storing nothing, if token does not
+	// hold key, except that a repeat by the token that completed key with
+	// the same bytes succeeds and changes nothing.
+	//
+	// A store keeps any bytes, with one exception: a store may read rec as
+	// the middleware's record encoding (pgstore keeps its status, header
+	// and body in columns of their own), and such a store refuses bytes it
+	// could not return byte for byte: with an error wrapping
+	// ErrCorruptRecord bytes that are not that encoding exactly as the
+	// middleware writes it, and with one wrapping ErrInvalidStatus an
+	// encoding whose status is outside 200–599. A refused Complete stores
+	// nothing and leaves token's hold as it was. The middleware never sends
+	// such bytes. A store that reserved room for the key's record
+	// (ClaimArgs.RecordBytes) never refuses a record that fits the
+	// reservation for want of room. It keeps no reference to rec once it
+	// returns.
 	Complete(ctx context.Context, key string, token Token, rec []byte, retention time.Duration) error
 
 	// Release ends the in-flight entry held by token, so that the next Claim
@@ -348,37 +335,4 @@ type Store interface {
 // (keystoretest's Pinger rule).
 type Pinger interface {
 	Ping(ctx context.Context) error
-}
-
-// NonBlocking is an optional capability of a Store whose operations never
-// wait: they run in process, under a lock held only for the operation, and
-// return at once. Callers may then skip the timeouts they would put around
-// a networked store's calls. Implementations must still honour a context
-// that is already done.
-//
-// The capability belongs to one concrete store, never to what embeds it:
-// a type that embeds a NonBlocking store inherits its method but may add
-// waits of its own. So NonBlocking returns the store it vouches for, and
-// callers trust it only through [IsNonBlocking], which requires that store
-// to be the very value asked about.
-type NonBlocking interface {
-	NonBlocking() Store
-}
-
-// IsNonBlocking reports whether s is a [NonBlocking] store: s has the method
-// and it returns s itself.
-func IsNonBlocking(s Store) bool {
-	nb, ok := s.(NonBlocking)
-	return ok && sameStore(nb.NonBlocking(), s)
-}
-
-// sameStore reports whether a and b are the same value; false where their
-// dynamic type cannot be compared.
-func sameStore(a, b Store) (same bool) {
-	defer func() {
-		if recover() != nil {
-			same = false
-		}
-	}()
-	return a == b
 }

@@ -14,7 +14,7 @@ import (
 // sent with, when it was sent (an acquired lease may end at that time plus
 // the store lease), and, for a store that can block, the request's context
 // detached from its cancellation that the store was called under (nil for
-// a NonBlocking store, called under the request's own).
+// memstore, called under the request's own: see inProcess).
 type claimed struct {
 	keystore.Claim
 	token    keystore.Token
@@ -67,9 +67,9 @@ func (m *Middleware) claim(r *http.Request, key string, fp keystore.Fingerprint)
 
 // claimOnce sends one Claim, at sent.
 //
-// A NonBlocking store is called under the request's own context: it
-// honours a context done before the call, and then (keystore.NonBlocking,
-// and the conformance suite's canceled-context rule) changes nothing; once
+// memstore, which never waits (inProcess), is called under the request's
+// own context: it honours a context done before the call, and then (the
+// conformance suite's canceled-context rule) changes nothing; once
 // it has looked, it returns at once. So a claim refused because the client
 // has just left is sent again, detached, as any claim once the request
 // arrived: abandon then releases what it acquires.

@@ -156,12 +156,12 @@ func TestClientGoneMidClaimDoesNotBlockKey(t *testing.T) {
 	}
 }
 
-// TestClientGoneBeforeNonBlockingClaim: a NonBlocking store (memstore) is
+// TestClientGoneBeforeInProcessClaim: memstore, which never waits, is
 // claimed under the request's own context, so a client gone before the
 // claim makes the store refuse it; the middleware claims again, detached,
 // and abandons the key as for any client that left: nothing runs, the key
 // is free for the retry.
-func TestClientGoneBeforeNonBlockingClaim(t *testing.T) {
+func TestClientGoneBeforeInProcessClaim(t *testing.T) {
 	var runs atomic.Int64
 	var ev events
 	m := newMiddleware(t, memstore.New(memstore.Config{}), middleware.Config{Observer: ev.observe})

@@ -11,7 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -99,7 +99,7 @@ func TestStoresReportRemainingLease(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			c, err := storecall.Claim(ctx, store, "k-"+name, keystore.Fingerprint{}, time.Minute)
+			c, err := testkit.Claim(ctx, store, "k-"+name, keystore.Fingerprint{}, time.Minute)
 			if err != nil || !c.Acquired {
 				t.Fatalf("claim: %+v, %v", c, err)
 			}

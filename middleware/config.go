@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/internal/ratelog"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/memstore"
 )
 
 // Defaults for the zero fields of Config.
@@ -101,17 +103,18 @@ type Config struct {
 	MaxBodyBytes int64
 
 	// MaxRecordBytes bounds the record kept for replay: the whole record as
-	// a store encodes it ([keystore.RecordLen]: status, recorded headers and
-	// trailers, and body), whatever path the response took (a body, headers
+	// the store is given it (the length of the record's bytes: status,
+	// recorded headers and trailers, and body), whatever path the response took (a body, headers
 	// alone, a flush, trailers). Each claim tells the store
 	// (keystore.ClaimArgs.RecordBytes), so that a store that reserves room
 	// per claim (memstore) always has room for the record. A larger
 	// response is still sent in full, but what is recorded, and replayed,
-	// is keystore.TooLargeRecord: a problem document (of about 400 bytes)
+	// is a problem document (of about 400 bytes)
 	// under the same status saying it was too large, so that the request is
 	// never silently executed twice. A handler that records its own
-	// response (keystore.Hold) is held to it too (Hold.Fit). At least
-	// keystore.MinRecordBytes (1 KiB). Default DefaultMaxRecordBytes.
+	// response (keystore.Hold, pgstore's InTx and CompleteTx) is held to
+	// it too (Hold.MaxRecordBytes). At least 1 KiB (1024), room for that
+	// problem document. Default DefaultMaxRecordBytes.
 	MaxRecordBytes int
 
 	// ReplayHeaders are the response headers recorded and replayed; those
@@ -186,7 +189,7 @@ type Config struct {
 	// and its error. It must be fast and safe for concurrent use. (Records a
 	// handler commits itself, with pgstore's InTx or CompleteTx, are
 	// reported by pgstore's own Config.Observer.)
-	StoreObserver func(keystore.Call)
+	StoreObserver func(StoreCall)
 }
 
 // Middleware makes a handler idempotent: see the package documentation.
@@ -194,7 +197,7 @@ type Middleware struct {
 	sched         timerSchedule  // the renewals' ticks
 	deadlines     sharedDeadline // the store calls' StoreTimeout
 	store         keystore.Store
-	nonBlocking   bool // the store never waits: no timeouts needed around it
+	nonBlocking   bool // the store never waits (inProcess): no timeouts needed around it
 	methods       map[string]bool
 	keyHeader     string
 	keyOptional   bool
@@ -219,8 +222,19 @@ type Middleware struct {
 	log           *slog.Logger
 	refusals      *ratelog.Logger // log, at a bounded rate, for refusals a flood can repeat
 	observe       func(Event)
-	observeStore  func(keystore.Call)
+	observeStore  func(StoreCall)
 	bg            background // records and releases retried after their requests
+}
+
+// inProcess reports whether store is a *memstore.Store: the one store
+// whose calls never wait (they run in process, under a lock held for the
+// call only), so that they need no bound by Config.StoreTimeout and cost
+// a request no context of their own. The test is of the concrete type, so
+// a type that embeds a *memstore.Store, and may add waits of its own, is
+// bounded as every other store is.
+func inProcess(store keystore.Store) bool {
+	_, ok := store.(*memstore.Store)
+	return ok
 }
 
 // New returns a Middleware that keeps its keys in store. It returns an error
@@ -229,7 +243,7 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 	if store == nil {
 		return nil, errors.New("middleware: nil store")
 	}
-	nonBlocking := keystore.IsNonBlocking(store)
+	nonBlocking := inProcess(store)
 	m := &Middleware{
 		store:        store,
 		nonBlocking:  nonBlocking,
@@ -265,8 +279,8 @@ func New(store keystore.Store, cfg Config) (*Middleware, error) {
 			return nil, fmt.Errorf("middleware: Config.%s must not be negative", d.name)
 		}
 	}
-	if m.maxRecord < keystore.MinRecordBytes {
-		return nil, fmt.Errorf("middleware: Config.MaxRecordBytes (%d) must be at least keystore.MinRecordBytes (%d), room for the record kept in place of a larger response", m.maxRecord, keystore.MinRecordBytes)
+	if m.maxRecord < record.MinBytes {
+		return nil, fmt.Errorf("middleware: Config.MaxRecordBytes (%d) must be at least record.MinBytes (%d), room for the record kept in place of a larger response", m.maxRecord, record.MinBytes)
 	}
 	if m.lease < 3*time.Millisecond {
 		return nil, errors.New("middleware: Config.Lease must be at least 3ms")

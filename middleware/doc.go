@@ -117,11 +117,10 @@
 // Config.ReplayHeaders that the handler sends as a trailer (declared in the
 // Trailer header, or set with [http.TrailerPrefix]) is recorded as it stands
 // when the handler returns and replayed as a trailer. A response whose
-// record (status, recorded headers and trailers, and body, as a store
-// encodes it: [keystore.RecordLen]) would be larger than
+// record (status, recorded headers and trailers, and body, as the bytes
+// the store is given) would be larger than
 // Config.MaxRecordBytes is sent in full but recorded as a problem
-// document saying it was too large, under the original status
-// ([keystore.TooLargeRecord]), so that a retry learns the outcome rather
+// document saying it was too large, under the original status, so that a retry learns the outcome rather
 // than running the handler twice. Every byte counts, on every path a
 // response takes: headers alone (a 201 with a large Link, a 204), a flush,
 // trailers; and each claim tells the store how much room its record may
@@ -236,8 +235,8 @@
 //
 // The handler finds its [keystore.Hold] in the request context
 // ([keystore.HoldFromContext]). A handler that commits its write and the
-// key's record in one database transaction (package pgstore) stores the
-// hold's Fit of its record (MaxRecordBytes holds there too) and commits
+// key's record in one database transaction (package pgstore) stores its
+// record there (MaxRecordBytes holds there too) and commits
 // through Hold.Commit, which marks the hold completed: the middleware then
 // leaves the key alone. While that commit runs the transaction holds the
 // key, and the middleware never stops the handler for a renewal that waits
@@ -245,8 +244,7 @@
 //
 // # Observing the store
 //
-// Config.StoreObserver receives a [keystore.Call] for every call the
+// Config.StoreObserver receives a [StoreCall] for every call the
 // middleware makes of its store. Nothing wraps the store, so it keeps
-// every capability it has ([keystore.NonBlocking], [keystore.Pinger],
-// [keystore.Admin]).
+// every capability it has ([keystore.Pinger], adminhttp's Admin).
 package middleware

@@ -19,7 +19,7 @@ import (
 // stallStore is a networked store that stalls: from stall(d) on, every
 // operation, whenever it was sent, waits until the stall ends, unless its
 // context ends first; it then fails with the context's error and changes
-// nothing. It is not NonBlocking, so the middleware bounds its calls by
+// nothing. It is not memstore, so the middleware bounds its calls by
 // Config.StoreTimeout.
 type stallStore struct {
 	inner keystore.Store

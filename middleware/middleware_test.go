@@ -16,7 +16,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -601,7 +602,7 @@ func TestClaimPrecedesValidation(t *testing.T) {
 		if !ok {
 			t.Fatal("validator ran without a hold in its context")
 		}
-		c, err := storecall.Claim(r.Context(), store, hold.Key, keystore.Fingerprint{}, time.Minute)
+		c, err := testkit.Claim(r.Context(), store, hold.Key, keystore.Fingerprint{}, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -624,9 +625,9 @@ func TestHandlerSeesItsHold(t *testing.T) {
 			t.Fatal("no hold in the handler's context")
 		}
 		// Record the response itself, as a transactional store would.
-		rec := keystore.Record{StatusCode: http.StatusCreated, Body: []byte("self-recorded"),
+		rec := record.Record{StatusCode: http.StatusCreated, Body: []byte("self-recorded"),
 			Header: http.Header{"Set-Cookie": {"session=1"}, "Location": {"/f1"}}}
-		if err := store.Store.Complete(r.Context(), hold.Key, hold.Token, keystore.AppendRecord(nil, rec), hold.Retention); err != nil {
+		if err := store.Store.Complete(r.Context(), hold.Key, hold.Token, record.Append(nil, rec), hold.Retention); err != nil {
 			t.Fatal(err)
 		}
 		hold.MarkCompleted()
@@ -710,7 +711,7 @@ func TestCompletionFailureIsReported(t *testing.T) {
 			t.Error("the lease was not extended while the record was retried")
 		}
 		time.Sleep(3 * time.Second)
-		if c, err := storecall.Claim(context.Background(), store, ev.all[0].Key, keystore.Fingerprint{}, time.Second); err != nil || !c.Acquired {
+		if c, err := testkit.Claim(context.Background(), store, ev.all[0].Key, keystore.Fingerprint{}, time.Second); err != nil || !c.Acquired {
 			t.Errorf("after the background gave up and a lease passed: claim %+v, %v; want the key free", c, err)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -58,8 +59,8 @@ func TestRecordLimitOnEveryPath(t *testing.T) {
 			if err != nil || e.State != keystore.Completed {
 				t.Fatalf("after the request the key is %v (%v), want completed", e.State, err)
 			}
-			if n := keystore.RecordLen(e.Record); n > limit {
-				t.Errorf("the record is %d bytes, over MaxRecordBytes %d: %d header fields %q", n, limit, len(e.Record.Header), keys(e.Record.Header))
+			if n := len(e.Record); n > limit {
+				t.Errorf("the record is %d bytes, over MaxRecordBytes %d: %d header fields %q", n, limit, len(testkit.Decoded(e.Record).Header), keys(testkit.Decoded(e.Record).Header))
 			}
 			replay := serve(m.Handler(h), post("k", feature))
 			if replay.Code != first.Code {

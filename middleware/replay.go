@@ -9,26 +9,33 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/internal/record"
 )
 
-// replay writes a recorded response, marked as a replay, and returns its
-// status. Only allow-listed headers are replayed, even from a record that a
-// handler wrote itself (keystore.Hold), so Set-Cookie and its kind can never
-// be replayed. A record whose status is outside 200–599 cannot be a final
-// answer (net/http would panic on some): it is answered 500 with a
-// response-not-recorded problem instead, never a panic.
-func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key string, rec keystore.Record) int {
-	if rec.StatusCode < 200 || rec.StatusCode > 599 {
-		m.log.LogAttrs(ctx, slog.LevelError, "idempotency record has an invalid status; answered 500", slog.String("key", key), slog.Int("status", rec.StatusCode))
+// replay writes a recorded response, enc (a Claim's Record), marked as a
+// replay, and returns its status. Only allow-listed headers are replayed,
+// even from a record that a handler wrote itself (keystore.Hold), so
+// Set-Cookie and its kind can never be replayed. Bytes that are not a
+// record encoding, and a record whose status is outside 200–599, cannot be
+// a final answer (net/http would panic on some): they are answered 500 with
+// a response-not-recorded problem instead, never a panic.
+func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key string, enc []byte) int {
+	// Neither the store nor the middleware changes a Claim's Record, so
+	// the record is read in place (record.View): its header values and body
+	// are enc's own bytes, handed on as they are.
+	rec, err := record.View(enc)
+	if err != nil || rec.StatusCode < 200 || rec.StatusCode > 599 {
+		what := fmt.Sprintf("has status %d", rec.StatusCode)
+		if err != nil {
+			what = "is not a record encoding"
+		}
+		m.log.LogAttrs(ctx, slog.LevelError, "idempotency record is unusable; answered 500", slog.String("key", key), slog.String("record", what))
 		status := http.StatusInternalServerError
 		w.Header().Set("Idempotent-Replayed", "true")
 		writeProblem(w, status, problemJSON(ProblemNotRecorded, "Recorded response unusable", status,
-			fmt.Sprintf("The request was executed once, but the response recorded for it has status %d, which cannot be replayed.", rec.StatusCode)), 0)
+			"The request was executed once, but the response recorded for it "+what+", which cannot be replayed."), 0)
 		return status
 	}
-	// The caller owns a Claim's record (keystore.Claim.Record): its value
-	// slices are handed on as they are, not copied again.
 	//
 	// A record holds few fields: they are walked once, each looked up in
 	// the sorted allow-list, rather than the record looked up for every

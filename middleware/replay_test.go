@@ -11,19 +11,43 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 )
 
-// recordStore reports every key as completed with its record.
+// recordStore reports every key as completed with its record, or with raw
+// bytes when they are set.
 type recordStore struct {
 	failingStore
-	rec keystore.Record
+	rec record.Record
+	raw []byte
 }
 
 func (s *recordStore) Claim(_ context.Context, _ string, a keystore.ClaimArgs) (keystore.Claim, error) {
-	return keystore.Claim{State: keystore.Completed, Fingerprint: a.Fingerprint, Record: s.rec.Clone()}, nil
+	enc := s.raw
+	if enc == nil {
+		enc = record.Append(nil, s.rec)
+	}
+	return keystore.Claim{State: keystore.Completed, Fingerprint: a.Fingerprint, Record: enc}, nil
+}
+
+// A store returns a record as opaque bytes: bytes that are not a record
+// encoding (a store's bug, data damaged at rest) must never make a replay
+// panic: the replay answers a problem instead.
+func TestReplayOfCorruptRecordNeverPanics(t *testing.T) {
+	good := record.Append(nil, record.Record{StatusCode: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte("{}")})
+	for _, raw := range [][]byte{{}, {0x80}, good[:3], {0x92, 0x03, 0x05, 0x01}} {
+		t.Run(fmt.Sprintf("%x", raw), func(t *testing.T) {
+			store := &recordStore{raw: raw}
+			m := newMiddleware(t, store, middleware.Config{})
+			if p := serveRecovering(m.Handler(newCounter()), httptest.NewRecorder(), post("k1", feature)); p != nil {
+				t.Fatalf("replay of the bytes %x panicked: %v", raw, p)
+			}
+			wantProblem(t, serve(m.Handler(newCounter()), post("k1", feature)), http.StatusInternalServerError, middleware.ProblemNotRecorded)
+		})
+	}
 }
 
 // A record whose status is outside 200–599 (a status 0 from a handler that
@@ -33,7 +57,7 @@ func TestReplayOfInvalidStatusNeverPanics(t *testing.T) {
 	for _, status := range []int{0, -1, 99, 100, 101, 199, 600, 1000} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			var ev events
-			store := &recordStore{rec: keystore.Record{StatusCode: status, Body: []byte("x")}}
+			store := &recordStore{rec: record.Record{StatusCode: status, Body: []byte("x")}}
 			m := newMiddleware(t, store, middleware.Config{Observer: ev.observe})
 			if p := serveRecovering(m.Handler(newCounter()), httptest.NewRecorder(), post("k1", feature)); p != nil {
 				t.Fatalf("replay of a record with status %d panicked: %v", status, p)
@@ -47,7 +71,7 @@ func TestReplayOfInvalidStatusNeverPanics(t *testing.T) {
 	}
 	// Every status in 200–599 is replayed as recorded.
 	for _, status := range []int{200, 299, 304, 422, 599} {
-		store := &recordStore{rec: keystore.Record{StatusCode: status}}
+		store := &recordStore{rec: record.Record{StatusCode: status}}
 		m := newMiddleware(t, store, middleware.Config{})
 		if w := serve(m.Handler(newCounter()), post("k1", feature)); w.Code != status {
 			t.Errorf("replay of %d: %d", status, w.Code)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -65,7 +66,7 @@ type keyRecorder struct {
 	memstore.Store
 	mu      sync.Mutex
 	keys    []string
-	records []keystore.Record
+	records []record.Record
 }
 
 func (s *keyRecorder) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
@@ -77,7 +78,7 @@ func (s *keyRecorder) Claim(ctx context.Context, key string, a keystore.ClaimArg
 
 func (s *keyRecorder) Complete(ctx context.Context, key string, tok keystore.Token, rec []byte, ret time.Duration) error {
 	s.mu.Lock()
-	r, _ := keystore.DecodeRecord(rec)
+	r, _ := record.Decode(rec)
 	s.records = append(s.records, r)
 	s.mu.Unlock()
 	return s.Store.Complete(ctx, key, tok, rec, ret)

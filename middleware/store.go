@@ -8,7 +8,8 @@ import (
 )
 
 // The middleware's calls of its store, written once: each is bounded by
-// Config.StoreTimeout (unless the store is keystore.NonBlocking) and, where
+// Config.StoreTimeout (unless the store is memstore's, which never
+// waits: see inProcess) and, where
 // the call uses a token, by the time until which the token surely holds its
 // key; each is reported to Config.StoreObserver. ctx is the context the call
 // inherits its values from: the request's, detached from its cancellation
@@ -40,7 +41,7 @@ func (m *Middleware) callClaim(ctx context.Context, key string, a keystore.Claim
 	defer cancel()
 	start := m.callStart()
 	c, err := m.store.Claim(cctx, key, a)
-	m.observeCall(cctx, keystore.OpClaim, start, err)
+	m.observeCall(cctx, OpClaim, start, err)
 	return c, err
 }
 
@@ -49,7 +50,7 @@ func (m *Middleware) callExtend(ctx context.Context, key string, tok keystore.To
 	defer cancel()
 	start := m.callStart()
 	left, err := m.store.Extend(cctx, key, tok, m.storeLease)
-	m.observeCall(cctx, keystore.OpExtend, start, err)
+	m.observeCall(cctx, OpExtend, start, err)
 	return left, err
 }
 
@@ -58,7 +59,7 @@ func (m *Middleware) callComplete(ctx context.Context, key string, tok keystore.
 	defer cancel()
 	start := m.callStart()
 	err := m.store.Complete(cctx, key, tok, rec, m.retention)
-	m.observeCall(cctx, keystore.OpComplete, start, err)
+	m.observeCall(cctx, OpComplete, start, err)
 	return err
 }
 
@@ -67,7 +68,7 @@ func (m *Middleware) callRelease(ctx context.Context, key string, tok keystore.T
 	defer cancel()
 	start := m.callStart()
 	err := m.store.Release(cctx, key, tok)
-	m.observeCall(cctx, keystore.OpRelease, start, err)
+	m.observeCall(cctx, OpRelease, start, err)
 	return err
 }
 
@@ -80,8 +81,39 @@ func (m *Middleware) callStart() time.Time {
 	return time.Now()
 }
 
-func (m *Middleware) observeCall(ctx context.Context, op keystore.Op, start time.Time, err error) {
+func (m *Middleware) observeCall(ctx context.Context, op StoreOp, start time.Time, err error) {
 	if m.observeStore != nil {
-		m.observeStore(keystore.Call{Op: op, Latency: time.Since(start), Err: err, Context: ctx})
+		m.observeStore(StoreCall{Op: op, Latency: time.Since(start), Err: err, Context: ctx})
 	}
+}
+
+// StoreOp names a Store operation, in a [StoreCall].
+type StoreOp string
+
+// The operations of a Store.
+const (
+	OpClaim    StoreOp = "claim"
+	OpExtend   StoreOp = "extend"
+	OpComplete StoreOp = "complete"
+	OpRelease  StoreOp = "release"
+)
+
+// StoreOps lists the operations, for registering metric series up front.
+func StoreOps() []StoreOp { return []StoreOp{OpClaim, OpExtend, OpComplete, OpRelease} }
+
+// StoreCall describes one call of a Store operation, for an observer:
+// Config.StoreObserver receives one per call the middleware makes, and
+// pgstore's Config.Observer one per completion made in a handler's
+// transaction (InTx, CompleteTx), which the middleware does not make.
+type StoreCall struct {
+	// Op is the operation.
+	Op StoreOp
+	// Latency is the time the store took to return.
+	Latency time.Duration
+	// Err is the error the store returned, if any (keystore.ErrLeaseLost
+	// included).
+	Err error
+	// Context is the context the call was made with. It may be done by the
+	// time the observer runs; do not keep it.
+	Context context.Context
 }

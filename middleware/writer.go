@@ -11,11 +11,11 @@ import (
 	"strings"
 
 	"github.com/geoidem/geoidem/internal/hijack"
-	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/internal/record"
 )
 
 // recorder passes a handler's response through to the client and keeps a
-// copy to record, as the record's encoding (keystore.AppendRecord), written
+// copy to record, as the record's encoding (record.Append), written
 // as the response goes by: the status and the allow-listed headers as they
 // stood at WriteHeader, then the body; allow-listed trailers are added when
 // the handler returns. It writes through rather than buffering, so streaming
@@ -24,7 +24,7 @@ import (
 //
 // Every recorded byte counts against the limit (Config.MaxRecordBytes, the
 // whole encoding): the headers at WriteHeader, each body write, the
-// trailers at the end. Over it, what is recorded is keystore.TooLargeRecord
+// trailers at the end. Over it, what is recorded is record.TooLarge
 // of the status, whatever path the response took (a body, headers alone, a
 // flush, a trailer).
 //
@@ -126,7 +126,7 @@ func (r *recorder) snapshot() {
 	fields := 0
 	for _, i := range r.allowed(src, &[maxWalked]int{}) {
 		if name := r.allow[i]; !slices.Contains(r.trailers, name) {
-			r.enc = keystore.AppendHeaderField(r.enc, name, src[name])
+			r.enc = record.AppendHeaderField(r.enc, name, src[name])
 			fields++
 		}
 	}
@@ -217,9 +217,9 @@ func (r *recorder) replayable() bool {
 // notReplayable is what to store for a response that cannot be replayed: a
 // terminal 422 problem saying so, so that a retry learns that the request
 // was executed and never runs it again.
-func notReplayable() keystore.Record {
+func notReplayable() record.Record {
 	status := http.StatusUnprocessableEntity
-	return keystore.Record{
+	return record.Record{
 		StatusCode: status,
 		Header:     problemHeader(),
 		Body: problemJSON(ProblemNotReplayable, "Response cannot be replayed", status,
@@ -229,26 +229,26 @@ func notReplayable() keystore.Record {
 
 // record returns the encoding to store, at most limit bytes long: the
 // response's own (with its allow-listed trailers, recorded under
-// http.TrailerPrefix), or keystore.TooLargeRecord of its status when that
+// http.TrailerPrefix), or record.TooLarge of its status when that
 // is longer, or notReplayable. Call it once, after the handler returned
 // (and snapshot, for a handler that wrote nothing).
 func (r *recorder) record() []byte {
 	if !r.replayable() {
-		return keystore.AppendRecord(nil, notReplayable())
+		return record.Append(nil, notReplayable())
 	}
 	status := r.finalStatus()
 	src := r.w.Header()
-	if status >= keystore.MinStatusCode && status <= keystore.MaxStatusCode && !r.hasTrailers(src) {
+	if status >= record.MinStatusCode && status <= record.MaxStatusCode && !r.hasTrailers(src) {
 		if r.tooLong {
-			return keystore.AppendRecord(nil, keystore.TooLargeRecord(status))
+			return record.Append(nil, record.TooLarge(status))
 		}
 		binary.AppendVarint(r.enc[:0], int64(status)) // into the two bytes kept for it
 		return r.enc
 	}
 	// The rare response the encoding cannot take as it goes (recorded
 	// trailers, a status outside 200–599): decoded, completed, encoded.
-	rec := keystore.Record{StatusCode: status}
-	if h, err := keystore.DecodeHeader(r.enc[2:r.bodyAt]); err == nil && len(h) > 0 {
+	rec := record.Record{StatusCode: status}
+	if h, err := record.DecodeHeader(r.enc[2:r.bodyAt]); err == nil && len(h) > 0 {
 		rec.Header = h
 	}
 	if !r.tooLong && len(r.enc) > r.bodyAt {
@@ -266,10 +266,10 @@ func (r *recorder) record() []byte {
 			rec.Header[r.trailerKeys[i]] = slices.Clone(vs)
 		}
 	}
-	if r.tooLong || keystore.RecordLen(rec) > r.limit {
-		rec = keystore.TooLargeRecord(status)
+	if r.tooLong || record.Len(rec) > r.limit {
+		rec = record.TooLarge(status)
 	}
-	return keystore.AppendRecord(nil, rec)
+	return record.Append(nil, rec)
 }
 
 // hasTrailers reports whether the response has trailers to record, given
@@ -305,12 +305,12 @@ func (r *recorder) hasTrailers(src http.Header) bool {
 // recorded, since its body may be incomplete.
 func (r *recorder) interrupted() []byte {
 	if !r.replayable() {
-		return keystore.AppendRecord(nil, notReplayable())
+		return record.Append(nil, notReplayable())
 	}
 	if r.declared >= 0 && r.size == r.declared && !r.tooLong {
 		return r.record()
 	}
-	return keystore.AppendRecord(nil, keystore.Record{
+	return record.Append(nil, record.Record{
 		StatusCode: r.status,
 		Header:     problemHeader(),
 		Body: problemJSON(ProblemNotRecorded, "Response not recorded", r.status,

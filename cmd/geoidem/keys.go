@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/adminhttp"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -130,8 +131,8 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 				Key       string `json:"key,omitempty"`
 				Scope     string `json:"scope,omitempty"`
 				StoredKey string `json:"stored_key"`
-				adminhttp.Entry
-			}{Key: key, Scope: keyIf(!f.storedKey, f.scope), StoredKey: stored, Entry: adminhttp.EntryJSON(e)})
+				adminhttp.JSONEntry
+			}{Key: key, Scope: keyIf(!f.storedKey, f.scope), StoredKey: stored, JSONEntry: e.JSON()})
 			if code == 0 && e.State == keystore.Absent {
 				whereToLook(stderr, f)
 				return 1
@@ -155,19 +156,19 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			}
 			fmt.Fprintf(stdout, "released %s: it was in flight, %s; the next delivery with the key runs its handler\n", what, how)
 			return 0
-		case errors.Is(err, keystore.ErrLeaseRunning):
+		case errors.Is(err, adminhttp.ErrLeaseRunning):
 			fmt.Fprintf(stdout, "not released: %s is in flight and its lease still runs (%v left): a request may still be working on it, and the lease ends by itself; -force frees it anyway\n",
 				what, e.LeaseRemaining.Round(time.Millisecond))
-		case errors.Is(err, keystore.ErrNotInFlight) && e.State == keystore.Completed && isUncertain(e.Record):
+		case errors.Is(err, adminhttp.ErrNotInFlight) && e.State == keystore.Completed && isUncertain(e.Record):
 			// Held by geoidem proxy as uncertain: the operator has
 			// checked the upstream, and the next delivery may run.
-			if _, err := admin.Forget(ctx, stored); err != nil && !errors.Is(err, keystore.ErrNotCompleted) {
+			if _, err := admin.Forget(ctx, stored); err != nil && !errors.Is(err, adminhttp.ErrNotCompleted) {
 				fmt.Fprintf(stderr, "geoidem keys release: %v\n", err)
 				return 2
 			}
 			fmt.Fprintf(stdout, "released %s: it was held as uncertain (the upstream may have run it); the next delivery with the key is forwarded again\n", what)
 			return 0
-		case errors.Is(err, keystore.ErrNotInFlight):
+		case errors.Is(err, adminhttp.ErrNotInFlight):
 			fmt.Fprintf(stdout, "not released: %s is not in flight: %s\n", what, stateLine(e))
 			if e.State == keystore.Absent {
 				whereToLook(stdout, f)
@@ -206,7 +207,7 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		case err == nil:
 			fmt.Fprintf(stdout, "forgot %s: %s\n", what, stateLine(e))
 			return 0
-		case errors.Is(err, keystore.ErrNotCompleted):
+		case errors.Is(err, adminhttp.ErrNotCompleted):
 			fmt.Fprintf(stdout, "not forgotten: %s changed meanwhile: %s\n", what, stateLine(e))
 			return 1
 		}
@@ -254,10 +255,10 @@ func keyIf(ok bool, s string) string {
 // logs a line to stderr on every Redis that does not know them.
 var quiet = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 
-// openAdmin opens the store f names as a keystore.Admin, reading nothing
+// openAdmin opens the store f names as a adminhttp.Admin, reading nothing
 // and creating nothing until asked: no migration, no janitor, no eviction
 // or persistence check.
-func openAdmin(ctx context.Context, f keysFlags) (keystore.Admin, func(), error) {
+func openAdmin(ctx context.Context, f keysFlags) (adminhttp.Admin, func(), error) {
 	u, err := url.Parse(f.store)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-store: %w", err)
@@ -313,8 +314,15 @@ func openAdmin(ctx context.Context, f keysFlags) (keystore.Admin, func(), error)
 	return nil, nil, fmt.Errorf("-store %q: want redis://…, postgres://… or http://ADMIN-ADDR", f.store)
 }
 
+// recordOf is e's record decoded: the zero Record for bytes that are not
+// a record encoding.
+func recordOf(e adminhttp.Entry) record.Record {
+	rec, _ := record.Decode(e.Record)
+	return rec
+}
+
 // stateLine is an entry's state in one line.
-func stateLine(e keystore.Entry) string {
+func stateLine(e adminhttp.Entry) string {
 	switch e.State {
 	case keystore.InFlight:
 		if e.LeaseRunOut {
@@ -325,7 +333,7 @@ func stateLine(e keystore.Entry) string {
 		if isUncertain(e.Record) {
 			return fmt.Sprintf("uncertain: geoidem proxy sent the request and got no answer to trust, so the upstream may have run it; held %v more, every retry answered 503; check the upstream, then 'geoidem keys release' lets the next delivery run", e.RetentionRemaining.Round(time.Second))
 		}
-		return fmt.Sprintf("completed: status %d, %d header field(s), body %d bytes, kept %v more", e.Record.StatusCode, len(e.Record.Header), len(e.Record.Body), e.RetentionRemaining.Round(time.Second))
+		return fmt.Sprintf("completed: status %d, %d header field(s), body %d bytes, kept %v more", recordOf(e).StatusCode, len(recordOf(e).Header), len(recordOf(e).Body), e.RetentionRemaining.Round(time.Second))
 	case keystore.Released:
 		return "released: its request failed and gave the key back; the next delivery runs"
 	}
@@ -340,7 +348,7 @@ func ago(d time.Duration) string {
 }
 
 // describe prints an entry for get.
-func describe(w io.Writer, e keystore.Entry) {
+func describe(w io.Writer, e adminhttp.Entry) {
 	fmt.Fprintf(w, "state: %s\n", stateLine(e))
 	if e.State == keystore.InFlight || e.State == keystore.Completed {
 		fmt.Fprintf(w, "fingerprint: %s\n", hex.EncodeToString(e.Fingerprint[:]))
@@ -348,27 +356,26 @@ func describe(w io.Writer, e keystore.Entry) {
 	if e.State != keystore.Completed {
 		return
 	}
-	names := make([]string, 0, len(e.Record.Header))
-	for k := range e.Record.Header {
+	names := make([]string, 0, len(recordOf(e).Header))
+	for k := range recordOf(e).Header {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		for _, v := range e.Record.Header[k] {
+		for _, v := range recordOf(e).Header[k] {
 			fmt.Fprintf(w, "header: %s: %s\n", k, v)
 		}
 	}
 }
 
-func stats(ctx context.Context, admin keystore.Admin, f keysFlags, stdout, stderr io.Writer) int {
+func stats(ctx context.Context, admin adminhttp.Admin, f keysFlags, stdout, stderr io.Writer) int {
 	s, err := admin.Summarize(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "geoidem keys stats: %v\n", err)
 		return 2
 	}
 	if f.asJSON {
-		return printJSON(stdout, stderr, adminhttp.Summary{InFlight: s.InFlight, LeaseRunOut: s.LeaseRunOut, Completed: s.Completed, Bytes: s.Bytes,
-			Oldest: s.Oldest, OldestState: keyIf(s.Oldest != "", s.OldestState.String()), OldestRemaining: s.OldestRemaining})
+		return printJSON(stdout, stderr, s.JSON())
 	}
 	fmt.Fprintf(stdout, "in flight: %d (%d with their lease run out)\ncompleted: %d\nbytes: %d\n", s.InFlight, s.LeaseRunOut, s.Completed, s.Bytes)
 	switch {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/frontdoor"
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/middleware"
 )
 
@@ -26,7 +25,7 @@ import (
 //	geoidem_requests_total{outcome}                 counter, by middleware.Outcome
 //	geoidem_request_duration_seconds{outcome}       histogram of middleware.Event.Latency
 //	geoidem_lease_takeovers_total                   counter
-//	geoidem_store_operation_seconds{op,result}      histogram of keystore.Call.Latency
+//	geoidem_store_operation_seconds{op,result}      histogram of middleware.StoreCall.Latency
 //	geoidem_upstream_requests_total{result}         counter: answered, unreachable (not sent,
 //	                                                key released), uncertain (sent, no answer
 //	                                                to trust, key held)
@@ -75,7 +74,7 @@ func newMetrics() *metrics {
 		m.requests[o] = new(counter)
 		m.durations[o] = newHistogram(requestBuckets)
 	}
-	for _, op := range keystore.Ops() {
+	for _, op := range middleware.StoreOps() {
 		for _, r := range []string{"ok", "error"} {
 			m.store[[2]string{string(op), r}] = newHistogram(storeBuckets)
 		}
@@ -102,7 +101,7 @@ func (m *metrics) observe(ev middleware.Event) {
 }
 
 // observeStore is a middleware.Config.StoreObserver.
-func (m *metrics) observeStore(c keystore.Call) {
+func (m *metrics) observeStore(c middleware.StoreCall) {
 	result := "ok"
 	if c.Err != nil {
 		result = "error"

@@ -173,7 +173,7 @@ func proxy(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ln = p.door.Listener(ln)
 	fmt.Fprintf(stdout, "geoidem proxy: serving http://%s, forwarding to %s (store %s)\n", ln.Addr(), redacted(c.upstream), redacted(c.store))
 	if c.adminAddr != "" {
-		admin, ok := p.keys.(keystore.Admin)
+		admin, ok := p.keys.(adminhttp.Admin)
 		if !ok {
 			fmt.Fprintln(stderr, "geoidem proxy: -admin-addr: the key store has no admin API")
 			return 1

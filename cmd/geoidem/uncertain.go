@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/problem"
 )
@@ -57,10 +58,10 @@ func (u *uncertain) answer(w http.ResponseWriter, r *http.Request, why string, d
 	body := problem.Details{Type: problemUpstreamUncertain, Title: "Upstream outcome unknown", Status: http.StatusServiceUnavailable,
 		Detail: "The request reached the receiver behind this proxy, which gave no answer to trust (" + why + "): it may have done the work. " +
 			"The key is held until an operator checks the receiver and releases it, or until Retry-After; a retry before then is answered this again."}.ProblemJSON()
-	rec := keystore.Record{StatusCode: http.StatusServiceUnavailable, Header: header, Body: body}
+	rec := record.Record{StatusCode: http.StatusServiceUnavailable, Header: header, Body: body}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), u.timeout)
 	err := h.Commit(func() error {
-		return u.store.Complete(ctx, h.Key, h.Token, keystore.AppendRecord(nil, h.Fit(rec)), u.hold)
+		return u.store.Complete(ctx, h.Key, h.Token, record.Append(nil, record.Fit(h.MaxRecordBytes, rec)), u.hold)
 	})
 	cancel()
 	if err != nil {
@@ -82,9 +83,11 @@ func (u *uncertain) answer(w http.ResponseWriter, r *http.Request, why string, d
 	_, _ = w.Write(body)
 }
 
-// isUncertain reports whether a record is an uncertain outcome's.
-func isUncertain(rec keystore.Record) bool {
-	return strings.EqualFold(rec.Header.Get(outcomeHeader), outcomeUncertain)
+// isUncertain reports whether enc, a record's bytes, is an uncertain
+// outcome's record.
+func isUncertain(enc []byte) bool {
+	rec, err := record.Decode(enc)
+	return err == nil && strings.EqualFold(rec.Header.Get(outcomeHeader), outcomeUncertain)
 }
 
 // writeProblem writes a problem document, with Retry-After when retryAfter

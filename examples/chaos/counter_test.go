@@ -18,7 +18,6 @@ import (
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/internal/testkit"
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/newest"
 )
@@ -51,7 +50,7 @@ func TestRunCounterCountsEveryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	answer := func([]newest.Verdict) keystore.Record { return keystore.Record{StatusCode: 201} }
+	answer := func([]newest.Verdict) pgstore.Record { return pgstore.Record{StatusCode: 201} }
 	for _, id := range []string{"a", "a", "b"} { // a's run, and its second run
 		if _, err := counted.Upsert(context.Background(), []service.Feature{{ID: id, Raw: []byte(featureBody(id))}}, answer); err != nil {
 			t.Fatal(err)

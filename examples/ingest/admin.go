@@ -15,7 +15,7 @@ import (
 )
 
 // adminFlag is -admin-addr: a loopback address on which the service serves
-// its key store's keystore.Admin (keystore/adminhttp), so that
+// its key store's adminhttp.Admin (keystore/adminhttp), so that
 // `geoidem keys … -store http://ADDR` can inspect and free the keys of the
 // memory store, which lives in this process. Never the public listener: it
 // reads recorded answers and frees keys.

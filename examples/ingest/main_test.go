@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
-	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/newest"
 )
 
@@ -89,11 +89,11 @@ type hookedFeatures struct {
 	delay  time.Duration
 }
 
-func (h hookedFeatures) Upsert(ctx context.Context, fs []service.Feature, answer func([]newest.Verdict) keystore.Record) (keystore.Record, error) {
+func (h hookedFeatures) Upsert(ctx context.Context, fs []service.Feature, answer func([]newest.Verdict) pgstore.Record) (pgstore.Record, error) {
 	if h.before != nil {
 		h.before(fs)
 	}
-	return h.FeatureStore.Upsert(ctx, fs, func(v []newest.Verdict) keystore.Record {
+	return h.FeatureStore.Upsert(ctx, fs, func(v []newest.Verdict) pgstore.Record {
 		if h.delay > 0 {
 			t := time.NewTimer(h.delay)
 			select {

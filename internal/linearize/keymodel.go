@@ -1,6 +1,7 @@
 package linearize
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -46,7 +48,7 @@ type KeyInput struct {
 	Fingerprint keystore.Fingerprint // Claim
 	Token       keystore.Token       // the Claim's chosen token; the token of Extend, Complete, Release
 	Duration    time.Duration        // the lease (Claim, Extend) or retention (Complete)
-	Record      keystore.Record      // Complete
+	Record      []byte               // Complete: the record's bytes
 	// Start and End bound, in wall time since the history began, when the
 	// store can have acted: before the call, and after the return (Forever
 	// if the outcome is unknown).
@@ -187,10 +189,15 @@ func WithResends(h []KeyOp) []KeyOp {
 	return out
 }
 
-// RecordKey is a canonical, comparable form of rec: records are equal, in
-// the sense of the Store contract's repeated Complete, exactly when their
-// keys are.
-func RecordKey(rec keystore.Record) string {
+// RecordKey is a comparable form of enc, a record's bytes: records are
+// equal, in the sense of the Store contract's repeated Complete, exactly
+// when their keys are (when their bytes are). It reads as the record the
+// bytes encode, or as the bytes in hexadecimal when they encode none.
+func RecordKey(enc []byte) string {
+	rec, err := record.Decode(enc)
+	if err != nil || !bytes.Equal(record.Append(nil, rec), enc) {
+		return fmt.Sprintf("bytes %x", enc)
+	}
 	var b strings.Builder
 	b.WriteString(strconv.Itoa(rec.StatusCode))
 	names := make([]string, 0, len(rec.Header))

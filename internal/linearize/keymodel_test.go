@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/internal/linearize"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -47,7 +48,7 @@ func inFlight(f string, left time.Duration) keystore.Claim {
 	return keystore.Claim{State: keystore.InFlight, Fingerprint: fp(f), LeaseRemaining: left}
 }
 
-func completed(f string, rec keystore.Record) keystore.Claim {
+func completed(f string, rec []byte) keystore.Claim {
 	return keystore.Claim{State: keystore.Completed, Fingerprint: fp(f), Record: rec}
 }
 
@@ -60,7 +61,7 @@ func extendLeft(client int, c, r int64, tok keystore.Token, lease, left time.Dur
 	return op(client, c, r, linearize.KeyInput{Kind: linearize.Extend, Token: tok, Duration: lease}, linearize.KeyOutput{Remaining: left, Err: err})
 }
 
-func complete(client int, c, r int64, tok keystore.Token, rec keystore.Record, err error) linearize.KeyOp {
+func complete(client int, c, r int64, tok keystore.Token, rec []byte, err error) linearize.KeyOp {
 	return op(client, c, r, linearize.KeyInput{Kind: linearize.Complete, Token: tok, Record: rec, Duration: time.Hour}, linearize.KeyOutput{Err: err})
 }
 
@@ -68,8 +69,8 @@ func release(client int, c, r int64, tok keystore.Token, err error) linearize.Ke
 	return op(client, c, r, linearize.KeyInput{Kind: linearize.Release, Token: tok}, linearize.KeyOutput{Err: err})
 }
 
-func rec(body string) keystore.Record {
-	return keystore.Record{StatusCode: 201, Header: map[string][]string{"Content-Type": {"application/json"}}, Body: []byte(body)}
+func rec(body string) []byte {
+	return record.Append(nil, record.Record{StatusCode: 201, Header: map[string][]string{"Content-Type": {"application/json"}}, Body: []byte(body)})
 }
 
 var errLost = fmt.Errorf("store: %w", keystore.ErrLeaseLost)

@@ -1,5 +1,5 @@
-// Package adminhttp serves a store's [keystore.Admin] over HTTP, and calls
-// it: for a store that lives in one process (memstore), so that an operator
+// Package adminhttp is a store's operator surface, [Admin], and serves it
+// over HTTP, and calls it: for a store that lives in one process (memstore), so that an operator
 // can inspect and free its keys from outside, with the geoidem command:
 //
 //	geoidem keys get -store http://127.0.0.1:9090 -scope 'POST /features' KEY
@@ -19,7 +19,7 @@
 //	POST /forget?key=K                delete a completed record (409 when refused)
 //	GET  /summary                     the store's counts
 //
-// [Client] calls them and is itself a keystore.Admin.
+// [Client] calls them and is itself an Admin.
 package adminhttp
 
 import (
@@ -36,6 +36,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -43,8 +44,8 @@ import (
 // any value; the Client sends "1").
 const HeaderName = "Geoidem-Admin"
 
-// Entry is a keystore.Entry as JSON.
-type Entry struct {
+// JSONEntry is an [Entry] as JSON.
+type JSONEntry struct {
 	State              string        `json:"state"` // absent, in flight, completed, released
 	Fingerprint        string        `json:"fingerprint,omitempty"`
 	Token              uint64        `json:"token,omitempty"`
@@ -56,8 +57,8 @@ type Entry struct {
 	RetentionRemaining time.Duration `json:"retention_remaining_ns,omitempty"`
 }
 
-// Summary is a keystore.Summary as JSON.
-type Summary struct {
+// JSONSummary is a [Summary] as JSON.
+type JSONSummary struct {
 	InFlight        int64         `json:"in_flight"`
 	LeaseRunOut     int64         `json:"lease_run_out"`
 	Completed       int64         `json:"completed"`
@@ -69,23 +70,19 @@ type Summary struct {
 
 // answer is every route's body: an entry or a summary, or a refusal.
 type answer struct {
-	Entry   *Entry   `json:"entry,omitempty"`
-	Summary *Summary `json:"summary,omitempty"`
-	Error   string   `json:"error,omitempty"` // lease-running, not-in-flight, not-completed, or another failure
-	Message string   `json:"message,omitempty"`
+	Entry   *JSONEntry   `json:"entry,omitempty"`
+	Summary *JSONSummary `json:"summary,omitempty"`
+	Error   string       `json:"error,omitempty"` // lease-running, not-in-flight, not-completed, or another failure
+	Message string       `json:"message,omitempty"`
 }
 
 func stateOf(s string) (keystore.State, error) {
-	st, err := keystore.ParseState(s)
-	if err != nil {
-		return 0, fmt.Errorf("adminhttp: %w", err)
-	}
-	return st, nil
+	return parseState(s)
 }
 
-// EntryJSON converts e.
-func EntryJSON(e keystore.Entry) Entry {
-	j := Entry{State: e.State.String(), Token: uint64(e.Token)}
+// JSON returns e as JSON.
+func (e Entry) JSON() JSONEntry {
+	j := JSONEntry{State: e.State.String(), Token: uint64(e.Token)}
 	if e.State != keystore.Absent && e.Fingerprint != (keystore.Fingerprint{}) {
 		j.Fingerprint = hex.EncodeToString(e.Fingerprint[:])
 	}
@@ -93,18 +90,26 @@ func EntryJSON(e keystore.Entry) Entry {
 	case keystore.InFlight:
 		j.LeaseRemaining, j.LeaseRunOut = e.LeaseRemaining, e.LeaseRunOut
 	case keystore.Completed:
-		j.Status, j.Header, j.Body, j.RetentionRemaining = e.Record.StatusCode, e.Record.Header, e.Record.Body, e.RetentionRemaining
+		j.RetentionRemaining = e.RetentionRemaining
+		if rec, err := record.Decode(e.Record); err == nil {
+			j.Status, j.Header, j.Body = rec.StatusCode, rec.Header, rec.Body
+		} else {
+			j.Body = e.Record // not the middleware's encoding: the bytes as they are, without a status
+		}
 	}
 	return j
 }
 
-func (j Entry) entry() (keystore.Entry, error) {
+func (j JSONEntry) entry() (Entry, error) {
 	st, err := stateOf(j.State)
 	if err != nil {
-		return keystore.Entry{}, err
+		return Entry{}, err
 	}
-	e := keystore.Entry{State: st, Token: keystore.Token(j.Token), LeaseRemaining: j.LeaseRemaining, LeaseRunOut: j.LeaseRunOut,
-		Record: keystore.Record{StatusCode: j.Status, Header: j.Header, Body: j.Body}, RetentionRemaining: j.RetentionRemaining}
+	e := Entry{State: st, Token: keystore.Token(j.Token), LeaseRemaining: j.LeaseRemaining, LeaseRunOut: j.LeaseRunOut,
+		RetentionRemaining: j.RetentionRemaining}
+	if st == keystore.Completed {
+		e.Record = record.Append(nil, record.Record{StatusCode: j.Status, Header: j.Header, Body: j.Body})
+	}
 	if j.Fingerprint != "" {
 		if b, err := hex.DecodeString(j.Fingerprint); err == nil && len(b) == len(e.Fingerprint) {
 			copy(e.Fingerprint[:], b)
@@ -114,16 +119,16 @@ func (j Entry) entry() (keystore.Entry, error) {
 }
 
 var refusals = map[string]error{
-	"lease-running": keystore.ErrLeaseRunning,
-	"not-in-flight": keystore.ErrNotInFlight,
-	"not-completed": keystore.ErrNotCompleted,
+	"lease-running": ErrLeaseRunning,
+	"not-in-flight": ErrNotInFlight,
+	"not-completed": ErrNotCompleted,
 }
 
 // Handler returns the handler that serves a.
-func Handler(a keystore.Admin) http.Handler {
+func Handler(a Admin) http.Handler {
 	mux := http.NewServeMux()
 	// byKey serves an operation on the key the query names.
-	byKey := func(op func(r *http.Request, key string) (keystore.Entry, error)) http.HandlerFunc {
+	byKey := func(op func(r *http.Request, key string) (Entry, error)) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if key, ok := keyOf(w, r); ok {
 				e, err := op(r, key)
@@ -131,13 +136,13 @@ func Handler(a keystore.Admin) http.Handler {
 			}
 		}
 	}
-	mux.Handle("GET /inspect", byKey(func(r *http.Request, key string) (keystore.Entry, error) {
+	mux.Handle("GET /inspect", byKey(func(r *http.Request, key string) (Entry, error) {
 		return a.Inspect(r.Context(), key)
 	}))
-	mux.Handle("POST /free", byKey(func(r *http.Request, key string) (keystore.Entry, error) {
+	mux.Handle("POST /free", byKey(func(r *http.Request, key string) (Entry, error) {
 		return a.Free(r.Context(), key, r.URL.Query().Get("force") == "true")
 	}))
-	mux.Handle("POST /forget", byKey(func(r *http.Request, key string) (keystore.Entry, error) {
+	mux.Handle("POST /forget", byKey(func(r *http.Request, key string) (Entry, error) {
 		return a.Forget(r.Context(), key)
 	}))
 	mux.HandleFunc("GET /summary", func(w http.ResponseWriter, r *http.Request) {
@@ -146,8 +151,8 @@ func Handler(a keystore.Admin) http.Handler {
 			write(w, http.StatusInternalServerError, answer{Error: "failed", Message: err.Error()})
 			return
 		}
-		write(w, http.StatusOK, answer{Summary: &Summary{InFlight: s.InFlight, LeaseRunOut: s.LeaseRunOut, Completed: s.Completed, Bytes: s.Bytes,
-			Oldest: s.Oldest, OldestState: s.OldestState.String(), OldestRemaining: s.OldestRemaining}})
+		j := s.JSON()
+		write(w, http.StatusOK, answer{Summary: &j})
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopbackHost(r.Host) {
@@ -185,8 +190,8 @@ func keyOf(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return key, true
 }
 
-func reply(w http.ResponseWriter, e keystore.Entry, err error) {
-	j := EntryJSON(e)
+func reply(w http.ResponseWriter, e Entry, err error) {
+	j := e.JSON()
 	for code, refusal := range refusals {
 		if errors.Is(err, refusal) {
 			write(w, http.StatusConflict, answer{Entry: &j, Error: code, Message: err.Error()})
@@ -208,13 +213,13 @@ func write(w http.ResponseWriter, status int, a answer) {
 }
 
 // Client calls a Handler at URL (e.g. "http://127.0.0.1:9090"). It is a
-// keystore.Admin: refusals come back as the keystore errors.
+// Admin: refusals come back as this package's errors.
 type Client struct {
 	URL        string
 	HTTPClient *http.Client // default http.DefaultClient
 }
 
-var _ keystore.Admin = (*Client)(nil)
+var _ Admin = (*Client)(nil)
 
 func (c *Client) call(ctx context.Context, method, route string, q url.Values) (answer, error) {
 	u := strings.TrimRight(c.URL, "/") + route
@@ -252,28 +257,28 @@ func (c *Client) call(ctx context.Context, method, route string, q url.Values) (
 	return answer{}, fmt.Errorf("adminhttp: %s %s: %d %s: %s", method, route, resp.StatusCode, a.Error, a.Message)
 }
 
-func (c *Client) entry(ctx context.Context, method, route string, q url.Values) (keystore.Entry, error) {
+func (c *Client) entry(ctx context.Context, method, route string, q url.Values) (Entry, error) {
 	a, err := c.call(ctx, method, route, q)
 	if a.Entry == nil {
 		if err == nil {
 			err = fmt.Errorf("adminhttp: %s %s: no entry in the answer", method, route)
 		}
-		return keystore.Entry{}, err
+		return Entry{}, err
 	}
 	e, jerr := a.Entry.entry()
 	if jerr != nil {
-		return keystore.Entry{}, jerr
+		return Entry{}, jerr
 	}
 	return e, err
 }
 
-// Inspect implements keystore.Admin.
-func (c *Client) Inspect(ctx context.Context, key string) (keystore.Entry, error) {
+// Inspect implements Admin.
+func (c *Client) Inspect(ctx context.Context, key string) (Entry, error) {
 	return c.entry(ctx, http.MethodGet, "/inspect", url.Values{"key": {key}})
 }
 
-// Free implements keystore.Admin.
-func (c *Client) Free(ctx context.Context, key string, force bool) (keystore.Entry, error) {
+// Free implements Admin.
+func (c *Client) Free(ctx context.Context, key string, force bool) (Entry, error) {
 	q := url.Values{"key": {key}}
 	if force {
 		q.Set("force", "true")
@@ -281,25 +286,35 @@ func (c *Client) Free(ctx context.Context, key string, force bool) (keystore.Ent
 	return c.entry(ctx, http.MethodPost, "/free", q)
 }
 
-// Forget implements keystore.Admin.
-func (c *Client) Forget(ctx context.Context, key string) (keystore.Entry, error) {
+// Forget implements Admin.
+func (c *Client) Forget(ctx context.Context, key string) (Entry, error) {
 	return c.entry(ctx, http.MethodPost, "/forget", url.Values{"key": {key}})
 }
 
-// Summarize implements keystore.Admin.
-func (c *Client) Summarize(ctx context.Context) (keystore.Summary, error) {
+// Summarize implements Admin.
+func (c *Client) Summarize(ctx context.Context) (Summary, error) {
 	a, err := c.call(ctx, http.MethodGet, "/summary", nil)
 	if err != nil {
-		return keystore.Summary{}, err
+		return Summary{}, err
 	}
 	if a.Summary == nil {
-		return keystore.Summary{}, errors.New("adminhttp: GET /summary: no summary in the answer")
+		return Summary{}, errors.New("adminhttp: GET /summary: no summary in the answer")
 	}
 	s := a.Summary
 	st, _ := stateOf(s.OldestState)
 	if s.OldestState == "" {
 		st = keystore.Absent
 	}
-	return keystore.Summary{InFlight: s.InFlight, LeaseRunOut: s.LeaseRunOut, Completed: s.Completed, Bytes: s.Bytes,
+	return Summary{InFlight: s.InFlight, LeaseRunOut: s.LeaseRunOut, Completed: s.Completed, Bytes: s.Bytes,
 		Oldest: s.Oldest, OldestState: st, OldestRemaining: s.OldestRemaining}, nil
+}
+
+// JSON returns s as JSON: without OldestState when there is no Oldest.
+func (s Summary) JSON() JSONSummary {
+	j := JSONSummary{InFlight: s.InFlight, LeaseRunOut: s.LeaseRunOut, Completed: s.Completed, Bytes: s.Bytes,
+		Oldest: s.Oldest, OldestRemaining: s.OldestRemaining}
+	if s.Oldest != "" {
+		j.OldestState = s.OldestState.String()
+	}
+	return j
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -25,7 +26,7 @@ import (
 //
 //	func BenchmarkStore(b *testing.B) { keystoretest.RunBenchmarks(b, newStore) }
 func RunBenchmarks(b *testing.B, newStore func(b *testing.B) keystore.Store) {
-	rec := keystore.AppendRecord(nil, keystore.Record{
+	rec := record.Append(nil, record.Record{
 		StatusCode: http.StatusCreated,
 		Header:     http.Header{"Content-Type": {"application/json"}},
 		Body:       []byte(`{"stored":["feature-1"]}`),

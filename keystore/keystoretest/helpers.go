@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -46,9 +46,9 @@ const acquire keystore.State = -1
 
 // mustClaim claims key with a fresh token and fails t unless the Claim
 // acquires it (want acquire) or finds it in the state want.
-func mustClaim(t *testing.T, s keystore.Store, key string, fp keystore.Fingerprint, lease time.Duration, want keystore.State) storecall.Claimed {
+func mustClaim(t *testing.T, s keystore.Store, key string, fp keystore.Fingerprint, lease time.Duration, want keystore.State) claimed {
 	t.Helper()
-	c, err := storecall.Claim(ctx(t), s, key, fp, lease)
+	c, err := claim(ctx(t), s, key, fp, lease)
 	if err != nil {
 		t.Fatalf("Claim(%.8s…): unexpected error: %v", key, err)
 	}
@@ -76,12 +76,12 @@ func mustClaim(t *testing.T, s keystore.Store, key string, fp keystore.Fingerpri
 	return c
 }
 
-func sampleRecord() keystore.Record {
+func sampleRecord() record.Record {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Add("Link", `</a>; rel="a"`)
 	h.Add("Link", `</b>; rel="b"`)
-	return keystore.Record{
+	return record.Record{
 		StatusCode: http.StatusCreated,
 		Header:     h,
 		// Bytes that a careless text encoding would damage: NUL, invalid
@@ -90,8 +90,20 @@ func sampleRecord() keystore.Record {
 	}
 }
 
-func equalRecords(t *testing.T, got, want keystore.Record) {
+// equalRecords checks that a store returned enc, the record's bytes,
+// exactly as want encodes (record.Append), which is what Complete stored.
+func equalRecords(t *testing.T, enc []byte, want record.Record) {
 	t.Helper()
+	sent := record.Append(nil, want)
+	if bytes.Equal(enc, sent) {
+		return
+	}
+	t.Errorf("record bytes differ from those Complete stored: got %d bytes, want %d (first difference at %d)", len(enc), len(sent), firstDiff(enc, sent))
+	got, err := record.Decode(enc)
+	if err != nil {
+		t.Errorf("the record's bytes decode to no record: %v", err)
+		return
+	}
 	if got.StatusCode != want.StatusCode {
 		t.Errorf("record status = %d, want %d", got.StatusCode, want.StatusCode)
 	}
@@ -129,4 +141,22 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(pollEvery)
 	}
+}
+
+// claimed is a Claim's result with the token it was sent with when it
+// acquired the key, the zero Token otherwise.
+type claimed struct {
+	keystore.Claim
+	Token keystore.Token
+}
+
+// claim claims key in s for a fresh token (keystore.NewToken), as the
+// middleware claims.
+func claim(ctx context.Context, s keystore.Store, key string, fp keystore.Fingerprint, lease time.Duration) (claimed, error) {
+	tok := keystore.NewToken()
+	c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fp, Lease: lease, Token: tok})
+	if err != nil || !c.Acquired {
+		tok = 0
+	}
+	return claimed{Claim: c, Token: tok}, err
 }

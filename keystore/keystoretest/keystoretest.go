@@ -2,9 +2,8 @@
 // [keystore.Store]. A store is correct when [Run] passes against it.
 //
 // The suite talks to the store only through the keystore.Store interface
-// (and the optional capabilities keystore.Admin, keystore.Pinger,
-// keystore.NonBlocking and keystore.ClientBounded, whose rules a store
-// without them skips), so
+// (and the optional capabilities adminhttp.Admin, keystore.Pinger and
+// keystore.ClientBounded, whose rules a store without them skips), so
 // it runs unchanged against an in-process store, a real Redis or a real
 // PostgreSQL server. Rules about time (lease expiry, retention) use short real
 // durations and poll the store until a generous deadline, because a networked
@@ -55,7 +54,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ClaimRepeatedByHolderAcquires", testClaimRepeatedByHolder},
 		{"ReleaseFencesToken", testReleaseFencesToken},
 		{"ExtendReportsRemainingLease", testExtendReportsRemaining},
-		{"CompleteRefusesCorruptRecord", testCompleteRefusesCorruptRecord},
+		{"CompleteCorruptRecord", testCompleteCorruptRecord},
 		{"ClientAndRecordBytes", testClientAndRecordBytes},
 		{"InFlightReportsFingerprintAndLease", testInFlightReportsFingerprint},
 		{"CompletedReturnsRecordByteForByte", testCompletedRecord},
@@ -72,19 +71,17 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RecordExpiresAfterRetention", testRecordExpires},
 		{"CanceledContext", testCanceledContext},
 		{"MaxKeyLen", testMaxKeyLen},
-		{"CompleteRefusesInvalidStatus", testCompleteRefusesInvalidStatus},
+		{"CompleteInvalidStatus", testCompleteInvalidStatus},
 		{"ExtendAfterOwnCompleteSucceeds", testExtendAfterOwnComplete},
 		{"RepeatedCompleteIsIdempotent", testRepeatedComplete},
 		{"RepeatedCompleteWithEqualRecord", testRepeatedCompleteEqualRecord},
 		{"RepeatedReleaseIsIdempotent", testRepeatedRelease},
-		// keystore.Pinger and keystore.NonBlocking, for the stores that
-		// have them.
+		// keystore.Pinger, for the stores that have it.
 		{"Pinger", testPinger},
-		{"NonBlocking", testNonBlocking},
 		// keystore.ClientBounded, for the stores that have it.
 		{"ClientBoundRefusesPastBound", testClientBoundRefusesPastBound},
 		{"ClientBoundCountsOnlyNewKeys", testClientBoundCountsOnlyNewKeys},
-		// keystore.Admin, for the stores that have it.
+		// adminhttp.Admin, for the stores that have it.
 		{"AdminInspect", testAdminInspect},
 		{"AdminFreeRunOutLease", testAdminFreeRunOutLease},
 		{"AdminFreeForce", testAdminFreeForce},

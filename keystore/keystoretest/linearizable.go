@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/internal/linearize"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -209,7 +210,7 @@ func (r *recorder) call(ctx context.Context, client, k int, in linearize.KeyInpu
 	case linearize.Extend:
 		out.Remaining, out.Err = r.s.Extend(cctx, key, in.Token, in.Duration)
 	case linearize.Complete:
-		out.Err = r.s.Complete(cctx, key, in.Token, keystore.AppendRecord(nil, in.Record), in.Duration)
+		out.Err = r.s.Complete(cctx, key, in.Token, in.Record, in.Duration)
 	case linearize.Release:
 		out.Err = r.s.Release(cctx, key, in.Token)
 	}
@@ -269,12 +270,12 @@ func (c *client) pause(ctx context.Context, d time.Duration, lo, hi float64) {
 	}
 }
 
-func (c *client) record(tok keystore.Token, variant string) keystore.Record {
-	return keystore.Record{
+func (c *client) record(tok keystore.Token, variant string) []byte {
+	return record.Append(nil, record.Record{
 		StatusCode: 200 + int(tok%4),
 		Header:     http.Header{"Content-Type": {"application/geo+json"}, "X-Token": {strconv.FormatUint(uint64(tok), 10)}},
 		Body:       []byte(fmt.Sprintf(`{"client":%d,"token":%d,"variant":%q}`, c.id, tok, variant)),
-	}
+	})
 }
 
 func (c *client) run(ctx context.Context) {

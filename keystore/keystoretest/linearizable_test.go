@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/internal/linearize"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 )
@@ -95,8 +96,7 @@ func (s *naive) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 		case e.status == linearize.Held:
 			return keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: max(e.deadline.Sub(now), time.Millisecond)}, nil
 		}
-		rec, _ := keystore.DecodeRecord(e.rec)
-		return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: rec}, nil
+		return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: e.rec}, nil
 	}
 	if s.spent[key][a.Token] {
 		if !s.noReleaseFence {
@@ -141,7 +141,7 @@ func (s *naive) Extend(ctx context.Context, key string, tok keystore.Token, leas
 }
 
 func (s *naive) Complete(ctx context.Context, key string, tok keystore.Token, rec []byte, retention time.Duration) error {
-	if _, err := keystore.CheckRecord(rec); err != nil {
+	if _, err := record.Check(rec); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -5,23 +5,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/adminhttp"
 )
 
-// The rules of the optional keystore.Admin capability. A store without it
+// The rules of the optional adminhttp.Admin capability. A store without it
 // skips them, visibly.
 
-func admin(t *testing.T, s keystore.Store) keystore.Admin {
+func admin(t *testing.T, s keystore.Store) adminhttp.Admin {
 	t.Helper()
-	a, ok := s.(keystore.Admin)
+	a, ok := s.(adminhttp.Admin)
 	if !ok {
-		t.Skipf("%T is not a keystore.Admin", s)
+		t.Skipf("%T is not a adminhttp.Admin", s)
 	}
 	return a
 }
 
-func inspect(t *testing.T, a keystore.Admin, key string, want keystore.State) keystore.Entry {
+func inspect(t *testing.T, a adminhttp.Admin, key string, want keystore.State) adminhttp.Entry {
 	t.Helper()
 	e, err := a.Inspect(ctx(t), key)
 	if err != nil {
@@ -48,7 +49,7 @@ func testAdminInspect(t *testing.T, s keystore.Store) {
 	}
 
 	rec := sampleRecord()
-	if err := storecall.Complete(ctx(t), s, key, c.Token, rec, longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, rec), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	e = inspect(t, a, key, keystore.Completed)
@@ -74,14 +75,14 @@ func testAdminFreeRunOutLease(t *testing.T, s keystore.Store) {
 	// starts again with a key claimed for a lease four times as long.
 	var (
 		key string
-		c   storecall.Claimed
+		c   claimed
 	)
 	for lease := shortLease; ; lease *= 4 {
 		key = Key(t)
 		before := time.Now()
 		c = mustClaim(t, s, key, fpA, lease, acquire)
 		e, err := a.Free(ctx(t), key, false)
-		if errors.Is(err, keystore.ErrLeaseRunning) && e.State == keystore.InFlight {
+		if errors.Is(err, adminhttp.ErrLeaseRunning) && e.State == keystore.InFlight {
 			break
 		}
 		if time.Since(before) < lease || lease > waitFor {
@@ -103,7 +104,7 @@ func testAdminFreeRunOutLease(t *testing.T, s keystore.Store) {
 		t.Fatalf("Free of a run-out lease: %+v, %v; want the in-flight entry it freed", e, err)
 	}
 	inspect(t, a, key, keystore.Absent)
-	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, sampleRecord()), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete by the freed token: %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -113,7 +114,7 @@ func testAdminFreeRunOutLease(t *testing.T, s keystore.Store) {
 	if n.Token == c.Token {
 		t.Errorf("the claim after Free reused token %d", n.Token)
 	}
-	if _, err := a.Free(ctx(t), Key(t), true); !errors.Is(err, keystore.ErrNotInFlight) {
+	if _, err := a.Free(ctx(t), Key(t), true); !errors.Is(err, adminhttp.ErrNotInFlight) {
 		t.Errorf("Free of an absent key: %v, want ErrNotInFlight", err)
 	}
 }
@@ -125,10 +126,10 @@ func testAdminFreeForce(t *testing.T, s keystore.Store) {
 	if e, err := a.Free(ctx(t), key, true); err != nil || e.State != keystore.InFlight || e.LeaseRunOut {
 		t.Fatalf("forced Free of a running lease: %+v, %v", e, err)
 	}
-	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, sampleRecord()), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete by the token freed by force: %v, want ErrLeaseLost: the fence must hold", err)
 	}
-	if err := storecall.Extend(ctx(t), s, key, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if _, err := s.Extend(ctx(t), key, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend by the token freed by force: %v, want ErrLeaseLost", err)
 	}
 	mustClaim(t, s, key, fpB, longLease, acquire)
@@ -139,11 +140,11 @@ func testAdminFreeNeverTouchesRecord(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	rec := sampleRecord()
-	if err := storecall.Complete(ctx(t), s, key, c.Token, rec, longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, rec), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	for _, force := range []bool{false, true} {
-		if e, err := a.Free(ctx(t), key, force); !errors.Is(err, keystore.ErrNotInFlight) || e.State != keystore.Completed {
+		if e, err := a.Free(ctx(t), key, force); !errors.Is(err, adminhttp.ErrNotInFlight) || e.State != keystore.Completed {
 			t.Errorf("Free(force=%t) of a completed key: %+v, %v; want the record and ErrNotInFlight", force, e.State, err)
 		}
 	}
@@ -154,16 +155,16 @@ func testAdminFreeNeverTouchesRecord(t *testing.T, s keystore.Store) {
 func testAdminForget(t *testing.T, s keystore.Store) {
 	a := admin(t, s)
 	key := Key(t)
-	if _, err := a.Forget(ctx(t), key); !errors.Is(err, keystore.ErrNotCompleted) {
+	if _, err := a.Forget(ctx(t), key); !errors.Is(err, adminhttp.ErrNotCompleted) {
 		t.Errorf("Forget of an absent key: %v, want ErrNotCompleted", err)
 	}
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
-	if e, err := a.Forget(ctx(t), key); !errors.Is(err, keystore.ErrNotCompleted) || e.State != keystore.InFlight {
+	if e, err := a.Forget(ctx(t), key); !errors.Is(err, adminhttp.ErrNotCompleted) || e.State != keystore.InFlight {
 		t.Errorf("Forget of a key in flight: %+v, %v; want ErrNotCompleted", e.State, err)
 	}
 	inspect(t, a, key, keystore.InFlight)
 	rec := sampleRecord()
-	if err := storecall.Complete(ctx(t), s, key, c.Token, rec, longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, rec), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	e, err := a.Forget(ctx(t), key)
@@ -181,14 +182,14 @@ func testAdminSummarize(t *testing.T, s keystore.Store) {
 	if err != nil {
 		t.Fatalf("Summarize: %v", err)
 	}
-	if sum != (keystore.Summary{}) {
+	if sum != (adminhttp.Summary{}) {
 		t.Fatalf("Summarize of an empty store: %+v, want zero", sum)
 	}
 	held, short, done := Key(t), Key(t), Key(t)
 	mustClaim(t, s, held, fpA, longLease, acquire)
 	mustClaim(t, s, short, fpA, shortLease, acquire)
 	c := mustClaim(t, s, done, fpA, longLease, acquire)
-	if err := storecall.Complete(ctx(t), s, done, c.Token, sampleRecord(), longRetention); err != nil {
+	if err := s.Complete(ctx(t), done, c.Token, record.Append(nil, sampleRecord()), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	eventually(t, "the short lease running out, as Summarize counts it", func() bool {

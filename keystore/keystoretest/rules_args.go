@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -23,13 +23,13 @@ func testClaimHoldsCallersToken(t *testing.T, s keystore.Store) {
 	if err != nil || !c.Acquired {
 		t.Fatalf("Claim: acquired %v, err %v; want it acquired", c.Acquired, err)
 	}
-	if err := storecall.Extend(ctx(t), s, key, tok+1, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if _, err := s.Extend(ctx(t), key, tok+1, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend with a token other than the Claim's: err = %v, want ErrLeaseLost", err)
 	}
-	if err := storecall.Extend(ctx(t), s, key, tok, longLease); err != nil {
+	if _, err := s.Extend(ctx(t), key, tok, longLease); err != nil {
 		t.Errorf("Extend with the Claim's own token: %v", err)
 	}
-	if err := storecall.Complete(ctx(t), s, key, tok, sampleRecord(), longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, tok, record.Append(nil, sampleRecord()), longRetention); err != nil {
 		t.Errorf("Complete with the Claim's own token: %v", err)
 	}
 }
@@ -76,7 +76,7 @@ func testClaimRepeatedByHolder(t *testing.T, s keystore.Store) {
 	if other.Fingerprint != fpA {
 		t.Errorf("after the repeated Claim another claimant sees fingerprint %x, want %x", other.Fingerprint[:4], fpA[:4])
 	}
-	if err := storecall.Complete(ctx(t), s, key, tok, sampleRecord(), longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, tok, record.Append(nil, sampleRecord()), longRetention); err != nil {
 		t.Errorf("Complete after the repeated Claim: %v", err)
 	}
 }
@@ -151,7 +151,7 @@ func testExtendReportsRemaining(t *testing.T, s keystore.Store) {
 	if left < longLease/2 {
 		t.Errorf("Extend reports %v left of a %v lease just claimed; the store loses lease time", left, longLease)
 	}
-	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, sampleRecord()), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	if left, err := s.Extend(ctx(t), key, c.Token, longLease); err != nil || left != 0 {
@@ -159,21 +159,49 @@ func testExtendReportsRemaining(t *testing.T, s keystore.Store) {
 	}
 }
 
-// Complete refuses bytes that are not a record encoding exactly as
-// keystore.AppendRecord writes it, with ErrCorruptRecord, storing nothing
-// and leaving the key held.
-func testCompleteRefusesCorruptRecord(t *testing.T, s keystore.Store) {
+// Complete of bytes that are not the middleware's record encoding exactly
+// as it writes it either keeps them, byte for byte, or (a store that reads
+// the bytes) refuses them with ErrCorruptRecord, storing nothing and
+// leaving the key held: see refusedOrKept.
+func testCompleteCorruptRecord(t *testing.T, s keystore.Store) {
+	good := record.Append(nil, sampleRecord())
+	for _, bad := range [][]byte{nil, {}, {0x80}, good[:2], append([]byte{0x96, 0x83, 0x00}, good[2:]...)} {
+		refusedOrKept(t, s, bad, keystore.ErrCorruptRecord)
+	}
+}
+
+// refusedOrKept checks Complete with bad, bytes a store may refuse with an
+// error wrapping want (see keystore.Store's Complete), on a key of its
+// own: either Complete succeeds and every Claim returns bad byte for
+// byte, or it fails with want (and not ErrLeaseLost), stores nothing and
+// leaves the key held by its token, which then completes it with a
+// record the store keeps. Any other outcome breaks the contract.
+func refusedOrKept(t *testing.T, s keystore.Store, bad []byte, want error) {
+	t.Helper()
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
-	good := keystore.AppendRecord(nil, sampleRecord())
-	for _, bad := range [][]byte{nil, {}, {0x80}, good[:2], append([]byte{0x96, 0x83, 0x00}, good[2:]...)} {
-		if err := s.Complete(ctx(t), key, c.Token, bad, longRetention); !errors.Is(err, keystore.ErrCorruptRecord) {
-			t.Errorf("Complete with % x…: err = %v, want one wrapping keystore.ErrCorruptRecord", bad[:min(len(bad), 4)], err)
+	err := s.Complete(ctx(t), key, c.Token, bad, longRetention)
+	if err == nil {
+		got := mustClaim(t, s, key, fpB, longLease, keystore.Completed)
+		if !bytes.Equal(got.Record, bad) {
+			t.Errorf("Complete with % x… kept it, but Claim returns % x…; want the same bytes", bad[:min(len(bad), 8)], got.Record[:min(len(got.Record), 8)])
 		}
+		return
 	}
-	mustClaim(t, s, key, fpB, longLease, keystore.InFlight)
+	if !errors.Is(err, want) || errors.Is(err, keystore.ErrLeaseLost) {
+		t.Errorf("Complete with % x…: err = %v; want nil (kept) or one wrapping %v (refused), never ErrLeaseLost", bad[:min(len(bad), 8)], err, want)
+		return
+	}
+	// Refused: nothing was stored, and the token still holds the key.
+	if in := mustClaim(t, s, key, fpB, longLease, keystore.InFlight); in.Fingerprint != fpA {
+		t.Errorf("after the refused Complete the key reports fingerprint %x, want %x", in.Fingerprint[:4], fpA[:4])
+	}
+	if _, err := s.Extend(ctx(t), key, c.Token, longLease); err != nil {
+		t.Fatalf("Extend after the refused Complete: %v (the token must still hold the key)", err)
+	}
+	good := record.Append(nil, sampleRecord())
 	if err := s.Complete(ctx(t), key, c.Token, good, longRetention); err != nil {
-		t.Fatalf("Complete after the refused ones: %v", err)
+		t.Fatalf("Complete after the refused one: %v", err)
 	}
 	// The store keeps no reference to the caller's bytes.
 	for i := range good {
@@ -188,9 +216,9 @@ func testCompleteRefusesCorruptRecord(t *testing.T, s keystore.Store) {
 func testClientAndRecordBytes(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	const size = 4096
-	rec := keystore.Record{StatusCode: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}}
-	rec.Body = bytes.Repeat([]byte("x"), size-keystore.RecordLen(rec))
-	if n := keystore.RecordLen(rec); n != size {
+	rec := record.Record{StatusCode: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}}
+	rec.Body = bytes.Repeat([]byte("x"), size-record.Len(rec))
+	if n := record.Len(rec); n != size {
 		t.Fatalf("test record is %d bytes, want %d", n, size)
 	}
 	tok := keystore.NewToken()
@@ -198,7 +226,7 @@ func testClientAndRecordBytes(t *testing.T, s keystore.Store) {
 	if err != nil || !c.Acquired {
 		t.Fatalf("Claim with a client and RecordBytes: acquired %v, err %v", c.Acquired, err)
 	}
-	if err := storecall.Complete(ctx(t), s, key, tok, rec, longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, tok, record.Append(nil, rec), longRetention); err != nil {
 		t.Fatalf("Complete with a record of RecordBytes: %v", err)
 	}
 	got := mustClaim(t, s, key, fpA, longLease, keystore.Completed)

@@ -8,9 +8,8 @@ import (
 	"github.com/geoidem/geoidem/keystore"
 )
 
-// The rules of the optional capabilities keystore.Pinger and
-// keystore.NonBlocking, for the stores that have them. A store without
-// one skips its rule, visibly.
+// The rule of the optional capability keystore.Pinger, for the stores
+// that have it. A store without it skips the rule, visibly.
 
 // Ping answers a reachable store with nil, touching no key, and honours
 // its context: a canceled one fails with an error wrapping context.Canceled.
@@ -30,18 +29,4 @@ func testPinger(t *testing.T, s keystore.Store) {
 		t.Errorf("Ping with a canceled context: %v, want an error wrapping context.Canceled", err)
 	}
 	mustClaim(t, s, key, fpB, longLease, keystore.InFlight) // Ping changed nothing
-}
-
-// A NonBlocking store vouches for itself (keystore.IsNonBlocking), so that
-// callers may skip the timeouts around its calls; and, as every store, it
-// refuses a done context without acting (the CanceledContext rule), which
-// is what makes calling it under the request's own context safe.
-func testNonBlocking(t *testing.T, s keystore.Store) {
-	nb, ok := s.(keystore.NonBlocking)
-	if !ok {
-		t.Skipf("%T is not a keystore.NonBlocking", s)
-	}
-	if !keystore.IsNonBlocking(s) {
-		t.Fatalf("%T.NonBlocking() returns %T, not the store itself: it vouches for another store", s, nb.NonBlocking())
-	}
 }

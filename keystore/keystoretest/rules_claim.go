@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -41,7 +41,7 @@ func testConcurrentClaimsOneWinner(t *testing.T, s keystore.Store) {
 			if i%2 == 1 {
 				fp = fpB
 			}
-			c, err := storecall.Claim(ctx(t), s, key, fp, longLease)
+			c, err := claim(ctx(t), s, key, fp, longLease)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -102,7 +102,7 @@ func race(t *testing.T, s keystore.Store, key string, n int) raced {
 		go func() {
 			defer wg.Done()
 			<-start
-			c, err := storecall.Claim(ctx(t), s, key, fpB, longLease)
+			c, err := claim(ctx(t), s, key, fpB, longLease)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -166,7 +166,7 @@ func testConcurrentTakeover(t *testing.T, s keystore.Store) {
 func testConcurrentExpiredRecord(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
-	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), shortRetention); err != nil {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, sampleRecord()), shortRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	completed := time.Now()

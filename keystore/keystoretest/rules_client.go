@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -56,7 +56,7 @@ func contend(t *testing.T, s keystore.Store, b keystore.ClientBound) {
 		var fe *keystore.FullError
 		switch {
 		case errors.As(err, &fe) && fe.Client:
-			wantClientRefusal(t, b, storecall.Claimed{Claim: c}, err, fmt.Sprintf("the filler's new key %d", i+1))
+			wantClientRefusal(t, b, claimed{Claim: c}, err, fmt.Sprintf("the filler's new key %d", i+1))
 			if i < b.Keys {
 				t.Fatalf("the filler's new key %d refused, within the bound of %d: %v", i+1, b.Keys, err)
 			}
@@ -69,10 +69,10 @@ func contend(t *testing.T, s keystore.Store, b keystore.ClientBound) {
 }
 
 // claimFor claims key for client with a fresh token.
-func claimFor(t *testing.T, s keystore.Store, key, client string) (storecall.Claimed, error) {
+func claimFor(t *testing.T, s keystore.Store, key, client string) (claimed, error) {
 	tok := keystore.NewToken()
 	c, err := s.Claim(ctx(t), key, keystore.ClaimArgs{Fingerprint: fpA, Lease: longLease, Token: tok, Client: client})
-	r := storecall.Claimed{Claim: c}
+	r := claimed{Claim: c}
 	if err == nil && c.Acquired {
 		r.Token = tok
 	}
@@ -81,7 +81,7 @@ func claimFor(t *testing.T, s keystore.Store, key, client string) (storecall.Cla
 
 // mustAcquireFor claims a new key for client and fails t unless it is
 // acquired.
-func mustAcquireFor(t *testing.T, s keystore.Store, client, what string) (string, storecall.Claimed) {
+func mustAcquireFor(t *testing.T, s keystore.Store, client, what string) (string, claimed) {
 	t.Helper()
 	key := Key(t)
 	c, err := claimFor(t, s, key, client)
@@ -93,7 +93,7 @@ func mustAcquireFor(t *testing.T, s keystore.Store, client, what string) (string
 
 // wantClientRefusal fails t unless err is the refusal of a client past
 // its bound.
-func wantClientRefusal(t *testing.T, b keystore.ClientBound, c storecall.Claimed, err error, what string) {
+func wantClientRefusal(t *testing.T, b keystore.ClientBound, c claimed, err error, what string) {
 	t.Helper()
 	var fe *keystore.FullError
 	switch {
@@ -119,7 +119,7 @@ func testClientBoundRefusesPastBound(t *testing.T, s keystore.Store) {
 	for i := range b.Keys {
 		key, c := mustAcquireFor(t, s, client, fmt.Sprintf("new key %d of %d", i+1, b.Keys))
 		if i%2 == 0 {
-			if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); err != nil {
+			if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, sampleRecord()), longRetention); err != nil {
 				t.Fatalf("Complete: %v", err)
 			}
 		}
@@ -144,7 +144,7 @@ func testClientBoundCountsOnlyNewKeys(t *testing.T, s keystore.Store) {
 	contend(t, s, b)
 	client := "client-" + Key(t)[:12]
 	done, c := mustAcquireFor(t, s, client, "first new key")
-	if err := storecall.Complete(ctx(t), s, done, c.Token, sampleRecord(), longRetention); err != nil {
+	if err := s.Complete(ctx(t), done, c.Token, record.Append(nil, sampleRecord()), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	repeat := func(when string) {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -14,13 +14,13 @@ func testCanceledContext(t *testing.T, s keystore.Store) {
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	canceled, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := storecall.Claim(canceled, s, Key(t), fpA, longLease); !errors.Is(err, context.Canceled) {
+	if _, err := claim(canceled, s, Key(t), fpA, longLease); !errors.Is(err, context.Canceled) {
 		t.Errorf("Claim with a canceled context: err = %v, want one wrapping context.Canceled", err)
 	}
-	if err := storecall.Extend(canceled, s, key, c.Token, longLease); !errors.Is(err, context.Canceled) {
+	if _, err := s.Extend(canceled, key, c.Token, longLease); !errors.Is(err, context.Canceled) {
 		t.Errorf("Extend with a canceled context: err = %v, want one wrapping context.Canceled", err)
 	}
-	if err := storecall.Complete(canceled, s, key, c.Token, sampleRecord(), longRetention); !errors.Is(err, context.Canceled) {
+	if err := s.Complete(canceled, key, c.Token, record.Append(nil, sampleRecord()), longRetention); !errors.Is(err, context.Canceled) {
 		t.Errorf("Complete with a canceled context: err = %v, want one wrapping context.Canceled", err)
 	}
 	if err := s.Release(canceled, key, c.Token); !errors.Is(err, context.Canceled) {
@@ -28,7 +28,7 @@ func testCanceledContext(t *testing.T, s keystore.Store) {
 	}
 	// A canceled call must not have completed or released the key.
 	mustClaim(t, s, key, fpA, longLease, keystore.InFlight)
-	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, sampleRecord()), longRetention); err != nil {
 		t.Fatalf("Complete after the canceled calls: %v", err)
 	}
 }
@@ -40,7 +40,7 @@ func testMaxKeyLen(t *testing.T, s keystore.Store) {
 	}
 	key := string(long[:keystore.MaxKeyLen-16]) + Key(t)[:16]
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
-	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, sampleRecord()), longRetention); err != nil {
 		t.Fatalf("Complete with a %d-byte key: %v", len(key), err)
 	}
 	got := mustClaim(t, s, key, fpA, longLease, keystore.Completed)

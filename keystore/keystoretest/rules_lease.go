@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -17,7 +17,7 @@ func testExtendKeepsLease(t *testing.T, s keystore.Store) {
 	c := mustClaim(t, s, key, fpA, lease, acquire)
 	// Extend well past the claim's lease, several times; the key must stay held.
 	for range 3 {
-		if err := storecall.Extend(ctx(t), s, key, c.Token, longLease); err != nil {
+		if _, err := s.Extend(ctx(t), key, c.Token, longLease); err != nil {
 			t.Fatalf("Extend: %v", err)
 		}
 	}
@@ -27,19 +27,19 @@ func testExtendKeepsLease(t *testing.T, s keystore.Store) {
 	if in.LeaseRemaining < longLease/2 {
 		t.Errorf("after Extend(%v) LeaseRemaining is %v; the claim's lease was %v", longLease, in.LeaseRemaining, lease)
 	}
-	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, sampleRecord()), longRetention); err != nil {
 		t.Fatalf("Complete after Extend: %v", err)
 	}
 }
 
 // takeOver waits until a short lease on key expires and another claimant
 // takes it over, and returns the new claim.
-func takeOver(t *testing.T, s keystore.Store, key string) storecall.Claimed {
+func takeOver(t *testing.T, s keystore.Store, key string) claimed {
 	t.Helper()
-	var c storecall.Claimed
+	var c claimed
 	eventually(t, "a claim taking over the expired lease", func() bool {
 		var err error
-		c, err = storecall.Claim(ctx(t), s, key, fpB, longLease)
+		c, err = claim(ctx(t), s, key, fpB, longLease)
 		if err != nil {
 			t.Fatalf("Claim: %v", err)
 		}
@@ -70,10 +70,10 @@ func testStaleTokenFenced(t *testing.T, s keystore.Store) {
 	old := mustClaim(t, s, key, fpA, shortLease, acquire)
 	cur := takeOver(t, s, key)
 
-	if err := storecall.Extend(ctx(t), s, key, old.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if _, err := s.Extend(ctx(t), key, old.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend with the stale token: err = %v, want ErrLeaseLost", err)
 	}
-	if err := storecall.Complete(ctx(t), s, key, old.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx(t), key, old.Token, record.Append(nil, sampleRecord()), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete with the stale token: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), key, old.Token); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -84,14 +84,14 @@ func testStaleTokenFenced(t *testing.T, s keystore.Store) {
 	if in.Fingerprint != fpB {
 		t.Errorf("after the stale calls the key reports fingerprint %x, want the new owner's %x", in.Fingerprint[:4], fpB[:4])
 	}
-	want := keystore.Record{StatusCode: http.StatusAccepted, Body: []byte("new owner")}
-	if err := storecall.Complete(ctx(t), s, key, cur.Token, want, longRetention); err != nil {
+	want := record.Record{StatusCode: http.StatusAccepted, Body: []byte("new owner")}
+	if err := s.Complete(ctx(t), key, cur.Token, record.Append(nil, want), longRetention); err != nil {
 		t.Fatalf("Complete by the new owner: %v", err)
 	}
 	got := mustClaim(t, s, key, fpB, longLease, keystore.Completed)
 	equalRecords(t, got.Record, want)
 	// And a stale Complete after the new owner's completion overwrites nothing.
-	if err := storecall.Complete(ctx(t), s, key, old.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx(t), key, old.Token, record.Append(nil, sampleRecord()), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("stale Complete after the new owner completed: err = %v, want ErrLeaseLost", err)
 	}
 	got = mustClaim(t, s, key, fpB, longLease, keystore.Completed)
@@ -102,10 +102,10 @@ func testWrongTokenFenced(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	wrong := c.Token + 1
-	if err := storecall.Extend(ctx(t), s, key, wrong, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if _, err := s.Extend(ctx(t), key, wrong, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend with a wrong token: err = %v, want ErrLeaseLost", err)
 	}
-	if err := storecall.Complete(ctx(t), s, key, wrong, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx(t), key, wrong, record.Append(nil, sampleRecord()), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete with a wrong token: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), key, wrong); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -114,10 +114,10 @@ func testWrongTokenFenced(t *testing.T, s keystore.Store) {
 	mustClaim(t, s, key, fpA, longLease, keystore.InFlight)
 	// Operations on a key that was never claimed are fenced too.
 	absent := Key(t)
-	if err := storecall.Extend(ctx(t), s, absent, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if _, err := s.Extend(ctx(t), absent, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend of an absent key: err = %v, want ErrLeaseLost", err)
 	}
-	if err := storecall.Complete(ctx(t), s, absent, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx(t), absent, c.Token, record.Append(nil, sampleRecord()), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete of an absent key: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), absent, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -130,11 +130,11 @@ func testKeysIndependent(t *testing.T, s keystore.Store) {
 	k1, k2 := Key(t), Key(t)
 	c1 := mustClaim(t, s, k1, fpA, longLease, acquire)
 	c2 := mustClaim(t, s, k2, fpA, longLease, acquire)
-	if err := storecall.Complete(ctx(t), s, k1, c1.Token, sampleRecord(), longRetention); err != nil {
+	if err := s.Complete(ctx(t), k1, c1.Token, record.Append(nil, sampleRecord()), longRetention); err != nil {
 		t.Fatalf("Complete k1: %v", err)
 	}
 	mustClaim(t, s, k2, fpA, longLease, keystore.InFlight)
-	if err := storecall.Complete(ctx(t), s, k1, c2.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx(t), k1, c2.Token, record.Append(nil, sampleRecord()), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete of k1 with k2's token: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), k2, c2.Token); err != nil {
@@ -163,17 +163,17 @@ func testCompleteEndsHold(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	want := sampleRecord()
-	if err := storecall.Complete(ctx(t), s, key, c.Token, want, longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, want), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	if err := storecall.Extend(ctx(t), s, key, c.Token, longLease); err != nil {
+	if _, err := s.Extend(ctx(t), key, c.Token, longLease); err != nil {
 		t.Errorf("Extend after Complete by the same token: err = %v, want nil, changing nothing (see ExtendAfterOwnCompleteSucceeds)", err)
 	}
 	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Release after Complete: err = %v, want ErrLeaseLost (a completed record must not be deletable)", err)
 	}
-	other := keystore.Record{StatusCode: http.StatusTeapot}
-	if err := storecall.Complete(ctx(t), s, key, c.Token, other, longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	other := record.Record{StatusCode: http.StatusTeapot}
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, other), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("second Complete: err = %v, want ErrLeaseLost", err)
 	}
 	got := mustClaim(t, s, key, fpA, longLease, keystore.Completed)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -26,17 +26,17 @@ func testExtendAfterOwnComplete(t *testing.T, s keystore.Store) {
 	key := Key(t)
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	want := sampleRecord()
-	if err := storecall.Complete(ctx(t), s, key, c.Token, want, longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, want), longRetention); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	var extended time.Time
 	for range 2 {
-		if err := storecall.Extend(ctx(t), s, key, c.Token, shortLease); err != nil {
+		if _, err := s.Extend(ctx(t), key, c.Token, shortLease); err != nil {
 			t.Fatalf("Extend by the token that completed the key: err = %v, want nil (its work is recorded, nothing was lost)", err)
 		}
 		extended = time.Now()
 	}
-	if err := storecall.Extend(ctx(t), s, key, c.Token+1, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if _, err := s.Extend(ctx(t), key, c.Token+1, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend of a completed key by another token: err = %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx(t), key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -58,14 +58,14 @@ func testRepeatedComplete(t *testing.T, s keystore.Store) {
 	c := mustClaim(t, s, key, fpA, longLease, acquire)
 	want := sampleRecord()
 	for i := range 3 {
-		if err := storecall.Complete(ctx(t), s, key, c.Token, want, longRetention); err != nil {
+		if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, want), longRetention); err != nil {
 			t.Fatalf("Complete #%d by the same token with the same record: err = %v, want nil (a repeat of an applied Complete must succeed)", i+1, err)
 		}
 	}
 	got := mustClaim(t, s, key, fpB, longLease, keystore.Completed)
 	equalRecords(t, got.Record, want)
-	other := keystore.Record{StatusCode: http.StatusTeapot, Body: []byte("other")}
-	if err := storecall.Complete(ctx(t), s, key, c.Token, other, longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	other := record.Record{StatusCode: http.StatusTeapot, Body: []byte("other")}
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, other), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete by the same token with another record: err = %v, want ErrLeaseLost", err)
 	}
 	got = mustClaim(t, s, key, fpB, longLease, keystore.Completed)
@@ -75,13 +75,13 @@ func testRepeatedComplete(t *testing.T, s keystore.Store) {
 	key = Key(t)
 	old := mustClaim(t, s, key, fpA, shortLease, acquire)
 	cur := takeOver(t, s, key)
-	if err := storecall.Complete(ctx(t), s, key, cur.Token, want, longRetention); err != nil {
+	if err := s.Complete(ctx(t), key, cur.Token, record.Append(nil, want), longRetention); err != nil {
 		t.Fatalf("Complete by the new owner: %v", err)
 	}
-	if err := storecall.Complete(ctx(t), s, key, old.Token, want, longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx(t), key, old.Token, record.Append(nil, want), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("stale Complete with the stored record: err = %v, want ErrLeaseLost", err)
 	}
-	if err := storecall.Extend(ctx(t), s, key, old.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if _, err := s.Extend(ctx(t), key, old.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("stale Extend of a key another token completed: err = %v, want ErrLeaseLost", err)
 	}
 }
@@ -91,10 +91,10 @@ func testRepeatedComplete(t *testing.T, s keystore.Store) {
 // other way round), or whose header map was filled in another order,
 // succeeds like any repeat.
 func testRepeatedCompleteEqualRecord(t *testing.T, s keystore.Store) {
-	bare := keystore.Record{StatusCode: http.StatusNoContent}
-	empty := keystore.Record{StatusCode: http.StatusNoContent, Header: http.Header{}, Body: []byte{}}
-	ab := keystore.Record{StatusCode: http.StatusOK, Header: http.Header{}}
-	ba := keystore.Record{StatusCode: http.StatusOK, Header: http.Header{}}
+	bare := record.Record{StatusCode: http.StatusNoContent}
+	empty := record.Record{StatusCode: http.StatusNoContent, Header: http.Header{}, Body: []byte{}}
+	ab := record.Record{StatusCode: http.StatusOK, Header: http.Header{}}
+	ba := record.Record{StatusCode: http.StatusOK, Header: http.Header{}}
 	for _, name := range []string{"A", "B", "C", "D", "E", "F", "G", "H"} {
 		ab.Header[name] = []string{name}
 	}
@@ -103,7 +103,7 @@ func testRepeatedCompleteEqualRecord(t *testing.T, s keystore.Store) {
 	}
 	for _, p := range []struct {
 		what          string
-		first, repeat keystore.Record
+		first, repeat record.Record
 	}{
 		{"an empty header and body after none", bare, empty},
 		{"no header and body after empty ones", empty, bare},
@@ -111,10 +111,10 @@ func testRepeatedCompleteEqualRecord(t *testing.T, s keystore.Store) {
 	} {
 		key := Key(t)
 		c := mustClaim(t, s, key, fpA, longLease, acquire)
-		if err := storecall.Complete(ctx(t), s, key, c.Token, p.first, longRetention); err != nil {
+		if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, p.first), longRetention); err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
-		if err := storecall.Complete(ctx(t), s, key, c.Token, p.repeat, longRetention); err != nil {
+		if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, p.repeat), longRetention); err != nil {
 			t.Errorf("Complete repeated by the same token with an equal record (%s): err = %v, want nil", p.what, err)
 		}
 	}
@@ -131,10 +131,10 @@ func testRepeatedRelease(t *testing.T, s keystore.Store) {
 			t.Fatalf("Release #%d by the same token: err = %v, want nil (a repeat of an applied Release must succeed)", i+1, err)
 		}
 	}
-	if err := storecall.Extend(ctx(t), s, key, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
+	if _, err := s.Extend(ctx(t), key, c.Token, longLease); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend after Release: err = %v, want ErrLeaseLost", err)
 	}
-	if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, sampleRecord()), longRetention); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete after Release: err = %v, want ErrLeaseLost", err)
 	}
 	again := mustClaim(t, s, key, fpB, longLease, acquire)
@@ -153,7 +153,7 @@ func testRepeatedRelease(t *testing.T, s keystore.Store) {
 	// Release, but the old token has been superseded: its Release is still
 	// lost (a store must not keep honouring a release mark across a claim).
 	const shortRetention = 100 * time.Millisecond
-	if err := storecall.Complete(ctx(t), s, key, again.Token, sampleRecord(), shortRetention); err != nil {
+	if err := s.Complete(ctx(t), key, again.Token, record.Append(nil, sampleRecord()), shortRetention); err != nil {
 		t.Fatalf("Complete by the new holder: %v", err)
 	}
 	waitPast(time.Now(), shortRetention)

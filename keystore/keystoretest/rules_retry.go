@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -44,7 +44,7 @@ func testReleasedKeyRetryNeverRefused(t *testing.T, s keystore.Store) {
 		}
 		claimed++
 		if i%2 == 1 {
-			if err := storecall.Complete(ctx(t), s, key, c.Token, sampleRecord(), longRetention); err != nil {
+			if err := s.Complete(ctx(t), key, c.Token, record.Append(nil, sampleRecord()), longRetention); err != nil {
 				t.Fatalf("Complete: %v", err)
 			}
 			continue

@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 )
@@ -74,7 +74,7 @@ func TestClientBoundUnderContention(t *testing.T) {
 			toks[key] = tok
 			time.Sleep(time.Second)
 		}
-		if err := storecall.Complete(ctx, s, "a0", toks["a0"], keystore.Record{StatusCode: 201}, time.Hour); err != nil {
+		if err := s.Complete(ctx, "a0", toks["a0"], record.Append(nil, record.Record{StatusCode: 201}), time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Release(ctx, "a2", toks["a2"]); err != nil {

@@ -7,20 +7,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 )
 
-// Complete takes a record's encoding exactly as keystore.AppendRecord
+// Complete takes a record's encoding exactly as record.Append
 // writes it (fields in name order), refuses any other bytes, keeps a copy,
 // and accepts a repeat with an equal record only.
 func TestCompleteTakesEncoding(t *testing.T) {
 	ctx := context.Background()
 	s := new(memstore.Store)
 	c := claim(t, s, "k", time.Minute)
-	rec := keystore.Record{StatusCode: 201, Header: http.Header{"Content-Type": {"application/json"}, "Etag": {`"1"`}}, Body: []byte(`{"id":1}`)}
-	enc := keystore.AppendRecord(nil, rec)
+	rec := record.Record{StatusCode: 201, Header: http.Header{"Content-Type": {"application/json"}, "Etag": {`"1"`}}, Body: []byte(`{"id":1}`)}
+	enc := record.Append(nil, rec)
 
 	unsorted := []byte("\x92\x03\x02\x01b\x00\x01a\x00")
 	if err := s.Complete(ctx, "k", c.Token, unsorted, time.Minute); !errors.Is(err, keystore.ErrCorruptRecord) {
@@ -37,19 +38,19 @@ func TestCompleteTakesEncoding(t *testing.T) {
 	}
 	clear(enc) // the store kept a copy
 	got := claim(t, s, "k", time.Minute)
-	if got.State != keystore.Completed || got.Record.StatusCode != 201 || string(got.Record.Body) != `{"id":1}` ||
-		got.Record.Header.Get("Etag") != `"1"` || got.Record.Header.Get("Content-Type") != "application/json" {
+	if got.State != keystore.Completed || testkit.Decoded(got.Record).StatusCode != 201 || string(testkit.Decoded(got.Record).Body) != `{"id":1}` ||
+		testkit.Decoded(got.Record).Header.Get("Etag") != `"1"` || testkit.Decoded(got.Record).Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("after Complete: %v %+v", got.State, got.Record)
 	}
 	// A repeat with the equal record, encoded or not, succeeds; another
 	// record is refused.
-	if err := s.Complete(ctx, "k", c.Token, keystore.AppendRecord(nil, rec), time.Minute); err != nil {
+	if err := s.Complete(ctx, "k", c.Token, record.Append(nil, rec), time.Minute); err != nil {
 		t.Errorf("Complete repeated: %v", err)
 	}
-	if err := storecall.Complete(ctx, s, "k", c.Token, rec, time.Minute); err != nil {
+	if err := s.Complete(ctx, "k", c.Token, record.Append(nil, rec), time.Minute); err != nil {
 		t.Errorf("Complete of the Record repeating Complete: %v", err)
 	}
-	if err := s.Complete(ctx, "k", c.Token, keystore.AppendRecord(nil, keystore.Record{StatusCode: 202}), time.Minute); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx, "k", c.Token, record.Append(nil, record.Record{StatusCode: 202}), time.Minute); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete repeated with another record: %v, want ErrLeaseLost", err)
 	}
 }

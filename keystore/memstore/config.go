@@ -11,7 +11,7 @@ const (
 	DefaultMaxBytes   = 128 << 20
 	// DefaultReserveBytes covers the middleware's default MaxRecordBytes
 	// (1 MiB), which bounds the whole encoded record (status, headers and
-	// body: keystore.RecordLen), with 8 KiB to spare.
+	// body: the length of its bytes), with 8 KiB to spare.
 	DefaultReserveBytes = 1<<20 + 8<<10
 	// DefaultClientKeys and DefaultClientWindow hold each client, under
 	// contention, to 64 new keys a minute (see Config.ClientKeys; fewer in

@@ -11,7 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 )
@@ -27,7 +28,7 @@ func TestFullStoreEvictsRecordsPastTheFloor(t *testing.T) {
 		complete(t, s, "second", 30*time.Hour, "b")
 		time.Sleep(time.Minute)
 		complete(t, s, "third", 24*time.Hour, "c")
-		_, err := storecall.Claim(context.Background(), s, "new", fp, time.Minute)
+		_, err := testkit.Claim(context.Background(), s, "new", fp, time.Minute)
 		var fe *keystore.FullError
 		if !errors.As(err, &fe) || fe.Client {
 			t.Fatalf("a new key in a store full of records younger than the floor: %v, want the store's FullError", err)
@@ -70,7 +71,7 @@ func TestNegativeFloorNeverEvicts(t *testing.T) {
 		s := memstore.New(memstore.Config{MaxEntries: 1, EvictAfter: -1})
 		complete(t, s, "only", 24*time.Hour, "a")
 		time.Sleep(2 * time.Hour)
-		_, err := storecall.Claim(context.Background(), s, "new", fp, time.Minute)
+		_, err := testkit.Claim(context.Background(), s, "new", fp, time.Minute)
 		var fe *keystore.FullError
 		if !errors.As(err, &fe) || fe.RetryAfter != 22*time.Hour {
 			t.Fatalf("without eviction: %v, want a FullError with RetryAfter 22h", err)
@@ -97,10 +98,10 @@ func TestEvictsOnlyWhenFull(t *testing.T) {
 		if e, _ := s.Inspect(context.Background(), "old"); e.State != keystore.Absent {
 			t.Fatalf("old, once the store was full: %v, want evicted", e.State)
 		}
-		if _, err := storecall.Claim(context.Background(), s, "refused", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+		if _, err := testkit.Claim(context.Background(), s, "refused", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
 			t.Fatalf("a store full of keys in flight: %v, want ErrStoreFull", err)
 		}
-		if err := storecall.Complete(context.Background(), s, "held", held.Token, keystore.Record{StatusCode: 201}, time.Hour); err != nil {
+		if err := s.Complete(context.Background(), "held", held.Token, record.Append(nil, record.Record{StatusCode: 201}), time.Hour); err != nil {
 			t.Fatalf("the key in flight: %v, want it still held", err)
 		}
 	})

@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -25,12 +26,12 @@ func TestFullStoreRefusesNewClaimsInsteadOfEvicting(t *testing.T) {
 	for _, key := range []string{"a", "b", "c"} {
 		complete(t, s, key, time.Hour, "answer "+key)
 	}
-	if _, err := storecall.Claim(context.Background(), s, "d", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+	if _, err := testkit.Claim(context.Background(), s, "d", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
 		t.Fatalf("Claim of a new key in a store full of unexpired records: err = %v, want ErrStoreFull", err)
 	}
 	for _, key := range []string{"a", "b", "c"} {
-		if got := claim(t, s, key, time.Minute); got.State != keystore.Completed || string(got.Record.Body) != "answer "+key {
-			t.Errorf("retry of %s after the store filled: %v %q, want completed %q", key, got.State, got.Record.Body, "answer "+key)
+		if got := claim(t, s, key, time.Minute); got.State != keystore.Completed || string(testkit.Decoded(got.Record).Body) != "answer "+key {
+			t.Errorf("retry of %s after the store filled: %v %q, want completed %q", key, got.State, testkit.Decoded(got.Record).Body, "answer "+key)
 		}
 	}
 }
@@ -112,18 +113,18 @@ func TestRecordLargerThanReservation(t *testing.T) {
 	s := memstore.New(memstore.Config{MaxBytes: 64 << 10, ReserveBytes: 1 << 10})
 	ctx := context.Background()
 	c := claim(t, s, "big", time.Minute)
-	if err := storecall.Complete(ctx, s, "big", c.Token, keystore.Record{StatusCode: 200, Body: make([]byte, 40<<10)}, time.Hour); err != nil {
+	if err := s.Complete(ctx, "big", c.Token, record.Append(nil, record.Record{StatusCode: 200, Body: make([]byte, 40<<10)}), time.Hour); err != nil {
 		t.Fatalf("a 40 KiB record over a 1 KiB reservation, with room free: %v", err)
 	}
 	c = claim(t, s, "big2", time.Minute)
-	err := storecall.Complete(ctx, s, "big2", c.Token, keystore.Record{StatusCode: 200, Body: make([]byte, 40<<10)}, time.Hour)
+	err := s.Complete(ctx, "big2", c.Token, record.Append(nil, record.Record{StatusCode: 200, Body: make([]byte, 40<<10)}), time.Hour)
 	if !errors.Is(err, keystore.ErrStoreFull) {
 		t.Fatalf("a second 40 KiB record in 64 KiB: %v, want ErrStoreFull", err)
 	}
-	if got := claim(t, s, "big", time.Minute); got.State != keystore.Completed || len(got.Record.Body) != 40<<10 {
-		t.Fatalf("the first record after the refusal: %v with %d bytes, want it kept", got.State, len(got.Record.Body))
+	if got := claim(t, s, "big", time.Minute); got.State != keystore.Completed || len(testkit.Decoded(got.Record).Body) != 40<<10 {
+		t.Fatalf("the first record after the refusal: %v with %d bytes, want it kept", got.State, len(testkit.Decoded(got.Record).Body))
 	}
-	if err := storecall.Complete(ctx, s, "big2", c.Token, keystore.Record{StatusCode: 200, Body: []byte("small")}, time.Hour); err != nil {
+	if err := s.Complete(ctx, "big2", c.Token, record.Append(nil, record.Record{StatusCode: 200, Body: []byte("small")}), time.Hour); err != nil {
 		t.Fatalf("Complete with a small record after the refusal (the claim is still held): %v", err)
 	}
 	if st := s.Stats(); st.Refused != 1 || st.Entries != 2 || st.Bytes > 64<<10 {
@@ -151,7 +152,7 @@ func TestNegativeReserveReservesNothing(t *testing.T) {
 func TestLargestRecordFitsAStoreFullOfClaims(t *testing.T) {
 	link := "<https://example.com/features?page=2>; rel=\"next\", " + strings.Repeat("<https://example.com/x>; rel=\"item\", ", 250)
 	header := http.Header{"Content-Type": {"application/geo+json"}, "Link": {link}, "Location": {"/features/" + strings.Repeat("f", 2000)}}
-	exact := middleware.DefaultMaxRecordBytes - keystore.RecordLen(keystore.Record{StatusCode: http.StatusCreated, Header: header})
+	exact := middleware.DefaultMaxRecordBytes - record.Len(record.Record{StatusCode: http.StatusCreated, Header: header})
 	for _, c := range []struct {
 		name     string
 		bodyLen  int
@@ -166,9 +167,9 @@ func TestLargestRecordFitsAStoreFullOfClaims(t *testing.T) {
 		filled := 0
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			runs.Add(1)
-			var first storecall.Claimed
+			var first testkit.Claimed
 			for i := range 10_000 { // every other byte taken by claims in flight
-				c, err := storecall.Claim(context.Background(), store, "fill-"+strconv.Itoa(i), fp, time.Hour)
+				c, err := testkit.Claim(context.Background(), store, "fill-"+strconv.Itoa(i), fp, time.Hour)
 				if errors.Is(err, keystore.ErrStoreFull) {
 					break
 				} else if err != nil {
@@ -182,8 +183,8 @@ func TestLargestRecordFitsAStoreFullOfClaims(t *testing.T) {
 			// and the bytes too few for another claim, by one record just
 			// larger than its reservation
 			free := memstore.DefaultMaxBytes - store.Stats().Bytes
-			fill := int(memstore.DefaultReserveBytes+free) - keystore.RecordLen(keystore.Record{StatusCode: http.StatusOK})
-			if err := storecall.Complete(context.Background(), store, "fill-0", first.Token, keystore.Record{StatusCode: http.StatusOK, Body: make([]byte, fill)}, time.Hour); err != nil {
+			fill := int(memstore.DefaultReserveBytes+free) - record.Len(record.Record{StatusCode: http.StatusOK})
+			if err := store.Complete(context.Background(), "fill-0", first.Token, record.Append(nil, record.Record{StatusCode: http.StatusOK, Body: make([]byte, fill)}), time.Hour); err != nil {
 				t.Fatalf("filling the last %d bytes: %v", free, err)
 			}
 			if st := store.Stats(); st.Bytes != memstore.DefaultMaxBytes {

@@ -8,7 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -99,7 +100,7 @@ func TestPagesKeepInvariants(t *testing.T) {
 		for round := range 3 {
 			for i := range 3*pageSize + 7 {
 				key := fmt.Sprint("key-", round, "-", i)
-				c, err := storecall.Claim(ctx, s, key, keystore.Fingerprint{}, time.Minute)
+				c, err := testkit.Claim(ctx, s, key, keystore.Fingerprint{}, time.Minute)
 				if err != nil || !c.Acquired {
 					t.Fatalf("Claim(%s): %v, %v", key, c.State, err)
 				}
@@ -109,9 +110,9 @@ func TestPagesKeepInvariants(t *testing.T) {
 			for key, tok := range tokens {
 				var err error
 				if len(key)%2 == 0 {
-					err = storecall.Complete(ctx, s, key, tok, keystore.Record{StatusCode: 200, Body: []byte(key)}, time.Nanosecond)
+					err = s.Complete(ctx, key, tok, record.Append(nil, record.Record{StatusCode: 200, Body: []byte(key)}), time.Nanosecond)
 				} else {
-					err = storecall.Complete(ctx, s, key, tok, keystore.Record{StatusCode: 201, Body: []byte(key)}, time.Hour)
+					err = s.Complete(ctx, key, tok, record.Append(nil, record.Record{StatusCode: 201, Body: []byte(key)}), time.Hour)
 				}
 				if err != nil {
 					t.Fatalf("Complete(%s): %v", key, err)
@@ -119,8 +120,8 @@ func TestPagesKeepInvariants(t *testing.T) {
 				if len(key)%2 == 0 {
 					continue
 				}
-				if c, _ := storecall.Claim(ctx, s, key, keystore.Fingerprint{}, time.Minute); string(c.Record.Body) != key {
-					t.Fatalf("Claim(%s) after Complete: %v %q", key, c.State, c.Record.Body)
+				if c, _ := testkit.Claim(ctx, s, key, keystore.Fingerprint{}, time.Minute); string(testkit.Decoded(c.Record).Body) != key {
+					t.Fatalf("Claim(%s) after Complete: %v %q", key, c.State, testkit.Decoded(c.Record).Body)
 				}
 			}
 			clear(tokens)
@@ -166,13 +167,13 @@ func randomOperations(t *testing.T, s *Store, long bool) {
 				tokens[key] = tok
 			}
 		case 1:
-			_ = storecall.Extend(ctx, s, key, tokens[key], d)
+			_, _ = s.Extend(ctx, key, tokens[key], d)
 		case 2:
 			retention := d
 			if long {
 				retention = time.Hour
 			}
-			_ = storecall.Complete(ctx, s, key, tokens[key], keystore.Record{StatusCode: 200, Body: make([]byte, rng.IntN(2000))}, retention)
+			_ = s.Complete(ctx, key, tokens[key], record.Append(nil, record.Record{StatusCode: 200, Body: make([]byte, rng.IntN(2000))}), retention)
 		case 3:
 			_ = s.Release(ctx, key, tokens[key])
 		}

@@ -72,8 +72,8 @@
 // larger than the reservation always fits, and the answer of a handler that
 // ran is never lost for want of room. A larger record takes the difference
 // from the free budget (making room as a claim does, if it must) and is refused
-// with ErrStoreFull when there is none. A record's size is its encoding,
-// [keystore.RecordLen]. The reservation also bounds the claims in flight at
+// with ErrStoreFull when there is none. A record's size is its length in
+// bytes. The reservation also bounds the claims in flight at
 // once to MaxBytes / reservation.
 //
 // # Scope
@@ -91,6 +91,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -147,7 +148,6 @@ func New(cfg Config) *Store {
 
 var (
 	_ keystore.Store         = (*Store)(nil)
-	_ keystore.NonBlocking   = (*Store)(nil)
 	_ keystore.Pinger        = (*Store)(nil)
 	_ keystore.ClientBounded = (*Store)(nil)
 )
@@ -164,11 +164,6 @@ func (s *Store) ClientBound() keystore.ClientBound {
 	return keystore.ClientBound{Keys: keys, Window: window}
 }
 
-// NonBlocking marks Store as a keystore.NonBlocking store: no operation
-// waits, so the middleware needs no timeout around them. It vouches for s
-// only, not for a type that embeds it (see keystore.IsNonBlocking).
-func (s *Store) NonBlocking() keystore.Store { return s }
-
 var errDuration = errors.New("memstore: duration must be positive")
 
 func (s *Store) init() {
@@ -183,11 +178,11 @@ func (s *Store) init() {
 // now returns the current time as a deadline value.
 func (s *Store) now() int64 { return int64(time.Since(s.base)) }
 
-// Claim implements keystore.Store. What needs no state (the key's ID, a
-// replayed record's decoding) is done outside the lock: every request
-// claims, so the lock is held only for the lookup and the bookkeeping. A
-// stored encoding is never written in place, only replaced, so decoding it
-// after the unlock reads what was found.
+// Claim implements keystore.Store. What needs no state (the key's ID) is
+// done outside the lock: every request claims, so the lock is held only
+// for the lookup and the bookkeeping. A completed key's Record is the very
+// slice the store keeps: a stored record is never written in place, only
+// replaced or dropped, so the caller may keep it (and must not change it).
 func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return keystore.Claim{}, err
@@ -201,7 +196,7 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	s.mu.Unlock()
 	s.logEvictions()
 	if err == nil && c.State == keystore.Completed {
-		c.Record = decodeRecord(enc)
+		c.Record = enc
 	}
 	return c, err
 }
@@ -286,9 +281,13 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	return remaining, nil
 }
 
-// Complete implements keystore.Store: it keeps a copy of rec. Complete
-// repeated by the token that completed the key, with an equal record,
-// succeeds and changes nothing.
+// Complete implements keystore.Store: it keeps a copy of rec, which every
+// Claim returns. Complete repeated by the token that completed the key,
+// with the same bytes, succeeds and changes nothing. The store reads the
+// bytes (see keystore.Store's Complete): bytes that are not the
+// middleware's record encoding, exactly as it writes it, fail with
+// keystore.ErrCorruptRecord, and a status outside 200–599 with
+// keystore.ErrInvalidStatus.
 func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec []byte, retention time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -296,7 +295,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if retention <= 0 {
 		return errDuration
 	}
-	if _, err := keystore.CheckRecord(rec); err != nil {
+	if _, err := record.Check(rec); err != nil {
 		return fmt.Errorf("memstore: complete: %w", err)
 	}
 	defer s.logEvictions()

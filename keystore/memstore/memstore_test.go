@@ -11,7 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/memstore"
@@ -41,9 +42,9 @@ func BenchmarkStore(b *testing.B) {
 
 var fp = keystore.Fingerprint{1}
 
-func claim(t *testing.T, s *memstore.Store, key string, lease time.Duration) storecall.Claimed {
+func claim(t *testing.T, s *memstore.Store, key string, lease time.Duration) testkit.Claimed {
 	t.Helper()
-	c, err := storecall.Claim(context.Background(), s, key, fp, lease)
+	c, err := testkit.Claim(context.Background(), s, key, fp, lease)
 	if err != nil {
 		t.Fatalf("Claim(%q): %v", key, err)
 	}
@@ -56,7 +57,7 @@ func complete(t *testing.T, s *memstore.Store, key string, retention time.Durati
 	if !c.Acquired {
 		t.Fatalf("Claim(%q) = %v, want acquired", key, c.State)
 	}
-	if err := storecall.Complete(context.Background(), s, key, c.Token, keystore.Record{StatusCode: 200, Body: []byte(body)}, retention); err != nil {
+	if err := s.Complete(context.Background(), key, c.Token, record.Append(nil, record.Record{StatusCode: 200, Body: []byte(body)}), retention); err != nil {
 		t.Fatalf("Complete(%q): %v", key, err)
 	}
 }
@@ -74,15 +75,15 @@ func TestLeaseAndRetentionUseTime(t *testing.T) {
 		if !got.Acquired || !got.TookOver {
 			t.Fatalf("at the end of the lease: %v (took over %v), want acquired by takeover", got.State, got.TookOver)
 		}
-		if err := storecall.Complete(context.Background(), s, "k", c.Token, keystore.Record{StatusCode: 200}, time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
+		if err := s.Complete(context.Background(), "k", c.Token, record.Append(nil, record.Record{StatusCode: 200}), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
 			t.Fatalf("old owner's Complete after takeover: %v, want ErrLeaseLost", err)
 		}
-		if err := storecall.Complete(context.Background(), s, "k", got.Token, keystore.Record{StatusCode: 201}, time.Hour); err != nil {
+		if err := s.Complete(context.Background(), "k", got.Token, record.Append(nil, record.Record{StatusCode: 201}), time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Hour - time.Nanosecond)
-		if got := claim(t, s, "k", time.Minute); got.State != keystore.Completed || got.Record.StatusCode != 201 {
-			t.Fatalf("just before the end of retention: %v %d, want completed 201", got.State, got.Record.StatusCode)
+		if got := claim(t, s, "k", time.Minute); got.State != keystore.Completed || testkit.Decoded(got.Record).StatusCode != 201 {
+			t.Fatalf("just before the end of retention: %v %d, want completed 201", got.State, testkit.Decoded(got.Record).StatusCode)
 		}
 		time.Sleep(time.Nanosecond)
 		if got := claim(t, s, "k", time.Minute); !got.Acquired || got.TookOver {
@@ -115,7 +116,7 @@ func TestMaxEntriesDropsOnlyExpiredRecords(t *testing.T) {
 		complete(t, s, "long", 3*time.Hour, "a")
 		complete(t, s, "short", time.Hour, "b")
 		complete(t, s, "mid", 2*time.Hour, "c")
-		if _, err := storecall.Claim(context.Background(), s, "new", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+		if _, err := testkit.Claim(context.Background(), s, "new", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
 			t.Fatalf("full of unexpired records: err = %v, want ErrStoreFull", err)
 		}
 		time.Sleep(time.Hour) // "short" reaches the end of its retention
@@ -135,7 +136,7 @@ func TestNeverEvictsInFlight(t *testing.T) {
 	s := memstore.New(memstore.Config{MaxEntries: 2})
 	a := claim(t, s, "a", time.Minute)
 	claim(t, s, "b", time.Minute)
-	if _, err := storecall.Claim(context.Background(), s, "c", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+	if _, err := testkit.Claim(context.Background(), s, "c", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
 		t.Fatalf("claim with only in-flight keys held: err = %v, want ErrStoreFull", err)
 	}
 	for _, key := range []string{"a", "b"} {
@@ -157,13 +158,13 @@ func TestMaxBytes(t *testing.T) {
 	stored := 0
 	for i := range 20 {
 		key := fmt.Sprint("k", i)
-		c, err := storecall.Claim(context.Background(), s, key, fp, time.Minute)
+		c, err := testkit.Claim(context.Background(), s, key, fp, time.Minute)
 		if errors.Is(err, keystore.ErrStoreFull) {
 			continue
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if err := storecall.Complete(context.Background(), s, key, c.Token, keystore.Record{StatusCode: 200, Body: []byte(body)}, time.Duration(i+1)*time.Hour); err != nil {
+		if err := s.Complete(context.Background(), key, c.Token, record.Append(nil, record.Record{StatusCode: 200, Body: []byte(body)}), time.Duration(i+1)*time.Hour); err != nil {
 			t.Fatalf("Complete of a record within its reservation: %v", err)
 		}
 		stored++
@@ -183,7 +184,7 @@ func TestMaxBytes(t *testing.T) {
 	s = memstore.New(memstore.Config{MaxBytes: 64 << 10, ReserveBytes: 1 << 10})
 	complete(t, s, "small", time.Hour, "x")
 	c := claim(t, s, "huge", time.Minute)
-	err := storecall.Complete(context.Background(), s, "huge", c.Token, keystore.Record{StatusCode: 200, Body: make([]byte, 65<<10)}, time.Hour)
+	err := s.Complete(context.Background(), "huge", c.Token, record.Append(nil, record.Record{StatusCode: 200, Body: make([]byte, 65<<10)}), time.Hour)
 	if !errors.Is(err, keystore.ErrStoreFull) {
 		t.Fatalf("Complete of a record over the budget: %v, want ErrStoreFull", err)
 	}
@@ -215,19 +216,19 @@ func TestReservationKeepsRoomForTheRecord(t *testing.T) {
 	if st := s.Stats(); st.Bytes < 3*reserve {
 		t.Fatalf("3 claims charged %d bytes, want at least 3 reservations of %d", st.Bytes, reserve)
 	}
-	if _, err := storecall.Claim(context.Background(), s, "k3", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
+	if _, err := testkit.Claim(context.Background(), s, "k3", fp, time.Minute); !errors.Is(err, keystore.ErrStoreFull) {
 		t.Fatalf("a fourth reservation of 16 KiB in 64 KiB: err = %v, want ErrStoreFull", err)
 	}
-	rec := keystore.Record{StatusCode: 201, Body: make([]byte, reserve-1<<10)}
+	rec := record.Record{StatusCode: 201, Body: make([]byte, reserve-1<<10)}
 	for i, tok := range tokens {
-		if err := storecall.Complete(context.Background(), s, fmt.Sprint("k", i), tok, rec, time.Hour); err != nil {
+		if err := s.Complete(context.Background(), fmt.Sprint("k", i), tok, record.Append(nil, rec), time.Hour); err != nil {
 			t.Fatalf("Complete of k%d within its reservation: %v", i, err)
 		}
 	}
-	small := keystore.Record{StatusCode: 201, Body: []byte("ok")}
+	small := record.Record{StatusCode: 201, Body: []byte("ok")}
 	before := s.Stats().Bytes
 	c := claim(t, s, "k3", time.Minute)
-	if err := storecall.Complete(context.Background(), s, "k3", c.Token, small, time.Hour); err != nil {
+	if err := s.Complete(context.Background(), "k3", c.Token, record.Append(nil, small), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if after := s.Stats().Bytes; after-before > 1<<10 {
@@ -237,14 +238,14 @@ func TestReservationKeepsRoomForTheRecord(t *testing.T) {
 
 func TestNonPositiveDurations(t *testing.T) {
 	s := new(memstore.Store)
-	if _, err := storecall.Claim(context.Background(), s, "k", fp, 0); err == nil {
+	if _, err := testkit.Claim(context.Background(), s, "k", fp, 0); err == nil {
 		t.Error("Claim with a zero lease succeeded")
 	}
 	c := claim(t, s, "k", time.Minute)
-	if err := storecall.Extend(context.Background(), s, "k", c.Token, -time.Second); err == nil {
+	if _, err := s.Extend(context.Background(), "k", c.Token, -time.Second); err == nil {
 		t.Error("Extend with a negative lease succeeded")
 	}
-	if err := storecall.Complete(context.Background(), s, "k", c.Token, keystore.Record{}, 0); err == nil {
+	if err := s.Complete(context.Background(), "k", c.Token, record.Append(nil, record.Record{}), 0); err == nil {
 		t.Error("Complete with a zero retention succeeded")
 	}
 }
@@ -271,7 +272,7 @@ func TestConcurrentUseIsRaceFree(t *testing.T) {
 			defer wg.Done()
 			for i := range 500 {
 				key := fmt.Sprint("k", (g*7+i)%80)
-				c, err := storecall.Claim(context.Background(), s, key, fp, time.Minute)
+				c, err := testkit.Claim(context.Background(), s, key, fp, time.Minute)
 				if err != nil {
 					if !errors.Is(err, keystore.ErrStoreFull) {
 						t.Errorf("Claim: %v", err)
@@ -280,16 +281,16 @@ func TestConcurrentUseIsRaceFree(t *testing.T) {
 				}
 				switch {
 				case c.Acquired:
-					rec := keystore.Record{StatusCode: 200, Header: http.Header{"X": {"1"}}, Body: []byte("body")}
+					rec := record.Record{StatusCode: 200, Header: http.Header{"X": {"1"}}, Body: []byte("body")}
 					if i%3 == 0 {
 						_ = s.Release(context.Background(), key, c.Token)
-					} else if err := storecall.Complete(context.Background(), s, key, c.Token, rec, time.Minute); err != nil && !errors.Is(err, keystore.ErrStoreFull) {
+					} else if err := s.Complete(context.Background(), key, c.Token, record.Append(nil, rec), time.Minute); err != nil && !errors.Is(err, keystore.ErrStoreFull) {
 						t.Errorf("Complete: %v", err)
 					}
 					rec.Body[0] = 'B'
 				case c.State == keystore.Completed:
-					c.Record.Body[0] = 'X'
-					c.Record.Header.Set("X", "2")
+					testkit.Decoded(c.Record).Body[0] = 'X'
+					testkit.Decoded(c.Record).Header.Set("X", "2")
 				}
 			}
 		}()
@@ -308,11 +309,11 @@ func ExampleStore() {
 	tok := keystore.NewToken() // the caller chooses the token its Claim holds the key by
 	c, _ := s.Claim(ctx, "key-1", keystore.ClaimArgs{Fingerprint: fp, Lease: 30 * time.Second, Token: tok})
 	fmt.Println("acquired:", c.Acquired)
-	rec := keystore.Record{StatusCode: 201, Body: []byte(`{"ok":true}`)}
-	_ = s.Complete(ctx, "key-1", tok, keystore.AppendRecord(nil, rec), 24*time.Hour)
+	rec := record.Record{StatusCode: 201, Body: []byte(`{"ok":true}`)}
+	_ = s.Complete(ctx, "key-1", tok, record.Append(nil, rec), 24*time.Hour)
 
 	again, _ := s.Claim(ctx, "key-1", keystore.ClaimArgs{Fingerprint: fp, Lease: 30 * time.Second, Token: keystore.NewToken()})
-	fmt.Println(again.State, again.Record.StatusCode, string(again.Record.Body))
+	fmt.Println(again.State, testkit.Decoded(again.Record).StatusCode, string(testkit.Decoded(again.Record).Body))
 	// Output:
 	// acquired: true
 	// completed 201 {"ok":true}

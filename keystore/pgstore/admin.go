@@ -5,19 +5,21 @@ import (
 	"errors"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/adminhttp"
 	"github.com/jackc/pgx/v5"
 )
 
-var _ keystore.Admin = (*Store)(nil)
+var _ adminhttp.Admin = (*Store)(nil)
 
-// entryColumns reads one row of the key table for keystore.Admin, with the
+// entryColumns reads one row of the key table for adminhttp.Admin, with the
 // time left until its expires_at by the database clock, in microseconds.
 const entryColumns = `fingerprint, token, status, header, body, released,
     (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint`
 
 // scanEntry reads entryColumns into an Entry.
-func scanEntry(row pgx.Row) (keystore.Entry, error) {
+func scanEntry(row pgx.Row) (adminhttp.Entry, error) {
 	var (
 		fpb, header, body []byte
 		token, left       int64
@@ -26,16 +28,16 @@ func scanEntry(row pgx.Row) (keystore.Entry, error) {
 	)
 	if err := row.Scan(&fpb, &token, &status, &header, &body, &released, &left); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
-			return keystore.Entry{}, nil
+			return adminhttp.Entry{}, nil
 		}
-		return keystore.Entry{}, err
+		return adminhttp.Entry{}, err
 	}
-	e := keystore.Entry{Token: keystore.Token(token)}
+	e := adminhttp.Entry{Token: keystore.Token(token)}
 	copy(e.Fingerprint[:], fpb)
 	remaining := time.Duration(left) * time.Microsecond
 	switch {
 	case released && token == 0:
-		return keystore.Entry{}, nil // a fence (see releaseSQL): as good as absent
+		return adminhttp.Entry{}, nil // a fence (see releaseSQL): as good as absent
 	case released:
 		e.State = keystore.Released
 	case status == nil:
@@ -43,33 +45,33 @@ func scanEntry(row pgx.Row) (keystore.Entry, error) {
 	case left > 0:
 		h, err := decodeHeader(header)
 		if err != nil {
-			return keystore.Entry{}, err
+			return adminhttp.Entry{}, err
 		}
 		e.State, e.RetentionRemaining = keystore.Completed, remaining
 		if len(body) == 0 {
 			body = nil
 		}
-		e.Record = keystore.Record{StatusCode: int(*status), Header: h, Body: body}
+		e.Record = record.Append(nil, record.Record{StatusCode: int(*status), Header: h, Body: body})
 	default:
-		return keystore.Entry{}, nil // the retention has ended: as good as absent
+		return adminhttp.Entry{}, nil // the retention has ended: as good as absent
 	}
 	return e, nil
 }
 
-// Inspect implements keystore.Admin: one SELECT.
-func (s *Store) Inspect(ctx context.Context, key string) (keystore.Entry, error) {
+// Inspect implements adminhttp.Admin: one SELECT.
+func (s *Store) Inspect(ctx context.Context, key string) (adminhttp.Entry, error) {
 	e, err := scanEntry(s.pool.QueryRow(ctx, `SELECT `+entryColumns+` FROM `+s.names.table+` WHERE key = $1::text`, key))
 	if err != nil {
-		return keystore.Entry{}, storeErr(ctx, "inspect", err)
+		return adminhttp.Entry{}, storeErr(ctx, "inspect", err)
 	}
 	return e, nil
 }
 
 // change locks key's row, reads it, and deletes it when del says so, in one
 // transaction.
-func (s *Store) change(ctx context.Context, op, key string, del func(keystore.Entry) error) (keystore.Entry, error) {
+func (s *Store) change(ctx context.Context, op, key string, del func(adminhttp.Entry) error) (adminhttp.Entry, error) {
 	var (
-		e    keystore.Entry
+		e    adminhttp.Entry
 		veto error
 	)
 	err := retrySerialization(ctx, func() error {
@@ -87,27 +89,27 @@ func (s *Store) change(ctx context.Context, op, key string, del func(keystore.En
 		})
 	})
 	if err != nil {
-		return keystore.Entry{}, storeErr(ctx, op, err)
+		return adminhttp.Entry{}, storeErr(ctx, op, err)
 	}
 	return e, veto
 }
 
-// Free implements keystore.Admin: the row, locked, read and deleted in one
+// Free implements adminhttp.Admin: the row, locked, read and deleted in one
 // transaction.
-func (s *Store) Free(ctx context.Context, key string, force bool) (keystore.Entry, error) {
-	return s.change(ctx, "free", key, func(e keystore.Entry) error { return keystore.CanFree(e, force) })
+func (s *Store) Free(ctx context.Context, key string, force bool) (adminhttp.Entry, error) {
+	return s.change(ctx, "free", key, func(e adminhttp.Entry) error { return adminhttp.CanFree(e, force) })
 }
 
-// Forget implements keystore.Admin, as Free does.
-func (s *Store) Forget(ctx context.Context, key string) (keystore.Entry, error) {
-	return s.change(ctx, "forget", key, keystore.CanForget)
+// Forget implements adminhttp.Admin, as Free does.
+func (s *Store) Forget(ctx context.Context, key string) (adminhttp.Entry, error) {
+	return s.change(ctx, "forget", key, adminhttp.CanForget)
 }
 
-// Summarize implements keystore.Admin: a count over the whole table, and
+// Summarize implements adminhttp.Admin: a count over the whole table, and
 // the first live row along the expiry index. Bytes are those of the stored
 // fingerprints, tokens, headers and bodies.
-func (s *Store) Summarize(ctx context.Context) (keystore.Summary, error) {
-	var sum keystore.Summary
+func (s *Store) Summarize(ctx context.Context) (adminhttp.Summary, error) {
+	var sum adminhttp.Summary
 	err := s.pool.QueryRow(ctx, `
 WITH clk AS MATERIALIZED (SELECT clock_timestamp() AS ts)
 SELECT count(*) FILTER (WHERE status IS NULL AND NOT released),
@@ -117,7 +119,7 @@ SELECT count(*) FILTER (WHERE status IS NULL AND NOT released),
            FILTER (WHERE (status IS NULL AND NOT released) OR (status IS NOT NULL AND expires_at > clk.ts)), 0)
 FROM `+s.names.table+`, clk`).Scan(&sum.InFlight, &sum.LeaseRunOut, &sum.Completed, &sum.Bytes)
 	if err != nil {
-		return keystore.Summary{}, storeErr(ctx, "summarize", err)
+		return adminhttp.Summary{}, storeErr(ctx, "summarize", err)
 	}
 	var (
 		held bool
@@ -133,7 +135,7 @@ ORDER BY expires_at LIMIT 1`).Scan(&sum.Oldest, &held, &left)
 	case errors.Is(err, pgx.ErrNoRows):
 		return sum, nil
 	case err != nil:
-		return keystore.Summary{}, storeErr(ctx, "summarize", err)
+		return adminhttp.Summary{}, storeErr(ctx, "summarize", err)
 	}
 	sum.OldestState, sum.OldestRemaining = keystore.Completed, time.Duration(left)*time.Microsecond
 	if held {

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -35,7 +36,7 @@ func TestClaimBatches(t *testing.T) {
 			switch kind {
 			case "completed":
 				c := claim(t, s, key, time.Minute, acquire)
-				if err := storecall.Complete(ctx, s, key, c.Token, record(key), time.Hour); err != nil {
+				if err := s.Complete(ctx, key, c.Token, jsonBytes(key), time.Hour); err != nil {
 					t.Fatal(err)
 				}
 			case "inFlight":
@@ -90,7 +91,7 @@ func TestClaimBatches(t *testing.T) {
 					}
 				case r.c.State == keystore.InFlight && r.c.LeaseRemaining > 0:
 					inFlight++
-				case r.c.State == keystore.Completed && string(r.c.Record.Body) == key:
+				case r.c.State == keystore.Completed && string(testkit.Decoded(r.c.Record).Body) == key:
 					completed++
 				default:
 					t.Errorf("%s: %+v", key, r.c)
@@ -131,13 +132,13 @@ func TestCompleteBatches(t *testing.T) {
 	const n = 64
 	keys := make([]string, n)
 	tokens := make([]keystore.Token, n)
-	records := make([]keystore.Record, n)
+	records := make([]record.Record, n)
 	for i := range n {
 		keys[i] = fmt.Sprintf("%s-%d", keystoretest.Key(t)[:32], i)
 		tokens[i] = claim(t, s, keys[i], time.Minute, acquire).Token
-		records[i] = record(keys[i])
+		records[i] = record.Record(jsonRecord(keys[i]))
 		if i%4 == 3 {
-			records[i] = keystore.Record{StatusCode: 204}
+			records[i] = record.Record{StatusCode: 204}
 		}
 	}
 	tr.take()
@@ -161,7 +162,7 @@ func TestCompleteBatches(t *testing.T) {
 	for _, c := range calls {
 		wg.Go(func() {
 			<-start
-			c.err = storecall.Complete(ctx, s, keys[c.i], c.token, records[c.i], time.Hour)
+			c.err = s.Complete(ctx, keys[c.i], c.token, record.Append(nil, records[c.i]), time.Hour)
 		})
 	}
 	close(start)
@@ -189,8 +190,8 @@ func TestCompleteBatches(t *testing.T) {
 	for i, key := range keys {
 		c := claim(t, s, key, time.Minute, keystore.Completed)
 		want := records[i]
-		if c.Record.StatusCode != want.StatusCode || string(c.Record.Body) != string(want.Body) ||
-			(c.Record.Header == nil) != (want.Header == nil) || c.Record.Header.Get("Content-Type") != want.Header.Get("Content-Type") {
+		if testkit.Decoded(c.Record).StatusCode != want.StatusCode || string(testkit.Decoded(c.Record).Body) != string(want.Body) ||
+			(testkit.Decoded(c.Record).Header == nil) != (want.Header == nil) || testkit.Decoded(c.Record).Header.Get("Content-Type") != want.Header.Get("Content-Type") {
 			t.Errorf("%s: recorded %+v, want %+v", key, c.Record, want)
 		}
 	}

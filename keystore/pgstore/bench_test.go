@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -66,7 +67,7 @@ func parallel(b *testing.B, clients int, body func() error) {
 	})
 }
 
-var benchRecord = keystore.Record{
+var benchRecord = record.Record{
 	StatusCode: http.StatusCreated,
 	Header:     http.Header{"Content-Type": {"application/json"}},
 	Body:       []byte(`{"stored":["feature-1"]}`),
@@ -74,7 +75,7 @@ var benchRecord = keystore.Record{
 
 // benchEncoded is benchRecord encoded, as the middleware passes it to
 // Complete.
-var benchEncoded = keystore.AppendRecord(nil, benchRecord)
+var benchEncoded = record.Append(nil, benchRecord)
 
 // benchPool is a pool with one connection per client.
 func benchPool(b *testing.B, clients int) *pgxpool.Pool {
@@ -195,8 +196,8 @@ func BenchmarkFirstCallInTx(b *testing.B) {
 					return err
 				}
 				hctx := keystore.ContextWithHold(ctx, &keystore.Hold{Key: key, Token: a.Token, Retention: time.Hour})
-				_, err := s.InTx(hctx, func(tx pgx.Tx) (keystore.Record, error) {
-					return benchRecord, upsertFeature(hctx, tx, features, id, "x")
+				_, err := s.InTx(hctx, func(tx pgx.Tx) (pgstore.Record, error) {
+					return pgstore.Record(benchRecord), upsertFeature(hctx, tx, features, id, "x")
 				})
 				return err
 			})
@@ -264,13 +265,13 @@ func BenchmarkHandler(b *testing.B) {
 		s := newStore(b, pool, pgstore.Config{Schema: schema})
 		claimSQL, completeSQL := pgstore.ClaimSQL(s), pgstore.CompleteSQL(s)
 		body := []byte(`{"type":"Feature","geometry":{"type":"Point","coordinates":[13.4,52.5]},"properties":{}}`)
-		respond := func(w http.ResponseWriter, rec keystore.Record) {
+		respond := func(w http.ResponseWriter, rec pgstore.Record) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(rec.StatusCode)
 			_, _ = w.Write(rec.Body)
 		}
-		response := func(id string) keystore.Record {
-			return keystore.Record{StatusCode: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"stored":["` + id + `"]}`)}
+		response := func(id string) pgstore.Record {
+			return pgstore.Record{StatusCode: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"stored":["` + id + `"]}`)}
 		}
 
 		hand := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -313,7 +314,7 @@ func BenchmarkHandler(b *testing.B) {
 		}
 		wrapped := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id := r.URL.Query().Get("id")
-			rec, err := s.InTx(r.Context(), func(tx pgx.Tx) (keystore.Record, error) {
+			rec, err := s.InTx(r.Context(), func(tx pgx.Tx) (pgstore.Record, error) {
 				return response(id), upsertFeature(r.Context(), tx, features, id, "x")
 			})
 			if err != nil {

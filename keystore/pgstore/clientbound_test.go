@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -141,7 +140,7 @@ func TestClientBoundStatements(t *testing.T) {
 	if c, err := s.Claim(ctx, key, a); err != nil || !c.Acquired {
 		t.Fatalf("Claim: %v %v", c.State, err)
 	}
-	if err := storecall.Complete(ctx, s, key, a.Token, record("{}"), time.Hour); err != nil {
+	if err := s.Complete(ctx, key, a.Token, jsonBytes("{}"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if got := tr.take(); len(got) != 2 {

@@ -15,11 +15,11 @@
 // [Store.InTx] in the handler, behind the geoidem middleware:
 //
 //	func (h *ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-//		rec, err := h.store.InTx(r.Context(), func(tx pgx.Tx) (keystore.Record, error) {
+//		rec, err := h.store.InTx(r.Context(), func(tx pgx.Tx) (Record, error) {
 //			if _, err := tx.Exec(r.Context(), upsertFeature, id, geometry); err != nil {
-//				return keystore.Record{}, err
+//				return Record{}, err
 //			}
-//			return keystore.Record{StatusCode: http.StatusCreated, Body: body}, nil
+//			return Record{StatusCode: http.StatusCreated, Body: body}, nil
 //		})
 //		switch {
 //		case pgstore.Transient(err): // a lost connection, a deadlock, a failover: the retry may succeed

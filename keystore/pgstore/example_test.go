@@ -51,15 +51,15 @@ func ExampleStore_InTx() {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		rec, err := store.InTx(r.Context(), func(tx pgx.Tx) (keystore.Record, error) {
+		rec, err := store.InTx(r.Context(), func(tx pgx.Tx) (pgstore.Record, error) {
 			_, err := tx.Exec(r.Context(), `
 				INSERT INTO features (id, geom) VALUES ($1, ST_SetSRID(ST_GeomFromGeoJSON($2), 4326))
 				ON CONFLICT (id) DO UPDATE SET geom = excluded.geom`, f.ID, string(f.Geometry))
 			if err != nil {
-				return keystore.Record{}, err
+				return pgstore.Record{}, err
 			}
 			body, _ := json.Marshal(map[string][]string{"stored": {f.ID}})
-			return keystore.Record{
+			return pgstore.Record{
 				StatusCode: http.StatusCreated,
 				Header:     http.Header{"Content-Type": {"application/json"}},
 				Body:       body,
@@ -122,7 +122,7 @@ func ExampleStore_CompleteTx() {
 			http.Error(w, "no idempotency key", http.StatusBadRequest)
 			return
 		}
-		rec := keystore.Record{StatusCode: http.StatusNoContent}
+		rec := pgstore.Record{StatusCode: http.StatusNoContent}
 		err := func() error {
 			tx, err := pool.Begin(ctx)
 			if err != nil {
@@ -132,7 +132,7 @@ func ExampleStore_CompleteTx() {
 			if _, err := tx.Exec(ctx, `DELETE FROM features WHERE id = $1`, r.PathValue("id")); err != nil {
 				return err
 			}
-			if err := store.CompleteTx(ctx, tx, hold.Key, hold.Token, hold.Fit(rec), hold.Retention); err != nil {
+			if err := store.CompleteTx(ctx, tx, hold.Key, hold.Token, rec, hold.Retention); err != nil {
 				return err
 			}
 			// Commit marks the hold completed once the commit succeeded, and

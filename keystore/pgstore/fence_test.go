@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -43,7 +42,7 @@ func TestReleaseFencesTokenOnLiveRecord(t *testing.T) {
 	ctx := testCtx(t)
 	key := keystoretest.Key(t)
 	c := claim(t, s, key, time.Minute, acquire)
-	if err := storecall.Complete(ctx, s, key, c.Token, record("{}"), time.Hour); err != nil {
+	if err := s.Complete(ctx, key, c.Token, jsonBytes("{}"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	tok := keystore.NewToken()
@@ -91,7 +90,7 @@ func TestPruneKeepsFence(t *testing.T) {
 			c := claim(t, s, key, time.Minute, acquire)
 			switch kind {
 			case "Record":
-				if err := storecall.Complete(ctx, s, key, c.Token, record("{}"), time.Hour); err != nil {
+				if err := s.Complete(ctx, key, c.Token, jsonBytes("{}"), time.Hour); err != nil {
 					t.Fatal(err)
 				}
 			case "Released":

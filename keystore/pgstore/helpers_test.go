@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -139,7 +139,7 @@ func args(lease time.Duration) keystore.ClaimArgs {
 
 // claim claims key with a fresh token and fails t unless the Claim
 // acquires it (want acquire) or finds it in the state want.
-func claim(t testing.TB, s keystore.Store, key string, lease time.Duration, want keystore.State) storecall.Claimed {
+func claim(t testing.TB, s keystore.Store, key string, lease time.Duration, want keystore.State) testkit.Claimed {
 	t.Helper()
 	a := args(lease)
 	c, err := s.Claim(testCtx(t), key, a)
@@ -156,7 +156,7 @@ func claim(t testing.TB, s keystore.Store, key string, lease time.Duration, want
 	case c.Acquired && c.State != keystore.InFlight:
 		t.Fatalf("acquired Claim reports state %v, want in flight", c.State)
 	}
-	r := storecall.Claimed{Claim: c}
+	r := testkit.Claimed{Claim: c}
 	if c.Acquired {
 		r.Token = a.Token
 	}
@@ -243,14 +243,17 @@ func feature(t testing.TB, pool *pgxpool.Pool, table, id string) (string, int) {
 
 // holdCtx returns a context carrying a hold on c's key, as the middleware
 // hands it to a handler.
-func holdCtx(t testing.TB, key string, c storecall.Claimed) (context.Context, *keystore.Hold) {
+func holdCtx(t testing.TB, key string, c testkit.Claimed) (context.Context, *keystore.Hold) {
 	h := &keystore.Hold{Key: key, Token: c.Token, Retention: time.Hour}
 	return keystore.ContextWithHold(testCtx(t), h), h
 }
 
-func record(body string) keystore.Record {
-	return keystore.Record{StatusCode: 201, Header: map[string][]string{"Content-Type": {"application/json"}}, Body: []byte(body)}
+func jsonRecord(body string) pgstore.Record {
+	return pgstore.Record{StatusCode: 201, Header: map[string][]string{"Content-Type": {"application/json"}}, Body: []byte(body)}
 }
+
+// jsonBytes is jsonRecord(body) encoded, what Store.Complete takes.
+func jsonBytes(body string) []byte { return record.Append(nil, record.Record(jsonRecord(body))) }
 
 // waitBlockedBy waits until some session waits for a lock held by the
 // backend pid, failing the test if done delivers first (the operation did

@@ -43,9 +43,9 @@ func TestBehindMiddleware(t *testing.T) {
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := attempts.Add(1)
 		id := r.URL.Query().Get("id")
-		rec, err := s.InTx(r.Context(), func(tx pgx.Tx) (keystore.Record, error) {
+		rec, err := s.InTx(r.Context(), func(tx pgx.Tx) (pgstore.Record, error) {
 			if err := upsertFeature(r.Context(), tx, features, id, fmt.Sprint("attempt ", n)); err != nil {
-				return keystore.Record{}, err
+				return pgstore.Record{}, err
 			}
 			mu.Lock()
 			g, ok := gates[n]
@@ -56,7 +56,7 @@ func TestBehindMiddleware(t *testing.T) {
 				g <- hold.Key
 				<-res
 			}
-			return keystore.Record{
+			return pgstore.Record{
 				StatusCode: http.StatusCreated,
 				Header:     http.Header{"Content-Type": {"application/json"}},
 				Body:       fmt.Appendf(nil, `{"stored":%q,"attempt":%d}`, id, n),

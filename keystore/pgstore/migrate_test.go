@@ -10,7 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -53,7 +54,7 @@ func TestMigrateFromVersion3(t *testing.T) {
 	// Rows as version 3 wrote them (its tokens came from the sequence).
 	held, released, ranOut, done := keystoretest.Key(t), keystoretest.Key(t), keystoretest.Key(t), keystoretest.Key(t)
 	const heldTok, releasedTok, ranOutTok, doneTok = 11, 12, 13, 14
-	rec := record(`{"v":3}`)
+	rec := record.Record(jsonRecord(`{"v":3}`))
 	for _, r := range []struct {
 		key, expires string
 		token        int64
@@ -84,7 +85,7 @@ func TestMigrateFromVersion3(t *testing.T) {
 
 	// The lease still held: in flight, and its holder's calls work.
 	claim(t, s, held, time.Minute, keystore.InFlight)
-	if err := storecall.Extend(ctx, s, held, heldTok, time.Minute); err != nil {
+	if _, err := s.Extend(ctx, held, heldTok, time.Minute); err != nil {
 		t.Errorf("Extend of a lease held before the migration: %v", err)
 	}
 	if err := s.Release(ctx, held, heldTok); err != nil {
@@ -103,7 +104,7 @@ func TestMigrateFromVersion3(t *testing.T) {
 	}
 
 	// The lease that ran out: fenced for its holder, taken over by others.
-	if err := storecall.Complete(ctx, s, ranOut, ranOutTok, rec, time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx, ranOut, ranOutTok, record.Append(nil, rec), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete by the holder of a lease that ran out: %v, want ErrLeaseLost", err)
 	}
 	tok := keystore.NewToken()
@@ -116,10 +117,10 @@ func TestMigrateFromVersion3(t *testing.T) {
 	}
 
 	// The record: replayed, and its completer's repeat matches it.
-	if c := claim(t, s, done, time.Minute, keystore.Completed); string(c.Record.Body) != string(rec.Body) || c.Record.Header.Get("Content-Type") != "application/json" {
+	if c := claim(t, s, done, time.Minute, keystore.Completed); string(testkit.Decoded(c.Record).Body) != string(rec.Body) || testkit.Decoded(c.Record).Header.Get("Content-Type") != "application/json" {
 		t.Errorf("record written before the migration replayed as %+v", c.Record)
 	}
-	if err := storecall.Complete(ctx, s, done, doneTok, rec, time.Hour); err != nil {
+	if err := s.Complete(ctx, done, doneTok, record.Append(nil, rec), time.Hour); err != nil {
 		t.Errorf("Complete repeated by the completer of a record written before the migration: %v", err)
 	}
 	if left, err := s.Extend(ctx, done, doneTok, time.Minute); err != nil || left != 0 {

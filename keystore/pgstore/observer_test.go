@@ -11,6 +11,7 @@ import (
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
+	"github.com/geoidem/geoidem/middleware"
 )
 
 // TestObserverSeesCompletionsInTx: the completions InTx and CompleteTx
@@ -20,8 +21,8 @@ import (
 func TestObserverSeesCompletionsInTx(t *testing.T) {
 	pool := newPool(t, 4, nil)
 	var mu sync.Mutex
-	var calls []keystore.Call
-	s := newStore(t, pool, pgstore.Config{Observer: func(c keystore.Call) {
+	var calls []middleware.StoreCall
+	s := newStore(t, pool, pgstore.Config{Observer: func(c middleware.StoreCall) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls = append(calls, c)
@@ -29,7 +30,7 @@ func TestObserverSeesCompletionsInTx(t *testing.T) {
 
 	key := keystoretest.Key(t)
 	ctx, _ := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
-	if _, err := s.InTx(ctx, func(pgx.Tx) (keystore.Record, error) { return record(`{}`), nil }); err != nil {
+	if _, err := s.InTx(ctx, func(pgx.Tx) (pgstore.Record, error) { return jsonRecord(`{}`), nil }); err != nil {
 		t.Fatalf("InTx: %v", err)
 	}
 	// A stale token: CompleteTx is refused, and that is reported too.
@@ -38,7 +39,7 @@ func TestObserverSeesCompletionsInTx(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(t.Context())
-	if err := s.CompleteTx(t.Context(), tx, key, 1<<40, record(`{}`), time.Minute); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.CompleteTx(t.Context(), tx, key, 1<<40, jsonRecord(`{}`), time.Minute); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Fatalf("CompleteTx with a stale token: %v, want ErrLeaseLost", err)
 	}
 
@@ -48,7 +49,7 @@ func TestObserverSeesCompletionsInTx(t *testing.T) {
 		t.Fatalf("Observer saw %d calls, want 2 (InTx's completion, CompleteTx's refusal): %+v", len(calls), calls)
 	}
 	for i, c := range calls {
-		if c.Op != keystore.OpComplete || c.Latency <= 0 || c.Context == nil || (c.Err == nil) != (i == 0) {
+		if c.Op != middleware.OpComplete || c.Latency <= 0 || c.Context == nil || (c.Err == nil) != (i == 0) {
 			t.Errorf("call %d: %+v, want op complete, a latency, a context, and an error only for the stale token", i, c)
 		}
 	}

@@ -14,7 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/middleware"
 )
 
 // Defaults, used where Config leaves a field zero.
@@ -64,13 +66,13 @@ type Config struct {
 	Logger *slog.Logger
 
 	// Observer, if set, is called after each CompleteTx (and so each
-	// completion InTx makes) with Op keystore.OpComplete, the statement's
+	// completion InTx makes) with Op middleware.OpComplete, the statement's
 	// latency and its error: the completions made in the handler's
 	// transaction, which the middleware does not make. The calls the
 	// middleware makes (Claim, Extend, Complete, Release) are reported to
 	// its own Config.StoreObserver. It is called synchronously and must be
 	// fast and safe for concurrent use.
-	Observer func(keystore.Call)
+	Observer func(middleware.StoreCall)
 
 	// ClientKeys, when positive, bounds the new keys one client
 	// (keystore.ClaimArgs.Client; the middleware's Config.Client) acquires
@@ -136,7 +138,7 @@ type Store struct {
 	clientKeys   int32
 	clientWindow int64
 	log          *slog.Logger
-	observe      func(keystore.Call)
+	observe      func(middleware.StoreCall)
 	room         room // Config.MaxKeys's samples
 
 	stop      context.CancelFunc
@@ -373,7 +375,9 @@ func (r *claimRow) claim(tok int64) (keystore.Claim, error) {
 		c.Acquired, c.State, c.TookOver = true, keystore.InFlight, r.tookOver
 	case !r.statusNull:
 		c.State = keystore.Completed
-		c.Record = keystore.Record{StatusCode: int(r.status), Header: r.header, Body: r.body}
+		// The columns encoded again: Complete accepts only the encoding
+		// exactly as record.Append writes it, so these are its bytes.
+		c.Record = record.Append(nil, record.Record{StatusCode: int(r.status), Header: r.header, Body: r.body})
 	case r.token == tok:
 		// The caller's own claim, repeated.
 		c.Acquired, c.State = true, keystore.InFlight
@@ -414,16 +418,21 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	return max(time.Duration(remaining)*time.Microsecond, 0), nil
 }
 
-// Complete implements [keystore.Store.Complete]: one fenced UPDATE. See
-// CompleteTx to complete inside a transaction of your own.
+// Complete implements [keystore.Store.Complete]: one fenced UPDATE of the
+// record's status, header and body columns, which every Claim encodes
+// again as the same bytes. So it reads the bytes (see keystore.Store's
+// Complete): bytes that are not the middleware's record encoding, exactly
+// as it writes it, fail with keystore.ErrCorruptRecord, and a status
+// outside 200–599 with keystore.ErrInvalidStatus. See CompleteTx to
+// complete inside a transaction of your own.
 func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec []byte, retention time.Duration) error {
-	status, header, body, err := keystore.SplitRecord(rec)
+	status, header, body, err := record.Split(rec)
 	if err != nil {
 		return fmt.Errorf("pgstore: complete: %w", err)
 	}
 	// No header fields, and no body bytes, are stored as NULL, as a nil
 	// header and a nil body: the encoding does not tell them from empty
-	// ones, and a Claim returns them nil, as keystore.DecodeRecord does.
+	// ones, and a Claim encodes them again as the same bytes.
 	if len(header) == 1 {
 		header = nil
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -62,7 +63,7 @@ func TestStatementsPerCall(t *testing.T) {
 	key := keystoretest.Key(t)
 	tr.take()
 	c := claim(t, s, key, time.Minute, acquire)
-	if err := storecall.Complete(ctx, s, key, c.Token, record("{}"), time.Hour); err != nil {
+	if err := s.Complete(ctx, key, c.Token, jsonBytes("{}"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if got := tr.take(); len(got) != 2 {
@@ -93,8 +94,8 @@ func TestStatementsPerCallInTx(t *testing.T) {
 		t.Errorf("claim ran %d statements, want 1: %q", len(got), got)
 	}
 	ctx, _ := holdCtx(t, key, c)
-	_, err := s.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
-		return record("{}"), upsertFeature(ctx, tx, features, "f1", "one")
+	_, err := s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
+		return jsonRecord("{}"), upsertFeature(ctx, tx, features, "f1", "one")
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +138,7 @@ func TestConcurrentClaimsRace(t *testing.T) {
 		t.Run(fmt.Sprintf("ExpiredRecord/%d", round), func(t *testing.T) {
 			key := keystoretest.Key(t)
 			c := claim(t, s, key, time.Minute, acquire)
-			if err := storecall.Complete(testCtx(t), s, key, c.Token, record("{}"), time.Hour); err != nil {
+			if err := s.Complete(testCtx(t), key, c.Token, jsonBytes("{}"), time.Hour); err != nil {
 				t.Fatal(err)
 			}
 			expireLease(t, pool, s, key)
@@ -155,7 +156,7 @@ func TestReplayTakesNoLockAndWritesNothing(t *testing.T) {
 	ctx := testCtx(t)
 	done, running := keystoretest.Key(t), keystoretest.Key(t)
 	c := claim(t, s, done, time.Minute, acquire)
-	if err := storecall.Complete(ctx, s, done, c.Token, record(`{"ok":true}`), time.Hour); err != nil {
+	if err := s.Complete(ctx, done, c.Token, jsonBytes(`{"ok":true}`), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	claim(t, s, running, time.Minute, acquire)
@@ -238,7 +239,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	key := keystoretest.Key(t)
 	c := claim(t, stores[0], key, time.Minute, acquire)
 	claim(t, stores[n-1], key, time.Minute, keystore.InFlight)
-	if err := storecall.Complete(testCtx(t), stores[n/2], key, c.Token, record("{}"), time.Hour); err != nil {
+	if err := stores[n/2].Complete(testCtx(t), key, c.Token, jsonBytes("{}"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if err := stores[1].Migrate(testCtx(t)); err != nil {
@@ -271,7 +272,7 @@ func TestTableNames(t *testing.T) {
 	key := keystoretest.Key(t)
 	c := claim(t, s, key, time.Minute, acquire)
 	claim(t, other, key, time.Minute, acquire) // separate tables, separate keys
-	if err := storecall.Complete(testCtx(t), s, key, c.Token, record("{}"), time.Hour); err != nil {
+	if err := s.Complete(testCtx(t), key, c.Token, jsonBytes("{}"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	claim(t, s, key, time.Minute, keystore.Completed)
@@ -391,10 +392,10 @@ func TestExpiredLeaseFencedWithoutTakeover(t *testing.T) {
 	key := keystoretest.Key(t)
 	c := claim(t, s, key, time.Minute, acquire)
 	expireLease(t, pool, s, key)
-	if err := storecall.Extend(ctx, s, key, c.Token, time.Minute); !errors.Is(err, keystore.ErrLeaseLost) {
+	if _, err := s.Extend(ctx, key, c.Token, time.Minute); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Extend after the lease ended: %v, want ErrLeaseLost", err)
 	}
-	if err := storecall.Complete(ctx, s, key, c.Token, record("{}"), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx, key, c.Token, jsonBytes("{}"), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete after the lease ended: %v, want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx, key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -414,10 +415,10 @@ func TestNonPositiveDurations(t *testing.T) {
 		t.Errorf("Claim with a zero lease: %v, want ErrInvalidClaim", err)
 	}
 	c := claim(t, s, key, time.Minute, acquire)
-	if err := storecall.Extend(ctx, s, key, c.Token, -time.Second); err == nil {
+	if _, err := s.Extend(ctx, key, c.Token, -time.Second); err == nil {
 		t.Errorf("Extend with a negative lease succeeded")
 	}
-	if err := storecall.Complete(ctx, s, key, c.Token, record("{}"), 0); err == nil {
+	if err := s.Complete(ctx, key, c.Token, jsonBytes("{}"), 0); err == nil {
 		t.Errorf("Complete with a zero retention succeeded")
 	}
 	// A sub-microsecond lease is rounded up, not to zero: the key is
@@ -467,20 +468,20 @@ func TestHeaderBytesSurvive(t *testing.T) {
 	s := newStore(t, pool, pgstore.Config{})
 	key := keystoretest.Key(t)
 	c := claim(t, s, key, time.Minute, acquire)
-	want := keystore.Record{StatusCode: 200, Header: http.Header{
+	want := record.Record{StatusCode: 200, Header: http.Header{
 		"Etag":    {"W/\"\xff\xfe\x80\""},
 		"Link":    {"</b>", "</a>", ""},
 		"X-Empty": {},
 	}}
-	if err := storecall.Complete(testCtx(t), s, key, c.Token, want, time.Hour); err != nil {
+	if err := s.Complete(testCtx(t), key, c.Token, record.Append(nil, want), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	got := claim(t, s, key, time.Minute, keystore.Completed)
-	if !reflect.DeepEqual(got.Record.Header, want.Header) {
-		t.Errorf("header came back as %q, want %q", got.Record.Header, want.Header)
+	if !reflect.DeepEqual(testkit.Decoded(got.Record).Header, want.Header) {
+		t.Errorf("header came back as %q, want %q", testkit.Decoded(got.Record).Header, want.Header)
 	}
-	if got.Record.Body != nil {
-		t.Errorf("nil body came back as %q", got.Record.Body)
+	if testkit.Decoded(got.Record).Body != nil {
+		t.Errorf("nil body came back as %q", testkit.Decoded(got.Record).Body)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/problem"
@@ -53,11 +52,11 @@ func ExampleStore_InTx_middleware() {
 	}
 	ingest := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, geometry, body := featureOf(r) // yours: the request's feature and the answer's body
-		rec, err := store.InTx(r.Context(), func(tx pgx.Tx) (keystore.Record, error) {
+		rec, err := store.InTx(r.Context(), func(tx pgx.Tx) (pgstore.Record, error) {
 			if _, err := tx.Exec(r.Context(), upsert, id, geometry); err != nil {
-				return keystore.Record{}, err
+				return pgstore.Record{}, err
 			}
-			return keystore.Record{ // recorded in the same transaction, replayed to every retry
+			return pgstore.Record{ // recorded in the same transaction, replayed to every retry
 				StatusCode: http.StatusCreated,
 				Header:     http.Header{"Content-Type": {"application/json"}},
 				Body:       body,

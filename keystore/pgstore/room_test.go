@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -52,7 +51,7 @@ func TestMaxKeysRefusesNewKeys(t *testing.T) {
 		if err != nil || !c.Acquired {
 			t.Fatalf("claim %d: %v %v", i, c.State, err)
 		}
-		if err := storecall.Complete(ctx, s, key, a.Token, record("{}"), retention); err != nil {
+		if err := s.Complete(ctx, key, a.Token, jsonBytes("{}"), retention); err != nil {
 			t.Fatal(err)
 		}
 		done = key

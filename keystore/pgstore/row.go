@@ -77,7 +77,7 @@ func (r *claimRow) scanRow(rows pgx.Rows, n *int64) error {
 	if err := r.setHeader(v[5]); err != nil {
 		return err
 	}
-	if len(v[6]) > 0 { // an empty body is nil, as keystore.DecodeRecord returns it
+	if len(v[6]) > 0 { // an empty body is nil, as record.Decode returns it
 		// The row's values live in the connection's read buffer.
 		r.body = append(make([]byte, 0, len(v[6])), v[6]...)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -50,14 +50,14 @@ func TestTruncateRestartIdentityKeepsTokensUnique(t *testing.T) {
 	if err := pool.QueryRow(ctx, "SELECT token FROM "+s.Table()+" WHERE key = $1", key).Scan(&held); err != nil || keystore.Token(held) != cur.Token {
 		t.Fatalf("the key is held by token %d (%v), want the current owner's %d", held, err, cur.Token)
 	}
-	if err := storecall.Complete(ctx, s, key, stale.Token, record(`{"from":"stale"}`), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx, key, stale.Token, jsonBytes(`{"from":"stale"}`), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Fatalf("stale owner's Complete after the truncation: err = %v, want ErrLeaseLost", err)
 	}
-	if err := storecall.Complete(ctx, s, key, cur.Token, record(`{"from":"current"}`), time.Hour); err != nil {
+	if err := s.Complete(ctx, key, cur.Token, jsonBytes(`{"from":"current"}`), time.Hour); err != nil {
 		t.Fatalf("current owner's Complete: %v", err)
 	}
 	got := claim(t, s, key, time.Minute, keystore.Completed)
-	if string(got.Record.Body) != `{"from":"current"}` {
-		t.Fatalf("record = %s, want the current owner's", got.Record.Body)
+	if string(testkit.Decoded(got.Record).Body) != `{"from":"current"}` {
+		t.Fatalf("record = %s, want the current owner's", testkit.Decoded(got.Record).Body)
 	}
 }

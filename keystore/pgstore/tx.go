@@ -4,12 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/middleware"
 )
+
+// Record is a response recorded in a handler's transaction (InTx,
+// CompleteTx): what the middleware replays to every retry of its request.
+type Record struct {
+	// StatusCode is the HTTP status: a final one, 200–599.
+	StatusCode int
+	// Header holds the response headers; the middleware replays those its
+	// Config.ReplayHeaders allows. It may be nil.
+	Header http.Header
+	// Body is the response body, byte for byte. It may be nil.
+	Body []byte
+}
 
 // ErrNoHold reports that InTx found no [keystore.Hold] in its context: the
 // request did not come through the geoidem middleware (or its method is not
@@ -38,18 +53,24 @@ const finishTimeout = 10 * time.Second
 // (the default); under REPEATABLE READ or SERIALIZABLE a lease renewed while
 // tx ran makes it fail with a serialization error instead.
 //
-// Store the hold's Fit of the record (the middleware's MaxRecordBytes holds
-// for it too), and commit through the request's keystore.Hold.Commit, which
+// Pass the request's context: when it carries the keystore.Hold of key,
+// a record over the hold's MaxRecordBytes (the middleware's, which holds
+// for it too) is kept as a too-large record of its status, as the
+// middleware keeps a response it cannot record. Commit through the
+// request's keystore.Hold.Commit, which
 // marks the hold completed once the commit succeeded, so that the
 // middleware does not complete the key again, and keeps the middleware
 // from stopping the handler while the commit holds the key; InTx does all
 // of this for you.
-func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, key string, token keystore.Token, rec keystore.Record, retention time.Duration) error {
+func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, key string, token keystore.Token, rec Record, retention time.Duration) error {
 	if tx == nil {
 		return errors.New("pgstore: complete: nil transaction")
 	}
-	if err := rec.Validate(); err != nil {
+	if err := record.Record(rec).Validate(); err != nil {
 		return fmt.Errorf("pgstore: complete: %w", err)
+	}
+	if h, ok := keystore.HoldFromContext(ctx); ok && h.Key == key {
+		rec = Record(record.Fit(h.MaxRecordBytes, record.Record(rec)))
 	}
 	header := encodeHeader(nil, rec.Header)
 	if s.observe == nil {
@@ -57,7 +78,7 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, key string, token key
 	}
 	start := time.Now()
 	err := s.complete(ctx, tx, key, token, int32(rec.StatusCode), header, rec.Body, retention)
-	s.observe(keystore.Call{Op: keystore.OpComplete, Latency: time.Since(start), Err: err, Context: ctx})
+	s.observe(middleware.StoreCall{Op: middleware.OpComplete, Latency: time.Since(start), Err: err, Context: ctx})
 	return err
 }
 
@@ -70,8 +91,8 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, key string, token key
 // completed, so the middleware leaves the key alone.
 //
 // In order: InTx begins a transaction, calls fn, completes the key with
-// CompleteTx (the hold's Fit of fn's record: a record over the middleware's
-// MaxRecordBytes is kept as keystore.TooLargeRecord of its status), commits
+// CompleteTx (a record over the middleware's MaxRecordBytes is kept as a
+// too-large record of its status), commits
 // through Hold.Commit (which marks the hold completed), and returns fn's
 // record, which the handler then writes to the client: later retries are
 // replayed what was recorded. fn must use tx for every write that should be applied
@@ -105,17 +126,17 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, key string, token key
 //
 // It returns ErrNoHold, running nothing, if ctx carries no hold, and an
 // error if the hold was already completed.
-func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) (keystore.Record, error)) (keystore.Record, error) {
+func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) (Record, error)) (Record, error) {
 	hold, ok := keystore.HoldFromContext(ctx)
 	if !ok {
-		return keystore.Record{}, ErrNoHold
+		return Record{}, ErrNoHold
 	}
 	if hold.Completed() {
-		return keystore.Record{}, fmt.Errorf("pgstore: key %.16s… already completed by this request", hold.Key)
+		return Record{}, fmt.Errorf("pgstore: key %.16s… already completed by this request", hold.Key)
 	}
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
-		return keystore.Record{}, leaseCause(ctx, storeErr(ctx, "begin", err))
+		return Record{}, leaseCause(ctx, storeErr(ctx, "begin", err))
 	}
 	defer func() {
 		// A no-op after a successful commit; after a failure it returns the
@@ -126,15 +147,15 @@ func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) (keystore.Record, e
 	}()
 	rec, err := fn(tx)
 	if err != nil {
-		return keystore.Record{}, leaseCause(ctx, err)
+		return Record{}, leaseCause(ctx, err)
 	}
-	if err := s.CompleteTx(ctx, tx, hold.Key, hold.Token, hold.Fit(rec), hold.Retention); err != nil {
-		return keystore.Record{}, leaseCause(ctx, err)
+	if err := s.CompleteTx(ctx, tx, hold.Key, hold.Token, rec, hold.Retention); err != nil {
+		return Record{}, leaseCause(ctx, err)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	if err := hold.Commit(func() error { return tx.Commit(cctx) }); err != nil {
-		return keystore.Record{}, fmt.Errorf("pgstore: commit: %w", err)
+		return Record{}, fmt.Errorf("pgstore: commit: %w", err)
 	}
 	return rec, nil
 }

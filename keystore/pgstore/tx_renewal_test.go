@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -51,12 +51,12 @@ func testExtendMeetsOwnCompleteTx(t *testing.T, pool *pgxpool.Pool, commit bool,
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if err := s.CompleteTx(ctx, tx, key, c.Token, record(`"x"`), time.Hour); err != nil {
+	if err := s.CompleteTx(ctx, tx, key, c.Token, jsonRecord(`"x"`), time.Hour); err != nil {
 		t.Fatalf("CompleteTx: %v", err)
 	}
 	pid := tx.Conn().PgConn().PID()
 	extended := make(chan error, 1)
-	go func() { extended <- storecall.Extend(ctx, s, key, c.Token, time.Minute) }()
+	go func() { _, err := s.Extend(ctx, key, c.Token, time.Minute); extended <- err }()
 	waitBlockedBy(t, pool, pid, extended)
 	if commit {
 		err = tx.Commit(ctx)
@@ -71,8 +71,8 @@ func testExtendMeetsOwnCompleteTx(t *testing.T, pool *pgxpool.Pool, commit bool,
 	}
 	if commit {
 		got := claim(t, s, key, time.Minute, keystore.Completed)
-		if string(got.Record.Body) != `"x"` {
-			t.Errorf("record = %s, want the committed one", got.Record.Body)
+		if string(testkit.Decoded(got.Record).Body) != `"x"` {
+			t.Errorf("record = %s, want the committed one", testkit.Decoded(got.Record).Body)
 		}
 	} else {
 		in := claim(t, s, key, time.Minute, keystore.InFlight)
@@ -157,12 +157,12 @@ func TestRenewalWaitsOnOwnCommitBehindMiddleware(t *testing.T) {
 				leaseCanceled.Store(true)
 			}
 		})
-		rec, err := s.InTx(r.Context(), func(tx pgx.Tx) (keystore.Record, error) {
+		rec, err := s.InTx(r.Context(), func(tx pgx.Tx) (pgstore.Record, error) {
 			if _, err := tx.Exec(r.Context(), "INSERT INTO "+slow+" (id) VALUES ('x')"); err != nil {
-				return keystore.Record{}, err
+				return pgstore.Record{}, err
 			}
 			committing.Store(true) // CompleteTx and the commit come next
-			return keystore.Record{StatusCode: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"stored":"x"}`)}, nil
+			return pgstore.Record{StatusCode: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"stored":"x"}`)}, nil
 		})
 		stopped(r, "when InTx returned (the commit had succeeded)")
 		if err != nil {
@@ -177,8 +177,8 @@ func TestRenewalWaitsOnOwnCommitBehindMiddleware(t *testing.T) {
 	m, err := middleware.New(s, middleware.Config{
 		Lease:        300 * time.Millisecond,
 		StoreTimeout: 90 * time.Millisecond,
-		StoreObserver: func(c keystore.Call) {
-			if c.Op == keystore.OpExtend && c.Err != nil && committing.Load() {
+		StoreObserver: func(c middleware.StoreCall) {
+			if c.Op == middleware.OpExtend && c.Err != nil && committing.Load() {
 				failedExtends.Add(1)
 			}
 		},

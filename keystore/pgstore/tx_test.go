@@ -1,13 +1,16 @@
 package pgstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
@@ -21,10 +24,10 @@ func TestInTxCommitsWriteAndRecordTogether(t *testing.T) {
 
 	key := keystoretest.Key(t)
 	ctx, hold := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
-	want := record(`{"stored":["f1"]}`)
-	got, err := s.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
+	want := jsonRecord(`{"stored":["f1"]}`)
+	got, err := s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
 		if err := upsertFeature(ctx, tx, features, "f1", "first"); err != nil {
-			return keystore.Record{}, err
+			return pgstore.Record{}, err
 		}
 		// Until the commit, neither the write nor the record is visible.
 		if props, _ := feature(t, pool, features, "f1"); props != "" {
@@ -46,11 +49,11 @@ func TestInTxCommitsWriteAndRecordTogether(t *testing.T) {
 		t.Errorf("feature f1 = %q written %d times, want \"first\" once", props, writes)
 	}
 	c := claim(t, s, key, time.Minute, keystore.Completed)
-	if string(c.Record.Body) != string(want.Body) || c.Record.StatusCode != want.StatusCode || c.Record.Header.Get("Content-Type") != "application/json" {
+	if string(testkit.Decoded(c.Record).Body) != string(want.Body) || testkit.Decoded(c.Record).StatusCode != want.StatusCode || testkit.Decoded(c.Record).Header.Get("Content-Type") != "application/json" {
 		t.Errorf("replayed record %+v, want %+v", c.Record, want)
 	}
 	// The hold is spent: a second InTx with it runs nothing.
-	if _, err := s.InTx(ctx, func(pgx.Tx) (keystore.Record, error) {
+	if _, err := s.InTx(ctx, func(pgx.Tx) (pgstore.Record, error) {
 		t.Error("fn ran on a completed hold")
 		return want, nil
 	}); err == nil {
@@ -68,11 +71,11 @@ func TestInTxHandlerErrorRollsBack(t *testing.T) {
 	c := claim(t, s, key, time.Minute, acquire)
 	ctx, hold := holdCtx(t, key, c)
 	errBoom := errors.New("boom")
-	_, err := s.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
+	_, err := s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
 		if err := upsertFeature(ctx, tx, features, "f1", "x"); err != nil {
-			return keystore.Record{}, err
+			return pgstore.Record{}, err
 		}
-		return keystore.Record{}, errBoom
+		return pgstore.Record{}, errBoom
 	})
 	if !errors.Is(err, errBoom) {
 		t.Fatalf("InTx = %v, want fn's error", err)
@@ -93,9 +96,9 @@ func TestInTxHandlerErrorRollsBack(t *testing.T) {
 func TestInTxWithoutHold(t *testing.T) {
 	pool := newPool(t, 4, nil)
 	s := newStore(t, pool, pgstore.Config{})
-	_, err := s.InTx(testCtx(t), func(pgx.Tx) (keystore.Record, error) {
+	_, err := s.InTx(testCtx(t), func(pgx.Tx) (pgstore.Record, error) {
 		t.Error("fn ran without a hold")
-		return keystore.Record{}, nil
+		return pgstore.Record{}, nil
 	})
 	if !errors.Is(err, pgstore.ErrNoHold) {
 		t.Errorf("InTx without a hold: %v, want ErrNoHold", err)
@@ -114,9 +117,9 @@ func TestInTxTakeoverFencesLateTransaction(t *testing.T) {
 	key := keystoretest.Key(t)
 	ctxA, holdA := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
 	bDone := make(chan error, 1)
-	_, err := s.InTx(ctxA, func(tx pgx.Tx) (keystore.Record, error) {
+	_, err := s.InTx(ctxA, func(tx pgx.Tx) (pgstore.Record, error) {
 		if err := upsertFeature(ctxA, tx, features, "f1", "late"); err != nil {
-			return keystore.Record{}, err
+			return pgstore.Record{}, err
 		}
 		expireLease(t, pool, s, key)
 		b := claim(t, s, key, time.Minute, acquire)
@@ -126,15 +129,15 @@ func TestInTxTakeoverFencesLateTransaction(t *testing.T) {
 		// B's write of the same feature waits for A's transaction.
 		go func() {
 			ctxB, holdB := holdCtx(t, key, b)
-			_, err := s.InTx(ctxB, func(tx pgx.Tx) (keystore.Record, error) {
-				return record(`"B"`), upsertFeature(ctxB, tx, features, "f1", "B")
+			_, err := s.InTx(ctxB, func(tx pgx.Tx) (pgstore.Record, error) {
+				return jsonRecord(`"B"`), upsertFeature(ctxB, tx, features, "f1", "B")
 			})
 			if err == nil && !holdB.Completed() {
 				err = errors.New("hold not marked completed")
 			}
 			bDone <- err
 		}()
-		return record(`"A"`), nil
+		return jsonRecord(`"A"`), nil
 	})
 	if !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Fatalf("late InTx = %v, want ErrLeaseLost", err)
@@ -148,8 +151,8 @@ func TestInTxTakeoverFencesLateTransaction(t *testing.T) {
 	if props, writes := feature(t, pool, features, "f1"); props != "B" || writes != 1 {
 		t.Errorf("feature f1 = %q written %d times, want \"B\" once", props, writes)
 	}
-	if c := claim(t, s, key, time.Minute, keystore.Completed); string(c.Record.Body) != `"B"` {
-		t.Errorf("replay body %q, want the second request's", c.Record.Body)
+	if c := claim(t, s, key, time.Minute, keystore.Completed); string(testkit.Decoded(c.Record).Body) != `"B"` {
+		t.Errorf("replay body %q, want the second request's", testkit.Decoded(c.Record).Body)
 	}
 }
 
@@ -163,9 +166,9 @@ func TestInTxExpiredLeaseWithoutTakeover(t *testing.T) {
 
 	key := keystoretest.Key(t)
 	ctx, hold := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
-	_, err := s.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
+	_, err := s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
 		expireLease(t, pool, s, key)
-		return record("{}"), upsertFeature(ctx, tx, features, "f1", "x")
+		return jsonRecord("{}"), upsertFeature(ctx, tx, features, "f1", "x")
 	})
 	if !errors.Is(err, keystore.ErrLeaseLost) || hold.Completed() {
 		t.Fatalf("InTx after the lease ended: %v (completed %v), want ErrLeaseLost", err, hold.Completed())
@@ -205,7 +208,7 @@ func TestCompleteTxHoldsKeyUntilTxEnds(t *testing.T) {
 			if err := upsertFeature(ctx, tx, features, "f1", "x"); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.CompleteTx(ctx, tx, key, c.Token, record(`"x"`), time.Hour); err != nil {
+			if err := s.CompleteTx(ctx, tx, key, c.Token, jsonRecord(`"x"`), time.Hour); err != nil {
 				t.Fatalf("CompleteTx: %v", err)
 			}
 			pid := tx.Conn().PgConn().PID()
@@ -265,7 +268,7 @@ func TestCompleteTxHoldsKeyUntilTxEnds(t *testing.T) {
 				t.Fatal(r.err)
 			}
 			switch {
-			case commit && (r.c.State != keystore.Completed || string(r.c.Record.Body) != `"x"`):
+			case commit && (r.c.State != keystore.Completed || string(testkit.Decoded(r.c.Record).Body) != `"x"`):
 				t.Errorf("claim after the commit: %+v, want the committed record", r.c)
 			case !commit && (!r.c.Acquired || !r.c.TookOver):
 				t.Errorf("claim after the rollback: %+v, want a takeover", r.c)
@@ -299,12 +302,12 @@ func TestInTxDroppedConnection(t *testing.T) {
 			}
 			var err error
 			if when == "BeforeCompletion" {
-				_, err = s.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
+				_, err = s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
 					if err := upsertFeature(ctx, tx, features, "f1", "first"); err != nil {
-						return keystore.Record{}, err
+						return pgstore.Record{}, err
 					}
 					terminate(tx)
-					return record(`"first"`), nil
+					return jsonRecord(`"first"`), nil
 				})
 			} else {
 				var tx pgx.Tx
@@ -314,7 +317,7 @@ func TestInTxDroppedConnection(t *testing.T) {
 				if err := upsertFeature(ctx, tx, features, "f1", "first"); err != nil {
 					t.Fatal(err)
 				}
-				if err := s.CompleteTx(ctx, tx, key, first.Token, record(`"first"`), time.Hour); err != nil {
+				if err := s.CompleteTx(ctx, tx, key, first.Token, jsonRecord(`"first"`), time.Hour); err != nil {
 					t.Fatal(err)
 				}
 				terminate(tx)
@@ -337,16 +340,16 @@ func TestInTxDroppedConnection(t *testing.T) {
 				t.Fatalf("Release: %v", err)
 			}
 			ctx, hold = holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
-			if _, err := s.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
-				return record(`"retry"`), upsertFeature(ctx, tx, features, "f1", "retry")
+			if _, err := s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
+				return jsonRecord(`"retry"`), upsertFeature(ctx, tx, features, "f1", "retry")
 			}); err != nil || !hold.Completed() {
 				t.Fatalf("retry InTx: %v", err)
 			}
 			if props, writes := feature(t, pool, features, "f1"); props != "retry" || writes != 1 {
 				t.Errorf("feature f1 = %q written %d times, want \"retry\" once", props, writes)
 			}
-			if c := claim(t, s, key, time.Minute, keystore.Completed); string(c.Record.Body) != `"retry"` {
-				t.Errorf("replay body %q", c.Record.Body)
+			if c := claim(t, s, key, time.Minute, keystore.Completed); string(testkit.Decoded(c.Record).Body) != `"retry"` {
+				t.Errorf("replay body %q", testkit.Decoded(c.Record).Body)
 			}
 		})
 	}
@@ -360,7 +363,7 @@ func TestCompleteTxCanceledContext(t *testing.T) {
 	ctx, hold := holdCtx(t, key, c)
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.InTx(canceled, func(pgx.Tx) (keystore.Record, error) { return record("{}"), nil }); !errors.Is(err, context.Canceled) {
+	if _, err := s.InTx(canceled, func(pgx.Tx) (pgstore.Record, error) { return jsonRecord("{}"), nil }); !errors.Is(err, context.Canceled) {
 		t.Errorf("InTx with a canceled context: %v", err)
 	}
 	if hold.Completed() {
@@ -379,12 +382,12 @@ func TestInTxContextCanceledForLostLease(t *testing.T) {
 	key := keystoretest.Key(t)
 	hctx, hold := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
 	ctx, cancel := context.WithCancelCause(hctx)
-	_, err := s.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
+	_, err := s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
 		if err := upsertFeature(ctx, tx, features, "f1", "x"); err != nil {
-			return keystore.Record{}, err
+			return pgstore.Record{}, err
 		}
 		cancel(keystore.ErrLeaseLost)
-		return record("{}"), nil
+		return jsonRecord("{}"), nil
 	})
 	if !errors.Is(err, keystore.ErrLeaseLost) || !errors.Is(err, context.Canceled) {
 		t.Errorf("InTx after the middleware canceled for a lost lease: %v; want ErrLeaseLost and context.Canceled", err)
@@ -394,5 +397,39 @@ func TestInTxContextCanceledForLostLease(t *testing.T) {
 	}
 	if _, writes := feature(t, pool, features, "f1"); writes != 0 {
 		t.Errorf("write committed")
+	}
+}
+
+// CompleteTx keeps a record over the MaxRecordBytes of the Hold of its key
+// in its context as the too-large record of its status, as the middleware
+// keeps a response it cannot record; with no bound it keeps the record.
+func TestCompleteTxFitsTheHoldsBound(t *testing.T) {
+	pool := newPool(t, 4, nil)
+	s := newStore(t, pool, pgstore.Config{})
+	big := jsonRecord(`{"x":"` + strings.Repeat("x", 2000) + `"}`)
+	for _, limit := range []int{0, 1024} {
+		key := keystoretest.Key(t)
+		c := claim(t, s, key, time.Minute, acquire)
+		ctx, hold := holdCtx(t, key, c)
+		hold.MaxRecordBytes = limit
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CompleteTx(ctx, tx, key, c.Token, big, time.Hour); err != nil {
+			t.Fatalf("CompleteTx: %v", err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := testkit.Decoded(claim(t, s, key, time.Minute, keystore.Completed).Record)
+		kept := bytes.Equal(got.Body, big.Body)
+		if got.StatusCode != big.StatusCode || kept != (limit == 0) {
+			t.Errorf("MaxRecordBytes %d, a record of %d body bytes: stored status %d, body of %d bytes; want status %d and the body kept only without a bound",
+				limit, len(big.Body), got.StatusCode, len(got.Body), big.StatusCode)
+		}
+		if limit > 0 && !strings.Contains(string(got.Body), "response-not-recorded") {
+			t.Errorf("MaxRecordBytes %d: stored %q, want the response-not-recorded problem", limit, got.Body)
+		}
 	}
 }

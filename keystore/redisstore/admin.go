@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/adminhttp"
 	"github.com/redis/go-redis/v9"
 )
 
-var _ keystore.Admin = (*Store)(nil)
+var _ adminhttp.Admin = (*Store)(nil)
 
-// The keystore.Admin methods read and change one key's entry in one script
+// The adminhttp.Admin methods read and change one key's entry in one script
 // (its value and its PTTL together),
 // and Summarize scans every master for the store's prefix.
 
@@ -56,37 +57,33 @@ return {1, v, p}
 
 // entryOf decodes a stored value and its PTTL (ms). A released entry that
 // names no releaser (only fenced tokens) is absent.
-func entryOf(v string, pttl int64) (keystore.Entry, error) {
+func entryOf(v string, pttl int64) (adminhttp.Entry, error) {
 	grace := abandonedGrace.Milliseconds()
 	switch {
 	case v == "":
-		return keystore.Entry{}, nil
+		return adminhttp.Entry{}, nil
 	case v[0] == 'r' && len(v) >= 9 && (len(v)-9)%8 == 0:
 		if tok := keystore.Token(binary.BigEndian.Uint64([]byte(v[1:9]))); tok != 0 {
-			return keystore.Entry{State: keystore.Released, Token: tok}, nil
+			return adminhttp.Entry{State: keystore.Released, Token: tok}, nil
 		}
-		return keystore.Entry{}, nil
+		return adminhttp.Entry{}, nil
 	case v[0] == 'i' && len(v) == 41:
 		left := time.Duration(pttl-grace) * time.Millisecond
-		e := keystore.Entry{State: keystore.InFlight, Token: keystore.Token(binary.BigEndian.Uint64([]byte(v[33:41]))), LeaseRemaining: left, LeaseRunOut: left <= 0}
+		e := adminhttp.Entry{State: keystore.InFlight, Token: keystore.Token(binary.BigEndian.Uint64([]byte(v[33:41]))), LeaseRemaining: left, LeaseRunOut: left <= 0}
 		copy(e.Fingerprint[:], v[1:33])
 		return e, nil
 	case (v[0] == 'd' && len(v) >= 41) || (v[0] == 'c' && len(v) >= 33):
-		e := keystore.Entry{State: keystore.Completed, RetentionRemaining: time.Duration(pttl) * time.Millisecond}
+		e := adminhttp.Entry{State: keystore.Completed, RetentionRemaining: time.Duration(pttl) * time.Millisecond}
 		copy(e.Fingerprint[:], v[1:33])
 		rec := v[33:]
 		if v[0] == 'd' {
 			e.Token = keystore.Token(binary.BigEndian.Uint64([]byte(v[33:41])))
 			rec = v[41:]
 		}
-		r, err := keystore.DecodeRecord([]byte(rec))
-		if err != nil {
-			return keystore.Entry{}, fmt.Errorf("redisstore: the stored record: %w", err)
-		}
-		e.Record = r
+		e.Record = []byte(rec)
 		return e, nil
 	}
-	return keystore.Entry{}, errors.New("redisstore: the key holds a value that is not an idempotency entry")
+	return adminhttp.Entry{}, errors.New("redisstore: the key holds a value that is not an idempotency entry")
 }
 
 // adminReply reads a script's {a, value, b} reply.
@@ -101,71 +98,71 @@ func adminReply(res any) (n int64, v string, p int64, ok bool) {
 	return n, v, p, ok1 && ok2 && ok3
 }
 
-// Inspect implements keystore.Admin.
-func (s *Store) Inspect(ctx context.Context, key string) (keystore.Entry, error) {
+// Inspect implements adminhttp.Admin.
+func (s *Store) Inspect(ctx context.Context, key string) (adminhttp.Entry, error) {
 	res, err := inspectScript.Run(ctx, s.client, []string{s.RedisKey(key)}).Result()
 	if err != nil {
-		return keystore.Entry{}, opError(ctx, "inspect", err)
+		return adminhttp.Entry{}, opError(ctx, "inspect", err)
 	}
 	arr, ok := res.([]any)
 	if !ok || len(arr) != 2 {
-		return keystore.Entry{}, fmt.Errorf("redisstore: inspect: unexpected reply %v", res)
+		return adminhttp.Entry{}, fmt.Errorf("redisstore: inspect: unexpected reply %v", res)
 	}
 	v, _ := arr[0].(string)
 	p, _ := arr[1].(int64)
 	return entryOf(v, p)
 }
 
-// Free implements keystore.Admin.
-func (s *Store) Free(ctx context.Context, key string, force bool) (keystore.Entry, error) {
+// Free implements adminhttp.Admin.
+func (s *Store) Free(ctx context.Context, key string, force bool) (adminhttp.Entry, error) {
 	f := "0"
 	if force {
 		f = "1"
 	}
 	res, err := freeScript.Run(ctx, s.client, []string{s.RedisKey(key)}, abandonedGrace.Milliseconds(), f).Result()
 	if err != nil {
-		return keystore.Entry{}, opError(ctx, "free", err)
+		return adminhttp.Entry{}, opError(ctx, "free", err)
 	}
 	n, v, p, ok := adminReply(res)
 	if !ok {
-		return keystore.Entry{}, fmt.Errorf("redisstore: free: unexpected reply %v", res)
+		return adminhttp.Entry{}, fmt.Errorf("redisstore: free: unexpected reply %v", res)
 	}
 	e, err := entryOf(v, p)
 	switch {
 	case err != nil:
 		return e, err
 	case n == 0:
-		return e, keystore.ErrNotInFlight
+		return e, adminhttp.ErrNotInFlight
 	case n == 1:
-		return e, keystore.ErrLeaseRunning
+		return e, adminhttp.ErrLeaseRunning
 	}
 	return e, nil
 }
 
-// Forget implements keystore.Admin.
-func (s *Store) Forget(ctx context.Context, key string) (keystore.Entry, error) {
+// Forget implements adminhttp.Admin.
+func (s *Store) Forget(ctx context.Context, key string) (adminhttp.Entry, error) {
 	res, err := forgetScript.Run(ctx, s.client, []string{s.RedisKey(key)}).Result()
 	if err != nil {
-		return keystore.Entry{}, opError(ctx, "forget", err)
+		return adminhttp.Entry{}, opError(ctx, "forget", err)
 	}
 	n, v, p, ok := adminReply(res)
 	if !ok {
-		return keystore.Entry{}, fmt.Errorf("redisstore: forget: unexpected reply %v", res)
+		return adminhttp.Entry{}, fmt.Errorf("redisstore: forget: unexpected reply %v", res)
 	}
 	e, err := entryOf(v, p)
 	if err == nil && n == 0 {
-		err = keystore.ErrNotCompleted
+		err = adminhttp.ErrNotCompleted
 	}
 	return e, err
 }
 
-// Summarize implements keystore.Admin: it SCANs every master (of a
+// Summarize implements adminhttp.Admin: it SCANs every master (of a
 // Cluster, or the shards of a Ring) for the store's prefix, reading each
 // entry's value and PTTL, so it costs a round trip per hundred keys. The
 // counts are not a snapshot: entries claimed, completed or expired while it
 // scans may be counted or not. Bytes are the bytes of the stored values.
-func (s *Store) Summarize(ctx context.Context) (keystore.Summary, error) {
-	var sum keystore.Summary
+func (s *Store) Summarize(ctx context.Context) (adminhttp.Summary, error) {
+	var sum adminhttp.Summary
 	scan := func(ctx context.Context, c *redis.Client) error {
 		pattern := globEscape(s.prefix) + "{*"
 		var cursor uint64
@@ -235,7 +232,7 @@ func (s *Store) Summarize(ctx context.Context) (keystore.Summary, error) {
 		return sum, fmt.Errorf("redisstore: summarize needs a *redis.Client, *redis.ClusterClient or *redis.Ring, not %T", s.client)
 	}
 	if err != nil {
-		return keystore.Summary{}, opError(ctx, "summarize", err)
+		return adminhttp.Summary{}, opError(ctx, "summarize", err)
 	}
 	return sum, nil
 }

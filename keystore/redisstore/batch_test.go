@@ -11,6 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -56,15 +58,15 @@ func TestAutoPipelineBatchesConcurrentCalls(t *testing.T) {
 					if i >= 25 {
 						t.Errorf("Claim %d of %s acquired a completed key", i, key)
 					}
-					if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 200 + g}), time.Hour); err != nil {
+					if err := s.Complete(ctx, key, c.Token, encode(record.Record{StatusCode: 200 + g}), time.Hour); err != nil {
 						t.Errorf("Complete: %v", err)
 					}
-					if err := s.Complete(ctx, key, c.Token+1, encode(keystore.Record{StatusCode: 200}), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
+					if err := s.Complete(ctx, key, c.Token+1, encode(record.Record{StatusCode: 200}), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
 						t.Errorf("Complete by a wrong token: %v", err)
 					}
 				case c.State == keystore.Completed:
-					if c.Record.StatusCode != 200+g || i < 25 {
-						t.Errorf("Claim %d of %s: record %d", i, key, c.Record.StatusCode)
+					if testkit.Decoded(c.Record).StatusCode != 200+g || i < 25 {
+						t.Errorf("Claim %d of %s: record %d", i, key, testkit.Decoded(c.Record).StatusCode)
 					}
 				default:
 					t.Errorf("Claim %d of %s: %v", i, key, c.State)

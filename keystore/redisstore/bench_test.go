@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
@@ -65,7 +66,7 @@ func BenchmarkStoreCluster(b *testing.B) {
 }
 
 // benchRecord is the record keystoretest.RunBenchmarks stores.
-var benchRecord = keystore.Record{
+var benchRecord = record.Record{
 	StatusCode: 201,
 	Header:     map[string][]string{"Content-Type": {"application/json"}},
 	Body:       []byte(`{"stored":["feature-1"]}`),

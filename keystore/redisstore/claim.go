@@ -179,11 +179,7 @@ func parseClaim(res any) (keystore.Claim, bool) {
 		if len(res) < head || (res[0] != 'c' && res[0] != 'd') {
 			return keystore.Claim{}, false
 		}
-		rec, err := keystore.DecodeRecord(res[head:])
-		if err != nil {
-			return keystore.Claim{}, false
-		}
-		c := keystore.Claim{State: keystore.Completed, Record: rec}
+		c := keystore.Claim{State: keystore.Completed, Record: []byte(res[head:])}
 		copy(c.Fingerprint[:], res[1:fpEnd])
 		return c, true
 	}

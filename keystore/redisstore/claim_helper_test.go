@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/geoidem/geoidem/internal/storecall"
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -17,7 +17,7 @@ type claimed struct {
 
 // newClaim claims key for a fresh token (keystore.NewToken), as the
 // middleware does, and returns the result with that token whether or not
-// the Claim acquired the key (storecall.Claim gives the zero Token then).
+// the Claim acquired the key (testkit.Claim gives the zero Token then).
 func newClaim(ctx context.Context, s keystore.Store, key string, fp keystore.Fingerprint, lease time.Duration) (claimed, error) {
 	tok := keystore.NewToken()
 	c, err := s.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: fp, Lease: lease, Token: tok})
@@ -25,7 +25,10 @@ func newClaim(ctx context.Context, s keystore.Store, key string, fp keystore.Fin
 }
 
 // encode returns rec's encoding, what Store.Complete takes.
-func encode(rec keystore.Record) []byte { return keystore.AppendRecord(nil, rec) }
+func encode(rec record.Record) []byte { return record.Append(nil, rec) }
 
 // extend renews key's lease, ignoring the lease that remained.
-var extend = storecall.Extend
+func extend(ctx context.Context, s keystore.Store, key string, tok keystore.Token, lease time.Duration) error {
+	_, err := s.Extend(ctx, key, tok, lease)
+	return err
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -71,7 +72,7 @@ func TestClientBoundRoundTrips(t *testing.T) {
 			if _, err := s.Claim(ctx, warm, args(wtok)); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Complete(ctx, warm, wtok, encode(keystore.Record{StatusCode: 201}), time.Hour); err != nil {
+			if err := s.Complete(ctx, warm, wtok, encode(record.Record{StatusCode: 201}), time.Hour); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.Claim(ctx, warm, args(keystore.NewToken())); err != nil {
@@ -89,7 +90,7 @@ func TestClientBoundRoundTrips(t *testing.T) {
 				})
 				if i == 0 {
 					done = key
-					if err := s.Complete(ctx, key, tok, encode(keystore.Record{StatusCode: 201}), time.Hour); err != nil {
+					if err := s.Complete(ctx, key, tok, encode(record.Record{StatusCode: 201}), time.Hour); err != nil {
 						t.Fatal(err)
 					}
 					before := clientCount(t, client, prefix, "c")
@@ -149,7 +150,7 @@ func TestClientBoundReplayUncounted(t *testing.T) {
 					if c, err := filler.Claim(ctx, key, args(tok)); err != nil || !c.Acquired {
 						t.Fatalf("claim %d: %+v %v", i, c, err)
 					}
-					if err := filler.Complete(ctx, key, tok, encode(keystore.Record{StatusCode: 201}), time.Hour); err != nil {
+					if err := filler.Complete(ctx, key, tok, encode(record.Record{StatusCode: 201}), time.Hour); err != nil {
 						t.Fatal(err)
 					}
 					done = key

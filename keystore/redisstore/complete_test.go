@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -25,8 +27,8 @@ func TestCompleteByLostTokenChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := keystore.Record{StatusCode: 201, Body: []byte("late")}
-	theirs := keystore.Record{StatusCode: 202, Body: []byte("theirs")}
+	rec := record.Record{StatusCode: 201, Body: []byte("late")}
+	theirs := record.Record{StatusCode: 202, Body: []byte("theirs")}
 
 	for _, completeTheirs := range []bool{false, true} {
 		key := keystoretest.Key(t)
@@ -68,7 +70,7 @@ func TestCompleteByLostTokenChangesNothing(t *testing.T) {
 			t.Fatalf("the late Complete moved the expiry: before %+v, after %+v", before, after)
 		}
 		if completeTheirs {
-			if string(after.Record.Body) != "theirs" || after.RetentionRemaining < 59*time.Minute {
+			if string(testkit.Decoded(after.Record).Body) != "theirs" || after.RetentionRemaining < 59*time.Minute {
 				t.Fatalf("their record after the late Complete: %+v", after)
 			}
 			continue
@@ -98,7 +100,7 @@ func TestCompleteRepeatedFromAnotherStore(t *testing.T) {
 	if err != nil || !c.Acquired {
 		t.Fatalf("Claim: %v %v", c.State, err)
 	}
-	rec := keystore.Record{StatusCode: 201, Body: []byte("once")}
+	rec := record.Record{StatusCode: 201, Body: []byte("once")}
 	// Completed by a Store that did not claim it: the fingerprint is read
 	// from Redis.
 	if err := other.Complete(ctx, key, c.Token, encode(rec), time.Hour); err != nil {
@@ -110,13 +112,13 @@ func TestCompleteRepeatedFromAnotherStore(t *testing.T) {
 		}
 	}
 	got, err := newClaim(ctx, s, key, keystore.Fingerprint{3}, time.Minute)
-	if err != nil || got.State != keystore.Completed || string(got.Record.Body) != "once" || got.Fingerprint != (keystore.Fingerprint{3}) {
+	if err != nil || got.State != keystore.Completed || string(testkit.Decoded(got.Record).Body) != "once" || got.Fingerprint != (keystore.Fingerprint{3}) {
 		t.Fatalf("replay: %+v %v", got, err)
 	}
 }
 
-// Complete takes the record encoded (keystore.AppendRecord): it refuses an
-// encoding that keystore.CheckRecord refuses, sending nothing and leaving
+// Complete takes the record encoded (record.Append): it refuses an
+// encoding that record.Check refuses, sending nothing and leaving
 // the claim held; keeps a copy of one it accepts; and accepts a repeat
 // with an equal record (equal encodings), whether the Store that completes
 // made the claim (and remembers its fingerprint) or not.
@@ -128,7 +130,7 @@ func TestCompleteTakesEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := keystore.Record{StatusCode: 201, Header: http.Header{"Content-Type": {"application/json"}, "Etag": {`"1"`}}, Body: []byte(`{"id":1}`)}
+	rec := record.Record{StatusCode: 201, Header: http.Header{"Content-Type": {"application/json"}, "Etag": {`"1"`}}, Body: []byte(`{"id":1}`)}
 	for _, tc := range []struct {
 		name      string
 		completer *redisstore.Store
@@ -140,7 +142,7 @@ func TestCompleteTakesEncoding(t *testing.T) {
 			if err != nil || !c.Acquired {
 				t.Fatalf("Claim: %v %v", c.State, err)
 			}
-			enc := keystore.AppendRecord(nil, rec)
+			enc := record.Append(nil, rec)
 
 			for _, bad := range []struct {
 				name string
@@ -151,7 +153,7 @@ func TestCompleteTakesEncoding(t *testing.T) {
 				{"truncated", enc[:len(enc)-len(rec.Body)-1], keystore.ErrCorruptRecord},
 				{"empty", nil, keystore.ErrCorruptRecord},
 				{"long varint", append([]byte{0x92 | 0x80, 0x83, 0x00}, enc[2:]...), keystore.ErrCorruptRecord},
-				{"status 600", keystore.AppendRecord(nil, keystore.Record{StatusCode: 600}), keystore.ErrInvalidStatus},
+				{"status 600", record.Append(nil, record.Record{StatusCode: 600}), keystore.ErrInvalidStatus},
 			} {
 				if err := s.Complete(ctx, key, c.Token, bad.enc, time.Minute); !errors.Is(err, bad.want) {
 					t.Fatalf("Complete, %s: %v, want %v", bad.name, err, bad.want)
@@ -165,23 +167,23 @@ func TestCompleteTakesEncoding(t *testing.T) {
 			}
 			clear(enc) // the store kept a copy
 			got, err := newClaim(ctx, owner, key, keystore.Fingerprint{7}, time.Minute)
-			if err != nil || got.State != keystore.Completed || got.Record.StatusCode != 201 || string(got.Record.Body) != `{"id":1}` ||
-				got.Record.Header.Get("Etag") != `"1"` || got.Record.Header.Get("Content-Type") != "application/json" {
+			if err != nil || got.State != keystore.Completed || testkit.Decoded(got.Record).StatusCode != 201 || string(testkit.Decoded(got.Record).Body) != `{"id":1}` ||
+				testkit.Decoded(got.Record).Header.Get("Etag") != `"1"` || testkit.Decoded(got.Record).Header.Get("Content-Type") != "application/json" {
 				t.Fatalf("after Complete: %v %+v %v", got.State, got.Record, err)
 			}
 			// A repeat with the equal record succeeds, encoded afresh or
 			// from a header map filled in another order; another record
 			// is refused.
-			if err := s.Complete(ctx, key, c.Token, keystore.AppendRecord(nil, rec), time.Minute); err != nil {
+			if err := s.Complete(ctx, key, c.Token, record.Append(nil, rec), time.Minute); err != nil {
 				t.Errorf("Complete repeated: %v", err)
 			}
-			same := keystore.Record{StatusCode: 201, Header: http.Header{}, Body: []byte(`{"id":1}`)}
+			same := record.Record{StatusCode: 201, Header: http.Header{}, Body: []byte(`{"id":1}`)}
 			same.Header.Set("Etag", `"1"`)
 			same.Header.Set("Content-Type", "application/json")
-			if err := s.Complete(ctx, key, c.Token, keystore.AppendRecord(nil, same), time.Minute); err != nil {
+			if err := s.Complete(ctx, key, c.Token, record.Append(nil, same), time.Minute); err != nil {
 				t.Errorf("Complete repeated with an equal record built another way: %v", err)
 			}
-			if err := s.Complete(ctx, key, c.Token, keystore.AppendRecord(nil, keystore.Record{StatusCode: 202}), time.Minute); !errors.Is(err, keystore.ErrLeaseLost) {
+			if err := s.Complete(ctx, key, c.Token, record.Append(nil, record.Record{StatusCode: 202}), time.Minute); !errors.Is(err, keystore.ErrLeaseLost) {
 				t.Errorf("Complete repeated with another record: %v, want ErrLeaseLost", err)
 			}
 		})

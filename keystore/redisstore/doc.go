@@ -29,10 +29,10 @@
 // tag, so all of one key's data lives on one slot. The value is a status
 // byte, the request's fingerprint, the fencing token (of the holder while in
 // flight, of the request that completed it once completed) and, once
-// completed, the recorded response in keystore's record encoding
-// ([keystore.AppendRecord]): status, header fields and the body byte for
-// byte, with no JSON or base64 around it. [Store.Complete] copies the
-// encoding it is given into the value, with no [keystore.Record] in
+// completed, the record's bytes as the middleware encodes a response
+// (status, header fields and the body byte for byte, with no JSON or
+// base64 around it). [Store.Complete] copies the bytes it is given into
+// the value, and [Store.Claim] returns them, with no decoding in
 // between. Release replaces the value by a released entry naming the
 // releasing token, kept for a minute. A Release by a token that does not
 // hold the key fences that token (see keystore, "Claims whose outcome is

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net/http"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -48,15 +47,16 @@ func ExampleNew() {
 	}
 	switch {
 	case claim.Acquired:
-		// ... run the handler, then record its response, encoded:
-		rec := keystore.Record{StatusCode: http.StatusCreated, Body: []byte(`{"stored":1}`)}
-		if err := store.Complete(ctx, key, token, keystore.AppendRecord(nil, rec), 24*time.Hour); errors.Is(err, keystore.ErrLeaseLost) {
+		// ... run the handler, then record its response: to the store,
+		// opaque bytes (the middleware's encoding of the response).
+		var rec []byte
+		if err := store.Complete(ctx, key, token, rec, 24*time.Hour); errors.Is(err, keystore.ErrLeaseLost) {
 			log.Print("lease lost: another request took the key over; nothing was overwritten")
 		}
 	case claim.State == keystore.InFlight:
 		fmt.Printf("in flight for another %v: answer 409\n", claim.LeaseRemaining)
 	case claim.State == keystore.Completed:
-		fmt.Printf("replay %d\n", claim.Record.StatusCode)
+		fmt.Printf("replay the %d bytes recorded\n", len(claim.Record))
 	}
 }
 

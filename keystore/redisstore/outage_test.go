@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
@@ -74,7 +75,7 @@ func TestOutage(t *testing.T) {
 			if err != nil || !d.Acquired {
 				t.Fatalf("Claim before the outage: %v %v", d.State, err)
 			}
-			if err := s.Complete(ctx, done, d.Token, encode(keystore.Record{StatusCode: 201, Body: []byte("before")}), time.Hour); err != nil {
+			if err := s.Complete(ctx, done, d.Token, encode(record.Record{StatusCode: 201, Body: []byte("before")}), time.Hour); err != nil {
 				t.Fatalf("Complete before the outage: %v", err)
 			}
 
@@ -93,7 +94,7 @@ func TestOutage(t *testing.T) {
 				}},
 				{"Extend", func(ctx context.Context) error { return extend(ctx, s, held, c.Token, time.Minute) }},
 				{"Complete", func(ctx context.Context) error {
-					return s.Complete(ctx, held, c.Token, encode(keystore.Record{StatusCode: 200}), time.Hour)
+					return s.Complete(ctx, held, c.Token, encode(record.Record{StatusCode: 200}), time.Hour)
 				}},
 				{"Release", func(ctx context.Context) error { return s.Release(ctx, held, c.Token) }},
 			}
@@ -147,12 +148,12 @@ func TestOutage(t *testing.T) {
 			if err != nil || in.Acquired || in.State != keystore.InFlight || in.Fingerprint != fp {
 				t.Fatalf("Claim of the held key after the outage: %v %v %x", in.State, err, in.Fingerprint[:1])
 			}
-			if err := s.Complete(ctx, held, c.Token, encode(keystore.Record{StatusCode: 202}), time.Hour); err != nil {
+			if err := s.Complete(ctx, held, c.Token, encode(record.Record{StatusCode: 202}), time.Hour); err != nil {
 				t.Fatalf("Complete by the holder after the outage: %v", err)
 			}
 			r, err := newClaim(ctx, s, done, fp, time.Minute)
-			if err != nil || r.State != keystore.Completed || string(r.Record.Body) != "before" {
-				t.Fatalf("replay after the outage: %v %v %q", r.State, err, r.Record.Body)
+			if err != nil || r.State != keystore.Completed || string(testkit.Decoded(r.Record).Body) != "before" {
+				t.Fatalf("replay after the outage: %v %v %q", r.State, err, testkit.Decoded(r.Record).Body)
 			}
 		})
 	}

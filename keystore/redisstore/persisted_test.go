@@ -1,12 +1,14 @@
 package redisstore_test
 
 import (
+	"bytes"
 	"encoding/hex"
 	"net/http"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -16,15 +18,15 @@ import (
 // them before the encoding moved to package keystore: data already in Redis
 // must still be read, and compared by a repeated Complete, after an upgrade.
 var goldenRecords = []struct {
-	rec keystore.Record
+	rec record.Record
 	hex string
 }{
 	{
-		keystore.Record{StatusCode: 201, Header: http.Header{"Content-Type": {"application/json"}, "Link": {"</a>", "</b>"}, "Empty": {}}, Body: []byte(`{"id":1}`)},
+		record.Record{StatusCode: 201, Header: http.Header{"Content-Type": {"application/json"}, "Link": {"</a>", "</b>"}, "Empty": {}}, Body: []byte(`{"id":1}`)},
 		"9203030c436f6e74656e742d5479706501106170706c69636174696f6e2f6a736f6e05456d70747900044c696e6b02043c2f613e043c2f623e7b226964223a317d",
 	},
-	{keystore.Record{StatusCode: 204}, "980300"},
-	{keystore.Record{StatusCode: 599, Header: http.Header{"X": {"\x00\xff"}}, Body: []byte{0x80, 0x80, 0x80}}, "ae09010158010200ff808080"},
+	{record.Record{StatusCode: 204}, "980300"},
+	{record.Record{StatusCode: 599, Header: http.Header{"X": {"\x00\xff"}}, Body: []byte{0x80, 0x80, 0x80}}, "ae09010158010200ff808080"},
 }
 
 // The value of a completed key: 'd' | fingerprint | token | record.
@@ -77,8 +79,9 @@ func TestGoldenRecordsAreReadAsBefore(t *testing.T) {
 			t.Fatal(err)
 		}
 		c, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
-		if err != nil || c.State != keystore.Completed || c.Fingerprint != fp || !reflect.DeepEqual(c.Record, g.rec) {
-			t.Errorf("Claim of the stored %s = %v %+v, %v; want completed with %+v", g.hex, c.State, c.Record, err, g.rec)
+		got, derr := record.Decode(c.Record)
+		if err != nil || c.State != keystore.Completed || c.Fingerprint != fp || derr != nil || !reflect.DeepEqual(got, g.rec) || !bytes.Equal(c.Record, enc) {
+			t.Errorf("Claim of the stored %s = %v %x (%+v, %v), %v; want completed with the stored bytes, %+v", g.hex, c.State, c.Record, got, derr, err, g.rec)
 		}
 		// A Complete repeated by the completing token with an equal record
 		// compares its encoding with the stored one.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -362,10 +363,13 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	return 0, nil
 }
 
-// Complete implements keystore.Store. The record is stored as its encoding,
-// its body byte for byte, copied into the command sent; it expires
-// retention from now by the Redis server's clock. A rec that
-// keystore.CheckRecord refuses fails before anything is sent.
+// Complete implements keystore.Store. The record's bytes are stored as
+// they are, copied into the command sent, and every Claim returns them; it
+// expires retention from now by the Redis server's clock. The store reads
+// the bytes (see keystore.Store's Complete): bytes that are not the
+// middleware's record encoding, exactly as it writes it, fail with
+// keystore.ErrCorruptRecord, and a status outside 200–599 with
+// keystore.ErrInvalidStatus, before anything is sent.
 func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, rec []byte, retention time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
@@ -374,7 +378,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if err != nil {
 		return err
 	}
-	if _, err := keystore.CheckRecord(rec); err != nil {
+	if _, err := record.Check(rec); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
 	rkey := s.RedisKey(key)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
@@ -183,7 +184,7 @@ func TestClusterSlotIsKeySlot(t *testing.T) {
 		if err != nil || !c.Acquired {
 			t.Fatalf("Claim: %v %v", c.State, err)
 		}
-		if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 200}), time.Minute); err != nil {
+		if err := s.Complete(ctx, key, c.Token, encode(record.Record{StatusCode: 200}), time.Minute); err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
 	}
@@ -194,12 +195,12 @@ func TestClusterSlotIsKeySlot(t *testing.T) {
 		if err != nil || !c.Acquired {
 			t.Fatalf("Claim(%q): %v %v", key, c.State, err)
 		}
-		if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 200, Body: []byte(key)}), time.Minute); err != nil {
+		if err := s.Complete(ctx, key, c.Token, encode(record.Record{StatusCode: 200, Body: []byte(key)}), time.Minute); err != nil {
 			t.Fatalf("Complete(%q): %v", key, err)
 		}
 		r, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
-		if err != nil || r.State != keystore.Completed || string(r.Record.Body) != key {
-			t.Fatalf("replay of %q: %v %v %q", key, r.State, err, r.Record.Body)
+		if err != nil || r.State != keystore.Completed || string(testkit.Decoded(r.Record).Body) != key {
+			t.Fatalf("replay of %q: %v %v %q", key, r.State, err, testkit.Decoded(r.Record).Body)
 		}
 	}
 }
@@ -233,7 +234,7 @@ func TestExpiriesAndEncoding(t *testing.T) {
 		t.Errorf("LeaseRemaining = %v, want just under 10.001s", in.LeaseRemaining)
 	}
 	body := []byte(`{"id":"feature-1"}`)
-	rec := keystore.Record{StatusCode: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}
+	rec := record.Record{StatusCode: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}
 	if err := s.Complete(ctx, key, c.Token, encode(rec), 90*time.Minute); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
@@ -326,7 +327,7 @@ func TestNonPositiveDurations(t *testing.T) {
 	if left, err := s.Extend(ctx, key, c.Token, 0); err == nil || errors.Is(err, keystore.ErrLeaseLost) || left != 0 {
 		t.Errorf("Extend with lease 0: %v, %v; want 0 and a non-ErrLeaseLost error", left, err)
 	}
-	if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 200}), 0); err == nil || errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.Complete(ctx, key, c.Token, encode(record.Record{StatusCode: 200}), 0); err == nil || errors.Is(err, keystore.ErrLeaseLost) {
 		t.Errorf("Complete with retention 0: %v, want a non-ErrLeaseLost error", err)
 	}
 	if err := s.Release(ctx, key, c.Token); err != nil {

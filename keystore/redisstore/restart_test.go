@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -254,7 +255,7 @@ func underLoadRun(t *testing.T, extra ...string) (lost, acked int) {
 		enough   = make(chan struct{})
 		once     sync.Once
 		wg       sync.WaitGroup
-		rec      = keystore.Record{StatusCode: http.StatusCreated, Body: []byte(`{"stored":["f1"]}`)}
+		rec      = record.Record{StatusCode: http.StatusCreated, Body: []byte(`{"stored":["f1"]}`)}
 		fp       = keystore.Fingerprint{2}
 		keyOf    = func(i int) string { return "load-" + strconv.Itoa(i) }
 		failures atomic.Int64

@@ -13,6 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -93,7 +95,7 @@ func TestRetriedOperationsSucceed(t *testing.T) {
 	if err != nil || !c.Acquired {
 		t.Fatalf("Claim: %v %v", c.State, err)
 	}
-	rec := keystore.Record{StatusCode: 201, Header: map[string][]string{"B": {"2"}, "A": {"1"}}, Body: []byte("ok")}
+	rec := record.Record{StatusCode: 201, Header: map[string][]string{"B": {"2"}, "A": {"1"}}, Body: []byte("ok")}
 	d.armed.Store(true)
 	if err := s.Complete(ctx, key, c.Token, encode(rec), time.Minute); err != nil {
 		t.Errorf("Complete applied, its reply lost and retried: err = %v, want nil", err)
@@ -101,8 +103,8 @@ func TestRetriedOperationsSucceed(t *testing.T) {
 	if d.dropped.Load() != 1 {
 		t.Fatalf("the reply to Complete was not dropped (%d drops); the test proves nothing", d.dropped.Load())
 	}
-	if r, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute); err != nil || r.State != keystore.Completed || string(r.Record.Body) != "ok" {
-		t.Fatalf("replay after the retried Complete: %v %v %q", r.State, err, r.Record.Body)
+	if r, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute); err != nil || r.State != keystore.Completed || string(testkit.Decoded(r.Record).Body) != "ok" {
+		t.Fatalf("replay after the retried Complete: %v %v %q", r.State, err, testkit.Decoded(r.Record).Body)
 	}
 
 	other := keystoretest.Key(t)
@@ -146,7 +148,7 @@ func TestRetriedClaimAcquires(t *testing.T) {
 	if e, err := s.Inspect(ctx, key); err != nil || e.State != keystore.InFlight || e.Token != c.Token || e.LeaseRunOut {
 		t.Fatalf("after the retried Claim: %+v %v, want in flight for the claim's token", e, err)
 	}
-	if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201}), time.Minute); err != nil {
+	if err := s.Complete(ctx, key, c.Token, encode(record.Record{StatusCode: 201}), time.Minute); err != nil {
 		t.Errorf("Complete with the retried claim's token: %v", err)
 	}
 }

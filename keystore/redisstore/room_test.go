@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -28,7 +29,7 @@ func TestMaxMemoryRefusesNewKeys(t *testing.T) {
 	used0 := usedMemory(t, client)
 	const retention = 4 * time.Second
 	s := newStore(t, client, client, redisstore.Config{MaxMemory: used0 + 512<<10, ClientKeys: 1 << 20})
-	rec := encode(keystore.Record{StatusCode: 201, Body: bytes.Repeat([]byte("x"), 1024)})
+	rec := encode(record.Record{StatusCode: 201, Body: bytes.Repeat([]byte("x"), 1024)})
 	args := func() keystore.ClaimArgs {
 		return keystore.ClaimArgs{Fingerprint: keystore.Fingerprint{1}, Lease: time.Minute, Token: keystore.NewToken(), Client: "c"}
 	}
@@ -113,7 +114,7 @@ func TestMaxMemoryCluster(t *testing.T) {
 	if c, err := free.Claim(ctx, key, keystore.ClaimArgs{Fingerprint: keystore.Fingerprint{1}, Lease: time.Minute, Token: tok}); err != nil || !c.Acquired {
 		t.Fatalf("claim: %+v %v", c, err)
 	}
-	if err := free.Complete(ctx, key, tok, encode(keystore.Record{StatusCode: 201}), time.Hour); err != nil {
+	if err := free.Complete(ctx, key, tok, encode(record.Record{StatusCode: 201}), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	cfg.MaxMemory, cfg.Durability = 1, redisstore.AcceptVolatile

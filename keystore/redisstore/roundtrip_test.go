@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/record"
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -108,7 +110,7 @@ func warmScripts(t *testing.T, s *redisstore.Store) {
 		if _, err := s.Extend(ctx, key, c.Token, time.Minute); err != nil {
 			t.Fatalf("warm-up Extend: %v", err)
 		}
-		if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 200}), time.Minute); err != nil {
+		if err := s.Complete(ctx, key, c.Token, encode(record.Record{StatusCode: 200}), time.Minute); err != nil {
 			t.Fatalf("warm-up Complete: %v", err)
 		}
 		if err := s.Release(ctx, key, c.Token); !errors.Is(err, keystore.ErrLeaseLost) {
@@ -136,11 +138,11 @@ func firstCallAndReplay(t *testing.T, s *redisstore.Store, h *commandCounter) {
 			if !c.Acquired {
 				return errors.New("claim not acquired: " + c.State.String())
 			}
-			return s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201, Body: []byte("ok")}), time.Minute)
+			return s.Complete(ctx, key, c.Token, encode(record.Record{StatusCode: 201, Body: []byte("ok")}), time.Minute)
 		})
 		expectRoundTrips(t, h, "replay", []string{claimTrip}, func() error {
 			r, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
-			if err == nil && (r.State != keystore.Completed || string(r.Record.Body) != "ok") {
+			if err == nil && (r.State != keystore.Completed || string(testkit.Decoded(r.Record).Body) != "ok") {
 				err = errors.New("replay did not return the record")
 			}
 			return err
@@ -230,7 +232,7 @@ func TestScriptFlushFallback(t *testing.T) {
 		return err
 	})
 	expectRoundTrips(t, h, "complete after SCRIPT FLUSH", []string{"evalsha", "eval"}, func() error {
-		return s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201}), time.Minute)
+		return s.Complete(ctx, key, c.Token, encode(record.Record{StatusCode: 201}), time.Minute)
 	})
 	expectRoundTrips(t, h, "replay after SCRIPT FLUSH", []string{claimTrip}, func() error {
 		r, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
@@ -292,7 +294,7 @@ func TestScriptFlushFallbackCluster(t *testing.T) {
 			t.Fatalf("Extend after SCRIPT FLUSH: %v", err)
 		}
 		flush()
-		if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201}), time.Minute); err != nil {
+		if err := s.Complete(ctx, key, c.Token, encode(record.Record{StatusCode: 201}), time.Minute); err != nil {
 			t.Fatalf("Complete after SCRIPT FLUSH: %v", err)
 		}
 		flush()

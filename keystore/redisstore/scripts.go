@@ -9,7 +9,7 @@ import (
 // The value stored under an idempotency key's Redis key is one string:
 //
 //	in flight:  'i' | fingerprint (32 bytes) | token (8 bytes, big endian)
-//	completed:  'd' | fingerprint (32 bytes) | token (8 bytes) | record (see keystore.AppendRecord)
+//	completed:  'd' | fingerprint (32 bytes) | token (8 bytes) | record (see record.Append)
 //	released:   'r' | releaser (8 bytes) | fenced tokens (8 bytes each)
 //
 // where the completed entry's token is the one that completed it. Entries

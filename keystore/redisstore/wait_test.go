@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -89,7 +90,7 @@ func TestWaitReplicas(t *testing.T) {
 			return err
 		})
 		expectRoundTrips(t, h, "complete with WaitReplicas 1", []string{"evalsha", "wait"}, func() error {
-			return s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201}), time.Minute)
+			return s.Complete(ctx, key, c.Token, encode(record.Record{StatusCode: 201}), time.Minute)
 		})
 		expectRoundTrips(t, h, "replay with WaitReplicas 1", []string{claimTrip}, func() error {
 			_, err := newClaim(ctx, s, key, keystore.Fingerprint{1}, time.Minute)
@@ -138,7 +139,7 @@ func TestWaitReplicas(t *testing.T) {
 				first, firstTok = key, tok
 			}
 		}
-		if err := s.Complete(ctx, first, firstTok, keystore.AppendRecord(nil, keystore.Record{StatusCode: 201}), time.Hour); err != nil {
+		if err := s.Complete(ctx, first, firstTok, record.Append(nil, record.Record{StatusCode: 201}), time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		var fe *keystore.FullError
@@ -175,7 +176,7 @@ func TestWaitReplicasCluster(t *testing.T) {
 		if _, err := s.Extend(ctx, key, c.Token, time.Minute); !errors.Is(err, redisstore.ErrNotReplicated) {
 			t.Fatalf("Extend needing a replica on a cluster without any: %v, want ErrNotReplicated", err)
 		}
-		if err := s.Complete(ctx, key, c.Token, encode(keystore.Record{StatusCode: 201}), time.Minute); !errors.Is(err, redisstore.ErrNotReplicated) {
+		if err := s.Complete(ctx, key, c.Token, encode(record.Record{StatusCode: 201}), time.Minute); !errors.Is(err, redisstore.ErrNotReplicated) {
 			t.Fatalf("Complete needing a replica on a cluster without any: %v, want ErrNotReplicated", err)
 		}
 		if r, err := newClaim(ctx, plain, key, keystore.Fingerprint{1}, time.Minute); err != nil || r.State != keystore.Completed {

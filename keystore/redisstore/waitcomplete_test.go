@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
@@ -49,7 +50,7 @@ func TestWaitReplicasCompleteFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rec := encode(keystore.Record{StatusCode: 201})
+	rec := encode(record.Record{StatusCode: 201})
 	if err := s.Complete(ctx, own, ownClaim.Token, rec, time.Hour); !errors.Is(err, redisstore.ErrNotReplicated) {
 		t.Errorf("Complete of the store's own claim, no replica acknowledging: %v; want ErrNotReplicated", err)
 	}
@@ -130,7 +131,7 @@ func completeRepeated(t *testing.T, start func(args ...string) *redisServer) {
 	}
 	t.Cleanup(resume)
 
-	rec := encode(keystore.Record{StatusCode: 201})
+	rec := encode(record.Record{StatusCode: 201})
 	if err := s.Complete(ctx, key, c.Token, rec, time.Hour); !errors.Is(err, redisstore.ErrNotReplicated) {
 		t.Fatalf("Complete, the replica stalled: %v; want ErrNotReplicated", err)
 	}
@@ -230,7 +231,7 @@ func BenchmarkCompleteWaitReplicas(b *testing.B) {
 			client.AddHook(h)
 			s := newStore(b, client, client, redisstore.Config{WaitReplicas: wait, WaitTimeout: 10 * time.Second})
 			ctx := context.Background()
-			rec := encode(keystore.Record{StatusCode: 201, Body: []byte(`{"stored":["r1"]}`)})
+			rec := encode(record.Record{StatusCode: 201, Body: []byte(`{"stored":["r1"]}`)})
 			keys := make([]string, b.N)
 			toks := make([]keystore.Token, b.N)
 			for i := range keys {

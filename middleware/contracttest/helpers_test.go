@@ -162,8 +162,7 @@ func (s *checkThenSetStore) Claim(_ context.Context, key string, a keystore.Clai
 	case ok && e.token != 0:
 		c = keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: time.Second}
 	case ok:
-		rec, _ := keystore.DecodeRecord(e.rec)
-		c = keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: rec}
+		c = keystore.Claim{State: keystore.Completed, Fingerprint: e.fp, Record: e.rec}
 	}
 	s.mu.Unlock()
 	if ok {

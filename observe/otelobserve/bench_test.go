@@ -9,7 +9,6 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/observe/otelobserve"
 )
@@ -18,8 +17,8 @@ import (
 // its event and the two store calls of a first call (Claim, Complete).
 func BenchmarkObserve(b *testing.B) {
 	ev := middleware.Event{Outcome: middleware.Executed, Status: 201, Latency: time.Millisecond, Key: "k", Context: context.Background()}
-	claim := keystore.Call{Op: keystore.OpClaim, Latency: 100 * time.Microsecond, Context: context.Background()}
-	complete := keystore.Call{Op: keystore.OpComplete, Latency: 100 * time.Microsecond, Err: errors.New("lease lost"), Context: context.Background()}
+	claim := middleware.StoreCall{Op: middleware.OpClaim, Latency: 100 * time.Microsecond, Context: context.Background()}
+	complete := middleware.StoreCall{Op: middleware.OpComplete, Latency: 100 * time.Microsecond, Err: errors.New("lease lost"), Context: context.Background()}
 
 	b.Run("OTelMetrics", func(b *testing.B) {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))

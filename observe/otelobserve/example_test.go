@@ -12,7 +12,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/observe/otelobserve"
@@ -88,9 +87,9 @@ func Example_severalObservers() {
 			count++
 			fmt.Println("request:", ev.Outcome, ev.Status)
 		},
-		StoreObserver: func(c keystore.Call) {
+		StoreObserver: func(c middleware.StoreCall) {
 			tel.ObserveStore(c)
-			if c.Op == keystore.OpClaim {
+			if c.Op == middleware.OpClaim {
 				fmt.Println("store:", c.Op, c.Err)
 			}
 		},

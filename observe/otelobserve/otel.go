@@ -63,7 +63,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/middleware"
 )
 
@@ -98,7 +97,7 @@ type Observer struct {
 	takeovers metric.Int64Counter
 	store     metric.Float64Histogram
 	outcomes  map[middleware.Outcome]attribute.Set
-	ops       map[keystore.Op][2]attribute.Set // [0] ok, [1] error
+	ops       map[middleware.StoreOp][2]attribute.Set // [0] ok, [1] error
 }
 
 // New creates the instruments on a meter of mp and the spans with a
@@ -133,8 +132,8 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Observer, error) {
 		t.requests.Add(ctx, 0, metric.WithAttributeSet(t.outcomes[o]))
 	}
 	t.takeovers.Add(ctx, 0)
-	t.ops = map[keystore.Op][2]attribute.Set{}
-	for _, op := range keystore.Ops() {
+	t.ops = map[middleware.StoreOp][2]attribute.Set{}
+	for _, op := range middleware.StoreOps() {
 		t.ops[op] = [2]attribute.Set{storeSet(string(op), "ok"), storeSet(string(op), "error")}
 	}
 	return t, nil
@@ -188,7 +187,7 @@ func (t *Observer) Observe(ev middleware.Event) {
 
 // ObserveStore records c's latency with its operation and result: an
 // middleware.Config.StoreObserver, and a pgstore.Config.Observer.
-func (t *Observer) ObserveStore(c keystore.Call) {
+func (t *Observer) ObserveStore(c middleware.StoreCall) {
 	ctx := c.Context
 	if ctx == nil {
 		ctx = context.Background()

@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/observe/promobserve"
 )
@@ -17,8 +16,8 @@ import (
 // store calls of a first call (Claim, Complete).
 func BenchmarkObserve(b *testing.B) {
 	ev := middleware.Event{Outcome: middleware.Executed, Status: 201, Latency: time.Millisecond, Key: "k", Context: context.Background()}
-	claim := keystore.Call{Op: keystore.OpClaim, Latency: 100 * time.Microsecond, Context: context.Background()}
-	complete := keystore.Call{Op: keystore.OpComplete, Latency: 100 * time.Microsecond, Err: errors.New("lease lost"), Context: context.Background()}
+	claim := middleware.StoreCall{Op: middleware.OpClaim, Latency: 100 * time.Microsecond, Context: context.Background()}
+	complete := middleware.StoreCall{Op: middleware.OpComplete, Latency: 100 * time.Microsecond, Err: errors.New("lease lost"), Context: context.Background()}
 	p, err := promobserve.New(prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/observe/promobserve"
@@ -73,9 +72,9 @@ func Example_severalObservers() {
 			count++
 			fmt.Println("request:", ev.Outcome, ev.Status)
 		},
-		StoreObserver: func(c keystore.Call) {
+		StoreObserver: func(c middleware.StoreCall) {
 			prom.ObserveStore(c)
-			if c.Op == keystore.OpClaim {
+			if c.Op == middleware.OpClaim {
 				fmt.Println("store:", c.Op, c.Err)
 			}
 		},

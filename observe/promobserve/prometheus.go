@@ -40,7 +40,7 @@
 //	geoidem_requests_total{outcome}                 counter, by middleware.Outcome
 //	geoidem_request_duration_seconds{outcome}       histogram of Event.Latency
 //	geoidem_lease_takeovers_total                   counter of Event.TookOver
-//	geoidem_store_operation_seconds{op,result}      histogram of keystore.Call.Latency; op "claim", "extend", "complete", "release"; result "ok" or "error"
+//	geoidem_store_operation_seconds{op,result}      histogram of middleware.StoreCall.Latency; op "claim", "extend", "complete", "release"; result "ok" or "error"
 //
 // A service's front door (frontdoor.Door) is exported apart, by
 // [FrontDoor]: its connections refused or closed, bodies cut off,
@@ -51,7 +51,6 @@ package promobserve
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/middleware"
 )
 
@@ -67,7 +66,7 @@ type Observer struct {
 	// The series of every outcome and store operation, looked up once at
 	// registration rather than hashed from label strings on every call.
 	byOutcome map[middleware.Outcome]outcomeSeries
-	byOp      map[keystore.Op][2]prometheus.Observer // [0] ok, [1] error
+	byOp      map[middleware.StoreOp][2]prometheus.Observer // [0] ok, [1] error
 }
 
 type outcomeSeries struct {
@@ -107,8 +106,8 @@ func New(reg prometheus.Registerer) (*Observer, error) {
 	for _, o := range middleware.Outcomes() {
 		p.byOutcome[o] = outcomeSeries{p.requests.WithLabelValues(o.String()), p.latency.WithLabelValues(o.String())}
 	}
-	p.byOp = map[keystore.Op][2]prometheus.Observer{}
-	for _, op := range keystore.Ops() {
+	p.byOp = map[middleware.StoreOp][2]prometheus.Observer{}
+	for _, op := range middleware.StoreOps() {
 		p.byOp[op] = [2]prometheus.Observer{p.store.WithLabelValues(string(op), "ok"), p.store.WithLabelValues(string(op), "error")}
 	}
 	var registered []prometheus.Collector
@@ -144,7 +143,7 @@ func (p *Observer) Observe(ev middleware.Event) {
 
 // ObserveStore records c's latency under its op and result ("ok" or
 // "error"): a middleware.Config.StoreObserver, and a pgstore.Config.Observer.
-func (p *Observer) ObserveStore(c keystore.Call) {
+func (p *Observer) ObserveStore(c middleware.StoreCall) {
 	i, result := 0, "ok"
 	if c.Err != nil {
 		i, result = 1, "error"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/geoidem/geoidem/examples/internal/geofeature"
 	"github.com/geoidem/geoidem/geojson"
-	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/newest"
 	"github.com/geoidem/geoidem/problem"
 )
@@ -70,7 +70,7 @@ func (f Feature) Observation() newest.Observation {
 //
 // Get returns the bytes stored under id.
 type FeatureStore interface {
-	Upsert(ctx context.Context, fs []Feature, answer func(verdicts []newest.Verdict) keystore.Record) (keystore.Record, error)
+	Upsert(ctx context.Context, fs []Feature, answer func(verdicts []newest.Verdict) pgstore.Record) (pgstore.Record, error)
 	Get(ctx context.Context, id string) (feature []byte, ok bool, err error)
 }
 
@@ -185,7 +185,7 @@ func pointerToken(name string) string {
 // observation is stored) added when some were not, and 200 with "stored"
 // empty when nothing was (the update is acknowledged, so the sender stops,
 // and changes nothing).
-func answerFor(fs []Feature, verdicts []newest.Verdict) keystore.Record {
+func answerFor(fs []Feature, verdicts []newest.Verdict) pgstore.Record {
 	stored := make([]string, 0, len(fs))
 	var stale, unstamped []string
 	for i, f := range fs {
@@ -207,5 +207,5 @@ func answerFor(fs []Feature, verdicts []newest.Verdict) keystore.Record {
 		Stale     []string `json:"stale,omitempty"`
 		Unstamped []string `json:"unstamped,omitempty"`
 	}{stored, stale, unstamped})
-	return keystore.Record{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: b}
+	return pgstore.Record{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: b}
 }

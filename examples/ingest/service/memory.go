@@ -6,7 +6,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/newest"
 )
 
@@ -50,7 +50,7 @@ func newMemoryFeatures(maxEntries int, maxBytes int64) *memoryFeatures {
 		m: map[string]newest.Observation{}}
 }
 
-func (s *memoryFeatures) Upsert(_ context.Context, fs []Feature, answer func([]newest.Verdict) keystore.Record) (keystore.Record, error) {
+func (s *memoryFeatures) Upsert(_ context.Context, fs []Feature, answer func([]newest.Verdict) pgstore.Record) (pgstore.Record, error) {
 	verdicts := make([]newest.Verdict, len(fs))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -89,9 +89,9 @@ func (s *memoryFeatures) Upsert(_ context.Context, fs []Feature, answer func([]n
 	}
 	switch {
 	case len(size) > s.maxEntries || need > s.maxBytes:
-		return keystore.Record{}, &RefusedError{Index: -1, Detail: errTooLarge.Error(), Err: errTooLarge}
+		return pgstore.Record{}, &RefusedError{Index: -1, Detail: errTooLarge.Error(), Err: errTooLarge}
 	case len(s.m)+entries > s.maxEntries || s.bytes+added > s.maxBytes:
-		return keystore.Record{}, ErrStoreFull
+		return pgstore.Record{}, ErrStoreFull
 	}
 	for i, f := range fs {
 		if verdicts[i] == newest.Replace {

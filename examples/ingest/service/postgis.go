@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/newest"
 )
@@ -86,14 +85,14 @@ func (p *postgisFeatures) migrate(ctx context.Context) error {
 	return tx.Commit(ctx)
 }
 
-func (p *postgisFeatures) Upsert(ctx context.Context, fs []Feature, answer func([]newest.Verdict) keystore.Record) (keystore.Record, error) {
+func (p *postgisFeatures) Upsert(ctx context.Context, fs []Feature, answer func([]newest.Verdict) pgstore.Record) (pgstore.Record, error) {
 	upsert := `INSERT INTO ` + p.table + ` AS stored (id, geom, feature, observed_at)
 		VALUES ($1, ST_SetSRID(ST_GeomFromEWKB($2::bytea), 4326), $3::bytea, $4)
 		ON CONFLICT (id) DO UPDATE SET geom = EXCLUDED.geom, feature = EXCLUDED.feature,
 			observed_at = EXCLUDED.observed_at, writes = stored.writes + 1, updated_at = now()
 		WHERE ` + newest.PostgresCondition("stored", "observed_at", "feature") + `
 		RETURNING true`
-	return p.keys.InTx(ctx, func(tx pgx.Tx) (keystore.Record, error) {
+	return p.keys.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
 		var b pgx.Batch
 		verdicts := make([]newest.Verdict, len(fs))
 		for i, f := range fs {
@@ -101,7 +100,7 @@ func (p *postgisFeatures) Upsert(ctx context.Context, fs []Feature, answer func(
 			if f.Geometry != nil {
 				var err error
 				if wkb, err = ewkbOf(f.Geometry); err != nil {
-					return keystore.Record{}, &RefusedError{Index: i, Pointer: "/geometry", Detail: err.Error(), Err: err}
+					return pgstore.Record{}, &RefusedError{Index: i, Pointer: "/geometry", Detail: err.Error(), Err: err}
 				}
 			}
 			var observed any // SQL NULL: no time
@@ -122,7 +121,7 @@ func (p *postgisFeatures) Upsert(ctx context.Context, fs []Feature, answer func(
 			})
 		}
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-			return keystore.Record{}, err
+			return pgstore.Record{}, err
 		}
 		return answer(verdicts), nil
 	})

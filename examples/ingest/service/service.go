@@ -60,7 +60,7 @@ import (
 
 	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/geojson"
-	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/keystore/adminhttp"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/newest"
@@ -452,10 +452,10 @@ func (s *Service) Handler() http.Handler { return s.handler }
 // its Listener, through its Server.
 func (s *Service) FrontDoor() *frontdoor.Door { return s.door }
 
-// Admin returns the key store's keystore.Admin (every store the service
+// Admin returns the key store's adminhttp.Admin (every store the service
 // opens has it), for an operator's listener: see keystore/adminhttp.
-func (s *Service) Admin() (keystore.Admin, bool) {
-	a, ok := s.stores.keys.(keystore.Admin)
+func (s *Service) Admin() (adminhttp.Admin, bool) {
+	a, ok := s.stores.keys.(adminhttp.Admin)
 	return a, ok
 }
 

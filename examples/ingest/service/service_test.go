@@ -3,12 +3,13 @@ package service
 import (
 	"context"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/geoidem/geoidem/middleware"
 )

@@ -12,9 +12,9 @@ import (
 	"github.com/geoidem/geoidem/middleware"
 )
 
-// waitingMem embeds *memstore.Store, and so its NonBlocking method, but adds
-// a wait to Claim (a remote call, a queue): it must not pass for a
-// NonBlocking store, or its calls run without Config.StoreTimeout.
+// waitingMem embeds *memstore.Store, and so every method of the store that
+// never waits, but adds a wait to Claim (a remote call, a queue): it must
+// not pass for memstore, or its calls run without Config.StoreTimeout.
 type waitingMem struct {
 	*memstore.Store
 }
@@ -24,7 +24,7 @@ func (s waitingMem) Claim(ctx context.Context, key string, a keystore.ClaimArgs)
 	return keystore.Claim{}, ctx.Err()
 }
 
-func TestEmbeddedNonBlockingIsNotInherited(t *testing.T) {
+func TestEmbeddedMemstoreIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &waitingMem{Store: new(memstore.Store)}
 		m := newMiddleware(t, store, middleware.Config{StoreTimeout: 300 * time.Millisecond})

@@ -1,4 +1,4 @@
-package keystore_test
+package record_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -15,7 +16,7 @@ func TestRecordValidate(t *testing.T) {
 		200: true, 201: true, 422: true, 599: true,
 		600: false, 999: false, 1 << 20: false,
 	} {
-		err := keystore.Record{StatusCode: code}.Validate()
+		err := record.Record{StatusCode: code}.Validate()
 		if ok && err != nil {
 			t.Errorf("Validate of status %d: %v, want nil", code, err)
 		}
@@ -29,13 +30,13 @@ func TestRecordValidate(t *testing.T) {
 // response too large to record fits the least bound a caller may set, for
 // every final status, so that a store that reserved that much has room.
 func TestTooLargeRecordFitsMinRecordBytes(t *testing.T) {
-	for status := keystore.MinStatusCode; status <= keystore.MaxStatusCode; status++ {
-		rec := keystore.TooLargeRecord(status)
-		if n := keystore.RecordLen(rec); n > keystore.MinRecordBytes {
-			t.Fatalf("TooLargeRecord(%d) encodes to %d bytes, over MinRecordBytes %d", status, n, keystore.MinRecordBytes)
+	for status := record.MinStatusCode; status <= record.MaxStatusCode; status++ {
+		rec := record.TooLarge(status)
+		if n := record.Len(rec); n > record.MinBytes {
+			t.Fatalf("TooLarge(%d) encodes to %d bytes, over MinBytes %d", status, n, record.MinBytes)
 		}
 		if rec.StatusCode != status {
-			t.Fatalf("TooLargeRecord(%d) has status %d", status, rec.StatusCode)
+			t.Fatalf("TooLarge(%d) has status %d", status, rec.StatusCode)
 		}
 		if h := rec.Header; h.Get("Content-Type") != "application/problem+json" || h.Get("Cache-Control") != "no-store" || len(h) != 2 {
 			t.Fatalf("TooLargeRecord(%d) has header %v, want a problem document's, not to be cached, and nothing else", status, h)
@@ -43,17 +44,16 @@ func TestTooLargeRecordFitsMinRecordBytes(t *testing.T) {
 	}
 }
 
-// TestHoldFit: Fit keeps a record within MaxRecordBytes (the bound
+// TestFit: Fit keeps a record within MaxRecordBytes (the bound
 // included) and replaces a larger one, headers counted.
-func TestHoldFit(t *testing.T) {
-	rec := keystore.Record{StatusCode: 201, Header: http.Header{"Link": {strings.Repeat("x", 100)}}}
-	n := keystore.RecordLen(rec)
+func TestFit(t *testing.T) {
+	rec := record.Record{StatusCode: 201, Header: http.Header{"Link": {strings.Repeat("x", 100)}}}
+	n := record.Len(rec)
 	for _, c := range []struct {
 		max  int
 		keep bool
 	}{{0, true}, {n, true}, {n - 1, false}} {
-		h := keystore.Hold{MaxRecordBytes: c.max}
-		got := h.Fit(rec)
+		got := record.Fit(c.max, rec)
 		if kept := got.Header.Get("Link") != ""; kept != c.keep {
 			t.Errorf("MaxRecordBytes %d, a record of %d bytes: kept = %v, want %v", c.max, n, kept, c.keep)
 		}

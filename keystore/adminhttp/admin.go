@@ -1,23 +1,27 @@
-package keystore
+package adminhttp
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/geoidem/geoidem/keystore"
 )
 
-// Admin is an optional capability of a Store: what an operator needs to
-// answer "did this request arrive, and what did we answer?" and to free a
-// key left in flight by a process that died. Callers find it by type
-// assertion (s.(keystore.Admin)); memstore, redisstore and pgstore have it,
-// and the conformance suite checks it for every store that does.
+// Admin is an optional capability of a keystore.Store: what an operator
+// needs to answer "did this request arrive, and what did we answer?" and
+// to free a key left in flight by a process that died. Callers find it by
+// type assertion (s.(adminhttp.Admin)); memstore, redisstore and pgstore
+// have it, the conformance suite (keystoretest) checks it for every store
+// that does, [Handler] serves it and [Client] calls it.
 //
 // Keys are the stored keys, as Claim receives them (the middleware's
 // middleware.StoreKey of a scope and a client's key). Times are judged by
 // the store's clock, as everywhere else. None of the methods takes part in
 // the fencing protocol: Free and Forget end a hold or a record as if the
 // lease or the retention had run out, so a token that held the key gets
-// ErrLeaseLost from then on.
+// keystore.ErrLeaseLost from then on.
 type Admin interface {
 	// Inspect returns key's entry as it is now, without changing it.
 	Inspect(ctx context.Context, key string) (Entry, error)
@@ -41,9 +45,9 @@ type Admin interface {
 
 // Errors of the Admin methods; the operation changed nothing.
 var (
-	ErrLeaseRunning = errors.New("keystore: the key is in flight and its lease is still running")
-	ErrNotInFlight  = errors.New("keystore: the key is not in flight")
-	ErrNotCompleted = errors.New("keystore: the key holds no completed record")
+	ErrLeaseRunning = errors.New("adminhttp: the key is in flight and its lease is still running")
+	ErrNotInFlight  = errors.New("adminhttp: the key is not in flight")
+	ErrNotCompleted = errors.New("adminhttp: the key holds no completed record")
 )
 
 // CanFree is Admin.Free's rule, for a store that applies it in Go: nil
@@ -51,7 +55,7 @@ var (
 // returns.
 func CanFree(e Entry, force bool) error {
 	switch {
-	case e.State != InFlight:
+	case e.State != keystore.InFlight:
 		return ErrNotInFlight
 	case !e.LeaseRunOut && !force:
 		return ErrLeaseRunning
@@ -61,7 +65,7 @@ func CanFree(e Entry, force bool) error {
 
 // CanForget is Admin.Forget's rule, as CanFree is Free's.
 func CanForget(e Entry) error {
-	if e.State != Completed {
+	if e.State != keystore.Completed {
 		return ErrNotCompleted
 	}
 	return nil
@@ -69,9 +73,9 @@ func CanForget(e Entry) error {
 
 // Entry is one key's entry, as Admin.Inspect found it.
 type Entry struct {
-	State       State
-	Fingerprint Fingerprint // of the request that claimed the key (InFlight, Completed)
-	Token       Token       // the token that holds, completed or released the key, where the store keeps it
+	State       keystore.State
+	Fingerprint keystore.Fingerprint // of the request that claimed the key (InFlight, Completed)
+	Token       keystore.Token       // the token that holds, completed or released the key, where the store keeps it
 
 	// LeaseRemaining is the time left on the lease (InFlight): zero or negative
 	// once the lease has run out, when the store can still tell how long ago.
@@ -80,8 +84,9 @@ type Entry struct {
 	// out: its holder is gone or stalled, and the next Claim takes it over.
 	LeaseRunOut bool
 
-	// Record is the recorded response (Completed).
-	Record Record
+	// Record is the record (Completed): the bytes Complete stored, as
+	// keystore.Claim's Record. Do not change them.
+	Record []byte
 	// RetentionRemaining is how long the record is still kept (Completed).
 	RetentionRemaining time.Duration
 }
@@ -101,7 +106,7 @@ type Summary struct {
 	// OldestRemaining the time until that end (negative for a lease that
 	// has run out).
 	Oldest          string
-	OldestState     State
+	OldestState     keystore.State
 	OldestRemaining time.Duration
 }
 
@@ -111,13 +116,13 @@ type Summary struct {
 func (s *Summary) Add(key string, e Entry, bytes int64) {
 	var left time.Duration
 	switch e.State {
-	case InFlight:
+	case keystore.InFlight:
 		s.InFlight++
 		if e.LeaseRunOut {
 			s.LeaseRunOut++
 		}
 		left = e.LeaseRemaining
-	case Completed:
+	case keystore.Completed:
 		s.Completed++
 		left = e.RetentionRemaining
 	default:
@@ -127,4 +132,14 @@ func (s *Summary) Add(key string, e Entry, bytes int64) {
 	if s.InFlight+s.Completed == 1 || left < s.OldestRemaining {
 		s.Oldest, s.OldestState, s.OldestRemaining = key, e.State, left
 	}
+}
+
+// parseState returns the keystore.State whose String is s.
+func parseState(s string) (keystore.State, error) {
+	for st := keystore.Absent; st <= keystore.Released; st++ {
+		if st.String() == s {
+			return st, nil
+		}
+	}
+	return 0, fmt.Errorf("adminhttp: unknown state %q", s)
 }

@@ -1,4 +1,4 @@
-package keystore_test
+package record_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -17,16 +18,16 @@ import (
 // (and, from the second byte, pgstore to its header column) before the
 // encoding moved here. Data already stored must decode the same.
 var golden = []struct {
-	rec            keystore.Record
+	rec            record.Record
 	record, header string
 }{
 	{
-		keystore.Record{StatusCode: 201, Header: http.Header{"Content-Type": {"application/json"}, "Link": {"</a>", "</b>"}, "Empty": {}}, Body: []byte(`{"id":1}`)},
+		record.Record{StatusCode: 201, Header: http.Header{"Content-Type": {"application/json"}, "Link": {"</a>", "</b>"}, "Empty": {}}, Body: []byte(`{"id":1}`)},
 		"9203030c436f6e74656e742d5479706501106170706c69636174696f6e2f6a736f6e05456d70747900044c696e6b02043c2f613e043c2f623e7b226964223a317d",
 		"030c436f6e74656e742d5479706501106170706c69636174696f6e2f6a736f6e05456d70747900044c696e6b02043c2f613e043c2f623e",
 	},
-	{keystore.Record{StatusCode: 204}, "980300", "00"},
-	{keystore.Record{StatusCode: 599, Header: http.Header{"X": {"\x00\xff"}}, Body: []byte{0x80, 0x80, 0x80}}, "ae09010158010200ff808080", "010158010200ff"},
+	{record.Record{StatusCode: 204}, "980300", "00"},
+	{record.Record{StatusCode: 599, Header: http.Header{"X": {"\x00\xff"}}, Body: []byte{0x80, 0x80, 0x80}}, "ae09010158010200ff808080", "010158010200ff"},
 }
 
 func unhex(t *testing.T, s string) []byte {
@@ -41,27 +42,27 @@ func unhex(t *testing.T, s string) []byte {
 func TestRecordEncodingIsStable(t *testing.T) {
 	for _, g := range golden {
 		want := unhex(t, g.record)
-		if got := keystore.AppendRecord(nil, g.rec); !bytes.Equal(got, want) {
-			t.Errorf("AppendRecord(%+v) = %x, want %s", g.rec, got, g.record)
+		if got := record.Append(nil, g.rec); !bytes.Equal(got, want) {
+			t.Errorf("Append(%+v) = %x, want %s", g.rec, got, g.record)
 		}
-		if n := keystore.RecordLen(g.rec); n != len(want) {
-			t.Errorf("RecordLen(%+v) = %d, want %d", g.rec, n, len(want))
+		if n := record.Len(g.rec); n != len(want) {
+			t.Errorf("Len(%+v) = %d, want %d", g.rec, n, len(want))
 		}
-		if got, err := keystore.DecodeRecord(want); err != nil || !reflect.DeepEqual(got, g.rec) {
-			t.Errorf("DecodeRecord(%s) = %+v, %v; want %+v", g.record, got, err, g.rec)
+		if got, err := record.Decode(want); err != nil || !reflect.DeepEqual(got, g.rec) {
+			t.Errorf("Decode(%s) = %+v, %v; want %+v", g.record, got, err, g.rec)
 		}
 		wantH := unhex(t, g.header)
-		if got := keystore.AppendHeader(nil, g.rec.Header); !bytes.Equal(got, wantH) {
+		if got := record.AppendHeader(nil, g.rec.Header); !bytes.Equal(got, wantH) {
 			t.Errorf("AppendHeader(%q) = %x, want %s", g.rec.Header, got, g.header)
 		}
-		if n := keystore.HeaderLen(g.rec.Header); n != len(wantH) {
+		if n := record.HeaderLen(g.rec.Header); n != len(wantH) {
 			t.Errorf("HeaderLen(%q) = %d, want %d", g.rec.Header, n, len(wantH))
 		}
 		wantDecoded := g.rec.Header
 		if wantDecoded == nil {
 			wantDecoded = http.Header{}
 		}
-		if got, err := keystore.DecodeHeader(wantH); err != nil || !reflect.DeepEqual(got, wantDecoded) {
+		if got, err := record.DecodeHeader(wantH); err != nil || !reflect.DeepEqual(got, wantDecoded) {
 			t.Errorf("DecodeHeader(%s) = %q, %v; want %q", g.header, got, err, wantDecoded)
 		}
 	}
@@ -70,14 +71,14 @@ func TestRecordEncodingIsStable(t *testing.T) {
 // Earlier versions of redisstore wrote the header fields in map order.
 func TestDecodeAcceptsUnsortedFields(t *testing.T) {
 	enc := "\x92\x03" + "\x02" + "\x04Link\x01\x04</a>" + "\x01A\x00" + "body"
-	want := keystore.Record{StatusCode: 201, Header: http.Header{"Link": {"</a>"}, "A": {}}, Body: []byte("body")}
-	if got, err := keystore.DecodeRecord([]byte(enc)); err != nil || !reflect.DeepEqual(got, want) {
-		t.Errorf("DecodeRecord(%q) = %+v, %v; want %+v", enc, got, err, want)
+	want := record.Record{StatusCode: 201, Header: http.Header{"Link": {"</a>"}, "A": {}}, Body: []byte("body")}
+	if got, err := record.Decode([]byte(enc)); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Decode(%q) = %+v, %v; want %+v", enc, got, err, want)
 	}
 }
 
 func TestRecordRoundTrip(t *testing.T) {
-	for _, rec := range []keystore.Record{
+	for _, rec := range []record.Record{
 		{},
 		{StatusCode: 204},
 		{StatusCode: -1, Body: []byte{0}},
@@ -86,13 +87,13 @@ func TestRecordRoundTrip(t *testing.T) {
 		{StatusCode: 1 << 40, Body: bytes.Repeat([]byte{0x80}, 1000)},
 		{StatusCode: 200, Header: manyFields(40)},
 	} {
-		enc := keystore.AppendRecord(nil, rec)
-		if len(enc) != keystore.RecordLen(rec) {
-			t.Errorf("encoding of %+v is %d bytes, RecordLen says %d", rec, len(enc), keystore.RecordLen(rec))
+		enc := record.Append(nil, rec)
+		if len(enc) != record.Len(rec) {
+			t.Errorf("encoding of %+v is %d bytes, Len says %d", rec, len(enc), record.Len(rec))
 		}
-		got, err := keystore.DecodeRecord(enc)
+		got, err := record.Decode(enc)
 		if err != nil || !reflect.DeepEqual(got, rec) {
-			t.Errorf("DecodeRecord(AppendRecord(%+v)) = %+v, %v", rec, got, err)
+			t.Errorf("Decode(Append(%+v)) = %+v, %v", rec, got, err)
 		}
 	}
 }
@@ -109,26 +110,26 @@ func manyFields(n int) http.Header {
 // order in which a map yields its fields does not matter, nor does a nil
 // header or body against an empty one.
 func TestEqualRecordsEncodeEqually(t *testing.T) {
-	want := keystore.AppendRecord(nil, keystore.Record{StatusCode: 200, Header: manyFields(40)})
+	want := record.Append(nil, record.Record{StatusCode: 200, Header: manyFields(40)})
 	for range 20 {
-		if got := keystore.AppendRecord(nil, keystore.Record{StatusCode: 200, Header: manyFields(40)}); !bytes.Equal(got, want) {
+		if got := record.Append(nil, record.Record{StatusCode: 200, Header: manyFields(40)}); !bytes.Equal(got, want) {
 			t.Fatalf("two encodings of one record differ:\n%x\n%x", got, want)
 		}
 	}
-	a := keystore.AppendRecord(nil, keystore.Record{StatusCode: 200})
-	b := keystore.AppendRecord(nil, keystore.Record{StatusCode: 200, Header: http.Header{}, Body: []byte{}})
+	a := record.Append(nil, record.Record{StatusCode: 200})
+	b := record.Append(nil, record.Record{StatusCode: 200, Header: http.Header{}, Body: []byte{}})
 	if !bytes.Equal(a, b) {
 		t.Errorf("nil header and body encode as %x, empty ones as %x", a, b)
 	}
 }
 
 func TestDecodeSharesNoMemory(t *testing.T) {
-	enc := keystore.AppendRecord(nil, golden[0].rec)
-	rec, err := keystore.DecodeRecord(enc)
+	enc := record.Append(nil, golden[0].rec)
+	rec, err := record.Decode(enc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := keystore.DecodeHeader(keystore.AppendHeader(nil, golden[0].rec.Header))
+	h, err := record.DecodeHeader(record.AppendHeader(nil, golden[0].rec.Header))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,13 +147,13 @@ func TestDecodeSharesNoMemory(t *testing.T) {
 // A Redis reply is a string: what is decoded from one must not point into
 // it either.
 func TestDecodeFromStringSharesNoMemory(t *testing.T) {
-	enc := string(keystore.AppendRecord(nil, golden[0].rec))
+	enc := string(record.Append(nil, golden[0].rec))
 	lo := uintptr(unsafe.Pointer(unsafe.StringData(enc)))
 	inside := func(p *byte) bool {
 		a := uintptr(unsafe.Pointer(p))
 		return a >= lo && a < lo+uintptr(len(enc))
 	}
-	rec, err := keystore.DecodeRecord(enc)
+	rec, err := record.Decode(enc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,19 +173,19 @@ func TestDecodeFromStringSharesNoMemory(t *testing.T) {
 }
 
 func TestAppendDoesNotAllocate(t *testing.T) {
-	rec := keystore.Record{StatusCode: 201, Header: manyFields(16), Body: []byte(`{"stored":["feature-1"]}`)}
-	buf := make([]byte, 0, keystore.RecordLen(rec))
-	if n := testing.AllocsPerRun(100, func() { buf = keystore.AppendRecord(buf[:0], rec) }); n != 0 {
-		t.Errorf("AppendRecord into a buffer of RecordLen bytes: %v allocations, want 0", n)
+	rec := record.Record{StatusCode: 201, Header: manyFields(16), Body: []byte(`{"stored":["feature-1"]}`)}
+	buf := make([]byte, 0, record.Len(rec))
+	if n := testing.AllocsPerRun(100, func() { buf = record.Append(buf[:0], rec) }); n != 0 {
+		t.Errorf("Append into a buffer of Len bytes: %v allocations, want 0", n)
 	}
 }
 
 func TestDecodeCorrupt(t *testing.T) {
-	full := keystore.AppendRecord(nil, keystore.Record{StatusCode: 201, Header: http.Header{"A": {"b", "c"}}})
+	full := record.Append(nil, record.Record{StatusCode: 201, Header: http.Header{"A": {"b", "c"}}})
 	// Every strict prefix of an encoding with no body ends inside a field.
 	for n := range len(full) {
-		if _, err := keystore.DecodeRecord(full[:n]); !errors.Is(err, keystore.ErrCorruptRecord) {
-			t.Errorf("DecodeRecord of the first %d of %d bytes: err = %v, want ErrCorruptRecord", n, len(full), err)
+		if _, err := record.Decode(full[:n]); !errors.Is(err, keystore.ErrCorruptRecord) {
+			t.Errorf("Decode of the first %d of %d bytes: err = %v, want ErrCorruptRecord", n, len(full), err)
 		}
 	}
 	for _, b := range []string{
@@ -195,14 +196,14 @@ func TestDecodeCorrupt(t *testing.T) {
 		"\x02\x01\x01a\x7f\x01b",   // 127 values
 		"\x02\x01\x01a\x01\x09xyz", // value longer than the input
 	} {
-		if _, err := keystore.DecodeRecord([]byte(b)); !errors.Is(err, keystore.ErrCorruptRecord) {
-			t.Errorf("DecodeRecord(%q): err = %v, want ErrCorruptRecord", b, err)
+		if _, err := record.Decode([]byte(b)); !errors.Is(err, keystore.ErrCorruptRecord) {
+			t.Errorf("Decode(%q): err = %v, want ErrCorruptRecord", b, err)
 		}
 	}
 
-	good := keystore.AppendHeader(nil, http.Header{"Content-Type": {"application/json"}})
+	good := record.AppendHeader(nil, http.Header{"Content-Type": {"application/json"}})
 	for n := range len(good) {
-		if _, err := keystore.DecodeHeader(good[:n]); !errors.Is(err, keystore.ErrCorruptRecord) {
+		if _, err := record.DecodeHeader(good[:n]); !errors.Is(err, keystore.ErrCorruptRecord) {
 			t.Errorf("DecodeHeader of the first %d of %d bytes: err = %v, want ErrCorruptRecord", n, len(good), err)
 		}
 	}
@@ -211,7 +212,7 @@ func TestDecodeCorrupt(t *testing.T) {
 		{0xff, 0xff, 0xff, 0xff, 0x0f},     // 2³² fields
 		{0x01, 0x01, 'a', 0x01, 0x05, 'b'}, // value longer than the input
 	} {
-		if _, err := keystore.DecodeHeader(b); !errors.Is(err, keystore.ErrCorruptRecord) {
+		if _, err := record.DecodeHeader(b); !errors.Is(err, keystore.ErrCorruptRecord) {
 			t.Errorf("DecodeHeader(%q): err = %v, want ErrCorruptRecord", b, err)
 		}
 	}
@@ -220,21 +221,21 @@ func TestDecodeCorrupt(t *testing.T) {
 func TestCheckRecord(t *testing.T) {
 	for _, g := range golden {
 		enc := unhex(t, g.record)
-		if status, err := keystore.CheckRecord(enc); status != g.rec.StatusCode || err != nil {
-			t.Errorf("CheckRecord(%s) = %d, %v; want %d, nil", g.record, status, err, g.rec.StatusCode)
+		if status, err := record.Check(enc); status != g.rec.StatusCode || err != nil {
+			t.Errorf("Check(%s) = %d, %v; want %d, nil", g.record, status, err, g.rec.StatusCode)
 		}
-		if n := testing.AllocsPerRun(10, func() { _, _ = keystore.CheckRecord(enc) }); n != 0 {
-			t.Errorf("CheckRecord(%s): %v allocations, want 0", g.record, n)
+		if n := testing.AllocsPerRun(10, func() { _, _ = record.Check(enc) }); n != 0 {
+			t.Errorf("Check(%s): %v allocations, want 0", g.record, n)
 		}
 	}
-	full := keystore.AppendRecord(nil, keystore.Record{StatusCode: 201, Header: http.Header{"A": {"b", "c"}}})
+	full := record.Append(nil, record.Record{StatusCode: 201, Header: http.Header{"A": {"b", "c"}}})
 	for n := range len(full) {
-		if _, err := keystore.CheckRecord(full[:n]); !errors.Is(err, keystore.ErrCorruptRecord) {
-			t.Errorf("CheckRecord of the first %d of %d bytes: err = %v, want ErrCorruptRecord", n, len(full), err)
+		if _, err := record.Check(full[:n]); !errors.Is(err, keystore.ErrCorruptRecord) {
+			t.Errorf("Check of the first %d of %d bytes: err = %v, want ErrCorruptRecord", n, len(full), err)
 		}
 	}
 	for _, b := range []string{
-		"\x92\x03\x02\x01b\x00\x01a\x00", // fields out of order (DecodeRecord accepts them)
+		"\x92\x03\x02\x01b\x00\x01a\x00", // fields out of order (Decode accepts them)
 		"\x92\x03\x02\x01a\x00\x01a\x00", // one name twice
 		"\x02\x01\x05ab",                 // name longer than the input
 		"\x02\x01\x01a\x01\x09xyz",       // value longer than the input
@@ -242,47 +243,47 @@ func TestCheckRecord(t *testing.T) {
 		"\x92\x03\x80\x00",               // no fields, counted in two bytes
 		"\x92\x03\x01\x81\x00a\x00",      // a name's length in two bytes
 	} {
-		if _, err := keystore.CheckRecord([]byte(b)); !errors.Is(err, keystore.ErrCorruptRecord) {
-			t.Errorf("CheckRecord(%q): err = %v, want ErrCorruptRecord", b, err)
+		if _, err := record.Check([]byte(b)); !errors.Is(err, keystore.ErrCorruptRecord) {
+			t.Errorf("Check(%q): err = %v, want ErrCorruptRecord", b, err)
 		}
 	}
 	for _, status := range []int{199, 600, -1} {
-		enc := keystore.AppendRecord(nil, keystore.Record{StatusCode: status})
-		if got, err := keystore.CheckRecord(enc); got != status || !errors.Is(err, keystore.ErrInvalidStatus) {
-			t.Errorf("CheckRecord of status %d = %d, %v; want ErrInvalidStatus", status, got, err)
+		enc := record.Append(nil, record.Record{StatusCode: status})
+		if got, err := record.Check(enc); got != status || !errors.Is(err, keystore.ErrInvalidStatus) {
+			t.Errorf("Check of status %d = %d, %v; want ErrInvalidStatus", status, got, err)
 		}
 	}
 }
 
 // FuzzRecord checks that every record survives the round trip, and that
-// RecordLen and HeaderLen are exact.
+// Len and HeaderLen are exact.
 func FuzzRecord(f *testing.F) {
 	f.Add(201, "Content-Type", "application/json", "Link", []byte(`{"id":1}`))
 	f.Add(-1, "", "", "", []byte{})
 	f.Add(1<<40, "\xff", "\x00", "\xff", []byte{0x80})
 	f.Fuzz(func(t *testing.T, status int, name, value, other string, body []byte) {
-		rec := keystore.Record{StatusCode: status, Body: body}
+		rec := record.Record{StatusCode: status, Body: body}
 		if name != "" {
 			rec.Header = http.Header{name: {value, other}, other: {}}
 		}
-		enc := keystore.AppendRecord([]byte("prefix"), rec)
+		enc := record.Append([]byte("prefix"), rec)
 		if !bytes.Equal(enc[:6], []byte("prefix")) {
-			t.Fatalf("AppendRecord overwrote dst: %q", enc)
+			t.Fatalf("Append overwrote dst: %q", enc)
 		}
 		enc = enc[6:]
-		if len(enc) != keystore.RecordLen(rec) || keystore.HeaderLen(rec.Header) != len(keystore.AppendHeader(nil, rec.Header)) {
-			t.Fatalf("%+v: RecordLen %d, HeaderLen %d, encoding %x", rec, keystore.RecordLen(rec), keystore.HeaderLen(rec.Header), enc)
+		if len(enc) != record.Len(rec) || record.HeaderLen(rec.Header) != len(record.AppendHeader(nil, rec.Header)) {
+			t.Fatalf("%+v: Len %d, HeaderLen %d, encoding %x", rec, record.Len(rec), record.HeaderLen(rec.Header), enc)
 		}
-		status, cerr := keystore.CheckRecord(enc)
+		status, cerr := record.Check(enc)
 		if rec.Validate() == nil && (cerr != nil || status != rec.StatusCode) || rec.Validate() != nil && !errors.Is(cerr, keystore.ErrInvalidStatus) {
-			t.Fatalf("CheckRecord(AppendRecord(%+v)) = %d, %v", rec, status, cerr)
+			t.Fatalf("Check(Append(%+v)) = %d, %v", rec, status, cerr)
 		}
-		got, err := keystore.DecodeRecord(enc)
+		got, err := record.Decode(enc)
 		if len(rec.Body) == 0 {
 			rec.Body = nil
 		}
 		if err != nil || !reflect.DeepEqual(got, rec) {
-			t.Fatalf("DecodeRecord(AppendRecord(%+v)) = %+v, %v", rec, got, err)
+			t.Fatalf("Decode(Append(%+v)) = %+v, %v", rec, got, err)
 		}
 	})
 }
@@ -298,24 +299,24 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x02\x02\x01b\x00\x01a\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if h, err := keystore.DecodeHeader(b); err == nil {
-			again, err := keystore.DecodeHeader(keystore.AppendHeader(nil, h))
+		if h, err := record.DecodeHeader(b); err == nil {
+			again, err := record.DecodeHeader(record.AppendHeader(nil, h))
 			if err != nil || !reflect.DeepEqual(again, h) {
 				t.Fatalf("%x decoded to header %q, which round-trips to %q, %v", b, h, again, err)
 			}
 		}
-		rec, err := keystore.DecodeRecord(b)
+		rec, err := record.Decode(b)
 		if err != nil {
 			if !errors.Is(err, keystore.ErrCorruptRecord) {
-				t.Fatalf("DecodeRecord(%x): error %v does not wrap ErrCorruptRecord", b, err)
+				t.Fatalf("Decode(%x): error %v does not wrap ErrCorruptRecord", b, err)
 			}
 			return
 		}
-		enc := keystore.AppendRecord(nil, rec)
-		if _, cerr := keystore.CheckRecord(b); errors.Is(cerr, keystore.ErrCorruptRecord) == bytes.Equal(enc, b) {
-			t.Fatalf("CheckRecord(%x) = %v, but AppendRecord of what it decodes to is %x", b, cerr, enc)
+		enc := record.Append(nil, rec)
+		if _, cerr := record.Check(b); errors.Is(cerr, keystore.ErrCorruptRecord) == bytes.Equal(enc, b) {
+			t.Fatalf("Check(%x) = %v, but Append of what it decodes to is %x", b, cerr, enc)
 		}
-		again, err := keystore.DecodeRecord(enc)
+		again, err := record.Decode(enc)
 		if err != nil || !reflect.DeepEqual(again, rec) {
 			t.Fatalf("%x decoded to %+v, which round-trips to %+v, %v", b, rec, again, err)
 		}
@@ -323,4 +324,31 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("%x decoded to %+v, whose encoding %x is longer", b, rec, enc)
 		}
 	})
+}
+
+// View reads what Decode reads, from the encoding's own memory, and
+// refuses what Decode refuses.
+func TestViewMatchesDecode(t *testing.T) {
+	for _, g := range golden {
+		enc := unhex(t, g.record)
+		want, err := record.Decode(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := record.View(enc)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("View(%s) = %+v, %v; want %+v", g.record, got, err, want)
+		}
+		if len(got.Body) > 0 && unsafe.SliceData(got.Body) != unsafe.SliceData(enc[len(enc)-len(got.Body):]) {
+			t.Errorf("View(%s) copied the body", g.record)
+		}
+	}
+	good := unhex(t, golden[0].record)
+	for i := range len(good) {
+		bad := good[:i]
+		_, derr := record.Decode(bad)
+		if _, err := record.View(bad); (err == nil) != (derr == nil) || (err != nil && !errors.Is(err, keystore.ErrCorruptRecord)) {
+			t.Errorf("View of the first %d bytes: %v; Decode: %v", i, err, derr)
+		}
+	}
 }

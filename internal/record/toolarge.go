@@ -1,4 +1,4 @@
-package keystore
+package record
 
 import (
 	"net/http"
@@ -6,13 +6,13 @@ import (
 	"github.com/geoidem/geoidem/problem"
 )
 
-// TooLargeRecord is the record kept in place of a response larger than
+// TooLarge is the record kept in place of a response larger than
 // the caller records (the middleware's Config.MaxRecordBytes, a Hold's
 // MaxRecordBytes): a response-not-recorded problem document under the
 // response's own status, so that a retry learns the request ran, and how
 // it ended, instead of running it again. Its encoding is at most
-// [MinRecordBytes] long for every status from 200 to 599.
-func TooLargeRecord(status int) Record {
+// [MinBytes] long for every status from 200 to 599.
+func TooLarge(status int) Record {
 	return Record{
 		StatusCode: status,
 		Header:     http.Header{"Content-Type": {problem.MediaType}, "Cache-Control": {"no-store"}},
@@ -21,9 +21,9 @@ func TooLargeRecord(status int) Record {
 	}
 }
 
-// MinRecordBytes is the least bound on a record that a caller may set
+// MinBytes is the least bound on a record that a caller may set
 // (the middleware's Config.MaxRecordBytes): room for every record the
-// middleware writes in place of a response (TooLargeRecord and its kind),
+// middleware writes in place of a response (TooLarge and its kind),
 // so that a store that reserves this much always has room for what is
 // recorded.
-const MinRecordBytes = 1024
+const MinBytes = 1024

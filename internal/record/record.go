@@ -1,20 +1,22 @@
-package keystore
+// Package record is the middleware's record: the response it replays to
+// every retry, and the encoding in which it hands that response to a
+// keystore.Store as opaque bytes. The stores of this module that read the
+// bytes (pgstore keeps status, header and body in columns; memstore and
+// redisstore check what they keep) use it too.
+package record
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/bits"
 	"net/http"
 	"slices"
+	"unsafe"
+
+	"github.com/geoidem/geoidem/keystore"
 )
 
-// ErrCorruptRecord reports bytes that are not a record encoding (or, from
-// [DecodeHeader], not a header encoding). Decoders never panic on such
-// input; they return an error wrapping it.
-var ErrCorruptRecord = errors.New("keystore: corrupt record encoding")
-
-// AppendRecord appends the record encoding of rec to dst and returns the
+// Append appends the record encoding of rec to dst and returns the
 // extended buffer. The encoding is one byte string for a whole Record, for
 // stores that keep records as bytes (redisstore's values, memstore's
 // entries; pgstore keeps the header part in a bytea column):
@@ -38,23 +40,23 @@ var ErrCorruptRecord = errors.New("keystore: corrupt record encoding")
 //
 // The encoding is stable: redisstore and pgstore keep it in their
 // databases, and every later version of this package decodes what an
-// earlier one wrote ([DecodeRecord]).
+// earlier one wrote ([Decode]).
 //
-// With room for [RecordLen](rec) bytes in dst, AppendRecord does not
+// With room for [Len](rec) bytes in dst, Append does not
 // allocate (for a header of up to 16 fields).
-func AppendRecord(dst []byte, rec Record) []byte {
+func Append(dst []byte, rec Record) []byte {
 	dst = binary.AppendVarint(dst, int64(rec.StatusCode))
 	dst = AppendHeader(dst, rec.Header)
 	return append(dst, rec.Body...)
 }
 
-// RecordLen returns the length of rec's encoding: len(AppendRecord(nil, rec)).
-func RecordLen(rec Record) int {
+// Len returns the length of rec's encoding: len(Append(nil, rec)).
+func Len(rec Record) int {
 	s := int64(rec.StatusCode)
 	return uvarintLen(uint64(s<<1)^uint64(s>>63)) + HeaderLen(rec.Header) + len(rec.Body)
 }
 
-// DecodeRecord decodes a record encoding, as [AppendRecord] writes it, from
+// Decode decodes a record encoding, as [Append] writes it, from
 // a byte slice or a string (a Redis reply, say). A record without header
 // fields has a nil Header, and one without body bytes a nil Body. The
 // record shares no memory with enc: its strings and body are copies, so
@@ -62,15 +64,15 @@ func RecordLen(rec Record) int {
 // buffer. Header
 // fields are accepted in any order (earlier versions of redisstore wrote
 // them unsorted). Any input that is not an encoding, including a truncated
-// one, yields an error wrapping [ErrCorruptRecord]; DecodeRecord never
+// one, yields an error wrapping [keystore.ErrCorruptRecord]; Decode never
 // panics, and allocates at most in proportion to len(enc), whatever counts
 // a corrupt encoding claims.
-func DecodeRecord[E string | []byte](enc E) (Record, error) {
+func Decode[E string | []byte](enc E) (Record, error) {
 	d := decoder[E]{b: enc}
 	status := d.varint()
 	h := d.header()
 	if d.bad {
-		return Record{}, ErrCorruptRecord
+		return Record{}, keystore.ErrCorruptRecord
 	}
 	rec := Record{StatusCode: int(status)}
 	if len(h) > 0 {
@@ -82,26 +84,26 @@ func DecodeRecord[E string | []byte](enc E) (Record, error) {
 	return rec, nil
 }
 
-// CheckRecord reports whether enc is a record encoding exactly as
-// [AppendRecord] writes it, header fields in name order and each name once,
-// and returns its status. It returns an error wrapping [ErrCorruptRecord]
+// Check reports whether enc is a record encoding exactly as
+// [Append] writes it, header fields in name order and each name once,
+// and returns its status. It returns an error wrapping [keystore.ErrCorruptRecord]
 // for any other input (including a valid encoding whose fields are out of
-// order or a number written in more bytes than it needs, which [DecodeRecord]
-// accepts), and one wrapping [ErrInvalidStatus]
+// order or a number written in more bytes than it needs, which [Decode]
+// accepts), and one wrapping [keystore.ErrInvalidStatus]
 // for an encoding whose status is outside 200–599, as [Record.Validate].
-// It never allocates, except for an error. Every store's Complete calls it
-// (or [SplitRecord]) first.
-func CheckRecord(enc []byte) (status int, err error) {
-	status, _, _, err = SplitRecord(enc)
+// It never allocates, except for an error. A store that reads the bytes
+// it is given (see keystore.Store's Complete) calls it (or [Split]) first.
+func Check(enc []byte) (status int, err error) {
+	status, _, _, err = Split(enc)
 	return status, err
 }
 
-// SplitRecord is [CheckRecord] that also returns the encoding's parts: the
+// Split is [Check] that also returns the encoding's parts: the
 // header encoding (see [AppendHeader]) and the body, sub-slices of enc, for
 // a store that keeps them apart (pgstore's header and body columns).
-func SplitRecord(enc []byte) (status int, header, body []byte, err error) {
+func Split(enc []byte) (status int, header, body []byte, err error) {
 	d := decoder[[]byte]{b: enc}
-	// Each uvarint must be as short as AppendRecord writes it: decoders
+	// Each uvarint must be as short as Append writes it: decoders
 	// accept longer ones, whose bytes differ from an equal record's.
 	minimal := func(before int, x uint64) {
 		if !d.bad && before-len(d.b) != uvarintLen(x) {
@@ -136,10 +138,10 @@ func SplitRecord(enc []byte) (status int, header, body []byte, err error) {
 		}
 	}
 	if d.bad {
-		return 0, nil, nil, ErrCorruptRecord
+		return 0, nil, nil, keystore.ErrCorruptRecord
 	}
 	if s < MinStatusCode || s > MaxStatusCode {
-		return int(s), nil, nil, fmt.Errorf("%w: %d", ErrInvalidStatus, s)
+		return int(s), nil, nil, fmt.Errorf("%w: %d", keystore.ErrInvalidStatus, s)
 	}
 	bodyAt := len(enc) - len(d.b)
 	return int(s), enc[headerAt:bodyAt:bodyAt], enc[bodyAt:], nil
@@ -195,12 +197,12 @@ func HeaderLen(h http.Header) int {
 // fills all of enc, a byte slice or a string. The header is never nil, and
 // shares no memory with enc.
 // Input that is not a header encoding, including one followed by other
-// bytes, yields an error wrapping [ErrCorruptRecord].
+// bytes, yields an error wrapping [keystore.ErrCorruptRecord].
 func DecodeHeader[E string | []byte](enc E) (http.Header, error) {
 	d := decoder[E]{b: enc}
 	h := d.header()
 	if d.bad || len(d.b) > 0 {
-		return nil, ErrCorruptRecord
+		return nil, keystore.ErrCorruptRecord
 	}
 	if h == nil {
 		h = http.Header{}
@@ -298,4 +300,117 @@ func (d *decoder[E]) header() http.Header {
 		h[name] = values
 	}
 	return h
+}
+
+// Record is a recorded response: what the middleware replays to every retry.
+type Record struct {
+	// StatusCode is the HTTP status of the response: a final status, from
+	// MinStatusCode to MaxStatusCode (200–599).
+	StatusCode int
+	// Header holds the response headers chosen for replay. It may be nil.
+	Header http.Header
+	// Body is the response body, byte for byte. It may be nil.
+	Body []byte
+}
+
+// Clone returns a deep copy of r.
+func (r Record) Clone() Record {
+	c := Record{StatusCode: r.StatusCode}
+	if r.Header != nil {
+		c.Header = r.Header.Clone()
+	}
+	if r.Body != nil {
+		c.Body = append(make([]byte, 0, len(r.Body)), r.Body...)
+	}
+	return c
+}
+
+// The status codes a Record may carry: final HTTP responses only. A record
+// with any other status could not be replayed (net/http refuses to write a
+// status below 100, and a 1xx is not a final answer).
+const (
+	MinStatusCode = 200
+	MaxStatusCode = 599
+)
+
+// Validate returns nil if r can be stored and replayed, and otherwise an
+// error wrapping keystore.ErrInvalidStatus that names the status code.
+func (r Record) Validate() error {
+	if r.StatusCode < MinStatusCode || r.StatusCode > MaxStatusCode {
+		return fmt.Errorf("%w: %d", keystore.ErrInvalidStatus, r.StatusCode)
+	}
+	return nil
+}
+
+// Fit returns what to record for a response rec under a bound of max
+// bytes (its encoding's length; zero: no bound): rec itself when it fits,
+// else [TooLarge] of its status, as the middleware records a response too
+// large to keep (keystore.Hold.MaxRecordBytes).
+func Fit(max int, rec Record) Record {
+	if max > 0 && Len(rec) > max {
+		return TooLarge(rec.StatusCode)
+	}
+	return rec
+}
+
+// View decodes a record encoding as [Decode] does, but without copying:
+// the header's names and values and the body share enc's memory, so the
+// caller must never change enc afterwards (a keystore.Claim's Record,
+// which neither the store nor the caller may change, qualifies). It
+// allocates a header map and one slice for all its values, nothing for a
+// record without header fields.
+func View(enc []byte) (Record, error) {
+	d := decoder[[]byte]{b: enc}
+	status := d.varint()
+	fields := d.count()
+	headerAt := len(enc) - len(d.b)
+	values := 0
+	for range fields {
+		d.b = d.b[d.count():] // the name
+		c := d.count()
+		values += c
+		for range c {
+			d.b = d.b[d.count():]
+		}
+	}
+	if d.bad {
+		return Record{}, keystore.ErrCorruptRecord
+	}
+	rec := Record{StatusCode: int(status)}
+	if len(d.b) > 0 {
+		rec.Body = d.b
+	}
+	if fields == 0 {
+		return rec, nil
+	}
+	all := make([]string, values)
+	rec.Header = make(http.Header, fields)
+	v := viewer{b: enc[headerAt:]}
+	for range fields {
+		name := v.string()
+		c := v.count()
+		vs := all[:c:c]
+		all = all[c:]
+		for i := range vs {
+			vs[i] = v.string()
+		}
+		rec.Header[name] = vs
+	}
+	return rec, nil
+}
+
+// viewer reads what View has already checked.
+type viewer struct{ b []byte }
+
+func (v *viewer) count() int {
+	x, n := binary.Uvarint(v.b)
+	v.b = v.b[n:]
+	return int(x)
+}
+
+func (v *viewer) string() string {
+	n := v.count()
+	s := unsafe.String(unsafe.SliceData(v.b), n)
+	v.b = v.b[n:]
+	return s
 }
