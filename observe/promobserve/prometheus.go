@@ -17,7 +17,7 @@
 // middleware.Config.Observer receives a middleware.Event per request the
 // middleware handles (every request of a covered method, those refused
 // without a key included), and middleware.Config.StoreObserver a
-// keystore.Call per Claim, Extend, Complete and Release it makes: the
+// middleware.StoreCall per Claim, Extend, Complete and Release it makes: the
 // middleware observes its own calls, so nothing wraps the store, and the
 // store keeps every capability it has. Each takes one callback; to feed
 // several (this observer, package otelobserve's, and an application's
@@ -26,7 +26,7 @@
 //
 //	idem, err := middleware.New(store, middleware.Config{
 //		Observer:      func(ev middleware.Event) { prom.Observe(ev); mine.Observe(ev) },
-//		StoreObserver: func(c keystore.Call) { prom.ObserveStore(c); mine.ObserveStore(c) },
+//		StoreObserver: func(c middleware.StoreCall) { prom.ObserveStore(c); mine.ObserveStore(c) },
 //	})
 //
 // The middleware's own debug log (Config.Logger at slog.LevelDebug) has a
