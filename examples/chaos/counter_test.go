@@ -50,7 +50,7 @@ func TestRunCounterCountsEveryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	answer := func([]newest.Verdict) pgstore.Record { return pgstore.Record{StatusCode: 201} }
+	answer := func([]newest.Verdict) service.Answer { return service.Answer{StatusCode: 201} }
 	for _, id := range []string{"a", "a", "b"} { // a's run, and its second run
 		if _, err := counted.Upsert(context.Background(), []service.Feature{{ID: id, Raw: []byte(featureBody(id))}}, answer); err != nil {
 			t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/internal/testkit"
-	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/newest"
 )
 
@@ -21,7 +20,7 @@ type processFeatures struct {
 	m  map[string]newest.Observation
 }
 
-func (s *processFeatures) Upsert(_ context.Context, fs []service.Feature, answer func([]newest.Verdict) pgstore.Record) (pgstore.Record, error) {
+func (s *processFeatures) Upsert(_ context.Context, fs []service.Feature, answer func([]newest.Verdict) service.Answer) (service.Answer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	verdicts := make([]newest.Verdict, len(fs))

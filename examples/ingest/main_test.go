@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
-	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/newest"
 )
 
@@ -89,11 +88,11 @@ type hookedFeatures struct {
 	delay  time.Duration
 }
 
-func (h hookedFeatures) Upsert(ctx context.Context, fs []service.Feature, answer func([]newest.Verdict) pgstore.Record) (pgstore.Record, error) {
+func (h hookedFeatures) Upsert(ctx context.Context, fs []service.Feature, answer func([]newest.Verdict) service.Answer) (service.Answer, error) {
 	if h.before != nil {
 		h.before(fs)
 	}
-	return h.FeatureStore.Upsert(ctx, fs, func(v []newest.Verdict) pgstore.Record {
+	return h.FeatureStore.Upsert(ctx, fs, func(v []newest.Verdict) service.Answer {
 		if h.delay > 0 {
 			t := time.NewTimer(h.delay)
 			select {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/internal/testkit"
-	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/newest"
 )
 
@@ -43,7 +42,7 @@ type wroteThen struct {
 	pause time.Duration
 }
 
-func (w wroteThen) Upsert(ctx context.Context, fs []service.Feature, answer func([]newest.Verdict) pgstore.Record) (pgstore.Record, error) {
+func (w wroteThen) Upsert(ctx context.Context, fs []service.Feature, answer func([]newest.Verdict) service.Answer) (service.Answer, error) {
 	rec, err := w.FeatureStore.Upsert(ctx, fs, answer)
 	if err == nil {
 		w.after()

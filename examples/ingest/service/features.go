@@ -13,7 +13,6 @@ import (
 
 	"github.com/geoidem/geoidem/examples/internal/geofeature"
 	"github.com/geoidem/geoidem/geojson"
-	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/newest"
 	"github.com/geoidem/geoidem/problem"
 )
@@ -70,8 +69,17 @@ func (f Feature) Observation() newest.Observation {
 //
 // Get returns the bytes stored under id.
 type FeatureStore interface {
-	Upsert(ctx context.Context, fs []Feature, answer func(verdicts []newest.Verdict) pgstore.Record) (pgstore.Record, error)
+	Upsert(ctx context.Context, fs []Feature, answer func(verdicts []newest.Verdict) Answer) (Answer, error)
 	Get(ctx context.Context, id string) (feature []byte, ok bool, err error)
+}
+
+// Answer is the response an Upsert records for its delivery: its status,
+// headers and body. It has pgstore.Record's fields, so that the PostGIS
+// store hands it to pgstore.InTx as it is.
+type Answer struct {
+	StatusCode int
+	Header     http.Header
+	Body       []byte
 }
 
 // ErrStoreFull reports a feature store with no room now for a write; it
@@ -185,7 +193,7 @@ func pointerToken(name string) string {
 // observation is stored) added when some were not, and 200 with "stored"
 // empty when nothing was (the update is acknowledged, so the sender stops,
 // and changes nothing).
-func answerFor(fs []Feature, verdicts []newest.Verdict) pgstore.Record {
+func answerFor(fs []Feature, verdicts []newest.Verdict) Answer {
 	stored := make([]string, 0, len(fs))
 	var stale, unstamped []string
 	for i, f := range fs {
@@ -207,5 +215,5 @@ func answerFor(fs []Feature, verdicts []newest.Verdict) pgstore.Record {
 		Stale     []string `json:"stale,omitempty"`
 		Unstamped []string `json:"unstamped,omitempty"`
 	}{stored, stale, unstamped})
-	return pgstore.Record{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: b}
+	return Answer{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}}, Body: b}
 }

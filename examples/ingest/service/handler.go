@@ -10,7 +10,6 @@ import (
 
 	"github.com/geoidem/geoidem/geojson"
 	"github.com/geoidem/geoidem/keystore"
-	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/newest"
 	"github.com/geoidem/geoidem/problem"
@@ -42,7 +41,7 @@ func (s *Service) postFeatures(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var verdicts []newest.Verdict
-	rec, err := s.features.Upsert(r.Context(), fs, func(v []newest.Verdict) pgstore.Record {
+	rec, err := s.features.Upsert(r.Context(), fs, func(v []newest.Verdict) Answer {
 		verdicts = v
 		return answerFor(fs, v)
 	})

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/newest"
 )
 
@@ -50,7 +49,7 @@ func newMemoryFeatures(maxEntries int, maxBytes int64) *memoryFeatures {
 		m: map[string]newest.Observation{}}
 }
 
-func (s *memoryFeatures) Upsert(_ context.Context, fs []Feature, answer func([]newest.Verdict) pgstore.Record) (pgstore.Record, error) {
+func (s *memoryFeatures) Upsert(_ context.Context, fs []Feature, answer func([]newest.Verdict) Answer) (Answer, error) {
 	verdicts := make([]newest.Verdict, len(fs))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -89,9 +88,9 @@ func (s *memoryFeatures) Upsert(_ context.Context, fs []Feature, answer func([]n
 	}
 	switch {
 	case len(size) > s.maxEntries || need > s.maxBytes:
-		return pgstore.Record{}, &RefusedError{Index: -1, Detail: errTooLarge.Error(), Err: errTooLarge}
+		return Answer{}, &RefusedError{Index: -1, Detail: errTooLarge.Error(), Err: errTooLarge}
 	case len(s.m)+entries > s.maxEntries || s.bytes+added > s.maxBytes:
-		return pgstore.Record{}, ErrStoreFull
+		return Answer{}, ErrStoreFull
 	}
 	for i, f := range fs {
 		if verdicts[i] == newest.Replace {

@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/newest"
 )
 
-func answer201([]newest.Verdict) pgstore.Record { return pgstore.Record{StatusCode: 201} }
+func answer201([]newest.Verdict) Answer { return Answer{StatusCode: 201} }
 
 // The in-memory feature store is bounded by entries and bytes: when full
 // it refuses the write (ErrStoreFull, a 507) and never evicts a stored
@@ -74,9 +73,9 @@ func TestMemoryFeaturesVerdicts(t *testing.T) {
 	newer := Feature{ID: "f", Raw: []byte(`{"n":9}`), Observed: at(9)}
 	older := Feature{ID: "f", Raw: []byte(`{"n":5}`), Observed: at(5)}
 	plain := Feature{ID: "f", Raw: []byte(`{"n":0}`)}
-	put := func(fs ...Feature) pgstore.Record {
+	put := func(fs ...Feature) Answer {
 		t.Helper()
-		rec, err := repo.Upsert(context.Background(), fs, func(v []newest.Verdict) pgstore.Record { return answerFor(fs, v) })
+		rec, err := repo.Upsert(context.Background(), fs, func(v []newest.Verdict) Answer { return answerFor(fs, v) })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -85,14 +85,14 @@ func (p *postgisFeatures) migrate(ctx context.Context) error {
 	return tx.Commit(ctx)
 }
 
-func (p *postgisFeatures) Upsert(ctx context.Context, fs []Feature, answer func([]newest.Verdict) pgstore.Record) (pgstore.Record, error) {
+func (p *postgisFeatures) Upsert(ctx context.Context, fs []Feature, answer func([]newest.Verdict) Answer) (Answer, error) {
 	upsert := `INSERT INTO ` + p.table + ` AS stored (id, geom, feature, observed_at)
 		VALUES ($1, ST_SetSRID(ST_GeomFromEWKB($2::bytea), 4326), $3::bytea, $4)
 		ON CONFLICT (id) DO UPDATE SET geom = EXCLUDED.geom, feature = EXCLUDED.feature,
 			observed_at = EXCLUDED.observed_at, writes = stored.writes + 1, updated_at = now()
 		WHERE ` + newest.PostgresCondition("stored", "observed_at", "feature") + `
 		RETURNING true`
-	return p.keys.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
+	rec, err := p.keys.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
 		var b pgx.Batch
 		verdicts := make([]newest.Verdict, len(fs))
 		for i, f := range fs {
@@ -123,8 +123,9 @@ func (p *postgisFeatures) Upsert(ctx context.Context, fs []Feature, answer func(
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 			return pgstore.Record{}, err
 		}
-		return answer(verdicts), nil
+		return pgstore.Record(answer(verdicts)), nil
 	})
+	return Answer(rec), err
 }
 
 func (p *postgisFeatures) Get(ctx context.Context, id string) ([]byte, bool, error) {

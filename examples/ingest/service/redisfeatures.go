@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/newest"
 )
@@ -73,7 +72,7 @@ const (
 	fieldWrites      = "writes"
 )
 
-func (s *redisFeatures) Upsert(ctx context.Context, fs []Feature, answer func([]newest.Verdict) pgstore.Record) (pgstore.Record, error) {
+func (s *redisFeatures) Upsert(ctx context.Context, fs []Feature, answer func([]newest.Verdict) Answer) (Answer, error) {
 	if len(fs) == 0 { // nothing to write (a FeatureCollection without features)
 		return answer([]newest.Verdict{}), nil
 	}
@@ -85,7 +84,7 @@ func (s *redisFeatures) Upsert(ctx context.Context, fs []Feature, answer func([]
 			keys = append(keys, s.featureKey(f.ID))
 		}
 	}
-	var rec pgstore.Record
+	var rec Answer
 	for range maxWatchTries {
 		err := s.client.Watch(ctx, func(tx *redis.Tx) error {
 			latest := make([]newest.Observation, len(keys))
@@ -128,11 +127,11 @@ func (s *redisFeatures) Upsert(ctx context.Context, fs []Feature, answer func([]
 			continue // a concurrent write of one of the ids: read and rule again
 		}
 		if err != nil {
-			return pgstore.Record{}, err
+			return Answer{}, err
 		}
 		return rec, nil
 	}
-	return pgstore.Record{}, errContended
+	return Answer{}, errContended
 }
 
 // waitReplicated runs WAIT on tx's connection, which counts the replicas

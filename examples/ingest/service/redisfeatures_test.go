@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/geoidem/geoidem/internal/testkit"
-	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/newest"
 )
@@ -27,7 +26,7 @@ func TestRedisFeaturesWaitReplicas(t *testing.T) {
 	defer srv.Stop()
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer c.Close()
-	answer := func([]newest.Verdict) pgstore.Record { return pgstore.Record{} }
+	answer := func([]newest.Verdict) Answer { return Answer{} }
 	f := func(id string) []Feature {
 		return []Feature{{ID: id, Raw: []byte(`{"type":"Feature","id":"` + id + `"}`)}}
 	}
