@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 
@@ -33,18 +34,22 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	if s.room.max > 0 {
 		full = s.full()
 	}
+	var rkey string // the Redis key, when this claim built it
 	switch {
 	case full != nil:
-		claim, err = s.claimNoNew(ctx, s.RedisKey(key), a, leaseMs, full)
+		rkey = s.RedisKey(key)
+		claim, err = s.claimNoNew(ctx, rkey, a, leaseMs, full)
 	case s.clientKeys > 0 && a.Client != "":
 		claim, err = s.claimBounded(ctx, key, a, leaseMs)
 	case s.waitReplicas > 0:
-		claim, _, err = s.claimReplicated(ctx, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs)
+		rkey = s.RedisKey(key)
+		claim, _, err = s.claimReplicated(ctx, rkey, a.Fingerprint, a.Token, leaseMs)
 	default:
-		claim, _, err = s.claim(ctx, s.client, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs)
+		rkey = s.RedisKey(key)
+		claim, _, err = s.claim(ctx, s.client, rkey, a.Fingerprint, a.Token, leaseMs)
 	}
 	if err == nil && claim.Acquired {
-		s.fps.put(key, a.Token, a.Fingerprint)
+		s.fps.put(key, a.Token, a.Fingerprint, rkey)
 	}
 	return claim, err
 }
@@ -179,7 +184,11 @@ func parseClaim(res any) (keystore.Claim, bool) {
 		if len(res) < head || (res[0] != 'c' && res[0] != 'd') {
 			return keystore.Claim{}, false
 		}
-		c := keystore.Claim{State: keystore.Completed, Record: []byte(res[head:])}
+		// The record is the reply's own bytes, not a copy: neither the
+		// caller nor the store may change a Claim's Record, and the reply
+		// is not used again.
+		rec := res[head:]
+		c := keystore.Claim{State: keystore.Completed, Record: unsafe.Slice(unsafe.StringData(rec), len(rec))}
 		copy(c.Fingerprint[:], res[1:fpEnd])
 		return c, true
 	}

@@ -24,3 +24,28 @@ func TestParseLegacyCompletedEntry(t *testing.T) {
 		}
 	}
 }
+
+// A key boxed in place (boxString) is an interface holding that string,
+// as go-redis needs it to be to read a Cluster's slot, and boxing it
+// allocates nothing.
+func TestBoxString(t *testing.T) {
+	key := "geoidem:" + t.Name() + "{k}"
+	e := newEval(claimScript, key, key+":fenced")
+	if got, ok := e.args()[3].(string); !ok || got != key {
+		t.Errorf("key argument %#v, want the string %q", e.args()[3], key)
+	}
+	if got, ok := e.args()[4].(string); !ok || got != key+":fenced" {
+		t.Errorf("fence key argument %#v, want the string %q", e.args()[4], key+":fenced")
+	}
+	c := newSet(key, keystore.Fingerprint{1}, 2, "60000")
+	if got, ok := c.a[1].(string); !ok || got != key {
+		t.Errorf("SET key argument %#v, want the string %q", c.a[1], key)
+	}
+	var dst any
+	if n := testing.AllocsPerRun(100, func() { boxString(&dst, &key) }); n != 0 {
+		t.Errorf("boxString: %v allocations, want 0", n)
+	}
+	if dst != any(key) {
+		t.Errorf("boxString: %#v, want %q", dst, key)
+	}
+}
