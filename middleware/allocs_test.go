@@ -87,7 +87,7 @@ type blockingMemstore struct{ *memstore.Store }
 //
 // It runs in a synctest bubble, where the clock stands still while the
 // requests run: calls whose deadlines fall within a millisecond share a
-// bucket, whose own two allocations are so counted once, as under any
+// bucket, whose own allocations are so counted once, as under any
 // steady load, and not once per call as on a machine that stalls the test
 // for milliseconds at a time.
 func TestStoreTimeoutAllocationBudget(t *testing.T) {

