@@ -3,6 +3,8 @@ package redisstore
 import (
 	"unsafe"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -19,6 +21,8 @@ type evalArgs struct {
 	b  [2]bytesArg
 	nb int
 	v  [1 + len(keystore.Fingerprint{}) + 8]byte // an in-flight value (inFlightValue)
+	// cmd is the command, made by Store.run, which runs an evalArgs once.
+	cmd redis.Cmd
 }
 
 // maxEvalArgs is how many keys and arguments a script of this package
@@ -106,23 +110,45 @@ func (e *evalArgs) args() []any { return e.a[:e.n] }
 // hasKeys reports whether the script takes keys.
 func (e *evalArgs) hasKeys() bool { return e.a[2] != 0 }
 
-// setArgs holds the arguments of a claim's SET … NX GET and its in-flight
-// value in one allocation.
+// setArgs holds the arguments of a claim's SET … NX GET, its in-flight
+// value, the command and, when it fits, the bytes of the key, in one
+// allocation.
 type setArgs struct {
-	a [7]any
-	v [1 + len(keystore.Fingerprint{}) + 8]byte
-	b bytesArg
-	k string // the key, which a[1] points to (boxString)
+	a   [7]any
+	v   [1 + len(keystore.Fingerprint{}) + 8]byte
+	b   bytesArg
+	k   string // the key, which a[1] points to (boxString)
+	cmd redis.StringCmd
+	kb  [128]byte // the key's bytes, when newClaimSet built it here
 }
 
-// newSet returns the arguments of SET rkey value PX ttl NX GET, value the
-// in-flight value of a claim by token with fingerprint fp.
-func newSet(rkey string, fp keystore.Fingerprint, token keystore.Token, ttl any) *setArgs {
+// newClaimSet returns the arguments of a claim of key, and its Redis key,
+// prefix + "{" + key + "}" (Store.RedisKey), made in the arguments' memory
+// when it fits there: the string is never written again, and keeps the
+// arguments alive as long as it is used.
+func newClaimSet(prefix, key string) (*setArgs, string) {
 	c := new(setArgs)
+	n := len(prefix) + len(key) + 2
+	if n > len(c.kb) {
+		return c, prefix + "{" + key + "}"
+	}
+	b := append(append(append(append(c.kb[:0], prefix...), '{'), key...), '}')
+	return c, unsafe.String(&b[0], n)
+}
+
+// set sets the arguments of SET rkey value PX ttl NX GET, value the
+// in-flight value of a claim by token with fingerprint fp, and returns
+// c.
+func (c *setArgs) set(rkey string, fp keystore.Fingerprint, token keystore.Token, ttl any) *setArgs {
 	c.v = inFlightValue(fp, token)
 	c.b = c.v[:]
 	c.k = rkey
 	c.a = [7]any{"set", nil, &c.b, "px", ttl, "nx", "get"}
 	boxString(&c.a[1], &c.k)
 	return c
+}
+
+// newSet returns the arguments of SET rkey value PX ttl NX GET (see set).
+func newSet(rkey string, fp keystore.Fingerprint, token keystore.Token, ttl any) *setArgs {
+	return new(setArgs).set(rkey, fp, token, ttl)
 }

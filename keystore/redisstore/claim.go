@@ -45,8 +45,9 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 		rkey = s.RedisKey(key)
 		claim, _, err = s.claimReplicated(ctx, rkey, a.Fingerprint, a.Token, leaseMs)
 	default:
-		rkey = s.RedisKey(key)
-		claim, _, err = s.claim(ctx, s.client, rkey, a.Fingerprint, a.Token, leaseMs)
+		var args *setArgs
+		args, rkey = newClaimSet(s.prefix, key)
+		claim, _, err = s.claimWith(ctx, s.client, args, rkey, a.Fingerprint, a.Token, leaseMs)
 	}
 	if err == nil && claim.Acquired {
 		s.fps.put(key, a.Token, a.Fingerprint, rkey)
@@ -78,9 +79,15 @@ type conn interface {
 //
 // isNew reports whether the SET acquired an absent key.
 func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (claim keystore.Claim, isNew bool, err error) {
+	return s.claimWith(ctx, c, new(setArgs), rkey, fp, token, leaseMs)
+}
+
+// claimWith is claim with its arguments made in args (see newClaimSet).
+func (s *Store) claimWith(ctx context.Context, c conn, args *setArgs, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (claim keystore.Claim, isNew bool, err error) {
 	grace := abandonedGrace.Milliseconds()
-	args := newSet(rkey, fp, token, s.ttlArg.get(leaseMs+grace))
-	set := redis.NewStringCmd(ctx, args.a[:]...)
+	args.set(rkey, fp, token, s.ttlArg.get(leaseMs+grace))
+	args.cmd = *redis.NewStringCmd(ctx, args.a[:]...)
+	set := &args.cmd
 	switch {
 	case s.batch != nil && any(c) == any(s.client):
 		if err := s.batch.do(ctx, set); err != nil {

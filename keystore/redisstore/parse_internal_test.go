@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/geoidem/geoidem/internal/record"
@@ -47,5 +48,21 @@ func TestBoxString(t *testing.T) {
 	}
 	if dst != any(key) {
 		t.Errorf("boxString: %#v, want %q", dst, key)
+	}
+}
+
+// newClaimSet builds the Redis key Store.RedisKey does, in the arguments'
+// memory when it fits and on its own when it does not.
+func TestNewClaimSetKey(t *testing.T) {
+	s := &Store{prefix: "geoidem:test:"}
+	for _, key := range []string{"", "k", strings.Repeat("a", 64), strings.Repeat("b", 200)} {
+		c, rkey := newClaimSet(s.prefix, key)
+		if want := s.RedisKey(key); rkey != want {
+			t.Errorf("key of %d bytes: %q, want %q", len(key), rkey, want)
+		}
+		c.set(rkey, keystore.Fingerprint{1}, 2, "60000")
+		if got, ok := c.a[1].(string); !ok || got != s.RedisKey(key) {
+			t.Errorf("key of %d bytes: SET key argument %#v", len(key), c.a[1])
+		}
 	}
 }

@@ -494,7 +494,8 @@ func hasFence(rkey string) bool {
 // through the batcher when there is one, falling back to EVAL when the
 // node lacks the script (NOSCRIPT), as redis.Script.Run does.
 func (s *Store) run(ctx context.Context, script luaScript, e *evalArgs) *redis.Cmd {
-	cmd := redis.NewCmd(ctx, e.args()...)
+	e.cmd = *redis.NewCmd(ctx, e.args()...)
+	cmd := &e.cmd
 	if e.hasKeys() {
 		cmd.SetFirstKeyPos(3)
 	}
