@@ -218,6 +218,7 @@ func TestBoundAfterFuncAllocates(t *testing.T) {
 func TestDetach(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		origin, cancel := context.WithCancelCause(context.WithValue(context.Background(), valueKey{}, "v"))
+		defer cancel(nil)
 		for _, c := range []struct {
 			name string
 			ctx  context.Context
