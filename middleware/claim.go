@@ -35,7 +35,7 @@ func (m *Middleware) claim(r *http.Request, key string, fp keystore.Fingerprint)
 	ctx := r.Context()
 	var detached context.Context
 	if !m.nonBlocking {
-		detached = context.WithoutCancel(ctx)
+		detached = detach(ctx)
 	}
 	var deadline time.Time
 	if m.waitInFlight > 0 {

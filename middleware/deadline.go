@@ -5,17 +5,29 @@
 //
 // Deadlines of calls made in order with one timeout arrive in order: a call
 // whose deadline falls within a tick of the latest bucket's joins that
-// bucket, else it starts one, and one timer closes each bucket's Done
-// channel at the bucket's time. A call is so bounded by at most its
-// timeout, and at least a tick less; Deadline reports the bucket's time,
-// when Done closes (or, as for any context, a little before: a timer fires
-// late, never early).
+// bucket, else it starts one. A bucket is a deadline and, made the first
+// time a call's context is watched or asked for its Done channel, a
+// context.WithDeadline of its own, without values, which ends then; a
+// call's context is the bucket's deadline with the call's values. A call
+// is so bounded by at most its timeout, and at least a tick less.
+//
+// A call's context hands the bucket's context out as its own cancelCtx,
+// the one context.Cause, context.AfterFunc and context.WithCancel look
+// for by a key of the context package's: asked for a value, it asks the
+// bucket first, which has no value but that one, and then the call's
+// parent. So a function registered on it (pgx watches every query's
+// context with context.AfterFunc) joins the bucket's children, as it would
+// a context.WithTimeout's, with no goroutine, closure or stop function of
+// the bucket's own; a context derived from it ends with the bucket's
+// context.DeadlineExceeded; and its cause is the bucket's, not its
+// parent's.
 
 package middleware
 
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,39 +39,54 @@ const (
 	minSharedTimeout = 10 * deadlineTick
 )
 
-// sharedDeadline hands out contexts that end a timeout after they were made, on
-// one timer. The zero value is ready to use. The timeouts given to one
-// sharedDeadline should be equal (or rarely change): a context whose deadline falls
-// before the latest bucket's starts a bucket of its own, out of order, and
-// ends late, with the bucket before it.
+// sharedDeadline hands out contexts that end a timeout after they were made,
+// one timer a bucket. The zero value is ready to use. The timeouts given to
+// one sharedDeadline should be equal (or rarely change): a context whose
+// deadline falls before the latest bucket's starts a bucket of its own.
 type sharedDeadline struct {
-	mu      sync.Mutex
-	pending []*deadlineBucket // by at, earliest first
-	t       *time.Timer
-	armed   bool // t will fire for pending[0]
+	mu     sync.Mutex
+	latest *deadlineBucket // nil before the first
 }
 
+// deadlineBucket is the deadline of the contexts that share it, and the
+// context that ends then, made when one of them is first asked for its
+// Done channel or watched (context.AfterFunc, context.WithCancel): a
+// store call that does neither (a Redis command on its way at once) costs
+// the bucket no timer, no context and no channel. Until then the clock
+// tells whether the deadline has passed.
 type deadlineBucket struct {
-	s     *sharedDeadline
-	at    time.Time // the deadline of every context in the deadlineBucket
-	done  chan struct{}
-	funcs []func() // AfterFunc's, nil once stopped (slots are not reused); guarded by s.mu
-	ended bool     // done is closed; guarded by s.mu
+	at     time.Time
+	ctx    atomic.Value       // context.Context: context.WithDeadline(context.Background(), at)
+	cancel context.CancelFunc // ctx's, never called: ctx ends at its deadline, when its timer releases what it holds
 }
 
-// ctx is a context from sharedDeadline.Bound: the values of its parent, and the
-// deadline of its bucket.
+// context returns the bucket's context, made if it is not yet.
+func (b *deadlineBucket) context() context.Context {
+	if c := b.ctx.Load(); c != nil {
+		return c.(context.Context)
+	}
+	c, cancel := context.WithDeadline(context.Background(), b.at)
+	if b.ctx.CompareAndSwap(nil, c) {
+		b.cancel = cancel // written once, by the one that made ctx
+		return c
+	}
+	cancel() // another made it first; this one was never seen
+	return b.ctx.Load().(context.Context)
+}
+
+// boundContext is a context from sharedDeadline.Bound: the values of its
+// parent, and the deadline of its bucket.
 type boundContext struct {
 	parent context.Context // for its values only
 	b      *deadlineBucket
 }
 
-// Bound returns a context with parent's values (every one: Value asks
-// parent) that ends timeout from now, or at most a deadlineTick earlier, with
-// context.DeadlineExceeded. It does not end with parent: give it a parent
-// without cancellation (context.WithoutCancel), whose context.Cause is
-// then the context's own. timeout must be at least minSharedTimeout. The context
-// needs no cancel: it holds nothing once its bucket has ended.
+// Bound returns a context with parent's values (every one but the
+// context package's own: see above) that ends timeout from now, or at most
+// a deadlineTick earlier, with context.DeadlineExceeded. It does not end
+// with parent: give it a parent without cancellation
+// (context.WithoutCancel). timeout must be at least minSharedTimeout. The
+// context needs no cancel: it holds nothing once its bucket has ended.
 func (s *sharedDeadline) Bound(parent context.Context, timeout time.Duration) context.Context {
 	return &boundContext{parent: parent, b: s.deadlineBucket(timeout)}
 }
@@ -77,110 +104,47 @@ func (s *sharedDeadline) BoundIn(room *deadlineRoom, parent context.Context, tim
 	return &room.c
 }
 
-// bucket returns the bucket of a context that ends timeout from now.
+// deadlineBucket returns the bucket of a context that ends timeout from now.
 func (s *sharedDeadline) deadlineBucket(timeout time.Duration) *deadlineBucket {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Now is read under the lock (on the monotonic clock, as Sub compares
-	// it), so that deadlines, and the buckets, are appended in order.
+	// it), so that deadlines, and the buckets, come in order.
 	at := time.Now().Add(timeout)
-	if n := len(s.pending); n > 0 && at.Sub(s.pending[n-1].at) < deadlineTick && !at.Before(s.pending[n-1].at) {
-		return s.pending[n-1]
+	if b := s.latest; b != nil && at.Sub(b.at) < deadlineTick && !at.Before(b.at) {
+		return b
 	}
-	b := &deadlineBucket{s: s, at: at, done: make(chan struct{})}
-	s.insert(b)
-	return b
-}
-
-// insert adds b to pending in order of time, and arms the timer if b is
-// now the earliest. s.mu is held.
-func (s *sharedDeadline) insert(b *deadlineBucket) {
-	i := len(s.pending)
-	for i > 0 && b.at.Before(s.pending[i-1].at) {
-		i--
-	}
-	s.pending = append(s.pending, nil)
-	copy(s.pending[i+1:], s.pending[i:])
-	s.pending[i] = b
-	if i == 0 || !s.armed {
-		s.arm()
-	}
-}
-
-// arm sets the timer for the earliest pending bucket. s.mu is held.
-func (s *sharedDeadline) arm() {
-	wait := time.Until(s.pending[0].at)
-	if s.t == nil {
-		s.t = time.AfterFunc(wait, s.fire)
-	} else {
-		s.t.Reset(wait)
-	}
-	s.armed = true
-}
-
-// fire ends every bucket whose time has come and re-arms the timer for the
-// next one.
-func (s *sharedDeadline) fire() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	i := 0
-	for ; i < len(s.pending) && !s.pending[i].at.After(now); i++ {
-		b := s.pending[i]
-		close(b.done)
-		b.ended = true
-		for _, f := range b.funcs {
-			if f != nil {
-				go f()
-			}
-		}
-		b.funcs = nil
-		s.pending[i] = nil
-	}
-	s.pending = s.pending[i:]
-	s.armed = false
-	if len(s.pending) > 0 {
-		s.arm()
-	}
+	s.latest = &deadlineBucket{at: at}
+	return s.latest
 }
 
 func (c *boundContext) Deadline() (time.Time, bool) { return c.b.at, true }
-func (c *boundContext) Done() <-chan struct{}       { return c.b.done }
+func (c *boundContext) Done() <-chan struct{}       { return c.b.context().Done() }
 
 func (c *boundContext) Err() error {
-	select {
-	case <-c.b.done:
-		return context.DeadlineExceeded
-	default:
+	if b := c.b.ctx.Load(); b != nil {
+		return b.(context.Context).Err()
+	}
+	// No Done channel yet, so none to agree with: the clock decides, and
+	// a context made once the deadline has passed is made ended.
+	if time.Now().Before(c.b.at) {
 		return nil
 	}
+	return context.DeadlineExceeded
 }
 
-func (c *boundContext) Value(key any) any { return c.parent.Value(key) }
+// Value returns the bucket's context, made if need be, for the context
+// package's cancelCtx key (the one key for which cancelProbe has a value),
+// and parent's value for any other.
+func (c *boundContext) Value(key any) any {
+	if cancelProbe.Value(key) != nil {
+		return c.b.context().Value(key)
+	}
+	return c.parent.Value(key)
+}
+
+// cancelProbe is a context.WithCancel of context.Background, never
+// canceled: it has a value for the context package's cancelCtx key alone.
+var cancelProbe, _ = context.WithCancel(context.Background())
 
 func (c *boundContext) String() string { return "deadline.sharedDeadline.Bound" }
-
-// AfterFunc runs f in a goroutine of its own once c has ended, as
-// context.AfterFunc does; having it, c is one to which context.AfterFunc
-// (pgx watches every query's context so) and context.WithCancel hook
-// without starting a goroutine of their own.
-func (c *boundContext) AfterFunc(f func()) (stop func() bool) {
-	b := c.b
-	b.s.mu.Lock()
-	defer b.s.mu.Unlock()
-	if b.ended {
-		go f()
-		return func() bool { return false }
-	}
-	i := len(b.funcs)
-	b.funcs = append(b.funcs, f)
-	return func() bool {
-		b.s.mu.Lock()
-		defer b.s.mu.Unlock()
-		if b.ended || b.funcs[i] == nil {
-			return false
-		}
-		b.funcs[i] = nil
-		return true
-	}
-}

@@ -68,11 +68,6 @@ func TestBoundDeadlines(t *testing.T) {
 			time.Sleep(time.Duration(i%7) * 700 * time.Microsecond)
 		}
 		wg.Wait()
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		if len(d.pending) != 0 || d.armed {
-			t.Errorf("after every deadline: %d buckets pending, timer armed %v", len(d.pending), d.armed)
-		}
 	})
 }
 
@@ -185,5 +180,77 @@ func TestBoundInAllocates(t *testing.T) {
 			t.Errorf("BoundIn allocates %v times, want 0", n)
 		}
 		time.Sleep(2 * time.Second) // let the deadlineBucket end, its timer with it
+	})
+}
+
+// TestBoundAfterFuncAllocates checks what watching a bound context costs,
+// as pgx does for every query (context.AfterFunc, then its stop): the
+// context package's own two allocations, as on a context.WithTimeout, and
+// nothing of the bucket's once the bucket exists. A context that hooked
+// AfterFunc itself cost six.
+func TestBoundAfterFuncAllocates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var d sharedDeadline
+		parent := context.WithoutCancel(context.WithValue(context.Background(), valueKey{}, "v"))
+		var room deadlineRoom
+		c := d.Bound(parent, time.Second) // the bucket, watched once: its children and Done
+		context.AfterFunc(c, func() {})()
+		n := testing.AllocsPerRun(100, func() {
+			c := d.BoundIn(&room, parent, time.Second)
+			stop := context.AfterFunc(c, func() {})
+			if !stop() {
+				t.Fatal("stop before the deadline returned false")
+			}
+		})
+		if n > 2 {
+			t.Errorf("watching a bound context allocates %v times, want at most 2", n)
+		}
+		time.Sleep(2 * time.Second)
+	})
+}
+
+// TestDetach checks that a context from detach behaves as one from
+// context.WithoutCancel: it has its parent's values, never ends, and once
+// the parent is canceled with a cause, neither it nor a context made from
+// it (WithCancel, AfterFunc, a bound claim's in its room) reports that
+// cause or ends; the bound one ends at its own deadline, with its own
+// cause.
+func TestDetach(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		origin, cancel := context.WithCancelCause(context.WithValue(context.Background(), valueKey{}, "v"))
+		defer cancel(nil)
+		for _, c := range []struct {
+			name string
+			ctx  context.Context
+		}{{"detach", detach(origin)}, {"WithoutCancel", context.WithoutCancel(origin)}} {
+			d := c.ctx
+			child, stopChild := context.WithCancel(d)
+			defer stopChild()
+			var ran atomic.Bool
+			context.AfterFunc(d, func() { ran.Store(true) })
+			var deadlines sharedDeadline
+			bound := deadlines.Bound(d, time.Second)
+			if dc, ok := d.(*detachedContext); ok {
+				bound = deadlines.BoundIn(&dc.claim, d, time.Second)
+			}
+			cancel(errors.New("the client left"))
+			synctest.Wait()
+			if d.Value(valueKey{}) != "v" || child.Value(valueKey{}) != "v" || bound.Value(valueKey{}) != "v" {
+				t.Errorf("%s: the parent's value is lost", c.name)
+			}
+			if _, ok := d.Deadline(); ok || d.Done() != nil || d.Err() != nil || context.Cause(d) != nil {
+				t.Errorf("%s: the parent's cancellation shows: Err %v, Cause %v", c.name, d.Err(), context.Cause(d))
+			}
+			if child.Err() != nil || context.Cause(child) != nil || ran.Load() {
+				t.Errorf("%s: a context made from it followed the parent: Err %v, Cause %v, AfterFunc ran %v", c.name, child.Err(), context.Cause(child), ran.Load())
+			}
+			if bound.Err() != nil || context.Cause(bound) != nil {
+				t.Errorf("%s: a bound context followed the parent: Err %v, Cause %v", c.name, bound.Err(), context.Cause(bound))
+			}
+			<-bound.Done()
+			if bound.Err() != context.DeadlineExceeded || context.Cause(bound) != context.DeadlineExceeded {
+				t.Errorf("%s: a bound context ended with %v, cause %v", c.name, bound.Err(), context.Cause(bound))
+			}
+		}
 	})
 }

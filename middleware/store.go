@@ -36,8 +36,43 @@ func (m *Middleware) storeCtx(ctx context.Context, until time.Time, room *deadli
 
 func nop() {}
 
+// detach returns ctx detached from its cancellation, as
+// context.WithoutCancel does, with room for the context of the first
+// claim made under it: a claim of a store that can block then costs one
+// allocation, the two contexts, where it cost two.
+func detach(ctx context.Context) context.Context { return &detachedContext{parent: ctx} }
+
+// detachedContext is a context from detach: it never ends, and has the
+// values of its parent but for the context package's cancelCtx key (the
+// key cancelProbe has a value for), for which it has none, as a
+// context.WithoutCancel: so context.Cause finds no cause in it, and
+// contexts made from it do not follow the parent's cancellation.
+type detachedContext struct {
+	parent  context.Context
+	claim   deadlineRoom // the first claim's context (see callClaim)
+	claimed bool         // claim is taken; read and written by the claim's goroutine alone
+}
+
+func (c *detachedContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *detachedContext) Done() <-chan struct{}       { return nil }
+func (c *detachedContext) Err() error                  { return nil }
+
+func (c *detachedContext) Value(key any) any {
+	if cancelProbe.Value(key) != nil {
+		return nil
+	}
+	return c.parent.Value(key)
+}
+
+func (c *detachedContext) String() string { return "middleware.detach" }
+
 func (m *Middleware) callClaim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
-	cctx, cancel := m.storeCtx(ctx, time.Time{}, nil)
+	var room *deadlineRoom
+	if d, ok := ctx.(*detachedContext); ok && !d.claimed {
+		d.claimed = true
+		room = &d.claim
+	}
+	cctx, cancel := m.storeCtx(ctx, time.Time{}, room)
 	defer cancel()
 	start := m.callStart()
 	c, err := m.store.Claim(cctx, key, a)

@@ -373,6 +373,8 @@ func (r *claimRow) claim(tok int64) (keystore.Claim, error) {
 		return keystore.Claim{}, errors.New("pgstore: claim: stored fingerprint is NULL")
 	case r.acquired:
 		c.Acquired, c.State, c.TookOver = true, keystore.InFlight, r.tookOver
+	case !r.statusNull && r.rec != nil:
+		c.State, c.Record = keystore.Completed, r.rec
 	case !r.statusNull:
 		c.State = keystore.Completed
 		// The columns encoded again: Complete accepts only the encoding

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
 )
 
@@ -26,6 +27,10 @@ type claimRow struct {
 	statusNull         bool
 	header             http.Header // nil for a NULL header
 	body               []byte
+	// rec is the record, status, header and body encoded as record.Append
+	// writes them, when scanRow could read it from the row's bytes; then
+	// header and body are not set.
+	rec []byte
 }
 
 // claimColumns are the types of a claim statement's columns, in order.
@@ -70,9 +75,13 @@ func (r *claimRow) scanRow(rows pgx.Rows, n *int64) error {
 	if err := r.setFingerprint(v[3]); err != nil {
 		return err
 	}
-	r.statusNull = v[4] == nil
+	r.statusNull, r.rec = v[4] == nil, nil
 	if !r.statusNull {
 		r.status = int32(binary.BigEndian.Uint32(v[4]))
+		if r.rec = encodedRecord(r.status, v[5], v[6]); r.rec != nil {
+			r.header, r.body = nil, nil
+			return nil
+		}
 	}
 	if err := r.setHeader(v[5]); err != nil {
 		return err
@@ -82,6 +91,28 @@ func (r *claimRow) scanRow(rows pgx.Rows, n *int64) error {
 		r.body = append(make([]byte, 0, len(v[6])), v[6]...)
 	}
 	return nil
+}
+
+// encodedRecord returns the record of a completed row, in one
+// allocation: the status, as record.Append writes it, then the header
+// column, which holds record.AppendHeader's encoding (a NULL one, no
+// fields), then the body. It is what decoding the columns and encoding
+// them again would write when the result is a record encoding exactly as
+// record.Append writes it (record.Check); for any other bytes it returns
+// nil, and the columns go the long way.
+func encodedRecord(status int32, header, body []byte) []byte {
+	rec := make([]byte, 0, binary.MaxVarintLen64+max(len(header), 1)+len(body))
+	rec = binary.AppendVarint(rec, int64(status))
+	if header == nil {
+		rec = append(rec, 0)
+	} else {
+		rec = append(rec, header...)
+	}
+	rec = append(rec, body...)
+	if _, err := record.Check(rec); err != nil {
+		return nil
+	}
+	return rec
 }
 
 // scan decodes the row through pgx's scan plans.
@@ -94,6 +125,7 @@ func (r *claimRow) scan(rows pgx.Rows, n *int64) error {
 	if n != nil {
 		dest = append([]any{n}, dest...)
 	}
+	r.rec = nil
 	if err := rows.Scan(dest...); err != nil {
 		return err
 	}

@@ -1,18 +1,28 @@
 package redisstore
 
-import "github.com/geoidem/geoidem/keystore"
+import (
+	"unsafe"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/geoidem/geoidem/keystore"
+)
 
 // evalArgs holds the arguments of one EVALSHA in one allocation: the
 // keys, then the arguments, byte strings among them boxed as pointers
 // into it (bytesArg, which go-redis writes through MarshalBinary), where
 // a []byte in an interface is an allocation of its own. Keys stay
-// strings: go-redis reads a Cluster's or Ring's slot from them.
+// strings: go-redis reads a Cluster's or Ring's slot from them; their
+// headers are kept in k, which their interfaces point to (boxString).
 type evalArgs struct {
 	a  [3 + maxEvalArgs]any
 	n  int
+	k  [3]string
 	b  [2]bytesArg
 	nb int
 	v  [1 + len(keystore.Fingerprint{}) + 8]byte // an in-flight value (inFlightValue)
+	// cmd is the command, made by Store.run, which runs an evalArgs once.
+	cmd redis.Cmd
 }
 
 // maxEvalArgs is how many keys and arguments a script of this package
@@ -31,12 +41,39 @@ func newEval(script luaScript, keys ...string) *evalArgs {
 	e := new(evalArgs)
 	e.a[0], e.a[1], e.a[2] = "evalsha", script.sha, len(keys)
 	e.n = 3
-	for _, k := range keys {
-		e.a[e.n] = k
+	for i, k := range keys {
+		if i < len(e.k) {
+			e.k[i] = k
+			boxString(&e.a[e.n], &e.k[i])
+		} else {
+			e.a[e.n] = k
+		}
 		e.n++
 	}
 	return e
 }
+
+// boxString sets *dst to the string *s, as any(*s) would, but with *s
+// itself, not a copy of it on the heap, as the interface's value: boxing a
+// string that is not a constant allocates its header, and a key is
+// boxed for every command. *s must not change while *dst is in use; a
+// string in an interface is read only, so nothing else can change it.
+func boxString(dst *any, s *string) {
+	*(*eface)(unsafe.Pointer(dst)) = eface{typ: stringType, data: unsafe.Pointer(s)}
+}
+
+// eface is the layout of an interface without methods, as the runtime
+// keeps it: the dynamic type, and a pointer to the value.
+type eface struct {
+	typ  unsafe.Pointer
+	data unsafe.Pointer
+}
+
+// stringType is the dynamic type of a string in an interface.
+var stringType = func() unsafe.Pointer {
+	var v any = ""
+	return (*eface)(unsafe.Pointer(&v)).typ
+}()
 
 // bytes adds a byte string argument, which must stay unchanged until the
 // command is sent.
@@ -73,20 +110,45 @@ func (e *evalArgs) args() []any { return e.a[:e.n] }
 // hasKeys reports whether the script takes keys.
 func (e *evalArgs) hasKeys() bool { return e.a[2] != 0 }
 
-// setArgs holds the arguments of a claim's SET … NX GET and its in-flight
-// value in one allocation.
+// setArgs holds the arguments of a claim's SET … NX GET, its in-flight
+// value, the command and, when it fits, the bytes of the key, in one
+// allocation.
 type setArgs struct {
-	a [7]any
-	v [1 + len(keystore.Fingerprint{}) + 8]byte
-	b bytesArg
+	a   [7]any
+	v   [1 + len(keystore.Fingerprint{}) + 8]byte
+	b   bytesArg
+	k   string // the key, which a[1] points to (boxString)
+	cmd redis.StringCmd
+	kb  [128]byte // the key's bytes, when newClaimSet built it here
 }
 
-// newSet returns the arguments of SET rkey value PX ttl NX GET, value the
-// in-flight value of a claim by token with fingerprint fp.
-func newSet(rkey string, fp keystore.Fingerprint, token keystore.Token, ttl any) *setArgs {
+// newClaimSet returns the arguments of a claim of key, and its Redis key,
+// prefix + "{" + key + "}" (Store.RedisKey), made in the arguments' memory
+// when it fits there: the string is never written again, and keeps the
+// arguments alive as long as it is used.
+func newClaimSet(prefix, key string) (*setArgs, string) {
 	c := new(setArgs)
+	n := len(prefix) + len(key) + 2
+	if n > len(c.kb) {
+		return c, prefix + "{" + key + "}"
+	}
+	b := append(append(append(append(c.kb[:0], prefix...), '{'), key...), '}')
+	return c, unsafe.String(&b[0], n)
+}
+
+// set sets the arguments of SET rkey value PX ttl NX GET, value the
+// in-flight value of a claim by token with fingerprint fp, and returns
+// c.
+func (c *setArgs) set(rkey string, fp keystore.Fingerprint, token keystore.Token, ttl any) *setArgs {
 	c.v = inFlightValue(fp, token)
 	c.b = c.v[:]
-	c.a = [7]any{"set", rkey, &c.b, "px", ttl, "nx", "get"}
+	c.k = rkey
+	c.a = [7]any{"set", nil, &c.b, "px", ttl, "nx", "get"}
+	boxString(&c.a[1], &c.k)
 	return c
+}
+
+// newSet returns the arguments of SET rkey value PX ttl NX GET (see set).
+func newSet(rkey string, fp keystore.Fingerprint, token keystore.Token, ttl any) *setArgs {
+	return new(setArgs).set(rkey, fp, token, ttl)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 
@@ -33,18 +34,23 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	if s.room.max > 0 {
 		full = s.full()
 	}
+	var rkey string // the Redis key, when this claim built it
 	switch {
 	case full != nil:
-		claim, err = s.claimNoNew(ctx, s.RedisKey(key), a, leaseMs, full)
+		rkey = s.RedisKey(key)
+		claim, err = s.claimNoNew(ctx, rkey, a, leaseMs, full)
 	case s.clientKeys > 0 && a.Client != "":
 		claim, err = s.claimBounded(ctx, key, a, leaseMs)
 	case s.waitReplicas > 0:
-		claim, _, err = s.claimReplicated(ctx, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs)
+		rkey = s.RedisKey(key)
+		claim, _, err = s.claimReplicated(ctx, rkey, a.Fingerprint, a.Token, leaseMs)
 	default:
-		claim, _, err = s.claim(ctx, s.client, s.RedisKey(key), a.Fingerprint, a.Token, leaseMs)
+		var args *setArgs
+		args, rkey = newClaimSet(s.prefix, key)
+		claim, _, err = s.claimWith(ctx, s.client, args, rkey, a.Fingerprint, a.Token, leaseMs)
 	}
 	if err == nil && claim.Acquired {
-		s.fps.put(key, a.Token, a.Fingerprint)
+		s.fps.put(key, a.Token, a.Fingerprint, rkey)
 	}
 	return claim, err
 }
@@ -73,9 +79,15 @@ type conn interface {
 //
 // isNew reports whether the SET acquired an absent key.
 func (s *Store) claim(ctx context.Context, c conn, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (claim keystore.Claim, isNew bool, err error) {
+	return s.claimWith(ctx, c, new(setArgs), rkey, fp, token, leaseMs)
+}
+
+// claimWith is claim with its arguments made in args (see newClaimSet).
+func (s *Store) claimWith(ctx context.Context, c conn, args *setArgs, rkey string, fp keystore.Fingerprint, token keystore.Token, leaseMs int64) (claim keystore.Claim, isNew bool, err error) {
 	grace := abandonedGrace.Milliseconds()
-	args := newSet(rkey, fp, token, s.ttlArg.get(leaseMs+grace))
-	set := redis.NewStringCmd(ctx, args.a[:]...)
+	args.set(rkey, fp, token, s.ttlArg.get(leaseMs+grace))
+	args.cmd = *redis.NewStringCmd(ctx, args.a[:]...)
+	set := &args.cmd
 	switch {
 	case s.batch != nil && any(c) == any(s.client):
 		if err := s.batch.do(ctx, set); err != nil {
@@ -179,7 +191,11 @@ func parseClaim(res any) (keystore.Claim, bool) {
 		if len(res) < head || (res[0] != 'c' && res[0] != 'd') {
 			return keystore.Claim{}, false
 		}
-		c := keystore.Claim{State: keystore.Completed, Record: []byte(res[head:])}
+		// The record is the reply's own bytes, not a copy: neither the
+		// caller nor the store may change a Claim's Record, and the reply
+		// is not used again.
+		rec := res[head:]
+		c := keystore.Claim{State: keystore.Completed, Record: unsafe.Slice(unsafe.StringData(rec), len(rec))}
 		copy(c.Fingerprint[:], res[1:fpEnd])
 		return c, true
 	}

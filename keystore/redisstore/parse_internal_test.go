@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/geoidem/geoidem/internal/record"
@@ -21,6 +22,47 @@ func TestParseLegacyCompletedEntry(t *testing.T) {
 		c, ok := parseClaim(v)
 		if !ok || c.State != keystore.Completed || c.Fingerprint != fp || testkit.Decoded(c.Record).StatusCode != 201 || string(testkit.Decoded(c.Record).Body) != "legacy" {
 			t.Errorf("parseClaim(%.1q…) = %+v, %v; want the completed record", v, c, ok)
+		}
+	}
+}
+
+// A key boxed in place (boxString) is an interface holding that string,
+// as go-redis needs it to be to read a Cluster's slot, and boxing it
+// allocates nothing.
+func TestBoxString(t *testing.T) {
+	key := "geoidem:" + t.Name() + "{k}"
+	e := newEval(claimScript, key, key+":fenced")
+	if got, ok := e.args()[3].(string); !ok || got != key {
+		t.Errorf("key argument %#v, want the string %q", e.args()[3], key)
+	}
+	if got, ok := e.args()[4].(string); !ok || got != key+":fenced" {
+		t.Errorf("fence key argument %#v, want the string %q", e.args()[4], key+":fenced")
+	}
+	c := newSet(key, keystore.Fingerprint{1}, 2, "60000")
+	if got, ok := c.a[1].(string); !ok || got != key {
+		t.Errorf("SET key argument %#v, want the string %q", c.a[1], key)
+	}
+	var dst any
+	if n := testing.AllocsPerRun(100, func() { boxString(&dst, &key) }); n != 0 {
+		t.Errorf("boxString: %v allocations, want 0", n)
+	}
+	if dst != any(key) {
+		t.Errorf("boxString: %#v, want %q", dst, key)
+	}
+}
+
+// newClaimSet builds the Redis key Store.RedisKey does, in the arguments'
+// memory when it fits and on its own when it does not.
+func TestNewClaimSetKey(t *testing.T) {
+	s := &Store{prefix: "geoidem:test:"}
+	for _, key := range []string{"", "k", strings.Repeat("a", 64), strings.Repeat("b", 200)} {
+		c, rkey := newClaimSet(s.prefix, key)
+		if want := s.RedisKey(key); rkey != want {
+			t.Errorf("key of %d bytes: %q, want %q", len(key), rkey, want)
+		}
+		c.set(rkey, keystore.Fingerprint{1}, 2, "60000")
+		if got, ok := c.a[1].(string); !ok || got != s.RedisKey(key) {
+			t.Errorf("key of %d bytes: SET key argument %#v", len(key), c.a[1])
 		}
 	}
 }

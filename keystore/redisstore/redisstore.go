@@ -202,15 +202,22 @@ func (c *boxCache) get(ms int64) any {
 // in-flight and completed values and run completeOwnScript. A Complete that
 // finds no fingerprint (the claim was made by another Store or process, or
 // the cache was cleared) runs completeScript, which reads the fingerprint
-// from Redis: the cache saves Redis work, it never decides an outcome.
+// from Redis: the cache saves Redis work, it never decides an outcome. It
+// keeps the claim's Redis key too (when the claim had it), so that the
+// Complete or Release need not build it again.
 type fpCache struct {
 	mu sync.Mutex
-	m  map[fpKey]keystore.Fingerprint
+	m  map[fpKey]fpEntry
 }
 
 type fpKey struct {
 	key   string
 	token keystore.Token
+}
+
+type fpEntry struct {
+	fp   keystore.Fingerprint
+	rkey string // Store.RedisKey(key), or empty
 }
 
 // fpCacheMax bounds the fingerprints a Store remembers. Claims that are
@@ -219,24 +226,26 @@ type fpKey struct {
 // and the claims it held complete through completeScript.
 const fpCacheMax = 1 << 14
 
-func (c *fpCache) put(key string, token keystore.Token, fp keystore.Fingerprint) {
+// put remembers fp, the fingerprint of key's claim by token, and rkey,
+// key's Redis key (or "" when the claim did not build it).
+func (c *fpCache) put(key string, token keystore.Token, fp keystore.Fingerprint, rkey string) {
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= fpCacheMax {
-		c.m = make(map[fpKey]keystore.Fingerprint)
+		c.m = make(map[fpKey]fpEntry)
 	}
-	c.m[fpKey{key, token}] = fp
+	c.m[fpKey{key, token}] = fpEntry{fp, rkey}
 	c.mu.Unlock()
 }
 
-// take returns and forgets the fingerprint of key's claim by token.
-func (c *fpCache) take(key string, token keystore.Token) (keystore.Fingerprint, bool) {
+// take returns and forgets what put remembered of key's claim by token.
+func (c *fpCache) take(key string, token keystore.Token) (fpEntry, bool) {
 	c.mu.Lock()
-	fp, ok := c.m[fpKey{key, token}]
+	e, ok := c.m[fpKey{key, token}]
 	if ok {
 		delete(c.m, fpKey{key, token})
 	}
 	c.mu.Unlock()
-	return fp, ok
+	return e, ok
 }
 
 var (
@@ -381,9 +390,13 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if _, err := record.Check(rec); err != nil {
 		return fmt.Errorf("redisstore: complete: %w", err)
 	}
-	rkey := s.RedisKey(key)
 	var n int64
-	if fp, ok := s.fps.take(key, token); ok {
+	cached, ok := s.fps.take(key, token)
+	rkey := cached.rkey
+	if rkey == "" {
+		rkey = s.RedisKey(key)
+	}
+	if fp := cached.fp; ok {
 		// The in-flight value and the completed one share one allocation.
 		const head = 1 + len(keystore.Fingerprint{}) + 8
 		buf := make([]byte, 0, 2*head+len(rec))
@@ -438,9 +451,13 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("redisstore: release: %w", err)
 	}
-	s.fps.take(key, token)
+	cached, _ := s.fps.take(key, token)
+	rkey := cached.rkey
+	if rkey == "" {
+		rkey = s.RedisKey(key)
+	}
 	tok := tokenBytes(token)
-	n, err := s.run(ctx, releaseScript, newEval(releaseScript, scriptKeys(s.RedisKey(key))...).bytes(tok[:]).arg(graceArg)).Int64()
+	n, err := s.run(ctx, releaseScript, newEval(releaseScript, scriptKeys(rkey)...).bytes(tok[:]).arg(graceArg)).Int64()
 	if err != nil {
 		return opError(ctx, "release", err)
 	}
@@ -477,7 +494,8 @@ func hasFence(rkey string) bool {
 // through the batcher when there is one, falling back to EVAL when the
 // node lacks the script (NOSCRIPT), as redis.Script.Run does.
 func (s *Store) run(ctx context.Context, script luaScript, e *evalArgs) *redis.Cmd {
-	cmd := redis.NewCmd(ctx, e.args()...)
+	e.cmd = *redis.NewCmd(ctx, e.args()...)
+	cmd := &e.cmd
 	if e.hasKeys() {
 		cmd.SetFirstKeyPos(3)
 	}
