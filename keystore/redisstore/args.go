@@ -12,12 +12,10 @@ import (
 // keys, then the arguments, byte strings among them boxed as pointers
 // into it (bytesArg, which go-redis writes through MarshalBinary), where
 // a []byte in an interface is an allocation of its own. Keys stay
-// strings: go-redis reads a Cluster's or Ring's slot from them; their
-// headers are kept in k, which their interfaces point to (boxString).
+// strings: go-redis reads a Cluster's or Ring's slot from them.
 type evalArgs struct {
 	a  [3 + maxEvalArgs]any
 	n  int
-	k  [3]string
 	b  [2]bytesArg
 	nb int
 	v  [1 + len(keystore.Fingerprint{}) + 8]byte // an in-flight value (inFlightValue)
@@ -41,39 +39,12 @@ func newEval(script luaScript, keys ...string) *evalArgs {
 	e := new(evalArgs)
 	e.a[0], e.a[1], e.a[2] = "evalsha", script.sha, len(keys)
 	e.n = 3
-	for i, k := range keys {
-		if i < len(e.k) {
-			e.k[i] = k
-			boxString(&e.a[e.n], &e.k[i])
-		} else {
-			e.a[e.n] = k
-		}
+	for _, k := range keys {
+		e.a[e.n] = k
 		e.n++
 	}
 	return e
 }
-
-// boxString sets *dst to the string *s, as any(*s) would, but with *s
-// itself, not a copy of it on the heap, as the interface's value: boxing a
-// string that is not a constant allocates its header, and a key is
-// boxed for every command. *s must not change while *dst is in use; a
-// string in an interface is read only, so nothing else can change it.
-func boxString(dst *any, s *string) {
-	*(*eface)(unsafe.Pointer(dst)) = eface{typ: stringType, data: unsafe.Pointer(s)}
-}
-
-// eface is the layout of an interface without methods, as the runtime
-// keeps it: the dynamic type, and a pointer to the value.
-type eface struct {
-	typ  unsafe.Pointer
-	data unsafe.Pointer
-}
-
-// stringType is the dynamic type of a string in an interface.
-var stringType = func() unsafe.Pointer {
-	var v any = ""
-	return (*eface)(unsafe.Pointer(&v)).typ
-}()
 
 // bytes adds a byte string argument, which must stay unchanged until the
 // command is sent.
@@ -117,7 +88,7 @@ type setArgs struct {
 	a   [7]any
 	v   [1 + len(keystore.Fingerprint{}) + 8]byte
 	b   bytesArg
-	k   string // the key, which a[1] points to (boxString)
+	k   string // the key
 	cmd redis.StringCmd
 	kb  [128]byte // the key's bytes, when newClaimSet built it here
 }
@@ -143,8 +114,7 @@ func (c *setArgs) set(rkey string, fp keystore.Fingerprint, token keystore.Token
 	c.v = inFlightValue(fp, token)
 	c.b = c.v[:]
 	c.k = rkey
-	c.a = [7]any{"set", nil, &c.b, "px", ttl, "nx", "get"}
-	boxString(&c.a[1], &c.k)
+	c.a = [7]any{"set", c.k, &c.b, "px", ttl, "nx", "get"}
 	return c
 }
 
