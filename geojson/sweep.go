@@ -170,6 +170,40 @@ func (s *sweeper) run() *sweepFault {
 	}
 	for e := 0; e < len(s.evs); {
 		p := s.evs[e].p
+		if e+1 == len(s.evs) || s.evs[e+1].p != p {
+			// A vertex alone at its point, the usual case: its two
+			// segments are sorted into ending and starting here, not
+			// in event.
+			v := s.evs[e].v
+			e++
+			w := s.prevSeg(v)
+			vEnds, wEnds := s.segs[v].b == p, s.segs[w].b == p
+			s.ends, s.starts = s.ends[:0], s.starts[:0]
+			switch {
+			case vEnds != wEnds && !s.passed:
+				ending, starting := v, w
+				if wEnds {
+					ending, starting = w, v
+				}
+				if f := s.passOn(ending, starting); f != nil {
+					return f
+				}
+				continue
+			case vEnds && wEnds:
+				s.ends = append(s.ends, v, w)
+			case !vEnds && !wEnds:
+				s.starts = append(s.starts, v, w)
+			case vEnds:
+				s.ends, s.starts = append(s.ends, v), append(s.starts, w)
+			default:
+				s.ends, s.starts = append(s.ends, w), append(s.starts, v)
+			}
+			s.vbuf = append(s.vbuf[:0], v)
+			if f := s.eventAt(p, s.vbuf); f != nil {
+				return f
+			}
+			continue
+		}
 		s.vbuf = s.vbuf[:0]
 		for ; e < len(s.evs) && s.evs[e].p == p; e++ {
 			s.vbuf = append(s.vbuf, s.evs[e].v)
@@ -199,6 +233,12 @@ func (s *sweeper) event(p pt, grp []int32) *sweepFault {
 			}
 		}
 	}
+	return s.eventAt(p, grp)
+}
+
+// eventAt is event once s.ends and s.starts hold the segments of grp
+// that end at p and that start there, in the order event puts them.
+func (s *sweeper) eventAt(p pt, grp []int32) *sweepFault {
 	var below, above int32
 	switch len(s.ends) {
 	case 1:
@@ -315,6 +355,34 @@ func (s *sweeper) event(p pt, grp []int32) *sweepFault {
 			}
 		}
 		t = u
+	}
+	return nil
+}
+
+// passOn is event for a vertex alone at its point where its ring passes
+// on, segment ending ending there and starting starting, when no other
+// segment passes through the point (!s.passed): starting takes the
+// place of ending in the status, and only its new neighbours are
+// tested, which is what event does in this case, without its general
+// steps.
+func (s *sweeper) passOn(ending, starting int32) *sweepFault {
+	// The ring's parent is known: it was found at the ring's least
+	// vertex, where both its segments start, before this one.
+	s.replace(ending, starting)
+	below, above := s.prev(starting), s.next(starting)
+	if below != nilNode {
+		if s.verify && s.cmpSeg(below, starting) >= 0 {
+			s.inconsistent++
+		}
+		if f := s.check(below, starting); f != nil {
+			return f
+		}
+	}
+	if above != nilNode {
+		if s.verify && s.cmpSeg(starting, above) >= 0 {
+			s.inconsistent++
+		}
+		return s.check(starting, above)
 	}
 	return nil
 }
