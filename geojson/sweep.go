@@ -170,7 +170,7 @@ func (s *sweeper) run() *sweepFault {
 	}
 	for e := 0; e < len(s.evs); {
 		p := s.evs[e].p
-		if e+1 == len(s.evs) || s.evs[e+1].p != p {
+		if !s.general && (e+1 == len(s.evs) || s.evs[e+1].p != p) {
 			// A vertex alone at its point, the usual case: its two
 			// segments are sorted into ending and starting here, not
 			// in event.
@@ -190,9 +190,25 @@ func (s *sweeper) run() *sweepFault {
 				}
 				continue
 			case vEnds && wEnds:
+				if !s.passed {
+					if f, ok := s.endPair(v, w); ok {
+						if f != nil {
+							return f
+						}
+						continue
+					}
+				}
 				s.ends = append(s.ends, v, w)
 			case !vEnds && !wEnds:
 				s.starts = append(s.starts, v, w)
+				if !s.passed {
+					if f, ok := s.startPair(p); ok {
+						if f != nil {
+							return f
+						}
+						continue
+					}
+				}
 			case vEnds:
 				s.ends, s.starts = append(s.ends, v), append(s.starts, w)
 			default:
@@ -316,22 +332,8 @@ func (s *sweeper) eventAt(p pt, grp []int32) *sweepFault {
 	// face just outside the ring, and the segment below that face says
 	// which ring encloses it.
 	for _, sg := range s.starts {
-		r := s.segs[sg].ring
-		if s.parent[r] != unknownParent {
-			continue
-		}
-		t := s.prev(sg)
-		switch {
-		case t == nilNode:
-			s.parent[r] = -1
-		default:
-			tr := s.segs[t].ring
-			forward := s.vertex(tr, s.segs[t].k) == s.segs[t].a
-			if forward == s.ccw[tr] { // tr's interior lies above t
-				s.parent[r] = tr
-			} else {
-				s.parent[r] = s.parent[tr]
-			}
+		if s.parent[s.segs[sg].ring] == unknownParent {
+			s.findParent(sg)
 		}
 	}
 	// Test every pair that became neighbours, from below to above.
@@ -357,6 +359,102 @@ func (s *sweeper) eventAt(p pt, grp []int32) *sweepFault {
 		t = u
 	}
 	return nil
+}
+
+// findParent sets the parent of the ring of sg, the lower of the two
+// segments starting at the ring's least vertex, just inserted.
+func (s *sweeper) findParent(sg int32) {
+	r := s.segs[sg].ring
+	t := s.prev(sg)
+	switch {
+	case t == nilNode:
+		s.parent[r] = -1
+	default:
+		tr := s.segs[t].ring
+		forward := s.vertex(tr, s.segs[t].k) == s.segs[t].a
+		if forward == s.ccw[tr] { // tr's interior lies above t
+			s.parent[r] = tr
+		} else {
+			s.parent[r] = s.parent[tr]
+		}
+	}
+}
+
+// endPair is event for a vertex alone at its point where both its
+// segments, v and w, end, when no other segment passes through the point
+// (!s.passed) and the two are neighbours in the status, the usual case:
+// they leave it, and the two segments around them, now neighbours, are
+// tested. It reports false, having done nothing, when v and w are not
+// neighbours.
+func (s *sweeper) endPair(v, w int32) (*sweepFault, bool) {
+	a0, a1 := s.at[v], s.at[w]
+	if a0.b != a1.b || (a0.i+1 != a1.i && a1.i+1 != a0.i) {
+		return nil, false
+	}
+	lo, hi := v, w
+	if a1.i < a0.i {
+		lo, hi = w, v
+	}
+	below, above := s.prev(lo), s.next(hi)
+	s.unplace(s.at[lo], 2)
+	if below == nilNode || above == nilNode {
+		return nil, true
+	}
+	if s.verify && s.cmpSeg(below, above) >= 0 {
+		s.inconsistent++
+	}
+	return s.check(below, above), true
+}
+
+// startPair is event for a vertex alone at its point where both its
+// segments start, s.starts, when no other segment passes through the
+// point (!s.passed): they go in between the segments just below and
+// above the point, and the new pairs of neighbours are tested. It
+// reports false, having done nothing, when a segment passes through the
+// point after all.
+func (s *sweeper) startPair(p pt) (*sweepFault, bool) {
+	var below, above int32
+	s.onBuf, below, above = s.locateHinted(p, s.onBuf[:0])
+	if len(s.onBuf) > 0 {
+		return nil, false
+	}
+	// Both start at p, so cmpSeg is decided by one orientation (or, when
+	// it is 0, by its tie-breaks). They are consecutive segments of one
+	// ring, so they meet only at p unless they are collinear.
+	lo, hi := s.starts[0], s.starts[1]
+	a, b := &s.segs[lo], &s.segs[hi]
+	o := orient(b.a, b.b, a.b)
+	if o > 0 || o == 0 && s.cmpSeg(lo, hi) > 0 {
+		lo, hi = hi, lo
+		s.starts[0], s.starts[1] = lo, hi
+	}
+	s.insertRun(s.starts, below)
+	if s.parent[a.ring] == unknownParent {
+		s.findParent(lo)
+	}
+	if below != nilNode {
+		if s.verify && s.cmpSeg(below, lo) >= 0 {
+			s.inconsistent++
+		}
+		if f := s.check(below, lo); f != nil {
+			return f, true
+		}
+	}
+	if s.verify && s.cmpSeg(lo, hi) >= 0 {
+		s.inconsistent++
+	}
+	if o == 0 {
+		if f := s.check(lo, hi); f != nil {
+			return f, true
+		}
+	}
+	if above != nilNode {
+		if s.verify && s.cmpSeg(hi, above) >= 0 {
+			s.inconsistent++
+		}
+		return s.check(hi, above), true
+	}
+	return nil, true
 }
 
 // passOn is event for a vertex alone at its point where its ring passes

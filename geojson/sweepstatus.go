@@ -240,21 +240,23 @@ func (s *sweeper) split(b, i int32) (int32, int32) {
 // place puts xs at index i of block b, which has room for them.
 func (s *sweeper) place(b, i int32, xs []int32) {
 	k := int32(len(xs))
-	n := s.nodes[b].n
+	nd := &s.nodes[b]
+	n := nd.n
 	o := int(b) * blockCap
-	it := s.bitems[o : o+int(n+k)]
-	if i < n {
-		copy(it[i+k:], it[i:n])
-	}
+	it := s.bitems[o : o+blockCap]
 	at := s.at
+	// Shift the segments from i up by k, one at a time (a block is
+	// short: a call of copy costs more), updating their slots.
+	for j := n + k - 1; j >= i+k; j-- {
+		y := it[j-k]
+		it[j] = y
+		at[y].i = j
+	}
 	for j, x := range xs {
 		it[int(i)+j] = x
 		at[x] = slot{b, i + int32(j)}
 	}
-	for j := i + k; j < n+k; j++ {
-		at[it[j]].i = j
-	}
-	s.nodes[b].n = n + k
+	nd.n = n + k
 }
 
 // remove unlinks active segment x.
@@ -292,11 +294,10 @@ func (s *sweeper) unplace(a slot, k int32) {
 		s.unlinkBlock(a.b)
 		return
 	}
-	if a.i+k < n {
-		copy(it[a.i:], it[a.i+k:])
-	}
 	for j := a.i; j < n-k; j++ {
-		at[it[j]].i = j
+		y := it[j+k]
+		it[j] = y
+		at[y].i = j
 	}
 	s.nodes[a.b].n = n - k
 }
