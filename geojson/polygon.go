@@ -158,16 +158,3 @@ func (p *parser) checkPolygons(g *gnode) {
 		}
 	}
 }
-
-// ringCCW reports whether a simple ring is counterclockwise, exactly: the
-// turn at its lexicographically smallest vertex, which is convex.
-func ringCCW(ring []pt) bool {
-	m := 0
-	for i, v := range ring {
-		if less(v, ring[m]) {
-			m = i
-		}
-	}
-	n := len(ring)
-	return orient(ring[(m+n-1)%n], ring[m], ring[(m+1)%n]) > 0
-}

@@ -124,36 +124,43 @@ func (s *sweeper) run() *sweepFault {
 	for _, ring := range s.rings {
 		n += len(ring)
 	}
-	s.segs = slices.Grow(s.segs[:0], n)
+	// Segment k of ring r joins vertices k and k+1; vertex k of ring r
+	// has global id segOff[r]+k, like segment (r, k). One pass makes the
+	// segments, the events and the segments' empty slots (resetStatus).
+	segs := slices.Grow(s.segs[:0], n)[:n]
+	evs := slices.Grow(s.evs[:0], n)[:n]
+	at := slices.Grow(s.at[:0], n)[:n]
 	s.segOff = s.segOff[:0]
+	i := 0
 	for r, ring := range s.rings {
-		s.segOff = append(s.segOff, len(s.segs))
-		for k := range ring {
-			a, b := ring[k], ring[0]
-			if k+1 < len(ring) {
-				b = ring[k+1]
-			}
-			if less(b, a) {
-				a, b = b, a
-			}
-			s.segs = append(s.segs, seg{a: a, b: b, ring: int32(r), k: int32(k)})
+		s.segOff = append(s.segOff, i)
+		if len(ring) == 0 {
+			continue
 		}
-	}
-	s.segOff = append(s.segOff, len(s.segs))
-	// Vertex v of ring r has global id segOff[r]+v, like segment (r, v).
-	s.evs = slices.Grow(s.evs[:0], len(s.segs))
-	for r, ring := range s.rings {
-		off := s.segOff[r]
-		for k, v := range ring {
-			s.evs = append(s.evs, event{v, int32(off + k)})
+		b := ring[0]
+		for k := len(ring) - 1; k >= 0; k-- {
+			a, hi := ring[k], b
+			b = a
+			lo := a
+			if less(hi, lo) {
+				lo, hi = hi, lo
+			}
+			j := i + k
+			segs[j] = seg{a: lo, b: hi, ring: int32(r), k: int32(k)}
+			evs[j] = event{a, int32(j)}
+			at[j] = slot{nilNode, 0}
 		}
+		i += len(ring)
 	}
+	s.segOff = append(s.segOff, i)
+	s.segs, s.at = segs, at
+	s.evs = evs
 	s.sortEvents()
-	s.resetStatus(len(s.segs))
+	s.resetBlocks()
 	s.ccw = slices.Grow(s.ccw[:0], len(s.rings))
 	s.parent = slices.Grow(s.parent[:0], len(s.rings))
-	for _, ring := range s.rings {
-		s.ccw = append(s.ccw, ringCCW(ring))
+	for range s.rings {
+		s.ccw = append(s.ccw, false) // found with the parent
 		s.parent = append(s.parent, unknownParent)
 	}
 	s.mark = slices.Grow(s.mark[:0], len(s.rings))
@@ -365,6 +372,14 @@ func (s *sweeper) eventAt(p pt, grp []int32) *sweepFault {
 // segments starting at the ring's least vertex, just inserted.
 func (s *sweeper) findParent(sg int32) {
 	r := s.segs[sg].ring
+	// The ring turns at its least vertex, which is convex, as it turns
+	// everywhere.
+	m := s.segs[sg].k
+	if s.vertex(r, m) != s.segs[sg].a {
+		m++
+	}
+	n := int32(len(s.rings[r]))
+	s.ccw[r] = orient(s.vertex(r, m+n-1), s.vertex(r, m), s.vertex(r, m+1)) > 0
 	t := s.prev(sg)
 	switch {
 	case t == nilNode:
@@ -413,8 +428,31 @@ func (s *sweeper) endPair(v, w int32) (*sweepFault, bool) {
 // reports false, having done nothing, when a segment passes through the
 // point after all.
 func (s *sweeper) startPair(p pt) (*sweepFault, bool) {
+	// locateHinted, for these two starting segments of one ring: the
+	// hints are the segment after the later one and the one before the
+	// earlier one (s.starts[1] is the segment before s.starts[0]).
+	v, w := s.starts[0], s.starts[1]
+	r := s.segs[v].ring
+	first, end := int32(s.segOff[r]), int32(s.segOff[r+1])
+	h1, h2 := v+1, w-1
+	if h1 == end {
+		h1 = first
+	}
+	if h2 < first {
+		h2 = end - 1
+	}
 	var below, above int32
-	s.onBuf, below, above = s.locateHinted(p, s.onBuf[:0])
+	ok := false
+	for _, h := range [2]int32{h1, h2} {
+		if s.active(h) {
+			if s.onBuf, below, above, ok = s.locateNear(h, p, s.onBuf[:0]); ok {
+				break
+			}
+		}
+	}
+	if !ok {
+		s.onBuf, below, above = s.locate(p, s.onBuf[:0])
+	}
 	if len(s.onBuf) > 0 {
 		return nil, false
 	}
@@ -494,16 +532,38 @@ func (s *sweeper) prevSeg(v int32) int32 {
 	return v - 1
 }
 
-// check tests neighbouring segments i and j for a forbidden contact.
+// check tests neighbouring segments i and j (active, not nilNode) for a
+// forbidden contact.
 func (s *sweeper) check(i, j int32) *sweepFault {
-	if i == nilNode || j == nilNode {
-		return nil
-	}
 	a, b := &s.segs[i], &s.segs[j]
-	if a.ring == b.ring && s.apartButOneVertex(a, b) {
+	if a.ring == b.ring {
+		// Consecutive and not collinear, they meet only at their common
+		// vertex, which one orientation test shows (intersect takes
+		// four).
+		n := int32(len(s.rings[a.ring]))
+		switch {
+		case follows(a.k, b.k, n): // b leaves a's end for vertex b.k+1
+			if orient(a.a, a.b, s.vertex(b.ring, b.k+1)) != 0 {
+				return nil
+			}
+		case follows(b.k, a.k, n):
+			if orient(b.a, b.b, s.vertex(a.ring, a.k+1)) != 0 {
+				return nil
+			}
+		}
+	}
+	// The first step of intersect, here: most pairs end with it.
+	o1, o2 := orient(a.a, a.b, b.a), orient(a.a, a.b, b.b)
+	if o1*o2 > 0 {
 		return nil
 	}
-	c, q := intersect(a.a, a.b, b.a, b.b)
+	return s.contact(a, b, o1, o2)
+}
+
+// contact is check for segments a and b, not apart by one orientation
+// test on a's line (o1 and o2, the sides of b.a and b.b).
+func (s *sweeper) contact(a, b *seg, o1, o2 int) *sweepFault {
+	c, q := intersectFrom(a.a, a.b, b.a, b.b, o1, o2)
 	if c == cNone {
 		return nil
 	}
@@ -544,18 +604,4 @@ func (s *sweeper) check(i, j int32) *sweepFault {
 		r, k = a.ring, a.k
 	}
 	return &sweepFault{rule: rule, ring: int(r), k: int(k), ring2: int(min(a.ring, b.ring)), msg: msg}
-}
-
-// apartButOneVertex reports whether a and b, segments of one ring, are
-// consecutive and not collinear: they then meet only at their common
-// vertex, which one orientation test shows (intersect takes four).
-func (s *sweeper) apartButOneVertex(a, b *seg) bool {
-	n := int32(len(s.rings[a.ring]))
-	switch {
-	case follows(a.k, b.k, n): // b leaves a's end for vertex b.k+1
-		return orient(a.a, a.b, s.vertex(b.ring, b.k+1)) != 0
-	case follows(b.k, a.k, n):
-		return orient(b.a, b.b, s.vertex(a.ring, a.k+1)) != 0
-	}
-	return false
 }

@@ -230,6 +230,9 @@ func compareSweep(t *testing.T, rings [][]pt, poly []int) {
 	}
 	want2 := naiveParents(rings)
 	for r := range rings {
+		if s.ccw[r] != ringCCW(rings[r]) {
+			t.Fatalf("ring %d: sweep found counterclockwise %v, ringCCW %v, for rings %v", r, s.ccw[r], ringCCW(rings[r]), rings)
+		}
 		if int(s.parent[r]) != want2[r] {
 			t.Fatalf("ring %d: sweep parent %d, all-pairs parent %d, for rings %v", r, s.parent[r], want2[r], rings)
 		}
@@ -703,4 +706,18 @@ func TestMergeRuns(t *testing.T) {
 			}
 		}
 	}
+}
+
+// ringCCW is the reference for sweeper.ccw: it reports whether a simple
+// ring is counterclockwise, exactly: the turn at its lexicographically
+// smallest vertex, which is convex.
+func ringCCW(ring []pt) bool {
+	m := 0
+	for i, v := range ring {
+		if less(v, ring[m]) {
+			m = i
+		}
+	}
+	n := len(ring)
+	return orient(ring[(m+n-1)%n], ring[m], ring[(m+1)%n]) > 0
 }

@@ -49,6 +49,11 @@ func (s *sweeper) resetStatus(nseg int) {
 	for i := range s.at {
 		s.at[i] = slot{nilNode, 0}
 	}
+	s.resetBlocks()
+}
+
+// resetBlocks empties the status blocks.
+func (s *sweeper) resetBlocks() {
 	s.nodes, s.bitems, s.bfree = s.nodes[:0], s.bitems[:0], s.bfree[:0]
 	s.root, s.head = nilNode, nilNode
 }
