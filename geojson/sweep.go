@@ -403,15 +403,27 @@ func (s *sweeper) findParent(sg int32) {
 // neighbours.
 func (s *sweeper) endPair(v, w int32) (*sweepFault, bool) {
 	a0, a1 := s.at[v], s.at[w]
-	if a0.b != a1.b || (a0.i+1 != a1.i && a1.i+1 != a0.i) {
-		return nil, false
+	var below, above int32
+	if a0.b == a1.b && (a0.i+1 == a1.i || a1.i+1 == a0.i) {
+		lo, hi := v, w
+		if a1.i < a0.i {
+			lo, hi = w, v
+		}
+		below, above = s.prev(lo), s.next(hi)
+		s.unplace(s.at[lo], 2)
+	} else {
+		// Neighbours across two blocks, or not neighbours.
+		lo, hi := v, w
+		if s.next(v) != w {
+			if s.next(w) != v {
+				return nil, false
+			}
+			lo, hi = w, v
+		}
+		below, above = s.prev(lo), s.next(hi)
+		s.remove(lo) // in another block than hi, whose slot stays
+		s.remove(hi)
 	}
-	lo, hi := v, w
-	if a1.i < a0.i {
-		lo, hi = w, v
-	}
-	below, above := s.prev(lo), s.next(hi)
-	s.unplace(s.at[lo], 2)
 	if below == nilNode || above == nilNode {
 		return nil, true
 	}
