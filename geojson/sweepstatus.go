@@ -24,8 +24,11 @@ import (
 //
 // The block tree is in sweepavl.go, point location in sweeplocate.go.
 
-// blockCap is the capacity of a status block, in segments.
+// blockCap is the capacity of a status block, in segments: a power of
+// two, so that masking an index with blockCap-1 keeps it in a block.
 const blockCap = 32
+
+var _ = [1]int{}[blockCap&(blockCap-1)] // blockCap is a power of two
 
 // tnode is a status block: its AVL node (node i is block i), its place
 // in the list of blocks, and how many segments it holds (at
@@ -248,13 +251,14 @@ func (s *sweeper) place(b, i int32, xs []int32) {
 	nd := &s.nodes[b]
 	n := nd.n
 	o := int(b) * blockCap
-	it := s.bitems[o : o+blockCap]
+	it := (*[blockCap]int32)(s.bitems[o : o+blockCap])
 	at := s.at
 	// Shift the segments from i up by k, one at a time (a block is
-	// short: a call of copy costs more), updating their slots.
+	// short: a call of copy costs more), updating their slots. The
+	// masks, no-ops, spare the bounds checks.
 	for j := n + k - 1; j >= i+k; j-- {
-		y := it[j-k]
-		it[j] = y
+		y := it[(j-k)&(blockCap-1)]
+		it[j&(blockCap-1)] = y
 		at[y].i = j
 	}
 	for j, x := range xs {
@@ -290,18 +294,18 @@ func (s *sweeper) removeRun(xs []int32) {
 func (s *sweeper) unplace(a slot, k int32) {
 	o := int(a.b) * blockCap
 	n := s.nodes[a.b].n
-	it := s.bitems[o : o+int(n)]
+	it := (*[blockCap]int32)(s.bitems[o : o+blockCap])
 	at := s.at
-	for _, x := range it[a.i : a.i+k] {
-		at[x].b = nilNode
+	for j := a.i; j < a.i+k; j++ {
+		at[it[j&(blockCap-1)]].b = nilNode
 	}
 	if n == k {
 		s.unlinkBlock(a.b)
 		return
 	}
 	for j := a.i; j < n-k; j++ {
-		y := it[j+k]
-		it[j] = y
+		y := it[(j+k)&(blockCap-1)]
+		it[j&(blockCap-1)] = y
 		at[y].i = j
 	}
 	s.nodes[a.b].n = n - k
