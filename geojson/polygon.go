@@ -67,14 +67,23 @@ func (p *parser) checkPolygons(g *gnode) {
 			}
 			to := g.ends[r] - 1 // drop the closing position
 			start := len(s.pts)
-			for i := from; i < to; i++ {
+			// Written by index into the room grown above (at most
+			// g.npos positions in all), each unless it repeats the last.
+			pts, ob := s.pts[:cap(s.pts)], origs[:cap(origs)]
+			w := start
+			if from < to {
+				pts[w], ob[w] = pt{a[from*st], a[from*st+1]}, 0
+				w++
+			}
+			for i := from + 1; i < to; i++ {
 				v := pt{a[i*st], a[i*st+1]}
-				if len(s.pts) > start && s.pts[len(s.pts)-1] == v {
+				if pts[w-1] == v {
 					continue
 				}
-				s.pts = append(s.pts, v)
-				origs = append(origs, int32(i-from))
+				pts[w], ob[w] = v, int32(i-from)
+				w++
 			}
+			s.pts, origs = pts[:w], ob[:w]
 			ring, orig := s.pts[start:len(s.pts):len(s.pts)], origs[start:len(origs):len(origs)]
 			for len(ring) > 1 && ring[len(ring)-1] == ring[0] {
 				ring, orig = ring[:len(ring)-1], orig[:len(orig)-1]
@@ -157,17 +166,4 @@ func (p *parser) checkPolygons(g *gnode) {
 			}
 		}
 	}
-}
-
-// ringCCW reports whether a simple ring is counterclockwise, exactly: the
-// turn at its lexicographically smallest vertex, which is convex.
-func ringCCW(ring []pt) bool {
-	m := 0
-	for i, v := range ring {
-		if less(v, ring[m]) {
-			m = i
-		}
-	}
-	n := len(ring)
-	return orient(ring[(m+n-1)%n], ring[m], ring[(m+1)%n]) > 0
 }

@@ -84,7 +84,12 @@ const (
 // intersect classifies how segments ab and cd meet, exactly. For cTouch
 // it also returns the common point.
 func intersect(a, b, c, d pt) (contact, pt) {
-	o1, o2 := orient(a, b, c), orient(a, b, d)
+	return intersectFrom(a, b, c, d, orient(a, b, c), orient(a, b, d))
+}
+
+// intersectFrom is intersect given o1 = orient(a, b, c) and o2 =
+// orient(a, b, d).
+func intersectFrom(a, b, c, d pt, o1, o2 int) (contact, pt) {
 	if o1*o2 > 0 {
 		return cNone, pt{}
 	}

@@ -17,6 +17,9 @@ func (s *sweeper) sortEvents() {
 		sortEventsCmp(s.evs)
 		return
 	}
+	if !s.general && s.mergeRuns() {
+		return
+	}
 	lo, hi := s.evs[0].p.x, s.evs[0].p.x
 	for _, e := range s.evs {
 		lo, hi = min(lo, e.p.x), max(hi, e.p.x)
@@ -66,6 +69,83 @@ func (s *sweeper) sortEvents() {
 	}
 	s.count, s.bk = end, bk
 	s.evs, s.evs2 = out, s.evs
+}
+
+// maxRunsShare is the fewest events per run, on average, for which
+// mergeRuns sorts: with fewer, the bucket sort is faster.
+const maxRunsShare = 16
+
+// mergeRuns sorts s.evs, if it is a few long monotone runs (a ring's
+// vertices mostly are, in a smooth ring: a convex ring is two), by
+// merging the runs, and reports whether it did: O(n log r) for r runs.
+// It finds the runs first, reversing the falling ones, and gives up when
+// they are too many (leaving s.evs permuted, which the bucket sort does
+// not mind).
+func (s *sweeper) mergeRuns() bool {
+	evs := s.evs
+	n := len(evs)
+	limit := n / maxRunsShare
+	ends := s.count[:0]
+	for i := 0; i < n; {
+		j := i + 1
+		if j < n && lessEvent(evs[j], evs[j-1]) {
+			for j < n && lessEvent(evs[j], evs[j-1]) {
+				j++
+			}
+			slices.Reverse(evs[i:j])
+		} else {
+			for j < n && lessEvent(evs[j-1], evs[j]) {
+				j++
+			}
+		}
+		if len(ends) == limit {
+			s.count = ends
+			return false
+		}
+		ends = append(ends, int32(j))
+		i = j
+	}
+	src, dst := evs, growEv(s.evs2, n)
+	for len(ends) > 1 {
+		// Merge runs 2k and 2k+1 of src into dst; a last odd run is
+		// copied.
+		w, from := 0, int32(0)
+		for k := 0; k < len(ends); k += 2 {
+			if k+1 == len(ends) {
+				copy(dst[from:], src[from:ends[k]])
+				ends[w] = ends[k]
+				w++
+				break
+			}
+			mergeEvents(dst[from:ends[k+1]], src[from:ends[k]], src[ends[k]:ends[k+1]])
+			ends[w] = ends[k+1]
+			from = ends[k+1]
+			w++
+		}
+		ends = ends[:w]
+		src, dst = dst, src
+	}
+	s.count = ends
+	s.evs, s.evs2 = src, dst
+	return true
+}
+
+// mergeEvents merges sorted a and b into out, len(a)+len(b) long, taking
+// from a first on ties.
+func mergeEvents(out, a, b []event) {
+	i, j, k := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		if lessEvent(b[j], a[i]) {
+			out[k] = b[j]
+			j++
+		} else {
+			out[k] = a[i]
+			i++
+		}
+		k++
+	}
+	k += copy(out[k:], a[i:])
+	copy(out[k:], b[j:])
 }
 
 func lessEvent(a, b event) bool {

@@ -90,6 +90,13 @@ type sweeper struct {
 
 	verify       bool // check the status order after every insertion
 	inconsistent int  // status order violations seen when verifying
+
+	// passed is set when a check found a segment touching another ring's
+	// segment at a point that is not an endpoint of both: only then can a
+	// segment of the status pass through a vertex (see event). general
+	// keeps it set, for tests that compare with the general path.
+	passed  bool
+	general bool
 }
 
 // vertex returns vertex k (mod n) of ring r, for 0 <= k < 2n.
@@ -117,36 +124,43 @@ func (s *sweeper) run() *sweepFault {
 	for _, ring := range s.rings {
 		n += len(ring)
 	}
-	s.segs = slices.Grow(s.segs[:0], n)
+	// Segment k of ring r joins vertices k and k+1; vertex k of ring r
+	// has global id segOff[r]+k, like segment (r, k). One pass makes the
+	// segments, the events and the segments' empty slots (resetStatus).
+	segs := slices.Grow(s.segs[:0], n)[:n]
+	evs := slices.Grow(s.evs[:0], n)[:n]
+	at := slices.Grow(s.at[:0], n)[:n]
 	s.segOff = s.segOff[:0]
+	i := 0
 	for r, ring := range s.rings {
-		s.segOff = append(s.segOff, len(s.segs))
-		for k := range ring {
-			a, b := ring[k], ring[0]
-			if k+1 < len(ring) {
-				b = ring[k+1]
-			}
-			if less(b, a) {
-				a, b = b, a
-			}
-			s.segs = append(s.segs, seg{a: a, b: b, ring: int32(r), k: int32(k)})
+		s.segOff = append(s.segOff, i)
+		if len(ring) == 0 {
+			continue
 		}
-	}
-	s.segOff = append(s.segOff, len(s.segs))
-	// Vertex v of ring r has global id segOff[r]+v, like segment (r, v).
-	s.evs = slices.Grow(s.evs[:0], len(s.segs))
-	for r, ring := range s.rings {
-		off := s.segOff[r]
-		for k, v := range ring {
-			s.evs = append(s.evs, event{v, int32(off + k)})
+		b := ring[0]
+		for k := len(ring) - 1; k >= 0; k-- {
+			a, hi := ring[k], b
+			b = a
+			lo := a
+			if less(hi, lo) {
+				lo, hi = hi, lo
+			}
+			j := i + k
+			segs[j] = seg{a: lo, b: hi, ring: int32(r), k: int32(k)}
+			evs[j] = event{a, int32(j)}
+			at[j] = slot{nilNode, 0}
 		}
+		i += len(ring)
 	}
+	s.segOff = append(s.segOff, i)
+	s.segs, s.at = segs, at
+	s.evs = evs
 	s.sortEvents()
-	s.resetStatus(len(s.segs))
+	s.resetBlocks()
 	s.ccw = slices.Grow(s.ccw[:0], len(s.rings))
 	s.parent = slices.Grow(s.parent[:0], len(s.rings))
-	for _, ring := range s.rings {
-		s.ccw = append(s.ccw, ringCCW(ring))
+	for range s.rings {
+		s.ccw = append(s.ccw, false) // found with the parent
 		s.parent = append(s.parent, unknownParent)
 	}
 	s.mark = slices.Grow(s.mark[:0], len(s.rings))
@@ -154,6 +168,7 @@ func (s *sweeper) run() *sweepFault {
 		s.mark = append(s.mark, 0)
 	}
 	s.evNum = 0
+	s.passed = s.general
 	// Union-find nodes: rings first, then one node per touch point per
 	// polygon, created on demand.
 	s.uf = slices.Grow(s.uf[:0], len(s.rings))
@@ -162,9 +177,65 @@ func (s *sweeper) run() *sweepFault {
 	}
 	for e := 0; e < len(s.evs); {
 		p := s.evs[e].p
+		if !s.general && (e+1 == len(s.evs) || s.evs[e+1].p != p) {
+			// A vertex alone at its point, the usual case: its two
+			// segments are sorted into ending and starting here, not
+			// in event.
+			v := s.evs[e].v
+			e++
+			w := s.prevSeg(v)
+			vEnds, wEnds := s.segs[v].b == p, s.segs[w].b == p
+			s.ends, s.starts = s.ends[:0], s.starts[:0]
+			switch {
+			case vEnds != wEnds && !s.passed:
+				ending, starting := v, w
+				if wEnds {
+					ending, starting = w, v
+				}
+				if f := s.passOn(ending, starting); f != nil {
+					return f
+				}
+				continue
+			case vEnds && wEnds:
+				if !s.passed {
+					if f, ok := s.endPair(v, w); ok {
+						if f != nil {
+							return f
+						}
+						continue
+					}
+				}
+				s.ends = append(s.ends, v, w)
+			case !vEnds && !wEnds:
+				s.starts = append(s.starts, v, w)
+				if !s.passed {
+					if f, ok := s.startPair(p); ok {
+						if f != nil {
+							return f
+						}
+						continue
+					}
+				}
+			case vEnds:
+				s.ends, s.starts = append(s.ends, v), append(s.starts, w)
+			default:
+				s.ends, s.starts = append(s.ends, w), append(s.starts, v)
+			}
+			s.vbuf = append(s.vbuf[:0], v)
+			if f := s.eventAt(p, s.vbuf); f != nil {
+				return f
+			}
+			continue
+		}
 		s.vbuf = s.vbuf[:0]
 		for ; e < len(s.evs) && s.evs[e].p == p; e++ {
 			s.vbuf = append(s.vbuf, s.evs[e].v)
+		}
+		if len(s.vbuf) > 1 {
+			// The sorts leave equal points in different orders: take
+			// them by id, so that the fault found does not depend on
+			// the sort.
+			slices.Sort(s.vbuf)
 		}
 		if f := s.event(p, s.vbuf); f != nil {
 			return f
@@ -185,8 +256,26 @@ func (s *sweeper) event(p pt, grp []int32) *sweepFault {
 			}
 		}
 	}
+	return s.eventAt(p, grp)
+}
+
+// eventAt is event once s.ends and s.starts hold the segments of grp
+// that end at p and that start there, in the order event puts them.
+func (s *sweeper) eventAt(p pt, grp []int32) *sweepFault {
 	var below, above int32
 	switch len(s.ends) {
+	case 1:
+		if !s.passed {
+			// No segment passes through p: a status segment passing
+			// through a vertex where another ends is next to one ending
+			// there (or to one crossing it, a fault found earlier), and
+			// check sets s.passed on their touch, found when they
+			// became neighbours.
+			x := s.ends[0]
+			s.onBuf, below, above = append(s.onBuf[:0], x), s.prev(x), s.next(x)
+			break
+		}
+		s.onBuf, below, above = s.around(s.ends[0], p, s.onBuf[:0])
 	case 2:
 		s.onBuf, below, above = s.aroundPair(s.ends[0], s.ends[1], p, s.onBuf[:0])
 	case 0:
@@ -250,22 +339,8 @@ func (s *sweeper) event(p pt, grp []int32) *sweepFault {
 	// face just outside the ring, and the segment below that face says
 	// which ring encloses it.
 	for _, sg := range s.starts {
-		r := s.segs[sg].ring
-		if s.parent[r] != unknownParent {
-			continue
-		}
-		t := s.prev(sg)
-		switch {
-		case t == nilNode:
-			s.parent[r] = -1
-		default:
-			tr := s.segs[t].ring
-			forward := s.vertex(tr, s.segs[t].k) == s.segs[t].a
-			if forward == s.ccw[tr] { // tr's interior lies above t
-				s.parent[r] = tr
-			} else {
-				s.parent[r] = s.parent[tr]
-			}
+		if s.parent[s.segs[sg].ring] == unknownParent {
+			s.findParent(sg)
 		}
 	}
 	// Test every pair that became neighbours, from below to above.
@@ -293,6 +368,173 @@ func (s *sweeper) event(p pt, grp []int32) *sweepFault {
 	return nil
 }
 
+// findParent sets the parent of the ring of sg, the lower of the two
+// segments starting at the ring's least vertex, just inserted.
+func (s *sweeper) findParent(sg int32) {
+	r := s.segs[sg].ring
+	// The ring turns at its least vertex, which is convex, as it turns
+	// everywhere.
+	m := s.segs[sg].k
+	if s.vertex(r, m) != s.segs[sg].a {
+		m++
+	}
+	n := int32(len(s.rings[r]))
+	s.ccw[r] = orient(s.vertex(r, m+n-1), s.vertex(r, m), s.vertex(r, m+1)) > 0
+	t := s.prev(sg)
+	switch {
+	case t == nilNode:
+		s.parent[r] = -1
+	default:
+		tr := s.segs[t].ring
+		forward := s.vertex(tr, s.segs[t].k) == s.segs[t].a
+		if forward == s.ccw[tr] { // tr's interior lies above t
+			s.parent[r] = tr
+		} else {
+			s.parent[r] = s.parent[tr]
+		}
+	}
+}
+
+// endPair is event for a vertex alone at its point where both its
+// segments, v and w, end, when no other segment passes through the point
+// (!s.passed) and the two are neighbours in the status, the usual case:
+// they leave it, and the two segments around them, now neighbours, are
+// tested. It reports false, having done nothing, when v and w are not
+// neighbours.
+func (s *sweeper) endPair(v, w int32) (*sweepFault, bool) {
+	a0, a1 := s.at[v], s.at[w]
+	var below, above int32
+	if a0.b == a1.b && (a0.i+1 == a1.i || a1.i+1 == a0.i) {
+		lo, hi := v, w
+		if a1.i < a0.i {
+			lo, hi = w, v
+		}
+		below, above = s.prev(lo), s.next(hi)
+		s.unplace(s.at[lo], 2)
+	} else {
+		// Neighbours across two blocks, or not neighbours.
+		lo, hi := v, w
+		if s.next(v) != w {
+			if s.next(w) != v {
+				return nil, false
+			}
+			lo, hi = w, v
+		}
+		below, above = s.prev(lo), s.next(hi)
+		s.remove(lo) // in another block than hi, whose slot stays
+		s.remove(hi)
+	}
+	if below == nilNode || above == nilNode {
+		return nil, true
+	}
+	if s.verify && s.cmpSeg(below, above) >= 0 {
+		s.inconsistent++
+	}
+	return s.check(below, above), true
+}
+
+// startPair is event for a vertex alone at its point where both its
+// segments start, s.starts, when no other segment passes through the
+// point (!s.passed): they go in between the segments just below and
+// above the point, and the new pairs of neighbours are tested. It
+// reports false, having done nothing, when a segment passes through the
+// point after all.
+func (s *sweeper) startPair(p pt) (*sweepFault, bool) {
+	// locateHinted, for these two starting segments of one ring: the
+	// hints are the segment after the later one and the one before the
+	// earlier one (s.starts[1] is the segment before s.starts[0]).
+	v, w := s.starts[0], s.starts[1]
+	r := s.segs[v].ring
+	first, end := int32(s.segOff[r]), int32(s.segOff[r+1])
+	h1, h2 := v+1, w-1
+	if h1 == end {
+		h1 = first
+	}
+	if h2 < first {
+		h2 = end - 1
+	}
+	var below, above int32
+	ok := false
+	for _, h := range [2]int32{h1, h2} {
+		if s.active(h) {
+			if s.onBuf, below, above, ok = s.locateNear(h, p, s.onBuf[:0]); ok {
+				break
+			}
+		}
+	}
+	if !ok {
+		s.onBuf, below, above = s.locate(p, s.onBuf[:0])
+	}
+	if len(s.onBuf) > 0 {
+		return nil, false
+	}
+	// Both start at p, so cmpSeg is decided by one orientation (or, when
+	// it is 0, by its tie-breaks). They are consecutive segments of one
+	// ring, so they meet only at p unless they are collinear.
+	lo, hi := s.starts[0], s.starts[1]
+	a, b := &s.segs[lo], &s.segs[hi]
+	o := orient(b.a, b.b, a.b)
+	if o > 0 || o == 0 && s.cmpSeg(lo, hi) > 0 {
+		lo, hi = hi, lo
+		s.starts[0], s.starts[1] = lo, hi
+	}
+	s.insertRun(s.starts, below)
+	if s.parent[a.ring] == unknownParent {
+		s.findParent(lo)
+	}
+	if below != nilNode {
+		if s.verify && s.cmpSeg(below, lo) >= 0 {
+			s.inconsistent++
+		}
+		if f := s.check(below, lo); f != nil {
+			return f, true
+		}
+	}
+	if s.verify && s.cmpSeg(lo, hi) >= 0 {
+		s.inconsistent++
+	}
+	if o == 0 {
+		if f := s.check(lo, hi); f != nil {
+			return f, true
+		}
+	}
+	if above != nilNode {
+		if s.verify && s.cmpSeg(hi, above) >= 0 {
+			s.inconsistent++
+		}
+		return s.check(hi, above), true
+	}
+	return nil, true
+}
+
+// passOn is event for a vertex alone at its point where its ring passes
+// on, segment ending ending there and starting starting, when no other
+// segment passes through the point (!s.passed): starting takes the
+// place of ending in the status, and only its new neighbours are
+// tested, which is what event does in this case, without its general
+// steps.
+func (s *sweeper) passOn(ending, starting int32) *sweepFault {
+	// The ring's parent is known: it was found at the ring's least
+	// vertex, where both its segments start, before this one.
+	s.replace(ending, starting)
+	below, above := s.prev(starting), s.next(starting)
+	if below != nilNode {
+		if s.verify && s.cmpSeg(below, starting) >= 0 {
+			s.inconsistent++
+		}
+		if f := s.check(below, starting); f != nil {
+			return f
+		}
+	}
+	if above != nilNode {
+		if s.verify && s.cmpSeg(starting, above) >= 0 {
+			s.inconsistent++
+		}
+		return s.check(starting, above)
+	}
+	return nil
+}
+
 // prevSeg returns the segment ending at vertex v (the one before it).
 func (s *sweeper) prevSeg(v int32) int32 {
 	r := s.segs[v].ring
@@ -302,16 +544,38 @@ func (s *sweeper) prevSeg(v int32) int32 {
 	return v - 1
 }
 
-// check tests neighbouring segments i and j for a forbidden contact.
+// check tests neighbouring segments i and j (active, not nilNode) for a
+// forbidden contact.
 func (s *sweeper) check(i, j int32) *sweepFault {
-	if i == nilNode || j == nilNode {
-		return nil
-	}
 	a, b := &s.segs[i], &s.segs[j]
-	if a.ring == b.ring && s.apartButOneVertex(a, b) {
+	if a.ring == b.ring {
+		// Consecutive and not collinear, they meet only at their common
+		// vertex, which one orientation test shows (intersect takes
+		// four).
+		n := int32(len(s.rings[a.ring]))
+		switch {
+		case follows(a.k, b.k, n): // b leaves a's end for vertex b.k+1
+			if orient(a.a, a.b, s.vertex(b.ring, b.k+1)) != 0 {
+				return nil
+			}
+		case follows(b.k, a.k, n):
+			if orient(b.a, b.b, s.vertex(a.ring, a.k+1)) != 0 {
+				return nil
+			}
+		}
+	}
+	// The first step of intersect, here: most pairs end with it.
+	o1, o2 := orient(a.a, a.b, b.a), orient(a.a, a.b, b.b)
+	if o1*o2 > 0 {
 		return nil
 	}
-	c, _ := intersect(a.a, a.b, b.a, b.b)
+	return s.contact(a, b, o1, o2)
+}
+
+// contact is check for segments a and b, not apart by one orientation
+// test on a's line (o1 and o2, the sides of b.a and b.b).
+func (s *sweeper) contact(a, b *seg, o1, o2 int) *sweepFault {
+	c, q := intersectFrom(a.a, a.b, b.a, b.b, o1, o2)
 	if c == cNone {
 		return nil
 	}
@@ -332,6 +596,9 @@ func (s *sweeper) check(i, j int32) *sweepFault {
 		return &sweepFault{rule: RuleRingSelfIntersection, ring: int(a.ring), k: int(k), ring2: -1, msg: msg}
 	}
 	if c == cTouch {
+		if q != a.a && q != a.b || q != b.a && q != b.b {
+			s.passed = true
+		}
 		return nil
 	}
 	rule, msg := RuleRingIntersection, "two rings cross"
@@ -349,18 +616,4 @@ func (s *sweeper) check(i, j int32) *sweepFault {
 		r, k = a.ring, a.k
 	}
 	return &sweepFault{rule: rule, ring: int(r), k: int(k), ring2: int(min(a.ring, b.ring)), msg: msg}
-}
-
-// apartButOneVertex reports whether a and b, segments of one ring, are
-// consecutive and not collinear: they then meet only at their common
-// vertex, which one orientation test shows (intersect takes four).
-func (s *sweeper) apartButOneVertex(a, b *seg) bool {
-	n := int32(len(s.rings[a.ring]))
-	switch {
-	case follows(a.k, b.k, n): // b leaves a's end for vertex b.k+1
-		return orient(a.a, a.b, s.vertex(b.ring, b.k+1)) != 0
-	case follows(b.k, a.k, n):
-		return orient(b.a, b.b, s.vertex(a.ring, a.k+1)) != 0
-	}
-	return false
 }

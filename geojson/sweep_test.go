@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sort"
 	"testing"
@@ -205,7 +206,18 @@ func compareSweep(t *testing.T, rings [][]pt, poly []int) {
 	t.Helper()
 	s := sweeper{verify: true}
 	s.rings, s.poly = rings, poly
-	got := s.run() != nil
+	f := s.run()
+	got := f != nil
+	// The general path, without the shortcuts that rest on what earlier
+	// events found, must find exactly the same.
+	g := sweeper{general: true}
+	g.rings, g.poly = rings, poly
+	if fg := g.run(); !reflect.DeepEqual(f, fg) {
+		t.Fatalf("sweep fault %+v, general path's %+v, for rings %v (polygons %v)", f, fg, rings, poly)
+	}
+	if f == nil && !slices.Equal(s.parent, g.parent) {
+		t.Fatalf("sweep parents %v, general path's %v, for rings %v", s.parent, g.parent, rings)
+	}
 	want := naiveFault(rings, poly)
 	if got != want {
 		t.Fatalf("sweep fault = %v, all-pairs fault = %v for rings %v (polygons %v)", got, want, rings, poly)
@@ -218,6 +230,9 @@ func compareSweep(t *testing.T, rings [][]pt, poly []int) {
 	}
 	want2 := naiveParents(rings)
 	for r := range rings {
+		if s.ccw[r] != ringCCW(rings[r]) {
+			t.Fatalf("ring %d: sweep found counterclockwise %v, ringCCW %v, for rings %v", r, s.ccw[r], ringCCW(rings[r]), rings)
+		}
 		if int(s.parent[r]) != want2[r] {
 			t.Fatalf("ring %d: sweep parent %d, all-pairs parent %d, for rings %v", r, s.parent[r], want2[r], rings)
 		}
@@ -594,4 +609,115 @@ func TestStatusRuns(t *testing.T) {
 		}
 		checkStatus(t, &s, want, inserted)
 	}
+}
+
+// TestSweepLargeRings compares the sweep with the all-pairs reference and
+// with its general path (compareSweep) on rings long enough for the
+// merge of monotone runs in sortEvents: circles and stars of 64 to 400
+// vertices rounded to a coarse grid (collinear runs, shared vertices),
+// some with a vertex moved anywhere, alone or with a second ring that
+// may touch, cross or nest in the first.
+func TestSweepLargeRings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	ring := func(n int, cx, cy, r float64, star bool, grid float64) []pt {
+		var out []pt
+		for k := range n {
+			rr := r
+			if star && k%2 == 1 {
+				rr = 0.8 * r
+			}
+			a := 2 * math.Pi * float64(k) / float64(n)
+			out = append(out, pt{math.Round((cx+rr*math.Cos(a))*grid) / grid, math.Round((cy+rr*math.Sin(a))*grid) / grid})
+		}
+		if rng.IntN(3) == 0 {
+			k := rng.IntN(n)
+			out[k] = pt{math.Round((cx+(rng.Float64()*2-1)*r)*grid) / grid, math.Round((cy+(rng.Float64()*2-1)*r)*grid) / grid}
+		}
+		return cleanRing(out)
+	}
+	n := 300
+	if testing.Short() {
+		n = 60
+	}
+	for range n {
+		grid := []float64{1, 4, 1e6}[rng.IntN(3)]
+		rings := [][]pt{ring(64+rng.IntN(336), 0, 0, 20, rng.IntN(2) == 0, grid)}
+		poly := []int{0}
+		if rng.IntN(2) == 0 {
+			r := 2 + rng.Float64()*25
+			rings = append(rings, ring(64+rng.IntN(100), (rng.Float64()*2-1)*20, (rng.Float64()*2-1)*20, r, rng.IntN(2) == 0, grid))
+			poly = append(poly, rng.IntN(2))
+		}
+		if len(rings[len(rings)-1]) < 3 || len(rings[0]) < 3 {
+			continue
+		}
+		compareSweep(t, rings, poly)
+	}
+}
+
+func TestMergeRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{64, 100, 1000, 5000} {
+		for _, runs := range []int{1, 2, 3, 7, n / 16, n/16 + 1, n / 4} {
+			if runs < 1 {
+				continue
+			}
+			var s sweeper
+			// runs monotone runs, rising or falling, over few x values
+			// (ties between runs, and -0 against 0).
+			for r := range runs {
+				m := n / runs
+				if r == runs-1 {
+					m = n - len(s.evs)
+				}
+				x := float64(rng.IntN(50)) - 25
+				step := 1.0
+				if rng.IntN(2) == 0 {
+					step = -1
+				}
+				for i := range m {
+					p := pt{x, float64(rng.IntN(3))}
+					if p.x == 0 && i%2 == 0 {
+						p.x = math.Copysign(0, -1)
+					}
+					if len(s.evs) > 0 && lessEvent(event{p: p}, s.evs[len(s.evs)-1]) != (step < 0) && i > 0 {
+						x += step
+						p.x = x
+					}
+					s.evs = append(s.evs, event{p, int32(len(s.evs))})
+					x += step
+				}
+			}
+			want := append([]event(nil), s.evs...)
+			sortEventsCmp(want)
+			s.sortEvents()
+			if len(s.evs) != n {
+				t.Fatalf("n=%d runs=%d: %d events after sorting", n, runs, len(s.evs))
+			}
+			seen := make([]bool, n)
+			for i := range want {
+				if want[i].p != s.evs[i].p {
+					t.Fatalf("n=%d runs=%d: position %d: got %v, want %v", n, runs, i, s.evs[i].p, want[i].p)
+				}
+				if seen[s.evs[i].v] {
+					t.Fatalf("n=%d runs=%d: event %d twice", n, runs, s.evs[i].v)
+				}
+				seen[s.evs[i].v] = true
+			}
+		}
+	}
+}
+
+// ringCCW is the reference for sweeper.ccw: it reports whether a simple
+// ring is counterclockwise, exactly: the turn at its lexicographically
+// smallest vertex, which is convex.
+func ringCCW(ring []pt) bool {
+	m := 0
+	for i, v := range ring {
+		if less(v, ring[m]) {
+			m = i
+		}
+	}
+	n := len(ring)
+	return orient(ring[(m+n-1)%n], ring[m], ring[(m+1)%n]) > 0
 }

@@ -38,7 +38,7 @@ func (s *sweeper) aroundPair(e0, e1 int32, p pt, out []int32) (on []int32, below
 		lo, hi = e1, e0
 	}
 	below, above = s.prev(lo), s.next(hi)
-	if below != nilNode && s.contains(below, p) || above != nilNode && s.contains(above, p) {
+	if s.passed && (below != nilNode && s.contains(below, p) || above != nilNode && s.contains(above, p)) {
 		return s.around(e0, p, out)
 	}
 	return append(out, lo, hi), below, above

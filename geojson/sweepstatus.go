@@ -24,8 +24,11 @@ import (
 //
 // The block tree is in sweepavl.go, point location in sweeplocate.go.
 
-// blockCap is the capacity of a status block, in segments.
+// blockCap is the capacity of a status block, in segments: a power of
+// two, so that masking an index with blockCap-1 keeps it in a block.
 const blockCap = 32
+
+var _ = [1]int{}[blockCap&(blockCap-1)] // blockCap is a power of two
 
 // tnode is a status block: its AVL node (node i is block i), its place
 // in the list of blocks, and how many segments it holds (at
@@ -49,6 +52,11 @@ func (s *sweeper) resetStatus(nseg int) {
 	for i := range s.at {
 		s.at[i] = slot{nilNode, 0}
 	}
+	s.resetBlocks()
+}
+
+// resetBlocks empties the status blocks.
+func (s *sweeper) resetBlocks() {
 	s.nodes, s.bitems, s.bfree = s.nodes[:0], s.bitems[:0], s.bfree[:0]
 	s.root, s.head = nilNode, nilNode
 }
@@ -240,21 +248,24 @@ func (s *sweeper) split(b, i int32) (int32, int32) {
 // place puts xs at index i of block b, which has room for them.
 func (s *sweeper) place(b, i int32, xs []int32) {
 	k := int32(len(xs))
-	n := s.nodes[b].n
+	nd := &s.nodes[b]
+	n := nd.n
 	o := int(b) * blockCap
-	it := s.bitems[o : o+int(n+k)]
-	if i < n {
-		copy(it[i+k:], it[i:n])
-	}
+	it := (*[blockCap]int32)(s.bitems[o : o+blockCap])
 	at := s.at
+	// Shift the segments from i up by k, one at a time (a block is
+	// short: a call of copy costs more), updating their slots. The
+	// masks, no-ops, spare the bounds checks.
+	for j := n + k - 1; j >= i+k; j-- {
+		y := it[(j-k)&(blockCap-1)]
+		it[j&(blockCap-1)] = y
+		at[y].i = j
+	}
 	for j, x := range xs {
 		it[int(i)+j] = x
 		at[x] = slot{b, i + int32(j)}
 	}
-	for j := i + k; j < n+k; j++ {
-		at[it[j]].i = j
-	}
-	s.nodes[b].n = n + k
+	nd.n = n + k
 }
 
 // remove unlinks active segment x.
@@ -283,20 +294,19 @@ func (s *sweeper) removeRun(xs []int32) {
 func (s *sweeper) unplace(a slot, k int32) {
 	o := int(a.b) * blockCap
 	n := s.nodes[a.b].n
-	it := s.bitems[o : o+int(n)]
+	it := (*[blockCap]int32)(s.bitems[o : o+blockCap])
 	at := s.at
-	for _, x := range it[a.i : a.i+k] {
-		at[x].b = nilNode
+	for j := a.i; j < a.i+k; j++ {
+		at[it[j&(blockCap-1)]].b = nilNode
 	}
 	if n == k {
 		s.unlinkBlock(a.b)
 		return
 	}
-	if a.i+k < n {
-		copy(it[a.i:], it[a.i+k:])
-	}
 	for j := a.i; j < n-k; j++ {
-		at[it[j]].i = j
+		y := it[(j+k)&(blockCap-1)]
+		it[j&(blockCap-1)] = y
+		at[y].i = j
 	}
 	s.nodes[a.b].n = n - k
 }
