@@ -1,8 +1,10 @@
 package middleware_test
 
 import (
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,17 +139,28 @@ func testStoreTimeoutAllocationBudget(t *testing.T) {
 
 // allocsPerRequest returns the allocations of one request to h: the
 // feature, POSTed under the key that key returns, answered 201.
+//
+// The count is the least of three rounds, with the garbage collector off:
+// a collection empties the sync.Pools the request path draws from, and
+// under -race a Put is dropped at random, so a round can only count more
+// than the request path makes, never less; on a loaded machine, where
+// collections fall at other moments, one round counted +10 for +8.
 func allocsPerRequest(t *testing.T, h http.Handler, key func() string) float64 {
 	t.Helper()
-	return testing.AllocsPerRun(200, func() {
-		r := httptest.NewRequest(http.MethodPost, "/features", strings.NewReader(feature))
-		r.Header.Set("Idempotency-Key", key())
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		if w.Code != http.StatusCreated {
-			t.Fatalf("status %d", w.Code)
-		}
-	})
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	least := math.Inf(1)
+	for range 3 {
+		least = min(least, testing.AllocsPerRun(200, func() {
+			r := httptest.NewRequest(http.MethodPost, "/features", strings.NewReader(feature))
+			r.Header.Set("Idempotency-Key", key())
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusCreated {
+				t.Fatalf("status %d", w.Code)
+			}
+		}))
+	}
+	return least
 }
 
 // keySeq returns a function that returns a new key at each call.

@@ -52,8 +52,12 @@ func TestRetryAtRetryAfterSucceeds(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				// Ahead of the skew by 0.1 to 3 s.
-				ahead := time.Second + time.Duration(100+i*150)*time.Millisecond
+				// Ahead of the skew by 1 to 2.9 s: at least a second, so
+				// that a loaded machine's delay between stamping the time
+				// and the server reading it cannot bring the time within
+				// the skew; in tenths, so that the Retry-After, in whole
+				// seconds, rounds up by anything from 0.1 to 0.9 s.
+				ahead := time.Second + time.Second + time.Duration(i*100)*time.Millisecond
 				body := fmt.Sprintf(`{"type":"Feature","id":"s%d","geometry":null,"properties":{"observation_time":%q}}`, i, time.Now().Add(ahead).UTC().Format(time.RFC3339Nano))
 				key := "skew" + strconv.Itoa(i)
 				ok, status, ra := retryAtRetryAfter(t, func() *http.Response { return post(url, key, body) }, func() *http.Response { return post(url, key, body) })
