@@ -50,7 +50,7 @@ func TestAllocationBudget(t *testing.T) {
 	newKey := keySeq()
 	firstBudget, replayBudget := firstCallBudget, replayCallBudget
 	if raceEnabled {
-		firstBudget, replayBudget = firstBudget+1, replayBudget+1 // the claim token's buffer (see raceEnabled)
+		firstBudget, replayBudget = firstBudget+1, replayBudget+1 // see raceEnabled
 	}
 	bare := allocsPerRequest(t, ingestHandler, newKey)
 	first := allocsPerRequest(t, wrapped, newKey)
@@ -119,7 +119,7 @@ func testStoreTimeoutAllocationBudget(t *testing.T) {
 			budget = replayBudget
 		}
 		if raceEnabled {
-			budget++ // the claim token's buffer (see raceEnabled)
+			budget++ // see raceEnabled
 		}
 		t.Logf("replay %v: allocations per request %v on memstore, %v bounded by StoreTimeout (+%v)", replay, free, bounded, bounded-free)
 		if bounded-free > float64(budget) {
