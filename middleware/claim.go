@@ -2,9 +2,12 @@ package middleware
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/geoidem/geoidem/keystore"
@@ -24,7 +27,7 @@ type claimed struct {
 
 // claim claims key for r and, with WaitInFlight, waits for an in-flight
 // original with the same fingerprint to finish. Each Claim carries a token
-// of its own, chosen here (keystore.NewToken), the request's client
+// of its own, chosen here (newToken), the request's client
 // (Config.Client) and the room its record may need (MaxRecordBytes). The
 // wait ends with the request's context.
 func (m *Middleware) claim(r *http.Request, key string, fp keystore.Fingerprint) (claimed, error) {
@@ -43,7 +46,7 @@ func (m *Middleware) claim(r *http.Request, key string, fp keystore.Fingerprint)
 	}
 	pause := 10 * time.Millisecond
 	for {
-		a.Token = keystore.NewToken()
+		a.Token = newToken()
 		sent := time.Now()
 		c, err := m.claimOnce(ctx, detached, key, a, sent)
 		out := claimed{Claim: c, token: a.Token, sent: sent, detached: detached}
@@ -62,6 +65,39 @@ func (m *Middleware) claim(r *http.Request, key string, fp keystore.Fingerprint)
 		case <-t.C:
 		}
 		pause = min(2*pause, 250*time.Millisecond)
+	}
+}
+
+// tokenBatch is bytes from crypto/rand for the tokens of claims, read 64
+// tokens at a time. Every request claims with a new token, first call or
+// replay, and a crypto/rand.Read per token is a getrandom system call
+// (about 300 ns) on a kernel without Linux 6.11's vDSO getrandom; a batch
+// spreads one call over its tokens.
+type tokenBatch struct {
+	b   [64 * 8]byte
+	off int // b[off:] is unused; b[:off] is cleared
+}
+
+var tokenBatches = sync.Pool{New: func() any { return &tokenBatch{off: 64 * 8} }}
+
+// newToken returns a new claim token as keystore.NewToken does (63 random
+// bits from crypto/rand, never zero), from a pooled batch: each byte makes
+// one token only and is cleared once used.
+func newToken() keystore.Token {
+	tb := tokenBatches.Get().(*tokenBatch)
+	for {
+		if tb.off == len(tb.b) {
+			_, _ = rand.Read(tb.b[:]) // crypto/rand.Read never fails (Go 1.24)
+			tb.off = 0
+		}
+		next := tb.b[tb.off : tb.off+8]
+		t := keystore.Token(binary.BigEndian.Uint64(next) >> 1)
+		clear(next)
+		tb.off += 8
+		if t != 0 {
+			tokenBatches.Put(tb)
+			return t
+		}
 	}
 }
 

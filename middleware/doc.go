@@ -19,12 +19,13 @@
 //     Config.Scope), the fingerprint, the stored key, the logs and the
 //     geoidem command all read it. It then claims the key in the
 //     [keystore.Store], before any other work, with a token of its own
-//     ([keystore.NewToken]), the request's client and the room its record
-//     may need as the claim's arguments ([keystore.ClaimArgs]). The stored
-//     key is [StoreKey] of the scope and the key, so keys of different
-//     routes or tenants never meet, spellings of one route that ServeMux
-//     routes alike (/features, /%66eatures; POST, post) share theirs, and
-//     the store never sees raw client input;
+//     (made as [keystore.NewToken] makes them), the request's client and
+//     the room its record may need as the claim's arguments
+//     ([keystore.ClaimArgs]). The stored key is [StoreKey] of the scope
+//     and the key, so keys of different routes or tenants never meet,
+//     spellings of one route that ServeMux routes alike (/features,
+//     /%66eatures; POST, post) share theirs, and the store never sees raw
+//     client input;
 //  3. runs the Validator, if any, and then the handler, renewing the lease
 //     while they run. From the claim on, the request runs to its end: the
 //     handler's context does not end when the client leaves, only when the

@@ -3,7 +3,6 @@ package middleware
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -101,6 +100,31 @@ func storeKey4(a, b, c, d, key string) string {
 	buf = append(buf, key...)
 	sum := sha256.Sum256(buf)
 	var out [2 * sha256.Size]byte
-	hex.Encode(out[:], sum[:])
+	encodeHex(&out, &sum)
 	return string(out[:])
+}
+
+// encodeHex is hex.Encode of a SHA-256 sum, in lowercase, four bytes at a
+// time: each byte's nibbles are spread into a byte each of a word, and the
+// word turned into digits at once. Every request encodes its stored key,
+// and hex.Encode spends a table lookup and a bounds check on each digit.
+func encodeHex(dst *[2 * sha256.Size]byte, src *[sha256.Size]byte) {
+	const (
+		ones = 0x0101010101010101
+		low  = 0x000f000f000f000f
+	)
+	for g := range sha256.Size / 4 {
+		v := uint64(binary.BigEndian.Uint32(src[4*g:]))
+		// Each byte of v into 16 bits of its own, the first byte lowest.
+		v = v>>16 | v&0xffff<<32
+		v = v>>8&0x000000ff000000ff | v&0x000000ff000000ff<<16
+		// Each byte's high nibble in its lane's low byte, its low nibble
+		// in the lane's high byte: the digits' order, little-endian.
+		n := v>>4&low | v&low<<8
+		// 0x76 added to a nibble reaches 0x80 exactly when it is ten or
+		// more, and carries nothing into the next byte: a letter, 'a'-10,
+		// 39 past where '0'+n would be.
+		letter := (n + 0x76*ones) >> 7 & ones
+		binary.LittleEndian.PutUint64(dst[8*g:], n+'0'*ones+39*letter)
+	}
 }

@@ -51,12 +51,21 @@ func normalizePath(p string) string {
 // only bytes that stand for themselves.
 func isNormalPath(p string) bool {
 	for i := 0; i < len(p); i++ {
-		if c := p[i]; c != '/' && !isPchar(c) {
+		if !normalPathByte[p[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// normalPathByte marks the bytes a normal path may hold: '/' and each
+// pchar. Every request's path is checked, a table lookup a byte.
+var normalPathByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c == '/' || isPchar(byte(c))
+	}
+	return t
+}()
 
 // writeSegment writes the normalised form of one escaped path segment.
 // Like ServeMux, it decodes a segment only if all its percent-encodings

@@ -132,7 +132,10 @@ type exchange struct {
 	// request makes its bounded context (a store that can block).
 	room    deadlineRoom
 	renewal renewal
-	enc     [512]byte // where rec encodes a small response
+	// req is the request the validator and the handler get: r under the
+	// handler's context, copied here rather than allocated apart.
+	req http.Request
+	enc [512]byte // where rec encodes a small response
 }
 
 // ErrHandlerTimeout is the cause with which the handler's context ends
@@ -164,7 +167,8 @@ func (x *exchange) run(w http.ResponseWriter, next http.Handler, body []byte, se
 		ctx, stop = context.WithTimeoutCause(ctx, m.handlerTime, ErrHandlerTimeout)
 		defer stop()
 	}
-	r2 := x.r.WithContext(ctx)
+	x.req = *x.r.WithContext(ctx) // inlined: the copy WithContext makes stays on the stack
+	r2 := &x.req
 	x.body.Reset(body)
 	r2.Body = &x.body
 	r2.ContentLength = int64(len(body))

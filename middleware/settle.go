@@ -19,6 +19,11 @@ import (
 // answer.Retried, so that every answer the sender retries is released
 // (the retry runs again) and every answer it gives up on is recorded.
 func retryable(status int, h http.Header) bool {
+	if !answer.RetryStatus(status, true) {
+		// Final whatever its Retry-After says (most answers: every 2xx):
+		// the header need not be looked up, nor parsed.
+		return false
+	}
 	var retryAfter string
 	if vs := h["Retry-After"]; len(vs) > 0 { // h.Get("Retry-After"), the key already canonical
 		retryAfter = vs[0]

@@ -87,9 +87,10 @@ func (s *Store) alloc() int32 {
 	return slot
 }
 
-// held returns the slot of the in-flight entry that token holds, or -1.
-func (s *Store) held(key string, token keystore.Token, now int64) int32 {
-	slot, ok := s.index[idOf(key)]
+// held returns the slot of the in-flight entry of the key whose ID is id
+// that token holds, or -1.
+func (s *Store) held(id keyID, token keystore.Token, now int64) int32 {
+	slot, ok := s.index[id]
 	if !ok {
 		return -1
 	}
@@ -99,10 +100,11 @@ func (s *Store) held(key string, token keystore.Token, now int64) int32 {
 	return slot
 }
 
-// ended returns the slot of the entry that token completed (with its record
-// still kept) or released, whichever state is, or -1.
-func (s *Store) ended(key string, token keystore.Token, state entryState, now int64) int32 {
-	slot, ok := s.index[idOf(key)]
+// ended returns the slot of the entry of the key whose ID is id that token
+// completed (with its record still kept) or released, whichever state is,
+// or -1.
+func (s *Store) ended(id keyID, token keystore.Token, state entryState, now int64) int32 {
+	slot, ok := s.index[id]
 	if !ok {
 		return -1
 	}

@@ -264,12 +264,13 @@ func (s *Store) Extend(ctx context.Context, key string, token keystore.Token, le
 	if lease <= 0 {
 		return 0, errDuration
 	}
+	id := idOf(key) // outside the lock, as in Claim
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	slot := s.held(key, token, now)
+	slot := s.held(id, token, now)
 	if slot < 0 {
-		if s.ended(key, token, completed, now) >= 0 {
+		if s.ended(id, token, completed, now) >= 0 {
 			return 0, nil
 		}
 		return 0, keystore.ErrLeaseLost
@@ -298,14 +299,20 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	if _, err := record.Check(rec); err != nil {
 		return fmt.Errorf("memstore: complete: %w", err)
 	}
+	// The key's ID and the store's copy of rec are made before the lock,
+	// which every request's Claim and Complete take: the allocation (and
+	// any collection work it is charged) holds up no other request. A
+	// Complete that fails drops the copy.
+	id := idOf(key)
+	own := append(make([]byte, 0, len(rec)), rec...)
 	defer s.logEvictions()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	slot := s.held(key, token, now)
+	slot := s.held(id, token, now)
 	if slot < 0 {
 		// Equal records have equal encodings.
-		if done := s.ended(key, token, completed, now); done >= 0 && bytes.Equal(*s.rec(done), rec) {
+		if done := s.ended(id, token, completed, now); done >= 0 && bytes.Equal(*s.rec(done), rec) {
 			return nil
 		}
 		return keystore.ErrLeaseLost
@@ -322,7 +329,7 @@ func (s *Store) Complete(ctx context.Context, key string, token keystore.Token, 
 	}
 	e := s.entry(slot)
 	e.state = completed
-	*s.rec(slot) = append(make([]byte, 0, len(rec)), rec...)
+	*s.rec(slot) = own
 	e.size += grow
 	s.bytes += grow
 	e.deadline = now + int64(retention)
@@ -349,17 +356,18 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	id := idOf(key) // outside the lock, as in Claim
 	defer s.logEvictions()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.init()
 	now := s.now()
-	slot := s.held(key, token, now)
+	slot := s.held(id, token, now)
 	if slot < 0 {
-		if s.ended(key, token, released, now) >= 0 {
+		if s.ended(id, token, released, now) >= 0 {
 			return nil
 		}
-		s.fence(key, token, now)
+		s.fence(id, int64(len(key)), token, now)
 		return keystore.ErrLeaseLost
 	}
 	e := s.entry(slot)
@@ -376,18 +384,18 @@ func (s *Store) Release(ctx context.Context, key string, token keystore.Token) e
 	return nil
 }
 
-// fence makes sure token, which does not hold key, never acquires it: it
-// marks the token spent on key's entry, or, for an absent key, leaves a
-// released entry of the token's. s.mu is held.
-func (s *Store) fence(key string, token keystore.Token, now int64) {
-	id := idOf(key)
+// fence makes sure token, which does not hold the key whose ID is id (and
+// whose length is keyLen), never acquires it: it marks the token spent on
+// the key's entry, or, for an absent key, leaves a released entry of the
+// token's. s.mu is held.
+func (s *Store) fence(id keyID, keyLen int64, token keystore.Token, now int64) {
 	if slot, ok := s.index[id]; ok {
 		if e := s.entry(slot); e.state != completed || e.deadline <= now {
 			e.fenced = token
 		}
 		return
 	}
-	size := entryOverhead + int64(len(key))
+	size := entryOverhead + keyLen
 	if !s.makeRoom(1, size, now, false) { // a fence never evicts a record
 		return
 	}
