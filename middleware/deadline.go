@@ -135,7 +135,13 @@ func (c *boundContext) Err() error {
 
 // Value returns the bucket's context, made if need be, for the context
 // package's cancelCtx key (the one key for which cancelProbe has a value),
-// and parent's value for any other.
+// and parent's value for any other. Through that key, a context derived
+// from c (context.WithCancel, AfterFunc: pgx watches every query so)
+// hangs on the bucket's own cancelCtx instead of a goroutine of its own.
+// The key is the context package's business: were it to change, cancelProbe
+// would have no value for any key, and a derived context would watch c
+// through its Done channel as it does any other context's: as correct,
+// only dearer.
 func (c *boundContext) Value(key any) any {
 	if cancelProbe.Value(key) != nil {
 		return c.b.context().Value(key)
