@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/geoidem/geoidem/newest"
 )
 
 // observed is feature f observed at 10:00:ss.
@@ -146,17 +148,23 @@ func TestIngestObservationTimeAheadIsRefused(t *testing.T) {
 		return fmt.Sprintf(`{"type":"Feature","id":%q,"geometry":null,"properties":{"observation_time":%q}}`, id, ts)
 	}
 	soon := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
-	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	// later is stamped in whole seconds: the skew passes at laterAt less
+	// the skew, which is how long a refusal's Retry-After must be at the
+	// least, counted from when it is read (the servers of the stores start
+	// one after the other, and on a loaded machine take seconds to).
+	laterAt := time.Now().Add(time.Hour).Truncate(time.Second)
+	later := laterAt.UTC().Format(time.RFC3339)
+	untilSkewPasses := func() time.Duration { return time.Until(laterAt) - newest.DefaultMaxSkew }
 	for _, s := range ingestStores(t) {
 		t.Run(s.name, func(t *testing.T) {
 			url := start(t, s.args...)
 			for i, c := range []struct {
 				body, pointer string
-				wait          time.Duration // about the Retry-After wanted
+				wait          func() time.Duration // the least Retry-After wanted, when the answer is read
 			}{
-				{at("pin", "9999-12-31T23:59:59.999999999-23:59"), "/properties/observation_time", 200 * 365 * 24 * time.Hour},
-				{at("pin", later), "/properties/observation_time", 55 * time.Minute},
-				{`{"type":"FeatureCollection","features":[` + at("pin", soon) + `,` + at("pin2", later) + `]}`, "/features/1/properties/observation_time", 55 * time.Minute},
+				{at("pin", "9999-12-31T23:59:59.999999999-23:59"), "/properties/observation_time", func() time.Duration { return 200 * 365 * 24 * time.Hour }},
+				{at("pin", later), "/properties/observation_time", untilSkewPasses},
+				{`{"type":"FeatureCollection","features":[` + at("pin", soon) + `,` + at("pin2", later) + `]}`, "/features/1/properties/observation_time", untilSkewPasses},
 			} {
 				key := "ahead" + strconv.Itoa(i)
 				for try := range 2 {
@@ -174,8 +182,8 @@ func TestIngestObservationTimeAheadIsRefused(t *testing.T) {
 						t.Errorf("%s (try %d): a replay; want the key released, the request run again", c.body, try)
 					}
 					ra, err := strconv.ParseInt(r.Header.Get("Retry-After"), 10, 64)
-					if err != nil || time.Duration(min(ra, int64(1<<63-1)/int64(time.Second)))*time.Second < c.wait {
-						t.Errorf("%s (try %d): Retry-After %q; want when the skew passes, at least %v", c.body, try, r.Header.Get("Retry-After"), c.wait)
+					if wait := c.wait(); err != nil || time.Duration(min(ra, int64(1<<63-1)/int64(time.Second)))*time.Second < wait {
+						t.Errorf("%s (try %d): Retry-After %q; want when the skew passes, at least %v", c.body, try, r.Header.Get("Retry-After"), wait)
 					}
 				}
 			}
