@@ -186,7 +186,7 @@
 // is free again soon after the store is back rather than blocked (409) for
 // the rest of its lease. The request's Event still reports the failure
 // within the request (Outcome StoreError, with the error); the background
-// logs its result. At most [MaxBackground] records and releases are
+// logs its result. At most 1,024 records and releases are
 // retried at once; beyond them, a failed record is given up at once, and a
 // failed release is retried within its request, never forgotten.
 //
@@ -196,7 +196,7 @@
 // ends, and the first retry after that runs the handler again. Shutdown
 // then returns a [*ShutdownError] that says how many records and releases
 // were given up, counting those given up earlier (a stall longer than the
-// lease, a record beyond MaxBackground): a process should log it and exit
+// lease, a record beyond those 1,024): a process should log it and exit
 // non-zero, since a record given up may run a handler twice.
 //
 // # The handler's ResponseWriter

@@ -20,7 +20,7 @@ const (
 	maxPause   = 2 * time.Second
 )
 
-// MaxBackground bounds the records and releases retried in the background
+// maxBackground bounds the records and releases retried in the background
 // at once (see the package documentation, "When the store fails after the
 // handler ran"). Beyond it, a Complete that fails within its request is not
 // retried: the key stays in flight until its lease ends, as if the process
@@ -30,7 +30,7 @@ const (
 // release of a claim whose outcome is unknown, which must leave room for
 // records), it is retried inline, within its request, which then waits
 // until it is written or the lease may have ended.
-const MaxBackground = 1024
+const maxBackground = 1024
 
 // background counts the records and releases that the middleware is still
 // trying to write after their requests have returned, for Shutdown, and
@@ -55,14 +55,14 @@ const (
 	bgUncertain // of a claim whose reply was lost: see releaseUncertain
 )
 
-// add counts one more piece of work of kind, unless MaxBackground are
-// pending (MaxBackground/2 for releases of uncertain claims, which must
+// add counts one more piece of work of kind, unless maxBackground are
+// pending (maxBackground/2 for releases of uncertain claims, which must
 // leave room for records): then it returns false, and counts a record as
 // given up; a release is then retried inline (see later).
 func (b *background) add(kind int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.n >= MaxBackground || kind == bgUncertain && b.n >= MaxBackground/2 {
+	if b.n >= maxBackground || kind == bgUncertain && b.n >= maxBackground/2 {
 		if kind == bgRecord {
 			b.gaveUp[kind]++
 		}
@@ -153,7 +153,7 @@ type ShutdownError struct {
 	// Records and Releases are the records and releases given up without
 	// being written since the Middleware was created, those pending
 	// included: their lease may have ended in a stall, the store refused
-	// them, MaxBackground was reached (records only), or Shutdown gave them up. The
+	// them, maxBackground was reached (records only), or Shutdown gave them up. The
 	// releases of claims whose outcome was unknown (see Pending) are not
 	// counted: such a claim may never have reached the store.
 	Records, Releases int
@@ -183,7 +183,7 @@ func (e *ShutdownError) Unwrap() error { return e.Err }
 // It returns nil once nothing is pending if nothing was ever given up.
 // Otherwise it returns a *ShutdownError that says how many records and
 // releases were given up: before Shutdown (a lease that may have ended in
-// a stall, a store that refused them, a record beyond MaxBackground), or by
+// a stall, a store that refused them, a record beyond maxBackground), or by
 // Shutdown itself when ctx ends first. Then the error also wraps ctx.Err()
 // and says how much was still pending. That work is given up after the
 // store call under way (bounded by Config.StoreTimeout): a record not
@@ -264,14 +264,14 @@ func (m *Middleware) later(ctx context.Context, hold *keystore.Hold, rn *renewal
 	if !m.bg.add(kind) {
 		if kind == bgRecord {
 			rn.stop()
-			m.log.LogAttrs(ctx, slog.LevelError, "idempotency "+whatOf[kind]+" not written, and not retried: too much background work already (MaxBackground)",
+			m.log.LogAttrs(ctx, slog.LevelError, "idempotency "+whatOf[kind]+" not written, and not retried: too much background work already (1,024 records and releases)",
 				slog.String("key", hold.Key))
 			return
 		}
 		// A release forgotten would block its key for the whole lease:
 		// with no room in the background, it is retried here, within the
 		// request.
-		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency "+whatOf[kind]+" retried within the request: too much background work already (MaxBackground)",
+		m.log.LogAttrs(ctx, slog.LevelWarn, "idempotency "+whatOf[kind]+" retried within the request: too much background work already (1,024 records and releases)",
 			slog.String("key", hold.Key))
 		if !m.retry(ctx, hold, rn, kind, op, first, quit) {
 			m.bg.gaveUpInline(kind)

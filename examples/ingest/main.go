@@ -151,7 +151,6 @@ import (
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/frontdoor"
-	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
@@ -210,7 +209,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.IntVar(&sc.MaxInFlight, "max-in-flight", frontdoor.DefaultMaxInFlight, "most POST requests whose handlers run at once (work slots, taken once the body has arrived), a client (remote address) kept to a quarter once three quarters are held; none free within 5 s: 503 server-busy or 429 client-busy; negative: no bound")
 	fl.Int64Var(&sc.MaxInFlightBytes, "max-in-flight-bytes", frontdoor.DefaultMaxBytes, "most POST body bytes arriving or in work at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
 	fl.IntVar(&sc.MaxKeys, "max-keys", service.DefaultMaxKeys, "memory mode: most keys held; a lone sender may use all but a quarter, kept free for other senders")
-	fl.DurationVar(&sc.EvictAfter, "evict-after", memstore.DefaultEvictAfter, "memory mode: when -max-keys are held, completed records older than this make room for new keys, oldest first (a retry of their requests then runs again; counted in /metrics as geoidem_store_evicted_total, and logged); negative: never, and a full store refuses new keys 503 until records reach the end of -retention")
+	fl.DurationVar(&sc.EvictAfter, "evict-after", 0, "memory mode: when -max-keys are held, completed records older than this make room for new keys, oldest first (a retry of their requests then runs again; counted in /metrics as geoidem_store_evicted_total, and logged); 0: the store's default, 1h; negative: never, and a full store refuses new keys 503 until records reach the end of -retention")
 	fl.IntVar(&sc.ClientKeys, "client-keys", 0, "without webhook keys: most new keys one address (an IPv6 /64) may claim in -client-window, past it 429 client-full with Retry-After; in memory mode only once the last quarter of -max-keys is reached; size it over your busiest sender's; 0: the store's default (memory 64, fewer under 4096 -max-keys; Redis and PostgreSQL 50000); negative: no bound")
 	fl.Int64Var(&sc.RedisMaxMemory, "redis-max-memory", 0, "Redis: the server's used_memory, in bytes, at which new keys are refused 503 store-full (Retry-After: when the store's earliest key ends), all clients together, replays still answered; 0 (default): nine tenths of the server's maxmemory, or no bound, said in the log, when it sets none; negative: no bound")
 	fl.Int64Var(&sc.PGMaxKeys, "pg-max-keys", service.DefaultPGMaxKeys, "PostgreSQL: the rows of the key table at which new keys are refused 503 store-full (Retry-After: when the earliest row can be pruned), all clients together, replays still answered; size it to the disk; negative: no bound")

@@ -5,38 +5,39 @@ import (
 	"time"
 )
 
-// Default limits, used where Config leaves a field zero.
+// The defaults of Config's zero fields, each stated on its field.
 const (
-	DefaultMaxEntries = 100_000
-	DefaultMaxBytes   = 128 << 20
-	// DefaultReserveBytes covers the middleware's default MaxRecordBytes
+	defaultMaxEntries = 100_000
+	defaultMaxBytes   = 128 << 20
+	// defaultReserveBytes covers the middleware's default MaxRecordBytes
 	// (1 MiB), which bounds the whole encoded record (status, headers and
 	// body: the length of its bytes), with 8 KiB to spare.
-	DefaultReserveBytes = 1<<20 + 8<<10
-	// DefaultClientKeys and DefaultClientWindow hold each client, under
+	defaultReserveBytes = 1<<20 + 8<<10
+	// defaultClientKeys and defaultClientWindow hold each client, under
 	// contention, to 64 new keys a minute (see Config.ClientKeys; fewer in
 	// a store of under 4,096 keys): the default headroom (25,000 keys)
 	// then lasts about 48 minutes against 8 source addresses that flood
 	// it, and a newcomer's first 64 keys go in at once.
-	DefaultClientKeys   = 64
-	DefaultClientWindow = time.Minute
-	// DefaultEvictAfter is the floor under which a full store never
+	defaultClientKeys   = 64
+	defaultClientWindow = time.Minute
+	// defaultEvictAfter is the floor under which a full store never
 	// evicts a completed record (see Config.EvictAfter).
-	DefaultEvictAfter = time.Hour
+	defaultEvictAfter = time.Hour
 )
 
 // Config holds a Store's limits. Zero fields mean the defaults.
 type Config struct {
-	// MaxEntries bounds the number of keys held. Default DefaultMaxEntries.
+	// MaxEntries bounds the number of keys held. Default 100,000.
 	MaxEntries int
 	// MaxBytes bounds the bytes of keys and records held, approximately
 	// (each entry is charged a fixed overhead too), reservations of the
-	// claims in flight included. Default DefaultMaxBytes.
+	// claims in flight included. Default 128 MiB.
 	MaxBytes int64
 	// ReserveBytes is charged for each claim in flight that does not say
 	// how large its record may be (keystore.ClaimArgs.RecordBytes zero), as
 	// room for its record: see "Bounded memory" above. Default
-	// DefaultReserveBytes, or MaxBytes/16 when that is smaller. Negative
+	// 1 MiB + 8 KiB (the middleware's default MaxRecordBytes with room to
+	// spare), or MaxBytes/16 when that is smaller. Negative
 	// means no reservation at all, whatever a claim asks for (a record is
 	// charged only at Complete, which may then refuse it).
 	ReserveBytes int64
@@ -54,11 +55,10 @@ type Config struct {
 	// than its headroom (a quarter of MaxEntries and of MaxBytes) is
 	// neither counted nor refused, so a legitimate sender on an idle store
 	// is never refused. Claims without a client are bounded by MaxEntries
-	// and MaxBytes alone. Default DefaultClientKeys, or MaxEntries/64 (at
+	// and MaxBytes alone. Default 64, or MaxEntries/64 (at
 	// least 1) when that is smaller; negative means no bound.
 	ClientKeys int
-	// ClientWindow is the window of ClientKeys. Default
-	// DefaultClientWindow.
+	// ClientWindow is the window of ClientKeys. Default one minute.
 	ClientWindow time.Duration
 	// EvictAfter is the floor of eviction: when the store is full, and
 	// dropping what has expired or was released does not make room, it
@@ -66,7 +66,7 @@ type Config struct {
 	// Complete), oldest first, as many as the new key or record needs,
 	// before their retention ends. A retry of an evicted record's request
 	// runs its handler again, so set it over the time within which your
-	// senders retry. Default DefaultEvictAfter; negative means never: a
+	// senders retry. Default one hour; negative means never: a
 	// full store then refuses new keys until records reach the end of
 	// their retention. Stats.Evicted counts the evictions, and Logger
 	// logs them.
@@ -82,7 +82,7 @@ func (s *Store) floor() (time.Duration, bool) {
 	case f < 0:
 		return 0, false
 	case f == 0:
-		return DefaultEvictAfter, true
+		return defaultEvictAfter, true
 	default:
 		return f, true
 	}
@@ -91,10 +91,10 @@ func (s *Store) floor() (time.Duration, bool) {
 func (s *Store) limits() (n int, b int64) {
 	n, b = s.cfg.MaxEntries, s.cfg.MaxBytes
 	if n <= 0 {
-		n = DefaultMaxEntries
+		n = defaultMaxEntries
 	}
 	if b <= 0 {
-		b = DefaultMaxBytes
+		b = defaultMaxBytes
 	}
 	return n, b
 }
@@ -115,10 +115,10 @@ func (s *Store) clientBound() (keys int, window time.Duration) {
 		return 0, 0
 	case keys == 0:
 		maxN, _ := s.limits()
-		keys = max(1, min(DefaultClientKeys, maxN/64))
+		keys = max(1, min(defaultClientKeys, maxN/64))
 	}
 	if window <= 0 {
-		window = DefaultClientWindow
+		window = defaultClientWindow
 	}
 	return keys, window
 }
@@ -132,7 +132,7 @@ func (s *Store) reserve() int64 {
 		return 0
 	case r == 0:
 		_, b := s.limits()
-		return min(DefaultReserveBytes, b/16)
+		return min(defaultReserveBytes, b/16)
 	}
 	return r
 }

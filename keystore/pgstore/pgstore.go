@@ -19,11 +19,12 @@ import (
 	"github.com/geoidem/geoidem/middleware"
 )
 
-// Defaults, used where Config leaves a field zero.
+// The defaults of Config's zero fields; DefaultTable is exported for the
+// SQL that reads the table.
 const (
 	DefaultTable         = "geoidem_keys"
-	DefaultPruneInterval = time.Minute
-	DefaultPruneBatch    = 1000
+	defaultPruneInterval = time.Minute
+	defaultPruneBatch    = 1000
 )
 
 // abandonedGrace is how long a row outlives the end of its lease or
@@ -54,12 +55,12 @@ type Config struct {
 	SkipMigrate bool
 
 	// PruneInterval is how often the janitor started by New calls Prune.
-	// Default DefaultPruneInterval; negative: no janitor (call Prune
+	// Default one minute; negative: no janitor (call Prune
 	// yourself).
 	PruneInterval time.Duration
 
 	// PruneBatch is the number of rows one pruning statement deletes at
-	// most. Default DefaultPruneBatch.
+	// most. Default 1,000.
 	PruneBatch int
 
 	// Logger receives the janitor's errors. Default: discard.
@@ -92,7 +93,7 @@ type Config struct {
 	ClientKeys int
 
 	// ClientWindow is the window of ClientKeys, in whole microseconds.
-	// Default DefaultClientWindow.
+	// Default one hour.
 	ClientWindow time.Duration
 
 	// MaxKeys, when positive, bounds the rows the table holds, whatever
@@ -113,9 +114,9 @@ type Config struct {
 	MaxKeys int64
 }
 
-// DefaultClientWindow is the window of Config.ClientKeys when
+// defaultClientWindow is the window of Config.ClientKeys when
 // Config.ClientWindow is zero.
-const DefaultClientWindow = time.Hour
+const defaultClientWindow = time.Hour
 
 // Store is a [keystore.Store] on a PostgreSQL table, reached through a
 // [pgxpool.Pool]. It is safe for concurrent use by many goroutines and many
@@ -202,7 +203,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 		names:     n,
 		sql:       newStatements(n),
 		lockKey:   int64(h.Sum64()),
-		batch:     orDefault(cfg.PruneBatch, DefaultPruneBatch),
+		batch:     orDefault(cfg.PruneBatch, defaultPruneBatch),
 		log:       cfg.Logger,
 		observe:   cfg.Observer,
 	}
@@ -212,7 +213,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	if cfg.ClientKeys > 0 {
 		window := cfg.ClientWindow
 		if window == 0 {
-			window = DefaultClientWindow
+			window = defaultClientWindow
 		}
 		s.clientKeys = int32(cfg.ClientKeys)
 		s.clientWindow, _ = micros(window)
@@ -228,7 +229,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Store, error) {
 	}
 	every := cfg.PruneInterval
 	if every == 0 {
-		every = DefaultPruneInterval
+		every = defaultPruneInterval
 	}
 	if cfg.MaxKeys > 0 {
 		s.initRoom(cfg.MaxKeys, max(every, 0))

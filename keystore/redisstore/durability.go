@@ -90,9 +90,9 @@ const (
 // proof.
 var ErrNotDurable = errors.New("redisstore: Redis would lose records on a restart")
 
-// DurabilityCheckTimeout bounds the check New makes of the server's
+// durabilityCheckTimeout bounds the check New makes of the server's
 // persistence, on top of the client's own timeouts.
-const DurabilityCheckTimeout = 2 * time.Second
+const durabilityCheckTimeout = 2 * time.Second
 
 // Persistence returns the persistence that New read from Redis, in the
 // server's own configuration words (for example "appendonly yes,
@@ -169,7 +169,7 @@ func (s *Store) checkDurability(client redis.UniversalClient, mode Durability, l
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), DurabilityCheckTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), durabilityCheckTimeout)
 	defer cancel()
 	worst, known, refused, err := readAllPersistence(ctx, client)
 	if known {

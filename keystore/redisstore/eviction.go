@@ -39,9 +39,9 @@ const (
 // retention, or whose policy could not be read.
 var ErrEvictionPolicy = errors.New("redisstore: Redis maxmemory-policy may evict records before their retention")
 
-// EvictionCheckTimeout bounds the check New makes, on top of the client's
+// evictionCheckTimeout bounds the check New makes, on top of the client's
 // own timeouts.
-const EvictionCheckTimeout = 2 * time.Second
+const evictionCheckTimeout = 2 * time.Second
 
 // evicts reports whether a maxmemory-policy lets Redis evict keys with a TTL.
 func evicts(policy string) bool {
@@ -66,7 +66,7 @@ func (s *Store) checkEviction(client redis.UniversalClient, mode EvictionCheck, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), EvictionCheckTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), evictionCheckTimeout)
 	defer cancel()
 	var (
 		policy string

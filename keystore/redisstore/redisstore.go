@@ -19,9 +19,9 @@ import (
 // Config.KeyPrefix is empty.
 const DefaultKeyPrefix = "geoidem:"
 
-// DefaultWaitTimeout is how long a claim waits for replicas to acknowledge it
+// defaultWaitTimeout is how long a claim waits for replicas to acknowledge it
 // when Config.WaitReplicas is set and Config.WaitTimeout is zero.
-const DefaultWaitTimeout = 500 * time.Millisecond
+const defaultWaitTimeout = 500 * time.Millisecond
 
 // abandonedGrace is how long an in-flight entry is kept after its lease
 // expired, so that the claim which takes it over can report
@@ -62,7 +62,7 @@ type Config struct {
 	WaitReplicas int
 
 	// WaitTimeout bounds the wait for WaitReplicas, rounded up to a
-	// millisecond. Default DefaultWaitTimeout. Ignored when WaitReplicas is 0.
+	// millisecond. Default 500ms. Ignored when WaitReplicas is 0.
 	WaitTimeout time.Duration
 
 	// Eviction says what New does when the server's maxmemory-policy lets
@@ -114,7 +114,7 @@ type Config struct {
 	ClientKeys int
 
 	// ClientWindow is the window of ClientKeys, rounded up to a
-	// millisecond. Default DefaultClientWindow.
+	// millisecond. Default one hour.
 	ClientWindow time.Duration
 
 	// MaxMemory, when positive, bounds what all clients together make the
@@ -133,9 +133,9 @@ type Config struct {
 	MaxMemory int64
 }
 
-// DefaultClientWindow is the window of Config.ClientKeys when
+// defaultClientWindow is the window of Config.ClientKeys when
 // Config.ClientWindow is zero.
-const DefaultClientWindow = time.Hour
+const defaultClientWindow = time.Hour
 
 // Store is a keystore.Store on Redis, through a go-redis
 // [redis.UniversalClient]: standalone, Sentinel or Cluster. It is safe for
@@ -190,10 +190,10 @@ func (s *Store) Ping(ctx context.Context) error {
 // RefuseEviction, when the server's maxmemory-policy lets Redis evict keys
 // with a TTL or cannot be read. Unless Config.Eviction is
 // SkipEvictionCheck, New reads that policy (one command per node, bounded
-// by EvictionCheckTimeout) and, by default, logs a warning when it evicts.
+// by two seconds) and, by default, logs a warning when it evicts.
 // Unless Config.Durability is AcceptVolatile, New also reads the server's
 // persistence (one round trip per node, two where CONFIG is not allowed,
-// bounded by DurabilityCheckTimeout) and fails with an error wrapping
+// bounded by two seconds) and fails with an error wrapping
 // ErrNotDurable on a server that keeps nothing across a restart.
 func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	if client == nil {
@@ -213,7 +213,7 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("redisstore: negative WaitTimeout %v", cfg.WaitTimeout)
 	}
 	if s.waitTimeout == 0 {
-		s.waitTimeout = DefaultWaitTimeout
+		s.waitTimeout = defaultWaitTimeout
 	}
 	if cfg.MaxMemory < 0 {
 		return nil, fmt.Errorf("redisstore: negative MaxMemory %d", cfg.MaxMemory)
@@ -224,7 +224,7 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	if cfg.ClientKeys > 0 {
 		s.clientKeys, s.clientWindow = cfg.ClientKeys, cfg.ClientWindow
 		if s.clientWindow == 0 {
-			s.clientWindow = DefaultClientWindow
+			s.clientWindow = defaultClientWindow
 		}
 		ms := ceilMillis(s.clientWindow)
 		s.clientWindow, s.windowArg = time.Duration(ms)*time.Millisecond, ms

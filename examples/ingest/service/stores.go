@@ -128,7 +128,7 @@ func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (*stores, erro
 	}
 	keys, err := redisstore.New(client, redisstore.Config{
 		KeyPrefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix), Durability: cfg.RedisDurability,
-		Logger: log, WaitReplicas: cfg.RedisWaitReplicas,
+		Logger: log, WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: redisWaitTimeout,
 		ClientKeys: clientKeys(cfg), ClientWindow: cfg.ClientWindow, MaxMemory: maxMemory,
 	})
 	if err != nil {
@@ -141,10 +141,14 @@ func openRedis(ctx context.Context, cfg Config, log *slog.Logger) (*stores, erro
 		// WaitReplicas, a feature acknowledged is on that many replicas,
 		// as its key's claim is.
 		features: &redisFeatures{client: client, prefix: orDefault(cfg.RedisPrefix, redisstore.DefaultKeyPrefix),
-			waitReplicas: cfg.RedisWaitReplicas, waitTimeout: redisstore.DefaultWaitTimeout},
+			waitReplicas: cfg.RedisWaitReplicas, waitTimeout: redisWaitTimeout},
 		close: func() { client.Close() },
 	}, nil
 }
+
+// redisWaitTimeout is how long a key's claim and a feature's write wait
+// for -redis-wait-replicas to acknowledge them: one bound for both.
+const redisWaitTimeout = 500 * time.Millisecond
 
 func openPostgres(ctx context.Context, cfg Config) (*stores, error) {
 	pool, err := pgxpool.New(ctx, cfg.Store)
