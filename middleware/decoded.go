@@ -4,12 +4,14 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/geoidem/geoidem/problem"
 )
 
 // ProblemInvalidHeaders is the type of the 400 answered when a
 // [HeaderChecker] refuses a request with an error that carries no problem
 // of its own.
-const ProblemInvalidHeaders = ProblemTypeBase + "invalid-headers" // 400
+const ProblemInvalidHeaders = problem.TypeBase + "invalid-headers" // 400
 
 // RequestDecoder is an optional capability of a [Validator], found by type
 // assertion in [New] (as database/sql/driver grows optional interfaces):

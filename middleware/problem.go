@@ -2,27 +2,25 @@ package middleware
 
 import (
 	"errors"
+
+	"github.com/geoidem/geoidem/problem"
 )
 
-// ProblemTypeBase is the prefix of the type URI of every problem document
-// the middleware writes; the fragment names the problem.
-const ProblemTypeBase = "https://github.com/geoidem/geoidem/blob/main/docs/problems.md#"
-
-// The problem types the middleware answers with. Each is ProblemTypeBase
+// The problem types the middleware answers with. Each is problem.TypeBase
 // followed by its name, stable across releases.
 const (
-	ProblemMissingKey     = ProblemTypeBase + "missing-key"             // 400
-	ProblemMalformedKey   = ProblemTypeBase + "malformed-key"           // 400
-	ProblemBodyTooLarge   = ProblemTypeBase + "body-too-large"          // 413
-	ProblemBodyUnreadable = ProblemTypeBase + "body-unreadable"         // 408
-	ProblemStoreDown      = ProblemTypeBase + "store-unavailable"       // 503
-	ProblemInFlight       = ProblemTypeBase + "request-in-flight"       // 409
-	ProblemKeyReused      = ProblemTypeBase + "key-reused"              // 422
-	ProblemInvalid        = ProblemTypeBase + "invalid-request"         // 422
-	ProblemNotRecorded    = ProblemTypeBase + "response-not-recorded"   // the original status
-	ProblemNotReplayable  = ProblemTypeBase + "response-not-replayable" // 422
-	ProblemStoreFull      = ProblemTypeBase + "store-full"              // 503
-	ProblemClientFull     = ProblemTypeBase + "client-full"             // 429
+	ProblemMissingKey     = problem.TypeBase + "missing-key"             // 400
+	ProblemMalformedKey   = problem.TypeBase + "malformed-key"           // 400
+	ProblemBodyTooLarge   = problem.TypeBase + "body-too-large"          // 413
+	ProblemBodyUnreadable = problem.TypeBase + "body-unreadable"         // 408
+	ProblemStoreDown      = problem.TypeBase + "store-unavailable"       // 503
+	ProblemInFlight       = problem.TypeBase + "request-in-flight"       // 409
+	ProblemKeyReused      = problem.TypeBase + "key-reused"              // 422
+	ProblemInvalid        = problem.TypeBase + "invalid-request"         // 422
+	ProblemNotRecorded    = problem.TypeBase + "response-not-recorded"   // the original status
+	ProblemNotReplayable  = problem.TypeBase + "response-not-replayable" // 422
+	ProblemStoreFull      = problem.TypeBase + "store-full"              // 503
+	ProblemClientFull     = problem.TypeBase + "client-full"             // 429
 )
 
 // HTTPProblem is an error that carries its own RFC 9457 answer. When a

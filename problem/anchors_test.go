@@ -14,8 +14,7 @@ import (
 
 var (
 	// A problem type in Go source: the whole URI written out, or a
-	// fragment appended to a TypeBase constant (problem.TypeBase,
-	// middleware.ProblemTypeBase).
+	// fragment appended to problem.TypeBase.
 	typeURI      = regexp.MustCompile(regexp.QuoteMeta(strings.TrimSuffix(problem.TypeBase, "#")) + `#([^"\s]*)"`)
 	typeFragment = regexp.MustCompile(`TypeBase\s*\+\s*"([^"]*)"`)
 	// An anchor in docs/problems.md: an HTML anchor, or a heading (GitHub

@@ -8,7 +8,7 @@ import (
 )
 
 // The problem types a Verifier answers with, each stable across releases
-// and under the same base URI as the middleware's (middleware.ProblemTypeBase).
+// and, as every problem geoidem writes, under problem.TypeBase.
 // A sender should not retry a 401 with the same headers: a missing or
 // invalid signature will not fix itself, and a stale timestamp needs a
 // fresh signature (see [Signer]). A timestamp ahead is the one refusal a

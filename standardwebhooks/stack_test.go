@@ -10,6 +10,7 @@ import (
 
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/problem"
 	"github.com/geoidem/geoidem/standardwebhooks"
 )
 
@@ -89,8 +90,8 @@ func TestVerifierInsideMiddlewarePoisonsKeys(t *testing.T) {
 
 func TestProblemTypesShareTheMiddlewareBase(t *testing.T) {
 	for _, typ := range []string{standardwebhooks.ProblemSignatureMissing, standardwebhooks.ProblemSignatureInvalid, standardwebhooks.ProblemTimestampOutOfTolerance} {
-		if !strings.HasPrefix(typ, middleware.ProblemTypeBase) || len(typ) == len(middleware.ProblemTypeBase) {
-			t.Errorf("%s is not a fragment under middleware.ProblemTypeBase %s", typ, middleware.ProblemTypeBase)
+		if !strings.HasPrefix(typ, problem.TypeBase) || len(typ) == len(problem.TypeBase) {
+			t.Errorf("%s is not a fragment under problem.TypeBase %s", typ, problem.TypeBase)
 		}
 	}
 	// The body problems are the middleware's own types.

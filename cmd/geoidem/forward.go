@@ -47,8 +47,8 @@ type forwarder struct {
 
 // The proxy's own problem types, under the middleware's base.
 const (
-	problemUpstreamUnreachable = middleware.ProblemTypeBase + "upstream-unreachable" // 503, key released
-	problemUpstreamUncertain   = middleware.ProblemTypeBase + "upstream-uncertain"   // 503, key held
+	problemUpstreamUnreachable = problem.TypeBase + "upstream-unreachable" // 503, key released
+	problemUpstreamUncertain   = problem.TypeBase + "upstream-uncertain"   // 503, key held
 )
 
 // hopByHop are the header fields of one connection (RFC 9110, 7.6.1),

@@ -24,6 +24,7 @@ import (
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
+	"github.com/geoidem/geoidem/problem"
 	"github.com/geoidem/geoidem/standardwebhooks"
 )
 
@@ -335,7 +336,7 @@ func newProxy(ctx context.Context, c *proxyConfig, log *slog.Logger) (*proxyServ
 			return
 		}
 		if !strings.HasPrefix(r.URL.Path, prefix) {
-			writeProblem(w, http.StatusNotFound, 0, middleware.ProblemTypeBase+"not-found", "Not found", "This proxy forwards no such path.")
+			writeProblem(w, http.StatusNotFound, 0, problem.TypeBase+"not-found", "Not found", "This proxy forwards no such path.")
 			return
 		}
 		post.ServeHTTP(w, r) // POST and PATCH claim a key; other methods pass through to the upstream

@@ -181,7 +181,7 @@ func TestRetriedIsRetryStatusOfAReadableRetryAfter(t *testing.T) {
 
 // problemInCode finds a problem type named in Go source: a string literal
 // ending in problems.md#<name>, or a TypeBase constant plus "<name>"
-// (problem.TypeBase, middleware.ProblemTypeBase).
+// (problem.TypeBase).
 var problemInCode = regexp.MustCompile(`problems\.md#([a-z0-9-]+)"|TypeBase \+ "([a-z0-9-]+)"`)
 
 // TestEveryProblemTypeInCodeHasARow: every problem type any Go file of the
