@@ -33,8 +33,8 @@ var validators = []validator{
 	{"geojson.Validate", "RFC 7946 and OGC validity, every problem with a JSON pointer", func(d []byte) error {
 		return geojson.Validate(d, geojson.Options{})
 	}},
-	{"geojson.Decode", "the same checks, then go-geom values", func(d []byte) error {
-		_, err := geojson.Decode(d, geojson.Options{})
+	{"geojson.DecodeDocument", "the same checks, then go-geom values", func(d []byte) error {
+		_, err := geojson.DecodeDocument(d, geojson.Options{})
 		return err
 	}},
 	{"go-geom decode only", "`json.Unmarshal` into go-geom's `geojson.Feature`; checks almost nothing", func(d []byte) error {

@@ -63,7 +63,7 @@ func BenchmarkDecode(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Decode(data, Options{}); err != nil {
+				if _, err := decode(data, Options{}); err != nil {
 					b.Fatal(err)
 				}
 			}

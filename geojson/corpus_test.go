@@ -52,9 +52,9 @@ func TestGeojsonhintCorpus(t *testing.T) {
 			t.Fatal(err)
 		}
 		verr := Validate(data, Options{})
-		_, derr := Decode(data, Options{})
+		_, derr := decode(data, Options{})
 		if (verr == nil) != (derr == nil) {
-			t.Fatalf("Validate and Decode disagree: %v vs %v", verr, derr)
+			t.Fatalf("Validate and DecodeDocument disagree: %v vs %v", verr, derr)
 		}
 		valid := verr == nil
 		if reason, ok := corpusDisagreements[name]; ok {

@@ -4,10 +4,11 @@
 //
 // [Validate] reports every problem of a document (up to a cap), each with
 // an RFC 6901 JSON pointer to the offending value, a stable rule id (the
-// Rule constants) and a message. [Decode] runs the same parse and, only for
-// a valid document, returns its [Feature] values; [DecodeDocument] returns
-// a [Document] whose properties and raw feature bytes are sub-slices of
-// the input, never copied or re-encoded. Malformed JSON is a
+// Rule constants) and a message. [DecodeDocument] runs the same parse
+// and, only for a valid document, returns a [Document]: its features'
+// go-geom geometries, ids and bboxes, with their properties and raw bytes
+// as sub-slices of the input, never copied or re-encoded (decode the
+// properties into a type of your own with encoding/json). Malformed JSON is a
 // [*SyntaxError]; well-formed JSON that is not valid GeoJSON is a
 // [*ValidationError]. [RequestValidator] plugs both into the idempotency
 // middleware, which answers them 400 and 422 with RFC 9457 problem

@@ -30,8 +30,12 @@ type RawFeature struct {
 	// text as in the input ("12.50" stays "12.50"). Member names match
 	// with exact case: "ID" or "Id" is a foreign member, never the id.
 	ID any
-	// Geometry is the Feature's geometry as a go-geom value, as for
-	// [Feature.Geometry]: layout geom.XY or geom.XYZ, Z (and M, see
+	// Geometry is the Feature's geometry as a go-geom value
+	// (*geom.Point, *geom.LineString, *geom.Polygon, *geom.MultiPoint,
+	// *geom.MultiLineString, *geom.MultiPolygon or
+	// *geom.GeometryCollection), its positions in one backing array shared
+	// with the document's other geometries, each capped so that appending
+	// to one never affects another: layout geom.XY or geom.XYZ, Z (and M, see
 	// [Options.AllowExtraDimensions]) kept as written (a
 	// GeometryCollection's members keep their own layouts, so a collection
 	// may mix 2D and 3D); nil when "geometry" is null. A geometry with an
@@ -39,7 +43,8 @@ type RawFeature struct {
 	// method reports true.
 	Geometry geom.T
 	// Properties is the "properties" value as in the input: "null" or a
-	// JSON object, never decoded. Nil for a bare geometry.
+	// JSON object, never decoded (json.Unmarshal it into a type of your
+	// own). Nil for a bare geometry.
 	Properties []byte
 	// Raw is the whole Feature object as in the input, from its '{' to
 	// its '}', foreign members and escapes (\u0000 included) byte for
@@ -50,9 +55,10 @@ type RawFeature struct {
 }
 
 // DecodeDocument validates data exactly as [Validate] does and, only when
-// it is valid, returns it as a [Document]. It is [Decode] without decoding
-// properties: cheaper, and exact, since nothing is re-encoded. The errors
-// are those of Validate; on error the Document is nil.
+// it is valid, returns it as a [Document]. Properties are left as the input's bytes:
+// cheaper than decoding them into maps, and exact, since nothing is
+// re-encoded. The errors are those of Validate; on error the Document is
+// nil.
 func DecodeDocument(data []byte, opts Options) (*Document, error) {
 	p, err := parse(data, opts, buildSpans)
 	defer p.release()

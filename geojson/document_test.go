@@ -186,7 +186,7 @@ func TestMeasureKept(t *testing.T) {
 	if !ok || pg.Layout() != geom.XYZM || !equalFloats(pg.FlatCoords(), want) || pg.Ends()[0] != 20 {
 		t.Fatalf("geometry %#v, want an XYZM polygon with M kept", doc.Features[0].Geometry)
 	}
-	fs, err := Decode([]byte(`{"type":"MultiPoint","coordinates":[[1,2,3,4],[5,6,7]]}`), opts)
+	fs, err := decode([]byte(`{"type":"MultiPoint","coordinates":[[1,2,3,4],[5,6,7]]}`), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package geojson_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -22,18 +23,26 @@ func ExampleValidate() {
 	// /geometry/coordinates/0/2: ring-self-intersection: the ring crosses itself
 }
 
-func ExampleDecode() {
+// A feature's properties are the input's bytes: decode them into a type
+// of your own.
+func ExampleDecodeDocument_properties() {
 	body := []byte(`{"type":"FeatureCollection","features":[
 	  {"type":"Feature","id":1,"properties":{"name":"square"},
 	   "geometry":{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,1],[0,0]]]}}]}`)
-	features, err := geojson.Decode(body, geojson.Options{})
+	doc, err := geojson.DecodeDocument(body, geojson.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	for _, f := range features {
-		p := f.Geometry.(*geom.Polygon)
-		fmt.Println(f.ID, f.Properties["name"], p.Area())
+	for _, f := range doc.Features {
+		var props struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(f.Properties, &props); err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(f.ID, props.Name, f.Geometry.(*geom.Polygon).Area())
 	}
 	// Output:
 	// 1 square 1

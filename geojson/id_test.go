@@ -21,8 +21,8 @@ func TestFeatureIDBeyondFloat64(t *testing.T) {
 			verr.Violations[0].Rule != RuleNumberTooLarge || verr.Violations[0].Pointer != "/id" {
 			t.Errorf("id %s: %v, want one %s problem at /id", id, err, RuleNumberTooLarge)
 		}
-		if _, err := Decode([]byte(doc), Options{}); err == nil {
-			t.Errorf("id %s: Decode accepts it", id)
+		if _, err := decode([]byte(doc), Options{}); err == nil {
+			t.Errorf("id %s: DecodeDocument accepts it", id)
 		}
 	}
 	// Numbers within range are kept exactly as written, including those a
@@ -30,7 +30,7 @@ func TestFeatureIDBeyondFloat64(t *testing.T) {
 	// which strconv.ParseFloat reads without error.
 	for _, id := range []string{"0", "-1", "1.5e308", "12345678901234567890123", "1e-400", "4.9e-324"} {
 		doc := `{"type":"Feature","id":` + id + `,"geometry":null,"properties":null}`
-		fs, err := Decode([]byte(doc), Options{})
+		fs, err := decode([]byte(doc), Options{})
 		if err != nil {
 			t.Errorf("id %s: %v", id, err)
 			continue

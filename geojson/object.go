@@ -82,7 +82,6 @@ func (p *parser) object(c ctx) objResult {
 		geometries []*gnode
 		geometry   *gnode
 		featMark   = len(p.fbuf)
-		props      map[string]any
 		rawProps   []byte
 		id         any
 		bbox       []float64
@@ -149,8 +148,7 @@ func (p *parser) object(c ctx) objResult {
 				p.featuresMember()
 			case mProperties:
 				at := p.i
-				v := p.value(p.build == buildMaps && kind == '{')
-				props, _ = v.(map[string]any)
+				p.value(false)
 				rawProps = p.data[at:p.i:p.i]
 			case mID:
 				switch kind {
@@ -257,7 +255,7 @@ func (p *parser) object(c ctx) objResult {
 			}
 		}
 		if p.build != buildNone { // Validate keeps no features
-			feat = fnode{id: id, geom: geometry, props: props, bbox: bbox, raw: p.data[start:p.i:p.i], rawProps: rawProps}
+			feat = fnode{id: id, geom: geometry, bbox: bbox, raw: p.data[start:p.i:p.i], rawProps: rawProps}
 		}
 	case typ == tFeatureCollection:
 		forbid(mCoordinates, mGeometries, mGeometry, mProperties)

@@ -1,6 +1,6 @@
 package geojson
 
-// Options configures [Validate], [Decode] and [RequestValidator]. The zero
+// Options configures [Validate], [DecodeDocument] and [RequestValidator]. The zero
 // value is ready to use: every zero field means the documented default.
 type Options struct {
 	// MaxBytes is the largest input accepted, in bytes. Zero means

@@ -22,7 +22,6 @@ type gnode struct {
 type fnode struct {
 	id       any // nil, string or json.Number
 	geom     *gnode
-	props    map[string]any
 	bbox     []float64
 	raw      []byte // the Feature object as in the input
 	rawProps []byte // its "properties" value as in the input
@@ -33,8 +32,7 @@ type buildMode uint8
 
 const (
 	buildNone  buildMode = iota // Validate: nothing
-	buildMaps                   // Decode: properties as map[string]any
-	buildSpans                  // DecodeDocument: properties as raw sub-slices only
+	buildSpans                  // DecodeDocument: features, properties as raw sub-slices
 )
 
 // ctx is what the enclosing value requires an object to be.

@@ -195,9 +195,9 @@ func TestRules(t *testing.T) {
 	for _, c := range ruleCases {
 		t.Run(c.name, func(t *testing.T) {
 			err := Validate([]byte(c.doc), c.opts)
-			_, derr := Decode([]byte(c.doc), c.opts)
+			_, derr := decode([]byte(c.doc), c.opts)
 			if (err == nil) != (derr == nil) {
-				t.Fatalf("Validate: %v, but Decode: %v", err, derr)
+				t.Fatalf("Validate: %v, but DecodeDocument: %v", err, derr)
 			}
 			if c.rule == "" {
 				if err != nil {
