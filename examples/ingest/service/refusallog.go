@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/internal/hijack"
 	"github.com/geoidem/geoidem/internal/ratelog"
 )
@@ -37,11 +38,12 @@ const problemPrefix = 1 << 10
 // the sender's, and a refusal may be for a key too long.
 const maxLoggedKey = 300
 
-// logRefusals serves next and logs each of its refusals (refusalStatuses),
-// at most ratelog's bound a minute, without -v: the method, the path, the
-// client's address and identity, the key (in keyHeader) and the problem
-// type, so an operator can tell a sender why its events bounce. client
-// names the request's client, as the key store counts it (nil: none).
+// logRefusals serves next and logs each of its refusals (refusalStatuses)
+// but those the front door logs itself (loggedByDoor), at most ratelog's
+// bound a minute, without -v: the method, the path, the client's address
+// and identity, the key (in keyHeader) and the problem type, so an
+// operator can tell a sender why its events bounce. client names the
+// request's client, as the key store counts it (nil: none).
 func logRefusals(next http.Handler, log *slog.Logger, keyHeader string, client func(*http.Request) string) http.Handler {
 	refusals := ratelog.New(log, 0, 0)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -54,6 +56,10 @@ func logRefusals(next http.Handler, log *slog.Logger, keyHeader string, client f
 		if !refusalStatuses[rw.status] {
 			return
 		}
+		uri := problemURI(rw.problem.Bytes())
+		if loggedByDoor[uri] {
+			return
+		}
 		key := r.Header.Get(keyHeader)
 		if len(key) > maxLoggedKey {
 			key = key[:maxLoggedKey] + "…"
@@ -64,7 +70,7 @@ func logRefusals(next http.Handler, log *slog.Logger, keyHeader string, client f
 			slog.String("addr", r.RemoteAddr),
 			slog.String("key", key),
 			slog.Int("status", rw.status),
-			slog.String("problem", problemType(rw.problem.Bytes())),
+			slog.String("problem", problemName(uri)),
 		}
 		if client != nil {
 			attrs = append(attrs, slog.String("client", client(r)))
@@ -73,11 +79,26 @@ func logRefusals(next http.Handler, log *slog.Logger, keyHeader string, client f
 	})
 }
 
-// problemType returns the name of the problem type of a problem document's
-// beginning: the type URI's fragment (invalid-geojson of
-// …/docs/problems.md#invalid-geojson), or the URI itself without one;
-// "" when doc names none.
-func problemType(doc []byte) string {
+// loggedByDoor are the refusals the front door logs itself, with the
+// client: logged here too, each would be logged twice.
+var loggedByDoor = map[string]bool{
+	frontdoor.ProblemServerBusy: true,
+	frontdoor.ProblemClientBusy: true,
+}
+
+// problemName returns the name of a problem type: the type URI's fragment
+// (invalid-geojson of …/docs/problems.md#invalid-geojson), or the URI
+// itself without one.
+func problemName(uri string) string {
+	if _, frag, ok := strings.Cut(uri, "#"); ok && frag != "" {
+		return frag
+	}
+	return uri
+}
+
+// problemURI returns the type URI of a problem document's beginning; ""
+// when doc names none.
+func problemURI(doc []byte) string {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return ""
@@ -97,9 +118,6 @@ func problemType(doc []byte) string {
 		var uri string
 		if json.Unmarshal(v, &uri) != nil {
 			return ""
-		}
-		if _, frag, ok := strings.Cut(uri, "#"); ok && frag != "" {
-			return frag
 		}
 		return uri
 	}

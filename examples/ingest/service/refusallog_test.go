@@ -32,6 +32,18 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 // msg.
 func (s *syncBuffer) records(t *testing.T, msg string) []map[string]any {
 	t.Helper()
+	var out []map[string]any
+	for _, rec := range s.all(t) {
+		if rec["msg"] == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// all returns the JSON log records written so far.
+func (s *syncBuffer) all(t *testing.T) []map[string]any {
+	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []map[string]any
@@ -43,9 +55,7 @@ func (s *syncBuffer) records(t *testing.T, msg string) []map[string]any {
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("log line %q: %v", line, err)
 		}
-		if rec["msg"] == msg {
-			out = append(out, rec)
-		}
+		out = append(out, rec)
 	}
 	return out
 }
@@ -169,5 +179,45 @@ func TestRefusalLogKeepsFlusherAndHijacker(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
 	if !flusher || hijacker {
 		t.Errorf("behind the refusal log on a recorder: Flusher %v, Hijacker %v; want a Flusher only", flusher, hijacker)
+	}
+}
+
+// A refusal the front door answers (429 client-busy, 503 server-busy) is
+// logged once: the Door logs it itself, with the client, so the service's
+// own refusal log leaves it out.
+func TestDoorRefusalIsLoggedOnce(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hold := middleware.ValidatorFunc(func(r *http.Request, body []byte) error {
+		once.Do(func() { close(entered); <-release })
+		return nil
+	})
+	buf := new(syncBuffer)
+	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	svc, err := New(context.Background(), Config{Logger: log, MaxInFlight: 1, Validator: hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	h := svc.Handler()
+	first := make(chan int)
+	go func() { first <- postTo(h, `"held"`, `{"type":"Feature","id":"h","geometry":null,"properties":null}`).Code }()
+	<-entered
+	w := postTo(h, `"refused"`, `{"type":"Feature","id":"r","geometry":null,"properties":null}`)
+	close(release)
+	if code := <-first; code != http.StatusCreated {
+		t.Fatalf("the request holding the only work slot: %d, want 201", code)
+	}
+	if w.Code != http.StatusTooManyRequests && w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("a second request while the only work slot is held: %d %s, want 429 or 503 from the front door", w.Code, w.Body)
+	}
+	var refusals []map[string]any
+	for _, rec := range buf.all(t) {
+		if msg, _ := rec["msg"].(string); strings.HasPrefix(msg, "request refused") {
+			refusals = append(refusals, rec)
+		}
+	}
+	if len(refusals) != 1 {
+		t.Fatalf("one refusal (%d) logged %d times, want once: %v", w.Code, len(refusals), refusals)
 	}
 }
