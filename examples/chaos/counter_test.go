@@ -52,7 +52,7 @@ func TestRunCounterCountsEveryRun(t *testing.T) {
 	defer svc.Close()
 	answer := func([]newest.Verdict) service.Answer { return service.Answer{StatusCode: 201} }
 	for _, id := range []string{"a", "a", "b"} { // a's run, and its second run
-		if _, err := counted.Upsert(context.Background(), []service.Feature{{ID: id, Raw: []byte(featureBody(id))}}, answer); err != nil {
+		if _, err := counted.Upsert(context.Background(), nil, []service.Feature{{ID: id, Raw: []byte(featureBody(id))}}, answer); err != nil {
 			t.Fatal(err)
 		}
 	}

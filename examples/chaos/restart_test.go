@@ -10,6 +10,7 @@ import (
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/internal/testkit"
+	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/newest"
 )
 
@@ -20,7 +21,7 @@ type processFeatures struct {
 	m  map[string]newest.Observation
 }
 
-func (s *processFeatures) Upsert(_ context.Context, fs []service.Feature, answer func([]newest.Verdict) service.Answer) (service.Answer, error) {
+func (s *processFeatures) Upsert(_ context.Context, _ *keystore.Hold, fs []service.Feature, answer func([]newest.Verdict) service.Answer) (service.Answer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	verdicts := make([]newest.Verdict, len(fs))

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
+	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/newest"
 )
 
@@ -90,12 +91,12 @@ type countedFeatures struct {
 // before the write, with an error the service answers 503 (an error it
 // does not know: transient), since a count that missed a run would pass a
 // test wrongly.
-func (f countedFeatures) Upsert(ctx context.Context, fs []service.Feature, answer func([]newest.Verdict) service.Answer) (service.Answer, error) {
+func (f countedFeatures) Upsert(ctx context.Context, hold *keystore.Hold, fs []service.Feature, answer func([]newest.Verdict) service.Answer) (service.Answer, error) {
 	if err := f.c.run(fs); err != nil {
 		return service.Answer{}, err
 	}
 	var verdicts []newest.Verdict
-	rec, err := f.FeatureStore.Upsert(ctx, fs, func(v []newest.Verdict) service.Answer {
+	rec, err := f.FeatureStore.Upsert(ctx, hold, fs, func(v []newest.Verdict) service.Answer {
 		verdicts = v
 		pause(ctx, f.c.delay) // written, not yet committed
 		return answer(v)

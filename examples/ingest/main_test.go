@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
+	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/newest"
 )
 
@@ -88,11 +89,11 @@ type hookedFeatures struct {
 	delay  time.Duration
 }
 
-func (h hookedFeatures) Upsert(ctx context.Context, fs []service.Feature, answer func([]newest.Verdict) service.Answer) (service.Answer, error) {
+func (h hookedFeatures) Upsert(ctx context.Context, hold *keystore.Hold, fs []service.Feature, answer func([]newest.Verdict) service.Answer) (service.Answer, error) {
 	if h.before != nil {
 		h.before(fs)
 	}
-	return h.FeatureStore.Upsert(ctx, fs, func(v []newest.Verdict) service.Answer {
+	return h.FeatureStore.Upsert(ctx, hold, fs, func(v []newest.Verdict) service.Answer {
 		if h.delay > 0 {
 			t := time.NewTimer(h.delay)
 			select {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/internal/testkit"
+	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/newest"
 )
 
@@ -42,8 +43,8 @@ type wroteThen struct {
 	pause time.Duration
 }
 
-func (w wroteThen) Upsert(ctx context.Context, fs []service.Feature, answer func([]newest.Verdict) service.Answer) (service.Answer, error) {
-	rec, err := w.FeatureStore.Upsert(ctx, fs, answer)
+func (w wroteThen) Upsert(ctx context.Context, hold *keystore.Hold, fs []service.Feature, answer func([]newest.Verdict) service.Answer) (service.Answer, error) {
+	rec, err := w.FeatureStore.Upsert(ctx, hold, fs, answer)
 	if err == nil {
 		w.after()
 		time.Sleep(w.pause)

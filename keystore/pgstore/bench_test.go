@@ -195,9 +195,9 @@ func BenchmarkFirstCallInTx(b *testing.B) {
 				if _, err := s.Claim(ctx, key, a); err != nil {
 					return err
 				}
-				hctx := keystore.ContextWithHold(ctx, &keystore.Hold{Key: key, Token: a.Token, Retention: time.Hour})
-				_, err := s.InTx(hctx, func(tx pgx.Tx) (pgstore.Record, error) {
-					return pgstore.Record(benchRecord), upsertFeature(hctx, tx, features, id, "x")
+				hold := &keystore.Hold{Key: key, Token: a.Token, Retention: time.Hour}
+				_, err := s.InTx(ctx, hold, func(tx pgx.Tx) (pgstore.Record, error) {
+					return pgstore.Record(benchRecord), upsertFeature(ctx, tx, features, id, "x")
 				})
 				return err
 			})
@@ -314,7 +314,8 @@ func BenchmarkHandler(b *testing.B) {
 		}
 		wrapped := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id := r.URL.Query().Get("id")
-			rec, err := s.InTx(r.Context(), func(tx pgx.Tx) (pgstore.Record, error) {
+			hold, _ := keystore.HoldFromContext(r.Context())
+			rec, err := s.InTx(r.Context(), hold, func(tx pgx.Tx) (pgstore.Record, error) {
 				return response(id), upsertFeature(r.Context(), tx, features, id, "x")
 			})
 			if err != nil {

@@ -15,7 +15,8 @@
 // [Store.InTx] in the handler, behind the geoidem middleware:
 //
 //	func (h *ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-//		rec, err := h.store.InTx(r.Context(), func(tx pgx.Tx) (Record, error) {
+//		hold, _ := keystore.HoldFromContext(r.Context())
+//		rec, err := h.store.InTx(r.Context(), hold, func(tx pgx.Tx) (Record, error) {
 //			if _, err := tx.Exec(r.Context(), upsertFeature, id, geometry); err != nil {
 //				return Record{}, err
 //			}
@@ -35,9 +36,10 @@
 //		w.Write(rec.Body)
 //	}
 //
-// InTx finds the request's [keystore.Hold] in the context, runs the function
-// in a transaction, records the returned response in that transaction,
-// fenced by the hold's token ([Store.CompleteTx]), commits, and marks the
+// InTx takes the request's [keystore.Hold], which the middleware hands the
+// handler in the request's context, runs the function in a transaction,
+// records the returned response in that transaction, fenced by the hold's
+// token ([Store.CompleteTx]), commits, and marks the
 // hold completed, so that the middleware does not record the response a
 // second time. If the function fails, or the connection drops, nothing is
 // written and nothing recorded; the handler answers 5xx if [Transient] says

@@ -51,7 +51,8 @@ func ExampleStore_InTx() {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		rec, err := store.InTx(r.Context(), func(tx pgx.Tx) (pgstore.Record, error) {
+		hold, _ := keystore.HoldFromContext(r.Context())
+		rec, err := store.InTx(r.Context(), hold, func(tx pgx.Tx) (pgstore.Record, error) {
 			_, err := tx.Exec(r.Context(), `
 				INSERT INTO features (id, geom) VALUES ($1, ST_SetSRID(ST_GeomFromGeoJSON($2), 4326))
 				ON CONFLICT (id) DO UPDATE SET geom = excluded.geom`, f.ID, string(f.Geometry))
@@ -132,7 +133,7 @@ func ExampleStore_CompleteTx() {
 			if _, err := tx.Exec(ctx, `DELETE FROM features WHERE id = $1`, r.PathValue("id")); err != nil {
 				return err
 			}
-			if err := store.CompleteTx(ctx, tx, hold.Key, hold.Token, rec, hold.Retention); err != nil {
+			if err := store.CompleteTx(ctx, tx, hold, rec); err != nil {
 				return err
 			}
 			// Commit marks the hold completed once the commit succeeded, and

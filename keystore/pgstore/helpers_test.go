@@ -241,8 +241,8 @@ func feature(t testing.TB, pool *pgxpool.Pool, table, id string) (string, int) {
 	return props, writes
 }
 
-// holdCtx returns a context carrying a hold on c's key, as the middleware
-// hands it to a handler.
+// holdCtx returns a hold on c's key and a context carrying it, as the
+// middleware hands them to a handler.
 func holdCtx(t testing.TB, key string, c testkit.Claimed) (context.Context, *keystore.Hold) {
 	h := &keystore.Hold{Key: key, Token: c.Token, Retention: time.Hour}
 	return keystore.ContextWithHold(testCtx(t), h), h

@@ -43,7 +43,8 @@ func TestBehindMiddleware(t *testing.T) {
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := attempts.Add(1)
 		id := r.URL.Query().Get("id")
-		rec, err := s.InTx(r.Context(), func(tx pgx.Tx) (pgstore.Record, error) {
+		hold, _ := keystore.HoldFromContext(r.Context())
+		rec, err := s.InTx(r.Context(), hold, func(tx pgx.Tx) (pgstore.Record, error) {
 			if err := upsertFeature(r.Context(), tx, features, id, fmt.Sprint("attempt ", n)); err != nil {
 				return pgstore.Record{}, err
 			}
@@ -52,7 +53,6 @@ func TestBehindMiddleware(t *testing.T) {
 			res := resume[n]
 			mu.Unlock()
 			if ok {
-				hold, _ := keystore.HoldFromContext(r.Context())
 				g <- hold.Key
 				<-res
 			}

@@ -29,8 +29,8 @@ func TestObserverSeesCompletionsInTx(t *testing.T) {
 	}})
 
 	key := keystoretest.Key(t)
-	ctx, _ := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
-	if _, err := s.InTx(ctx, func(pgx.Tx) (pgstore.Record, error) { return jsonRecord(`{}`), nil }); err != nil {
+	ctx, hold := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
+	if _, err := s.InTx(ctx, hold, func(pgx.Tx) (pgstore.Record, error) { return jsonRecord(`{}`), nil }); err != nil {
 		t.Fatalf("InTx: %v", err)
 	}
 	// A stale token: CompleteTx is refused, and that is reported too.
@@ -39,7 +39,7 @@ func TestObserverSeesCompletionsInTx(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(t.Context())
-	if err := s.CompleteTx(t.Context(), tx, key, 1<<40, jsonRecord(`{}`), time.Minute); !errors.Is(err, keystore.ErrLeaseLost) {
+	if err := s.CompleteTx(t.Context(), tx, &keystore.Hold{Key: key, Token: 1 << 40, Retention: time.Minute}, jsonRecord(`{}`)); !errors.Is(err, keystore.ErrLeaseLost) {
 		t.Fatalf("CompleteTx with a stale token: %v, want ErrLeaseLost", err)
 	}
 

@@ -83,7 +83,7 @@ func TestGoldenRecordsAreStoredAsBefore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.CompleteTx(testCtx(t), tx, key, c.Token, pgstore.Record(g.rec), time.Hour); err != nil {
+		if err := s.CompleteTx(testCtx(t), tx, &keystore.Hold{Key: key, Token: c.Token, Retention: time.Hour}, pgstore.Record(g.rec)); err != nil {
 			t.Fatalf("CompleteTx: %v", err)
 		}
 		if err := tx.Commit(testCtx(t)); err != nil {

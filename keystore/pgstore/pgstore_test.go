@@ -93,8 +93,8 @@ func TestStatementsPerCallInTx(t *testing.T) {
 	if got := tr.take(); len(got) != 1 {
 		t.Errorf("claim ran %d statements, want 1: %q", len(got), got)
 	}
-	ctx, _ := holdCtx(t, key, c)
-	_, err := s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
+	ctx, hold := holdCtx(t, key, c)
+	_, err := s.InTx(ctx, hold, func(tx pgx.Tx) (pgstore.Record, error) {
 		return jsonRecord("{}"), upsertFeature(ctx, tx, features, "f1", "one")
 	})
 	if err != nil {

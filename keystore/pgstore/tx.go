@@ -26,24 +26,22 @@ type Record struct {
 	Body []byte
 }
 
-// ErrNoHold reports that InTx found no [keystore.Hold] in its context: the
-// request did not come through the geoidem middleware (or its method is not
-// covered), so there is no key to complete. Nothing was run.
-var ErrNoHold = errors.New("pgstore: no idempotency hold in the context")
-
 // finishTimeout bounds the commit and rollback that InTx runs after the
 // request context may have been canceled.
 const finishTimeout = 10 * time.Second
 
-// CompleteTx records rec as key's response for retention, fenced by token,
-// inside tx: the record becomes visible, and the key completed, only if and
-// when tx commits, together with everything else tx wrote. It fails with an
-// error wrapping [keystore.ErrLeaseLost], and changes nothing, if token no
-// longer holds key (its lease ended, by the database clock, or another claim
-// took the key over); the caller must then roll tx back, so that its writes
-// are not applied on behalf of a request that no longer owns the key. It
-// fails with an error wrapping [keystore.ErrInvalidStatus], before running
-// any statement (tx stays usable), if rec.StatusCode is outside 200–599.
+// CompleteTx records rec as the response of hold's key for the hold's
+// Retention, fenced by its Token, inside tx: the record becomes visible,
+// and the key completed, only if and when tx commits, together with
+// everything else tx wrote. A record over the hold's MaxRecordBytes is kept
+// as a too-large record of its status, as the middleware keeps a response
+// it cannot record. It fails with an error wrapping [keystore.ErrLeaseLost],
+// and changes nothing, if the token no longer holds the key (its lease
+// ended, by the database clock, or another claim took the key over); the
+// caller must then roll tx back, so that its writes are not applied on
+// behalf of a request that no longer owns the key. It fails with an error
+// wrapping [keystore.ErrInvalidStatus], before running any statement (tx
+// stays usable), if rec.StatusCode is outside 200–599.
 //
 // From its UPDATE until tx ends, tx holds the key's row lock: a claim that
 // would take the expired lease over waits, and then finds the key completed
@@ -53,25 +51,22 @@ const finishTimeout = 10 * time.Second
 // (the default); under REPEATABLE READ or SERIALIZABLE a lease renewed while
 // tx ran makes it fail with a serialization error instead.
 //
-// Pass the request's context: when it carries the keystore.Hold of key,
-// a record over the hold's MaxRecordBytes (the middleware's, which holds
-// for it too) is kept as a too-large record of its status, as the
-// middleware keeps a response it cannot record. Commit through the
-// request's keystore.Hold.Commit, which
-// marks the hold completed once the commit succeeded, so that the
-// middleware does not complete the key again, and keeps the middleware
-// from stopping the handler while the commit holds the key; InTx does all
-// of this for you.
-func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, key string, token keystore.Token, rec Record, retention time.Duration) error {
+// Commit through hold.Commit, which marks the hold completed once the
+// commit succeeded, so that the middleware does not complete the key again,
+// and keeps the middleware from stopping the handler while the commit holds
+// the key; InTx does all of this for you.
+func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, hold *keystore.Hold, rec Record) error {
 	if tx == nil {
 		return errors.New("pgstore: complete: nil transaction")
+	}
+	if hold == nil {
+		return errors.New("pgstore: complete: nil hold")
 	}
 	if err := record.Record(rec).Validate(); err != nil {
 		return fmt.Errorf("pgstore: complete: %w", err)
 	}
-	if h, ok := keystore.HoldFromContext(ctx); ok && h.Key == key {
-		rec = Record(record.Fit(h.MaxRecordBytes, record.Record(rec)))
-	}
+	rec = Record(record.Fit(hold.MaxRecordBytes, record.Record(rec)))
+	key, token, retention := hold.Key, hold.Token, hold.Retention
 	header := encodeHeader(nil, rec.Header)
 	if s.observe == nil {
 		return s.complete(ctx, tx, key, token, int32(rec.StatusCode), header, rec.Body, retention)
@@ -85,10 +80,10 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, key string, token key
 // InTx runs fn in a new transaction on the store's pool and records the
 // response fn returns as the key's record in that same transaction, so that
 // fn's writes and the record commit together or not at all. It is meant for
-// an HTTP handler behind the geoidem middleware: the key, token and
-// retention come from the [keystore.Hold] in ctx (see
-// keystore.HoldFromContext), and after the commit InTx marks the hold
-// completed, so the middleware leaves the key alone.
+// an HTTP handler behind the geoidem middleware, with the request's
+// [keystore.Hold] (keystore.HoldFromContext of the request's context): the
+// key, token and retention come from the hold, and after the commit InTx
+// marks it completed, so the middleware leaves the key alone.
 //
 // In order: InTx begins a transaction, calls fn, completes the key with
 // CompleteTx (a record over the middleware's MaxRecordBytes is kept as a
@@ -124,12 +119,12 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, key string, token key
 // fenced by then, and abandoning a commit whose outcome the client will
 // learn from its retry would only turn a success into an ambiguous error.
 //
-// It returns ErrNoHold, running nothing, if ctx carries no hold, and an
-// error if the hold was already completed.
-func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) (Record, error)) (Record, error) {
-	hold, ok := keystore.HoldFromContext(ctx)
-	if !ok {
-		return Record{}, ErrNoHold
+// It returns an error, running nothing, if hold is nil (the request did not
+// come through the middleware, or its method is not covered) or was already
+// completed.
+func (s *Store) InTx(ctx context.Context, hold *keystore.Hold, fn func(tx pgx.Tx) (Record, error)) (Record, error) {
+	if hold == nil {
+		return Record{}, errors.New("pgstore: no idempotency hold: the request did not come through the middleware")
 	}
 	if hold.Completed() {
 		return Record{}, fmt.Errorf("pgstore: key %.16s… already completed by this request", hold.Key)
@@ -149,7 +144,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) (Record, error)) (R
 	if err != nil {
 		return Record{}, leaseCause(ctx, err)
 	}
-	if err := s.CompleteTx(ctx, tx, hold.Key, hold.Token, rec, hold.Retention); err != nil {
+	if err := s.CompleteTx(ctx, tx, hold, rec); err != nil {
 		return Record{}, leaseCause(ctx, err)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)

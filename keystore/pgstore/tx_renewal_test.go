@@ -51,7 +51,7 @@ func testExtendMeetsOwnCompleteTx(t *testing.T, pool *pgxpool.Pool, commit bool,
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if err := s.CompleteTx(ctx, tx, key, c.Token, jsonRecord(`"x"`), time.Hour); err != nil {
+	if err := s.CompleteTx(ctx, tx, &keystore.Hold{Key: key, Token: c.Token, Retention: time.Hour}, jsonRecord(`"x"`)); err != nil {
 		t.Fatalf("CompleteTx: %v", err)
 	}
 	pid := tx.Conn().PgConn().PID()
@@ -157,7 +157,8 @@ func TestRenewalWaitsOnOwnCommitBehindMiddleware(t *testing.T) {
 				leaseCanceled.Store(true)
 			}
 		})
-		rec, err := s.InTx(r.Context(), func(tx pgx.Tx) (pgstore.Record, error) {
+		hold, _ := keystore.HoldFromContext(r.Context())
+		rec, err := s.InTx(r.Context(), hold, func(tx pgx.Tx) (pgstore.Record, error) {
 			if _, err := tx.Exec(r.Context(), "INSERT INTO "+slow+" (id) VALUES ('x')"); err != nil {
 				return pgstore.Record{}, err
 			}

@@ -27,7 +27,7 @@ func TestInTxRefusesInvalidStatus(t *testing.T) {
 		key := keystoretest.Key(t)
 		c := claim(t, s, key, time.Minute, acquire)
 		ctx, hold := holdCtx(t, key, c)
-		_, err := s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
+		_, err := s.InTx(ctx, hold, func(tx pgx.Tx) (pgstore.Record, error) {
 			rec := jsonRecord(`{"ok":true}`)
 			rec.StatusCode = code
 			return rec, upsertFeature(ctx, tx, features, key, "x")
@@ -60,7 +60,7 @@ func TestCompleteTxRefusesInvalidStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if err := s.CompleteTx(ctx, tx, key, c.Token, pgstore.Record{}, time.Hour); !errors.Is(err, keystore.ErrInvalidStatus) {
+	if err := s.CompleteTx(ctx, tx, &keystore.Hold{Key: key, Token: c.Token, Retention: time.Hour}, pgstore.Record{}); !errors.Is(err, keystore.ErrInvalidStatus) {
 		t.Fatalf("CompleteTx with status 0: err = %v, want one wrapping keystore.ErrInvalidStatus", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -25,7 +25,7 @@ func TestInTxCommitsWriteAndRecordTogether(t *testing.T) {
 	key := keystoretest.Key(t)
 	ctx, hold := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
 	want := jsonRecord(`{"stored":["f1"]}`)
-	got, err := s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
+	got, err := s.InTx(ctx, hold, func(tx pgx.Tx) (pgstore.Record, error) {
 		if err := upsertFeature(ctx, tx, features, "f1", "first"); err != nil {
 			return pgstore.Record{}, err
 		}
@@ -53,7 +53,7 @@ func TestInTxCommitsWriteAndRecordTogether(t *testing.T) {
 		t.Errorf("replayed record %+v, want %+v", c.Record, want)
 	}
 	// The hold is spent: a second InTx with it runs nothing.
-	if _, err := s.InTx(ctx, func(pgx.Tx) (pgstore.Record, error) {
+	if _, err := s.InTx(ctx, hold, func(pgx.Tx) (pgstore.Record, error) {
 		t.Error("fn ran on a completed hold")
 		return want, nil
 	}); err == nil {
@@ -71,7 +71,7 @@ func TestInTxHandlerErrorRollsBack(t *testing.T) {
 	c := claim(t, s, key, time.Minute, acquire)
 	ctx, hold := holdCtx(t, key, c)
 	errBoom := errors.New("boom")
-	_, err := s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
+	_, err := s.InTx(ctx, hold, func(tx pgx.Tx) (pgstore.Record, error) {
 		if err := upsertFeature(ctx, tx, features, "f1", "x"); err != nil {
 			return pgstore.Record{}, err
 		}
@@ -96,12 +96,12 @@ func TestInTxHandlerErrorRollsBack(t *testing.T) {
 func TestInTxWithoutHold(t *testing.T) {
 	pool := newPool(t, 4, nil)
 	s := newStore(t, pool, pgstore.Config{})
-	_, err := s.InTx(testCtx(t), func(pgx.Tx) (pgstore.Record, error) {
+	_, err := s.InTx(testCtx(t), nil, func(pgx.Tx) (pgstore.Record, error) {
 		t.Error("fn ran without a hold")
 		return pgstore.Record{}, nil
 	})
-	if !errors.Is(err, pgstore.ErrNoHold) {
-		t.Errorf("InTx without a hold: %v, want ErrNoHold", err)
+	if err == nil {
+		t.Errorf("InTx without a hold succeeded")
 	}
 }
 
@@ -117,7 +117,7 @@ func TestInTxTakeoverFencesLateTransaction(t *testing.T) {
 	key := keystoretest.Key(t)
 	ctxA, holdA := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
 	bDone := make(chan error, 1)
-	_, err := s.InTx(ctxA, func(tx pgx.Tx) (pgstore.Record, error) {
+	_, err := s.InTx(ctxA, holdA, func(tx pgx.Tx) (pgstore.Record, error) {
 		if err := upsertFeature(ctxA, tx, features, "f1", "late"); err != nil {
 			return pgstore.Record{}, err
 		}
@@ -129,7 +129,7 @@ func TestInTxTakeoverFencesLateTransaction(t *testing.T) {
 		// B's write of the same feature waits for A's transaction.
 		go func() {
 			ctxB, holdB := holdCtx(t, key, b)
-			_, err := s.InTx(ctxB, func(tx pgx.Tx) (pgstore.Record, error) {
+			_, err := s.InTx(ctxB, holdB, func(tx pgx.Tx) (pgstore.Record, error) {
 				return jsonRecord(`"B"`), upsertFeature(ctxB, tx, features, "f1", "B")
 			})
 			if err == nil && !holdB.Completed() {
@@ -166,7 +166,7 @@ func TestInTxExpiredLeaseWithoutTakeover(t *testing.T) {
 
 	key := keystoretest.Key(t)
 	ctx, hold := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
-	_, err := s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
+	_, err := s.InTx(ctx, hold, func(tx pgx.Tx) (pgstore.Record, error) {
 		expireLease(t, pool, s, key)
 		return jsonRecord("{}"), upsertFeature(ctx, tx, features, "f1", "x")
 	})
@@ -208,7 +208,7 @@ func TestCompleteTxHoldsKeyUntilTxEnds(t *testing.T) {
 			if err := upsertFeature(ctx, tx, features, "f1", "x"); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.CompleteTx(ctx, tx, key, c.Token, jsonRecord(`"x"`), time.Hour); err != nil {
+			if err := s.CompleteTx(ctx, tx, &keystore.Hold{Key: key, Token: c.Token, Retention: time.Hour}, jsonRecord(`"x"`)); err != nil {
 				t.Fatalf("CompleteTx: %v", err)
 			}
 			pid := tx.Conn().PgConn().PID()
@@ -302,7 +302,7 @@ func TestInTxDroppedConnection(t *testing.T) {
 			}
 			var err error
 			if when == "BeforeCompletion" {
-				_, err = s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
+				_, err = s.InTx(ctx, hold, func(tx pgx.Tx) (pgstore.Record, error) {
 					if err := upsertFeature(ctx, tx, features, "f1", "first"); err != nil {
 						return pgstore.Record{}, err
 					}
@@ -317,7 +317,7 @@ func TestInTxDroppedConnection(t *testing.T) {
 				if err := upsertFeature(ctx, tx, features, "f1", "first"); err != nil {
 					t.Fatal(err)
 				}
-				if err := s.CompleteTx(ctx, tx, key, first.Token, jsonRecord(`"first"`), time.Hour); err != nil {
+				if err := s.CompleteTx(ctx, tx, &keystore.Hold{Key: key, Token: first.Token, Retention: time.Hour}, jsonRecord(`"first"`)); err != nil {
 					t.Fatal(err)
 				}
 				terminate(tx)
@@ -340,7 +340,7 @@ func TestInTxDroppedConnection(t *testing.T) {
 				t.Fatalf("Release: %v", err)
 			}
 			ctx, hold = holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
-			if _, err := s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
+			if _, err := s.InTx(ctx, hold, func(tx pgx.Tx) (pgstore.Record, error) {
 				return jsonRecord(`"retry"`), upsertFeature(ctx, tx, features, "f1", "retry")
 			}); err != nil || !hold.Completed() {
 				t.Fatalf("retry InTx: %v", err)
@@ -363,7 +363,7 @@ func TestCompleteTxCanceledContext(t *testing.T) {
 	ctx, hold := holdCtx(t, key, c)
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.InTx(canceled, func(pgx.Tx) (pgstore.Record, error) { return jsonRecord("{}"), nil }); !errors.Is(err, context.Canceled) {
+	if _, err := s.InTx(canceled, hold, func(pgx.Tx) (pgstore.Record, error) { return jsonRecord("{}"), nil }); !errors.Is(err, context.Canceled) {
 		t.Errorf("InTx with a canceled context: %v", err)
 	}
 	if hold.Completed() {
@@ -382,7 +382,7 @@ func TestInTxContextCanceledForLostLease(t *testing.T) {
 	key := keystoretest.Key(t)
 	hctx, hold := holdCtx(t, key, claim(t, s, key, time.Minute, acquire))
 	ctx, cancel := context.WithCancelCause(hctx)
-	_, err := s.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
+	_, err := s.InTx(ctx, hold, func(tx pgx.Tx) (pgstore.Record, error) {
 		if err := upsertFeature(ctx, tx, features, "f1", "x"); err != nil {
 			return pgstore.Record{}, err
 		}
@@ -416,7 +416,7 @@ func TestCompleteTxFitsTheHoldsBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.CompleteTx(ctx, tx, key, c.Token, big, time.Hour); err != nil {
+		if err := s.CompleteTx(ctx, tx, hold, big); err != nil {
 			t.Fatalf("CompleteTx: %v", err)
 		}
 		if err := tx.Commit(ctx); err != nil {

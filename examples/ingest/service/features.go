@@ -13,6 +13,7 @@ import (
 
 	"github.com/geoidem/geoidem/examples/internal/geofeature"
 	"github.com/geoidem/geoidem/geojson"
+	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/newest"
 	"github.com/geoidem/geoidem/problem"
 )
@@ -55,8 +56,9 @@ func (f Feature) Observation() newest.Observation {
 // others; verdicts[i] says what newest.Decide ruled for fs[i]. It returns
 // answer(verdicts), the response to send. A store in the key store's own
 // database records that response as the key's inside the transaction of
-// its write (pgstore.Store.InTx, which marks the request's keystore.Hold
-// completed); the others return it for the middleware to record. The
+// its write (pgstore.Store.InTx with hold, the request's hold on its key,
+// which it marks completed); the others ignore hold and return the
+// response for the middleware to record. The
 // write is all or nothing: on error nothing of fs is stored.
 //
 // Its error decides the answer, so a store must not guess: an error
@@ -69,7 +71,7 @@ func (f Feature) Observation() newest.Observation {
 //
 // Get returns the bytes stored under id.
 type FeatureStore interface {
-	Upsert(ctx context.Context, fs []Feature, answer func(verdicts []newest.Verdict) Answer) (Answer, error)
+	Upsert(ctx context.Context, hold *keystore.Hold, fs []Feature, answer func(verdicts []newest.Verdict) Answer) (Answer, error)
 	Get(ctx context.Context, id string) (feature []byte, ok bool, err error)
 }
 

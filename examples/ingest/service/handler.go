@@ -41,7 +41,8 @@ func (s *Service) postFeatures(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var verdicts []newest.Verdict
-	rec, err := s.features.Upsert(r.Context(), fs, func(v []newest.Verdict) Answer {
+	hold, _ := keystore.HoldFromContext(r.Context())
+	rec, err := s.features.Upsert(r.Context(), hold, fs, func(v []newest.Verdict) Answer {
 		verdicts = v
 		return answerFor(fs, v)
 	})

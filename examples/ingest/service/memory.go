@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/newest"
 )
 
@@ -49,7 +50,7 @@ func newMemoryFeatures(maxEntries int, maxBytes int64) *memoryFeatures {
 		m: map[string]newest.Observation{}}
 }
 
-func (s *memoryFeatures) Upsert(_ context.Context, fs []Feature, answer func([]newest.Verdict) Answer) (Answer, error) {
+func (s *memoryFeatures) Upsert(_ context.Context, _ *keystore.Hold, fs []Feature, answer func([]newest.Verdict) Answer) (Answer, error) {
 	verdicts := make([]newest.Verdict, len(fs))
 	s.mu.Lock()
 	defer s.mu.Unlock()

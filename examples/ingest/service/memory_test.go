@@ -19,7 +19,7 @@ func answer201([]newest.Verdict) Answer { return Answer{StatusCode: 201} }
 func TestMemoryFeaturesBounded(t *testing.T) {
 	repo := newMemoryFeatures(3, 1000)
 	put := func(fs ...Feature) error {
-		_, err := repo.Upsert(context.Background(), fs, answer201)
+		_, err := repo.Upsert(context.Background(), nil, fs, answer201)
 		return err
 	}
 	raw := func(n int) []byte { return bytes.Repeat([]byte("x"), n) }
@@ -54,7 +54,7 @@ func TestMemoryFeaturesBounded(t *testing.T) {
 func TestMemoryFeaturesCopyWhatTheyKeep(t *testing.T) {
 	repo := newMemoryFeatures(0, 0)
 	body := []byte(`{"n":1}`)
-	if _, err := repo.Upsert(context.Background(), []Feature{{ID: "f", Raw: body}}, answer201); err != nil {
+	if _, err := repo.Upsert(context.Background(), nil, []Feature{{ID: "f", Raw: body}}, answer201); err != nil {
 		t.Fatal(err)
 	}
 	copy(body, `{"n":2}`)
@@ -75,7 +75,7 @@ func TestMemoryFeaturesVerdicts(t *testing.T) {
 	plain := Feature{ID: "f", Raw: []byte(`{"n":0}`)}
 	put := func(fs ...Feature) Answer {
 		t.Helper()
-		rec, err := repo.Upsert(context.Background(), fs, func(v []newest.Verdict) Answer { return answerFor(fs, v) })
+		rec, err := repo.Upsert(context.Background(), nil, fs, func(v []newest.Verdict) Answer { return answerFor(fs, v) })
 		if err != nil {
 			t.Fatal(err)
 		}

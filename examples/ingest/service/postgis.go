@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/newest"
 )
@@ -85,14 +86,14 @@ func (p *postgisFeatures) migrate(ctx context.Context) error {
 	return tx.Commit(ctx)
 }
 
-func (p *postgisFeatures) Upsert(ctx context.Context, fs []Feature, answer func([]newest.Verdict) Answer) (Answer, error) {
+func (p *postgisFeatures) Upsert(ctx context.Context, hold *keystore.Hold, fs []Feature, answer func([]newest.Verdict) Answer) (Answer, error) {
 	upsert := `INSERT INTO ` + p.table + ` AS stored (id, geom, feature, observed_at)
 		VALUES ($1, ST_SetSRID(ST_GeomFromEWKB($2::bytea), 4326), $3::bytea, $4)
 		ON CONFLICT (id) DO UPDATE SET geom = EXCLUDED.geom, feature = EXCLUDED.feature,
 			observed_at = EXCLUDED.observed_at, writes = stored.writes + 1, updated_at = now()
 		WHERE ` + newest.PostgresCondition("stored", "observed_at", "feature") + `
 		RETURNING true`
-	rec, err := p.keys.InTx(ctx, func(tx pgx.Tx) (pgstore.Record, error) {
+	rec, err := p.keys.InTx(ctx, hold, func(tx pgx.Tx) (pgstore.Record, error) {
 		var b pgx.Batch
 		verdicts := make([]newest.Verdict, len(fs))
 		for i, f := range fs {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/newest"
 )
@@ -72,7 +73,7 @@ const (
 	fieldWrites      = "writes"
 )
 
-func (s *redisFeatures) Upsert(ctx context.Context, fs []Feature, answer func([]newest.Verdict) Answer) (Answer, error) {
+func (s *redisFeatures) Upsert(ctx context.Context, _ *keystore.Hold, fs []Feature, answer func([]newest.Verdict) Answer) (Answer, error) {
 	if len(fs) == 0 { // nothing to write (a FeatureCollection without features)
 		return answer([]newest.Verdict{}), nil
 	}

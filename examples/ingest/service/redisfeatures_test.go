@@ -32,14 +32,14 @@ func TestRedisFeaturesWaitReplicas(t *testing.T) {
 	}
 
 	waited := &redisFeatures{client: c, prefix: "t:", waitReplicas: 1, waitTimeout: 20 * time.Millisecond}
-	if _, err := waited.Upsert(ctx, f("a"), answer); !errors.Is(err, redisstore.ErrNotReplicated) {
+	if _, err := waited.Upsert(ctx, nil, f("a"), answer); !errors.Is(err, redisstore.ErrNotReplicated) {
 		t.Fatalf("upsert with no replica to acknowledge it: %v, want ErrNotReplicated", err)
 	}
 	if _, ok, err := waited.Get(ctx, "a"); err != nil || !ok {
 		t.Errorf("the unacknowledged write is not on the master: ok %v, %v", ok, err)
 	}
 	plain := &redisFeatures{client: c, prefix: "t:"}
-	if _, err := plain.Upsert(ctx, f("b"), answer); err != nil {
+	if _, err := plain.Upsert(ctx, nil, f("b"), answer); err != nil {
 		t.Fatalf("upsert without WaitReplicas: %v", err)
 	}
 }

@@ -201,7 +201,9 @@ func TestDoorRefusalIsLoggedOnce(t *testing.T) {
 	t.Cleanup(svc.Close)
 	h := svc.Handler()
 	first := make(chan int)
-	go func() { first <- postTo(h, `"held"`, `{"type":"Feature","id":"h","geometry":null,"properties":null}`).Code }()
+	go func() {
+		first <- postTo(h, `"held"`, `{"type":"Feature","id":"h","geometry":null,"properties":null}`).Code
+	}()
 	<-entered
 	w := postTo(h, `"refused"`, `{"type":"Feature","id":"r","geometry":null,"properties":null}`)
 	close(release)
