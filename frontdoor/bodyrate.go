@@ -13,9 +13,9 @@ import (
 
 // Defaults for the zero fields of bodyRateConfig.
 const (
-	DefaultGrace       = 5 * time.Second
-	DefaultMinRate     = 1024 // bytes a second
-	DefaultBodyTimeout = 30 * time.Second
+	defaultGrace       = 5 * time.Second
+	defaultMinRate     = 1024 // bytes a second
+	defaultBodyTimeout = 30 * time.Second
 )
 
 // ErrSlowBody is the error with which a request body that fell behind the
@@ -26,19 +26,18 @@ var ErrSlowBody = errors.New("frontdoor: request body arrived too slowly")
 type bodyRateConfig struct {
 	// Grace is how long a body may take before it must keep to MinRate:
 	// its n-th byte must have arrived Grace + n/MinRate after the request
-	// began (its header was read). Default DefaultGrace (5 s).
+	// began (its header was read). Zero means 5 s.
 	Grace time.Duration
 
 	// MinRate is the least rate, in bytes a second, at which a body must
-	// arrive after the Grace. Default DefaultMinRate (1 KiB/s): a sender's
-	// 1 MiB body over a 64 kbit/s link keeps to it; a byte every 2 s does
-	// not.
+	// arrive after the Grace. Zero means 1 KiB/s: a sender's 1 MiB body
+	// over a 64 kbit/s link keeps to it; a byte every 2 s does not.
 	MinRate int64
 
 	// Timeout bounds a body's whole time, however fast it arrives. The
 	// per-read deadlines replace http.Server.ReadTimeout's while a body is
-	// read: set Timeout where you would have set ReadTimeout. Default
-	// DefaultBodyTimeout (30 s).
+	// read: set Timeout where you would have set ReadTimeout. Zero means
+	// 30 s.
 	Timeout time.Duration
 
 	// Logger receives a Warn record per body cut off, at most 10 a minute
@@ -78,9 +77,9 @@ type bodyRateStats struct {
 // newBodyRate returns a bodyRate, or an error for a negative setting.
 func newBodyRate(cfg bodyRateConfig) (*bodyRate, error) {
 	b := &bodyRate{
-		grace:   orDefault(cfg.Grace, DefaultGrace),
-		rate:    orDefault(cfg.MinRate, DefaultMinRate),
-		timeout: orDefault(cfg.Timeout, DefaultBodyTimeout),
+		grace:   orDefault(cfg.Grace, defaultGrace),
+		rate:    orDefault(cfg.MinRate, defaultMinRate),
+		timeout: orDefault(cfg.Timeout, defaultBodyTimeout),
 		cuts:    ratelog.New(cfg.Logger, 0, 0),
 	}
 	if b.grace < 0 || b.rate < 0 || b.timeout < 0 {
