@@ -18,9 +18,11 @@ const (
 	defaultBodyTimeout = 30 * time.Second
 )
 
-// ErrSlowBody is the error with which a request body that fell behind the
-// minimum rate ends, for the handlers inside a bodyRate.
-var ErrSlowBody = errors.New("frontdoor: request body arrived too slowly")
+// errSlowBody is the error with which a request body that fell behind the
+// minimum rate ends. A handler behind a Door need not tell it apart: the
+// bodyRate answers 408 itself, whatever the handler made of the failed
+// read.
+var errSlowBody = errors.New("frontdoor: request body arrived too slowly")
 
 // bodyRateConfig configures a bodyRate. Zero fields mean the defaults.
 type bodyRateConfig struct {
@@ -47,7 +49,7 @@ type bodyRateConfig struct {
 
 // A bodyRate holds request bodies to a minimum rate after a grace, as HTTP
 // middleware: a body that falls behind is cut off (its read fails with
-// ErrSlowBody, the connection's read deadline having passed), and the
+// errSlowBody, the connection's read deadline having passed), and the
 // request is answered 408 [ProblemSlowBody], whatever the handlers inside
 // made of the failed read, and the connection closed. So a slow body holds
 // what it holds (an admission slot, a goroutine, a connection) for Grace +
@@ -99,7 +101,7 @@ func (b *bodyRate) Handler(next http.Handler) http.Handler {
 			return
 		}
 		g := &guard{rate: b, w: w, ctl: http.NewResponseController(w), src: r.Body, start: time.Now(), length: r.ContentLength}
-		r = r.WithContext(r.Context()) // net/http keeps reading its own request's Body (see AnswerWithoutBody)
+		r = r.WithContext(r.Context()) // net/http keeps reading its own request's Body (see answerWithoutBody)
 		r.Body = (*body)(g)
 		next.ServeHTTP(writerFor(g), r)
 		if g.tripped.Load() {

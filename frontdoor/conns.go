@@ -57,7 +57,7 @@ type connsConfig struct {
 	MaxIdle int
 
 	// TrustedProxies are the networks of reverse proxies in front of the
-	// server (see [ParsePrefixes]): each of their connections carries many
+	// server: each of their connections carries many
 	// clients' requests, so their host is never refused for
 	// MaxConnsPerHost; its connections wait for room instead. Default:
 	// none.

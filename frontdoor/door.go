@@ -111,13 +111,14 @@ type Config struct {
 	MaxAnswerBytes int
 
 	// TrustedProxies are the networks of the reverse proxies in front of
-	// the server (see [ParsePrefixes]). A request's client is its remote
-	// address or, from a trusted proxy, the right-most address of
-	// ForwardedHeader that is not a trusted proxy's; and a trusted proxy's
-	// connections, which carry many clients' requests, are never refused
-	// for MaxConnsPerHost (they wait for room instead). Default: none, and
-	// every client is its remote address: trust only proxies that
-	// overwrite or append to the header, or a client names itself.
+	// the server (netip.ParsePrefix, or netip.PrefixFrom(a, a.BitLen())
+	// for one address). A request's client is its remote address or, from
+	// a trusted proxy, the right-most address of ForwardedHeader that is
+	// not a trusted proxy's; and a trusted proxy's connections, which
+	// carry many clients' requests, are never refused for MaxConnsPerHost
+	// (they wait for room instead). Default: none, and every client is its
+	// remote address: trust only proxies that overwrite or append to the
+	// header, or a client names itself.
 	TrustedProxies []netip.Prefix
 
 	// ForwardedHeader is the header the trusted proxies append the
@@ -339,14 +340,17 @@ func (d *Door) Client(r *http.Request) string { return d.client(r) }
 
 // Server returns the http.Server to serve h with: the Door's ConnState,
 // its timeouts (a request header within 5 s, a body within BodyTimeout,
-// a keep-alive connection closed after 30 s idle), and
-// h wrapped so that an answer that did not need the request's body is not
-// held waiting for it (see [AnswerWithoutBody]). Set its ErrorLog, and
-// serve it on [Door.Listener].
+// a keep-alive connection closed after 30 s idle), and h wrapped so that
+// an answer that did not need the request's body (a refusal, GET /healthz
+// sent with a body) is not held waiting for a body that is not coming:
+// when the answer's header goes out before the body was read to its end,
+// the connection is closed after the answer (Connection: close) rather
+// than kept by reading the rest. Set its ErrorLog (or change any other
+// field), and serve it on [Door.Listener].
 func (d *Door) Server(h http.Handler) *http.Server {
 	timeout := orDefault(d.bodyTimeout, defaultBodyTimeout)
 	return &http.Server{
-		Handler:           AnswerWithoutBody(h),
+		Handler:           answerWithoutBody(h),
 		ConnState:         d.conns.ConnState,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       timeout, // what the body rate does not read ends here
@@ -397,10 +401,10 @@ func (d *Door) serve(w http.ResponseWriter, r *http.Request, next http.Handler) 
 	defer d.release(e)
 	body, rest, err := d.read(r)
 	if d.ended(e) && err == nil {
-		err = ErrSlowBody // cut off as its last bytes arrived: the bodyRate answers 408
+		err = errSlowBody // cut off as its last bytes arrived: the bodyRate answers 408
 	}
 	if err != nil {
-		if errors.Is(err, ErrSlowBody) {
+		if errors.Is(err, errSlowBody) {
 			return // the bodyRate answers 408
 		}
 		r.Body = io.NopCloser(rest)

@@ -3,8 +3,9 @@ package frontdoor
 // A Series is one value of a Door's [Stats] as a metric, named and
 // described once here for every exporter: observe/promobserve's and
 // observe/otelobserve's FrontDoor, and the hand-written Prometheus text of
-// a command that takes no metrics client. Every series of [SeriesNames]
-// is present in every [Stats.Series], at 0 before anything happened.
+// a command that takes no metrics client. Every [Stats.Series] has the
+// same series, in the same order, at 0 before anything happened: an
+// exporter describes them from (Stats{}).Series().
 type Series struct {
 	Name    string  // "geoidem_frontdoor_refused_total"
 	Help    string  // its meaning, one sentence or a few
@@ -71,8 +72,8 @@ var families = []family{
 		one(func(s *Stats) float64 { return float64(s.AnswersCut) })},
 }
 
-// Series returns s as metrics: every series of [SeriesNames], each label
-// value in turn, grouped by name in that order.
+// Series returns s as metrics, each label value in turn, grouped by name
+// in this order:
 //
 //	geoidem_frontdoor_connections{state}                open, idle, held, waiting (gauge)
 //	geoidem_frontdoor_connections_closed_total{reason}  host, idle, busy, idle_bound
@@ -94,14 +95,4 @@ func (s Stats) Series() []Series {
 		}
 	}
 	return out
-}
-
-// SeriesNames returns the names of the series [Stats.Series] returns, in
-// its order, each once.
-func SeriesNames() []string {
-	names := make([]string, len(families))
-	for i, f := range families {
-		names[i] = f.name
-	}
-	return names
 }

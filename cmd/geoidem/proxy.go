@@ -85,13 +85,13 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyConfig, int) {
 	fl.IntVar(&c.door.MaxConnsPerHost, "max-conns-per-host", 0, "at -max-conns only: a new connection of an address (an IPv4 address or IPv6 /64) holding this many is reset at accept, rather than take another's place or wait; below -max-conns none is refused; negative: no bound; 0: the door's default, 8")
 	fl.IntVar(&c.door.MaxIdle, "max-idle-conns", 0, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound; 0: the door's default, 256")
 	fl.Func("trusted-proxies", "comma-separated networks (CIDR) or addresses of the reverse proxies in front: behind them each request's client, for every request-level bound, is the right-most address of -forwarded-header not theirs, and their connections are never refused for -max-conns-per-host (default: none, every client its remote address)", func(v string) error {
-		p, err := frontdoor.ParsePrefixes(v)
+		p, err := clientaddr.ParsePrefixes(v)
 		c.door.TrustedProxies = append(c.door.TrustedProxies, p...)
 		return err
 	})
 	fl.StringVar(&c.door.ForwardedHeader, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies append the client's address to: X-Forwarded-For or Forwarded (RFC 7239)")
 	fl.Func("known-senders", "comma-separated networks (CIDRs) of known senders, such as a provider's published ranges: never cut off, with a quarter of the work slots and body bytes reserved for them and for senders whose webhook signature verified", func(v string) error {
-		p, err := frontdoor.ParsePrefixes(v)
+		p, err := clientaddr.ParsePrefixes(v)
 		c.knownSenders = append(c.knownSenders, p...)
 		return err
 	})

@@ -151,6 +151,7 @@ import (
 
 	"github.com/geoidem/geoidem/examples/ingest/service"
 	"github.com/geoidem/geoidem/frontdoor"
+	"github.com/geoidem/geoidem/internal/clientaddr"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
@@ -219,14 +220,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.IntVar(&sc.MaxConns, "max-conns", 0, "most connections open at once, one kept for the connection being accepted (keep it under ulimit -n); below it none is refused; at it a new one takes the place of an idle one, then of a busy one (its body still arriving) of the address holding the most, never of one whose request has arrived whole, else waits in the kernel's accept queue; negative: no bound; 0: the door's default, 1024")
 	fl.IntVar(&sc.MaxConnsPerHost, "max-conns-per-host", 0, "at -max-conns only: a new connection of an address (an IPv4 address or IPv6 /64) holding this many is reset at accept, rather than take another's place or wait; below -max-conns none is refused; negative: no bound; 0: the door's default, 8")
 	fl.Func("trusted-proxies", "comma-separated networks (CIDR) or addresses of the reverse proxies in front: behind them each request's client, for every request-level bound, is the right-most address of -forwarded-header not theirs, and their connections are never refused for -max-conns-per-host (default: none, every client its remote address)", func(v string) error {
-		p, err := frontdoor.ParsePrefixes(v)
+		p, err := clientaddr.ParsePrefixes(v)
 		sc.TrustedProxies = append(sc.TrustedProxies, p...)
 		return err
 	})
 	fl.StringVar(&sc.ForwardedHeader, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies append the client's address to: X-Forwarded-For or Forwarded (RFC 7239)")
 	fl.IntVar(&sc.MaxIdleConns, "max-idle-conns", 0, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound; 0: the door's default, 256")
 	fl.Func("known-senders", "comma-separated networks (CIDRs) of known senders, such as a provider's published ranges: never cut off, with a quarter of the work slots and body bytes reserved for them and for senders whose webhook signature verified", func(v string) error {
-		p, err := frontdoor.ParsePrefixes(v)
+		p, err := clientaddr.ParsePrefixes(v)
 		sc.KnownSenders = append(sc.KnownSenders, p...)
 		return err
 	})
