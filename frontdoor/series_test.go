@@ -30,7 +30,7 @@ func TestSeriesReadEveryDecision(t *testing.T) {
 	}
 	got := map[string]float64{}
 	var names []string
-	for _, x := range s.Series() {
+	for _, x := range series(s) {
 		k := x.Name
 		if x.Label != "" {
 			k += " " + x.Label + "=" + x.Value
@@ -64,7 +64,7 @@ func TestSeriesReadEveryDecision(t *testing.T) {
 		}
 		seen[n] = true
 	}
-	zero := Stats{}.Series()
+	zero := series(Stats{})
 	if len(zero) != len(want) {
 		t.Errorf("zero Stats: %d series, want %d", len(zero), len(want))
 	}
@@ -77,4 +77,21 @@ func TestSeriesReadEveryDecision(t *testing.T) {
 	if !slices.Equal(zeroNames, names) {
 		t.Errorf("zero Stats: series %v, want %v", zeroNames, names)
 	}
+}
+
+// aSeries is one call of Stats.Series.
+type aSeries struct {
+	Name, Help   string
+	Counter      bool
+	Label, Value string
+	N            float64
+}
+
+// series returns the calls of s.Series, in order.
+func series(s Stats) []aSeries {
+	var out []aSeries
+	s.Series(func(name, help string, counter bool, label, value string, n float64) {
+		out = append(out, aSeries{name, help, counter, label, value, n})
+	})
+	return out
 }
