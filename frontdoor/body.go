@@ -47,7 +47,7 @@ type body guard
 func (b *body) Read(p []byte) (int, error) {
 	g := (*guard)(b)
 	if g.tripped.Load() {
-		return 0, ErrSlowBody
+		return 0, errSlowBody
 	}
 	if g.state.Load() == arriving && !g.unsupported.Load() && len(p) > 0 {
 		d := g.start.Add(g.rate.allowance(g.got.Load() + 1))
@@ -62,7 +62,7 @@ func (b *body) Read(p []byte) (int, error) {
 		// a cut that came before the deadline above was set is seen here,
 		// one that came after it unblocks the read below.
 		if g.tripped.Load() {
-			return 0, ErrSlowBody
+			return 0, errSlowBody
 		}
 	}
 	n, err := g.src.Read(p)
@@ -70,7 +70,7 @@ func (b *body) Read(p []byte) (int, error) {
 	switch {
 	case err != nil && errors.Is(err, os.ErrDeadlineExceeded) && (g.tripped.Load() || !g.set.IsZero() && g.state.CompareAndSwap(arriving, slow)):
 		g.tripped.Store(true)
-		return n, ErrSlowBody
+		return n, errSlowBody
 	case err != nil || g.length >= 0 && got >= g.length:
 		g.end()
 	}
@@ -93,7 +93,7 @@ func (g *guard) end() {
 func (b *body) Close() error { return (*guard)(b).src.Close() }
 
 // cutBody cuts off r's body now, while it is still arriving: its read in
-// progress, or its next one, fails with [ErrSlowBody], and the request is
+// progress, or its next one, fails with errSlowBody, and the request is
 // answered 408 [ProblemSlowBody] (whatever the handlers inside made of the
 // failed read) and its connection closed, as if it had fallen behind the
 // rate. The handlers never saw the whole body, so the idempotency

@@ -13,32 +13,33 @@ import (
 
 // Defaults for the zero fields of bodyRateConfig.
 const (
-	DefaultGrace       = 5 * time.Second
-	DefaultMinRate     = 1024 // bytes a second
-	DefaultBodyTimeout = 30 * time.Second
+	defaultGrace       = 5 * time.Second
+	defaultMinRate     = 1024 // bytes a second
+	defaultBodyTimeout = 30 * time.Second
 )
 
-// ErrSlowBody is the error with which a request body that fell behind the
-// minimum rate ends, for the handlers inside a bodyRate.
-var ErrSlowBody = errors.New("frontdoor: request body arrived too slowly")
+// errSlowBody is the error with which a request body that fell behind the
+// minimum rate ends. A handler behind a Door need not tell it apart: the
+// bodyRate answers 408 itself, whatever the handler made of the failed
+// read.
+var errSlowBody = errors.New("frontdoor: request body arrived too slowly")
 
 // bodyRateConfig configures a bodyRate. Zero fields mean the defaults.
 type bodyRateConfig struct {
 	// Grace is how long a body may take before it must keep to MinRate:
 	// its n-th byte must have arrived Grace + n/MinRate after the request
-	// began (its header was read). Default DefaultGrace (5 s).
+	// began (its header was read). Zero means 5 s.
 	Grace time.Duration
 
 	// MinRate is the least rate, in bytes a second, at which a body must
-	// arrive after the Grace. Default DefaultMinRate (1 KiB/s): a sender's
-	// 1 MiB body over a 64 kbit/s link keeps to it; a byte every 2 s does
-	// not.
+	// arrive after the Grace. Zero means 1 KiB/s: a sender's 1 MiB body
+	// over a 64 kbit/s link keeps to it; a byte every 2 s does not.
 	MinRate int64
 
 	// Timeout bounds a body's whole time, however fast it arrives. The
 	// per-read deadlines replace http.Server.ReadTimeout's while a body is
-	// read: set Timeout where you would have set ReadTimeout. Default
-	// DefaultBodyTimeout (30 s).
+	// read: set Timeout where you would have set ReadTimeout. Zero means
+	// 30 s.
 	Timeout time.Duration
 
 	// Logger receives a Warn record per body cut off, at most 10 a minute
@@ -48,7 +49,7 @@ type bodyRateConfig struct {
 
 // A bodyRate holds request bodies to a minimum rate after a grace, as HTTP
 // middleware: a body that falls behind is cut off (its read fails with
-// ErrSlowBody, the connection's read deadline having passed), and the
+// errSlowBody, the connection's read deadline having passed), and the
 // request is answered 408 [ProblemSlowBody], whatever the handlers inside
 // made of the failed read, and the connection closed. So a slow body holds
 // what it holds (an admission slot, a goroutine, a connection) for Grace +
@@ -78,9 +79,9 @@ type bodyRateStats struct {
 // newBodyRate returns a bodyRate, or an error for a negative setting.
 func newBodyRate(cfg bodyRateConfig) (*bodyRate, error) {
 	b := &bodyRate{
-		grace:   orDefault(cfg.Grace, DefaultGrace),
-		rate:    orDefault(cfg.MinRate, DefaultMinRate),
-		timeout: orDefault(cfg.Timeout, DefaultBodyTimeout),
+		grace:   orDefault(cfg.Grace, defaultGrace),
+		rate:    orDefault(cfg.MinRate, defaultMinRate),
+		timeout: orDefault(cfg.Timeout, defaultBodyTimeout),
 		cuts:    ratelog.New(cfg.Logger, 0, 0),
 	}
 	if b.grace < 0 || b.rate < 0 || b.timeout < 0 {
@@ -100,7 +101,7 @@ func (b *bodyRate) Handler(next http.Handler) http.Handler {
 			return
 		}
 		g := &guard{rate: b, w: w, ctl: http.NewResponseController(w), src: r.Body, start: time.Now(), length: r.ContentLength}
-		r = r.WithContext(r.Context()) // net/http keeps reading its own request's Body (see AnswerWithoutBody)
+		r = r.WithContext(r.Context()) // net/http keeps reading its own request's Body (see answerWithoutBody)
 		r.Body = (*body)(g)
 		next.ServeHTTP(writerFor(g), r)
 		if g.tripped.Load() {

@@ -11,7 +11,7 @@ import (
 // ForwardedHeader.
 type clientsConfig struct {
 	// TrustedProxies are the networks of the reverse proxies in front of
-	// the server (see ParsePrefixes). Default: none, and every client is
+	// the server. Default: none, and every client is
 	// its remote address: trust only proxies that overwrite or append to
 	// the header, or a client names itself.
 	TrustedProxies []netip.Prefix
@@ -46,7 +46,3 @@ func newClients(cfg clientsConfig) (*clientNames, error) {
 // Client returns the name of r's client ("192.0.2.7", "2001:db8:1:2::/64",
 // "2001:db8:1::/48"): a middleware.Config.Client.
 func (c *clientNames) Client(r *http.Request) string { return c.proxies.Name(r) }
-
-// ParsePrefixes parses a comma-separated list of networks ("10.0.0.0/8")
-// and addresses (a network of one), as a flag gives them; "" is none.
-func ParsePrefixes(s string) ([]netip.Prefix, error) { return clientaddr.ParsePrefixes(s) }

@@ -11,16 +11,17 @@ import (
 	"github.com/geoidem/geoidem/internal/ratelog"
 )
 
-// Defaults for the connection bounds of Config, and for the server beside them.
+// Defaults for the connection bounds of Config (each documented on its
+// field), and for the server beside them.
 const (
-	DefaultMaxConns        = 1024
-	DefaultMaxConnsPerHost = 8
-	DefaultMaxIdle         = 256
+	defaultMaxConns        = 1024
+	defaultMaxConnsPerHost = 8
+	defaultMaxIdle         = 256
 
-	// DefaultIdleTimeout is the http.Server.IdleTimeout to serve with: a
+	// defaultIdleTimeout is the http.Server.IdleTimeout to serve with: a
 	// keep-alive connection waits this long for its next request. (MaxIdle
 	// bounds how many wait; this, how long.)
-	DefaultIdleTimeout = 30 * time.Second
+	defaultIdleTimeout = 30 * time.Second
 )
 
 // connsConfig configures a connBounds: Config's MaxConns, MaxConnsPerHost,
@@ -36,8 +37,8 @@ type connsConfig struct {
 	// would), never one whose request is held (see [connBounds.Hold]); when none
 	// can go, the new one waits (Accept waits) until one closes, or is
 	// refused (see MaxConnsPerHost). Keep it under the process's file
-	// descriptor limit (ulimit -n). Default DefaultMaxConns (1024): at the
-	// 20–35 KB a connection of net/http costs, some 36 MB.
+	// descriptor limit (ulimit -n). Zero means 1024: at the 20–35 KB a
+	// connection of net/http costs, some 36 MB.
 	MaxConns int
 
 	// MaxConnsPerHost bounds, under contention only, the connections of
@@ -45,20 +46,18 @@ type connsConfig struct {
 	// least this many, and at least as many as any other host, is closed as
 	// soon as it is accepted, with a reset (no goroutine, no buffer, no
 	// TIME_WAIT), rather than wait for room. A host is an IPv4 address or
-	// an IPv6 /64 (an IPv6 /48 counts as four hosts at most). Default
-	// DefaultMaxConnsPerHost (8). A trusted proxy's host
-	// (TrustedProxies) is never refused for it.
+	// an IPv6 /64 (an IPv6 /48 counts as four hosts at most). Zero means
+	// 8. A trusted proxy's host (TrustedProxies) is never refused for it.
 	MaxConnsPerHost int
 
 	// MaxIdle bounds the connections waiting for a request: new ones that
 	// have not sent a whole request header yet, and keep-alive ones
 	// between requests. Past it the one that has waited longest is closed.
-	// It needs ConnState wired into the http.Server. Default
-	// DefaultMaxIdle (256).
+	// It needs ConnState wired into the http.Server. Zero means 256.
 	MaxIdle int
 
 	// TrustedProxies are the networks of reverse proxies in front of the
-	// server (see [ParsePrefixes]): each of their connections carries many
+	// server: each of their connections carries many
 	// clients' requests, so their host is never refused for
 	// MaxConnsPerHost; its connections wait for room instead. Default:
 	// none.
@@ -122,9 +121,9 @@ type connsStats struct {
 // must leave room for connections serving requests (under MaxConns).
 func newConns(cfg connsConfig) (*connBounds, error) {
 	c := &connBounds{
-		maxConns: orDefault(cfg.MaxConns, DefaultMaxConns),
-		perHost:  orDefault(cfg.MaxConnsPerHost, DefaultMaxConnsPerHost),
-		maxIdle:  orDefault(cfg.MaxIdle, DefaultMaxIdle),
+		maxConns: orDefault(cfg.MaxConns, defaultMaxConns),
+		perHost:  orDefault(cfg.MaxConnsPerHost, defaultMaxConnsPerHost),
+		maxIdle:  orDefault(cfg.MaxIdle, defaultMaxIdle),
 		trusted:  cfg.TrustedProxies,
 		log:      ratelog.New(cfg.Logger, 0, 0),
 		hosts:    map[netip.Prefix]*hostSet{},

@@ -13,7 +13,7 @@ import (
 )
 
 // cutBody cuts off a body still arriving, from another goroutine, while
-// the handler is blocked reading it: the read fails with ErrSlowBody at
+// the handler is blocked reading it: the read fails with errSlowBody at
 // once (not at the rate's deadline, 60 s away), the answer is 408 saying
 // why, and the connection closes. Once a body has arrived, cutBody cuts
 // nothing and the handler's answer stands.
@@ -54,8 +54,8 @@ func TestCutBody(t *testing.T) {
 		if !cutBody(r) {
 			t.Fatal("cutBody did not cut a body still arriving")
 		}
-		if err := <-readErr; !errors.Is(err, ErrSlowBody) {
-			t.Errorf("the handler's read ended with %v, want ErrSlowBody", err)
+		if err := <-readErr; !errors.Is(err, errSlowBody) {
+			t.Errorf("the handler's read ended with %v, want errSlowBody", err)
 		}
 		resp, err := http.ReadResponse(newReader(c), nil)
 		if err != nil {

@@ -27,9 +27,9 @@
 // second is cut off. The handler's answer is kept and written after the
 // work slot is given back, at Config.MinWriteRate or its connection is
 // closed, so a client that does not read its answer holds a connection,
-// not a slot. [Door.Server] wraps the routes in [AnswerWithoutBody], so
-// that an answer that did not need the body (a refusal, a health check
-// sent with a body) is not held waiting for a body that never comes.
+// not a slot. [Door.Server] wraps the routes so that an answer that did
+// not need the body (a refusal, a health check sent with a body) is not
+// held waiting for a body that never comes.
 //
 // A request that finds no room waits up to Config.Wait for it, then is
 // answered 503 server-busy (or 429 client-busy past its client's share)

@@ -14,16 +14,16 @@ import (
 	"github.com/geoidem/geoidem/internal/ratelog"
 )
 
-// Defaults for the zero fields of Config.
+// Defaults for the zero fields of Config; each is documented on its field.
 const (
-	DefaultMaxInFlight    = 64
-	DefaultMaxBytes       = 16 << 20
-	DefaultMaxBodyBytes   = 1 << 20
-	DefaultWait           = 5 * time.Second
-	DefaultMinWriteRate   = 1024 // bytes a second
-	DefaultMaxAnswerBytes = 128 << 10
-	DefaultKnownFor       = time.Hour
-	DefaultRetryAfter     = time.Second
+	defaultMaxInFlight    = 64
+	defaultMaxBytes       = 16 << 20
+	defaultMaxBodyBytes   = 1 << 20
+	defaultWait           = 5 * time.Second
+	defaultMinWriteRate   = 1024 // bytes a second
+	defaultMaxAnswerBytes = 128 << 10
+	defaultKnownFor       = time.Hour
+	defaultRetryAfter     = time.Second
 )
 
 // Config configures a Door. Zero fields mean the defaults; a negative bound
@@ -38,9 +38,8 @@ type Config struct {
 	// would), never one whose request has arrived whole (it may hold a
 	// claimed key); when none can go, the new one waits (Accept waits)
 	// until one closes, or is refused (see MaxConnsPerHost). Keep it under
-	// the process's file descriptor limit (ulimit -n). Default
-	// DefaultMaxConns (1024): at the 20–35 KB a connection of net/http
-	// costs, some 36 MB.
+	// the process's file descriptor limit (ulimit -n). Zero means 1024:
+	// at the 20–35 KB a connection of net/http costs, some 36 MB.
 	MaxConns int
 
 	// MaxConnsPerHost bounds, under contention only, the connections of
@@ -48,39 +47,37 @@ type Config struct {
 	// least this many, and at least as many as any other host, is closed as
 	// soon as it is accepted, with a reset (no goroutine, no buffer, no
 	// TIME_WAIT), rather than wait for room. A host is an IPv4 address or
-	// an IPv6 /64 (an IPv6 /48 counts as four hosts at most). Default
-	// DefaultMaxConnsPerHost (8). A trusted proxy's host (TrustedProxies)
-	// is never refused for it.
+	// an IPv6 /64 (an IPv6 /48 counts as four hosts at most). Zero means
+	// 8. A trusted proxy's host (TrustedProxies) is never refused for it.
 	MaxConnsPerHost int
 
 	// MaxIdle bounds the connections waiting for a request: new ones that
 	// have not sent a whole request header yet, and keep-alive ones
 	// between requests. Past it the one that has waited longest is closed.
-	// It must be under MaxConns. Default DefaultMaxIdle (256).
+	// It must be under MaxConns. Zero means 256.
 	MaxIdle int
 
 	// MinBodyRate is the least rate, in bytes a second, at which a body
 	// must arrive after BodyGrace: its n-th byte must have arrived
 	// BodyGrace + n/MinBodyRate after the request began (its header was
-	// read), else it is cut off and answered 408 [ProblemSlowBody]. Default
-	// DefaultMinRate (1 KiB/s): a sender's 1 MiB body over a 64 kbit/s
-	// link keeps to it; a byte every 2 s does not. Negative turns the rate
-	// off (BodyTimeout only).
+	// read), else it is cut off and answered 408 [ProblemSlowBody]. Zero
+	// means 1 KiB/s: a sender's 1 MiB body over a 64 kbit/s link keeps to
+	// it; a byte every 2 s does not. Negative turns the rate off
+	// (BodyTimeout only).
 	MinBodyRate int64
 
 	// BodyGrace is how long a body may take before it must keep to
-	// MinBodyRate. Default DefaultGrace (5 s).
+	// MinBodyRate. Zero means 5 s.
 	BodyGrace time.Duration
 
 	// BodyTimeout bounds a body's whole time, however fast it arrives: the
-	// server's ReadTimeout ([Door.Server]). Default DefaultBodyTimeout
-	// (30 s).
+	// server's ReadTimeout ([Door.Server]). Zero means 30 s.
 	BodyTimeout time.Duration
 
 	// MaxInFlight bounds the work slots: the requests whose bodies have
 	// arrived (and verified, with Verify) and whose handlers run. A
 	// client holds at most a quarter of them once three quarters are
-	// held and another client holds some. Default DefaultMaxInFlight (64).
+	// held and another client holds some. Zero means 64.
 	MaxInFlight int
 
 	// MaxBytes bounds the bytes of the bodies held at once: arriving
@@ -88,41 +85,40 @@ type Config struct {
 	// read, until their handler returns. Bodies over 1/64 of it are large
 	// and hold at most three quarters of it; a client holds at most a
 	// quarter once three quarters are held and another client holds
-	// some. Default DefaultMaxBytes (16 MiB).
+	// some. Zero means 16 MiB.
 	MaxBytes int64
 
 	// MaxBodyBytes is the largest body the Door reads; a larger one is
 	// passed on unread, holding nothing, for the handler to refuse (413).
-	// Default DefaultMaxBodyBytes (1 MiB): the middleware's MaxBodyBytes.
+	// Zero means 1 MiB: the middleware's MaxBodyBytes.
 	MaxBodyBytes int64
 
 	// Wait is how long a request waits for room (bytes for its body, then
 	// a work slot) before it is refused 503 server-busy (or 429
 	// client-busy past its client's share), with a Retry-After that says
-	// when room frees. Default DefaultWait (5 s).
+	// when room frees. Zero means 5 s.
 	Wait time.Duration
 
 	// MinWriteRate is the least rate, in bytes a second, at which a client
 	// must take an answer, after the body's grace: a client that reads
-	// slower has its connection closed. Default DefaultMinWriteRate
-	// (1 KiB/s).
+	// slower has its connection closed. Zero means 1 KiB/s.
 	MinWriteRate int64
 
 	// MaxAnswerBytes bounds the answer the Door keeps while the handler
 	// writes it, so that the work slot is given back before the answer
 	// goes out; a longer answer (or one the handler flushes) is written
-	// through while the slot is held. Default DefaultMaxAnswerBytes
-	// (128 KiB).
+	// through while the slot is held. Zero means 128 KiB.
 	MaxAnswerBytes int
 
 	// TrustedProxies are the networks of the reverse proxies in front of
-	// the server (see [ParsePrefixes]). A request's client is its remote
-	// address or, from a trusted proxy, the right-most address of
-	// ForwardedHeader that is not a trusted proxy's; and a trusted proxy's
-	// connections, which carry many clients' requests, are never refused
-	// for MaxConnsPerHost (they wait for room instead). Default: none, and
-	// every client is its remote address: trust only proxies that
-	// overwrite or append to the header, or a client names itself.
+	// the server (netip.ParsePrefix, or netip.PrefixFrom(a, a.BitLen())
+	// for one address). A request's client is its remote address or, from
+	// a trusted proxy, the right-most address of ForwardedHeader that is
+	// not a trusted proxy's; and a trusted proxy's connections, which
+	// carry many clients' requests, are never refused for MaxConnsPerHost
+	// (they wait for room instead). Default: none, and every client is its
+	// remote address: trust only proxies that overwrite or append to the
+	// header, or a client names itself.
 	TrustedProxies []netip.Prefix
 
 	// ForwardedHeader is the header the trusted proxies append the
@@ -148,11 +144,10 @@ type Config struct {
 	Verify func(h http.Header, body []byte) error
 
 	// KnownFor is how long a client stays known after a body of its
-	// verified. Default DefaultKnownFor (1 h).
+	// verified. Zero means 1 h.
 	KnownFor time.Duration
 
-	// RetryAfter is the least Retry-After of a refusal. Default
-	// DefaultRetryAfter (1 s).
+	// RetryAfter is the least Retry-After of a refusal. Zero means 1 s.
 	RetryAfter time.Duration
 
 	// Logger receives a Warn record per refusal or cut, at most 10 a
@@ -273,15 +268,15 @@ type Stats struct {
 // New returns a Door, or an error for a setting that cannot be met.
 func New(cfg Config) (*Door, error) {
 	d := &Door{
-		maxN:        orDefault(cfg.MaxInFlight, DefaultMaxInFlight),
-		maxB:        orDefault(cfg.MaxBytes, DefaultMaxBytes),
-		maxBody:     orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
-		wait:        orDefault(cfg.Wait, DefaultWait),
-		minWrite:    orDefault(cfg.MinWriteRate, DefaultMinWriteRate),
-		maxAnswer:   orDefault(cfg.MaxAnswerBytes, DefaultMaxAnswerBytes),
-		knownFor:    orDefault(cfg.KnownFor, DefaultKnownFor),
-		retryAfter:  orDefault(cfg.RetryAfter, DefaultRetryAfter),
-		writeGrace:  orDefault(cfg.BodyGrace, DefaultGrace),
+		maxN:        orDefault(cfg.MaxInFlight, defaultMaxInFlight),
+		maxB:        orDefault(cfg.MaxBytes, defaultMaxBytes),
+		maxBody:     orDefault(cfg.MaxBodyBytes, defaultMaxBodyBytes),
+		wait:        orDefault(cfg.Wait, defaultWait),
+		minWrite:    orDefault(cfg.MinWriteRate, defaultMinWriteRate),
+		maxAnswer:   orDefault(cfg.MaxAnswerBytes, defaultMaxAnswerBytes),
+		knownFor:    orDefault(cfg.KnownFor, defaultKnownFor),
+		retryAfter:  orDefault(cfg.RetryAfter, defaultRetryAfter),
+		writeGrace:  orDefault(cfg.BodyGrace, defaultGrace),
 		bodyTimeout: cfg.BodyTimeout,
 		cutAfter:    250 * time.Millisecond,
 		client:      cfg.Client,
@@ -344,19 +339,23 @@ func (d *Door) Listener(ln net.Listener) net.Listener { return d.conns.Listener(
 func (d *Door) Client(r *http.Request) string { return d.client(r) }
 
 // Server returns the http.Server to serve h with: the Door's ConnState,
-// its timeouts (a request header within 5 s, a body within BodyTimeout, an idle connection closed after DefaultIdleTimeout), and
-// h wrapped so that an answer that did not need the request's body is not
-// held waiting for it (see [AnswerWithoutBody]). Set its ErrorLog, and
-// serve it on [Door.Listener].
+// its timeouts (a request header within 5 s, a body within BodyTimeout,
+// a keep-alive connection closed after 30 s idle), and h wrapped so that
+// an answer that did not need the request's body (a refusal, GET /healthz
+// sent with a body) is not held waiting for a body that is not coming:
+// when the answer's header goes out before the body was read to its end,
+// the connection is closed after the answer (Connection: close) rather
+// than kept by reading the rest. Set its ErrorLog (or change any other
+// field), and serve it on [Door.Listener].
 func (d *Door) Server(h http.Handler) *http.Server {
-	timeout := orDefault(d.bodyTimeout, DefaultBodyTimeout)
+	timeout := orDefault(d.bodyTimeout, defaultBodyTimeout)
 	return &http.Server{
-		Handler:           AnswerWithoutBody(h),
+		Handler:           answerWithoutBody(h),
 		ConnState:         d.conns.ConnState,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       timeout, // what the body rate does not read ends here
 		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       DefaultIdleTimeout,
+		IdleTimeout:       defaultIdleTimeout,
 		MaxHeaderBytes:    16 << 10,
 	}
 }
@@ -402,10 +401,10 @@ func (d *Door) serve(w http.ResponseWriter, r *http.Request, next http.Handler) 
 	defer d.release(e)
 	body, rest, err := d.read(r)
 	if d.ended(e) && err == nil {
-		err = ErrSlowBody // cut off as its last bytes arrived: the bodyRate answers 408
+		err = errSlowBody // cut off as its last bytes arrived: the bodyRate answers 408
 	}
 	if err != nil {
-		if errors.Is(err, ErrSlowBody) {
+		if errors.Is(err, errSlowBody) {
 			return // the bodyRate answers 408
 		}
 		r.Body = io.NopCloser(rest)

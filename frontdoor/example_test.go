@@ -6,6 +6,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/geoidem/geoidem/frontdoor"
@@ -48,4 +49,23 @@ func Example() {
 	resp.Body.Close()
 	fmt.Println(resp.Status)
 	// Output: 201 Created
+}
+
+// An exporter of its own reads a Door's Stats as metrics: each series
+// with its name, help, kind and label, here its non-zero values in the
+// Prometheus text format.
+func ExampleStats_Series() {
+	st := frontdoor.Stats{RefusedBusy: 2, CutSlow: 1} // as a Door's Stats returns it
+	st.Series(func(name, help string, counter bool, label, value string, n float64) {
+		if n == 0 {
+			return
+		}
+		if label != "" {
+			name += "{" + label + "=" + strconv.Quote(value) + "}"
+		}
+		fmt.Println(name, n)
+	})
+	// Output:
+	// geoidem_frontdoor_bodies_cut_total{reason="slow"} 1
+	// geoidem_frontdoor_refused_total{reason="server_busy"} 2
 }

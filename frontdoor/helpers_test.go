@@ -147,7 +147,7 @@ func startService(t *testing.T, d door) *service {
 	case d.conns != nil:
 		ln = s.conns.Listener(ln)
 		connState = s.conns.ConnState
-		srv.IdleTimeout = DefaultIdleTimeout
+		srv.IdleTimeout = defaultIdleTimeout
 	}
 	srv.ConnState = connState
 	go func() { _ = srv.Serve(ln) }()

@@ -6,15 +6,15 @@ import (
 	"sync/atomic"
 )
 
-// AnswerWithoutBody wraps h so that an answer that does not need the
+// answerWithoutBody wraps h so that an answer that does not need the
 // request's body (a refusal, GET /healthz with a body) is not held waiting
 // for a body that is not coming: when the answer's header goes out before
 // the body was read to its end, the connection is closed after the answer
 // (Connection: close) instead of reading the rest of the body first, which
 // net/http does, up to 256 KiB, to keep the connection, and which a body
-// that never arrives holds until the server's ReadTimeout. [Door.Server]
+// that never arrives holds until the server's ReadTimeout. Door.Server
 // wraps its handler so.
-func AnswerWithoutBody(h http.Handler) http.Handler {
+func answerWithoutBody(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 			h.ServeHTTP(w, r)

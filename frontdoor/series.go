@@ -1,19 +1,5 @@
 package frontdoor
 
-// A Series is one value of a Door's [Stats] as a metric, named and
-// described once here for every exporter: observe/promobserve's and
-// observe/otelobserve's FrontDoor, and the hand-written Prometheus text of
-// a command that takes no metrics client. Every series of [SeriesNames]
-// is present in every [Stats.Series], at 0 before anything happened.
-type Series struct {
-	Name    string  // "geoidem_frontdoor_refused_total"
-	Help    string  // its meaning, one sentence or a few
-	Counter bool    // a counter (it only grows); else a gauge
-	Label   string  // the name of its one label ("reason", "state"), or ""
-	Value   string  // the label's value, with Label
-	N       float64 // its value
-}
-
 // family is a series' name, meaning and label, with its values' reading
 // of a Stats.
 type family struct {
@@ -71,8 +57,16 @@ var families = []family{
 		one(func(s *Stats) float64 { return float64(s.AnswersCut) })},
 }
 
-// Series returns s as metrics: every series of [SeriesNames], each label
-// value in turn, grouped by name in that order.
+// Series calls f with each value of s as a metric, named and described
+// here once for every exporter (observe/promobserve's and
+// observe/otelobserve's FrontDoor, or Prometheus text written by hand):
+// its name ("geoidem_frontdoor_refused_total"), its help (one sentence or
+// a few), whether it is a counter (it only grows; else a gauge), the name
+// of its one label ("reason", "state") and the label's value, both "" for
+// a series without one, and its value. Every Stats calls f with the same
+// series in the same order, at 0 before anything happened, so that an
+// exporter describes them from (Stats{}).Series. The series of one name
+// come together, each label value in turn, the names in this order:
 //
 //	geoidem_frontdoor_connections{state}                open, idle, held, waiting (gauge)
 //	geoidem_frontdoor_connections_closed_total{reason}  host, idle, busy, idle_bound
@@ -86,22 +80,10 @@ var families = []family{
 //	geoidem_frontdoor_refused_total{reason}             server_busy, client_busy
 //	geoidem_frontdoor_known_admitted_total
 //	geoidem_frontdoor_answers_cut_total
-func (s Stats) Series() []Series {
-	var out []Series
-	for _, f := range families {
-		for _, v := range f.values {
-			out = append(out, Series{Name: f.name, Help: f.help, Counter: f.counter, Label: f.label, Value: v.value, N: v.n(&s)})
+func (s Stats) Series(f func(name, help string, counter bool, label, value string, n float64)) {
+	for _, fam := range families {
+		for _, v := range fam.values {
+			f(fam.name, fam.help, fam.counter, fam.label, v.value, v.n(&s))
 		}
 	}
-	return out
-}
-
-// SeriesNames returns the names of the series [Stats.Series] returns, in
-// its order, each once.
-func SeriesNames() []string {
-	names := make([]string, len(families))
-	for i, f := range families {
-		names[i] = f.name
-	}
-	return names
 }

@@ -6,8 +6,9 @@ import (
 )
 
 // TestSeriesReadEveryDecision checks that each of the Door's decisions and
-// states is read into its series, under its label, and that every name
-// SeriesNames lists is present, once grouped, before anything happened.
+// states is read into its series, under its label, that the series of
+// one name come together (an exporter writes a name's help once), and
+// that a zero Stats has every series, in the same order.
 func TestSeriesReadEveryDecision(t *testing.T) {
 	s := Stats{
 		Conns: 1, IdleConns: 2, HeldConns: 3, WaitingConns: 4, ConnsRefused: 5, ConnsClosedIdle: 6, ConnsClosedBusy: 7, ConnsEvicted: 8, ConnsWaited: 9,
@@ -29,7 +30,7 @@ func TestSeriesReadEveryDecision(t *testing.T) {
 	}
 	got := map[string]float64{}
 	var names []string
-	for _, x := range s.Series() {
+	for _, x := range series(s) {
 		k := x.Name
 		if x.Label != "" {
 			k += " " + x.Label + "=" + x.Value
@@ -56,10 +57,41 @@ func TestSeriesReadEveryDecision(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("%d series, want %d: %v", len(got), len(want), got)
 	}
-	if !slices.Equal(names, SeriesNames()) {
-		t.Errorf("series grouped as %v, SeriesNames %v", names, SeriesNames())
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			t.Errorf("%s not grouped: it comes back after another name (%v)", n, names)
+		}
+		seen[n] = true
 	}
-	if n := len(Stats{}.Series()); n != len(want) {
-		t.Errorf("zero Stats: %d series, want %d", n, len(want))
+	zero := series(Stats{})
+	if len(zero) != len(want) {
+		t.Errorf("zero Stats: %d series, want %d", len(zero), len(want))
 	}
+	var zeroNames []string
+	for _, x := range zero {
+		if len(zeroNames) == 0 || zeroNames[len(zeroNames)-1] != x.Name {
+			zeroNames = append(zeroNames, x.Name)
+		}
+	}
+	if !slices.Equal(zeroNames, names) {
+		t.Errorf("zero Stats: series %v, want %v", zeroNames, names)
+	}
+}
+
+// aSeries is one call of Stats.Series.
+type aSeries struct {
+	Name, Help   string
+	Counter      bool
+	Label, Value string
+	N            float64
+}
+
+// series returns the calls of s.Series, in order.
+func series(s Stats) []aSeries {
+	var out []aSeries
+	s.Series(func(name, help string, counter bool, label, value string, n float64) {
+		out = append(out, aSeries{name, help, counter, label, value, n})
+	})
+	return out
 }

@@ -168,28 +168,30 @@ func (m *metrics) write(w io.Writer) {
 	header(&b, "geoidem_upstream_uncertain_unrecorded_total", "counter", "Keys whose upstream outcome is unknown that the store would not record as such: held only until their lease runs out.")
 	fmt.Fprintf(&b, "geoidem_upstream_uncertain_unrecorded_total %d\n", m.unrecorded.load())
 	if m.door != nil {
-		writeSeries(&b, m.door.Stats().Series())
+		writeSeries(&b, m.door.Stats())
 	}
 	_, _ = io.WriteString(w, b.String())
 }
 
-// writeSeries writes series, grouped by name as frontdoor.Stats.Series
-// returns them, each name's help and type once.
-func writeSeries(b *strings.Builder, series []frontdoor.Series) {
-	for i, s := range series {
-		if i == 0 || series[i-1].Name != s.Name {
+// writeSeries writes st's series, grouped by name as frontdoor.Stats.Series
+// gives them, each name's help and type once.
+func writeSeries(b *strings.Builder, st frontdoor.Stats) {
+	last := ""
+	st.Series(func(name, help string, counter bool, label, value string, n float64) {
+		if name != last {
 			typ := "gauge"
-			if s.Counter {
+			if counter {
 				typ = "counter"
 			}
-			header(b, s.Name, typ, s.Help)
+			header(b, name, typ, help)
+			last = name
 		}
-		b.WriteString(s.Name)
-		if s.Label != "" {
-			fmt.Fprintf(b, "{%s=%q}", s.Label, s.Value)
+		b.WriteString(name)
+		if label != "" {
+			fmt.Fprintf(b, "{%s=%q}", label, value)
 		}
-		fmt.Fprintf(b, " %s\n", strconv.FormatFloat(s.N, 'g', -1, 64))
-	}
+		fmt.Fprintf(b, " %s\n", strconv.FormatFloat(n, 'g', -1, 64))
+	})
 }
 
 func header(b *strings.Builder, name, typ, help string) {

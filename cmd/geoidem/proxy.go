@@ -74,25 +74,25 @@ func parseProxyFlags(args []string, stderr io.Writer) (*proxyConfig, int) {
 	fl.StringVar(&c.pgTable, "pg-key-table", pgstore.DefaultTable, "PostgreSQL: the key store's table")
 	fl.StringVar(&c.redisPrefix, "redis-prefix", redisstore.DefaultKeyPrefix, "Redis: the key prefix")
 	fl.BoolVar(&c.redisVolatile, "redis-volatile", false, "Redis: accept a server without persistence (no AOF, no RDB save points); a Redis restart then loses every record and claim, so every retry after it runs again")
-	fl.IntVar(&c.maxInFlight, "max-in-flight", frontdoor.DefaultMaxInFlight, "most POST requests whose handlers run at once (work slots, taken once the body has arrived), a client kept to a quarter once three quarters are held; none free within 5 s: 503 server-busy or 429 client-busy; negative: no bound")
-	fl.Int64Var(&c.maxInFlightBytes, "max-in-flight-bytes", frontdoor.DefaultMaxBytes, "most POST body bytes arriving or in work at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound")
-	fl.Int64Var(&c.minBodyRate, "min-body-rate", frontdoor.DefaultMinRate, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its bytes freed; negative: no bound (the 30 s read timeout only)")
+	fl.IntVar(&c.maxInFlight, "max-in-flight", 0, "most POST requests whose handlers run at once (work slots, taken once the body has arrived), a client kept to a quarter once three quarters are held; none free within 5 s: 503 server-busy or 429 client-busy; negative: no bound; 0: the door's default, 64")
+	fl.Int64Var(&c.maxInFlightBytes, "max-in-flight-bytes", 0, "most POST body bytes arriving or in work at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound; 0: the door's default, 16 MiB")
+	fl.Int64Var(&c.minBodyRate, "min-body-rate", 0, "least rate, in bytes a second, at which a POST body must arrive after a 5 s grace, else 408 body-too-slow and its bytes freed; negative: no bound (the 30 s read timeout only); 0: the door's default, 1024")
 	fl.IntVar(&c.maxKeys, "max-keys", 140_000, "memory mode: most keys held; a lone sender may use all but a quarter")
 	fl.IntVar(&c.clientKeys, "client-keys", 0, "without webhook keys: most new keys one address may claim in -client-window; in memory mode only once the last quarter of -max-keys is reached; 0: the store's default (memory 64, fewer under 4096 -max-keys; Redis and PostgreSQL 50000); negative: no bound")
 	fl.DurationVar(&c.clientWindow, "client-window", 0, "the window of -client-keys, starting with an address's first counted new key; 0: the store's default (memory 1m, Redis and PostgreSQL 1h)")
 	fl.Int64Var(&c.redisMaxMemory, "redis-max-memory", 0, "Redis: the server's used_memory, in bytes, at which new keys are refused 503 store-full (Retry-After: when the store's earliest key ends), all clients together, replays still answered; 0 (default): nine tenths of the server's maxmemory, or no bound, said in the log, when it sets none; negative: no bound")
 	fl.Int64Var(&c.pgMaxKeys, "pg-max-keys", defaultPGMaxKeys, "PostgreSQL: the rows of the key table at which new keys are refused 503 store-full (Retry-After: when the earliest row can be pruned), all clients together, replays still answered; size it to the disk; negative: no bound")
-	fl.IntVar(&c.door.MaxConns, "max-conns", frontdoor.DefaultMaxConns, "most connections open at once, one kept for the connection being accepted (keep it under ulimit -n); below it none is refused; at it a new one takes the place of an idle one, then of a busy one (its body still arriving) of the address holding the most, never of one whose request has arrived whole, else waits in the kernel's accept queue; negative: no bound")
-	fl.IntVar(&c.door.MaxConnsPerHost, "max-conns-per-host", frontdoor.DefaultMaxConnsPerHost, "at -max-conns only: a new connection of an address (an IPv4 address or IPv6 /64) holding this many is reset at accept, rather than take another's place or wait; below -max-conns none is refused; negative: no bound")
-	fl.IntVar(&c.door.MaxIdle, "max-idle-conns", frontdoor.DefaultMaxIdle, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound")
+	fl.IntVar(&c.door.MaxConns, "max-conns", 0, "most connections open at once, one kept for the connection being accepted (keep it under ulimit -n); below it none is refused; at it a new one takes the place of an idle one, then of a busy one (its body still arriving) of the address holding the most, never of one whose request has arrived whole, else waits in the kernel's accept queue; negative: no bound; 0: the door's default, 1024")
+	fl.IntVar(&c.door.MaxConnsPerHost, "max-conns-per-host", 0, "at -max-conns only: a new connection of an address (an IPv4 address or IPv6 /64) holding this many is reset at accept, rather than take another's place or wait; below -max-conns none is refused; negative: no bound; 0: the door's default, 8")
+	fl.IntVar(&c.door.MaxIdle, "max-idle-conns", 0, "most connections waiting for a request (new, or kept alive between requests), past it the longest waiting closed; negative: no bound; 0: the door's default, 256")
 	fl.Func("trusted-proxies", "comma-separated networks (CIDR) or addresses of the reverse proxies in front: behind them each request's client, for every request-level bound, is the right-most address of -forwarded-header not theirs, and their connections are never refused for -max-conns-per-host (default: none, every client its remote address)", func(v string) error {
-		p, err := frontdoor.ParsePrefixes(v)
+		p, err := clientaddr.ParsePrefixes(v)
 		c.door.TrustedProxies = append(c.door.TrustedProxies, p...)
 		return err
 	})
 	fl.StringVar(&c.door.ForwardedHeader, "forwarded-header", "X-Forwarded-For", "the header the trusted proxies append the client's address to: X-Forwarded-For or Forwarded (RFC 7239)")
 	fl.Func("known-senders", "comma-separated networks (CIDRs) of known senders, such as a provider's published ranges: never cut off, with a quarter of the work slots and body bytes reserved for them and for senders whose webhook signature verified", func(v string) error {
-		p, err := frontdoor.ParsePrefixes(v)
+		p, err := clientaddr.ParsePrefixes(v)
 		c.knownSenders = append(c.knownSenders, p...)
 		return err
 	})
@@ -305,9 +305,9 @@ func newProxy(ctx context.Context, c *proxyConfig, log *slog.Logger) (*proxyServ
 	if hold < 0 {
 		hold = retention
 	}
-	maxConns := c.maxInFlight
+	maxConns := c.maxInFlight // an idle upstream connection per work slot
 	if maxConns <= 0 {
-		maxConns = frontdoor.DefaultMaxInFlight
+		maxConns = 64 // the front door's default work slots, or as many with no bound
 	}
 	fwd := &forwarder{
 		base: base, client: &http.Client{Transport: upstreamTransport(c.idle, maxConns), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},

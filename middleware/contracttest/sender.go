@@ -118,7 +118,7 @@ func (s *suite) prepareAttempt() func(*http.Request, client.AttemptStart) error 
 
 // maxConns is the most connections the suite opens to the receiver at
 // once, from each of its senders and its proxy: under frontdoor's default
-// bound per host (frontdoor.DefaultMaxConnsPerHost, 8), with room for the
+// bound per host (frontdoor.Config.MaxConnsPerHost, 8), with room for the
 // team's own Executions, so that a receiver behind a front door takes
 // the suite as it takes one well-behaved sender. Deliveries past it queue
 // for a connection in the sender's transport.

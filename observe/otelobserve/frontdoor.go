@@ -26,41 +26,43 @@ func FrontDoor(mp metric.MeterProvider, d *frontdoor.Door) (metric.Registration,
 	counters := map[string]metric.Float64ObservableCounter{}
 	gauges := map[string]metric.Float64ObservableGauge{}
 	var instruments []metric.Observable
-	for _, s := range (frontdoor.Stats{}).Series() {
-		if _, ok := counters[s.Name]; ok {
-			continue
+	var err error
+	(frontdoor.Stats{}).Series(func(name, help string, counter bool, _, _ string, _ float64) {
+		if _, ok := counters[name]; ok || err != nil {
+			return
 		}
-		if _, ok := gauges[s.Name]; ok {
-			continue
+		if _, ok := gauges[name]; ok {
+			return
 		}
-		if s.Counter {
-			c, err := meter.Float64ObservableCounter(s.Name, metric.WithDescription(s.Help))
-			if err != nil {
-				return nil, err
+		if counter {
+			var c metric.Float64ObservableCounter
+			if c, err = meter.Float64ObservableCounter(name, metric.WithDescription(help)); err == nil {
+				counters[name] = c
+				instruments = append(instruments, c)
 			}
-			counters[s.Name] = c
-			instruments = append(instruments, c)
 		} else {
-			g, err := meter.Float64ObservableGauge(s.Name, metric.WithDescription(s.Help))
-			if err != nil {
-				return nil, err
+			var g metric.Float64ObservableGauge
+			if g, err = meter.Float64ObservableGauge(name, metric.WithDescription(help)); err == nil {
+				gauges[name] = g
+				instruments = append(instruments, g)
 			}
-			gauges[s.Name] = g
-			instruments = append(instruments, g)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		for _, s := range d.Stats().Series() {
+		d.Stats().Series(func(name, _ string, _ bool, label, value string, n float64) {
 			var opts []metric.ObserveOption
-			if s.Label != "" {
-				opts = append(opts, metric.WithAttributes(attribute.String(s.Label, s.Value)))
+			if label != "" {
+				opts = append(opts, metric.WithAttributes(attribute.String(label, value)))
 			}
-			if c, ok := counters[s.Name]; ok {
-				o.ObserveFloat64(c, s.N, opts...)
+			if c, ok := counters[name]; ok {
+				o.ObserveFloat64(c, n, opts...)
 			} else {
-				o.ObserveFloat64(gauges[s.Name], s.N, opts...)
+				o.ObserveFloat64(gauges[name], n, opts...)
 			}
-		}
+		})
 		return nil
 	}, instruments...)
 }

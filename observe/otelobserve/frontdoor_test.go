@@ -63,17 +63,17 @@ func TestFrontDoorInstruments(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", k, v.n, ok, want)
 		}
 	}
-	for _, s := range (frontdoor.Stats{}).Series() {
-		k := s.Name
-		if s.Label != "" {
-			k += " " + s.Label + "=" + s.Value
+	(frontdoor.Stats{}).Series(func(name, _ string, counter bool, label, value string, _ float64) {
+		k := name
+		if label != "" {
+			k += " " + label + "=" + value
 		}
 		if v, ok := got[k]; !ok {
 			t.Errorf("%s not collected", k)
-		} else if v.counter != s.Counter {
-			t.Errorf("%s: a counter %v, want %v", k, v.counter, s.Counter)
+		} else if v.counter != counter {
+			t.Errorf("%s: a counter %v, want %v", k, v.counter, counter)
 		}
-	}
+	})
 	if err := reg.Unregister(); err != nil {
 		t.Fatal(err)
 	}

@@ -15,17 +15,17 @@ import (
 //	reg.MustRegister(promobserve.FrontDoor(door))
 func FrontDoor(d *frontdoor.Door) prometheus.Collector {
 	c := &doorCollector{door: d, descs: map[string]*prometheus.Desc{}}
-	for _, s := range (frontdoor.Stats{}).Series() {
-		if _, ok := c.descs[s.Name]; ok {
-			continue
+	(frontdoor.Stats{}).Series(func(name, help string, _ bool, label, _ string, _ float64) {
+		if _, ok := c.descs[name]; ok {
+			return
 		}
 		var labels []string
-		if s.Label != "" {
-			labels = []string{s.Label}
+		if label != "" {
+			labels = []string{label}
 		}
-		c.descs[s.Name] = prometheus.NewDesc(s.Name, s.Help, labels, nil)
-		c.order = append(c.order, s.Name)
-	}
+		c.descs[name] = prometheus.NewDesc(name, help, labels, nil)
+		c.order = append(c.order, name)
+	})
 	return c
 }
 
@@ -43,15 +43,15 @@ func (c *doorCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *doorCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range c.door.Stats().Series() {
+	c.door.Stats().Series(func(name, _ string, counter bool, label, value string, n float64) {
 		t := prometheus.GaugeValue
-		if s.Counter {
+		if counter {
 			t = prometheus.CounterValue
 		}
 		var labels []string
-		if s.Label != "" {
-			labels = []string{s.Value}
+		if label != "" {
+			labels = []string{value}
 		}
-		ch <- prometheus.MustNewConstMetric(c.descs[s.Name], t, s.N, labels...)
-	}
+		ch <- prometheus.MustNewConstMetric(c.descs[name], t, n, labels...)
+	})
 }

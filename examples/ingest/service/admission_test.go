@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geoidem/geoidem/frontdoor"
 	"github.com/geoidem/geoidem/geojson"
 	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/middleware"
@@ -65,7 +64,8 @@ func postFrom(c *http.Client, url, key string, body []byte) (int, error) {
 // address meets no 503 meanwhile.
 func TestBurstIsAdmittedWithinBounds(t *testing.T) {
 	v := &peakValidator{}
-	svc, err := New(context.Background(), Config{Validator: v})
+	const maxBytes = 16 << 20 // the front door's default, set so that the bound checked is the one configured
+	svc, err := New(context.Background(), Config{Validator: v, MaxInFlightBytes: maxBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,9 +107,9 @@ func TestBurstIsAdmittedWithinBounds(t *testing.T) {
 	}
 	wg.Wait()
 	// Large bodies hold at most three quarters of the 16 MiB in flight.
-	if p := v.peak.Load(); p*int64(len(holes)) > frontdoor.DefaultMaxBytes*3/4 {
+	if p := v.peak.Load(); p*int64(len(holes)) > maxBytes*3/4 {
 		t.Errorf("%d large bodies of %d bytes were validated at once, want at most %d (statuses %v)",
-			p, len(holes), frontdoor.DefaultMaxBytes*3/4/len(holes), statuses)
+			p, len(holes), maxBytes*3/4/len(holes), statuses)
 	}
 	if len(smallBad) > 0 {
 		t.Errorf("the small sender got %v during the burst, want 201 every time", smallBad)

@@ -189,10 +189,9 @@ type Config struct {
 	// MaxInFlight bounds the POST requests whose handlers run at once
 	// (their bodies arrived), and MaxInFlightBytes the bytes of the POST
 	// bodies arriving or in work (frontdoor.Config.MaxInFlight and
-	// MaxBytes, keyed by the remote address): defaults
-	// frontdoor.DefaultMaxInFlight (64) and DefaultMaxBytes (16 MiB), a
-	// client kept to a quarter once three quarters are held; negative
-	// turns the bound off.
+	// MaxBytes, keyed by the remote address): zero means the front
+	// door's defaults, 64 and 16 MiB; a client is kept to a quarter once
+	// three quarters are held; negative turns the bound off.
 	MaxInFlight      int
 	MaxInFlightBytes int64
 	// MaxConns, MaxConnsPerHost and MaxIdleConns bound the connections
@@ -208,8 +207,8 @@ type Config struct {
 	// body must arrive after a grace of 5 s (frontdoor.Config.MinBodyRate): a slower
 	// one is cut off with 408 body-too-slow, so that it holds its bytes
 	// for the grace plus its length at that rate, not for the server's
-	// read timeout. Default frontdoor.DefaultMinRate (1 KiB/s); negative
-	// turns it off.
+	// read timeout. Zero means the front door's default, 1 KiB/s;
+	// negative turns it off.
 	MinBodyRate int64
 	// Without webhook keys, every POST's client is its remote address (an
 	// IPv4 address or an IPv6 /64, a /48 four clients at most:
