@@ -2,10 +2,12 @@ package adminhttp_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,5 +126,40 @@ func TestWireFormat(t *testing.T) {
 				t.Errorf("Client.Summarize = %+v, %v\nwant %+v", s, err, c.summary)
 			}
 		})
+	}
+}
+
+// An Entry and a Summary marshal to the bytes the handler answers inside
+// "entry" and "summary", and unmarshal back to themselves.
+func TestMarshalJSON(t *testing.T) {
+	for _, c := range wireCases {
+		wantEntry := strings.TrimSuffix(strings.TrimPrefix(c.inspect, `{"entry":`), "}\n")
+		b, err := json.Marshal(c.entry)
+		if err != nil || string(b) != wantEntry {
+			t.Errorf("%s: json.Marshal(Entry) = %s, %v\nwant %s", c.name, b, err, wantEntry)
+		}
+		var e adminhttp.Entry
+		if err := json.Unmarshal(b, &e); err != nil || !reflect.DeepEqual(e, c.entry) {
+			t.Errorf("%s: json.Unmarshal(%s) = %+v, %v\nwant %+v", c.name, b, e, err, c.entry)
+		}
+		wantSummary := strings.TrimSuffix(strings.TrimPrefix(c.sum, `{"summary":`), "}\n")
+		b, err = json.Marshal(c.summary)
+		if err != nil || string(b) != wantSummary {
+			t.Errorf("%s: json.Marshal(Summary) = %s, %v\nwant %s", c.name, b, err, wantSummary)
+		}
+		var s adminhttp.Summary
+		if err := json.Unmarshal(b, &s); err != nil || s != c.summary {
+			t.Errorf("%s: json.Unmarshal(%s) = %+v, %v\nwant %+v", c.name, b, s, err, c.summary)
+		}
+	}
+	for _, bad := range []string{`{"state":"gone"}`, `{"state":"completed","fingerprint":"abc"}`, `{"state":"in flight","fingerprint":"zz00000000000000000000000000000000000000000000000000000000000000"}`} {
+		var e adminhttp.Entry
+		if err := json.Unmarshal([]byte(bad), &e); err == nil {
+			t.Errorf("json.Unmarshal(%s) into an Entry: %+v, want an error", bad, e)
+		}
+	}
+	var s adminhttp.Summary
+	if err := json.Unmarshal([]byte(`{"in_flight":1,"oldest":"k","oldest_state":"gone"}`), &s); err == nil {
+		t.Errorf("json.Unmarshal of an unknown oldest_state into a Summary: %+v, want an error", s)
 	}
 }
