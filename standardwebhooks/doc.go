@@ -59,10 +59,11 @@
 // a slow body.
 //
 // Anything in front of the Handler that holds resources while a body
-// arrives, the front door (frontdoor.Door) above all, would still admit such
-// traffic. Put [Verifier.Precheck] (those checks and the query rule, as
-// middleware answering as the Handler does) in front of it, and the
-// Handler behind it, as in front of a service's own admission control:
+// arrives, the front door (frontdoor.Door) above all, or a service's own
+// admission control, would still admit such traffic. Put
+// [Verifier.Precheck] (those checks and the query rule, as middleware
+// answering as the Handler does) in front of it, and the Handler behind
+// it:
 //
 //	h := verify.Precheck(door.Handler(verify.Handler(idem.Handler(ingest))))
 //
