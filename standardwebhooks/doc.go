@@ -11,11 +11,10 @@
 // A signature covers id + "." + timestamp + "." + body, in one of two
 // versions:
 //
-//   - "v1," followed by the base64 HMAC-SHA256 under a shared secret
-//     ([Sign]); secrets are written "whsec_" followed by base64
-//     ([ParseSecret]);
+//   - "v1," followed by the base64 HMAC-SHA256 under a shared secret;
+//     secrets are written "whsec_" followed by base64 ([ParseSecret]);
 //   - "v1a," followed by the base64 ed25519 signature under the sender's
-//     signing key ([SignAsymmetric]), which receivers verify with its
+//     signing key, which receivers verify with its
 //     public key: asymmetric, so a receiver holds nothing that can sign.
 //     See "Asymmetric signatures" below for the keys.
 //
@@ -46,7 +45,7 @@
 // # Cheap checks before the body
 //
 // Everything but the signature's match can be checked from the headers
-// alone ([Verifier.CheckHeaders]): the three headers are there, webhook-id
+// alone: the three headers are there, webhook-id
 // is at most 255 bytes of printable ASCII (what the middleware takes
 // as a key), webhook-timestamp is a Unix time no older than the
 // tolerance (one ahead of it waits for the signature: see above), and
@@ -60,14 +59,13 @@
 // a slow body.
 //
 // Anything in front of the Handler that holds resources while a body
-// arrives, the front door (frontdoor.Door) above all, would still admit such
-// traffic. Put [Verifier.Precheck] (those checks and the query rule, as
-// middleware answering as the Handler does) in front of it, and the
-// Handler behind it:
+// arrives, the front door (frontdoor.Door) above all, or a service's own
+// admission control, would still admit such traffic. Put
+// [Verifier.Precheck] (those checks and the query rule, as middleware
+// answering as the Handler does) in front of it, and the Handler behind
+// it:
 //
 //	h := verify.Precheck(door.Handler(verify.Handler(idem.Handler(ingest))))
-//
-// A service with its own admission control calls CheckHeaders instead.
 //
 // # Verify before claiming the key
 //

@@ -40,36 +40,38 @@ func Example() {
 	h := verify.Handler(idem.Handler(ingest)) // verify first: a forgery claims no key
 
 	payload := []byte(`{"type":"Feature","id":"f1","geometry":null,"properties":null}`)
-	deliver := func(signature string) {
+	// The sender's side, on the same clock.
+	signer, err := standardwebhooks.NewSigner(standardwebhooks.SignerConfig{
+		Secrets: []standardwebhooks.Secret{secret},
+		Now:     func() time.Time { return now },
+	})
+	if err != nil {
+		panic(err)
+	}
+	deliver := func(forged bool) {
 		r := httptest.NewRequest(http.MethodPost, "/webhooks", bytes.NewReader(payload))
-		r.Header.Set("webhook-id", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W")
-		r.Header.Set("webhook-timestamp", fmt.Sprint(now.Unix()))
-		r.Header.Set("webhook-signature", signature)
+		if err := signer.SignRequest(r, "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", payload); err != nil {
+			panic(err)
+		}
+		if forged {
+			r.Header.Set("webhook-signature", "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=")
+		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		fmt.Println(w.Code, w.Header().Get("Idempotent-Replayed"), strings.TrimSpace(w.Body.String()))
 	}
-	deliver("v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=") // forged
-	good := standardwebhooks.Sign(secret, "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", now, payload)
-	deliver(good) // the real delivery
-	deliver(good) // and its retry
+	deliver(true)  // forged
+	deliver(false) // the real delivery
+	deliver(false) // and its retry
 	// Output:
 	// 401  {"type":"https://github.com/geoidem/geoidem/blob/main/docs/problems.md#webhook-signature-invalid","title":"Webhook signature invalid","status":401,"detail":"No v1 signature in webhook-signature matches this request under any configured secret."}
 	// 201  {"stored":["f1"]}
 	// 201 true {"stored":["f1"]}
 }
 
-// The published test vector of the Standard Webhooks reference libraries.
-func ExampleSign() {
-	secret, err := standardwebhooks.ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(standardwebhooks.Sign(secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), []byte(`{"test": 2432232314}`)))
-	// Output: v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
-}
-
 // Each attempt is re-signed with its own timestamp; the id stays the same.
+// The first signature is the published test vector of the Standard
+// Webhooks reference libraries.
 func ExampleSigner_SignRequest() {
 	secret, err := standardwebhooks.ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	if err != nil {
@@ -135,16 +137,29 @@ func ExampleVerifierConfig_rotation() {
 	// Output: <nil> standardwebhooks.Secret(redacted)
 }
 
-// The published v1a test vector of the Standard Webhooks reference
-// libraries: a whsk_ key is the 32-byte ed25519 seed.
-func ExampleSignAsymmetric() {
+// Signing with an ed25519 key (v1a), here the published v1a test vector
+// of the Standard Webhooks reference libraries: a whsk_ key is the 32-byte
+// ed25519 seed.
+func ExampleSigningKey() {
 	key, err := standardwebhooks.ParseSigningKey("whsk_VEVTVFNJR05JTkdLRVlET05PVFVTRVRISVNGT1JBTlk=")
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(standardwebhooks.SignAsymmetric(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), []byte(`{"test": 2432232314}`)))
-	fmt.Println(key.Public()) // what the receivers get
-	fmt.Println(key)          // a SigningKey prints redacted
+	signer, err := standardwebhooks.NewSigner(standardwebhooks.SignerConfig{
+		SigningKeys: []standardwebhooks.SigningKey{key},
+		Now:         func() time.Time { return time.Unix(1614265330, 0) },
+	})
+	if err != nil {
+		panic(err)
+	}
+	body := []byte(`{"test": 2432232314}`)
+	req, _ := http.NewRequest(http.MethodPost, "https://receiver.example/webhooks", bytes.NewReader(body))
+	if err := signer.SignRequest(req, "msg_p5jXN8AQM9LWM0D4loKWxJek", body); err != nil {
+		panic(err)
+	}
+	fmt.Println(req.Header.Get("webhook-signature"))
+	fmt.Println(key.Public().Encode()) // what the receivers get
+	fmt.Println(key)                   // a SigningKey prints redacted
 	// Output:
 	// v1a,tQ9V2XOqn7jL/DQenEFpqIugdBVtiMmER5mhSkXBNwM0mkATuDe6KYYUuxqtaiHeYGb7KaaBRdM5WqyeFiL8Ag==
 	// whpk_ZlN4eg7dSSqi0moX9hQUk3orrOouK3QVQSlJa248c/g=

@@ -32,11 +32,26 @@ func (v *Verifier) precheck(r *http.Request) (message, error) {
 
 // Precheck returns middleware that answers, as the Handler would and
 // before any body is read, every request the Handler would refuse from
-// its headers and URL alone ([Verifier.CheckHeaders], and a query unless
-// AllowQuery), and passes the others on to next untouched. It does not
-// verify the signature: put it in front of anything that holds resources
-// while a body arrives (the front door, frontdoor.Door, say) and keep the
-// Handler behind that, as [Verifier.CheckHeaders] shows.
+// its headers and URL alone, and passes the others on to next untouched.
+// It runs every check of [Verifier.Verify] that needs no body: the three
+// headers are present, once each where that matters, webhook-id is well
+// formed, webhook-timestamp is a Unix time no further in the past than the
+// tolerance, and webhook-signature carries at most 16 signatures, at least
+// one of them well formed and of a version this Verifier holds a key for;
+// and it refuses a URL with a query unless AllowQuery. A timestamp ahead of
+// the clock passes: whether the request is refused for now, or for good,
+// depends on its signature.
+//
+// It costs no HMAC and reads no body. It does not verify the signature:
+// put it in front of anything that holds resources while a body arrives,
+// such as the front door (frontdoor.Door) or a service's own admission
+// control, so that unsigned or malformed traffic costs only its rejection,
+// and keep the Handler behind that:
+//
+//	h := verify.Precheck(door.Handler(verify.Handler(idem.Handler(ingest))))
+//
+// The Handler checks the headers again, so a request that waited to be
+// admitted past the tolerance is still refused.
 func (v *Verifier) Precheck(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := v.precheck(r); err != nil {
@@ -50,7 +65,7 @@ func (v *Verifier) Precheck(next http.Handler) http.Handler {
 // Handler wraps next so that it runs only for requests whose Standard
 // Webhooks signature verifies (see [Verifier.Verify]), whatever their
 // method, and whose URL carries no query (unless AllowQuery). It first
-// checks the headers ([Verifier.CheckHeaders]) and the URL, so a request
+// checks the headers and the URL ([Verifier.Precheck]), so a request
 // refused on those costs no read of its body; then it reads the body, at
 // most MaxBodyBytes of it, then checks the signature, all before next runs;
 // next receives the request with its body restored (Body, ContentLength

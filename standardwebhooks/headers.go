@@ -10,32 +10,9 @@ import (
 	"time"
 )
 
-// CheckHeaders runs every check of [Verifier.Verify] that needs no body:
-// the three headers are present, once each where that matters, webhook-id
-// is well formed, webhook-timestamp is a Unix time no further in the past
-// than the tolerance, and webhook-signature carries at most 16 signatures, at least
-// one of them well formed and of a version this Verifier holds a key for.
-// It returns nil when only the body can tell whether the request is
-// authentic (a timestamp ahead of the clock included: whether the request
-// is refused for now, or for good, depends on its signature), and
-// otherwise the error Verify would return, wrapping the same sentinel.
-//
-// It costs no HMAC and reads nothing but h. The Handler runs it, with the
-// query check, before it reads the body; [Verifier.Precheck] is the same
-// check as middleware. Call CheckHeaders (or put Precheck) in front of
-// anything that holds resources while a body arrives, such as the front
-// door (frontdoor.Door), so that unsigned or malformed traffic costs only
-// its rejection:
-//
-//	h := verify.Precheck(door.Handler(verify.Handler(idem.Handler(ingest))))
-//
-// The Handler checks the headers again, so a request that waited to be
-// admitted past the tolerance is still refused.
-func (v *Verifier) CheckHeaders(h http.Header) error {
-	_, err := v.checkHeaders(h)
-	return err
-}
-
+// checkHeaders runs every check of Verify that needs no body (see
+// Precheck) and returns what the headers say. It returns the error Verify
+// would return, wrapping the same sentinel, for a request it refuses.
 func (v *Verifier) checkHeaders(h http.Header) (message, error) {
 	ids, stamps, sigs := nonEmpty(h.Values(HeaderID)), nonEmpty(h.Values(HeaderTimestamp)), nonEmpty(h.Values(HeaderSignature))
 	var missing []string

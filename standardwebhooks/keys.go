@@ -5,9 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"time"
 )
 
 // The serialized forms of asymmetric (ed25519, signature version v1a)
@@ -27,14 +25,14 @@ const (
 // (ed25519) signatures this package produces and checks.
 const signatureVersionAsymmetric = "v1a"
 
-// ErrInvalidKey is wrapped by every error ParsePublicKey, ParseSigningKey,
-// NewPublicKey and NewSigningKey return. The errors never contain the key.
+// ErrInvalidKey is wrapped by every error ParsePublicKey and
+// ParseSigningKey return. The errors never contain the key.
 var ErrInvalidKey = errors.New("standardwebhooks: invalid key")
 
 // A PublicKey is the ed25519 public key a receiver verifies v1a signatures
-// with. The zero PublicKey holds no key and is rejected wherever a key is
-// required. A PublicKey is immutable and safe for concurrent use; it is not
-// secret, and its String method prints its serialized form.
+// with. The zero PublicKey holds no key (its Encode is "") and is rejected
+// wherever a key is required. A PublicKey is immutable and safe for
+// concurrent use; it is not secret.
 //
 // A receiver's public keys are its configuration, its trust list: never
 // take one from the request.
@@ -43,8 +41,8 @@ type PublicKey struct {
 }
 
 // A SigningKey is the ed25519 private key a sender makes v1a signatures
-// with. The zero SigningKey holds no key and is rejected wherever a key is
-// required. A SigningKey is immutable and safe for concurrent use.
+// with. The zero SigningKey holds no key (its Encode is "") and is rejected
+// wherever a key is required. A SigningKey is immutable and safe for concurrent use.
 //
 // Its String and GoString methods print a placeholder, never the key; use
 // [SigningKey.Encode] to serialize it deliberately, and give receivers
@@ -70,12 +68,12 @@ func ParsePublicKey(s string) (PublicKey, error) {
 	if err != nil {
 		return PublicKey{}, err
 	}
-	return NewPublicKey(key)
+	return newPublicKey(key)
 }
 
-// NewPublicKey returns a PublicKey holding a copy of key, which must be
-// ed25519.PublicKeySize (32) bytes. Errors wrap [ErrInvalidKey].
-func NewPublicKey(key ed25519.PublicKey) (PublicKey, error) {
+// newPublicKey returns a PublicKey holding a copy of key, which must be
+// ed25519.PublicKeySize (32) bytes. Errors wrap ErrInvalidKey.
+func newPublicKey(key ed25519.PublicKey) (PublicKey, error) {
 	switch len(key) {
 	case 0:
 		return PublicKey{}, fmt.Errorf("%w: empty public key", ErrInvalidKey)
@@ -90,7 +88,8 @@ func NewPublicKey(key ed25519.PublicKey) (PublicKey, error) {
 // Standard Webhooks reference libraries read (their Go library passes it
 // to ed25519.NewKeyFromSeed) and [SigningKey.Encode] writes. The 64-byte
 // form of crypto/ed25519's PrivateKey (the seed followed by the public key)
-// is refused: its first 32 bytes are the seed. Like [ParseSecret], it
+// is refused: its first 32 bytes are the seed (PrivateKey.Seed), so a
+// crypto/ed25519 key k is "whsk_" + base64.StdEncoding.EncodeToString(k.Seed()). Like [ParseSecret], it
 // accepts the base64 text without the prefix, with or without padding, and
 // ignores surrounding white space. A public key ("whpk_") or a symmetric
 // secret ("whsec_") is refused. Errors wrap [ErrInvalidKey].
@@ -102,13 +101,12 @@ func ParseSigningKey(s string) (SigningKey, error) {
 	if err != nil {
 		return SigningKey{}, err
 	}
-	return NewSigningKey(seed)
+	return newSigningKey(seed)
 }
 
-// NewSigningKey returns the SigningKey of seed, the 32-byte ed25519 seed
-// (for a crypto/ed25519 PrivateKey, its Seed method). Errors wrap
-// [ErrInvalidKey].
-func NewSigningKey(seed []byte) (SigningKey, error) {
+// newSigningKey returns the SigningKey of seed, the 32-byte ed25519 seed.
+// Errors wrap ErrInvalidKey.
+func newSigningKey(seed []byte) (SigningKey, error) {
 	switch len(seed) {
 	case 0:
 		return SigningKey{}, fmt.Errorf("%w: empty signing key", ErrInvalidKey)
@@ -162,7 +160,7 @@ func decodeBase64(s string) ([]byte, error) {
 // Public returns the public key of k, for its receivers. The zero
 // SigningKey's is the zero PublicKey.
 func (k SigningKey) Public() PublicKey {
-	if k.IsZero() {
+	if k.isZero() {
 		return PublicKey{}
 	}
 	return PublicKey{key: k.key.Public().(ed25519.PublicKey)}
@@ -172,18 +170,18 @@ func (k SigningKey) Public() PublicKey {
 // standard base64 encoding of its 32-byte seed, which [ParseSigningKey]
 // reads back. The zero SigningKey encodes as "".
 func (k SigningKey) Encode() string {
-	if k.IsZero() {
+	if k.isZero() {
 		return ""
 	}
 	return signingKeyPrefix + base64.StdEncoding.EncodeToString(k.key.Seed())
 }
 
-// IsZero reports whether k holds no key.
-func (k SigningKey) IsZero() bool { return len(k.key) == 0 }
+// isZero reports whether k holds no key.
+func (k SigningKey) isZero() bool { return len(k.key) == 0 }
 
 // String returns a placeholder that does not reveal the key.
 func (k SigningKey) String() string {
-	if k.IsZero() {
+	if k.isZero() {
 		return "standardwebhooks.SigningKey(none)"
 	}
 	return "standardwebhooks.SigningKey(redacted)"
@@ -197,38 +195,10 @@ func (k SigningKey) GoString() string { return k.String() }
 // standard base64 encoding of its 32 bytes, which [ParsePublicKey] reads
 // back. The zero PublicKey encodes as "".
 func (k PublicKey) Encode() string {
-	if k.IsZero() {
+	if len(k.key) == 0 {
 		return ""
 	}
 	return publicKeyPrefix + base64.StdEncoding.EncodeToString(k.key)
-}
-
-// IsZero reports whether k holds no key.
-func (k PublicKey) IsZero() bool { return len(k.key) == 0 }
-
-// String returns the serialized key ([PublicKey.Encode]), or a placeholder
-// for the zero PublicKey.
-func (k PublicKey) String() string {
-	if k.IsZero() {
-		return "standardwebhooks.PublicKey(none)"
-	}
-	return k.Encode()
-}
-
-// SignAsymmetric returns the v1a signature of one attempt: "v1a," followed
-// by the standard base64 encoding of the ed25519 signature, under key, of
-// id + "." + timestamp + "." + body, where timestamp is ts.Unix() in
-// decimal: the content [Sign] signs. ts is truncated to whole seconds, as
-// the webhook-timestamp header carries it. body must be exactly the bytes
-// sent.
-//
-// SignAsymmetric does not check id; [Signer.SignRequest] does. The zero
-// SigningKey signs nothing: it returns "".
-func SignAsymmetric(key SigningKey, id string, ts time.Time, body []byte) string {
-	if key.IsZero() {
-		return ""
-	}
-	return signatureVersionAsymmetric + "," + edSign(key, id, strconv.FormatInt(ts.Unix(), 10), body)
 }
 
 // edSign returns the base64 ed25519 signature of id.timestamp.body.

@@ -14,18 +14,18 @@ const secretPrefix = "whsec_"
 
 // minSigningSecretLen is the shortest key, in bytes, of any Secret:
 // the specification requires secrets of at least 24 random bytes, and
-// [NewSecret] and [ParseSecret] refuse shorter ones, so neither a [Signer]
+// [ParseSecret] refuses shorter ones, so neither a [Signer]
 // nor a [Verifier] can run on a key an attacker could guess ("whsec_AA" is
 // one zero byte).
 const minSigningSecretLen = 24
 
-// ErrInvalidSecret is wrapped by every error ParseSecret and NewSecret
-// return. The errors never contain the secret itself.
+// ErrInvalidSecret is wrapped by every error ParseSecret returns. The
+// errors never contain the secret itself.
 var ErrInvalidSecret = errors.New("standardwebhooks: invalid secret")
 
 // A Secret is a symmetric (HMAC-SHA256) signing key shared by a sender and
 // its receiver. The zero Secret holds no key and is rejected wherever a
-// secret is required. A Secret is immutable and safe for concurrent use.
+// secret is required; its Encode is "". A Secret is immutable and safe for concurrent use.
 //
 // Its String and GoString methods print a placeholder, never the key, so a
 // Secret that reaches a log or an error message does not leak; use
@@ -39,7 +39,8 @@ type Secret struct {
 // the reference libraries, it also accepts the base64 text without the
 // prefix, and it accepts base64 with or without padding. Surrounding white
 // space (a trailing newline from a file or an environment variable) is
-// ignored. A key shorter than 24 bytes is refused.
+// ignored. A key shorter than 24 bytes is refused. Raw key bytes b are
+// "whsec_" + base64.StdEncoding.EncodeToString(b).
 //
 // Asymmetric keys ("whsk_", "whpk_": ed25519, signature version v1a) are
 // refused: parse them with [ParseSigningKey] and [ParsePublicKey]. Errors
@@ -58,13 +59,13 @@ func ParseSecret(s string) (Secret, error) {
 		// The base64 error names an offset only; it does not echo input.
 		return Secret{}, fmt.Errorf("%w: not base64: %v", ErrInvalidSecret, err)
 	}
-	return NewSecret(key)
+	return newSecret(key)
 }
 
-// NewSecret returns a Secret holding a copy of key, the raw key bytes (not
-// base64). It returns an error, wrapping [ErrInvalidSecret], for a key
+// newSecret returns a Secret holding a copy of key, the raw key bytes (not
+// base64). It returns an error, wrapping ErrInvalidSecret, for a key
 // shorter than 24 bytes.
-func NewSecret(key []byte) (Secret, error) {
+func newSecret(key []byte) (Secret, error) {
 	if len(key) == 0 {
 		return Secret{}, fmt.Errorf("%w: empty", ErrInvalidSecret)
 	}
@@ -92,12 +93,12 @@ func (s Secret) Encode() string {
 	return secretPrefix + base64.StdEncoding.EncodeToString(s.key)
 }
 
-// IsZero reports whether s holds no key.
-func (s Secret) IsZero() bool { return len(s.key) == 0 }
+// isZero reports whether s holds no key.
+func (s Secret) isZero() bool { return len(s.key) == 0 }
 
 // String returns a placeholder that does not reveal the key.
 func (s Secret) String() string {
-	if s.IsZero() {
+	if s.isZero() {
 		return "standardwebhooks.Secret(none)"
 	}
 	return "standardwebhooks.Secret(redacted)"

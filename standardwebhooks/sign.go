@@ -41,18 +41,6 @@ const maxIDLen = 255
 // it will not sign.
 var ErrInvalidID = errors.New("standardwebhooks: invalid message id")
 
-// Sign returns the v1 signature of one attempt: "v1," followed by the
-// standard base64 encoding of HMAC-SHA256(secret, id + "." + timestamp +
-// "." + body), where timestamp is ts.Unix() in decimal. ts is truncated to
-// whole seconds, as the webhook-timestamp header carries it. body must be
-// exactly the bytes sent.
-//
-// Sign does not check id; [Signer.SignRequest] does. A zero secret signs
-// with an empty key, which no Verifier accepts.
-func Sign(secret Secret, id string, ts time.Time, body []byte) string {
-	return signatureVersion + "," + mac(secret, id, strconv.FormatInt(ts.Unix(), 10), body)
-}
-
 // mac returns the base64 HMAC-SHA256 of id.timestamp.body.
 func mac(secret Secret, id, timestamp string, body []byte) string {
 	h := hmac.New(sha256.New, secret.key)
@@ -126,7 +114,7 @@ func NewSigner(cfg SignerConfig) (*Signer, error) {
 		s.secrets = append(s.secrets, sec)
 	}
 	for i, k := range cfg.SigningKeys {
-		if k.IsZero() {
+		if k.isZero() {
 			return nil, fmt.Errorf("standardwebhooks: SignerConfig.SigningKeys[%d] is the zero SigningKey", i)
 		}
 		s.keys = append(s.keys, k)
@@ -156,6 +144,10 @@ func NewSigner(cfg SignerConfig) (*Signer, error) {
 // other senders; a Signer makes none, so that the signed content
 // "id.timestamp.body" of its messages splits one way only. It returns an
 // error when the clock reads before 1970.
+//
+// SignRequest reads and writes nothing of req but req.Header, so a sender
+// on another transport signs with &http.Request{Header: h} and sends the
+// three headers it finds in h.
 func (s *Signer) SignRequest(req *http.Request, id string, body []byte) error {
 	if err := checkID(id); err != nil {
 		return err

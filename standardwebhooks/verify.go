@@ -149,13 +149,13 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	}
 	v := &Verifier{tolerance: cfg.Tolerance, now: cfg.Now, maxBody: cfg.MaxBodyBytes, log: cfg.Logger, allowQuery: cfg.AllowQuery}
 	for i, s := range cfg.Secrets {
-		if s.IsZero() {
+		if s.isZero() {
 			return nil, fmt.Errorf("standardwebhooks: VerifierConfig.Secrets[%d] is the zero Secret", i)
 		}
 		v.secrets = append(v.secrets, s)
 	}
 	for i, k := range cfg.PublicKeys {
-		if k.IsZero() {
+		if len(k.key) == 0 {
 			return nil, fmt.Errorf("standardwebhooks: VerifierConfig.PublicKeys[%d] is the zero PublicKey", i)
 		}
 		v.publics = append(v.publics, k)
@@ -217,10 +217,10 @@ type signature struct {
 //     tolerance away from now (in either direction); and
 //   - at least one signature in webhook-signature (space-separated, in one
 //     or several fields) verifies under a key of its version: a "v1,…"
-//     signature equals [Sign] of the id, the timestamp and body under one
-//     of the secrets, compared in constant time, or a "v1a,…" signature is
-//     the ed25519 signature ([SignAsymmetric]) of the same content under
-//     one of the public keys.
+//     signature is the base64 HMAC-SHA256 of id + "." + timestamp + "." +
+//     body under one of the secrets, compared in constant time, or a
+//     "v1a,…" signature is the base64 ed25519 signature of the same content
+//     under one of the public keys (as [Signer.SignRequest] makes them).
 //
 // Signatures of other versions, of a version the Verifier has no key for,
 // tokens without a comma, and signatures that are not the standard,
@@ -232,9 +232,9 @@ type signature struct {
 // a request whose signature verifies, ErrTimestampAhead (a
 // [*TimestampAheadError]): a timestamp further ahead of now than the
 // tolerance, which the same request will be within once the clock has
-// caught up. Everything but the match itself is
-// [Verifier.CheckHeaders]. body must be the raw bytes received, not
-// re-serialized JSON.
+// caught up. Everything but the match itself is checked from the headers
+// alone, as [Verifier.Precheck] does. body must be the raw bytes received,
+// not re-serialized JSON.
 //
 // Verify sees no URL: a caller that uses it rather than the Handler must
 // refuse a request whose URL carries a query itself (see

@@ -127,12 +127,7 @@ func keys(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			return 2
 		}
 		if f.asJSON {
-			code := printJSON(stdout, stderr, struct {
-				Key       string `json:"key,omitempty"`
-				Scope     string `json:"scope,omitempty"`
-				StoredKey string `json:"stored_key"`
-				adminhttp.JSONEntry
-			}{Key: key, Scope: keyIf(!f.storedKey, f.scope), StoredKey: stored, JSONEntry: e.JSON()})
+			code := printJSON(stdout, stderr, keyEntry{key, keyIf(!f.storedKey, f.scope), stored, e})
 			if code == 0 && e.State == keystore.Absent {
 				whereToLook(stderr, f)
 				return 1
@@ -375,7 +370,7 @@ func stats(ctx context.Context, admin adminhttp.Admin, f keysFlags, stdout, stde
 		return 2
 	}
 	if f.asJSON {
-		return printJSON(stdout, stderr, s.JSON())
+		return printJSON(stdout, stderr, s)
 	}
 	fmt.Fprintf(stdout, "in flight: %d (%d with their lease run out)\ncompleted: %d\nbytes: %d\n", s.InFlight, s.LeaseRunOut, s.Completed, s.Bytes)
 	switch {
@@ -389,6 +384,30 @@ func stats(ctx context.Context, admin adminhttp.Admin, f keysFlags, stdout, stde
 		fmt.Fprintf(stdout, "oldest: %s, completed, kept %v more\n", s.Oldest, s.OldestRemaining.Round(time.Second))
 	}
 	return 0
+}
+
+// keyEntry is what `keys get -json` prints: the key, its scope and the
+// stored key, then the fields of the entry's JSON (adminhttp.Entry's).
+type keyEntry struct {
+	key, scope, stored string
+	entry              adminhttp.Entry
+}
+
+func (k keyEntry) MarshalJSON() ([]byte, error) {
+	head, err := json.Marshal(struct {
+		Key       string `json:"key,omitempty"`
+		Scope     string `json:"scope,omitempty"`
+		StoredKey string `json:"stored_key"`
+	}{k.key, k.scope, k.stored})
+	if err != nil {
+		return nil, err
+	}
+	entry, err := json.Marshal(k.entry)
+	if err != nil {
+		return nil, err
+	}
+	// {"key":…,"stored_key":…} and {"state":…,…} make one object.
+	return append(append(head[:len(head)-1], ','), entry[1:]...), nil
 }
 
 func printJSON(stdout, stderr io.Writer, v any) int {

@@ -266,6 +266,26 @@ func TestGeoidemContractJSON(t *testing.T) {
 	if !rep.OK || rep.Passed != 9 || len(rep.Rules) != 9 || rep.Rules[0].Outcome != "pass" {
 		t.Fatalf("report %+v", rep)
 	}
+	// The report's fields, in this order: what scripts read.
+	var names []string
+	dec := json.NewDecoder(strings.NewReader(out))
+	if _, err := dec.Token(); err != nil {
+		t.Fatal(err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"url", "ok", "endpoint", "rules", "passed", "failed", "not_applicable", "inconclusive"}; !slices.Equal(names, want) {
+		t.Errorf("the report's fields are %q, want %q", names, want)
+	}
 }
 
 func TestGeoidemContractUsage(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -301,14 +300,17 @@ func TestProxyWebhooks(t *testing.T) {
 	})
 	secret := standardwebhooks.GenerateSecret()
 	url := startProxy(t, upstream, "-webhook-secret", secret.Encode())
+	signer, err := standardwebhooks.NewSigner(standardwebhooks.SignerConfig{Secrets: []standardwebhooks.Secret{secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	send := func(sign bool) *http.Response {
 		req, _ := http.NewRequest(http.MethodPost, url+"/features", strings.NewReader(pointFeature))
 		req.Header.Set("Content-Type", "application/geo+json")
 		if sign {
-			now := time.Now()
-			req.Header.Set(standardwebhooks.HeaderID, "msg_2Yk")
-			req.Header.Set(standardwebhooks.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
-			req.Header.Set(standardwebhooks.HeaderSignature, standardwebhooks.Sign(secret, "msg_2Yk", now, []byte(pointFeature)))
+			if err := signer.SignRequest(req, "msg_2Yk", []byte(pointFeature)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -3,7 +3,6 @@ package adminhttp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/geoidem/geoidem/keystore"
@@ -132,14 +131,4 @@ func (s *Summary) Add(key string, e Entry, bytes int64) {
 	if s.InFlight+s.Completed == 1 || left < s.OldestRemaining {
 		s.Oldest, s.OldestState, s.OldestRemaining = key, e.State, left
 	}
-}
-
-// parseState returns the keystore.State whose String is s.
-func parseState(s string) (keystore.State, error) {
-	for st := keystore.Absent; st <= keystore.Released; st++ {
-		if st.String() == s {
-			return st, nil
-		}
-	}
-	return 0, fmt.Errorf("adminhttp: unknown state %q", s)
 }

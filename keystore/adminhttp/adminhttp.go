@@ -25,7 +25,6 @@ package adminhttp
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,88 +33,18 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
-
-	"github.com/geoidem/geoidem/internal/record"
-	"github.com/geoidem/geoidem/keystore"
 )
 
 // HeaderName is the header every request to the handler must carry (with
 // any value; the Client sends "1").
 const HeaderName = "Geoidem-Admin"
 
-// JSONEntry is an [Entry] as JSON.
-type JSONEntry struct {
-	State              string        `json:"state"` // absent, in flight, completed, released
-	Fingerprint        string        `json:"fingerprint,omitempty"`
-	Token              uint64        `json:"token,omitempty"`
-	LeaseRemaining     time.Duration `json:"lease_remaining_ns,omitempty"`
-	LeaseRunOut        bool          `json:"lease_run_out,omitempty"`
-	Status             int           `json:"status,omitempty"`
-	Header             http.Header   `json:"header,omitempty"`
-	Body               []byte        `json:"body,omitempty"`
-	RetentionRemaining time.Duration `json:"retention_remaining_ns,omitempty"`
-}
-
-// JSONSummary is a [Summary] as JSON.
-type JSONSummary struct {
-	InFlight        int64         `json:"in_flight"`
-	LeaseRunOut     int64         `json:"lease_run_out"`
-	Completed       int64         `json:"completed"`
-	Bytes           int64         `json:"bytes"`
-	Oldest          string        `json:"oldest,omitempty"`
-	OldestState     string        `json:"oldest_state,omitempty"`
-	OldestRemaining time.Duration `json:"oldest_remaining_ns,omitempty"`
-}
-
 // answer is every route's body: an entry or a summary, or a refusal.
 type answer struct {
-	Entry   *JSONEntry   `json:"entry,omitempty"`
-	Summary *JSONSummary `json:"summary,omitempty"`
-	Error   string       `json:"error,omitempty"` // lease-running, not-in-flight, not-completed, or another failure
-	Message string       `json:"message,omitempty"`
-}
-
-func stateOf(s string) (keystore.State, error) {
-	return parseState(s)
-}
-
-// JSON returns e as JSON.
-func (e Entry) JSON() JSONEntry {
-	j := JSONEntry{State: e.State.String(), Token: uint64(e.Token)}
-	if e.State != keystore.Absent && e.Fingerprint != (keystore.Fingerprint{}) {
-		j.Fingerprint = hex.EncodeToString(e.Fingerprint[:])
-	}
-	switch e.State {
-	case keystore.InFlight:
-		j.LeaseRemaining, j.LeaseRunOut = e.LeaseRemaining, e.LeaseRunOut
-	case keystore.Completed:
-		j.RetentionRemaining = e.RetentionRemaining
-		if rec, err := record.Decode(e.Record); err == nil {
-			j.Status, j.Header, j.Body = rec.StatusCode, rec.Header, rec.Body
-		} else {
-			j.Body = e.Record // not the middleware's encoding: the bytes as they are, without a status
-		}
-	}
-	return j
-}
-
-func (j JSONEntry) entry() (Entry, error) {
-	st, err := stateOf(j.State)
-	if err != nil {
-		return Entry{}, err
-	}
-	e := Entry{State: st, Token: keystore.Token(j.Token), LeaseRemaining: j.LeaseRemaining, LeaseRunOut: j.LeaseRunOut,
-		RetentionRemaining: j.RetentionRemaining}
-	if st == keystore.Completed {
-		e.Record = record.Append(nil, record.Record{StatusCode: j.Status, Header: j.Header, Body: j.Body})
-	}
-	if j.Fingerprint != "" {
-		if b, err := hex.DecodeString(j.Fingerprint); err == nil && len(b) == len(e.Fingerprint) {
-			copy(e.Fingerprint[:], b)
-		}
-	}
-	return e, nil
+	Entry   *Entry   `json:"entry,omitempty"`
+	Summary *Summary `json:"summary,omitempty"`
+	Error   string   `json:"error,omitempty"` // lease-running, not-in-flight, not-completed, or another failure
+	Message string   `json:"message,omitempty"`
 }
 
 var refusals = map[string]error{
@@ -151,8 +80,7 @@ func Handler(a Admin) http.Handler {
 			write(w, http.StatusInternalServerError, answer{Error: "failed", Message: err.Error()})
 			return
 		}
-		j := s.JSON()
-		write(w, http.StatusOK, answer{Summary: &j})
+		write(w, http.StatusOK, answer{Summary: &s})
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopbackHost(r.Host) {
@@ -191,10 +119,9 @@ func keyOf(w http.ResponseWriter, r *http.Request) (string, bool) {
 }
 
 func reply(w http.ResponseWriter, e Entry, err error) {
-	j := e.JSON()
 	for code, refusal := range refusals {
 		if errors.Is(err, refusal) {
-			write(w, http.StatusConflict, answer{Entry: &j, Error: code, Message: err.Error()})
+			write(w, http.StatusConflict, answer{Entry: &e, Error: code, Message: err.Error()})
 			return
 		}
 	}
@@ -202,7 +129,7 @@ func reply(w http.ResponseWriter, e Entry, err error) {
 		write(w, http.StatusInternalServerError, answer{Error: "failed", Message: err.Error()})
 		return
 	}
-	write(w, http.StatusOK, answer{Entry: &j})
+	write(w, http.StatusOK, answer{Entry: &e})
 }
 
 func write(w http.ResponseWriter, status int, a answer) {
@@ -265,11 +192,7 @@ func (c *Client) entry(ctx context.Context, method, route string, q url.Values) 
 		}
 		return Entry{}, err
 	}
-	e, jerr := a.Entry.entry()
-	if jerr != nil {
-		return Entry{}, jerr
-	}
-	return e, err
+	return *a.Entry, err
 }
 
 // Inspect implements Admin.
@@ -300,21 +223,5 @@ func (c *Client) Summarize(ctx context.Context) (Summary, error) {
 	if a.Summary == nil {
 		return Summary{}, errors.New("adminhttp: GET /summary: no summary in the answer")
 	}
-	s := a.Summary
-	st, _ := stateOf(s.OldestState)
-	if s.OldestState == "" {
-		st = keystore.Absent
-	}
-	return Summary{InFlight: s.InFlight, LeaseRunOut: s.LeaseRunOut, Completed: s.Completed, Bytes: s.Bytes,
-		Oldest: s.Oldest, OldestState: st, OldestRemaining: s.OldestRemaining}, nil
-}
-
-// JSON returns s as JSON: without OldestState when there is no Oldest.
-func (s Summary) JSON() JSONSummary {
-	j := JSONSummary{InFlight: s.InFlight, LeaseRunOut: s.LeaseRunOut, Completed: s.Completed, Bytes: s.Bytes,
-		Oldest: s.Oldest, OldestRemaining: s.OldestRemaining}
-	if s.Oldest != "" {
-		j.OldestState = s.OldestState.String()
-	}
-	return j
+	return *a.Summary, nil
 }

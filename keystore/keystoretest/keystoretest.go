@@ -32,14 +32,12 @@ import (
 	"github.com/geoidem/geoidem/keystore"
 )
 
-// NewStore returns a fresh store for one test. Keys written by one test must
-// be invisible to every other (a new instance, key prefix, schema or table).
-// It registers its own cleanup with t.Cleanup.
-type NewStore func(t *testing.T) keystore.Store
-
 // Run runs every conformance rule against stores made by newStore, each rule
-// in its own subtest with its own store.
-func Run(t *testing.T, newStore NewStore) {
+// in its own subtest with its own store. newStore returns a fresh store for
+// one test: keys written by one test must be invisible to every other (a
+// new instance, key prefix, schema or table). It registers its own cleanup
+// with t.Cleanup.
+func Run(t *testing.T, newStore func(t *testing.T) keystore.Store) {
 	t.Helper()
 	rules := []struct {
 		name string

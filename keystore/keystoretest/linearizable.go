@@ -17,13 +17,20 @@ import (
 	"github.com/geoidem/geoidem/keystore"
 )
 
+// The workload's fixed parameters.
+const (
+	// linClients is the number of goroutines calling the store at once.
+	linClients = 6
+	// linCallTimeout bounds each call (its context's deadline).
+	linCallTimeout = time.Second
+)
+
 // LinearizableConfig shapes the workload of [Linearizable]. Zero fields
 // mean the defaults given.
 type LinearizableConfig struct {
-	// Clients is the number of goroutines calling the store at once.
-	// Default 6.
-	Clients int
-	// Keys is the number of keys they share. Default 3.
+	// Keys is the number of keys the clients share. Default 3. More keys
+	// mean fewer calls on each, which keeps the check within its search
+	// budget when many calls have an unknown outcome.
 	Keys int
 	// Ops bounds the calls made in all. Default 3000.
 	Ops int
@@ -37,8 +44,6 @@ type LinearizableConfig struct {
 	// Retention of every record, short so that keys are claimed again.
 	// Default 100 ms.
 	Retention time.Duration
-	// CallTimeout bounds each call (its context's deadline). Default 1 s.
-	CallTimeout time.Duration
 	// Slack is how far the store's clock may differ from the test's in
 	// judging a deadline (see package internal/linearize). Default 5 ms;
 	// negative means none (a store on the test's own clock, such as
@@ -63,9 +68,11 @@ type LinearizableConfig struct {
 	Seed uint64
 }
 
-// LinearizableStats counts what a [Linearizable] run did.
+// LinearizableStats counts what a [Linearizable] run did, so that a test
+// can require the run to have exercised what it is about. Its String
+// gives the number of calls made as well.
 type LinearizableStats struct {
-	Ops       int // calls made
+	ops       int // calls made
 	Unknown   int // calls that failed with an error other than ErrLeaseLost: their effect is unknown
 	LeaseLost int // calls that failed with ErrLeaseLost
 	Acquired  int // Claims that acquired a key
@@ -76,10 +83,10 @@ type LinearizableStats struct {
 
 func (s LinearizableStats) String() string {
 	return fmt.Sprintf("%d calls: %d of unknown outcome, %d ErrLeaseLost; claims: %d acquired (%d took over), %d in flight, %d completed",
-		s.Ops, s.Unknown, s.LeaseLost, s.Acquired, s.TookOver, s.InFlight, s.Completed)
+		s.ops, s.Unknown, s.LeaseLost, s.Acquired, s.TookOver, s.InFlight, s.Completed)
 }
 
-// Linearizable calls s from several goroutines at once on a few keys,
+// Linearizable calls s from six goroutines at once on a few keys,
 // records every Claim, Extend, Complete and Release (when it was called,
 // when it returned, its arguments and its result), and checks each key's
 // history against the sequential model of one key in the Store contract:
@@ -96,7 +103,8 @@ func (s LinearizableStats) String() string {
 // run out and are taken over, stale tokens used after a takeover, repeated
 // Complete (with the same and with another record), repeated Release,
 // Extend after the token's own Complete, a Claim repeated with its token,
-// and the release, by its token, of a Claim whose outcome is unknown.
+// and the release, by its token, of a Claim whose outcome is unknown. Each
+// call has 1 s to return.
 //
 // It fails t, printing the offending key's whole history, when a key's
 // history is not linearizable or when the check gives up. It returns what the run did, so a test can
@@ -107,7 +115,7 @@ func Linearizable(t testing.TB, s keystore.Store, cfg LinearizableConfig) Linear
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64()
 	}
-	t.Logf("linearizability workload: %d clients, %d keys, seed %d", cfg.Clients, cfg.Keys, cfg.Seed)
+	t.Logf("linearizability workload: %d clients, %d keys, seed %d", linClients, cfg.Keys, cfg.Seed)
 
 	rec := &recorder{cfg: cfg, s: s, start: time.Now(), keys: make([]string, cfg.Keys)}
 	for i := range rec.keys {
@@ -122,7 +130,7 @@ func Linearizable(t testing.TB, s keystore.Store, cfg LinearizableConfig) Linear
 		faults.Go(func() { cfg.Faults(ctx) })
 	}
 	var clients sync.WaitGroup
-	for c := range cfg.Clients {
+	for c := range linClients {
 		clients.Go(func() {
 			cl := &client{rec: rec, id: c + 1, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(c))), old: make([][]keystore.Token, cfg.Keys)}
 			cl.run(ctx)
@@ -163,13 +171,11 @@ func (cfg *LinearizableConfig) defaults() {
 			*v = def
 		}
 	}
-	set(&cfg.Clients, 6)
 	set(&cfg.Keys, 3)
 	set(&cfg.Ops, 3000)
 	setD(&cfg.Duration, 2*time.Second)
 	setD(&cfg.Lease, 40*time.Millisecond)
 	setD(&cfg.Retention, 100*time.Millisecond)
-	setD(&cfg.CallTimeout, time.Second)
 	switch {
 	case cfg.Slack == 0:
 		cfg.Slack = 5 * time.Millisecond
@@ -198,7 +204,7 @@ func (r *recorder) call(ctx context.Context, client, k int, in linearize.KeyInpu
 	if r.ops.Add(1) > int64(r.cfg.Ops) {
 		return linearize.KeyOutput{}, false
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.CallTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), linCallTimeout)
 	defer cancel()
 	key := r.keys[k]
 	in.Start = time.Since(r.start)
@@ -224,7 +230,7 @@ func (r *recorder) call(ctx context.Context, client, k int, in linearize.KeyInpu
 	defer r.mu.Unlock()
 	r.history[k] = append(r.history[k], linearize.KeyOp{Client: client, Call: callSeq, Return: retSeq, Input: in, Output: out})
 	st := &r.stats
-	st.Ops++
+	st.ops++
 	switch {
 	case lost:
 		st.LeaseLost++

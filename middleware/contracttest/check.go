@@ -51,21 +51,24 @@ type RuleResult struct {
 // rules ran.
 type Report struct {
 	// Endpoint is the URL the deliveries went to: Target.URL and Path.
-	Endpoint      string       `json:"endpoint"`
-	Rules         []RuleResult `json:"rules"`
-	Passed        int          `json:"passed"`
-	Failed        int          `json:"failed"`
-	NotApplicable int          `json:"not_applicable"`
-	Inconclusive  int          `json:"inconclusive"`
+	Endpoint string       `json:"endpoint"`
+	Rules    []RuleResult `json:"rules"`
 	// Diagnosis, when not empty, says what is likely wrong with the
 	// target rather than with the rules: every answer was 404 (the URL),
 	// or 401 or 403 (the credentials).
 	Diagnosis string `json:"diagnosis,omitempty"`
 }
 
-// OK reports whether every rule that applies held (an inconclusive rule
-// did not fail).
-func (r Report) OK() bool { return r.Failed == 0 }
+// OK reports whether every rule that applies held: no rule's Outcome is
+// Fail (an inconclusive rule did not fail).
+func (r Report) OK() bool {
+	for _, res := range r.Rules {
+		if res.Outcome == Fail {
+			return false
+		}
+	}
+	return true
+}
 
 // ErrUnreachable is wrapped by the error [Check] returns when nothing
 // accepts a connection at Target.URL.
@@ -100,16 +103,12 @@ func Check(ctx context.Context, target Target) (Report, error) {
 		switch {
 		case rt.failed:
 			res.Outcome = Fail
-			rep.Failed++
 		case rt.skipped:
 			res.Outcome, res.Reason = NotApplicable, rt.skipReason
-			rep.NotApplicable++
 		case rt.inconclusiveReason != "":
 			res.Outcome, res.Reason = Inconclusive, rt.inconclusiveReason
-			rep.Inconclusive++
 		default:
 			res.Outcome = Pass
-			rep.Passed++
 		}
 		rep.Rules = append(rep.Rules, res)
 	}
@@ -118,8 +117,6 @@ func Check(ctx context.Context, target Target) (Report, error) {
 		for i, r := range rules {
 			if r.needsReplays && rep.Rules[i].Outcome == Pass {
 				rep.Rules[i].Outcome, rep.Rules[i].Reason = Inconclusive, noReplays
-				rep.Passed--
-				rep.Inconclusive++
 			}
 		}
 	}

@@ -24,7 +24,7 @@ func TestCheckPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.OK() || rep.Passed != 9 || rep.Failed != 0 || rep.NotApplicable != 0 || len(rep.Rules) != 9 {
+	if !rep.OK() || count(rep, contracttest.Pass) != 9 || count(rep, contracttest.Fail) != 0 || count(rep, contracttest.NotApplicable) != 0 || len(rep.Rules) != 9 {
 		t.Fatalf("report %+v, want 9 rules passed", rep)
 	}
 }
@@ -54,8 +54,8 @@ func TestCheckFailsTheRulesRunFails(t *testing.T) {
 			}
 			want := slices.Sorted(slices.Values(b.fail))
 			slices.Sort(failed)
-			if !slices.Equal(failed, want) || rep.OK() || rep.Failed != len(want) {
-				t.Errorf("against %s, Check failed %q (report %d failed), want %q", name, failed, rep.Failed, want)
+			if !slices.Equal(failed, want) || rep.OK() || count(rep, contracttest.Fail) != len(want) {
+				t.Errorf("against %s, Check failed %q (report %d failed), want %q", name, failed, count(rep, contracttest.Fail), want)
 			}
 		})
 	}
@@ -96,7 +96,7 @@ func TestCheckNotApplicable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.OK() || rep.NotApplicable != 1 || rep.Passed != 8 {
+	if !rep.OK() || count(rep, contracttest.NotApplicable) != 1 || count(rep, contracttest.Pass) != 8 {
 		t.Fatalf("report %+v, want 8 passed and 1 not applicable", rep)
 	}
 	for _, r := range rep.Rules {
@@ -136,4 +136,15 @@ func TestCheckCancelled(t *testing.T) {
 	if rep.OK() {
 		t.Errorf("report OK after cancel: %+v", rep)
 	}
+}
+
+// count returns how many of rep's rules ended with outcome o.
+func count(rep contracttest.Report, o contracttest.Outcome) int {
+	n := 0
+	for _, r := range rep.Rules {
+		if r.Outcome == o {
+			n++
+		}
+	}
+	return n
 }

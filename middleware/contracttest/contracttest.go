@@ -16,9 +16,9 @@ import (
 	"github.com/geoidem/geoidem/middleware"
 )
 
-// DefaultContentType is the Content-Type of the suite's deliveries when
+// defaultContentType is the Content-Type of the suite's deliveries when
 // Target.ContentType is empty.
-const DefaultContentType = "application/geo+json"
+const defaultContentType = "application/geo+json"
 
 // Target is the receiver under test and what the suite must know about it.
 // Exactly one of Handler and URL must be set; every other zero field means
@@ -60,7 +60,7 @@ type Target struct {
 	SkipInvalidGeometry bool
 
 	// ContentType is the Content-Type of every request (default
-	// DefaultContentType).
+	// "application/geo+json").
 	ContentType string
 
 	// Header holds extra headers sent with every request, e.g. the
@@ -201,7 +201,7 @@ func newSuite(target Target) (*suite, error) {
 		s.path = "/" + s.path
 	}
 	if s.contentType == "" {
-		s.contentType = DefaultContentType
+		s.contentType = defaultContentType
 	}
 	if s.newPayload == nil {
 		s.newPayload = s.defaultPayload
