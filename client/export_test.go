@@ -41,3 +41,10 @@ func (b *RetryBudget) Tokens() float64 { return b.available() }
 
 // DefaultMultiplier is the default Multiplier of Decorrelated.
 const DefaultMultiplier = defaultMultiplier
+
+// WithCompactAt returns cfg with the line count below which the journal is
+// never compacted set to n.
+func WithCompactAt(cfg FileJournalConfig, n int) FileJournalConfig {
+	cfg.CompactAt = n
+	return cfg
+}
