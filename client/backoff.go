@@ -74,10 +74,11 @@ func (s *Strategy) UnmarshalText(text []byte) error {
 	return fmt.Errorf("client: unknown backoff strategy %q (want decorrelated, full, equal, exponential or none)", text)
 }
 
-// Default backoff parameters, used for the zero fields of a [Backoff].
+// Default backoff parameters, used for the zero fields of a [Backoff] (see
+// its documentation).
 const (
-	DefaultBase = 500 * time.Millisecond
-	DefaultCap  = 30 * time.Second
+	defaultBase = 500 * time.Millisecond
+	defaultCap  = 30 * time.Second
 )
 
 // defaultMultiplier is the default Multiplier of Decorrelated; the
@@ -101,10 +102,10 @@ type Backoff struct {
 // withDefaults returns b with its zero fields replaced by the defaults.
 func (b Backoff) withDefaults() Backoff {
 	if b.Base == 0 {
-		b.Base = DefaultBase
+		b.Base = defaultBase
 	}
 	if b.Cap == 0 {
-		b.Cap = DefaultCap
+		b.Cap = defaultCap
 	}
 	if b.Multiplier == 0 {
 		if b.Strategy == Decorrelated {

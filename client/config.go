@@ -9,13 +9,13 @@ import (
 	"github.com/geoidem/geoidem/internal/senderclock"
 )
 
-// Defaults of a [Config].
+// Defaults of a [Config], each documented on its field.
 const (
-	DefaultMaxAttempts    = 6
-	DefaultDeadline       = 5 * time.Minute
-	DefaultAttemptTimeout = 15 * time.Second
-	DefaultMaxRetryAfter  = 60 * time.Second
-	DefaultContentType    = "application/json"
+	defaultMaxAttempts    = 6
+	defaultDeadline       = 5 * time.Minute
+	defaultAttemptTimeout = 15 * time.Second
+	defaultMaxRetryAfter  = 60 * time.Second
+	defaultContentType    = "application/json"
 )
 
 // defaultMaxResponseBytes is the default of Config.MaxResponseBytes.

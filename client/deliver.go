@@ -97,7 +97,7 @@ func (s *Sender) deliver(ctx context.Context, d Delivery, keyNamesEvent bool) (R
 func (s *Sender) newPending(d Delivery, method, keyHeader string) *pending {
 	contentType := d.ContentType
 	if contentType == "" {
-		contentType = DefaultContentType
+		contentType = defaultContentType
 	}
 	p := &pending{
 		URL:         d.URL,

@@ -96,7 +96,7 @@ func ExampleBackoff_Delays() {
 	within := true
 	for retry := 1; retry <= 100; retry++ {
 		prev = client.Backoff{}.Next(prev, retry, rnd)
-		within = within && prev >= client.DefaultBase && prev <= client.DefaultCap
+		within = within && prev >= 500*time.Millisecond && prev <= 30*time.Second
 	}
 	fmt.Println(within)
 	// Output:

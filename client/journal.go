@@ -102,7 +102,7 @@ func journalEntry(d Delivery) JournalEntry {
 		e.Method = http.MethodPost
 	}
 	if e.ContentType == "" {
-		e.ContentType = DefaultContentType
+		e.ContentType = defaultContentType
 	}
 	return e
 }
