@@ -337,18 +337,20 @@ func (s *Sender) fail(ctx context.Context, p *pending, res Result, last outcome,
 		return res, derr
 	}
 	dl := DeadLetter{
-		Time:        s.clock.Now(),
-		URL:         p.URL,
-		Method:      p.method,
-		Key:         p.Key,
-		ContentType: p.contentType,
-		Header:      p.header.Clone(),
-		Payload:     p.body,
-		Attempts:    res.Attempts,
-		LastStatus:  res.StatusCode,
-		Reason:      reasonName(reason),
-		Error:       derr.Error(),
-		Problem:     res.Problem,
+		Delivery: Delivery{
+			URL:         p.URL,
+			Method:      p.method,
+			Key:         p.Key,
+			ContentType: p.contentType,
+			Header:      p.header.Clone(),
+			Body:        p.body,
+		},
+		Time:       s.clock.Now(),
+		Attempts:   res.Attempts,
+		LastStatus: res.StatusCode,
+		Reason:     reasonName(reason),
+		Error:      derr.Error(),
+		Problem:    res.Problem,
 	}
 	if err := s.sink.Put(context.WithoutCancel(ctx), dl); err != nil {
 		return res, errors.Join(derr, fmt.Errorf("client: dead-letter sink: %w", err))

@@ -152,16 +152,18 @@ func ExampleRetryBudget() {
 func ExampleNewJSONLinesSink() {
 	sink := client.NewJSONLinesSink(os.Stdout)
 	_ = sink.Put(context.Background(), client.DeadLetter{
-		Time:        time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
-		URL:         "https://receiver.example/features",
-		Method:      "POST",
-		Key:         "k1",
-		ContentType: "application/geo+json",
-		Payload:     []byte(`{"type":"Feature","geometry":null,"properties":null}`),
-		Attempts:    6,
-		LastStatus:  503,
-		Reason:      "exhausted",
-		Error:       "client: delivery of key \"k1\": attempts exhausted after 6 attempts: client: 503 Service Unavailable",
+		Delivery: client.Delivery{
+			URL:         "https://receiver.example/features",
+			Method:      "POST",
+			Key:         "k1",
+			ContentType: "application/geo+json",
+			Body:        []byte(`{"type":"Feature","geometry":null,"properties":null}`),
+		},
+		Time:       time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
+		Attempts:   6,
+		LastStatus: 503,
+		Reason:     "exhausted",
+		Error:      "client: delivery of key \"k1\": attempts exhausted after 6 attempts: client: 503 Service Unavailable",
 	})
 	// Output:
 	// {"time":"2026-03-01T12:00:00Z","url":"https://receiver.example/features","method":"POST","key":"k1","content_type":"application/geo+json","payload":{"type":"Feature","geometry":null,"properties":null},"attempts":6,"last_status":503,"reason":"exhausted","error":"client: delivery of key \"k1\": attempts exhausted after 6 attempts: client: 503 Service Unavailable"}

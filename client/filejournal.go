@@ -180,7 +180,7 @@ func openFileJournal(path string, cfg FileJournalConfig, wrap func(*os.File) jou
 // already on stable storage is still returned, so that it is sent with the
 // bytes first recorded.
 func (j *FileJournal) Record(_ context.Context, e JournalEntry) (JournalEntry, error) {
-	e = journalEntry(e.Delivery())
+	e = journalEntry(e.Delivery)
 	e.Outcome, e.Ended = "", time.Time{}
 	e.Recorded = j.clock.Now().Round(0).UTC()
 	line, err := recordLine(e)

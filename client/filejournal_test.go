@@ -27,8 +27,8 @@ func openJournal(t *testing.T, path string, cfg client.FileJournalConfig) *clien
 }
 
 func entry(key, body string) client.JournalEntry {
-	return client.JournalEntry{URL: "http://receiver.test/features", Key: key, Body: []byte(body),
-		ContentType: "application/geo+json", Header: http.Header{"X-Tenant": {"t1"}}}
+	return client.JournalEntry{Delivery: client.Delivery{URL: "http://receiver.test/features", Key: key, Body: []byte(body),
+		ContentType: "application/geo+json", Header: http.Header{"X-Tenant": {"t1"}}}}
 }
 
 // TestFileJournalFirstRecordWins: a second Record of the same method, URL

@@ -35,15 +35,15 @@ const (
 func formatEntries() []client.JournalEntry {
 	t0 := epoch
 	return []client.JournalEntry{
-		{Method: "POST", URL: "https://receiver.test/features", Key: "k-json", ContentType: "application/geo+json",
-			Header: http.Header{"X-Tenant": {"t1"}}, Body: []byte(`{"type":"Feature","id":"a","properties":{"n":1}}`),
+		{Delivery: client.Delivery{Method: "POST", URL: "https://receiver.test/features", Key: "k-json", ContentType: "application/geo+json",
+			Header: http.Header{"X-Tenant": {"t1"}}, Body: []byte(`{"type":"Feature","id":"a","properties":{"n":1}}`)},
 			Recorded: t0, Outcome: client.OutcomeDelivered, Ended: t0.Add(time.Second)},
-		{Method: "PUT", URL: "https://receiver.test/features/b", Key: `key with "quotes"`, ContentType: "application/json",
-			Body: []byte("\x00\xffnot json <&>"), Recorded: t0.Add(2 * time.Second)},
-		{Method: "POST", URL: "https://receiver.test/features", Key: "k-empty", ContentType: "application/json",
-			Body: []byte{}, Recorded: t0.Add(3 * time.Second), Outcome: client.OutcomePermanent, Ended: t0.Add(4 * time.Second)},
-		{Method: "POST", URL: "https://receiver.test/features", Key: "k-spaced", ContentType: "application/json",
-			Header: http.Header{"X-A": {"1", "2"}, "X-B": {"b"}}, Body: []byte(`{ "not": "compact" }`),
+		{Delivery: client.Delivery{Method: "PUT", URL: "https://receiver.test/features/b", Key: `key with "quotes"`, ContentType: "application/json",
+			Body: []byte("\x00\xffnot json <&>")}, Recorded: t0.Add(2 * time.Second)},
+		{Delivery: client.Delivery{Method: "POST", URL: "https://receiver.test/features", Key: "k-empty", ContentType: "application/json",
+			Body: []byte{}}, Recorded: t0.Add(3 * time.Second), Outcome: client.OutcomePermanent, Ended: t0.Add(4 * time.Second)},
+		{Delivery: client.Delivery{Method: "POST", URL: "https://receiver.test/features", Key: "k-spaced", ContentType: "application/json",
+			Header: http.Header{"X-A": {"1", "2"}, "X-B": {"b"}}, Body: []byte(`{ "not": "compact" }`)},
 			Recorded: t0.Add(5 * time.Second)},
 	}
 }
@@ -132,21 +132,25 @@ func testJournalFormat(t *testing.T, journalFixture string, compactAt int) {
 // formatDeadLetters are the dead letters the fixture holds.
 func formatDeadLetters() []client.DeadLetter {
 	return []client.DeadLetter{
-		{Time: epoch, URL: "https://receiver.test/features", Method: "POST", Key: "k-json",
+		{Delivery: client.Delivery{URL: "https://receiver.test/features", Method: "POST", Key: "k-json",
 			ContentType: "application/geo+json", Header: http.Header{"X-Tenant": {"t1"}},
-			Payload: []byte(`{"type":"Feature","id":"a","properties":{"n":1}}`), Attempts: 6, LastStatus: 503,
+			Body: []byte(`{"type":"Feature","id":"a","properties":{"n":1}}`)},
+			Time: epoch, Attempts: 6, LastStatus: 503,
 			Reason: "exhausted", Error: `client: delivery of key "k-json": attempts exhausted after 6 attempts: client: 503 Service Unavailable`},
-		{Time: epoch.Add(time.Minute), URL: "https://receiver.test/features/b", Method: "PUT", Key: `key with "quotes"`,
-			ContentType: "application/json", Payload: []byte("\x00\xffnot json <&>"), Attempts: 1, LastStatus: 422,
+		{Delivery: client.Delivery{URL: "https://receiver.test/features/b", Method: "PUT", Key: `key with "quotes"`,
+			ContentType: "application/json", Body: []byte("\x00\xffnot json <&>")},
+			Time: epoch.Add(time.Minute), Attempts: 1, LastStatus: 422,
 			Reason: "permanent", Error: "client: delivery of key \"key with \\\"quotes\\\"\": permanent failure after 1 attempt",
 			Problem: &problem.Details{Type: "https://geoidem.dev/problems#invalid-geojson", Title: "Invalid GeoJSON", Status: 422,
 				Errors: []problem.Error{{Pointer: "/geometry", Detail: "missing"}}}},
-		{Time: epoch.Add(2 * time.Minute), URL: "https://receiver.test/features", Method: "POST", Key: "k-empty",
-			ContentType: "application/json", Payload: []byte{}, Reason: "not-journaled",
+		{Delivery: client.Delivery{URL: "https://receiver.test/features", Method: "POST", Key: "k-empty",
+			ContentType: "application/json", Body: []byte{}},
+			Time: epoch.Add(2 * time.Minute), Reason: "not-journaled",
 			Error: `client: delivery of key "k-empty": not journaled after 0 attempts: client: journal: disk full`},
-		{Time: epoch.Add(3 * time.Minute), URL: "https://receiver.test/features", Method: "POST", Key: "k-spaced",
+		{Delivery: client.Delivery{URL: "https://receiver.test/features", Method: "POST", Key: "k-spaced",
 			ContentType: "application/json", Header: http.Header{"X-A": {"1", "2"}},
-			Payload: []byte(`{ "not": "compact" }`), Attempts: 2, Reason: "deadline", Error: "client: deadline"},
+			Body: []byte(`{ "not": "compact" }`)},
+			Time: epoch.Add(3 * time.Minute), Attempts: 2, Reason: "deadline", Error: "client: deadline"},
 	}
 }
 
@@ -179,8 +183,8 @@ func TestDeadLetterFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := formatDeadLetters()
-	// An empty payload is written as none, and reads back as nil.
-	want[2].Payload = nil
+	// An empty body is written as none, and reads back as nil.
+	want[2].Body = nil
 	if len(got) != len(want) {
 		t.Fatalf("ReadDeadLetters of %s: %d, want %d", deadLetterFixture, len(got), len(want))
 	}

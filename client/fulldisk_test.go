@@ -85,9 +85,9 @@ func TestOutboxFullDisk(t *testing.T) {
 	if len(dls) != 1 {
 		t.Fatalf("%d dead letters for an event the journal could not record (err %v); want 1", len(dls), err)
 	}
-	if dl := dls[0]; dl.Key != "full" || string(dl.Payload) != string(d.Body) || dl.Reason != "not-journaled" || dl.Attempts != 0 {
+	if dl := dls[0]; dl.Key != "full" || string(dl.Body) != string(d.Body) || dl.Reason != "not-journaled" || dl.Attempts != 0 {
 		t.Errorf("dead letter = key %q payload %s reason %q attempts %d; want the event, reason not-journaled, 0 attempts",
-			dl.Key, dl.Payload, dl.Reason, dl.Attempts)
+			dl.Key, dl.Body, dl.Reason, dl.Attempts)
 	}
 	var derr *client.DeliveryError
 	if !errors.Is(err, client.ErrNotJournaled) || !errors.Is(err, syscall.ENOSPC) || !errors.As(err, &derr) || derr.Attempts != 0 {

@@ -126,7 +126,7 @@ func TestOutboxCrashResume(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal")
 	j := openJournal(t, path, client.FileJournalConfig{})
 	body := []byte(`{"n":1}`)
-	if _, err := j.Record(ctx, client.JournalEntry{URL: srv.URL, Key: "k", Body: body}); err != nil {
+	if _, err := j.Record(ctx, client.JournalEntry{Delivery: client.Delivery{URL: srv.URL, Key: "k", Body: body}}); err != nil {
 		t.Fatal(err)
 	}
 	j.Close() // the crash: recorded, never marked done
@@ -214,7 +214,7 @@ func TestOutboxRedrive(t *testing.T) {
 		t.Errorf("re-drive sent other bytes or lost the header %v", rv.lastHeads)
 	}
 	other := read[0]
-	other.Payload = []byte(`{"n":2}`)
+	other.Body = []byte(`{"n":2}`)
 	if _, err := ob.Redrive(ctx, other); !errors.Is(err, client.ErrJournalConflict) {
 		t.Errorf("re-drive of other bytes: %v, want ErrJournalConflict", err)
 	}

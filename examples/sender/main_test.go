@@ -312,10 +312,10 @@ func TestRunFailures(t *testing.T) {
 		}
 		reasons[dl.Reason] = dl
 	}
-	if p := reasons["permanent"]; p.Attempts != 1 || p.LastStatus != 422 || !strings.Contains(string(p.Payload), `"id":"bad"`) {
+	if p := reasons["permanent"]; p.Attempts != 1 || p.LastStatus != 422 || !strings.Contains(string(p.Body), `"id":"bad"`) {
 		t.Errorf("permanent dead letter = %+v", p)
 	}
-	if e := reasons["exhausted"]; e.Attempts != 3 || e.LastStatus != 503 || !strings.Contains(string(e.Payload), `"id":"down"`) || e.ContentType != "application/geo+json" {
+	if e := reasons["exhausted"]; e.Attempts != 3 || e.LastStatus != 503 || !strings.Contains(string(e.Body), `"id":"down"`) || e.ContentType != "application/geo+json" {
 		t.Errorf("exhausted dead letter = %+v", e)
 	}
 }
