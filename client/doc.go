@@ -116,8 +116,9 @@
 // To stop cleanly (a SIGINT), call [Sender.Stop]: after the stop no
 // attempt starts, attempts in flight run until the context ends, and what
 // did not end is [ErrInterrupted], never dead-lettered, and left pending.
-// [DeadLetter] carries what a re-drive needs; [Sender.Redrive] and
-// [Outbox.Redrive] send it again under its original key, byte for byte,
+// [DeadLetter] carries what a re-drive needs, its [Delivery];
+// [Sender.Deliver] and [Outbox.Redrive] send it again under its original
+// key, byte for byte,
 // and [ReadDeadLetters] reads the file a [JSONLinesSink] wrote.
 //
 // # Hooks and tests

@@ -222,9 +222,9 @@ func TestOutboxRedrive(t *testing.T) {
 		t.Error("a conflicting re-drive reached the receiver")
 	}
 	s, _ := client.New(nil, client.Config{})
-	res, err := s.Redrive(ctx, read[0])
+	res, err := s.Deliver(ctx, read[0].Delivery)
 	if err != nil || !res.Replayed {
-		t.Errorf("Sender.Redrive: %+v, %v; want a replay", res, err)
+		t.Errorf("Sender.Deliver of the dead letter's Delivery: %+v, %v; want a replay", res, err)
 	}
 }
 

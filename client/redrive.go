@@ -3,18 +3,10 @@ package client
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 )
-
-// Redrive sends a dead letter again under its original key, byte for byte:
-// Deliver(ctx, dl.Delivery). A delivery that fails again is handed to
-// the dead-letter sink again.
-func (s *Sender) Redrive(ctx context.Context, dl DeadLetter) (Result, error) {
-	return s.Deliver(ctx, dl.Delivery)
-}
 
 // ReadDeadLetters reads the dead letters a [JSONLinesSink] wrote, one JSON
 // object per line; blank lines are skipped. It fails, naming the line, on
