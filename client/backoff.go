@@ -3,7 +3,6 @@ package client
 import (
 	"errors"
 	"fmt"
-	"iter"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -87,11 +86,13 @@ const defaultMultiplier = 3
 
 // Backoff is a retry delay policy. It is a plain value, safe for concurrent
 // use, and needs no HTTP: a simulation can drive it directly with
-// [Backoff.Next] or [Backoff.Delays].
+// [Backoff.Next].
 //
 // Zero fields mean the defaults: Strategy [Decorrelated], Base 500 ms, Cap
 // 30 s, Multiplier 3 for Decorrelated and 2 for [FullJitter], [EqualJitter]
-// and [Exponential] (the doubling of the AWS article).
+// and [Exponential] (the doubling of the AWS article). [New] rejects a
+// Backoff whose base, once defaulted, is negative or above its cap, whose
+// multiplier is below 1, or whose strategy is unknown.
 type Backoff struct {
 	Strategy   Strategy
 	Base       time.Duration
@@ -117,10 +118,10 @@ func (b Backoff) withDefaults() Backoff {
 	return b
 }
 
-// Validate reports whether b, after its defaults are applied, is usable: a
+// validate reports whether b, after its defaults are applied, is usable: a
 // known strategy, a positive base, a cap no smaller than the base and a
 // multiplier of at least 1.
-func (b Backoff) Validate() error {
+func (b Backoff) validate() error {
 	d := b.withDefaults()
 	var errs []error
 	if d.Strategy < 0 || int(d.Strategy) >= len(strategyNames) {
@@ -149,8 +150,9 @@ func (b Backoff) Validate() error {
 // use: callers that share one must serialize calls.
 //
 // The result is never negative and never above the cap; for Decorrelated it
-// is never below the base either. An invalid Backoff (see [Backoff.Validate])
-// gives clamped, unspecified results rather than a panic.
+// is never below the base either. A Backoff that [New] rejects (a cap below the
+// base, a multiplier below 1, …) gives clamped, unspecified results rather
+// than a panic.
 func (b Backoff) Next(prev time.Duration, n int, rnd *rand.Rand) time.Duration {
 	b = b.withDefaults()
 	if b.Base < 0 {
@@ -190,21 +192,6 @@ func (b Backoff) exp(n int) time.Duration {
 		return b.Cap
 	}
 	return time.Duration(f)
-}
-
-// Delays returns the infinite sequence of delays before retries 1, 2, 3, …,
-// each computed by [Backoff.Next] from the one before. Stop ranging over it
-// to end it.
-func (b Backoff) Delays(rnd *rand.Rand) iter.Seq[time.Duration] {
-	return func(yield func(time.Duration) bool) {
-		var prev time.Duration
-		for n := 1; ; n++ {
-			prev = b.Next(prev, n, rnd)
-			if !yield(prev) {
-				return
-			}
-		}
-	}
 }
 
 // mulClamp returns d × m, saturating instead of overflowing.

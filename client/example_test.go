@@ -79,13 +79,13 @@ func ExampleSender_Deliver_permanent() {
 }
 
 // A Backoff needs no HTTP: a simulation drives it directly.
-func ExampleBackoff_Delays() {
+func ExampleBackoff_Next() {
 	b := client.Backoff{Strategy: client.Exponential, Base: 500 * time.Millisecond, Cap: 5 * time.Second}
 	var delays []time.Duration
-	for d := range b.Delays(nil) {
-		if delays = append(delays, d); len(delays) == 6 {
-			break
-		}
+	var d time.Duration
+	for retry := 1; retry <= 6; retry++ {
+		d = b.Next(d, retry, nil)
+		delays = append(delays, d)
 	}
 	fmt.Println(delays)
 

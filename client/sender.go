@@ -54,7 +54,7 @@ func New(hc *http.Client, cfg Config) (*Sender, error) {
 		hc = http.DefaultClient
 	}
 	var errs []error
-	if err := cfg.Backoff.Validate(); err != nil {
+	if err := cfg.Backoff.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if cfg.MaxAttempts < 0 {
