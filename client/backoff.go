@@ -137,7 +137,7 @@ func (b Backoff) validate() error {
 		errs = append(errs, fmt.Errorf("multiplier %v below 1", d.Multiplier))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: backoff: %w", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: backoff: %w", errInvalidConfig, err)
 	}
 	return nil
 }

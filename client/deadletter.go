@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -155,8 +154,8 @@ func OpenJSONLinesFile(path string) (*JSONLinesSink, error) {
 	return &JSONLinesSink{w: f, closer: f, sync: f.Sync}, nil
 }
 
-// ErrSinkClosed is returned by Put on a closed [JSONLinesSink].
-var ErrSinkClosed = errors.New("client: dead-letter sink closed")
+// errSinkClosed is returned by Put on a closed [JSONLinesSink].
+var errSinkClosed = fmt.Errorf("client: dead-letter sink: %w", os.ErrClosed)
 
 // Put writes dl as one line. It ignores ctx: a local write is not worth
 // abandoning half way.
@@ -169,7 +168,7 @@ func (s *JSONLinesSink) Put(_ context.Context, dl DeadLetter) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return ErrSinkClosed
+		return errSinkClosed
 	}
 	if _, err := s.w.Write(line); err != nil {
 		return fmt.Errorf("client: dead letter: %w", err)
@@ -182,7 +181,8 @@ func (s *JSONLinesSink) Put(_ context.Context, dl DeadLetter) error {
 	return nil
 }
 
-// Close stops the sink; later Puts fail with [ErrSinkClosed]. It closes the
+// Close stops the sink; later Puts fail with an error wrapping
+// [os.ErrClosed]. It closes the
 // file opened by [OpenJSONLinesFile], and is a no-op the second time.
 func (s *JSONLinesSink) Close() error {
 	s.mu.Lock()

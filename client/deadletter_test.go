@@ -92,7 +92,7 @@ func TestDeadLetterFile(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("dead-letter file mode %v, %v; want 0600", fi.Mode().Perm(), err)
 	}
-	if err := sink.Put(context.Background(), client.DeadLetter{}); !errors.Is(err, client.ErrSinkClosed) {
+	if err := sink.Put(context.Background(), client.DeadLetter{}); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("Put after Close = %v", err)
 	}
 }

@@ -63,9 +63,9 @@ type Result struct {
 // Backoff.Base) and tries again until the deadline, because the receiver
 // may hold the key in flight for a whole lease before it is free again.
 //
-// It returns an error before any I/O, and dead-letters nothing, when the
-// key is empty or invalid ([ErrNoKey], [ErrInvalidKey]) or the URL or
-// method is unusable ([ErrInvalidDelivery]). Any other failure is handed to
+// It returns an error wrapping [ErrInvalidDelivery] before any I/O, and
+// dead-letters nothing, when the key is empty or cannot be sent, or the
+// URL or method is unusable. Any other failure is handed to
 // the dead-letter sink and returned as a [*DeliveryError] (joined with the
 // sink's error when Put failed; errors.As finds it either way); the Result
 // then describes the last attempt.

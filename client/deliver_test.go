@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -137,11 +138,11 @@ func TestKeyRequired(t *testing.T) {
 	tr := &scriptTransport{steps: []step{{status: 201}}}
 	sink := &memSink{}
 	s := newSender(t, tr, withClock(newFakeClock(), client.Config{DeadLetter: sink}))
-	for key, want := range map[string]error{"": client.ErrNoKey, "caf\u00e9": client.ErrInvalidKey, "a\nb": client.ErrInvalidKey} {
+	for key, want := range map[string]string{"": "empty idempotency key", "caf\u00e9": "outside printable ASCII", "a\nb": "outside printable ASCII"} {
 		d := delivery()
 		d.Key = key
-		if _, err := s.Deliver(context.Background(), d); !errors.Is(err, want) {
-			t.Errorf("key %q: err = %v, want %v", key, err, want)
+		if _, err := s.Deliver(context.Background(), d); !errors.Is(err, client.ErrInvalidDelivery) || !strings.Contains(err.Error(), want) {
+			t.Errorf("key %q: err = %v, want ErrInvalidDelivery saying %q", key, err, want)
 		}
 	}
 	for _, d := range []client.Delivery{

@@ -23,7 +23,7 @@
 // key once ([EncodeKey]). A receiver that already executed the payload (the
 // acknowledgement was lost) answers from its record with
 // Idempotent-Replayed: true, reported as [Result.Replayed]. An empty key is
-// an error ([ErrNoKey]) before any I/O.
+// an error ([ErrInvalidDelivery]) before any I/O.
 //
 // # What is retried
 //

@@ -9,18 +9,21 @@ import (
 	"github.com/geoidem/geoidem/problem"
 )
 
-// Errors returned before any I/O.
+// ErrInvalidDelivery reports a [Delivery] that cannot be sent: an empty
+// key, a key that no Idempotency-Key header can carry (it holds a byte
+// outside printable ASCII, 0x20–0x7E), an unparsable or non-HTTP URL, or
+// an invalid method. The error says which. Nothing was sent.
+var ErrInvalidDelivery = errors.New("client: invalid delivery")
+
+// Errors of a key that cannot be sent (see [EncodeKey]).
 var (
-	// ErrNoKey reports a [Delivery] without an idempotency key. Nothing was
-	// sent.
-	ErrNoKey = errors.New("client: empty idempotency key")
-	// ErrInvalidKey reports a key that cannot be sent in an Idempotency-Key
-	// header: it holds a byte outside printable ASCII (0x20–0x7E). Nothing
-	// was sent.
-	ErrInvalidKey = errors.New("client: invalid idempotency key")
-	// ErrInvalidConfig reports an unusable [Config] or [Backoff].
-	ErrInvalidConfig = errors.New("client: invalid config")
+	errNoKey      = fmt.Errorf("%w: empty idempotency key", ErrInvalidDelivery)
+	errInvalidKey = fmt.Errorf("%w: idempotency key holds a byte outside printable ASCII", ErrInvalidDelivery)
 )
+
+// errInvalidConfig is wrapped by the errors of [New] and [NewRetryBudget]
+// for an unusable configuration.
+var errInvalidConfig = errors.New("client: invalid config")
 
 // Reasons a delivery ended without success. Each is the Reason of a
 // [DeliveryError]; test with errors.Is on the error Deliver returns.
@@ -164,7 +167,3 @@ func (e *StatusError) Error() string {
 	}
 	return msg
 }
-
-// ErrInvalidDelivery reports a [Delivery] that cannot be sent: an
-// unparsable or non-HTTP URL, or an invalid method. Nothing was sent.
-var ErrInvalidDelivery = errors.New("client: invalid delivery")

@@ -58,6 +58,9 @@ func (b Backoff) Delays(rnd *rand.Rand) iter.Seq[time.Duration] {
 	}
 }
 
+// ErrInvalidConfig is errInvalidConfig, which New's errors wrap.
+var ErrInvalidConfig = errInvalidConfig
+
 // DefaultMultiplier is the default Multiplier of Decorrelated.
 const DefaultMultiplier = defaultMultiplier
 

@@ -248,7 +248,7 @@ func (j *FileJournal) Pending(context.Context) ([]JournalEntry, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
-		return nil, ErrJournalClosed
+		return nil, errJournalClosed
 	}
 	var out []JournalEntry
 	for _, s := range j.order {
@@ -279,8 +279,8 @@ func (j *FileJournal) lineCount() int {
 }
 
 // Close writes and syncs what is buffered, gives back the room reserved
-// past the last line, and closes the file; later calls fail with
-// [ErrJournalClosed]. It waits for a sync in progress, and is a
+// past the last line, and closes the file; later calls fail with an
+// error wrapping [os.ErrClosed]. It waits for a sync in progress, and is a
 // no-op the second time.
 func (j *FileJournal) Close() error {
 	j.mu.Lock()
@@ -313,7 +313,7 @@ func (j *FileJournal) Close() error {
 
 func (j *FileJournal) usable() error {
 	if j.closed {
-		return ErrJournalClosed
+		return errJournalClosed
 	}
 	return j.err
 }

@@ -196,7 +196,7 @@ func TestFileJournalConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 	j.Close()
-	if _, err := j.Record(ctx, entry("late", "{}")); !errors.Is(err, client.ErrJournalClosed) {
+	if _, err := j.Record(ctx, entry("late", "{}")); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("Record after Close: %v", err)
 	}
 	j = openJournal(t, path, client.FileJournalConfig{})

@@ -3,7 +3,9 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -55,8 +57,8 @@ const (
 // is not dead-lettered again. [Outbox.Resend] sends such an entry.
 var ErrRefusedEarlier = errors.New("client: refused permanently by an earlier send")
 
-// ErrJournalClosed is returned by a closed [FileJournal].
-var ErrJournalClosed = errors.New("client: journal closed")
+// errJournalClosed is returned by a closed [FileJournal].
+var errJournalClosed = fmt.Errorf("client: journal: %w", os.ErrClosed)
 
 // ErrJournalConflict reports a re-drive whose payload differs from the
 // bytes the journal recorded under the same method, URL and key: sending

@@ -47,8 +47,8 @@ type Sender struct {
 // host's connections past its bound (8 by default), give hc a transport
 // whose MaxConnsPerHost is under that bound: deliveries past it then wait
 // for a connection in the sender, rather than meet resets at the receiver
-// and spend attempts on them. New fails with [ErrInvalidConfig] for an
-// unusable cfg.
+// and spend attempts on them. New fails for an unusable cfg: a negative
+// MaxAttempts, MaxRetryAfter or MaxResponseBytes, or a Backoff it rejects.
 func New(hc *http.Client, cfg Config) (*Sender, error) {
 	if hc == nil {
 		hc = http.DefaultClient
@@ -58,13 +58,13 @@ func New(hc *http.Client, cfg Config) (*Sender, error) {
 		errs = append(errs, err)
 	}
 	if cfg.MaxAttempts < 0 {
-		errs = append(errs, fmt.Errorf("%w: negative MaxAttempts %d", ErrInvalidConfig, cfg.MaxAttempts))
+		errs = append(errs, fmt.Errorf("%w: negative MaxAttempts %d", errInvalidConfig, cfg.MaxAttempts))
 	}
 	if cfg.MaxRetryAfter < 0 {
-		errs = append(errs, fmt.Errorf("%w: negative MaxRetryAfter %v", ErrInvalidConfig, cfg.MaxRetryAfter))
+		errs = append(errs, fmt.Errorf("%w: negative MaxRetryAfter %v", errInvalidConfig, cfg.MaxRetryAfter))
 	}
 	if cfg.MaxResponseBytes < 0 {
-		errs = append(errs, fmt.Errorf("%w: negative MaxResponseBytes %d", ErrInvalidConfig, cfg.MaxResponseBytes))
+		errs = append(errs, fmt.Errorf("%w: negative MaxResponseBytes %d", errInvalidConfig, cfg.MaxResponseBytes))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
