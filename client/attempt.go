@@ -117,7 +117,6 @@ func (s *Sender) attempt(ctx context.Context, p *pending, n int) (o outcome) {
 	o.retryable = RetryableStatus(resp.StatusCode, o.hasRetryAfter)
 	o.err = &StatusError{
 		StatusCode: resp.StatusCode,
-		Status:     resp.Status,
 		Header:     resp.Header,
 		Body:       o.body,
 		Problem:    o.problem,

@@ -262,7 +262,8 @@ func TestOutboxKeyReusedIsSentEarlier(t *testing.T) {
 		if !errors.Is(err, client.ErrSentEarlier) || errors.Is(err, client.ErrPermanent) || !errors.As(err, &de) || de.ReasonName() != "sent-earlier" {
 			t.Errorf("run %d: err = %v; want reason sent-earlier, not permanent", run+2, err)
 		}
-		if res.StatusCode != http.StatusUnprocessableEntity || res.Problem == nil {
+		var se *client.StatusError
+		if res.StatusCode != http.StatusUnprocessableEntity || !errors.As(err, &se) || se.Problem == nil {
 			t.Errorf("run %d: result %+v; want the 422 key-reused answer", run+2, res)
 		}
 		if dls := sink.All(); len(dls) != 0 {
