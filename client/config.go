@@ -83,13 +83,16 @@ type Config struct {
 
 	// PrepareAttempt, if set, is called before every attempt with that
 	// attempt's fresh request, after the Idempotency-Key, Content-Type and
-	// Delivery.Header have been set. It may add or change headers: this is
-	// where a signer adds Standard Webhooks headers (webhook-id,
-	// webhook-timestamp, webhook-signature), re-signed with a fresh
-	// timestamp for each attempt. It must not change the body or the key.
+	// Delivery.Header have been set, and the [Attempt] as far as it is
+	// known before it is sent (its Delivery, Number and Start). It may add
+	// or change the request's headers: this is where a signer adds
+	// Standard Webhooks headers (webhook-id, webhook-timestamp,
+	// webhook-signature) over a.Key and a.Body, re-signed with a fresh
+	// timestamp (a.Start) for each attempt. It must not change the body or
+	// the key.
 	// An error ends the delivery with [ErrPermanent] before the attempt is
 	// sent (it still counts as an attempt).
-	PrepareAttempt func(req *http.Request, a AttemptStart) error
+	PrepareAttempt func(req *http.Request, a Attempt) error
 
 	// OnAttempt, if set, observes every attempt once it is decided what
 	// follows it. It runs on the delivering goroutine and must not block.

@@ -138,6 +138,12 @@ type pending struct {
 	keyNamesEvent                  bool      // see deliver
 }
 
+// delivery is what every attempt of p sends. Its header and body are p's
+// own, not copies.
+func (p *pending) delivery() Delivery {
+	return Delivery{URL: p.URL, Method: p.method, Key: p.Key, Body: p.body, ContentType: p.contentType, Header: p.header}
+}
+
 func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 	var (
 		res     Result
@@ -164,7 +170,7 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 			Replayed:   last.replayed,
 		}
 		info := Attempt{
-			Number: n, Key: p.Key, URL: p.URL,
+			Delivery: p.delivery(), Number: n,
 			Start: last.start, Duration: last.end.Sub(last.start),
 			StatusCode: last.status, Replayed: last.replayed,
 			Err: last.err, Retryable: last.retryable, Final: true,
@@ -325,15 +331,10 @@ func (s *Sender) fail(ctx context.Context, p *pending, res Result, last outcome,
 	if s.sink == nil {
 		return res, derr
 	}
+	d := p.delivery()
+	d.Header = d.Header.Clone()
 	dl := DeadLetter{
-		Delivery: Delivery{
-			URL:         p.URL,
-			Method:      p.method,
-			Key:         p.Key,
-			ContentType: p.contentType,
-			Header:      p.header.Clone(),
-			Body:        p.body,
-		},
+		Delivery:   d,
 		Time:       s.clock.Now(),
 		Attempts:   res.Attempts,
 		LastStatus: res.StatusCode,

@@ -26,7 +26,7 @@ type Sender struct {
 	maxBody        int64
 	budget         *RetryBudget
 	sink           DeadLetterSink
-	prepare        func(*http.Request, AttemptStart) error
+	prepare        func(*http.Request, Attempt) error
 	onAttempt      func(Attempt)
 	onWaitEnd      func(Attempt)
 	clock          senderclock.Clock
