@@ -67,6 +67,6 @@ const DefaultMultiplier = defaultMultiplier
 // WithCompactAt returns cfg with the line count below which the journal is
 // never compacted set to n.
 func WithCompactAt(cfg FileJournalConfig, n int) FileJournalConfig {
-	cfg.CompactAt = n
+	cfg.compactAt = n
 	return cfg
 }

@@ -29,9 +29,9 @@ type FileJournalConfig struct {
 	// receiver's retention.
 	Retention time.Duration
 
-	// CompactAt is the number of lines below which the file is never
-	// compacted (default 1024).
-	CompactAt int
+	// compactAt is the number of lines below which the file is never
+	// compacted (0: 1024); only the tests set it.
+	compactAt int
 
 	// clock supplies the times of entries and of retention (nil:
 	// senderclock.System); only senderclock.Set sets it, for the
@@ -70,8 +70,8 @@ type FileJournalConfig struct {
 // # Growth
 //
 // The journal keeps its entries in memory too: the pending ones and those
-// done less than Retention ago. When the file holds at least CompactAt
-// lines and twice as many as after its last compaction (done marks and
+// done less than Retention ago. When the file holds at least 1024 lines
+// and twice as many as after its last compaction (done marks and
 // forgotten entries dominating), it is rewritten with one line per
 // remembered entry, synced, and renamed over the old one. So the file stays
 // within a small multiple of what it must remember.
@@ -140,7 +140,7 @@ func openFileJournal(path string, cfg FileJournalConfig, wrap func(*os.File) jou
 		wrap:      wrap,
 		path:      path,
 		retention: orDefault(cfg.Retention, defaultJournalRetention),
-		compactAt: orDefault(cfg.CompactAt, defaultJournalCompact),
+		compactAt: orDefault(cfg.compactAt, defaultJournalCompact),
 		clock:     cfg.clock,
 		entries:   make(map[identity]*journalSlot),
 	}

@@ -116,7 +116,7 @@ func TestFileJournalCompaction(t *testing.T) {
 	ctx := context.Background()
 	clock := newFakeClock()
 	path := filepath.Join(t.TempDir(), "journal")
-	cfg := withClock(clock, client.FileJournalConfig{Retention: time.Hour, CompactAt: 32})
+	cfg := withClock(clock, client.WithCompactAt(client.FileJournalConfig{Retention: time.Hour}, 32))
 	j := openJournal(t, path, cfg)
 	const n = 1000
 	maxLines := 0
@@ -169,7 +169,7 @@ func TestFileJournalCompaction(t *testing.T) {
 func TestFileJournalConcurrent(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal")
-	j := openJournal(t, path, client.FileJournalConfig{CompactAt: 100})
+	j := openJournal(t, path, client.WithCompactAt(client.FileJournalConfig{}, 100))
 	var wg sync.WaitGroup
 	errs := make(chan error, 8*50)
 	for g := range 8 {
@@ -210,7 +210,7 @@ func TestFileJournalConcurrent(t *testing.T) {
 // is forgotten at the next compaction, and only pending ones are kept.
 func TestFileJournalNegativeRetention(t *testing.T) {
 	ctx := context.Background()
-	j := openJournal(t, filepath.Join(t.TempDir(), "journal"), client.FileJournalConfig{Retention: -1, CompactAt: 8})
+	j := openJournal(t, filepath.Join(t.TempDir(), "journal"), client.WithCompactAt(client.FileJournalConfig{Retention: -1}, 8))
 	pending, _ := j.Record(ctx, entry("pending", "{}"))
 	for i := range 20 {
 		e, _ := j.Record(ctx, entry(fmt.Sprint("k", i), "{}"))
