@@ -88,9 +88,9 @@ func (d *DeadLetter) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*d = DeadLetter{
-		Delivery: Delivery{URL: j.URL, Method: j.Method, Key: j.Key, ContentType: j.ContentType, Header: j.Header},
-		Time:     j.Time, Attempts: j.Attempts, LastStatus: j.LastStatus, Reason: j.Reason, Error: j.Error, Problem: j.Problem,
+		Time: j.Time, Attempts: j.Attempts, LastStatus: j.LastStatus, Reason: j.Reason, Error: j.Error, Problem: j.Problem,
 	}
+	d.Delivery = Delivery{URL: j.URL, Method: j.Method, Key: j.Key, ContentType: j.ContentType, Header: j.Header}
 	switch {
 	case j.Payload != nil:
 		d.Body = []byte(j.Payload)
@@ -182,8 +182,8 @@ func (s *JSONLinesSink) Put(_ context.Context, dl DeadLetter) error {
 }
 
 // Close stops the sink; later Puts fail with an error wrapping
-// [os.ErrClosed]. It closes the
-// file opened by [OpenJSONLinesFile], and is a no-op the second time.
+// [os.ErrClosed]. It closes the file opened by [OpenJSONLinesFile], and is
+// a no-op the second time.
 func (s *JSONLinesSink) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
