@@ -38,13 +38,22 @@ func clientVariant(st client.Strategy) outageVariant {
 		file: st.String(),
 		next: func(prev time.Duration, n int, resp *http.Response, v *outageSim) time.Duration {
 			if d, ok := retryAfter(resp); ok { // the sender prefers Retry-After (clamped to 60 s)
-				return min(d, client.DefaultMaxRetryAfter)
+				return min(d, clientMaxRetryAfter)
 			}
 			return b.Next(prev, n, v.rnd)
 		},
-		maxAttempts: client.DefaultMaxAttempts,
+		maxAttempts: clientMaxAttempts,
 	}
 }
+
+// The sender's defaults the simulation follows, as package client documents
+// them on Config.MaxAttempts, Config.MaxRetryAfter and Backoff.
+const (
+	clientMaxAttempts   = 6
+	clientMaxRetryAfter = time.Minute
+	clientBase          = 500 * time.Millisecond
+	clientCap           = 30 * time.Second
+)
 
 // retryablehttpDefaults are go-retryablehttp's RetryWaitMin, RetryWaitMax
 // and RetryMax defaults (v0.7.8).
@@ -207,8 +216,8 @@ func runOutage(ctx context.Context, s *section) error {
 	s.line("connections for the first %v of virtual time, then admits at most %d requests/s (a token bucket with a burst of %d) and", p.down, p.capacity, max(1, p.capacity/10))
 	s.line("answers the excess **503 without Retry-After** (the main table and the figures; a second table repeats the run with `Retry-After: 1`).")
 	s.line("Every hop takes |N(10 ms, 2 ms)|. Senders retry until delivered, without an attempt limit, so that the schedules can be compared;")
-	s.line("the last column counts the events that the library's default attempt limit would have delivered (package client: %d attempts in all;", client.DefaultMaxAttempts)
-	s.line("go-retryablehttp: RetryMax %d, 5 attempts). Package client's variants use its default backoff (base %v, cap %v, multiplier 3 for", rhRetryMax, client.DefaultBase, client.DefaultCap)
+	s.line("the last column counts the events that the library's default attempt limit would have delivered (package client: %d attempts in all;", clientMaxAttempts)
+	s.line("go-retryablehttp: RetryMax %d, 5 attempts). Package client's variants use its default backoff (base %v, cap %v, multiplier 3 for", rhRetryMax, clientBase, clientCap)
 	s.line("decorrelated, 2 otherwise) through `client.Backoff.Next`; go-retryablehttp's row calls `retryablehttp.DefaultBackoff(1s, 30s, attempt, resp)`")
 	s.line("directly, with its defaults, as its `Client.Do` would (no HTTP). Seed %d. Were the senders perfectly coordinated, the last", o.seed)
 	s.line("event would be delivered at %.0f s.", ideal.Seconds())

@@ -163,7 +163,7 @@ func runTopo(ctx context.Context, r topoRun) (topoResult, error) {
 				if err != nil {
 					nDead.Add(1)
 					deadMu.Lock()
-					res.deadBy[lastAnswer(out)]++
+					res.deadBy[lastAnswer(out, err)]++
 					deadMu.Unlock()
 					continue
 				}
@@ -207,7 +207,7 @@ func runTopo(ctx context.Context, r topoRun) (topoResult, error) {
 			for i := range work2 {
 				if out, err := deliver(ctx, s, i); err != nil {
 					deadMu.Lock()
-					res.lateFailed[lastAnswer(out)]++
+					res.lateFailed[lastAnswer(out, err)]++
 					deadMu.Unlock()
 				}
 			}
@@ -243,13 +243,14 @@ func runTopo(ctx context.Context, r topoRun) (topoResult, error) {
 
 // lastAnswer names the last answer of a failed delivery: its status and
 // problem title, or "no answer".
-func lastAnswer(out client.Result) string {
+func lastAnswer(out client.Result, err error) string {
 	if out.StatusCode == 0 {
 		return "no answer"
 	}
 	why := fmt.Sprint(out.StatusCode)
-	if out.Problem != nil {
-		why += " " + out.Problem.Title
+	var se *client.StatusError
+	if errors.As(err, &se) && se.Problem != nil {
+		why += " " + se.Problem.Title
 	}
 	return why
 }

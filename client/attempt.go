@@ -12,21 +12,19 @@ import (
 	"github.com/geoidem/geoidem/problem"
 )
 
-// AttemptStart describes an attempt about to be sent, for
-// Config.PrepareAttempt.
-type AttemptStart struct {
-	Number int       // 1 for the first attempt
-	Key    string    // the idempotency key, unencoded
-	Body   []byte    // the body the attempt sends; do not modify
-	Time   time.Time // now, on the sender's clock (use it as a signature timestamp)
-}
-
-// Attempt describes one finished attempt, for Config.OnAttempt.
+// Attempt describes one attempt of a delivery, for the hooks of a
+// [Config]. Config.PrepareAttempt gets it before the attempt is sent, with
+// Delivery, Number and Start set and the rest zero; Config.OnAttempt and
+// Config.OnWaitEnd get it once the attempt is over, whole.
 type Attempt struct {
-	Number     int // 1 for the first attempt
-	Key        string
-	URL        string
-	Start      time.Time     // on the sender's clock
+	// Delivery is what every attempt of the delivery sends: its method and
+	// content type (defaulted when it had none), its key (unencoded), its
+	// exact body and its extra headers. Do not modify them: the next
+	// attempt sends them too.
+	Delivery
+
+	Number     int           // 1 for the first attempt
+	Start      time.Time     // when the attempt started, on the sender's clock (a signature's timestamp)
 	Duration   time.Duration // on the sender's clock
 	StatusCode int           // 0 when there was no response
 	Replayed   bool          // the response carried Idempotent-Replayed: true
@@ -85,7 +83,7 @@ func (s *Sender) attempt(ctx context.Context, p *pending, n int) (o outcome) {
 	req.Header.Set("Content-Type", p.contentType)
 	req.Header.Set(headerIdempotencyKey, p.keyHeader)
 	if s.prepare != nil {
-		a := AttemptStart{Number: n, Key: p.Key, Body: p.body, Time: o.start}
+		a := Attempt{Delivery: p.delivery(), Number: n, Start: o.start}
 		if err := s.prepare(req, a); err != nil {
 			o.err = fmt.Errorf("client: prepare attempt %d: %w", n, err)
 			return o
@@ -117,7 +115,6 @@ func (s *Sender) attempt(ctx context.Context, p *pending, n int) (o outcome) {
 	o.retryable = RetryableStatus(resp.StatusCode, o.hasRetryAfter)
 	o.err = &StatusError{
 		StatusCode: resp.StatusCode,
-		Status:     resp.Status,
 		Header:     resp.Header,
 		Body:       o.body,
 		Problem:    o.problem,

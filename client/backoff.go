@@ -3,7 +3,6 @@ package client
 import (
 	"errors"
 	"fmt"
-	"iter"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -74,10 +73,11 @@ func (s *Strategy) UnmarshalText(text []byte) error {
 	return fmt.Errorf("client: unknown backoff strategy %q (want decorrelated, full, equal, exponential or none)", text)
 }
 
-// Default backoff parameters, used for the zero fields of a [Backoff].
+// Default backoff parameters, used for the zero fields of a [Backoff] (see
+// its documentation).
 const (
-	DefaultBase = 500 * time.Millisecond
-	DefaultCap  = 30 * time.Second
+	defaultBase = 500 * time.Millisecond
+	defaultCap  = 30 * time.Second
 )
 
 // defaultMultiplier is the default Multiplier of Decorrelated; the
@@ -86,11 +86,13 @@ const defaultMultiplier = 3
 
 // Backoff is a retry delay policy. It is a plain value, safe for concurrent
 // use, and needs no HTTP: a simulation can drive it directly with
-// [Backoff.Next] or [Backoff.Delays].
+// [Backoff.Next].
 //
 // Zero fields mean the defaults: Strategy [Decorrelated], Base 500 ms, Cap
 // 30 s, Multiplier 3 for Decorrelated and 2 for [FullJitter], [EqualJitter]
-// and [Exponential] (the doubling of the AWS article).
+// and [Exponential] (the doubling of the AWS article). [New] rejects a
+// Backoff whose base, once defaulted, is negative or above its cap, whose
+// multiplier is below 1, or whose strategy is unknown.
 type Backoff struct {
 	Strategy   Strategy
 	Base       time.Duration
@@ -101,10 +103,10 @@ type Backoff struct {
 // withDefaults returns b with its zero fields replaced by the defaults.
 func (b Backoff) withDefaults() Backoff {
 	if b.Base == 0 {
-		b.Base = DefaultBase
+		b.Base = defaultBase
 	}
 	if b.Cap == 0 {
-		b.Cap = DefaultCap
+		b.Cap = defaultCap
 	}
 	if b.Multiplier == 0 {
 		if b.Strategy == Decorrelated {
@@ -116,10 +118,10 @@ func (b Backoff) withDefaults() Backoff {
 	return b
 }
 
-// Validate reports whether b, after its defaults are applied, is usable: a
+// validate reports whether b, after its defaults are applied, is usable: a
 // known strategy, a positive base, a cap no smaller than the base and a
 // multiplier of at least 1.
-func (b Backoff) Validate() error {
+func (b Backoff) validate() error {
 	d := b.withDefaults()
 	var errs []error
 	if d.Strategy < 0 || int(d.Strategy) >= len(strategyNames) {
@@ -135,7 +137,7 @@ func (b Backoff) Validate() error {
 		errs = append(errs, fmt.Errorf("multiplier %v below 1", d.Multiplier))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: backoff: %w", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: backoff: %w", errInvalidConfig, err)
 	}
 	return nil
 }
@@ -148,8 +150,9 @@ func (b Backoff) Validate() error {
 // use: callers that share one must serialize calls.
 //
 // The result is never negative and never above the cap; for Decorrelated it
-// is never below the base either. An invalid Backoff (see [Backoff.Validate])
-// gives clamped, unspecified results rather than a panic.
+// is never below the base either. A Backoff that [New] rejects (a cap below the
+// base, a multiplier below 1, …) gives clamped, unspecified results rather
+// than a panic.
 func (b Backoff) Next(prev time.Duration, n int, rnd *rand.Rand) time.Duration {
 	b = b.withDefaults()
 	if b.Base < 0 {
@@ -189,21 +192,6 @@ func (b Backoff) exp(n int) time.Duration {
 		return b.Cap
 	}
 	return time.Duration(f)
-}
-
-// Delays returns the infinite sequence of delays before retries 1, 2, 3, …,
-// each computed by [Backoff.Next] from the one before. Stop ranging over it
-// to end it.
-func (b Backoff) Delays(rnd *rand.Rand) iter.Seq[time.Duration] {
-	return func(yield func(time.Duration) bool) {
-		var prev time.Duration
-		for n := 1; ; n++ {
-			prev = b.Next(prev, n, rnd)
-			if !yield(prev) {
-				return
-			}
-		}
-	}
 }
 
 // mulClamp returns d × m, saturating instead of overflowing.

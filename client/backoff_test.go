@@ -127,13 +127,13 @@ func TestBackoffValidate(t *testing.T) {
 		"NaN multiplier":   {Multiplier: math.NaN()},
 		"unknown strategy": {Strategy: client.Strategy(42)},
 	} {
-		if err := b.Validate(); !errors.Is(err, client.ErrInvalidConfig) {
-			t.Errorf("%s: Validate() = %v, want ErrInvalidConfig", name, err)
+		if _, err := client.New(nil, client.Config{Backoff: b}); !errors.Is(err, client.ErrInvalidConfig) {
+			t.Errorf("%s: New = %v, want ErrInvalidConfig", name, err)
 		}
 		// Next must not panic on an invalid Backoff.
 		_ = b.Next(time.Second, 2, nil)
 	}
-	if err := (client.Backoff{}).Validate(); err != nil {
+	if _, err := client.New(nil, client.Config{Backoff: client.Backoff{}}); err != nil {
 		t.Errorf("zero Backoff: %v", err)
 	}
 }

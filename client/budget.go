@@ -45,8 +45,8 @@ type RetryBudget struct {
 // micro is one token in the unit of RetryBudget's fields.
 const micro = 1_000_000
 
-// NewRetryBudget returns a full budget. It fails with [ErrInvalidConfig]
-// for a negative, NaN or absurdly large (over 1e12) Ratio or Burst.
+// NewRetryBudget returns a full budget. It fails for a negative, NaN or
+// absurdly large (over 1e12) Ratio or Burst.
 func NewRetryBudget(cfg BudgetConfig) (*RetryBudget, error) {
 	if cfg.Ratio == 0 {
 		cfg.Ratio = defaultBudgetRatio
@@ -56,7 +56,7 @@ func NewRetryBudget(cfg BudgetConfig) (*RetryBudget, error) {
 	}
 	for name, v := range map[string]float64{"ratio": cfg.Ratio, "burst": cfg.Burst} {
 		if v < 0 || math.IsNaN(v) || v > 1e12 {
-			return nil, fmt.Errorf("%w: retry budget %s %v", ErrInvalidConfig, name, v)
+			return nil, fmt.Errorf("%w: retry budget %s %v", errInvalidConfig, name, v)
 		}
 	}
 	burst := int64(math.Round(cfg.Burst * micro))

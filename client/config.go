@@ -9,13 +9,13 @@ import (
 	"github.com/geoidem/geoidem/internal/senderclock"
 )
 
-// Defaults of a [Config].
+// Defaults of a [Config], each documented on its field.
 const (
-	DefaultMaxAttempts    = 6
-	DefaultDeadline       = 5 * time.Minute
-	DefaultAttemptTimeout = 15 * time.Second
-	DefaultMaxRetryAfter  = 60 * time.Second
-	DefaultContentType    = "application/json"
+	defaultMaxAttempts    = 6
+	defaultDeadline       = 5 * time.Minute
+	defaultAttemptTimeout = 15 * time.Second
+	defaultMaxRetryAfter  = 60 * time.Second
+	defaultContentType    = "application/json"
 )
 
 // defaultMaxResponseBytes is the default of Config.MaxResponseBytes.
@@ -83,13 +83,16 @@ type Config struct {
 
 	// PrepareAttempt, if set, is called before every attempt with that
 	// attempt's fresh request, after the Idempotency-Key, Content-Type and
-	// Delivery.Header have been set. It may add or change headers: this is
-	// where a signer adds Standard Webhooks headers (webhook-id,
-	// webhook-timestamp, webhook-signature), re-signed with a fresh
-	// timestamp for each attempt. It must not change the body or the key.
+	// Delivery.Header have been set, and the [Attempt] as far as it is
+	// known before it is sent (its Delivery, Number and Start). It may add
+	// or change the request's headers: this is where a signer adds
+	// Standard Webhooks headers (webhook-id, webhook-timestamp,
+	// webhook-signature) over a.Key and a.Body, re-signed with a fresh
+	// timestamp (a.Start) for each attempt. It must not change the body or
+	// the key.
 	// An error ends the delivery with [ErrPermanent] before the attempt is
 	// sent (it still counts as an attempt).
-	PrepareAttempt func(req *http.Request, a AttemptStart) error
+	PrepareAttempt func(req *http.Request, a Attempt) error
 
 	// OnAttempt, if set, observes every attempt once it is decided what
 	// follows it. It runs on the delivering goroutine and must not block.

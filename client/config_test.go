@@ -21,6 +21,29 @@ func TestConfig(t *testing.T) {
 			t.Errorf("%s: New err = %v, want ErrInvalidConfig", name, err)
 		}
 	}
+	// The defaults are documented on the fields of Config, and not
+	// exported: each is checked here by what the sender does.
+	t.Run("zero AttemptTimeout is 15 s", func(t *testing.T) {
+		tr := &scriptTransport{steps: []step{{status: 200}}}
+		s := newSender(t, tr, withClock(newFakeClock(), client.Config{}))
+		if _, err := s.Deliver(context.Background(), delivery()); err != nil {
+			t.Fatal(err)
+		}
+		dl, ok := tr.Requests()[0].ctx.Deadline()
+		if left := time.Until(dl); !ok || left > 15*time.Second || left < 14*time.Second {
+			t.Errorf("attempt deadline %v away (set: %t), want 15 s", left, ok)
+		}
+	})
+	t.Run("zero Deadline is 5 minutes", func(t *testing.T) {
+		clock := newFakeClock()
+		tr := &scriptTransport{clock: clock, steps: []step{inFlight("1")}}
+		s := newSender(t, tr, withClock(clock, client.Config{}))
+		_, err := s.Deliver(context.Background(), delivery())
+		// The last wait (1 s) and attempt (15 s) must fit before it.
+		if took := clock.Now().Sub(epoch); !errors.Is(err, client.ErrDeadline) || took > 5*time.Minute || took <= 5*time.Minute-16*time.Second {
+			t.Errorf("Deliver = %v after %v, want ErrDeadline within the last 16 s of 5 minutes", err, took)
+		}
+	})
 	t.Run("one attempt", func(t *testing.T) {
 		tr := &scriptTransport{steps: []step{{status: 503}}}
 		s := newSender(t, tr, withClock(newFakeClock(), client.Config{MaxAttempts: 1}))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,22 +15,21 @@ import (
 )
 
 // DeadLetter describes a delivery that ended without success, with
-// everything needed to send it again later ([DeadLetter.Delivery],
-// [Sender.Redrive]): the URL, the method, the key, the content type, the
-// headers and the exact payload bytes.
+// everything needed to send it again later: its Delivery, which
+// [Sender.Deliver] and [Outbox.Redrive] send again under the same key,
+// byte for byte, so that the receiver sees the same key and fingerprint
+// as on the first attempt and answers from its record if it executed it
+// then.
 type DeadLetter struct {
-	Time        time.Time // when the sender gave up, on the sender's clock
-	URL         string
-	Method      string
-	Key         string // the idempotency key, unencoded
-	ContentType string
-	// Header holds the delivery's extra headers (Delivery.Header), as
-	// every attempt sent them before Config.PrepareAttempt, which a
-	// re-drive runs again. They are written out as they are: put
-	// credentials in the http.Client's transport or in PrepareAttempt,
-	// which are never recorded.
-	Header     http.Header
-	Payload    []byte           // the body every attempt sent, byte for byte
+	// Delivery is the delivery as every attempt sent it: its method and
+	// content type (defaulted when it had none), its key (unencoded), its
+	// exact body bytes, and its extra headers as they were before
+	// Config.PrepareAttempt, which a re-drive runs again. The headers are
+	// written out as they are: put credentials in the http.Client's
+	// transport or in PrepareAttempt, which are never recorded.
+	Delivery
+
+	Time       time.Time        // when the sender gave up, on the sender's clock
 	Attempts   int              // attempts made, 0 if none was
 	LastStatus int              // status of the last answer, 0 if there was none
 	Reason     string           // "permanent", "exhausted", "deadline", "retry-after-beyond-deadline", "budget", "not-journaled" or "canceled" ([DeliveryError.ReasonName])
@@ -57,22 +55,22 @@ type deadLetterJSON struct {
 	Problem       *problem.Details `json:"problem,omitempty"`
 }
 
-// MarshalJSON encodes the dead letter as one JSON object. The payload goes
+// MarshalJSON encodes the dead letter as one JSON object. The body goes
 // in "payload" as embedded JSON when it is compact JSON without characters
 // that encoders escape (<, >, &, U+2028, U+2029), so that it reads naturally
-// and decodes to the same bytes; any other payload goes in
-// "payload_base64". [DeadLetter.UnmarshalJSON] restores Payload exactly in
-// both cases, so a dead letter can be re-sent under the same key and the
-// receiver sees the same fingerprint.
+// and decodes to the same bytes; any other body goes in "payload_base64".
+// [DeadLetter.UnmarshalJSON] restores the body exactly in both cases (an
+// empty one as nil), so a dead letter can be re-sent under the same key and
+// the receiver sees the same fingerprint.
 func (d DeadLetter) MarshalJSON() ([]byte, error) {
 	j := deadLetterJSON{
 		Time: d.Time, URL: d.URL, Method: d.Method, Key: d.Key, ContentType: d.ContentType, Header: d.Header,
 		Attempts: d.Attempts, LastStatus: d.LastStatus, Reason: d.Reason, Error: d.Error, Problem: d.Problem,
 	}
-	if embeddable(d.Payload) {
-		j.Payload = d.Payload
-	} else if len(d.Payload) > 0 {
-		j.PayloadBase64 = d.Payload
+	if embeddable(d.Body) {
+		j.Payload = d.Body
+	} else if len(d.Body) > 0 {
+		j.PayloadBase64 = d.Body
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -90,14 +88,14 @@ func (d *DeadLetter) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*d = DeadLetter{
-		Time: j.Time, URL: j.URL, Method: j.Method, Key: j.Key, ContentType: j.ContentType, Header: j.Header,
-		Attempts: j.Attempts, LastStatus: j.LastStatus, Reason: j.Reason, Error: j.Error, Problem: j.Problem,
+		Time: j.Time, Attempts: j.Attempts, LastStatus: j.LastStatus, Reason: j.Reason, Error: j.Error, Problem: j.Problem,
 	}
+	d.Delivery = Delivery{URL: j.URL, Method: j.Method, Key: j.Key, ContentType: j.ContentType, Header: j.Header}
 	switch {
 	case j.Payload != nil:
-		d.Payload = []byte(j.Payload)
+		d.Body = []byte(j.Payload)
 	case j.PayloadBase64 != nil:
-		d.Payload = j.PayloadBase64
+		d.Body = j.PayloadBase64
 	}
 	return nil
 }
@@ -123,7 +121,7 @@ func embeddable(p []byte) bool {
 // before Deliver returns, with a context that is not canceled even if the
 // delivery's was (so a shutdown does not lose its dead letters). An error
 // from Put is joined to the error Deliver returns. Implementations must be
-// safe for concurrent use and must not keep dl.Payload beyond the call
+// safe for concurrent use and must not keep dl.Body beyond the call
 // without copying it.
 type DeadLetterSink interface {
 	Put(ctx context.Context, dl DeadLetter) error
@@ -156,8 +154,8 @@ func OpenJSONLinesFile(path string) (*JSONLinesSink, error) {
 	return &JSONLinesSink{w: f, closer: f, sync: f.Sync}, nil
 }
 
-// ErrSinkClosed is returned by Put on a closed [JSONLinesSink].
-var ErrSinkClosed = errors.New("client: dead-letter sink closed")
+// errSinkClosed is returned by Put on a closed [JSONLinesSink].
+var errSinkClosed = fmt.Errorf("client: dead-letter sink: %w", os.ErrClosed)
 
 // Put writes dl as one line. It ignores ctx: a local write is not worth
 // abandoning half way.
@@ -170,7 +168,7 @@ func (s *JSONLinesSink) Put(_ context.Context, dl DeadLetter) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return ErrSinkClosed
+		return errSinkClosed
 	}
 	if _, err := s.w.Write(line); err != nil {
 		return fmt.Errorf("client: dead letter: %w", err)
@@ -183,8 +181,9 @@ func (s *JSONLinesSink) Put(_ context.Context, dl DeadLetter) error {
 	return nil
 }
 
-// Close stops the sink; later Puts fail with [ErrSinkClosed]. It closes the
-// file opened by [OpenJSONLinesFile], and is a no-op the second time.
+// Close stops the sink; later Puts fail with an error wrapping
+// [os.ErrClosed]. It closes the file opened by [OpenJSONLinesFile], and is
+// a no-op the second time.
 func (s *JSONLinesSink) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -72,13 +72,13 @@ func TestDeadLetterFile(t *testing.T) {
 	}
 	p, e := dls[0], dls[1]
 	if p.Key != "perm" || p.Reason != "permanent" || p.Attempts != 1 || p.LastStatus != 422 ||
-		!bytes.Equal(p.Payload, permanent.Body) || p.Error != errPerm.Error() || !p.Time.Equal(epoch) ||
+		!bytes.Equal(p.Body, permanent.Body) || p.Error != errPerm.Error() || !p.Time.Equal(epoch) ||
 		p.URL != permanent.URL || p.Method != "POST" || p.ContentType != "application/json" ||
 		p.Problem == nil || p.Problem.Title != "Key reused" {
 		t.Errorf("permanent dead letter = %+v", p)
 	}
 	if e.Key != "exh" || e.Reason != "exhausted" || e.Attempts != 3 || e.LastStatus != 503 ||
-		!bytes.Equal(e.Payload, exhausted.Body) || e.Error != errExh.Error() || e.ContentType != "application/octet-stream" {
+		!bytes.Equal(e.Body, exhausted.Body) || e.Error != errExh.Error() || e.ContentType != "application/octet-stream" {
 		t.Errorf("exhausted dead letter = %+v", e)
 	}
 	raw, _ := os.ReadFile(path)
@@ -92,7 +92,7 @@ func TestDeadLetterFile(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("dead-letter file mode %v, %v; want 0600", fi.Mode().Perm(), err)
 	}
-	if err := sink.Put(context.Background(), client.DeadLetter{}); !errors.Is(err, client.ErrSinkClosed) {
+	if err := sink.Put(context.Background(), client.DeadLetter{}); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("Put after Close = %v", err)
 	}
 }
@@ -107,7 +107,7 @@ func TestDeadLetterPayloadRoundTrip(t *testing.T) {
 		"\x00\x01binary",
 		"",
 	} {
-		dl := client.DeadLetter{Key: "k", Payload: []byte(payload)}
+		dl := client.DeadLetter{Delivery: client.Delivery{Key: "k", Body: []byte(payload)}}
 		line, err := json.Marshal(dl)
 		if err != nil {
 			t.Fatal(err)
@@ -116,8 +116,8 @@ func TestDeadLetterPayloadRoundTrip(t *testing.T) {
 		if err := json.Unmarshal(line, &back); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(back.Payload, []byte(payload)) {
-			t.Errorf("payload %q came back as %q (line %s)", payload, back.Payload, line)
+		if !bytes.Equal(back.Body, []byte(payload)) {
+			t.Errorf("payload %q came back as %q (line %s)", payload, back.Body, line)
 		}
 	}
 }
@@ -129,7 +129,7 @@ func TestJSONLinesSinkConcurrent(t *testing.T) {
 	for i := range 64 {
 		wg.Go(func() {
 			body := bytes.Repeat([]byte("x"), 10_000)
-			if err := sink.Put(context.Background(), client.DeadLetter{Key: fmt.Sprint(i), Payload: body}); err != nil {
+			if err := sink.Put(context.Background(), client.DeadLetter{Delivery: client.Delivery{Key: fmt.Sprint(i), Body: body}}); err != nil {
 				t.Error(err)
 			}
 		})

@@ -243,8 +243,8 @@ func TestRetryAfterBeyondDeadline(t *testing.T) {
 		if _, err := s.Deliver(context.Background(), delivery()); err != nil {
 			t.Fatal(err)
 		}
-		if got := clock.Sleeps(); len(got) != 1 || got[0] != client.DefaultMaxRetryAfter {
-			t.Errorf("slept %v, want [%v]", got, client.DefaultMaxRetryAfter)
+		if got := clock.Sleeps(); len(got) != 1 || got[0] != time.Minute {
+			t.Errorf("slept %v, want [1m0s], the default MaxRetryAfter", got)
 		}
 	})
 }

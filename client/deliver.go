@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-
-	"github.com/geoidem/geoidem/problem"
 )
 
 // Delivery is one payload to deliver under one idempotency key.
@@ -28,8 +26,10 @@ type Delivery struct {
 	Header      http.Header // extra headers for every attempt; Idempotency-Key and Content-Type in it are overridden
 }
 
-// Result describes how a delivery ended. After a failure it describes the
-// last attempt (StatusCode 0 if there was no answer).
+// Result describes how a delivery ended: how many attempts it took, and
+// the last answer (StatusCode 0 if there was none). After a failure, the
+// error describes that answer too: errors.As finds its [*StatusError],
+// with the answer's problem document parsed.
 type Result struct {
 	Attempts   int // attempts made, 0 if none was
 	StatusCode int
@@ -39,8 +39,6 @@ type Result struct {
 	// earlier attempt (Idempotent-Replayed: true): the payload took effect
 	// once, before this answer.
 	Replayed bool
-	Problem  *problem.Details // the last answer's problem document, if it had one
-	Elapsed  time.Duration    // on the sender's clock
 }
 
 // Deliver sends d until it succeeds (a 2xx answer), fails permanently, or
@@ -63,9 +61,9 @@ type Result struct {
 // Backoff.Base) and tries again until the deadline, because the receiver
 // may hold the key in flight for a whole lease before it is free again.
 //
-// It returns an error before any I/O, and dead-letters nothing, when the
-// key is empty or invalid ([ErrNoKey], [ErrInvalidKey]) or the URL or
-// method is unusable ([ErrInvalidDelivery]). Any other failure is handed to
+// It returns an error wrapping [ErrInvalidDelivery] before any I/O, and
+// dead-letters nothing, when the key is empty or cannot be sent, or the
+// URL or method is unusable. Any other failure is handed to
 // the dead-letter sink and returned as a [*DeliveryError] (joined with the
 // sink's error when Put failed; errors.As finds it either way); the Result
 // then describes the last attempt.
@@ -97,7 +95,7 @@ func (s *Sender) deliver(ctx context.Context, d Delivery, keyNamesEvent bool) (R
 func (s *Sender) newPending(d Delivery, method, keyHeader string) *pending {
 	contentType := d.ContentType
 	if contentType == "" {
-		contentType = DefaultContentType
+		contentType = defaultContentType
 	}
 	p := &pending{
 		URL:         d.URL,
@@ -140,6 +138,12 @@ type pending struct {
 	keyNamesEvent                  bool      // see deliver
 }
 
+// delivery is what every attempt of p sends. Its header and body are p's
+// own, not copies.
+func (p *pending) delivery() Delivery {
+	return Delivery{URL: p.URL, Method: p.method, Key: p.Key, Body: p.body, ContentType: p.contentType, Header: p.header}
+}
+
 func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 	var (
 		res     Result
@@ -164,10 +168,9 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 			Header:     last.header,
 			Body:       last.body,
 			Replayed:   last.replayed,
-			Problem:    last.problem,
 		}
 		info := Attempt{
-			Number: n, Key: p.Key, URL: p.URL,
+			Delivery: p.delivery(), Number: n,
 			Start: last.start, Duration: last.end.Sub(last.start),
 			StatusCode: last.status, Replayed: last.replayed,
 			Err: last.err, Retryable: last.retryable, Final: true,
@@ -183,7 +186,6 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 		switch {
 		case last.err == nil:
 			s.observe(info)
-			res.Elapsed = s.clock.Now().Sub(p.start)
 			return res, nil
 		case ctx.Err() != nil && stopped(stop):
 			s.observe(info)
@@ -323,32 +325,22 @@ func validMethod(m string) bool {
 // fail ends a delivery without success: it builds the DeliveryError, hands
 // the delivery to the dead-letter sink and logs it.
 func (s *Sender) fail(ctx context.Context, p *pending, res Result, last outcome, reason error) (Result, error) {
-	res.Elapsed = s.clock.Now().Sub(p.start)
-	derr := &DeliveryError{
-		Reason:     reason,
-		Key:        p.Key,
-		Attempts:   res.Attempts,
-		StatusCode: res.StatusCode,
-		Err:        last.err,
-	}
+	derr := &DeliveryError{Reason: reason, Key: p.Key, Err: last.err, attempts: res.Attempts}
 	s.log.WarnContext(ctx, "client: delivery failed", "url", p.URL, "attempts", res.Attempts,
 		"status", res.StatusCode, "reason", reasonName(reason), "error", last.err)
 	if s.sink == nil {
 		return res, derr
 	}
+	d := p.delivery()
+	d.Header = d.Header.Clone()
 	dl := DeadLetter{
-		Time:        s.clock.Now(),
-		URL:         p.URL,
-		Method:      p.method,
-		Key:         p.Key,
-		ContentType: p.contentType,
-		Header:      p.header.Clone(),
-		Payload:     p.body,
-		Attempts:    res.Attempts,
-		LastStatus:  res.StatusCode,
-		Reason:      reasonName(reason),
-		Error:       derr.Error(),
-		Problem:     res.Problem,
+		Delivery:   d,
+		Time:       s.clock.Now(),
+		Attempts:   res.Attempts,
+		LastStatus: res.StatusCode,
+		Reason:     reasonName(reason),
+		Error:      derr.Error(),
+		Problem:    last.problem,
 	}
 	if err := s.sink.Put(context.WithoutCancel(ctx), dl); err != nil {
 		return res, errors.Join(derr, fmt.Errorf("client: dead-letter sink: %w", err))
@@ -359,9 +351,8 @@ func (s *Sender) fail(ctx context.Context, p *pending, res Result, last outcome,
 // sentEarlier ends a delivery whose key the receiver holds with another
 // payload (see deliver): not a failure of the event, not dead-lettered.
 func (s *Sender) sentEarlier(ctx context.Context, p *pending, res Result, last outcome) (Result, error) {
-	res.Elapsed = s.clock.Now().Sub(p.start)
 	s.log.InfoContext(ctx, "client: sent earlier with another payload", "url", p.URL, "key", p.Key, "attempts", res.Attempts)
-	return res, &DeliveryError{Reason: ErrSentEarlier, Key: p.Key, Attempts: res.Attempts, StatusCode: res.StatusCode, Err: last.err}
+	return res, &DeliveryError{Reason: ErrSentEarlier, Key: p.Key, Err: last.err, attempts: res.Attempts}
 }
 
 // reasonName is the DeadLetter.Reason for a DeliveryError reason.

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,14 +80,19 @@ func TestSameKeyAndBody(t *testing.T) {
 	d := client.Delivery{URL: srv.URL, Key: `order "42"`, Body: []byte(`{"type":"Feature","geometry":null,"properties":{"a":1}}`)}
 	want := bytes.Clone(d.Body)
 	s, err := client.New(srv.Client(), withClock(clock, client.Config{
-		PrepareAttempt: func(req *http.Request, a client.AttemptStart) error {
+		PrepareAttempt: func(req *http.Request, a client.Attempt) error {
 			if a.Number == 1 {
 				d.Body[0] = 'X' // the caller scribbles on its slice
 			}
 			if a.Key != `order "42"` || !bytes.Equal(a.Body, want) {
 				return fmt.Errorf("PrepareAttempt got key %q body %q", a.Key, a.Body)
 			}
-			req.Header.Set("Webhook-Timestamp", strconv.FormatInt(a.Time.Unix(), 10))
+			// The delivery as sent, defaults applied; nothing of an answer yet.
+			if a.URL != srv.URL || a.Method != http.MethodPost || a.ContentType != "application/json" ||
+				a.StatusCode != 0 || a.Err != nil || a.Duration != 0 || a.Final || !a.Start.Equal(clock.Now()) {
+				return fmt.Errorf("PrepareAttempt got %+v", a)
+			}
+			req.Header.Set("Webhook-Timestamp", strconv.FormatInt(a.Start.Unix(), 10))
 			return nil
 		},
 	}))
@@ -122,7 +128,7 @@ func TestPrepareAttemptError(t *testing.T) {
 	tr := &scriptTransport{steps: []step{{status: 201}}}
 	boom := errors.New("no signing key")
 	s := newSender(t, tr, withClock(newFakeClock(), client.Config{
-		PrepareAttempt: func(*http.Request, client.AttemptStart) error { return boom },
+		PrepareAttempt: func(*http.Request, client.Attempt) error { return boom },
 	}))
 	_, err := s.Deliver(context.Background(), delivery())
 	if !errors.Is(err, boom) || !errors.Is(err, client.ErrPermanent) {
@@ -137,11 +143,11 @@ func TestKeyRequired(t *testing.T) {
 	tr := &scriptTransport{steps: []step{{status: 201}}}
 	sink := &memSink{}
 	s := newSender(t, tr, withClock(newFakeClock(), client.Config{DeadLetter: sink}))
-	for key, want := range map[string]error{"": client.ErrNoKey, "caf\u00e9": client.ErrInvalidKey, "a\nb": client.ErrInvalidKey} {
+	for key, want := range map[string]string{"": "empty idempotency key", "caf\u00e9": "outside printable ASCII", "a\nb": "outside printable ASCII"} {
 		d := delivery()
 		d.Key = key
-		if _, err := s.Deliver(context.Background(), d); !errors.Is(err, want) {
-			t.Errorf("key %q: err = %v, want %v", key, err, want)
+		if _, err := s.Deliver(context.Background(), d); !errors.Is(err, client.ErrInvalidDelivery) || !strings.Contains(err.Error(), want) {
+			t.Errorf("key %q: err = %v, want ErrInvalidDelivery saying %q", key, err, want)
 		}
 	}
 	for _, d := range []client.Delivery{

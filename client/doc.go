@@ -23,7 +23,7 @@
 // key once ([EncodeKey]). A receiver that already executed the payload (the
 // acknowledgement was lost) answers from its record with
 // Idempotent-Replayed: true, reported as [Result.Replayed]. An empty key is
-// an error ([ErrNoKey]) before any I/O.
+// an error ([ErrInvalidDelivery]) before any I/O.
 //
 // # What is retried
 //
@@ -116,8 +116,9 @@
 // To stop cleanly (a SIGINT), call [Sender.Stop]: after the stop no
 // attempt starts, attempts in flight run until the context ends, and what
 // did not end is [ErrInterrupted], never dead-lettered, and left pending.
-// [DeadLetter] carries what a re-drive needs; [Sender.Redrive] and
-// [Outbox.Redrive] send it again under its original key, byte for byte,
+// [DeadLetter] carries what a re-drive needs, its [Delivery];
+// [Sender.Deliver] and [Outbox.Redrive] send it again under its original
+// key, byte for byte,
 // and [ReadDeadLetters] reads the file a [JSONLinesSink] wrote.
 //
 // # Hooks and tests

@@ -4,23 +4,27 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/geoidem/geoidem/problem"
 )
 
-// Errors returned before any I/O.
+// ErrInvalidDelivery reports a [Delivery] that cannot be sent: an empty
+// key, a key that no Idempotency-Key header can carry (it holds a byte
+// outside printable ASCII, 0x20–0x7E), an unparsable or non-HTTP URL, or
+// an invalid method. The error says which. Nothing was sent.
+var ErrInvalidDelivery = errors.New("client: invalid delivery")
+
+// Errors of a key that cannot be sent (see [EncodeKey]).
 var (
-	// ErrNoKey reports a [Delivery] without an idempotency key. Nothing was
-	// sent.
-	ErrNoKey = errors.New("client: empty idempotency key")
-	// ErrInvalidKey reports a key that cannot be sent in an Idempotency-Key
-	// header: it holds a byte outside printable ASCII (0x20–0x7E). Nothing
-	// was sent.
-	ErrInvalidKey = errors.New("client: invalid idempotency key")
-	// ErrInvalidConfig reports an unusable [Config] or [Backoff].
-	ErrInvalidConfig = errors.New("client: invalid config")
+	errNoKey      = fmt.Errorf("%w: empty idempotency key", ErrInvalidDelivery)
+	errInvalidKey = fmt.Errorf("%w: idempotency key holds a byte outside printable ASCII", ErrInvalidDelivery)
 )
+
+// errInvalidConfig is wrapped by the errors of [New] and [NewRetryBudget]
+// for an unusable configuration.
+var errInvalidConfig = errors.New("client: invalid config")
 
 // Reasons a delivery ended without success. Each is the Reason of a
 // [DeliveryError]; test with errors.Is on the error Deliver returns.
@@ -53,7 +57,7 @@ var (
 	// delivery in its journal (a full disk, a failed sync), so it sent
 	// nothing: an event must not be sent unless a re-run can send the same
 	// bytes again. The delivery is handed to the dead-letter sink, with its
-	// key and exact bytes, ready to be re-driven. Attempts is 0.
+	// key and exact bytes, ready to be re-driven. No attempt was made.
 	ErrNotJournaled = errors.New("client: not journaled")
 	// ErrSentEarlier reports that the receiver answered an [Outbox]
 	// delivery 422 key-reused (a problem document whose type ends in
@@ -90,20 +94,21 @@ func (e *refinedReason) Unwrap() error { return e.parent }
 // [ErrSentEarlier] (never dead-lettered), [ErrInterrupted] (never
 // dead-lettered), or the context's error when it was canceled), and errors.As reaches the last attempt's
 // error: a [*StatusError] when the last attempt got a non-2xx answer, or the
-// transport error.
+// transport error. How many attempts were made, and the last answer, are
+// in the [Result] returned with it (and in the message).
 type DeliveryError struct {
-	Reason     error  // why the sender stopped
-	Key        string // the idempotency key
-	Attempts   int    // attempts made, 0 if none was
-	StatusCode int    // status of the last answer, 0 if there was none
-	Err        error  // the last attempt's error; nil if no attempt was made
+	Reason error  // why the sender stopped
+	Key    string // the idempotency key
+	Err    error  // the last attempt's error; nil if no attempt was made
+
+	attempts int
 }
 
 // Error describes the delivery, its reason and the last error.
 func (e *DeliveryError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "client: delivery of key %q: %s after %d attempt", e.Key, reasonText(e.Reason), e.Attempts)
-	if e.Attempts != 1 {
+	fmt.Fprintf(&b, "client: delivery of key %q: %s after %d attempt", e.Key, reasonText(e.Reason), e.attempts)
+	if e.attempts != 1 {
 		b.WriteByte('s')
 	}
 	if e.Err != nil {
@@ -140,7 +145,6 @@ func reasonText(err error) string {
 // the raw body (at most Config.MaxResponseBytes) either way.
 type StatusError struct {
 	StatusCode int
-	Status     string // e.g. "422 Unprocessable Entity"
 	Header     http.Header
 	Body       []byte
 	Problem    *problem.Details
@@ -149,11 +153,10 @@ type StatusError struct {
 // Error gives the status and, when there is a problem document, its title
 // and detail.
 func (e *StatusError) Error() string {
-	status := e.Status
-	if status == "" {
-		status = fmt.Sprintf("%d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	msg := "client: " + strconv.Itoa(e.StatusCode)
+	if text := http.StatusText(e.StatusCode); text != "" {
+		msg += " " + text
 	}
-	msg := "client: " + status
 	if p := e.Problem; p != nil {
 		if p.Title != "" {
 			msg += ": " + p.Title
@@ -164,7 +167,3 @@ func (e *StatusError) Error() string {
 	}
 	return msg
 }
-
-// ErrInvalidDelivery reports a [Delivery] that cannot be sent: an
-// unparsable or non-HTTP URL, or an invalid method. Nothing was sent.
-var ErrInvalidDelivery = errors.New("client: invalid delivery")

@@ -79,13 +79,13 @@ func ExampleSender_Deliver_permanent() {
 }
 
 // A Backoff needs no HTTP: a simulation drives it directly.
-func ExampleBackoff_Delays() {
+func ExampleBackoff_Next() {
 	b := client.Backoff{Strategy: client.Exponential, Base: 500 * time.Millisecond, Cap: 5 * time.Second}
 	var delays []time.Duration
-	for d := range b.Delays(nil) {
-		if delays = append(delays, d); len(delays) == 6 {
-			break
-		}
+	var d time.Duration
+	for retry := 1; retry <= 6; retry++ {
+		d = b.Next(d, retry, nil)
+		delays = append(delays, d)
 	}
 	fmt.Println(delays)
 
@@ -96,7 +96,7 @@ func ExampleBackoff_Delays() {
 	within := true
 	for retry := 1; retry <= 100; retry++ {
 		prev = client.Backoff{}.Next(prev, retry, rnd)
-		within = within && prev >= client.DefaultBase && prev <= client.DefaultCap
+		within = within && prev >= 500*time.Millisecond && prev <= 30*time.Second
 	}
 	fmt.Println(within)
 	// Output:
@@ -152,16 +152,18 @@ func ExampleRetryBudget() {
 func ExampleNewJSONLinesSink() {
 	sink := client.NewJSONLinesSink(os.Stdout)
 	_ = sink.Put(context.Background(), client.DeadLetter{
-		Time:        time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
-		URL:         "https://receiver.example/features",
-		Method:      "POST",
-		Key:         "k1",
-		ContentType: "application/geo+json",
-		Payload:     []byte(`{"type":"Feature","geometry":null,"properties":null}`),
-		Attempts:    6,
-		LastStatus:  503,
-		Reason:      "exhausted",
-		Error:       "client: delivery of key \"k1\": attempts exhausted after 6 attempts: client: 503 Service Unavailable",
+		Delivery: client.Delivery{
+			URL:         "https://receiver.example/features",
+			Method:      "POST",
+			Key:         "k1",
+			ContentType: "application/geo+json",
+			Body:        []byte(`{"type":"Feature","geometry":null,"properties":null}`),
+		},
+		Time:       time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC),
+		Attempts:   6,
+		LastStatus: 503,
+		Reason:     "exhausted",
+		Error:      "client: delivery of key \"k1\": attempts exhausted after 6 attempts: client: 503 Service Unavailable",
 	})
 	// Output:
 	// {"time":"2026-03-01T12:00:00Z","url":"https://receiver.example/features","method":"POST","key":"k1","content_type":"application/geo+json","payload":{"type":"Feature","geometry":null,"properties":null},"attempts":6,"last_status":503,"reason":"exhausted","error":"client: delivery of key \"k1\": attempts exhausted after 6 attempts: client: 503 Service Unavailable"}

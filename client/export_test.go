@@ -1,6 +1,11 @@
 package client
 
-import "os"
+import (
+	"iter"
+	"math/rand/v2"
+	"os"
+	"time"
+)
 
 // JournalFile is journalFile, for the tests of package client_test.
 type JournalFile = journalFile
@@ -39,5 +44,29 @@ func (b *RetryBudget) Withdraw() bool { return b.withdraw() }
 // Tokens returns the tokens now in the bucket.
 func (b *RetryBudget) Tokens() float64 { return b.available() }
 
+// Delays returns the infinite sequence of delays before retries 1, 2, 3, …,
+// each computed by [Backoff.Next] from the one before.
+func (b Backoff) Delays(rnd *rand.Rand) iter.Seq[time.Duration] {
+	return func(yield func(time.Duration) bool) {
+		var prev time.Duration
+		for n := 1; ; n++ {
+			prev = b.Next(prev, n, rnd)
+			if !yield(prev) {
+				return
+			}
+		}
+	}
+}
+
+// ErrInvalidConfig is errInvalidConfig, which New's errors wrap.
+var ErrInvalidConfig = errInvalidConfig
+
 // DefaultMultiplier is the default Multiplier of Decorrelated.
 const DefaultMultiplier = defaultMultiplier
+
+// WithCompactAt returns cfg with the line count below which the journal is
+// never compacted set to n.
+func WithCompactAt(cfg FileJournalConfig, n int) FileJournalConfig {
+	cfg.compactAt = n
+	return cfg
+}

@@ -29,9 +29,9 @@ type FileJournalConfig struct {
 	// receiver's retention.
 	Retention time.Duration
 
-	// CompactAt is the number of lines below which the file is never
-	// compacted (default 1024).
-	CompactAt int
+	// compactAt is the number of lines below which the file is never
+	// compacted (0: 1024); only the tests set it.
+	compactAt int
 
 	// clock supplies the times of entries and of retention (nil:
 	// senderclock.System); only senderclock.Set sets it, for the
@@ -70,8 +70,8 @@ type FileJournalConfig struct {
 // # Growth
 //
 // The journal keeps its entries in memory too: the pending ones and those
-// done less than Retention ago. When the file holds at least CompactAt
-// lines and twice as many as after its last compaction (done marks and
+// done less than Retention ago. When the file holds at least 1024 lines
+// and twice as many as after its last compaction (done marks and
 // forgotten entries dominating), it is rewritten with one line per
 // remembered entry, synced, and renamed over the old one. So the file stays
 // within a small multiple of what it must remember.
@@ -140,7 +140,7 @@ func openFileJournal(path string, cfg FileJournalConfig, wrap func(*os.File) jou
 		wrap:      wrap,
 		path:      path,
 		retention: orDefault(cfg.Retention, defaultJournalRetention),
-		compactAt: orDefault(cfg.CompactAt, defaultJournalCompact),
+		compactAt: orDefault(cfg.compactAt, defaultJournalCompact),
 		clock:     cfg.clock,
 		entries:   make(map[identity]*journalSlot),
 	}
@@ -180,7 +180,7 @@ func openFileJournal(path string, cfg FileJournalConfig, wrap func(*os.File) jou
 // already on stable storage is still returned, so that it is sent with the
 // bytes first recorded.
 func (j *FileJournal) Record(_ context.Context, e JournalEntry) (JournalEntry, error) {
-	e = journalEntry(e.Delivery())
+	e = journalEntry(e.Delivery)
 	e.Outcome, e.Ended = "", time.Time{}
 	e.Recorded = j.clock.Now().Round(0).UTC()
 	line, err := recordLine(e)
@@ -248,7 +248,7 @@ func (j *FileJournal) Pending(context.Context) ([]JournalEntry, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
-		return nil, ErrJournalClosed
+		return nil, errJournalClosed
 	}
 	var out []JournalEntry
 	for _, s := range j.order {
@@ -279,8 +279,8 @@ func (j *FileJournal) lineCount() int {
 }
 
 // Close writes and syncs what is buffered, gives back the room reserved
-// past the last line, and closes the file; later calls fail with
-// [ErrJournalClosed]. It waits for a sync in progress, and is a
+// past the last line, and closes the file; later calls fail with an
+// error wrapping [os.ErrClosed]. It waits for a sync in progress, and is a
 // no-op the second time.
 func (j *FileJournal) Close() error {
 	j.mu.Lock()
@@ -313,7 +313,7 @@ func (j *FileJournal) Close() error {
 
 func (j *FileJournal) usable() error {
 	if j.closed {
-		return ErrJournalClosed
+		return errJournalClosed
 	}
 	return j.err
 }

@@ -27,8 +27,8 @@ func openJournal(t *testing.T, path string, cfg client.FileJournalConfig) *clien
 }
 
 func entry(key, body string) client.JournalEntry {
-	return client.JournalEntry{URL: "http://receiver.test/features", Key: key, Body: []byte(body),
-		ContentType: "application/geo+json", Header: http.Header{"X-Tenant": {"t1"}}}
+	return client.JournalEntry{Delivery: client.Delivery{URL: "http://receiver.test/features", Key: key, Body: []byte(body),
+		ContentType: "application/geo+json", Header: http.Header{"X-Tenant": {"t1"}}}}
 }
 
 // TestFileJournalFirstRecordWins: a second Record of the same method, URL
@@ -116,7 +116,7 @@ func TestFileJournalCompaction(t *testing.T) {
 	ctx := context.Background()
 	clock := newFakeClock()
 	path := filepath.Join(t.TempDir(), "journal")
-	cfg := withClock(clock, client.FileJournalConfig{Retention: time.Hour, CompactAt: 32})
+	cfg := withClock(clock, client.WithCompactAt(client.FileJournalConfig{Retention: time.Hour}, 32))
 	j := openJournal(t, path, cfg)
 	const n = 1000
 	maxLines := 0
@@ -169,7 +169,7 @@ func TestFileJournalCompaction(t *testing.T) {
 func TestFileJournalConcurrent(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal")
-	j := openJournal(t, path, client.FileJournalConfig{CompactAt: 100})
+	j := openJournal(t, path, client.WithCompactAt(client.FileJournalConfig{}, 100))
 	var wg sync.WaitGroup
 	errs := make(chan error, 8*50)
 	for g := range 8 {
@@ -196,7 +196,7 @@ func TestFileJournalConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 	j.Close()
-	if _, err := j.Record(ctx, entry("late", "{}")); !errors.Is(err, client.ErrJournalClosed) {
+	if _, err := j.Record(ctx, entry("late", "{}")); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("Record after Close: %v", err)
 	}
 	j = openJournal(t, path, client.FileJournalConfig{})
@@ -210,7 +210,7 @@ func TestFileJournalConcurrent(t *testing.T) {
 // is forgotten at the next compaction, and only pending ones are kept.
 func TestFileJournalNegativeRetention(t *testing.T) {
 	ctx := context.Background()
-	j := openJournal(t, filepath.Join(t.TempDir(), "journal"), client.FileJournalConfig{Retention: -1, CompactAt: 8})
+	j := openJournal(t, filepath.Join(t.TempDir(), "journal"), client.WithCompactAt(client.FileJournalConfig{Retention: -1}, 8))
 	pending, _ := j.Record(ctx, entry("pending", "{}"))
 	for i := range 20 {
 		e, _ := j.Record(ctx, entry(fmt.Sprint("k", i), "{}"))

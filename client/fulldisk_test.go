@@ -80,17 +80,17 @@ func TestOutboxFullDisk(t *testing.T) {
 
 	disk.setRoom(40) // the next record does not fit
 	d := client.Delivery{URL: srv.URL + "/features", Key: "full", Body: []byte(`{"n":2,"stamp":"now"}`)}
-	_, err = ob.Deliver(ctx, d)
+	res, err := ob.Deliver(ctx, d)
 	dls := sink.All()
 	if len(dls) != 1 {
 		t.Fatalf("%d dead letters for an event the journal could not record (err %v); want 1", len(dls), err)
 	}
-	if dl := dls[0]; dl.Key != "full" || string(dl.Payload) != string(d.Body) || dl.Reason != "not-journaled" || dl.Attempts != 0 {
+	if dl := dls[0]; dl.Key != "full" || string(dl.Body) != string(d.Body) || dl.Reason != "not-journaled" || dl.Attempts != 0 {
 		t.Errorf("dead letter = key %q payload %s reason %q attempts %d; want the event, reason not-journaled, 0 attempts",
-			dl.Key, dl.Payload, dl.Reason, dl.Attempts)
+			dl.Key, dl.Body, dl.Reason, dl.Attempts)
 	}
 	var derr *client.DeliveryError
-	if !errors.Is(err, client.ErrNotJournaled) || !errors.Is(err, syscall.ENOSPC) || !errors.As(err, &derr) || derr.Attempts != 0 {
+	if !errors.Is(err, client.ErrNotJournaled) || !errors.Is(err, syscall.ENOSPC) || !errors.As(err, &derr) || res.Attempts != 0 {
 		t.Errorf("err = %v; want ErrNotJournaled wrapping ENOSPC, a *DeliveryError with 0 attempts", err)
 	}
 	if _, ok := rv.sums["full"]; ok {

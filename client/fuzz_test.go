@@ -37,7 +37,7 @@ func FuzzEncodeKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key string) {
 		v, err := client.EncodeKey(key)
 		if err != nil {
-			if !errors.Is(err, client.ErrNoKey) && !errors.Is(err, client.ErrInvalidKey) {
+			if !errors.Is(err, client.ErrInvalidDelivery) {
 				t.Fatalf("EncodeKey(%q): unexpected error %v", key, err)
 			}
 			return

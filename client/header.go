@@ -19,17 +19,17 @@ const (
 // "/" (UUIDs, hex digests and most generated keys), else the key as an
 // RFC 9651 sf-string (in double quotes, with `"` and `\` escaped). The
 // geoidem middleware accepts both forms and recovers the same key. It
-// returns [ErrNoKey] for an empty key and [ErrInvalidKey] for one with a
-// byte outside printable ASCII.
+// returns an error wrapping [ErrInvalidDelivery] for an empty key and for
+// one with a byte outside printable ASCII.
 func EncodeKey(key string) (string, error) {
 	if key == "" {
-		return "", ErrNoKey
+		return "", errNoKey
 	}
 	bare := true
 	for i := 0; i < len(key); i++ {
 		c := key[i]
 		if c < 0x20 || c > 0x7e {
-			return "", ErrInvalidKey
+			return "", errInvalidKey
 		}
 		if !isTokenByte(c) {
 			bare = false

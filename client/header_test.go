@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,8 +56,8 @@ func TestEncodeKey(t *testing.T) {
 		}
 	}
 	for _, key := range []string{"\x00", "tab\there", "\x7f", "ключ"} {
-		if _, err := client.EncodeKey(key); !errors.Is(err, client.ErrInvalidKey) {
-			t.Errorf("EncodeKey(%q) err = %v, want ErrInvalidKey", key, err)
+		if _, err := client.EncodeKey(key); !errors.Is(err, client.ErrInvalidDelivery) || !strings.Contains(err.Error(), "outside printable ASCII") {
+			t.Errorf("EncodeKey(%q) err = %v, want ErrInvalidDelivery for a byte outside printable ASCII", key, err)
 		}
 	}
 }

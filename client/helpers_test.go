@@ -161,7 +161,7 @@ func (s *memSink) Put(ctx context.Context, dl client.DeadLetter) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	dl.Payload = append([]byte(nil), dl.Payload...)
+	dl.Body = append([]byte(nil), dl.Body...)
 	s.dls = append(s.dls, dl)
 	return s.fail
 }

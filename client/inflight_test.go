@@ -68,12 +68,13 @@ func TestInFlightBounded(t *testing.T) {
 	if !errors.Is(err, client.ErrDeadline) {
 		t.Fatalf("Deliver err = %v, want ErrDeadline", err)
 	}
+	const base = 500 * time.Millisecond // the documented default of Backoff.Base
 	for _, d := range clock.Sleeps() {
-		if d < client.DefaultBase {
-			t.Fatalf("waited %v between 409s, want at least the backoff base %v", d, client.DefaultBase)
+		if d < base {
+			t.Fatalf("waited %v between 409s, want at least the backoff base %v", d, base)
 		}
 	}
-	if res.Attempts > int(time.Minute/client.DefaultBase)+1 {
+	if res.Attempts > int(time.Minute/base)+1 {
 		t.Errorf("%d attempts in a minute", res.Attempts)
 	}
 
@@ -81,7 +82,7 @@ func TestInFlightBounded(t *testing.T) {
 	tr = &scriptTransport{clock: clock, steps: []step{inFlight("1")}}
 	s = newSender(t, tr, withClock(clock, client.Config{Deadline: -1}))
 	res, err = s.Deliver(context.Background(), delivery())
-	if !errors.Is(err, client.ErrExhausted) || res.Attempts != client.DefaultMaxAttempts {
-		t.Fatalf("without a deadline: %d attempts, %v; want ErrExhausted after %d", res.Attempts, err, client.DefaultMaxAttempts)
+	if !errors.Is(err, client.ErrExhausted) || res.Attempts != 6 {
+		t.Fatalf("without a deadline: %d attempts, %v; want ErrExhausted after the default 6", res.Attempts, err)
 	}
 }

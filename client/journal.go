@@ -3,7 +3,9 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -55,8 +57,8 @@ const (
 // is not dead-lettered again. [Outbox.Resend] sends such an entry.
 var ErrRefusedEarlier = errors.New("client: refused permanently by an earlier send")
 
-// ErrJournalClosed is returned by a closed [FileJournal].
-var ErrJournalClosed = errors.New("client: journal closed")
+// errJournalClosed is returned by a closed [FileJournal].
+var errJournalClosed = fmt.Errorf("client: journal: %w", os.ErrClosed)
 
 // ErrJournalConflict reports a re-drive whose payload differs from the
 // bytes the journal recorded under the same method, URL and key: sending
@@ -66,15 +68,14 @@ var ErrJournalConflict = errors.New("client: journal holds other bytes under thi
 // JournalEntry is one delivery as a [Journal] records it: everything needed
 // to send it again, byte for byte.
 type JournalEntry struct {
-	Method      string // default POST
-	URL         string
-	Key         string // the idempotency key, unencoded
-	ContentType string // default application/json
-	// Header holds the delivery's extra headers. They are written to the
-	// journal as they are: put credentials in the http.Client's transport
-	// or in Config.PrepareAttempt, which are never recorded.
-	Header http.Header
-	Body   []byte
+	// Delivery is what the entry sends, every time: its method and
+	// content type as recorded (POST and application/json when it had
+	// none), its key (unencoded), its exact body and its extra headers.
+	// The headers are written to the journal as they are: put credentials
+	// in the http.Client's transport or in Config.PrepareAttempt, which
+	// are never recorded.
+	Delivery
+
 	// Recorded is when the entry was first recorded; Outcome is "" while
 	// it is pending, and Ended when it was marked done.
 	Recorded time.Time
@@ -82,27 +83,17 @@ type JournalEntry struct {
 	Ended    time.Time
 }
 
-// Delivery returns the delivery that sends the entry again: its method,
-// URL, key, content type, headers and exact body.
-func (e JournalEntry) Delivery() Delivery {
-	return Delivery{
-		URL: e.URL, Method: e.Method, Key: e.Key, Body: e.Body,
-		ContentType: e.ContentType, Header: e.Header.Clone(),
-	}
-}
-
 // journalEntry returns the entry of d, normalized: its method and content
 // type defaulted, its body and header copied.
 func journalEntry(d Delivery) JournalEntry {
-	e := JournalEntry{
-		Method: d.Method, URL: d.URL, Key: d.Key, ContentType: d.ContentType,
-		Header: d.Header.Clone(), Body: append([]byte{}, d.Body...),
-	}
+	d.Header = d.Header.Clone()
+	d.Body = append([]byte{}, d.Body...)
+	e := JournalEntry{Delivery: d}
 	if e.Method == "" {
 		e.Method = http.MethodPost
 	}
 	if e.ContentType == "" {
-		e.ContentType = DefaultContentType
+		e.ContentType = defaultContentType
 	}
 	return e
 }

@@ -77,7 +77,7 @@ func (j *FileJournal) apply(line []byte) error {
 	if err := json.Unmarshal(line, &l); err != nil {
 		return err
 	}
-	e := JournalEntry{Method: l.Method, URL: l.URL, Key: l.Key}
+	e := JournalEntry{Delivery: Delivery{Method: l.Method, URL: l.URL, Key: l.Key}}
 	id := e.identity()
 	switch l.Op {
 	case "record":

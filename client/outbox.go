@@ -67,14 +67,14 @@ func (o *Outbox) Resend(ctx context.Context, d Delivery) (Result, error) {
 	return o.deliver(ctx, d, false, true)
 }
 
-// Redrive sends a dead letter again under its original key, byte for byte
-// (see [DeadLetter.Delivery]), through the journal like [Outbox.Resend]
+// Redrive sends a dead letter's Delivery again under its original key,
+// byte for byte, through the journal like [Outbox.Resend]
 // (a dead letter refused permanently is sent too: re-driving it is the
 // request). If the journal holds other bytes under the dead letter's
 // method, URL and key, it sends nothing and fails with
 // [ErrJournalConflict].
 func (o *Outbox) Redrive(ctx context.Context, dl DeadLetter) (Result, error) {
-	return o.deliver(ctx, dl.Delivery(), true, true)
+	return o.deliver(ctx, dl.Delivery, true, true)
 }
 
 // Resume delivers every pending entry of the journal, one after another,
@@ -87,7 +87,7 @@ func (o *Outbox) Resume(ctx context.Context) (delivered int, err error) {
 	}
 	var errs []error
 	for _, e := range pending {
-		if _, err := o.Deliver(ctx, e.Delivery()); err != nil {
+		if _, err := o.Deliver(ctx, e.Delivery); err != nil {
 			errs = append(errs, err)
 			if errors.Is(err, ErrInterrupted) {
 				break // the rest stays pending too
@@ -130,7 +130,7 @@ func (o *Outbox) deliver(ctx context.Context, d Delivery, strict, resend bool) (
 			Err:    fmt.Errorf("%w at %s; not sent again", ErrRefusedEarlier, rec.Ended.Format(time.RFC3339)),
 		}
 	}
-	res, err := o.sender.deliver(ctx, rec.Delivery(), true)
+	res, err := o.sender.deliver(ctx, rec.Delivery, true)
 	if outcome := o.outcome(res, err); outcome != "" {
 		if derr := o.journal.Done(context.WithoutCancel(ctx), rec, outcome); derr != nil {
 			// The entry stays pending: a later re-send is a replay.

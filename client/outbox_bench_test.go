@@ -81,7 +81,7 @@ func BenchmarkJournalCost(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := pj.Record(context.Background(), client.JournalEntry{URL: srv.URL, Key: "k1000000", Body: body}); err != nil {
+	if _, err := pj.Record(context.Background(), client.JournalEntry{Delivery: client.Delivery{URL: srv.URL, Key: "k1000000", Body: body}}); err != nil {
 		b.Fatal(err)
 	}
 	pj.Close()
@@ -125,7 +125,7 @@ func BenchmarkJournalCost(b *testing.B) {
 		var fsyncTime, fdatasyncTime time.Duration
 		ctx := context.Background()
 		for b.Loop() {
-			e, err := j.Record(ctx, client.JournalEntry{URL: srv.URL, Key: fmt.Sprint("k", seq.Add(1)), Body: body})
+			e, err := j.Record(ctx, client.JournalEntry{Delivery: client.Delivery{URL: srv.URL, Key: fmt.Sprint("k", seq.Add(1)), Body: body}})
 			if err != nil {
 				b.Fatal(err)
 			}

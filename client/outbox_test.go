@@ -126,7 +126,7 @@ func TestOutboxCrashResume(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal")
 	j := openJournal(t, path, client.FileJournalConfig{})
 	body := []byte(`{"n":1}`)
-	if _, err := j.Record(ctx, client.JournalEntry{URL: srv.URL, Key: "k", Body: body}); err != nil {
+	if _, err := j.Record(ctx, client.JournalEntry{Delivery: client.Delivery{URL: srv.URL, Key: "k", Body: body}}); err != nil {
 		t.Fatal(err)
 	}
 	j.Close() // the crash: recorded, never marked done
@@ -214,7 +214,7 @@ func TestOutboxRedrive(t *testing.T) {
 		t.Errorf("re-drive sent other bytes or lost the header %v", rv.lastHeads)
 	}
 	other := read[0]
-	other.Payload = []byte(`{"n":2}`)
+	other.Body = []byte(`{"n":2}`)
 	if _, err := ob.Redrive(ctx, other); !errors.Is(err, client.ErrJournalConflict) {
 		t.Errorf("re-drive of other bytes: %v, want ErrJournalConflict", err)
 	}
@@ -222,9 +222,9 @@ func TestOutboxRedrive(t *testing.T) {
 		t.Error("a conflicting re-drive reached the receiver")
 	}
 	s, _ := client.New(nil, client.Config{})
-	res, err := s.Redrive(ctx, read[0])
+	res, err := s.Deliver(ctx, read[0].Delivery)
 	if err != nil || !res.Replayed {
-		t.Errorf("Sender.Redrive: %+v, %v; want a replay", res, err)
+		t.Errorf("Sender.Deliver of the dead letter's Delivery: %+v, %v; want a replay", res, err)
 	}
 }
 
@@ -262,7 +262,8 @@ func TestOutboxKeyReusedIsSentEarlier(t *testing.T) {
 		if !errors.Is(err, client.ErrSentEarlier) || errors.Is(err, client.ErrPermanent) || !errors.As(err, &de) || de.ReasonName() != "sent-earlier" {
 			t.Errorf("run %d: err = %v; want reason sent-earlier, not permanent", run+2, err)
 		}
-		if res.StatusCode != http.StatusUnprocessableEntity || res.Problem == nil {
+		var se *client.StatusError
+		if res.StatusCode != http.StatusUnprocessableEntity || !errors.As(err, &se) || se.Problem == nil {
 			t.Errorf("run %d: result %+v; want the 422 key-reused answer", run+2, res)
 		}
 		if dls := sink.All(); len(dls) != 0 {

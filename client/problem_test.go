@@ -29,7 +29,7 @@ func TestProblemDocument(t *testing.T) {
 	if len(p.Errors) != 1 || p.Errors[0].Pointer != "/geometry/coordinates/0" || p.Errors[0].Detail != "not closed" {
 		t.Errorf("errors = %+v", p.Errors)
 	}
-	if res.Problem != p || string(res.Body) != body || res.StatusCode != 422 {
+	if string(res.Body) != body || res.StatusCode != 422 {
 		t.Errorf("Result = %+v", res)
 	}
 	if want := "client: 422 Unprocessable Entity: Invalid geometry: ring not closed"; se.Error() != want {
@@ -42,8 +42,12 @@ func TestProblemDocument(t *testing.T) {
 func TestProblemOnlyFromProblemJSON(t *testing.T) {
 	tr := &scriptTransport{steps: []step{{status: 400, body: `{"title":"x"}`, header: map[string]string{"Content-Type": "application/json"}}}}
 	s := newSender(t, tr, withClock(newFakeClock(), client.Config{}))
-	res, _ := s.Deliver(context.Background(), delivery())
-	if res.Problem != nil {
-		t.Errorf("application/json parsed as a problem: %+v", res.Problem)
+	_, err := s.Deliver(context.Background(), delivery())
+	var se *client.StatusError
+	if !errors.As(err, &se) || se.StatusCode != 400 {
+		t.Fatalf("err = %v, want a StatusError 400", err)
+	}
+	if se.Problem != nil {
+		t.Errorf("application/json parsed as a problem: %+v", se.Problem)
 	}
 }

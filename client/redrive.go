@@ -3,29 +3,10 @@ package client
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 )
-
-// Delivery returns the delivery that re-drives the dead letter: its URL,
-// method, key, content type, headers and payload, byte for byte, so that
-// the receiver sees the same key and the same fingerprint as on the first
-// attempt and answers from its record if it executed it then.
-func (d DeadLetter) Delivery() Delivery {
-	return Delivery{
-		URL: d.URL, Method: d.Method, Key: d.Key, Body: d.Payload,
-		ContentType: d.ContentType, Header: d.Header.Clone(),
-	}
-}
-
-// Redrive sends a dead letter again under its original key, byte for byte:
-// Deliver(ctx, dl.Delivery()). A delivery that fails again is handed to
-// the dead-letter sink again.
-func (s *Sender) Redrive(ctx context.Context, dl DeadLetter) (Result, error) {
-	return s.Deliver(ctx, dl.Delivery())
-}
 
 // ReadDeadLetters reads the dead letters a [JSONLinesSink] wrote, one JSON
 // object per line; blank lines are skipped. It fails, naming the line, on

@@ -26,7 +26,7 @@ type Sender struct {
 	maxBody        int64
 	budget         *RetryBudget
 	sink           DeadLetterSink
-	prepare        func(*http.Request, AttemptStart) error
+	prepare        func(*http.Request, Attempt) error
 	onAttempt      func(Attempt)
 	onWaitEnd      func(Attempt)
 	clock          senderclock.Clock
@@ -47,24 +47,24 @@ type Sender struct {
 // host's connections past its bound (8 by default), give hc a transport
 // whose MaxConnsPerHost is under that bound: deliveries past it then wait
 // for a connection in the sender, rather than meet resets at the receiver
-// and spend attempts on them. New fails with [ErrInvalidConfig] for an
-// unusable cfg.
+// and spend attempts on them. New fails for an unusable cfg: a negative
+// MaxAttempts, MaxRetryAfter or MaxResponseBytes, or a Backoff it rejects.
 func New(hc *http.Client, cfg Config) (*Sender, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
 	var errs []error
-	if err := cfg.Backoff.Validate(); err != nil {
+	if err := cfg.Backoff.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if cfg.MaxAttempts < 0 {
-		errs = append(errs, fmt.Errorf("%w: negative MaxAttempts %d", ErrInvalidConfig, cfg.MaxAttempts))
+		errs = append(errs, fmt.Errorf("%w: negative MaxAttempts %d", errInvalidConfig, cfg.MaxAttempts))
 	}
 	if cfg.MaxRetryAfter < 0 {
-		errs = append(errs, fmt.Errorf("%w: negative MaxRetryAfter %v", ErrInvalidConfig, cfg.MaxRetryAfter))
+		errs = append(errs, fmt.Errorf("%w: negative MaxRetryAfter %v", errInvalidConfig, cfg.MaxRetryAfter))
 	}
 	if cfg.MaxResponseBytes < 0 {
-		errs = append(errs, fmt.Errorf("%w: negative MaxResponseBytes %d", ErrInvalidConfig, cfg.MaxResponseBytes))
+		errs = append(errs, fmt.Errorf("%w: negative MaxResponseBytes %d", errInvalidConfig, cfg.MaxResponseBytes))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -73,10 +73,10 @@ func New(hc *http.Client, cfg Config) (*Sender, error) {
 		stop:           make(chan struct{}),
 		hc:             markRedirects(hc),
 		backoff:        cfg.Backoff.withDefaults(),
-		maxAttempts:    orDefault(cfg.MaxAttempts, DefaultMaxAttempts),
-		deadline:       orDefault(cfg.Deadline, DefaultDeadline),
-		attemptTimeout: orDefault(cfg.AttemptTimeout, DefaultAttemptTimeout),
-		maxRetryAfter:  orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter),
+		maxAttempts:    orDefault(cfg.MaxAttempts, defaultMaxAttempts),
+		deadline:       orDefault(cfg.Deadline, defaultDeadline),
+		attemptTimeout: orDefault(cfg.AttemptTimeout, defaultAttemptTimeout),
+		maxRetryAfter:  orDefault(cfg.MaxRetryAfter, defaultMaxRetryAfter),
 		maxBody:        orDefault(cfg.MaxResponseBytes, defaultMaxResponseBytes),
 		budget:         cfg.Budget,
 		sink:           cfg.DeadLetter,

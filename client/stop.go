@@ -55,7 +55,6 @@ func (s *Sender) sleep(ctx context.Context, stop <-chan struct{}, d time.Duratio
 
 // interrupt ends a delivery stopped by Stop: not dead-lettered.
 func (s *Sender) interrupt(ctx context.Context, p *pending, res Result, last outcome) (Result, error) {
-	res.Elapsed = s.clock.Now().Sub(p.start)
 	s.log.InfoContext(ctx, "client: delivery interrupted", "url", p.URL, "attempts", res.Attempts, "status", res.StatusCode)
-	return res, &DeliveryError{Reason: ErrInterrupted, Key: p.Key, Attempts: res.Attempts, StatusCode: res.StatusCode, Err: last.err}
+	return res, &DeliveryError{Reason: ErrInterrupted, Key: p.Key, Err: last.err, attempts: res.Attempts}
 }

@@ -72,10 +72,10 @@ func TestOutboxStop(t *testing.T) {
 	bounded := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), 20*time.Second)
 	}
-	interrupted := func(name string, err error, attempts int) {
+	interrupted := func(name string, res client.Result, err error, attempts int) {
 		t.Helper()
 		var derr *client.DeliveryError
-		if !errors.Is(err, client.ErrInterrupted) || !errors.As(err, &derr) || derr.Attempts != attempts || derr.ReasonName() != "interrupted" {
+		if !errors.Is(err, client.ErrInterrupted) || !errors.As(err, &derr) || res.Attempts != attempts || derr.ReasonName() != "interrupted" {
 			t.Errorf("%s: err = %v; want ErrInterrupted (\"interrupted\") after %d attempts", name, err, attempts)
 		}
 	}
@@ -90,9 +90,9 @@ func TestOutboxStop(t *testing.T) {
 	s1, ob1 := outbox()
 	s1.Stop()
 	ctx, cancel := bounded()
-	_, err := ob1.Deliver(ctx, d("before"))
+	res, err := ob1.Deliver(ctx, d("before"))
 	cancel()
-	interrupted("stopped before", err, 0)
+	interrupted("stopped before", res, err, 0)
 	if n := sent("before"); n != 0 {
 		t.Errorf("stopped before: %d requests, want 0", n)
 	}
@@ -101,9 +101,9 @@ func TestOutboxStop(t *testing.T) {
 	s2, ob2 := outbox()
 	go func() { <-clock.sleeping; s2.Stop() }()
 	ctx, cancel = bounded()
-	_, err = ob2.Deliver(ctx, d("wait"))
+	res, err = ob2.Deliver(ctx, d("wait"))
 	cancel()
-	interrupted("stopped in a wait", err, 1)
+	interrupted("stopped in a wait", res, err, 1)
 	if n := sent("wait"); n != 1 {
 		t.Errorf("stopped in a wait: %d requests, want 1", n)
 	}
@@ -112,7 +112,7 @@ func TestOutboxStop(t *testing.T) {
 	s3, ob3 := outbox()
 	go func() { <-started; s3.Stop(); close(release) }()
 	ctx, cancel = bounded()
-	res, err := ob3.Deliver(ctx, d("inflight"))
+	res, err = ob3.Deliver(ctx, d("inflight"))
 	cancel()
 	if err != nil || res.Attempts != 1 {
 		t.Errorf("an attempt in flight at the stop: %+v, %v; want delivered by it", res, err)
@@ -122,9 +122,9 @@ func TestOutboxStop(t *testing.T) {
 	s4, ob4 := outbox()
 	ctx, cancel = bounded()
 	go func() { <-started; s4.Stop(); cancel() }()
-	_, err = ob4.Deliver(ctx, d("cut"))
+	res, err = ob4.Deliver(ctx, d("cut"))
 	cancel()
-	interrupted("cut off after the stop", err, 1)
+	interrupted("cut off after the stop", res, err, 1)
 
 	if dls := sink.All(); len(dls) != 0 {
 		t.Errorf("%d dead letters (first: %s, %q); want none: an interrupted delivery did not fail", len(dls), dls[0].Key, dls[0].Reason)

@@ -159,7 +159,7 @@ func TestPairedSenderRetriesTimestampAhead(t *testing.T) {
 	at := f.clock.Now().Add(6 * time.Minute)
 	var attempts []client.Attempt
 	cfg := client.Config{
-		PrepareAttempt: func(req *http.Request, _ client.AttemptStart) error {
+		PrepareAttempt: func(req *http.Request, _ client.Attempt) error {
 			req.Header.Set(standardwebhooks.HeaderID, "msg_1")
 			req.Header.Set(standardwebhooks.HeaderTimestamp, strconv.FormatInt(at.Unix(), 10))
 			req.Header.Set(standardwebhooks.HeaderSignature, standardwebhooks.Sign(f.secret, "msg_1", at, body))

@@ -136,7 +136,7 @@
 //	})
 //	if err != nil { … }
 //	sender, err := client.New(http.DefaultClient, client.Config{
-//		PrepareAttempt: func(req *http.Request, a client.AttemptStart) error {
+//		PrepareAttempt: func(req *http.Request, a client.Attempt) error {
 //			return signer.SignRequest(req, a.Key, a.Body) // webhook-id = the idempotency key
 //		},
 //	})

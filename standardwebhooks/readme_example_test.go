@@ -51,7 +51,7 @@ func Example_pairedSender() {
 		log.Fatal(err)
 	}
 	sender, err := client.New(http.DefaultClient, client.Config{
-		PrepareAttempt: func(req *http.Request, a client.AttemptStart) error {
+		PrepareAttempt: func(req *http.Request, a client.Attempt) error {
 			return signer.SignRequest(req, a.Key, a.Body) // same webhook-id, fresh timestamp
 		},
 	})

@@ -89,7 +89,7 @@ type SignerConfig struct {
 //	signer, err := standardwebhooks.NewSigner(standardwebhooks.SignerConfig{Secrets: []standardwebhooks.Secret{secret}})
 //	…
 //	sender, err := client.New(http.DefaultClient, client.Config{
-//		PrepareAttempt: func(req *http.Request, a client.AttemptStart) error {
+//		PrepareAttempt: func(req *http.Request, a client.Attempt) error {
 //			return signer.SignRequest(req, a.Key, a.Body)
 //		},
 //	})

@@ -15,7 +15,7 @@ type deadLetters struct {
 }
 
 func (d *deadLetters) Put(_ context.Context, dl client.DeadLetter) error {
-	dl.Payload = slices.Clone(dl.Payload)
+	dl.Body = slices.Clone(dl.Body)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.dls = append(d.dls, dl)
@@ -44,7 +44,7 @@ func redrive(ctx context.Context, senders []*client.Sender, base string, dls []c
 		go func() {
 			defer wg.Done()
 			for d := range next {
-				_, err := s.Deliver(ctx, client.Delivery{URL: base + "/features", Key: d.Key, Body: d.Payload, ContentType: d.ContentType})
+				_, err := s.Deliver(ctx, client.Delivery{URL: base + "/features", Key: d.Key, Body: d.Body, ContentType: d.ContentType})
 				mu.Lock()
 				n++
 				if err != nil {

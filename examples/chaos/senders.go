@@ -36,7 +36,7 @@ func (t *tally) observe(a client.Attempt) {
 // re-sent by net/http), each with its own seeded jitter, sending each
 // attempt to another spelling of its path when spellings is set.
 func newSenders(n, attempts int, seed uint64, t *tally, dl client.DeadLetterSink, spellings bool) ([]*client.Sender, func(), error) {
-	var prepare func(*http.Request, client.AttemptStart) error
+	var prepare func(*http.Request, client.Attempt) error
 	if spellings {
 		prepare = spellPath
 	}

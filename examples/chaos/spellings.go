@@ -16,7 +16,7 @@ var pathSpellings = []string{"/features", "/%66eatures", "/feature%73", "/%66%65
 // delivery of key to spelling (h(key)+n-1) mod 5 of its path, when that
 // path is /features: each retry of a delivery (and each re-send) reaches
 // the receiver under another request target.
-func spellPath(req *http.Request, a client.AttemptStart) error {
+func spellPath(req *http.Request, a client.Attempt) error {
 	if req.URL.Path != "/features" {
 		return nil
 	}

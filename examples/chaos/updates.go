@@ -210,7 +210,7 @@ func updatesChaos(ctx context.Context, o options, stdout, stderr io.Writer) int 
 	rep.deadLettered = len(dls)
 	queue = make(chan client.Delivery, len(dls))
 	for _, d := range dls {
-		queue <- client.Delivery{URL: rcv.URL() + "/features", Key: d.Key, Body: d.Payload, ContentType: d.ContentType}
+		queue <- client.Delivery{URL: rcv.URL() + "/features", Key: d.Key, Body: d.Body, ContentType: d.ContentType}
 	}
 	close(queue)
 	rep.redriven, rep.redriveFailed = len(dls), deliver(queue)

@@ -188,7 +188,7 @@ func upstreamRun(ctx context.Context, o upstreamOptions, dir, mode string, dedup
 	deliverAll(ctx, sender, events, o.senders)
 	var held []client.Delivery
 	for _, d := range dl.take() {
-		held = append(held, client.Delivery{URL: d.URL, Key: d.Key, ContentType: d.ContentType, Body: d.Payload})
+		held = append(held, client.Delivery{URL: d.URL, Key: d.Key, ContentType: d.ContentType, Body: d.Body})
 	}
 	row.heldAfterRedrive = len(held)
 	runs, err := readKeyRuns(runsFile)

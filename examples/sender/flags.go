@@ -41,13 +41,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.url, "url", "", "receiver `URL` to POST each feature to (required)")
-	fs.DurationVar(&o.backoff.Base, "base", client.DefaultBase, "backoff base delay")
-	fs.DurationVar(&o.backoff.Cap, "cap", client.DefaultCap, "backoff cap")
+	fs.DurationVar(&o.backoff.Base, "base", 0, "backoff base delay (0: the client's default, 500ms)")
+	fs.DurationVar(&o.backoff.Cap, "cap", 0, "backoff cap (0: the client's default, 30s)")
 	fs.TextVar(&o.backoff.Strategy, "strategy", client.Decorrelated, "backoff `strategy`: decorrelated, full, equal, exponential or none")
-	fs.IntVar(&o.attempts, "attempts", client.DefaultMaxAttempts, "attempts per feature, the first included")
-	fs.DurationVar(&o.deadline, "deadline", client.DefaultDeadline, "deadline per feature, all attempts included")
-	fs.DurationVar(&o.attemptTimeout, "attempt-timeout", client.DefaultAttemptTimeout, "timeout of one attempt")
-	fs.DurationVar(&o.maxRetryAfter, "max-retry-after", client.DefaultMaxRetryAfter, "longest wait for a Retry-After (a longer one is clamped; one beyond -deadline ends the delivery at once)")
+	fs.IntVar(&o.attempts, "attempts", 0, "attempts per feature, the first included (0: the client's default, 6)")
+	fs.DurationVar(&o.deadline, "deadline", 0, "deadline per feature, all attempts included (0: the client's default, 5m)")
+	fs.DurationVar(&o.attemptTimeout, "attempt-timeout", 0, "timeout of one attempt (0: the client's default, 15s)")
+	fs.DurationVar(&o.maxRetryAfter, "max-retry-after", 0, "longest wait for a Retry-After (a longer one is clamped; one beyond -deadline ends the delivery at once) (0: the client's default, 1m)")
 	fs.IntVar(&o.concurrency, "concurrency", 1, "features delivered at once")
 	fs.StringVar(&o.deadLetter, "dead-letter", "", "append undelivered features to `FILE` (JSON lines)")
 	fs.StringVar(&o.journal, "journal", defaultJournal(), "the journal `FILE`: key and bytes of every event, recorded before its first attempt")
@@ -76,17 +76,20 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if len(o.files) == 0 && o.redrive == "" {
 		problems = append(problems, errors.New("no input FILE"))
 	}
-	if o.attempts < 1 {
-		problems = append(problems, fmt.Errorf("-attempts %d: want at least 1", o.attempts))
+	if o.attempts < 0 {
+		problems = append(problems, fmt.Errorf("-attempts %d: want at least 1, or 0 for the default", o.attempts))
 	}
-	if o.backoff.Base <= 0 {
-		problems = append(problems, fmt.Errorf("-base %v: want a positive duration", o.backoff.Base))
+	if o.backoff.Base < 0 || o.backoff.Cap < 0 {
+		problems = append(problems, errors.New("-base and -cap must not be negative"))
 	}
-	if err := o.backoff.Validate(); err != nil {
-		problems = append(problems, err)
+	if o.deadline < 0 || o.attemptTimeout < 0 || o.maxRetryAfter < 0 {
+		problems = append(problems, errors.New("-deadline, -attempt-timeout and -max-retry-after must not be negative"))
 	}
-	if o.deadline <= 0 || o.attemptTimeout <= 0 || o.maxRetryAfter <= 0 {
-		problems = append(problems, errors.New("-deadline, -attempt-timeout and -max-retry-after must be positive"))
+	if len(problems) == 0 {
+		// The sender's own check: a cap below the base, say.
+		if _, err := client.New(nil, o.senderConfig()); err != nil {
+			problems = append(problems, err)
+		}
 	}
 	if o.grace < 0 || o.progress < 0 {
 		problems = append(problems, errors.New("-grace and -progress must not be negative"))
@@ -100,4 +103,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, err
 	}
 	return o, nil
+}
+
+// senderConfig is the sender's configuration the flags give; a zero field
+// is the client's default.
+func (o options) senderConfig() client.Config {
+	return client.Config{
+		Backoff:        o.backoff,
+		MaxAttempts:    o.attempts,
+		Deadline:       o.deadline,
+		AttemptTimeout: o.attemptTimeout,
+		MaxRetryAfter:  o.maxRetryAfter,
+	}
 }

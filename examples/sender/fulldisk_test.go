@@ -85,8 +85,8 @@ func TestRunFullDisk(t *testing.T) {
 		t.Fatalf("%d dead letters (%v), want 3", len(dls), err)
 	}
 	for _, dl := range dls {
-		if dl.Reason != "not-journaled" || dl.Attempts != 0 || !strings.Contains(string(dl.Payload), "observation_time") {
-			t.Errorf("dead letter %s: reason %q, %d attempts, payload %s", dl.Key, dl.Reason, dl.Attempts, dl.Payload)
+		if dl.Reason != "not-journaled" || dl.Attempts != 0 || !strings.Contains(string(dl.Body), "observation_time") {
+			t.Errorf("dead letter %s: reason %q, %d attempts, payload %s", dl.Key, dl.Reason, dl.Attempts, dl.Body)
 		}
 	}
 

@@ -254,15 +254,9 @@ func (a app) run(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		out.progress = stdout
 	}
 	var sink *deadLetterFile
-	cfg := client.Config{
-		Backoff:        o.backoff,
-		MaxAttempts:    o.attempts,
-		Deadline:       o.deadline,
-		AttemptTimeout: o.attemptTimeout,
-		MaxRetryAfter:  o.maxRetryAfter,
-		OnAttempt:      out.waitStarts, // the waits show on the progress line
-		OnWaitEnd:      out.waitEnds,
-	}
+	cfg := o.senderConfig()
+	cfg.OnAttempt = out.waitStarts // the waits show on the progress line
+	cfg.OnWaitEnd = out.waitEnds
 	if o.deadLetter != "" {
 		sink, err = openDeadLetterFile(o.deadLetter)
 		if err != nil {

@@ -312,10 +312,10 @@ func TestRunFailures(t *testing.T) {
 		}
 		reasons[dl.Reason] = dl
 	}
-	if p := reasons["permanent"]; p.Attempts != 1 || p.LastStatus != 422 || !strings.Contains(string(p.Payload), `"id":"bad"`) {
+	if p := reasons["permanent"]; p.Attempts != 1 || p.LastStatus != 422 || !strings.Contains(string(p.Body), `"id":"bad"`) {
 		t.Errorf("permanent dead letter = %+v", p)
 	}
-	if e := reasons["exhausted"]; e.Attempts != 3 || e.LastStatus != 503 || !strings.Contains(string(e.Payload), `"id":"down"`) || e.ContentType != "application/geo+json" {
+	if e := reasons["exhausted"]; e.Attempts != 3 || e.LastStatus != 503 || !strings.Contains(string(e.Body), `"id":"down"`) || e.ContentType != "application/geo+json" {
 		t.Errorf("exhausted dead letter = %+v", e)
 	}
 }
@@ -323,19 +323,19 @@ func TestRunFailures(t *testing.T) {
 func TestRunUsage(t *testing.T) {
 	in := writeFile(t, "in.ndjson", `{"type":"Feature","geometry":null,"properties":null}`)
 	for name, args := range map[string][]string{
-		"no arguments":    {},
-		"no url":          {in},
-		"relative url":    {"-url", "/features", in},
-		"no files":        {"-url", "http://127.0.0.1:1/"},
-		"unknown flag":    {"-bogus", "-url", "http://127.0.0.1:1/", in},
-		"zero attempts":   {"-url", "http://127.0.0.1:1/", "-attempts", "0", in},
-		"cap below base":  {"-url", "http://127.0.0.1:1/", "-base", "2s", "-cap", "1s", in},
-		"bad duration":    {"-url", "http://127.0.0.1:1/", "-deadline", "soon", in},
-		"bad strategy":    {"-url", "http://127.0.0.1:1/", "-strategy", "random", in},
-		"zero deadline":   {"-url", "http://127.0.0.1:1/", "-deadline", "0", in},
-		"zero concurrent": {"-url", "http://127.0.0.1:1/", "-concurrency", "0", in},
-		"redrive + input": {"-redrive", in, in},
-		"empty journal":   {"-url", "http://127.0.0.1:1/", "-journal", "", in},
+		"no arguments":      {},
+		"no url":            {in},
+		"relative url":      {"-url", "/features", in},
+		"no files":          {"-url", "http://127.0.0.1:1/"},
+		"unknown flag":      {"-bogus", "-url", "http://127.0.0.1:1/", in},
+		"negative attempts": {"-url", "http://127.0.0.1:1/", "-attempts", "-1", in},
+		"cap below base":    {"-url", "http://127.0.0.1:1/", "-base", "2s", "-cap", "1s", in},
+		"bad duration":      {"-url", "http://127.0.0.1:1/", "-deadline", "soon", in},
+		"bad strategy":      {"-url", "http://127.0.0.1:1/", "-strategy", "random", in},
+		"negative deadline": {"-url", "http://127.0.0.1:1/", "-deadline", "-1s", in},
+		"zero concurrent":   {"-url", "http://127.0.0.1:1/", "-concurrency", "0", in},
+		"redrive + input":   {"-redrive", in, in},
+		"empty journal":     {"-url", "http://127.0.0.1:1/", "-journal", "", in},
 	} {
 		r := runApp(t, app{}, args...)
 		if r.code != 2 {

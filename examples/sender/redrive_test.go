@@ -43,8 +43,8 @@ func TestRunRedrive(t *testing.T) {
 	if !strings.Contains(r.stdout, "delivered           1") {
 		t.Errorf("re-drive summary:\n%s", r.stdout)
 	}
-	if got := rv.bodies[dls[0].Key]; !bytes.Equal(got, dls[0].Payload) {
-		t.Errorf("re-driven body = %s, want the dead letter's payload %s", got, dls[0].Payload)
+	if got := rv.bodies[dls[0].Key]; !bytes.Equal(got, dls[0].Body) {
+		t.Errorf("re-driven body = %s, want the dead letter's payload %s", got, dls[0].Body)
 	}
 	if rv.mismatches() != 0 || rv.executions() != 2 {
 		t.Errorf("%d executions, %d key reuses; want 2 and 0", rv.executions(), rv.mismatches())

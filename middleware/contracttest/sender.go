@@ -109,11 +109,11 @@ func (s *suite) sender(t tester, maxAttempts int) *sender {
 }
 
 // prepareAttempt signs every attempt with Target.Sign, or is nil.
-func (s *suite) prepareAttempt() func(*http.Request, client.AttemptStart) error {
+func (s *suite) prepareAttempt() func(*http.Request, client.Attempt) error {
 	if s.sign == nil {
 		return nil
 	}
-	return func(req *http.Request, a client.AttemptStart) error { return s.sign(req, a.Key, a.Body) }
+	return func(req *http.Request, a client.Attempt) error { return s.sign(req, a.Key, a.Body) }
 }
 
 // maxConns is the most connections the suite opens to the receiver at
