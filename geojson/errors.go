@@ -58,15 +58,15 @@ const (
 // Bounds of problem documents. A problem document is built from the
 // input (pointers repeat member names, details quote numbers and names), so
 // without bounds a small body could make a huge answer. Each
-// [Violation.Pointer] is cut to at most MaxPointerBytes and each
-// [Violation.Message] to at most MaxDetailBytes, with [Violation.Truncated]
+// [Violation.Pointer] is cut to at most maxPointerBytes and each
+// [Violation.Message] to at most maxDetailBytes, with [Violation.Truncated]
 // set; the ProblemJSON methods never return more than
-// MaxProblemDocumentBytes, listing fewer problems (and setting the
+// maxProblemDocumentBytes, listing fewer problems (and setting the
 // document's "truncated" member) when all would not fit.
 const (
-	MaxProblemDocumentBytes = 64 << 10
-	MaxPointerBytes         = 512
-	MaxDetailBytes          = 512
+	maxProblemDocumentBytes = 64 << 10
+	maxPointerBytes         = 512
+	maxDetailBytes          = 512
 )
 
 // Violation is one reason a document is not valid GeoJSON: a rule it
@@ -80,8 +80,8 @@ type Violation struct {
 	Rule string `json:"rule"`
 	// Message says, in English, what is wrong.
 	Message string `json:"detail"`
-	// Truncated reports that Pointer was cut to MaxPointerBytes (it is
-	// then a prefix of the real pointer) or Message to MaxDetailBytes
+	// Truncated reports that Pointer was cut to 512 bytes (it is
+	// then a prefix of the real pointer) or Message to 512 bytes
 	// (it then ends with "…"). The parser cuts them as it records a
 	// problem, so a problem costs at most a fixed size whatever the input.
 	Truncated bool `json:"truncated,omitempty"`
@@ -162,7 +162,7 @@ func (e *ValidationError) HTTPStatus() int { return http.StatusUnprocessableEnti
 // [ProblemTypeInvalidGeoJSON] whose extension member "errors" lists the
 // problems as {"pointer", "rule", "detail"}, each with "truncated": true
 // when its pointer or detail was cut (see [Violation.Truncated]). The
-// document is at most [MaxProblemDocumentBytes] long and is not
+// document is at most 64 KiB long and is not
 // HTML-escaped; when e.Truncated is set or not every problem fits, it
 // lists the first problems that fit and has the member "truncated": true,
 // and its "detail" says how many it lists.

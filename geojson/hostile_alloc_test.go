@@ -28,8 +28,8 @@ func answerAlloc(t *testing.T, body []byte) (cold, warm uint64) {
 		_, err := RequestValidator{}.DecodeRequest(r, body)
 		var verr *ValidationError
 		if errors.As(err, &verr) {
-			if n := len(verr.ProblemJSON()); n > MaxProblemDocumentBytes {
-				return fmt.Errorf("problem document of %d bytes, over %d", n, MaxProblemDocumentBytes)
+			if n := len(verr.ProblemJSON()); n > maxProblemDocumentBytes {
+				return fmt.Errorf("problem document of %d bytes, over %d", n, maxProblemDocumentBytes)
 			}
 			return nil
 		}

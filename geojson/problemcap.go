@@ -9,23 +9,23 @@ import (
 )
 
 // This file keeps problems and problem documents in proportion to a
-// fixed bound rather than to the input: see [MaxProblemDocumentBytes].
+// fixed bound rather than to the input: see maxProblemDocumentBytes.
 
 // newProblem returns the problem with pointer and message cut to
-// MaxPointerBytes and MaxDetailBytes, marked Truncated when either was
+// maxPointerBytes and maxDetailBytes, marked Truncated when either was
 // cut. A cut pointer is a prefix of the real one (never ending inside a
 // "~0" or "~1" escape or a UTF-8 sequence); a cut message ends with "…".
 func newProblem(pointer, rule, msg string) Violation {
 	pr := Violation{Pointer: pointer, Rule: rule, Message: msg}
-	if len(pointer) > MaxPointerBytes {
-		pr.Pointer = cutUTF8(pointer, MaxPointerBytes)
+	if len(pointer) > maxPointerBytes {
+		pr.Pointer = cutUTF8(pointer, maxPointerBytes)
 		if pr.Pointer != "" && pr.Pointer[len(pr.Pointer)-1] == '~' {
 			pr.Pointer = pr.Pointer[:len(pr.Pointer)-1]
 		}
 		pr.Truncated = true
 	}
-	if len(msg) > MaxDetailBytes {
-		pr.Message = cutUTF8(msg, MaxDetailBytes-len("…")) + "…"
+	if len(msg) > maxDetailBytes {
+		pr.Message = cutUTF8(msg, maxDetailBytes-len("…")) + "…"
 		pr.Truncated = true
 	}
 	return pr
@@ -67,9 +67,9 @@ func rawPrefix(raw []byte, n int) []byte {
 }
 
 // problemDocReserve is room kept in a problem document for its members
-// other than "errors": type, title, status, a detail of MaxDetailBytes
+// other than "errors": type, title, status, a detail of maxDetailBytes
 // (up to six bytes each once escaped) and truncated.
-const problemDocReserve = 6*MaxDetailBytes + 1<<10
+const problemDocReserve = 6*maxDetailBytes + 1<<10
 
 // problemDoc renders an RFC 9457 problem document as problemDocFit does,
 // with a fixed detail.
@@ -78,7 +78,7 @@ func problemDoc(typ, title string, status int, detail string, errs []Violation) 
 }
 
 // problemDocFit renders an RFC 9457 problem document of at most
-// MaxProblemDocumentBytes: a [problem.Details] of typ, title, status and
+// maxProblemDocumentBytes: a [problem.Details] of typ, title, status and
 // detail, followed by "errors", listing the problems of errs that fit (no
 // errs leaves it out), each cut as by newProblem and encoded as a
 // Violation, and "truncated": true when truncated is set or some problems
@@ -98,7 +98,7 @@ func problemDocFit(typ, title string, status int, detail func(listed int) string
 			q := newProblem(pr.Pointer, pr.Rule, pr.Message)
 			q.Truncated = q.Truncated || pr.Truncated
 			appendJSON(&list, q)
-			if list.Len()+1 > MaxProblemDocumentBytes-problemDocReserve {
+			if list.Len()+1 > maxProblemDocumentBytes-problemDocReserve {
 				list.Truncate(n)
 				truncated = true
 				break

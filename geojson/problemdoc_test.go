@@ -61,10 +61,10 @@ func TestProblemDocumentBounded(t *testing.T) {
 			}
 			name := "/properties/" + strings.Repeat("<", size)
 			for i, e := range d.Errors {
-				if e.Rule != RuleNumberTooLarge || !e.Truncated || len(e.Pointer) > MaxPointerBytes ||
-					!strings.HasPrefix(name, e.Pointer) || len(e.Pointer) < MaxPointerBytes-4 {
+				if e.Rule != RuleNumberTooLarge || !e.Truncated || len(e.Pointer) > maxPointerBytes ||
+					!strings.HasPrefix(name, e.Pointer) || len(e.Pointer) < maxPointerBytes-4 {
 					t.Fatalf("problem %d: %s %q (%d bytes), truncated %v: want %s, a prefix of the real pointer of %d bytes, marked truncated",
-						i, e.Rule, e.Pointer[:min(len(e.Pointer), 40)], len(e.Pointer), e.Truncated, RuleNumberTooLarge, MaxPointerBytes)
+						i, e.Rule, e.Pointer[:min(len(e.Pointer), 40)], len(e.Pointer), e.Truncated, RuleNumberTooLarge, maxPointerBytes)
 				}
 			}
 			if len(d.Errors) < 100 && !d.Truncated {
@@ -147,7 +147,7 @@ func TestProblemDocumentBoundedForAnyBody(t *testing.T) {
 }
 
 // FuzzProblemDocument checks the bound on any input: a problem document is
-// at most MaxProblemDocumentBytes of valid JSON with no HTML escapes.
+// at most maxProblemDocumentBytes of valid JSON with no HTML escapes.
 //
 //	go test -run '^$' -fuzz FuzzProblemDocument -fuzztime 60s ./geojson
 func FuzzProblemDocument(f *testing.F) {
@@ -158,7 +158,7 @@ func FuzzProblemDocument(f *testing.F) {
 		if doc == nil {
 			return
 		}
-		if len(doc) > MaxProblemDocumentBytes || !json.Valid(doc) {
+		if len(doc) > maxProblemDocumentBytes || !json.Valid(doc) {
 			t.Fatalf("problem document of %d bytes (valid JSON: %v)", len(doc), json.Valid(doc))
 		}
 		if bytes.Contains(doc, []byte(`\u003c`)) || bytes.Contains(doc, []byte(`\u0026`)) {
@@ -184,9 +184,9 @@ func TestLongEscapedNamePointer(t *testing.T) {
 			t.Fatalf("%s: %v, want one problem", esc, err)
 		}
 		pr := verr.Violations[0]
-		if !pr.Truncated || len(pr.Pointer) > MaxPointerBytes || len(pr.Pointer) < MaxPointerBytes-4 || !strings.HasPrefix(real, pr.Pointer) {
+		if !pr.Truncated || len(pr.Pointer) > maxPointerBytes || len(pr.Pointer) < maxPointerBytes-4 || !strings.HasPrefix(real, pr.Pointer) {
 			t.Errorf("%s: pointer of %d bytes, truncated %v, prefix of the real one: %v; want a prefix of %d bytes, marked truncated",
-				esc, len(pr.Pointer), pr.Truncated, strings.HasPrefix(real, pr.Pointer), MaxPointerBytes)
+				esc, len(pr.Pointer), pr.Truncated, strings.HasPrefix(real, pr.Pointer), maxPointerBytes)
 		}
 	}
 }

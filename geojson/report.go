@@ -44,22 +44,22 @@ func (p *parser) pop()             { p.path = p.path[:len(p.path)-1] }
 // pointer renders the current path, followed by extra (string keys or
 // int indices), as an RFC 6901 JSON pointer.
 func (p *parser) pointer(extra ...any) string {
-	// Past MaxPointerBytes the pointer is cut (newProblem): build little
+	// Past maxPointerBytes the pointer is cut (newProblem): build little
 	// more than that, however long the names.
 	var b []byte
 	for _, e := range p.path {
-		if len(b) > MaxPointerBytes {
+		if len(b) > maxPointerBytes {
 			break
 		}
 		b = append(b, '/')
 		if e.key == nil {
 			b = strconv.AppendInt(b, int64(e.idx), 10)
 		} else {
-			b = appendPointerToken(b, unescapeName(rawPrefix(e.key, MaxPointerBytes+1)))
+			b = appendPointerToken(b, unescapeName(rawPrefix(e.key, maxPointerBytes+1)))
 		}
 	}
 	for _, e := range extra {
-		if len(b) > MaxPointerBytes {
+		if len(b) > maxPointerBytes {
 			break
 		}
 		b = append(b, '/')
@@ -67,7 +67,7 @@ func (p *parser) pointer(extra ...any) string {
 		case int:
 			b = strconv.AppendInt(b, int64(e), 10)
 		case string:
-			b = appendPointerToken(b, []byte(e[:min(len(e), MaxPointerBytes+1)]))
+			b = appendPointerToken(b, []byte(e[:min(len(e), maxPointerBytes+1)]))
 		}
 	}
 	return string(b)

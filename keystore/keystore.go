@@ -331,8 +331,8 @@ type Store interface {
 // Pinger is an optional capability of a Store: Ping reports whether the
 // store can be reached now, without touching any key, and honours its
 // context. Health checks find it by type assertion; a store without it is
-// assumed reachable. memstore, redisstore and pgstore have it
-// (keystoretest's Pinger rule).
+// assumed reachable, as memstore, in the process, always is. redisstore
+// and pgstore have it (keystoretest's Pinger rule).
 type Pinger interface {
 	Ping(ctx context.Context) error
 }

@@ -41,7 +41,7 @@
 // the compare: one update stamped far ahead would otherwise pin its feature
 // (every later update stale until the receiver's clock passes its time).
 // [Policy.Check] refuses times more than [Policy.MaxSkew] ahead of the
-// receiver's clock ([DefaultMaxSkew] unless set). There is no lower bound
+// receiver's clock (five minutes unless set). There is no lower bound
 // (an old time pins nothing) but the first microsecond of year 1, which
 // means "no time" once stored.
 //

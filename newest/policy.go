@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// DefaultMaxSkew is how far ahead of the receiver's clock an observation
+// defaultMaxSkew is how far ahead of the receiver's clock an observation
 // time may be when [Policy.MaxSkew] is not set: the tolerance Standard
 // Webhooks gives a signature's timestamp, far above the error of a clock
 // kept by NTP.
-const DefaultMaxSkew = 5 * time.Minute
+const defaultMaxSkew = 5 * time.Minute
 
 // ErrAhead reports an observation time further ahead of the receiver's
 // clock than its [Policy] allows.
@@ -18,7 +18,7 @@ var ErrAhead = errors.New("ahead of the receiver's clock by more than the allowe
 
 // Policy is which observation times a receiver accepts: none further ahead
 // of its own clock than MaxSkew. The zero Policy accepts times up to
-// [DefaultMaxSkew] ahead of time.Now.
+// five minutes ahead of time.Now.
 //
 // The time is the sender's, and a stored time is superseded only by a
 // later one. Without a bound, one update stamped far ahead (RFC 3339 allows
@@ -49,7 +49,8 @@ var ErrAhead = errors.New("ahead of the receiver's clock by more than the allowe
 // receiver whose clocks disagree move the bound by as much, no more.
 type Policy struct {
 	// MaxSkew is how far ahead of Now an observation time may be. Zero or
-	// less means DefaultMaxSkew: the bound cannot be turned off.
+	// less means five minutes (the tolerance Standard Webhooks gives a
+	// signature's timestamp): the bound cannot be turned off.
 	MaxSkew time.Duration
 	// Now is the receiver's clock; nil means time.Now.
 	Now func() time.Time
@@ -65,7 +66,7 @@ func (p Policy) Check(t time.Time) error {
 	}
 	skew := p.MaxSkew
 	if skew <= 0 {
-		skew = DefaultMaxSkew
+		skew = defaultMaxSkew
 	}
 	now := time.Now
 	if p.Now != nil {

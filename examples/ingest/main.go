@@ -155,7 +155,6 @@ import (
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/keystore/redisstore"
 	"github.com/geoidem/geoidem/middleware"
-	"github.com/geoidem/geoidem/newest"
 	"github.com/geoidem/geoidem/standardwebhooks"
 )
 
@@ -206,7 +205,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, int) {
 	fl.IntVar(&sc.MaxFeatures, "max-features", service.DefaultMaxFeatures, "memory mode: most features kept in process")
 	fl.Int64Var(&sc.MaxFeatureBytes, "max-feature-bytes", service.DefaultMaxFeatureBytes, "memory mode: most bytes of features kept in process")
 	fl.StringVar(&sc.OrderProperty, "order-property", service.DefaultOrderProperty, "the feature property (RFC 3339) by which the newest update of an id wins; an update without it never replaces one with it")
-	fl.DurationVar(&sc.MaxObservationSkew, "max-observation-skew", newest.DefaultMaxSkew, "refuse (503 observation-time-ahead, Retry-After when the clock has caught up) an observation time further ahead of this service's clock than this: it would pin its feature until the clock passes it")
+	fl.DurationVar(&sc.MaxObservationSkew, "max-observation-skew", 0, "refuse (503 observation-time-ahead, Retry-After when the clock has caught up) an observation time further ahead of this service's clock than this: it would pin its feature until the clock passes it; 0: newest's default, 5m")
 	fl.IntVar(&sc.MaxInFlight, "max-in-flight", 0, "most POST requests whose handlers run at once (work slots, taken once the body has arrived), a client (remote address) kept to a quarter once three quarters are held; none free within 5 s: 503 server-busy or 429 client-busy; negative: no bound; 0: the door's default, 64")
 	fl.Int64Var(&sc.MaxInFlightBytes, "max-in-flight-bytes", 0, "most POST body bytes arriving or in work at once (by Content-Length), large bodies three quarters, a client a quarter once three quarters are held; negative: no bound; 0: the door's default, 16 MiB")
 	fl.IntVar(&sc.MaxKeys, "max-keys", service.DefaultMaxKeys, "memory mode: most keys held; a lone sender may use all but a quarter, kept free for other senders")

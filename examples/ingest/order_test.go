@@ -11,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/geoidem/geoidem/newest"
 )
 
 // observed is feature f observed at 10:00:ss.
@@ -136,7 +134,7 @@ func TestIngestWithoutObservationTimeLastWriteWins(t *testing.T) {
 }
 
 // An observation time further ahead of the receiver's clock than its skew
-// (-max-observation-skew, default newest.DefaultMaxSkew, 5 minutes) is
+// (-max-observation-skew, by default newest's five minutes) is
 // refused until the clock has caught up: 503 observation-time-ahead naming
 // it with a JSON pointer, Retry-After when the skew will pass, and
 // released, so that the same bytes succeed then; nothing of the request is
@@ -154,7 +152,8 @@ func TestIngestObservationTimeAheadIsRefused(t *testing.T) {
 	// one after the other, and on a loaded machine take seconds to).
 	laterAt := time.Now().Add(time.Hour).Truncate(time.Second)
 	later := laterAt.UTC().Format(time.RFC3339)
-	untilSkewPasses := func() time.Duration { return time.Until(laterAt) - newest.DefaultMaxSkew }
+	const defaultSkew = 5 * time.Minute // newest.Policy's, as documented
+	untilSkewPasses := func() time.Duration { return time.Until(laterAt) - defaultSkew }
 	for _, s := range ingestStores(t) {
 		t.Run(s.name, func(t *testing.T) {
 			url := start(t, s.args...)

@@ -148,7 +148,6 @@ func New(cfg Config) *Store {
 
 var (
 	_ keystore.Store         = (*Store)(nil)
-	_ keystore.Pinger        = (*Store)(nil)
 	_ keystore.ClientBounded = (*Store)(nil)
 )
 
@@ -428,7 +427,3 @@ func (s *Store) Close() error {
 	s.clients, s.windows = nil, nil
 	return nil
 }
-
-// Ping implements keystore.Pinger: an in-process store is always
-// reachable; it fails only for a context that is already done.
-func (s *Store) Ping(ctx context.Context) error { return ctx.Err() }

@@ -9,14 +9,14 @@ import (
 	"github.com/geoidem/geoidem/keystore"
 )
 
-// alwaysUp is the probe of a key store without keystore.Pinger, which the
-// keystore package says to assume reachable.
+// alwaysUp is the probe of a key store without keystore.Pinger (memstore,
+// in the process), which the keystore package says to assume reachable.
 type alwaysUp struct{}
 
 func (alwaysUp) Ping(ctx context.Context) error { return ctx.Err() }
 
-// probe returns what GET /healthz probes: the key store's own Ping (every
-// store of the library has one).
+// probe returns what GET /healthz probes: the key store's own Ping (Redis
+// and PostgreSQL have one).
 func probe(s keystore.Store) keystore.Pinger {
 	if p, ok := s.(keystore.Pinger); ok {
 		return p

@@ -181,7 +181,7 @@ type Config struct {
 	OrderProperty string
 	// MaxObservationSkew is how far ahead of the service's clock an
 	// observation time may be (newest.Policy.MaxSkew; default
-	// newest.DefaultMaxSkew, 5 minutes). A time further ahead would pin
+	// 5 minutes). A time further ahead would pin
 	// its feature until the clock passes it: it is refused, 503
 	// (observation-time-ahead) with Retry-After when the clock will have
 	// caught up, and released, so that the same delivery succeeds then.
