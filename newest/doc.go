@@ -29,8 +29,7 @@
 // Once a feature has a stamped observation, every replica and every
 // arrival order ends on the same one. [Decide] tells which rule applied:
 // [Replace], [Stale], or [Unstamped] for an update without a time over a
-// stamped observation, so that the answer can say so; [Supersedes] is
-// Decide's yes or no. An update that does not supersede is not an error:
+// stamped observation, so that the answer can say so. An update that does not supersede is not an error:
 // the receiver acknowledges it (so the sender stops retrying), records that
 // answer like any other, and changes nothing.
 //

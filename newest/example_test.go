@@ -11,7 +11,7 @@ import (
 // An in-process store keeps, per feature id, the newest observation: the
 // compare and the set under one lock. Each time is checked against the
 // receiver's clock first (here a fixed one; nil Now: time.Now).
-func ExampleSupersedes() {
+func ExampleDecide_inProcess() {
 	policy := newest.Policy{Now: func() time.Time { return time.Date(2026, 3, 1, 10, 1, 0, 0, time.UTC) }}
 	stored := map[string]newest.Observation{}
 	put := func(id, observationTime string, feature []byte) (bool, error) {
@@ -23,7 +23,7 @@ func ExampleSupersedes() {
 			return false, err
 		}
 		incoming := newest.Observation{Time: t, Bytes: feature}
-		if old, ok := stored[id]; ok && !newest.Supersedes(old, incoming) {
+		if old, ok := stored[id]; ok && newest.Decide(old, incoming) != newest.Replace {
 			return false, nil // stale: acknowledge it, change nothing
 		}
 		stored[id] = incoming

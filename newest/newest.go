@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Precision is the resolution at which [Supersedes] compares times: that
+// Precision is the resolution at which [Decide] compares times: that
 // of PostgreSQL's timestamptz, so that [PostgresCondition] decides the same.
 const Precision = time.Microsecond
 
@@ -17,12 +17,6 @@ const Precision = time.Microsecond
 type Observation struct {
 	Time  time.Time
 	Bytes []byte
-}
-
-// Supersedes reports whether incoming should replace stored, by the rule of
-// the package documentation: Decide(stored, incoming) == Replace.
-func Supersedes(stored, incoming Observation) bool {
-	return Decide(stored, incoming) == Replace
 }
 
 // Verdict is what [Decide] rules for an update: replace the stored
@@ -90,7 +84,7 @@ func Decide(stored, incoming Observation) Verdict {
 	return Stale
 }
 
-// PostgresCondition returns the rule of [Supersedes] as SQL, for the WHERE
+// PostgresCondition returns the rule of [Decide] (its [Replace]) as SQL, for the WHERE
 // of an upsert's DO UPDATE: stored is the table's name or alias in the
 // statement, timeColumn a timestamptz column (NULL: no time), bytesColumn
 // the bytea the tie is broken by. Each identifier is quoted.

@@ -55,9 +55,6 @@ func TestSupersedes(t *testing.T) {
 		if got := newest.Decide(c.stored, c.incoming); got != c.want {
 			t.Errorf("%s: Decide = %v, want %v", c.name, got, c.want)
 		}
-		if got := newest.Supersedes(c.stored, c.incoming); got != (c.want == replace) {
-			t.Errorf("%s: Supersedes = %v, want %v", c.name, got, c.want == replace)
-		}
 	}
 	for v, want := range map[newest.Verdict]string{replace: "replace", stale: "stale", unstamped: "unstamped", 0: "Verdict(0)"} {
 		if v.String() != want {
@@ -84,7 +81,7 @@ func TestSupersedesAnyArrivalOrder(t *testing.T) {
 		perm := rng.Perm(len(obs))
 		kept := obs[perm[0]]
 		for _, i := range perm[1:] {
-			if newest.Supersedes(kept, obs[i]) {
+			if newest.Decide(kept, obs[i]) == newest.Replace {
 				kept = obs[i]
 			}
 		}
@@ -248,7 +245,7 @@ func TestPostgresCondition(t *testing.T) {
 	}
 }
 
-// The SQL condition decides as Supersedes does, pair by pair, on a real
+// The SQL condition decides as Decide does, pair by pair, on a real
 // PostgreSQL, in the documented statement shape; when it stores nothing,
 // the incoming time alone tells the verdict, as PostgresCondition says. On
 // its own, selected, the condition is true or false, never NULL.
@@ -297,7 +294,7 @@ func TestPostgresConditionAgreesWithSupersedes(t *testing.T) {
 							return err
 						}
 						if wrote != want {
-							t.Errorf("%s: SQL stored = %v, Supersedes = %v", pair, wrote, want)
+							t.Errorf("%s: SQL stored = %v, Decide replaces = %v", pair, wrote, want)
 						}
 						if !wrote && newest.Refused(incoming) != verdict {
 							t.Errorf("%s: Refused = %v, Decide = %v", pair, newest.Refused(incoming), verdict)
