@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/geoidem/geoidem/problem"
 	"github.com/twpayne/go-geom"
 )
 
@@ -162,12 +163,12 @@ func TestCheckHeaders(t *testing.T) {
 		t.Errorf("geo+json: %v", err)
 	}
 	r.Header.Set("Content-Type", "text/plain")
-	var mt *MediaTypeError
-	if err := (RequestValidator{}).CheckHeaders(r); !errors.As(err, &mt) || mt.HTTPStatus() != http.StatusUnsupportedMediaType {
-		t.Errorf("text/plain: %v, want a *MediaTypeError (415)", err)
+	var mt problem.Details
+	if err := (RequestValidator{}).CheckHeaders(r); !errors.As(err, &mt) || mt.HTTPStatus() != http.StatusUnsupportedMediaType || mt.Type != ProblemTypeUnsupportedMediaType {
+		t.Errorf("text/plain: %v, want a problem.Details of type unsupported-media-type (415)", err)
 	}
-	if _, err := (RequestValidator{}).DecodeRequest(r, []byte(pt2(`[1,2]`))); !errors.As(err, &mt) {
-		t.Errorf("DecodeRequest with text/plain: %v, want a *MediaTypeError", err)
+	if _, err := (RequestValidator{}).DecodeRequest(r, []byte(pt2(`[1,2]`))); !errors.As(err, &mt) || mt.Type != ProblemTypeUnsupportedMediaType {
+		t.Errorf("DecodeRequest with text/plain: %v, want a problem.Details of type unsupported-media-type", err)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/geoidem/geoidem/problem"
 )
 
 // Rule identifiers. They are stable: callers may match on them and they
@@ -177,28 +179,14 @@ func (e *ValidationError) ProblemJSON() []byte {
 	return problemDocFit(ProblemTypeInvalidGeoJSON, "Invalid GeoJSON", http.StatusUnprocessableEntity, detail, e.Violations, e.Truncated)
 }
 
-// MediaTypeError reports a request whose Content-Type is neither
-// application/geo+json nor application/json.
-type MediaTypeError struct {
-	// ContentType is the request's Content-Type header as sent.
-	ContentType string
-}
-
-// Error implements error.
-func (e *MediaTypeError) Error() string {
-	return "geojson: unsupported media type " + strconv.Quote(e.ContentType)
-}
-
-// HTTPStatus returns 415.
-func (e *MediaTypeError) HTTPStatus() int { return http.StatusUnsupportedMediaType }
-
-// ProblemJSON returns an RFC 9457 problem document of type
-// [ProblemTypeUnsupportedMediaType].
-func (e *MediaTypeError) ProblemJSON() []byte {
-	ct := e.ContentType
+// mediaTypeError is the refusal of a request whose Content-Type, ct as
+// sent, is neither application/geo+json nor application/json: a 415
+// problem of type [ProblemTypeUnsupportedMediaType] whose detail quotes ct,
+// cut as a violation's message is.
+func mediaTypeError(ct string) problem.Details {
 	if strings.TrimSpace(ct) == "" {
 		ct = "(none)"
 	}
-	return problemDoc(ProblemTypeUnsupportedMediaType, "Unsupported Media Type", http.StatusUnsupportedMediaType,
-		"Content-Type "+ct+" is not application/geo+json or application/json", nil)
+	return problem.Details{Type: ProblemTypeUnsupportedMediaType, Title: "Unsupported Media Type", Status: http.StatusUnsupportedMediaType,
+		Detail: newProblem("", "", "Content-Type "+ct+" is not application/geo+json or application/json").Message}
 }

@@ -25,8 +25,8 @@ type RequestValidator struct {
 	Options Options
 }
 
-// CheckHeaders checks r's Content-Type: it returns a *[MediaTypeError]
-// (415) when it is neither application/geo+json nor application/json
+// CheckHeaders checks r's Content-Type: it returns a [problem.Details]
+// (415, of type [ProblemTypeUnsupportedMediaType]) when it is neither application/geo+json nor application/json
 // (parameters such as charset are allowed; a missing Content-Type is
 // rejected), and nil otherwise. It looks at nothing but the headers.
 func (v RequestValidator) CheckHeaders(r *http.Request) error {
@@ -36,14 +36,14 @@ func (v RequestValidator) CheckHeaders(r *http.Request) error {
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || (mt != "application/geo+json" && mt != "application/json") {
-		return &MediaTypeError{ContentType: ct}
+		return mediaTypeError(ct)
 	}
 	return nil
 }
 
 // ValidateRequest checks r's Content-Type (as CheckHeaders does) and then
 // body, which the caller has already read from r. It returns nil for a
-// valid GeoJSON body; a *[MediaTypeError] (415) for another Content-Type;
+// valid GeoJSON body; CheckHeaders's [problem.Details] (415) for another Content-Type;
 // a *[SyntaxError] (400) when body is not JSON; and a *[ValidationError]
 // (422) listing the problems otherwise. Every error has HTTPStatus and
 // ProblemJSON methods.

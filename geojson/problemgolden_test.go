@@ -93,7 +93,7 @@ func problemDocCorpus(t *testing.T) []namedErr {
 	hostile := []string{"", " ", "text/plain", `<script>&"\`, "\xff\xfe", "a\u2028b\u0000", long, strings.Repeat("~", 3000)}
 	for i, s := range hostile {
 		add("syntax-msg/"+strconv.Itoa(i), &SyntaxError{Offset: i * 1000, Msg: s})
-		add("media-type/"+strconv.Itoa(i), &MediaTypeError{ContentType: s})
+		add("media-type/"+strconv.Itoa(i), mediaTypeError(s))
 		add("problem/"+strconv.Itoa(i), &ValidationError{Violations: []Violation{{Pointer: s, Rule: s, Message: s}}})
 		add("problem-truncated/"+strconv.Itoa(i), &ValidationError{Violations: []Violation{{Pointer: "/" + s, Rule: "r", Message: s, Truncated: true}}, Truncated: true})
 	}
@@ -102,7 +102,7 @@ func problemDocCorpus(t *testing.T) []namedErr {
 	add("validation/truncated-only", &ValidationError{Truncated: true})
 	add("validation/empty-problem", &ValidationError{Violations: []Violation{{}}})
 	add("syntax/zero", &SyntaxError{})
-	add("media-type/zero", &MediaTypeError{})
+	add("media-type/zero", mediaTypeError(""))
 	for _, n := range []int{2, 100, 10_000} {
 		probs := make([]Violation, n)
 		for i := range probs {
