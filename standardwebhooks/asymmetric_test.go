@@ -282,8 +282,8 @@ func TestParseAsymmetricKeys(t *testing.T) {
 	}
 	// ParseSecret points to the asymmetric parsers.
 	for _, s := range []string{vectorPublicKey, "whsk_" + vectorSigningKey} {
-		if _, err := standardwebhooks.ParseSecret(s); !errors.Is(err, standardwebhooks.ErrInvalidSecret) || !strings.Contains(err.Error(), "asymmetric") || !strings.Contains(err.Error(), "Parse") {
-			t.Errorf("ParseSecret(%.8q…): %v, want ErrInvalidSecret naming the asymmetric parsers", s, err)
+		if _, err := standardwebhooks.ParseSecret(s); !errors.Is(err, standardwebhooks.ErrInvalidKey) || !strings.Contains(err.Error(), "asymmetric") || !strings.Contains(err.Error(), "Parse") {
+			t.Errorf("ParseSecret(%.8q…): %v, want ErrInvalidKey naming the asymmetric parsers", s, err)
 		}
 	}
 

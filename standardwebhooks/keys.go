@@ -25,8 +25,9 @@ const (
 // (ed25519) signatures this package produces and checks.
 const signatureVersionAsymmetric = "v1a"
 
-// ErrInvalidKey is wrapped by every error ParsePublicKey and
-// ParseSigningKey return. The errors never contain the key.
+// ErrInvalidKey is wrapped by every error ParseSecret, ParseSigningKey and
+// ParsePublicKey return: a key that does not parse, or is too short to be
+// safe. The errors never contain the key.
 var ErrInvalidKey = errors.New("standardwebhooks: invalid key")
 
 // A PublicKey is the ed25519 public key a receiver verifies v1a signatures

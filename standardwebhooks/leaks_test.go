@@ -91,12 +91,12 @@ func TestWebhookIDIsTakenLiterally(t *testing.T) {
 // nor a Signer can run on one: whsec_AA is a single zero byte.
 func TestShortSecretsAreRefused(t *testing.T) {
 	for _, s := range []string{"whsec_AA", "whsec_AAAA", "whsec_" + strings.Repeat("A", 30) + "==" /* 22 bytes */, "c2VjcmV0"} {
-		if _, err := standardwebhooks.ParseSecret(s); !errors.Is(err, standardwebhooks.ErrInvalidSecret) || !strings.Contains(err.Error(), "24") {
-			t.Errorf("ParseSecret(%q): %v, want ErrInvalidSecret naming the 24-byte minimum", s, err)
+		if _, err := standardwebhooks.ParseSecret(s); !errors.Is(err, standardwebhooks.ErrInvalidKey) || !strings.Contains(err.Error(), "24") {
+			t.Errorf("ParseSecret(%q): %v, want ErrInvalidKey naming the 24-byte minimum", s, err)
 		}
 	}
-	if _, err := standardwebhooks.NewSecret(make([]byte, standardwebhooks.MinSigningSecretLen-1)); !errors.Is(err, standardwebhooks.ErrInvalidSecret) {
-		t.Errorf("NewSecret of %d bytes: %v, want ErrInvalidSecret", standardwebhooks.MinSigningSecretLen-1, err)
+	if _, err := standardwebhooks.NewSecret(make([]byte, standardwebhooks.MinSigningSecretLen-1)); !errors.Is(err, standardwebhooks.ErrInvalidKey) {
+		t.Errorf("NewSecret of %d bytes: %v, want ErrInvalidKey", standardwebhooks.MinSigningSecretLen-1, err)
 	}
 	if _, err := standardwebhooks.NewSecret(make([]byte, standardwebhooks.MinSigningSecretLen)); err != nil {
 		t.Errorf("NewSecret of exactly MinSigningSecretLen bytes: %v", err)

@@ -3,7 +3,6 @@ package standardwebhooks
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -18,10 +17,6 @@ const secretPrefix = "whsec_"
 // nor a [Verifier] can run on a key an attacker could guess ("whsec_AA" is
 // one zero byte).
 const minSigningSecretLen = 24
-
-// ErrInvalidSecret is wrapped by every error ParseSecret returns. The
-// errors never contain the secret itself.
-var ErrInvalidSecret = errors.New("standardwebhooks: invalid secret")
 
 // A Secret is a symmetric (HMAC-SHA256) signing key shared by a sender and
 // its receiver. The zero Secret holds no key and is rejected wherever a
@@ -44,33 +39,33 @@ type Secret struct {
 //
 // Asymmetric keys ("whsk_", "whpk_": ed25519, signature version v1a) are
 // refused: parse them with [ParseSigningKey] and [ParsePublicKey]. Errors
-// wrap [ErrInvalidSecret].
+// wrap [ErrInvalidKey].
 func ParseSecret(s string) (Secret, error) {
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, signingKeyPrefix) || strings.HasPrefix(s, publicKeyPrefix) {
-		return Secret{}, fmt.Errorf("%w: an asymmetric (ed25519, v1a) key, not a secret: use ParseSigningKey (whsk_) or ParsePublicKey (whpk_)", ErrInvalidSecret)
+		return Secret{}, fmt.Errorf("%w: an asymmetric (ed25519, v1a) key, not a secret: use ParseSigningKey (whsk_) or ParsePublicKey (whpk_)", ErrInvalidKey)
 	}
 	s = strings.TrimPrefix(s, secretPrefix)
 	if s == "" {
-		return Secret{}, fmt.Errorf("%w: empty", ErrInvalidSecret)
+		return Secret{}, fmt.Errorf("%w: empty", ErrInvalidKey)
 	}
 	key, err := decodeBase64(s)
 	if err != nil {
 		// The base64 error names an offset only; it does not echo input.
-		return Secret{}, fmt.Errorf("%w: not base64: %v", ErrInvalidSecret, err)
+		return Secret{}, fmt.Errorf("%w: not base64: %v", ErrInvalidKey, err)
 	}
 	return newSecret(key)
 }
 
 // newSecret returns a Secret holding a copy of key, the raw key bytes (not
-// base64). It returns an error, wrapping ErrInvalidSecret, for a key
+// base64). It returns an error, wrapping ErrInvalidKey, for a key
 // shorter than 24 bytes.
 func newSecret(key []byte) (Secret, error) {
 	if len(key) == 0 {
-		return Secret{}, fmt.Errorf("%w: empty", ErrInvalidSecret)
+		return Secret{}, fmt.Errorf("%w: empty", ErrInvalidKey)
 	}
 	if len(key) < minSigningSecretLen {
-		return Secret{}, fmt.Errorf("%w: %d bytes long; secrets must be at least %d", ErrInvalidSecret, len(key), minSigningSecretLen)
+		return Secret{}, fmt.Errorf("%w: %d bytes long; secrets must be at least %d", ErrInvalidKey, len(key), minSigningSecretLen)
 	}
 	return Secret{key: append([]byte(nil), key...)}, nil
 }

@@ -132,8 +132,8 @@ func TestParseSecret(t *testing.T) {
 	}
 	for _, s := range []string{"", "whsec_", "   ", "whsec_not base64!", "whsec_****", "whpk_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsk_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"} {
 		_, err := standardwebhooks.ParseSecret(s)
-		if !errors.Is(err, standardwebhooks.ErrInvalidSecret) {
-			t.Errorf("ParseSecret(%q): %v, want ErrInvalidSecret", s, err)
+		if !errors.Is(err, standardwebhooks.ErrInvalidKey) {
+			t.Errorf("ParseSecret(%q): %v, want ErrInvalidKey", s, err)
 		}
 		if err != nil && len(s) > 8 && strings.Contains(err.Error(), s[6:]) {
 			t.Errorf("ParseSecret(%q) echoes the secret: %v", s, err)
@@ -166,8 +166,8 @@ func TestSecretEncodeRoundTripAndRedaction(t *testing.T) {
 	if zero.Encode() != "" || zero.String() != "standardwebhooks.Secret(none)" {
 		t.Error("Encode or String wrong for the zero Secret")
 	}
-	if _, err := standardwebhooks.NewSecret(nil); !errors.Is(err, standardwebhooks.ErrInvalidSecret) {
-		t.Errorf("NewSecret(nil): %v, want ErrInvalidSecret", err)
+	if _, err := standardwebhooks.NewSecret(nil); !errors.Is(err, standardwebhooks.ErrInvalidKey) {
+		t.Errorf("NewSecret(nil): %v, want ErrInvalidKey", err)
 	}
 	// NewSecret copies its argument.
 	key := []byte("0123456789abcdef0123456789abcdef")
