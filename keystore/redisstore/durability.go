@@ -94,13 +94,6 @@ var ErrNotDurable = errors.New("redisstore: Redis would lose records on a restar
 // persistence, on top of the client's own timeouts.
 const durabilityCheckTimeout = 2 * time.Second
 
-// Persistence returns the persistence that New read from Redis, in the
-// server's own configuration words (for example "appendonly yes,
-// appendfsync always" or `appendonly no, save "3600 1"`); for a Cluster
-// or Ring, that of the weakest node, prefixed by its address. It is "" when
-// New did not read it (AcceptVolatile, or Redis unreachable).
-func (s *Store) Persistence() string { return s.persistence }
-
 // loss orders what a node's persistence loses on a restart, least first.
 type loss int
 

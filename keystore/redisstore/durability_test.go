@@ -38,7 +38,7 @@ func TestNewChecksPersistence(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		extra []string // after startServer's --save "" --appendonly no
-		// persistence is what Store.Persistence reports with RefuseVolatile.
+		// persistence is what New read with RefuseVolatile (Persistence).
 		persistence string
 		// The decision under RefuseVolatile (the default) and RequireAOF;
 		// AcceptVolatile is always ok and silent.
@@ -109,12 +109,12 @@ func TestNewChecksPersistence(t *testing.T) {
 							t.Errorf("default New said %q, want it to say %q", msg, w)
 						}
 					}
-					if s != nil && s.Persistence() != tc.persistence {
-						t.Errorf("Persistence() = %q, want %q", s.Persistence(), tc.persistence)
+					if s != nil && redisstore.Persistence(s) != tc.persistence {
+						t.Errorf("Persistence() = %q, want %q", redisstore.Persistence(s), tc.persistence)
 					}
 				}
-				if c.mode == redisstore.AcceptVolatile && s.Persistence() != "" {
-					t.Errorf("AcceptVolatile: Persistence() = %q, want \"\" (nothing read)", s.Persistence())
+				if c.mode == redisstore.AcceptVolatile && redisstore.Persistence(s) != "" {
+					t.Errorf("AcceptVolatile: Persistence() = %q, want \"\" (nothing read)", redisstore.Persistence(s))
 				}
 			}
 		})
@@ -159,8 +159,8 @@ func TestNewWithUnreachablePersistence(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New on an unreachable Redis with the default Durability: %v, want a store", err)
 	}
-	if s.Persistence() != "" || !strings.Contains(buf.String(), "level=WARN") || !strings.Contains(buf.String(), "could not read Redis persistence") {
-		t.Fatalf("Persistence() %q, log %q: want none and a warning", s.Persistence(), buf.String())
+	if redisstore.Persistence(s) != "" || !strings.Contains(buf.String(), "level=WARN") || !strings.Contains(buf.String(), "could not read Redis persistence") {
+		t.Fatalf("Persistence() %q, log %q: want none and a warning", redisstore.Persistence(s), buf.String())
 	}
 	if _, err := redisstore.New(client, redisstore.Config{Eviction: redisstore.SkipEvictionCheck, Durability: redisstore.RequireAOF}); !errors.Is(err, redisstore.ErrNotDurable) {
 		t.Fatalf("New on an unreachable Redis with RequireAOF: %v, want ErrNotDurable", err)
@@ -213,7 +213,7 @@ func TestNewJudgesByTheWeakestNode(t *testing.T) {
 				if err != nil || buf.Len() != 0 {
 					t.Fatalf("New: %v, log %q; want a store and no warning", err, buf.String())
 				}
-				said = s.Persistence()
+				said = redisstore.Persistence(s)
 			}
 			if !strings.Contains(said, weak.addr+": "+tc.words) {
 				t.Errorf("New said %q, want it to name the weakest node: %q", said, weak.addr+": "+tc.words)
@@ -260,8 +260,8 @@ func TestNewChecksPersistenceUnderACL(t *testing.T) {
 			case tc.want == "" && err != nil:
 				t.Fatalf("New: %v, want a store", err)
 			case tc.want == "":
-				if s.Persistence() != tc.persistence {
-					t.Errorf("Persistence() = %q, want %q", s.Persistence(), tc.persistence)
+				if redisstore.Persistence(s) != tc.persistence {
+					t.Errorf("Persistence() = %q, want %q", redisstore.Persistence(s), tc.persistence)
 				}
 			case !errors.Is(err, redisstore.ErrNotDurable) || !strings.Contains(err.Error(), tc.want):
 				t.Fatalf("New: %v, want ErrNotDurable saying %q", err, tc.want)

@@ -48,11 +48,6 @@ func evicts(policy string) bool {
 	return strings.HasPrefix(policy, "allkeys-") || strings.HasPrefix(policy, "volatile-")
 }
 
-// MaxmemoryPolicy returns the maxmemory-policy that New read from Redis
-// (for a Cluster, the first evicting policy among its nodes, else
-// "noeviction"), or "" when it was not read.
-func (s *Store) MaxmemoryPolicy() string { return s.policy }
-
 // checkEviction reads the server's maxmemory-policy into s.policy and acts
 // on it as mode says.
 func (s *Store) checkEviction(client redis.UniversalClient, mode EvictionCheck, log *slog.Logger) error {

@@ -49,7 +49,7 @@ func TestNewChecksMaxmemoryPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatalf("New with the default check: %v, want a store and a warning", err)
 			}
-			if got := s.MaxmemoryPolicy(); got != "volatile-lru" {
+			if got := redisstore.MaxmemoryPolicy(s); got != "volatile-lru" {
 				t.Errorf("MaxmemoryPolicy() = %q, want volatile-lru", got)
 			}
 			if out := buf.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "volatile-lru") {
@@ -77,7 +77,7 @@ func TestNewAcceptsNoeviction(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: New with RefuseEviction on noeviction: %v", name, err)
 		}
-		if got := s.MaxmemoryPolicy(); got != "noeviction" {
+		if got := redisstore.MaxmemoryPolicy(s); got != "noeviction" {
 			t.Errorf("%s: MaxmemoryPolicy() = %q, want noeviction", name, got)
 		}
 		if buf.Len() != 0 {
@@ -104,8 +104,8 @@ func TestNewWithUnreadablePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New on an unreachable Redis with the default check: %v, want a store", err)
 	}
-	if s.MaxmemoryPolicy() != "" || !strings.Contains(buf.String(), "level=WARN") {
-		t.Fatalf("policy %q, log %q: want no policy and a warning", s.MaxmemoryPolicy(), buf.String())
+	if redisstore.MaxmemoryPolicy(s) != "" || !strings.Contains(buf.String(), "level=WARN") {
+		t.Fatalf("policy %q, log %q: want no policy and a warning", redisstore.MaxmemoryPolicy(s), buf.String())
 	}
 	if _, err := redisstore.New(client, redisstore.Config{Eviction: redisstore.RefuseEviction}); !errors.Is(err, redisstore.ErrEvictionPolicy) {
 		t.Fatalf("New on an unreachable Redis with RefuseEviction: %v, want ErrEvictionPolicy", err)
