@@ -1,13 +1,13 @@
 package keystore
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 )
 
 // Hold is a request's hold on its key: what the middleware acquired before
-// running the handler, handed to the handler through the request context.
+// running the handler, handed to the handler through the request context
+// (the middleware's HoldFromContext).
 //
 // Most handlers never look at it: the middleware records their response when
 // they return. A handler that records the response itself, inside the same
@@ -31,7 +31,6 @@ type Hold struct {
 
 	completed  atomic.Bool
 	committing atomic.Int32
-	ctx        holdContext // what ContextWithHold returns, in the Hold's own room
 }
 
 // Commit runs commit, the commit of the transaction that recorded the
@@ -63,35 +62,3 @@ func (h *Hold) MarkCompleted() { h.completed.Store(true) }
 
 // Completed reports whether MarkCompleted was called.
 func (h *Hold) Completed() bool { return h.completed.Load() }
-
-type holdKey struct{}
-
-// holdContext is a context that carries a Hold.
-type holdContext struct {
-	context.Context
-	hold *Hold
-}
-
-func (c *holdContext) Value(key any) any {
-	if key == (holdKey{}) {
-		return c.hold
-	}
-	return c.Context.Value(key)
-}
-
-// ContextWithHold returns a copy of ctx that carries h. The first call for
-// a Hold allocates nothing: the context lives in h's own room (the
-// middleware keeps its Hold in its per-request state).
-func ContextWithHold(ctx context.Context, h *Hold) context.Context {
-	if h.ctx.hold != nil {
-		return &holdContext{ctx, h}
-	}
-	h.ctx = holdContext{ctx, h}
-	return &h.ctx
-}
-
-// HoldFromContext returns the Hold carried by ctx, if any.
-func HoldFromContext(ctx context.Context) (*Hold, bool) {
-	h, ok := ctx.Value(holdKey{}).(*Hold)
-	return h, ok && h != nil
-}

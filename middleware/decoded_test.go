@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/geoidem/geoidem/geojson"
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/memstore"
 	"github.com/geoidem/geoidem/middleware"
 )
@@ -39,7 +38,7 @@ func TestDecodedValueReachesHandler(t *testing.T) {
 	var read []byte
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok = middleware.Decoded[string](r.Context())
-		_, holdOK = keystore.HoldFromContext(r.Context())
+		_, holdOK = middleware.HoldFromContext(r.Context())
 		read, _ = io.ReadAll(r.Body)
 		w.WriteHeader(http.StatusCreated)
 	})

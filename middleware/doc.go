@@ -235,7 +235,7 @@
 // # Handlers that record their own response
 //
 // The handler finds its [keystore.Hold] in the request context
-// ([keystore.HoldFromContext]). A handler that commits its write and the
+// ([HoldFromContext]). A handler that commits its write and the
 // key's record in one database transaction (package pgstore) stores its
 // record there (MaxRecordBytes holds there too) and commits
 // through Hold.Commit, which marks the hold completed: the middleware then

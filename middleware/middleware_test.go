@@ -598,7 +598,7 @@ func TestClaimPrecedesValidation(t *testing.T) {
 	var state keystore.State
 	var m *middleware.Middleware
 	v := middleware.ValidatorFunc(func(r *http.Request, body []byte) error {
-		hold, ok := keystore.HoldFromContext(r.Context())
+		hold, ok := middleware.HoldFromContext(r.Context())
 		if !ok {
 			t.Fatal("validator ran without a hold in its context")
 		}
@@ -621,7 +621,7 @@ func TestHandlerSeesItsHold(t *testing.T) {
 	var hold *keystore.Hold
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var ok bool
-		if hold, ok = keystore.HoldFromContext(r.Context()); !ok {
+		if hold, ok = middleware.HoldFromContext(r.Context()); !ok {
 			t.Fatal("no hold in the handler's context")
 		}
 		// Record the response itself, as a transactional store would.

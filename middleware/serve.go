@@ -126,8 +126,10 @@ type exchange struct {
 	// store call after the claim, and the handler's context, derive from it.
 	base context.Context
 	hold keystore.Hold
-	rec  hijacker
-	body bodyReader
+	// holdCtx is base carrying hold, the parent of the handler's context.
+	holdCtx holdContext
+	rec     hijacker
+	body    bodyReader
 	// room is where the exchange's one record or release within the
 	// request makes its bounded context (a store that can block).
 	room    deadlineRoom
@@ -159,7 +161,8 @@ func (x *exchange) run(w http.ResponseWriter, next http.Handler, body []byte, se
 	// The handler's context ends only when the lease is lost or may have
 	// ended (the renewal's cancel) or Config.HandlerTimeout passes, never
 	// when the client leaves: see Config.HandlerTimeout.
-	ctx, cancel := context.WithCancelCause(keystore.ContextWithHold(x.base, &x.hold))
+	x.holdCtx = holdContext{x.base, &x.hold}
+	ctx, cancel := context.WithCancelCause(&x.holdCtx)
 	defer cancel(nil)
 	x.renewal.start(m, x.base, &x.hold, cancel, sent)
 	if m.handlerTime > 0 {

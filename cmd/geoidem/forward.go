@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/problem"
 )
@@ -218,7 +217,7 @@ func cause(ctx context.Context, err error) error {
 // heldKey is the stored key of a request the middleware claimed, for
 // logs and for `geoidem keys get -stored-key`.
 func heldKey(r *http.Request) slog.Attr {
-	if h, ok := keystore.HoldFromContext(r.Context()); ok {
+	if h, ok := middleware.HoldFromContext(r.Context()); ok {
 		return slog.String("stored_key", h.Key)
 	}
 	return slog.String("stored_key", "")

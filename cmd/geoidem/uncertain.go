@@ -9,6 +9,7 @@ import (
 
 	"github.com/geoidem/geoidem/internal/record"
 	"github.com/geoidem/geoidem/keystore"
+	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/problem"
 )
 
@@ -41,7 +42,7 @@ type uncertain struct {
 // answer answers r, whose outcome at the upstream is unknown for why.
 func (u *uncertain) answer(w http.ResponseWriter, r *http.Request, why string, d time.Duration) {
 	u.metrics.upstreamCall(resultUncertain, d)
-	h, ok := keystore.HoldFromContext(r.Context())
+	h, ok := middleware.HoldFromContext(r.Context())
 	if u.hold <= 0 || !ok {
 		u.log.LogAttrs(r.Context(), slog.LevelWarn, "upstream outcome uncertain; key released (-uncertain-hold 0): the upstream must deduplicate by Idempotency-Key", heldKey(r), slog.String("why", why))
 		writeProblem(w, http.StatusServiceUnavailable, u.retryAfter, problemUpstreamUncertain, "Upstream outcome unknown",

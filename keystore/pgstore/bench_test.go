@@ -314,7 +314,7 @@ func BenchmarkHandler(b *testing.B) {
 		}
 		wrapped := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id := r.URL.Query().Get("id")
-			hold, _ := keystore.HoldFromContext(r.Context())
+			hold, _ := middleware.HoldFromContext(r.Context())
 			rec, err := s.InTx(r.Context(), hold, func(tx pgx.Tx) (pgstore.Record, error) {
 				return response(id), upsertFeature(r.Context(), tx, features, id, "x")
 			})

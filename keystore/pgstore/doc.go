@@ -15,7 +15,7 @@
 // [Store.InTx] in the handler, behind the geoidem middleware:
 //
 //	func (h *ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-//		hold, _ := keystore.HoldFromContext(r.Context())
+//		hold, _ := middleware.HoldFromContext(r.Context())
 //		rec, err := h.store.InTx(r.Context(), hold, func(tx pgx.Tx) (Record, error) {
 //			if _, err := tx.Exec(r.Context(), upsertFeature, id, geometry); err != nil {
 //				return Record{}, err

@@ -51,7 +51,7 @@ func ExampleStore_InTx() {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		hold, _ := keystore.HoldFromContext(r.Context())
+		hold, _ := middleware.HoldFromContext(r.Context())
 		rec, err := store.InTx(r.Context(), hold, func(tx pgx.Tx) (pgstore.Record, error) {
 			_, err := tx.Exec(r.Context(), `
 				INSERT INTO features (id, geom) VALUES ($1, ST_SetSRID(ST_GeomFromGeoJSON($2), 4326))
@@ -118,7 +118,7 @@ func ExampleStore_CompleteTx() {
 
 	handler := func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		hold, ok := keystore.HoldFromContext(ctx)
+		hold, ok := middleware.HoldFromContext(ctx)
 		if !ok {
 			http.Error(w, "no idempotency key", http.StatusBadRequest)
 			return

@@ -241,11 +241,11 @@ func feature(t testing.TB, pool *pgxpool.Pool, table, id string) (string, int) {
 	return props, writes
 }
 
-// holdCtx returns a hold on c's key and a context carrying it, as the
+// holdCtx returns the test's context and a hold on c's key, as the
 // middleware hands them to a handler.
 func holdCtx(t testing.TB, key string, c testkit.Claimed) (context.Context, *keystore.Hold) {
 	h := &keystore.Hold{Key: key, Token: c.Token, Retention: time.Hour}
-	return keystore.ContextWithHold(testCtx(t), h), h
+	return testCtx(t), h
 }
 
 func jsonRecord(body string) pgstore.Record {

@@ -43,7 +43,7 @@ func TestBehindMiddleware(t *testing.T) {
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := attempts.Add(1)
 		id := r.URL.Query().Get("id")
-		hold, _ := keystore.HoldFromContext(r.Context())
+		hold, _ := middleware.HoldFromContext(r.Context())
 		rec, err := s.InTx(r.Context(), hold, func(tx pgx.Tx) (pgstore.Record, error) {
 			if err := upsertFeature(r.Context(), tx, features, id, fmt.Sprint("attempt ", n)); err != nil {
 				return pgstore.Record{}, err

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/problem"
@@ -53,7 +52,7 @@ func ExampleStore_InTx_middleware() {
 	}
 	ingest := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, geometry, body := featureOf(r) // yours: the request's feature and the answer's body
-		hold, _ := keystore.HoldFromContext(r.Context())
+		hold, _ := middleware.HoldFromContext(r.Context())
 		rec, err := store.InTx(r.Context(), hold, func(tx pgx.Tx) (pgstore.Record, error) {
 			if _, err := tx.Exec(r.Context(), upsert, id, geometry); err != nil {
 				return pgstore.Record{}, err

@@ -81,7 +81,7 @@ func (s *Store) CompleteTx(ctx context.Context, tx pgx.Tx, hold *keystore.Hold, 
 // response fn returns as the key's record in that same transaction, so that
 // fn's writes and the record commit together or not at all. It is meant for
 // an HTTP handler behind the geoidem middleware, with the request's
-// [keystore.Hold] (keystore.HoldFromContext of the request's context): the
+// [keystore.Hold] (middleware.HoldFromContext of the request's context): the
 // key, token and retention come from the hold, and after the commit InTx
 // marks it completed, so the middleware leaves the key alone.
 //

@@ -157,7 +157,7 @@ func TestRenewalWaitsOnOwnCommitBehindMiddleware(t *testing.T) {
 				leaseCanceled.Store(true)
 			}
 		})
-		hold, _ := keystore.HoldFromContext(r.Context())
+		hold, _ := middleware.HoldFromContext(r.Context())
 		rec, err := s.InTx(r.Context(), hold, func(tx pgx.Tx) (pgstore.Record, error) {
 			if _, err := tx.Exec(r.Context(), "INSERT INTO "+slow+" (id) VALUES ('x')"); err != nil {
 				return pgstore.Record{}, err

@@ -111,7 +111,7 @@ func (e *executions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	e.runs[key]++
 	e.mu.Unlock()
-	hold, ok := keystore.HoldFromContext(r.Context())
+	hold, ok := middleware.HoldFromContext(r.Context())
 	if !ok {
 		e.t.Errorf("handler for %s ran without a hold", key)
 	} else {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/geoidem/geoidem/geojson"
-	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/middleware"
 	"github.com/geoidem/geoidem/newest"
 	"github.com/geoidem/geoidem/problem"
@@ -41,7 +40,7 @@ func (s *Service) postFeatures(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var verdicts []newest.Verdict
-	hold, _ := keystore.HoldFromContext(r.Context())
+	hold, _ := middleware.HoldFromContext(r.Context())
 	rec, err := s.features.Upsert(r.Context(), hold, fs, func(v []newest.Verdict) Answer {
 		verdicts = v
 		return answerFor(fs, v)
@@ -115,7 +114,7 @@ func (s *Service) count(verdicts []newest.Verdict) {
 
 // heldKey is the request's stored key (a hash, never the raw key) for logs.
 func heldKey(r *http.Request) slog.Attr {
-	if hold, ok := keystore.HoldFromContext(r.Context()); ok {
+	if hold, ok := middleware.HoldFromContext(r.Context()); ok {
 		return slog.String("key", hold.Key)
 	}
 	return slog.String("key", "")
