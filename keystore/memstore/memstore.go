@@ -415,15 +415,3 @@ func (s *Store) Stats() Stats {
 	defer s.mu.Unlock()
 	return Stats{Entries: len(s.index) - s.released, Bytes: s.bytes, Refused: s.refused, Evicted: s.evicted}
 }
-
-// Close drops every entry. It exists so that a Store can stand wherever a
-// closable store is expected; a Store starts no goroutine, and it remains
-// usable, and empty, after Close. It always returns nil.
-func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.index, s.entries, s.recs, s.slots, s.free, s.bytes, s.released, s.releasedBytes = nil, nil, nil, 0, nil, 0, 0, 0
-	s.leases.slots, s.records.slots, s.ages.slots, s.releases.slots = nil, nil, nil, nil
-	s.clients, s.windows = nil, nil
-	return nil
-}

@@ -250,17 +250,6 @@ func TestNonPositiveDurations(t *testing.T) {
 	}
 }
 
-func TestCloseEmpties(t *testing.T) {
-	s := new(memstore.Store)
-	complete(t, s, "k", time.Hour, "x")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := claim(t, s, "k", time.Minute); !got.Acquired {
-		t.Fatalf("after Close: %v, want an empty store", got.State)
-	}
-}
-
 // Run with -race: concurrent claims, completions and replays of shared keys
 // and returned records that callers then modify.
 func TestConcurrentUseIsRaceFree(t *testing.T) {
