@@ -29,7 +29,6 @@ const ProblemInvalidHeaders = problem.TypeBase + "invalid-headers" // 400
 // Package geojson's RequestValidator implements it: its value is a
 // *geojson.Document.
 type RequestDecoder interface {
-	Validator
 	DecodeRequest(r *http.Request, body []byte) (any, error)
 }
 
@@ -46,7 +45,6 @@ type RequestDecoder interface {
 // Package geojson's RequestValidator implements it: a Content-Type other
 // than application/geo+json or application/json is answered 415.
 type HeaderChecker interface {
-	Validator
 	CheckHeaders(r *http.Request) error
 }
 
