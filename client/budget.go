@@ -6,30 +6,19 @@ import (
 	"sync"
 )
 
-// Defaults of a [BudgetConfig].
+// The defaults of NewRetryBudget's zero arguments.
 const (
 	defaultBudgetRatio = 0.1
 	defaultBudgetBurst = 10
 )
 
-// BudgetConfig configures a [RetryBudget]. Zero fields mean the defaults.
-type BudgetConfig struct {
-	// Ratio is the number of tokens each delivery deposits when it starts
-	// (default 0.1: at most one retry for every ten deliveries in the long
-	// run).
-	Ratio float64
-	// Burst is the capacity of the bucket, and its content when it is
-	// created (default 10).
-	Burst float64
-}
-
 // RetryBudget is a token bucket that caps retry amplification across every
-// delivery that shares it. Each delivery deposits Ratio tokens when it
+// delivery that shares it. Each delivery deposits ratio tokens when it
 // starts; each retry (every attempt after the first) withdraws one token,
 // and a delivery whose retry finds less than one token gives up with
-// [ErrBudgetExhausted]. So over any stretch of time, retries ≤ Burst +
-// Ratio × deliveries, and an outage of the endpoint multiplies its load by
-// at most 1 + Ratio once the burst is spent, instead of by the number of
+// [ErrBudgetExhausted]. So over any stretch of time, retries ≤ burst +
+// ratio × deliveries, and an outage of the endpoint multiplies its load by
+// at most 1 + ratio once the burst is spent, instead of by the number of
 // attempts.
 //
 // Budgets count deliveries, not time, so they stay deterministic under a
@@ -45,25 +34,29 @@ type RetryBudget struct {
 // micro is one token in the unit of RetryBudget's fields.
 const micro = 1_000_000
 
-// NewRetryBudget returns a full budget. It fails for a negative, NaN or
-// absurdly large (over 1e12) Ratio or Burst.
-func NewRetryBudget(cfg BudgetConfig) (*RetryBudget, error) {
-	if cfg.Ratio == 0 {
-		cfg.Ratio = defaultBudgetRatio
+// NewRetryBudget returns a full budget, as rate.NewLimiter takes a rate
+// and a burst: ratio is the number of tokens each delivery deposits when it
+// starts (0 means 0.1: at most one retry for every ten deliveries in the
+// long run), burst the capacity of the bucket and its content when it is
+// created (0 means 10). It fails for a negative, NaN or absurdly large
+// (over 1e12) ratio or burst.
+func NewRetryBudget(ratio, burst float64) (*RetryBudget, error) {
+	if ratio == 0 {
+		ratio = defaultBudgetRatio
 	}
-	if cfg.Burst == 0 {
-		cfg.Burst = defaultBudgetBurst
+	if burst == 0 {
+		burst = defaultBudgetBurst
 	}
-	for name, v := range map[string]float64{"ratio": cfg.Ratio, "burst": cfg.Burst} {
+	for name, v := range map[string]float64{"ratio": ratio, "burst": burst} {
 		if v < 0 || math.IsNaN(v) || v > 1e12 {
 			return nil, fmt.Errorf("%w: retry budget %s %v", errInvalidConfig, name, v)
 		}
 	}
-	burst := int64(math.Round(cfg.Burst * micro))
-	return &RetryBudget{tokens: burst, ratio: int64(math.Round(cfg.Ratio * micro)), burst: burst}, nil
+	b := int64(math.Round(burst * micro))
+	return &RetryBudget{tokens: b, ratio: int64(math.Round(ratio * micro)), burst: b}, nil
 }
 
-// deposit adds Ratio tokens, up to Burst. The sender calls it once per
+// deposit adds ratio tokens, up to burst. The sender calls it once per
 // delivery, before the first attempt.
 func (b *RetryBudget) deposit() {
 	b.mu.Lock()

@@ -136,7 +136,7 @@ func ExampleRetryBudget() {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	budget, _ := client.NewRetryBudget(client.BudgetConfig{Ratio: 0.1, Burst: 1})
+	budget, _ := client.NewRetryBudget(0.1, 1)
 	s, _ := client.New(srv.Client(), client.Config{Budget: budget, Backoff: client.Backoff{Strategy: client.None}})
 	for _, key := range []string{"k1", "k2"} {
 		res, err := s.Deliver(context.Background(), client.Delivery{URL: srv.URL, Key: key, Body: []byte(`{}`)})

@@ -263,7 +263,7 @@ func TestConnectionErrors(t *testing.T) {
 
 func TestRetryBudget(t *testing.T) {
 	t.Run("token bucket", func(t *testing.T) {
-		b, err := client.NewRetryBudget(client.BudgetConfig{Ratio: 0.5, Burst: 2})
+		b, err := client.NewRetryBudget(0.5, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +284,7 @@ func TestRetryBudget(t *testing.T) {
 		if got := b.Tokens(); got != 2 {
 			t.Errorf("tokens = %v, want the burst 2", got)
 		}
-		d, _ := client.NewRetryBudget(client.BudgetConfig{Burst: 1})
+		d, _ := client.NewRetryBudget(0, 1)
 		d.Withdraw()
 		for range 10 {
 			d.Deposit() // the default ratio 0.1, ten times: exactly one token
@@ -292,7 +292,7 @@ func TestRetryBudget(t *testing.T) {
 		if !d.Withdraw() {
 			t.Errorf("ten deposits of 0.1 gave %v tokens", d.Tokens())
 		}
-		e, _ := client.NewRetryBudget(client.BudgetConfig{Ratio: 0.1, Burst: 2})
+		e, _ := client.NewRetryBudget(0.1, 2)
 		if got := []bool{e.Withdraw(), e.Withdraw(), e.Withdraw()}; !slices.Equal(got, []bool{true, true, false}) {
 			t.Errorf("three withdrawals from a full bucket of 2: %v", got)
 		}
@@ -302,12 +302,12 @@ func TestRetryBudget(t *testing.T) {
 		if got := e.Tokens(); got != 1 {
 			t.Errorf("ten deposits of 0.1 into an empty bucket: %v tokens, want 1", got)
 		}
-		if _, err := client.NewRetryBudget(client.BudgetConfig{Ratio: -1}); !errors.Is(err, client.ErrInvalidConfig) {
+		if _, err := client.NewRetryBudget(-1, 0); !errors.Is(err, client.ErrInvalidConfig) {
 			t.Errorf("negative ratio: %v", err)
 		}
 	})
 	t.Run("caps amplification", func(t *testing.T) {
-		budget, err := client.NewRetryBudget(client.BudgetConfig{})
+		budget, err := client.NewRetryBudget(0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +339,7 @@ func TestRetryBudget(t *testing.T) {
 		}
 	})
 	t.Run("shared across senders", func(t *testing.T) {
-		budget, _ := client.NewRetryBudget(client.BudgetConfig{Burst: 1, Ratio: 1e-6})
+		budget, _ := client.NewRetryBudget(1e-6, 1)
 		tr := &scriptTransport{steps: []step{{status: 503}}}
 		sink := &memSink{}
 		a := newSender(t, tr, withClock(newFakeClock(), client.Config{Budget: budget, DeadLetter: sink}))
