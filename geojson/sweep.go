@@ -88,6 +88,10 @@ type sweeper struct {
 	child, sibl []int32 // first child and next sibling of each ring
 	stack, kids []int32 // depth-first search: rings, and the next child of each
 
+	// filter is the scale of the static orientation filter for the
+	// rings' bounding box (staticFilter), or 0.
+	filter float64
+
 	verify       bool // check the status order after every insertion
 	inconsistent int  // status order violations seen when verifying
 
@@ -132,6 +136,16 @@ func (s *sweeper) run() *sweepFault {
 	at := slices.Grow(s.at[:0], n)[:n]
 	s.segOff = s.segOff[:0]
 	i := 0
+	var xlo, xhi, ylo, yhi float64
+	if n > 0 {
+		for _, ring := range s.rings {
+			if len(ring) > 0 {
+				xlo, ylo = ring[0].x, ring[0].y
+				xhi, yhi = xlo, ylo
+				break
+			}
+		}
+	}
 	for r, ring := range s.rings {
 		s.segOff = append(s.segOff, i)
 		if len(ring) == 0 {
@@ -141,6 +155,16 @@ func (s *sweeper) run() *sweepFault {
 		for k := len(ring) - 1; k >= 0; k-- {
 			a, hi := ring[k], b
 			b = a
+			if a.x < xlo {
+				xlo = a.x
+			} else if a.x > xhi {
+				xhi = a.x
+			}
+			if a.y < ylo {
+				ylo = a.y
+			} else if a.y > yhi {
+				yhi = a.y
+			}
 			lo := a
 			if less(hi, lo) {
 				lo, hi = hi, lo
@@ -153,6 +177,7 @@ func (s *sweeper) run() *sweepFault {
 		i += len(ring)
 	}
 	s.segOff = append(s.segOff, i)
+	s.filter = staticFilter(xlo, xhi, ylo, yhi)
 	s.segs, s.at = segs, at
 	s.evs = evs
 	s.sortEvents()
@@ -297,7 +322,7 @@ func (s *sweeper) eventAt(p pt, grp []int32) *sweepFault {
 		// Both start at p, so cmpSeg is decided by one orientation (or,
 		// when it is 0, by its tie-breaks).
 		a, b := &s.segs[st[0]], &s.segs[st[1]]
-		o := orient(b.a, b.b, a.b)
+		o := s.orient(b.a, b.b, a.b)
 		if o > 0 || o == 0 && s.cmpSeg(st[0], st[1]) > 0 {
 			st[0], st[1] = st[1], st[0]
 		}
@@ -379,7 +404,7 @@ func (s *sweeper) findParent(sg int32) {
 		m++
 	}
 	n := int32(len(s.rings[r]))
-	s.ccw[r] = orient(s.vertex(r, m+n-1), s.vertex(r, m), s.vertex(r, m+1)) > 0
+	s.ccw[r] = s.orient(s.vertex(r, m+n-1), s.vertex(r, m), s.vertex(r, m+1)) > 0
 	t := s.prev(sg)
 	switch {
 	case t == nilNode:
@@ -406,17 +431,21 @@ func (s *sweeper) check(i, j int32) *sweepFault {
 		n := int32(len(s.rings[a.ring]))
 		switch {
 		case follows(a.k, b.k, n): // b leaves a's end for vertex b.k+1
-			if orient(a.a, a.b, s.vertex(b.ring, b.k+1)) != 0 {
+			if c := s.vertex(b.ring, b.k+1); s.quick(a.a, a.b, c) != 0 || orient(a.a, a.b, c) != 0 {
 				return nil
 			}
 		case follows(b.k, a.k, n):
-			if orient(b.a, b.b, s.vertex(a.ring, a.k+1)) != 0 {
+			if c := s.vertex(a.ring, a.k+1); s.quick(b.a, b.b, c) != 0 || orient(b.a, b.b, c) != 0 {
 				return nil
 			}
 		}
 	}
-	// The first step of intersect, here: most pairs end with it.
-	o1, o2 := orient(a.a, a.b, b.a), orient(a.a, a.b, b.b)
+	// The first step of intersect, here: most pairs end with it, most
+	// of them by the static filter.
+	if d1, d2 := s.det(a.a, a.b, b.a), s.det(a.a, a.b, b.b); d1 > 1 && d2 > 1 || d1 < -1 && d2 < -1 {
+		return nil
+	}
+	o1, o2 := s.orient(a.a, a.b, b.a), s.orient(a.a, a.b, b.b)
 	if o1*o2 > 0 {
 		return nil
 	}

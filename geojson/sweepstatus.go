@@ -79,10 +79,10 @@ func (s *sweeper) cmpSeg(i, j int32) int {
 	if less(a.a, b.a) {
 		return -s.cmpSeg(j, i)
 	}
-	if o := orient(b.a, b.b, a.a); o != 0 {
+	if o := s.orient(b.a, b.b, a.a); o != 0 {
 		return o
 	}
-	if o := orient(b.a, b.b, a.b); o != 0 {
+	if o := s.orient(b.a, b.b, a.b); o != 0 {
 		return o
 	}
 	return cmp.Compare(i, j)
@@ -92,13 +92,13 @@ func (s *sweeper) cmpSeg(i, j int32) int {
 // segment spans p in sweep order, so collinear means on it.
 func (s *sweeper) contains(i int32, p pt) bool {
 	sg := &s.segs[i]
-	return sg.b == p || sg.a == p || orient(sg.a, sg.b, p) == 0
+	return sg.b == p || sg.a == p || s.orient(sg.a, sg.b, p) == 0
 }
 
 // below reports whether active segment i passes strictly below p.
 func (s *sweeper) below(i int32, p pt) bool {
 	sg := &s.segs[i]
-	return orient(sg.a, sg.b, p) > 0
+	return s.orient(sg.a, sg.b, p) > 0
 }
 
 // active reports whether segment x is in the status.

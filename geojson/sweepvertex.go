@@ -83,7 +83,10 @@ func (s *sweeper) startPair(p pt) (*sweepFault, bool) {
 	// ring, so they meet only at p unless they are collinear.
 	lo, hi := s.starts[0], s.starts[1]
 	a, b := &s.segs[lo], &s.segs[hi]
-	o := orient(b.a, b.b, a.b)
+	o := s.quick(b.a, b.b, a.b)
+	if o == 0 {
+		o = orient(b.a, b.b, a.b)
+	}
 	if o > 0 || o == 0 && s.cmpSeg(lo, hi) > 0 {
 		lo, hi = hi, lo
 		s.starts[0], s.starts[1] = lo, hi
