@@ -22,7 +22,11 @@ func (s *sweeper) sortEvents() {
 	}
 	lo, hi := s.evs[0].p.x, s.evs[0].p.x
 	for _, e := range s.evs {
-		lo, hi = min(lo, e.p.x), max(hi, e.p.x)
+		if x := e.p.x; x < lo {
+			lo = x
+		} else if x > hi {
+			hi = x
+		}
 	}
 	scale := float64(n-1) / (hi - lo)
 	if hi == lo || math.IsInf(scale, 0) || math.IsNaN(scale) {
@@ -45,8 +49,22 @@ func (s *sweeper) sortEvents() {
 		bk[i] = b
 		end[b]++
 	}
-	for i := 1; i < n; i++ {
-		end[i] += end[i-1]
+	// The buckets of more than maxInsertion events, the first few of
+	// them (all: nbig <= len(big)), sorted by comparison before the
+	// insertion sort.
+	var big [16]int32
+	nbig := 0
+	for i := range n {
+		c := end[i]
+		if c > maxInsertion {
+			if nbig < len(big) {
+				big[nbig] = int32(i)
+			}
+			nbig++
+		}
+		if i > 0 {
+			end[i] = c + end[i-1]
+		}
 	}
 	out := growEv(s.evs2, n)
 	for i := len(s.evs) - 1; i >= 0; i-- {
@@ -54,22 +72,36 @@ func (s *sweeper) sortEvents() {
 		end[b]--
 		out[end[b]] = s.evs[i]
 	}
-	for b := range n {
-		from, to := int(end[b]), n
+	bounds := func(b int) (from, to int) {
+		from, to = int(end[b]), n
 		if b+1 < n {
 			to = int(end[b+1])
 		}
-		switch {
-		case to-from < 2:
-		case to-from <= 12:
-			insertionSortEvents(out[from:to])
-		default:
+		return from, to
+	}
+	if nbig <= len(big) {
+		for _, b := range big[:nbig] {
+			from, to := bounds(int(b))
 			sortEventsCmp(out[from:to])
 		}
+	} else {
+		for b := range n {
+			if from, to := bounds(b); to-from > maxInsertion {
+				sortEventsCmp(out[from:to])
+			}
+		}
 	}
+	// An event of a later bucket lies after every event of an earlier
+	// one, so one insertion sort over all moves events only within
+	// their buckets, of at most maxInsertion unsorted events.
+	insertionSortEvents(out)
 	s.count, s.bk = end, bk
 	s.evs, s.evs2 = out, s.evs
 }
+
+// maxInsertion is the most events of a bucket that sortEvents sorts by
+// insertion.
+const maxInsertion = 12
 
 // maxRunsShare is the fewest events per run, on average, for which
 // mergeRuns sorts: with fewer, the bucket sort is faster.
@@ -154,8 +186,12 @@ func lessEvent(a, b event) bool {
 
 func insertionSortEvents(evs []event) {
 	for i := 1; i < len(evs); i++ {
-		for j := i; j > 0 && lessEvent(evs[j], evs[j-1]); j-- {
-			evs[j], evs[j-1] = evs[j-1], evs[j]
+		if e := evs[i]; lessEvent(e, evs[i-1]) {
+			j := i
+			for ; j > 0 && lessEvent(e, evs[j-1]); j-- {
+				evs[j] = evs[j-1]
+			}
+			evs[j] = e
 		}
 	}
 }
