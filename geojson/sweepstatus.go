@@ -285,6 +285,43 @@ func (s *sweeper) place(b, i int32, xs []int32) {
 	it := (*[blockCap]int32)(s.bitems[o : o+blockCap])
 	at := s.at
 	left, right := i-off, off+n-i // segments below and above slot i
+	// Between two segments of the block, the shorter side moves to the
+	// neighbouring block, when it has room on that end, rather than
+	// shift: the same moves, but then segments that keep coming in at
+	// this place in the status go in at the block's end, with none.
+	if left > 0 && right > 0 {
+		if right <= left {
+			if nb := nd.next; nb != nilNode && s.nodes[nb].off >= right {
+				nn := &s.nodes[nb]
+				no := int(nb) * blockCap
+				nit := (*[blockCap]int32)(s.bitems[no : no+blockCap])
+				d := nn.off - right - i // slot j of b goes to slot j+d of nb
+				for j := i; j < off+n; j++ {
+					y := it[j&(blockCap-1)]
+					nit[(j+d)&(blockCap-1)] = y
+					at[y] = slot{nb, j + d}
+				}
+				nn.off -= right
+				nn.n += right
+				n -= right
+				right = 0
+			}
+		} else if pb := nd.prev; pb != nilNode && s.nodes[pb].off+s.nodes[pb].n+left <= blockCap {
+			pn := &s.nodes[pb]
+			po := int(pb) * blockCap
+			pit := (*[blockCap]int32)(s.bitems[po : po+blockCap])
+			d := pn.off + pn.n - off // slot j of b goes to slot j+d of pb
+			for j := off; j < i; j++ {
+				y := it[j&(blockCap-1)]
+				pit[(j+d)&(blockCap-1)] = y
+				at[y] = slot{pb, j + d}
+			}
+			pn.n += left
+			n -= left
+			off = i
+			left = 0
+		}
+	}
 	switch {
 	case off >= k && (left <= right || off+n+k > blockCap):
 		// Shift the segments below i down by k, one at a time (a block
@@ -303,6 +340,7 @@ func (s *sweeper) place(b, i int32, xs []int32) {
 			it[j&(blockCap-1)] = y
 			at[y].i = j
 		}
+		nd.off = off
 	default:
 		// Room on neither side alone: centre the window anew.
 		var tmp [blockCap]int32
