@@ -232,15 +232,15 @@ func (s *sweeper) run() *sweepFault {
 				}
 				s.ends = append(s.ends, v, w)
 			case !vEnds && !wEnds:
-				s.starts = append(s.starts, v, w)
 				if !s.passed {
-					if f, ok := s.startPair(p); ok {
+					if f, ok := s.startPair(p, v, w); ok {
 						if f != nil {
 							return f
 						}
 						continue
 					}
 				}
+				s.starts = append(s.starts, v, w)
 			case vEnds:
 				s.ends, s.starts = append(s.ends, v), append(s.starts, w)
 			default:
