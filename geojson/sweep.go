@@ -152,6 +152,9 @@ func (s *sweeper) run() *sweepFault {
 			continue
 		}
 		b := ring[0]
+		// The ring's segments, events and slots, as slices of its
+		// length, spare the bounds checks.
+		rsegs, revs, rat := segs[i:i+len(ring)], evs[i:i+len(ring)], at[i:i+len(ring)]
 		for k := len(ring) - 1; k >= 0; k-- {
 			a, hi := ring[k], b
 			b = a
@@ -169,10 +172,9 @@ func (s *sweeper) run() *sweepFault {
 			if less(hi, lo) {
 				lo, hi = hi, lo
 			}
-			j := i + k
-			segs[j] = seg{a: lo, b: hi, ring: int32(r), k: int32(k)}
-			evs[j] = event{a, int32(j)}
-			at[j] = slot{nilNode, 0}
+			rsegs[k] = seg{a: lo, b: hi, ring: int32(r), k: int32(k)}
+			revs[k] = event{a, int32(i + k)}
+			rat[k] = slot{nilNode, 0}
 		}
 		i += len(ring)
 	}
@@ -210,7 +212,7 @@ func (s *sweeper) run() *sweepFault {
 			e++
 			w := s.prevSeg(v)
 			vEnds, wEnds := s.segs[v].b == p, s.segs[w].b == p
-			s.ends, s.starts = s.ends[:0], s.starts[:0]
+			// s.ends and s.starts are filled only for eventAt.
 			switch {
 			case vEnds != wEnds && !s.passed:
 				ending, starting := v, w
@@ -230,7 +232,7 @@ func (s *sweeper) run() *sweepFault {
 						continue
 					}
 				}
-				s.ends = append(s.ends, v, w)
+				s.ends, s.starts = append(s.ends[:0], v, w), s.starts[:0]
 			case !vEnds && !wEnds:
 				if !s.passed {
 					if f, ok := s.startPair(p, v, w); ok {
@@ -240,11 +242,11 @@ func (s *sweeper) run() *sweepFault {
 						continue
 					}
 				}
-				s.starts = append(s.starts, v, w)
+				s.ends, s.starts = s.ends[:0], append(s.starts[:0], v, w)
 			case vEnds:
-				s.ends, s.starts = append(s.ends, v), append(s.starts, w)
+				s.ends, s.starts = append(s.ends[:0], v), append(s.starts[:0], w)
 			default:
-				s.ends, s.starts = append(s.ends, w), append(s.starts, v)
+				s.ends, s.starts = append(s.ends[:0], w), append(s.starts[:0], v)
 			}
 			s.vbuf = append(s.vbuf[:0], v)
 			if f := s.eventAt(p, s.vbuf); f != nil {

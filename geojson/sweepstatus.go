@@ -355,9 +355,10 @@ func (s *sweeper) place(b, i int32, xs []int32) {
 		nd.off, nd.n = noff, n+k
 		return
 	}
-	for j, x := range xs {
-		it[int(i)+j] = x
-		at[x] = slot{b, i + int32(j)}
+	for _, x := range xs {
+		it[i&(blockCap-1)] = x
+		at[x] = slot{b, i}
+		i++
 	}
 	nd.n = n + k
 }
