@@ -34,9 +34,11 @@ func (s *sweeper) sortEvents() {
 		return
 	}
 	// Floating-point subtraction, multiplication and truncation are
-	// monotone, so bucket(x) never decreases as x grows.
+	// monotone, so bucket(x) never decreases as x grows. (x-lo)*scale is
+	// in [0, n-1], but for rounding; the conversion to uint makes
+	// anything else (NaN) large, for the one bound.
 	bucket := func(x float64) int32 {
-		return int32(min(max(int((x-lo)*scale), 0), n-1))
+		return int32(min(uint(int((x-lo)*scale)), uint(n-1)))
 	}
 	// Each event's bucket, computed once; then the buckets' ends, from
 	// their sizes; then the events placed from each bucket's end down,
