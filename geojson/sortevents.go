@@ -12,6 +12,23 @@ import (
 // comparison: linear time for any reasonable spread of vertices, and
 // O(n log n) in the worst case (everything in one bucket).
 func (s *sweeper) sortEvents() {
+	var lo, hi float64
+	if len(s.evs) > 0 {
+		lo, hi = s.evs[0].p.x, s.evs[0].p.x
+	}
+	for _, e := range s.evs {
+		if x := e.p.x; x < lo {
+			lo = x
+		} else if x > hi {
+			hi = x
+		}
+	}
+	s.sortEventsIn(lo, hi)
+}
+
+// sortEventsIn is sortEvents given the least and the greatest x of the
+// events, lo and hi, which run finds as it makes them.
+func (s *sweeper) sortEventsIn(lo, hi float64) {
 	n := len(s.evs)
 	if n < 64 {
 		sortEventsCmp(s.evs)
@@ -19,14 +36,6 @@ func (s *sweeper) sortEvents() {
 	}
 	if !s.general && s.mergeRuns() {
 		return
-	}
-	lo, hi := s.evs[0].p.x, s.evs[0].p.x
-	for _, e := range s.evs {
-		if x := e.p.x; x < lo {
-			lo = x
-		} else if x > hi {
-			hi = x
-		}
 	}
 	scale := float64(n-1) / (hi - lo)
 	if hi == lo || math.IsInf(scale, 0) || math.IsNaN(scale) {

@@ -182,7 +182,7 @@ func (s *sweeper) run() *sweepFault {
 	s.filter = staticFilter(xlo, xhi, ylo, yhi)
 	s.segs, s.at = segs, at
 	s.evs = evs
-	s.sortEvents()
+	s.sortEventsIn(xlo, xhi)
 	s.resetBlocks()
 	s.ccw = slices.Grow(s.ccw[:0], len(s.rings))
 	s.parent = slices.Grow(s.parent[:0], len(s.rings))
