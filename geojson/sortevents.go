@@ -118,12 +118,16 @@ const maxInsertion = 12
 // mergeRuns sorts: with fewer, the bucket sort is faster.
 const maxRunsShare = 16
 
+// earlyRuns is the fewest runs after which mergeRuns gives up when the
+// runs so far average fewer than maxRunsShare/2 events.
+const earlyRuns = 32
+
 // mergeRuns sorts s.evs, if it is a few long monotone runs (a ring's
 // vertices mostly are, in a smooth ring: a convex ring is two), by
 // merging the runs, and reports whether it did: O(n log r) for r runs.
 // It finds the runs first, reversing the falling ones, and gives up when
-// they are too many (leaving s.evs permuted, which the bucket sort does
-// not mind).
+// they are too many, or start too short (leaving s.evs permuted, which
+// the bucket sort does not mind).
 func (s *sweeper) mergeRuns() bool {
 	evs := s.evs
 	n := len(evs)
@@ -141,7 +145,9 @@ func (s *sweeper) mergeRuns() bool {
 				j++
 			}
 		}
-		if len(ends) == limit {
+		// Too many runs, or, past the first few, too many for the
+		// events so far: the rest is unlikely to make up for them.
+		if len(ends) == limit || len(ends) >= earlyRuns && len(ends)*maxRunsShare > 2*j {
 			s.count = ends
 			return false
 		}
