@@ -31,7 +31,7 @@ import (
 
 // blockCap is the capacity of a status block, in segments: a power of
 // two, so that masking an index with blockCap-1 keeps it in a block.
-const blockCap = 32
+const blockCap = 64
 
 var _ = [1]int{}[blockCap&(blockCap-1)] // blockCap is a power of two
 
