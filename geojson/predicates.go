@@ -57,6 +57,67 @@ func orient(a, b, c pt) int {
 	return orientExact(a, b, c)
 }
 
+// staticFilter returns the scale f of the static orientation filter for
+// points in the box [xlo, xhi] × [ylo, yhi], for sweeper.orient: when
+// |fl(det)·f| > 1, the sign of the determinant orient computes in
+// floating point is exact. It returns 0, no filter, when the box is
+// degenerate, not finite, or so small or large that the products might
+// underflow or overflow.
+//
+// Every computed difference of coordinates in the box is at most
+// dx = fl(xhi−xlo) or dy = fl(yhi−ylo) in magnitude (rounding is
+// monotone), so each computed product at most fl(dx·dy) and the sum of
+// the two at most fl(2·fl(dx·dy)). Orient's filter decides when |det| is
+// at least errBoundA times that sum (and the sum lies between
+// tinyProduct and hugeProduct): so whenever |det| ≥ e =
+// fl(errBoundA·fl(2·fl(dx·dy))), which bounds errBoundA times the sum,
+// and which bounds the sum from below, |det| being at most the sum. f is
+// 1/(2e), rounded, so |fl(det·f)| > 1 implies |det| > e.
+func staticFilter(xlo, xhi, ylo, yhi float64) float64 {
+	dx, dy := xhi-xlo, yhi-ylo
+	p := 2 * float64(dx*dy)
+	e := float64(errBoundA * p)
+	if !(dx > 0 && dy > 0 && p < hugeProduct && e > tinyProduct) {
+		return 0 // also NaN
+	}
+	return 1 / (2 * e)
+}
+
+// orient is orient for points of the sweep's rings: a static filter
+// (staticFilter) settles most calls in a few instructions, inline; the
+// rest go to orient.
+func (s *sweeper) orient(a, b, c pt) int {
+	d := s.det(a, b, c)
+	if d > 1 {
+		return 1
+	}
+	if d < -1 {
+		return -1
+	}
+	return orient(a, b, c)
+}
+
+// quick returns orient(a, b, c) when the static filter decides it, and
+// 0 when it does not: inline, for the hot calls.
+func (s *sweeper) quick(a, b, c pt) int {
+	d := s.det(a, b, c)
+	if d > 1 {
+		return 1
+	}
+	if d < -1 {
+		return -1
+	}
+	return 0
+}
+
+// det returns the orientation determinant of a, b, c as orient computes
+// it in floating point, scaled by the static filter's s.filter: when it
+// is above 1 or below -1, its sign is orient's.
+func (s *sweeper) det(a, b, c pt) float64 {
+	// The conversions keep the products rounded, as orient's are.
+	return (float64((a.x-c.x)*(b.y-c.y)) - float64((a.y-c.y)*(b.x-c.x))) * s.filter
+}
+
 // orientExact computes the sign of the orientation determinant with
 // exact rational arithmetic.
 func orientExact(a, b, c pt) int {

@@ -94,3 +94,57 @@ func TestIntersect(t *testing.T) {
 		}
 	}
 }
+
+// TestStaticFilter checks the sweep's static orientation filter against
+// exact arithmetic on nearly collinear triples in boxes of many sizes and
+// places: whenever it decides, it decides right, and it does decide
+// triples far from collinear.
+func TestStaticFilter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	decided, wrongNaive := 0, 0
+	for range 20000 {
+		// A box of width 2^ex at a centre up to 2^ec, inside GeoJSON's
+		// range or far outside it.
+		w := math.Ldexp(1, rng.IntN(80)-60)
+		cx := math.Ldexp(rng.Float64()-0.5, rng.IntN(20))
+		cy := math.Ldexp(rng.Float64()-0.5, rng.IntN(20))
+		in := func() pt { return pt{cx + w*rng.Float64(), cy + w*rng.Float64()} }
+		a, b := in(), in()
+		c := in()
+		if rng.IntN(2) == 0 {
+			f := rng.Float64()
+			c = pt{a.x + f*(b.x-a.x), a.y + f*(b.y-a.y)} // collinear up to rounding
+			for range rng.IntN(3) {
+				c.y = math.Nextafter(c.y, math.Inf(1))
+			}
+		}
+		xlo, xhi := min(a.x, b.x, c.x), max(a.x, b.x, c.x)
+		ylo, yhi := min(a.y, b.y, c.y), max(a.y, b.y, c.y)
+		s := sweeper{filter: staticFilter(xlo, xhi, ylo, yhi)}
+		want := orientExact(a, b, c)
+		for _, tr := range [][3]pt{{a, b, c}, {b, c, a}, {c, a, b}} {
+			q := s.quick(tr[0], tr[1], tr[2])
+			if q != 0 && q != want {
+				t.Fatalf("quick(%v, %v, %v) = %d, exact %d (filter %g)", tr[0], tr[1], tr[2], q, want, s.filter)
+			}
+			if q != 0 {
+				decided++
+			}
+			if got := s.orient(tr[0], tr[1], tr[2]); got != want {
+				t.Fatalf("sweeper.orient(%v, %v, %v) = %d, exact %d", tr[0], tr[1], tr[2], got, want)
+			}
+		}
+		if naiveOrient(a, b, c) != want {
+			wrongNaive++
+		}
+	}
+	if decided < 20000 || wrongNaive == 0 {
+		t.Fatalf("the filter decided %d of 60000 calls, naive arithmetic was wrong %d times: the test does not test", decided, wrongNaive)
+	}
+	if f := staticFilter(0, 1, 0, 0); f != 0 {
+		t.Errorf("a flat box has a filter: %g", f)
+	}
+	if f := staticFilter(0, math.Inf(1), 0, 1); f != 0 {
+		t.Errorf("an infinite box has a filter: %g", f)
+	}
+}

@@ -12,6 +12,23 @@ import (
 // comparison: linear time for any reasonable spread of vertices, and
 // O(n log n) in the worst case (everything in one bucket).
 func (s *sweeper) sortEvents() {
+	var lo, hi float64
+	if len(s.evs) > 0 {
+		lo, hi = s.evs[0].p.x, s.evs[0].p.x
+	}
+	for _, e := range s.evs {
+		if x := e.p.x; x < lo {
+			lo = x
+		} else if x > hi {
+			hi = x
+		}
+	}
+	s.sortEventsIn(lo, hi)
+}
+
+// sortEventsIn is sortEvents given the least and the greatest x of the
+// events, lo and hi, which run finds as it makes them.
+func (s *sweeper) sortEventsIn(lo, hi float64) {
 	n := len(s.evs)
 	if n < 64 {
 		sortEventsCmp(s.evs)
@@ -20,19 +37,17 @@ func (s *sweeper) sortEvents() {
 	if !s.general && s.mergeRuns() {
 		return
 	}
-	lo, hi := s.evs[0].p.x, s.evs[0].p.x
-	for _, e := range s.evs {
-		lo, hi = min(lo, e.p.x), max(hi, e.p.x)
-	}
 	scale := float64(n-1) / (hi - lo)
 	if hi == lo || math.IsInf(scale, 0) || math.IsNaN(scale) {
 		sortEventsCmp(s.evs)
 		return
 	}
 	// Floating-point subtraction, multiplication and truncation are
-	// monotone, so bucket(x) never decreases as x grows.
+	// monotone, so bucket(x) never decreases as x grows. (x-lo)*scale is
+	// in [0, n-1], but for rounding; the conversion to uint makes
+	// anything else (NaN) large, for the one bound.
 	bucket := func(x float64) int32 {
-		return int32(min(max(int((x-lo)*scale), 0), n-1))
+		return int32(min(uint(int((x-lo)*scale)), uint(n-1)))
 	}
 	// Each event's bucket, computed once; then the buckets' ends, from
 	// their sizes; then the events placed from each bucket's end down,
@@ -45,8 +60,22 @@ func (s *sweeper) sortEvents() {
 		bk[i] = b
 		end[b]++
 	}
-	for i := 1; i < n; i++ {
-		end[i] += end[i-1]
+	// The buckets of more than maxInsertion events, the first few of
+	// them (all: nbig <= len(big)), sorted by comparison before the
+	// insertion sort.
+	var big [16]int32
+	nbig := 0
+	for i := range n {
+		c := end[i]
+		if c > maxInsertion {
+			if nbig < len(big) {
+				big[nbig] = int32(i)
+			}
+			nbig++
+		}
+		if i > 0 {
+			end[i] = c + end[i-1]
+		}
 	}
 	out := growEv(s.evs2, n)
 	for i := len(s.evs) - 1; i >= 0; i-- {
@@ -54,33 +83,51 @@ func (s *sweeper) sortEvents() {
 		end[b]--
 		out[end[b]] = s.evs[i]
 	}
-	for b := range n {
-		from, to := int(end[b]), n
+	bounds := func(b int) (from, to int) {
+		from, to = int(end[b]), n
 		if b+1 < n {
 			to = int(end[b+1])
 		}
-		switch {
-		case to-from < 2:
-		case to-from <= 12:
-			insertionSortEvents(out[from:to])
-		default:
+		return from, to
+	}
+	if nbig <= len(big) {
+		for _, b := range big[:nbig] {
+			from, to := bounds(int(b))
 			sortEventsCmp(out[from:to])
 		}
+	} else {
+		for b := range n {
+			if from, to := bounds(b); to-from > maxInsertion {
+				sortEventsCmp(out[from:to])
+			}
+		}
 	}
+	// An event of a later bucket lies after every event of an earlier
+	// one, so one insertion sort over all moves events only within
+	// their buckets, of at most maxInsertion unsorted events.
+	insertionSortEvents(out)
 	s.count, s.bk = end, bk
 	s.evs, s.evs2 = out, s.evs
 }
+
+// maxInsertion is the most events of a bucket that sortEvents sorts by
+// insertion.
+const maxInsertion = 12
 
 // maxRunsShare is the fewest events per run, on average, for which
 // mergeRuns sorts: with fewer, the bucket sort is faster.
 const maxRunsShare = 16
 
+// earlyRuns is the fewest runs after which mergeRuns gives up when the
+// runs so far average fewer than maxRunsShare/2 events.
+const earlyRuns = 32
+
 // mergeRuns sorts s.evs, if it is a few long monotone runs (a ring's
 // vertices mostly are, in a smooth ring: a convex ring is two), by
 // merging the runs, and reports whether it did: O(n log r) for r runs.
 // It finds the runs first, reversing the falling ones, and gives up when
-// they are too many (leaving s.evs permuted, which the bucket sort does
-// not mind).
+// they are too many, or start too short (leaving s.evs permuted, which
+// the bucket sort does not mind).
 func (s *sweeper) mergeRuns() bool {
 	evs := s.evs
 	n := len(evs)
@@ -98,7 +145,9 @@ func (s *sweeper) mergeRuns() bool {
 				j++
 			}
 		}
-		if len(ends) == limit {
+		// Too many runs, or, past the first few, too many for the
+		// events so far: the rest is unlikely to make up for them.
+		if len(ends) == limit || len(ends) >= earlyRuns && len(ends)*maxRunsShare > 2*j {
 			s.count = ends
 			return false
 		}
@@ -154,8 +203,12 @@ func lessEvent(a, b event) bool {
 
 func insertionSortEvents(evs []event) {
 	for i := 1; i < len(evs); i++ {
-		for j := i; j > 0 && lessEvent(evs[j], evs[j-1]); j-- {
-			evs[j], evs[j-1] = evs[j-1], evs[j]
+		if e := evs[i]; lessEvent(e, evs[i-1]) {
+			j := i
+			for ; j > 0 && lessEvent(e, evs[j-1]); j-- {
+				evs[j] = evs[j-1]
+			}
+			evs[j] = e
 		}
 	}
 }

@@ -88,6 +88,10 @@ type sweeper struct {
 	child, sibl []int32 // first child and next sibling of each ring
 	stack, kids []int32 // depth-first search: rings, and the next child of each
 
+	// filter is the scale of the static orientation filter for the
+	// rings' bounding box (staticFilter), or 0.
+	filter float64
+
 	verify       bool // check the status order after every insertion
 	inconsistent int  // status order violations seen when verifying
 
@@ -132,30 +136,53 @@ func (s *sweeper) run() *sweepFault {
 	at := slices.Grow(s.at[:0], n)[:n]
 	s.segOff = s.segOff[:0]
 	i := 0
+	var xlo, xhi, ylo, yhi float64
+	if n > 0 {
+		for _, ring := range s.rings {
+			if len(ring) > 0 {
+				xlo, ylo = ring[0].x, ring[0].y
+				xhi, yhi = xlo, ylo
+				break
+			}
+		}
+	}
 	for r, ring := range s.rings {
 		s.segOff = append(s.segOff, i)
 		if len(ring) == 0 {
 			continue
 		}
 		b := ring[0]
+		// The ring's segments, events and slots, as slices of its
+		// length, spare the bounds checks.
+		rsegs, revs, rat := segs[i:i+len(ring)], evs[i:i+len(ring)], at[i:i+len(ring)]
 		for k := len(ring) - 1; k >= 0; k-- {
 			a, hi := ring[k], b
 			b = a
+			if a.x < xlo {
+				xlo = a.x
+			} else if a.x > xhi {
+				xhi = a.x
+			}
+			if a.y < ylo {
+				ylo = a.y
+			} else if a.y > yhi {
+				yhi = a.y
+			}
 			lo := a
 			if less(hi, lo) {
 				lo, hi = hi, lo
 			}
-			j := i + k
-			segs[j] = seg{a: lo, b: hi, ring: int32(r), k: int32(k)}
-			evs[j] = event{a, int32(j)}
-			at[j] = slot{nilNode, 0}
+			rsegs[k] = seg{a: lo, b: hi, ring: int32(r), k: int32(k)}
+			revs[k] = event{a, int32(i + k)}
+			rat[k] = slot{nilNode, 0}
 		}
 		i += len(ring)
 	}
 	s.segOff = append(s.segOff, i)
+	s.filter = staticFilter(xlo, xhi, ylo, yhi)
 	s.segs, s.at = segs, at
 	s.evs = evs
-	s.sortEvents()
+	s.sortEventsIn(xlo, xhi)
 	s.resetBlocks()
 	s.ccw = slices.Grow(s.ccw[:0], len(s.rings))
 	s.parent = slices.Grow(s.parent[:0], len(s.rings))
@@ -185,7 +212,7 @@ func (s *sweeper) run() *sweepFault {
 			e++
 			w := s.prevSeg(v)
 			vEnds, wEnds := s.segs[v].b == p, s.segs[w].b == p
-			s.ends, s.starts = s.ends[:0], s.starts[:0]
+			// s.ends and s.starts are filled only for eventAt.
 			switch {
 			case vEnds != wEnds && !s.passed:
 				ending, starting := v, w
@@ -205,21 +232,21 @@ func (s *sweeper) run() *sweepFault {
 						continue
 					}
 				}
-				s.ends = append(s.ends, v, w)
+				s.ends, s.starts = append(s.ends[:0], v, w), s.starts[:0]
 			case !vEnds && !wEnds:
-				s.starts = append(s.starts, v, w)
 				if !s.passed {
-					if f, ok := s.startPair(p); ok {
+					if f, ok := s.startPair(p, v, w); ok {
 						if f != nil {
 							return f
 						}
 						continue
 					}
 				}
+				s.ends, s.starts = s.ends[:0], append(s.starts[:0], v, w)
 			case vEnds:
-				s.ends, s.starts = append(s.ends, v), append(s.starts, w)
+				s.ends, s.starts = append(s.ends[:0], v), append(s.starts[:0], w)
 			default:
-				s.ends, s.starts = append(s.ends, w), append(s.starts, v)
+				s.ends, s.starts = append(s.ends[:0], w), append(s.starts[:0], v)
 			}
 			s.vbuf = append(s.vbuf[:0], v)
 			if f := s.eventAt(p, s.vbuf); f != nil {
@@ -297,7 +324,7 @@ func (s *sweeper) eventAt(p pt, grp []int32) *sweepFault {
 		// Both start at p, so cmpSeg is decided by one orientation (or,
 		// when it is 0, by its tie-breaks).
 		a, b := &s.segs[st[0]], &s.segs[st[1]]
-		o := orient(b.a, b.b, a.b)
+		o := s.orient(b.a, b.b, a.b)
 		if o > 0 || o == 0 && s.cmpSeg(st[0], st[1]) > 0 {
 			st[0], st[1] = st[1], st[0]
 		}
@@ -379,7 +406,7 @@ func (s *sweeper) findParent(sg int32) {
 		m++
 	}
 	n := int32(len(s.rings[r]))
-	s.ccw[r] = orient(s.vertex(r, m+n-1), s.vertex(r, m), s.vertex(r, m+1)) > 0
+	s.ccw[r] = s.orient(s.vertex(r, m+n-1), s.vertex(r, m), s.vertex(r, m+1)) > 0
 	t := s.prev(sg)
 	switch {
 	case t == nilNode:
@@ -406,17 +433,21 @@ func (s *sweeper) check(i, j int32) *sweepFault {
 		n := int32(len(s.rings[a.ring]))
 		switch {
 		case follows(a.k, b.k, n): // b leaves a's end for vertex b.k+1
-			if orient(a.a, a.b, s.vertex(b.ring, b.k+1)) != 0 {
+			if c := s.vertex(b.ring, b.k+1); s.quick(a.a, a.b, c) != 0 || orient(a.a, a.b, c) != 0 {
 				return nil
 			}
 		case follows(b.k, a.k, n):
-			if orient(b.a, b.b, s.vertex(a.ring, a.k+1)) != 0 {
+			if c := s.vertex(a.ring, a.k+1); s.quick(b.a, b.b, c) != 0 || orient(b.a, b.b, c) != 0 {
 				return nil
 			}
 		}
 	}
-	// The first step of intersect, here: most pairs end with it.
-	o1, o2 := orient(a.a, a.b, b.a), orient(a.a, a.b, b.b)
+	// The first step of intersect, here: most pairs end with it, most
+	// of them by the static filter.
+	if d1, d2 := s.det(a.a, a.b, b.a), s.det(a.a, a.b, b.b); d1 > 1 && d2 > 1 || d1 < -1 && d2 < -1 {
+		return nil
+	}
+	o1, o2 := s.orient(a.a, a.b, b.a), s.orient(a.a, a.b, b.b)
 	if o1*o2 > 0 {
 		return nil
 	}

@@ -432,8 +432,8 @@ func checkStatus(t *testing.T, s *sweeper, want []int32, inserted int) {
 			t.Fatalf("block %d holds %d segments", b, n)
 		}
 		for j, x := range s.items(b) {
-			if s.at[x] != (slot{b, int32(j)}) {
-				t.Fatalf("segment %d at %v, want %v", x, s.at[x], slot{b, int32(j)})
+			if s.at[x] != (slot{b, s.nodes[b].off + int32(j)}) {
+				t.Fatalf("segment %d at %v, want %v", x, s.at[x], slot{b, s.nodes[b].off + int32(j)})
 			}
 			got = append(got, x)
 		}

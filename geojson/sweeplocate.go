@@ -101,14 +101,22 @@ func (s *sweeper) locateHinted(p pt, out []int32) (on []int32, below, above int3
 func (s *sweeper) locateNear(h int32, p pt, out []int32) (on []int32, below, above int32, ok bool) {
 	var first int32 // the first segment containing p
 	sg := &s.segs[h]
-	if o := orient(sg.a, sg.b, p); o > 0 {
+	o := s.quick(sg.a, sg.b, p)
+	if o == 0 {
+		o = orient(sg.a, sg.b, p)
+	}
+	if o > 0 {
 		below = h
 		first = s.next(h)
 		if first == nilNode {
 			return out, below, nilNode, true
 		}
 		f := &s.segs[first]
-		switch o := orient(f.a, f.b, p); {
+		o := s.quick(f.a, f.b, p)
+		if o == 0 {
+			o = orient(f.a, f.b, p)
+		}
+		switch {
 		case o > 0:
 			return out, nilNode, nilNode, false
 		case o < 0:
@@ -117,7 +125,8 @@ func (s *sweeper) locateNear(h int32, p pt, out []int32) (on []int32, below, abo
 	} else {
 		below = s.prev(h)
 		if below != nilNode {
-			if b := &s.segs[below]; orient(b.a, b.b, p) <= 0 {
+			b := &s.segs[below]
+			if q := s.quick(b.a, b.b, p); q < 0 || q == 0 && orient(b.a, b.b, p) <= 0 {
 				return out, nilNode, nilNode, false
 			}
 		}

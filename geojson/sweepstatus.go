@@ -18,6 +18,11 @@ import (
 // block splits or an empty one leaves, which is O(log n) in the worst
 // case, like a descent.
 //
+// A block's segments occupy a window of its blockCap slots, which can
+// open at either end: an insertion or removal shifts the segments on its
+// shorter side. So segments that come and go at the ends of a run of the
+// status, as a zigzag's spikes do, cost no shift at all.
+//
 // Bounds: a block splits only when full, into two halves, so at most
 // 1 + 2n/blockCap blocks ever exist at once for n segments inserted, and
 // their storage is at most 8 bytes per segment (plus one block).
@@ -26,22 +31,24 @@ import (
 
 // blockCap is the capacity of a status block, in segments: a power of
 // two, so that masking an index with blockCap-1 keeps it in a block.
-const blockCap = 32
+const blockCap = 64
 
 var _ = [1]int{}[blockCap&(blockCap-1)] // blockCap is a power of two
 
 // tnode is a status block: its AVL node (node i is block i), its place
-// in the list of blocks, and how many segments it holds (at
-// s.bitems[i*blockCap:]).
+// in the list of blocks, and the window of its slots that holds its
+// segments (s.bitems[i*blockCap+off:][:n]).
 type tnode struct {
 	l, r, par  int32
 	h          int32 // height: 1 for a leaf
+	off        int32 // slot of the first segment held
 	n          int32 // segments held
 	next, prev int32 // neighbouring blocks in order
 }
 
-// slot is where an active segment is: its block and its index there. A
-// segment not in the status has block nilNode.
+// slot is where an active segment is: its block and its slot there
+// (consecutive segments of a block are in consecutive slots). A segment
+// not in the status has block nilNode.
 type slot struct{ b, i int32 }
 
 const nilNode = -1
@@ -72,10 +79,10 @@ func (s *sweeper) cmpSeg(i, j int32) int {
 	if less(a.a, b.a) {
 		return -s.cmpSeg(j, i)
 	}
-	if o := orient(b.a, b.b, a.a); o != 0 {
+	if o := s.orient(b.a, b.b, a.a); o != 0 {
 		return o
 	}
-	if o := orient(b.a, b.b, a.b); o != 0 {
+	if o := s.orient(b.a, b.b, a.b); o != 0 {
 		return o
 	}
 	return cmp.Compare(i, j)
@@ -85,13 +92,13 @@ func (s *sweeper) cmpSeg(i, j int32) int {
 // segment spans p in sweep order, so collinear means on it.
 func (s *sweeper) contains(i int32, p pt) bool {
 	sg := &s.segs[i]
-	return sg.b == p || sg.a == p || orient(sg.a, sg.b, p) == 0
+	return sg.b == p || sg.a == p || s.orient(sg.a, sg.b, p) == 0
 }
 
 // below reports whether active segment i passes strictly below p.
 func (s *sweeper) below(i int32, p pt) bool {
 	sg := &s.segs[i]
-	return orient(sg.a, sg.b, p) > 0
+	return s.orient(sg.a, sg.b, p) > 0
 }
 
 // active reports whether segment x is in the status.
@@ -99,8 +106,9 @@ func (s *sweeper) active(x int32) bool { return s.at[x].b != nilNode }
 
 // items returns the segments of block b.
 func (s *sweeper) items(b int32) []int32 {
-	o := int(b) * blockCap
-	return s.bitems[o : o+int(s.nodes[b].n)]
+	nd := &s.nodes[b]
+	o := int(b)*blockCap + int(nd.off)
+	return s.bitems[o : o+int(nd.n)]
 }
 
 // first returns the lowest segment of the status, or nilNode.
@@ -108,45 +116,49 @@ func (s *sweeper) first() int32 {
 	if s.head == nilNode {
 		return nilNode
 	}
-	return s.bitems[int(s.head)*blockCap]
+	return s.bitems[int(s.head)*blockCap+int(s.nodes[s.head].off)]
 }
 
 // next returns the segment just above active segment x, or nilNode.
 func (s *sweeper) next(x int32) int32 {
 	a := s.at[x]
 	nd := &s.nodes[a.b]
-	if a.i+1 < nd.n {
+	if a.i+1 < nd.off+nd.n {
 		return s.bitems[int(a.b)*blockCap+int(a.i)+1]
 	}
-	if nd.next == nilNode {
+	nb := nd.next
+	if nb == nilNode {
 		return nilNode
 	}
-	return s.bitems[int(nd.next)*blockCap]
+	return s.bitems[int(nb)*blockCap+int(s.nodes[nb].off)]
 }
 
 // prev returns the segment just below active segment x, or nilNode.
 func (s *sweeper) prev(x int32) int32 {
 	a := s.at[x]
-	if a.i > 0 {
+	nd := &s.nodes[a.b]
+	if a.i > nd.off {
 		return s.bitems[int(a.b)*blockCap+int(a.i)-1]
 	}
-	pb := s.nodes[a.b].prev
+	pb := nd.prev
 	if pb == nilNode {
 		return nilNode
 	}
-	return s.bitems[int(pb)*blockCap+int(s.nodes[pb].n)-1]
+	pn := &s.nodes[pb]
+	return s.bitems[int(pb)*blockCap+int(pn.off+pn.n)-1]
 }
 
-// newBlock returns an empty block, not linked in.
-func (s *sweeper) newBlock() int32 {
+// newBlock returns an empty block, not linked in, its window opening at
+// slot off.
+func (s *sweeper) newBlock(off int32) int32 {
 	if k := len(s.bfree); k > 0 {
 		b := s.bfree[k-1]
 		s.bfree = s.bfree[:k-1]
-		s.nodes[b].n = 0
+		s.nodes[b].n, s.nodes[b].off = 0, off
 		return b
 	}
 	b := int32(len(s.nodes))
-	s.nodes = append(s.nodes, tnode{})
+	s.nodes = append(s.nodes, tnode{off: off})
 	n := len(s.bitems)
 	s.bitems = slices.Grow(s.bitems, blockCap)[:n+blockCap]
 	return b
@@ -211,7 +223,7 @@ func (s *sweeper) insertRun(xs []int32, after int32) {
 	s.place(b, i, xs)
 }
 
-// slotAfter returns the block and index where a segment linked in right
+// slotAfter returns the block and slot where a segment linked in right
 // after active segment after (nilNode: first) goes, making the first
 // block if there is none.
 func (s *sweeper) slotAfter(after int32) (b, i int32) {
@@ -220,50 +232,133 @@ func (s *sweeper) slotAfter(after int32) (b, i int32) {
 		return a.b, a.i + 1
 	}
 	if s.head == nilNode {
-		s.linkBlock(s.newBlock(), nilNode)
+		s.linkBlock(s.newBlock(blockCap/2), nilNode)
 	}
-	return s.head, 0
+	return s.head, s.nodes[s.head].off
 }
 
-// split moves the upper half of full block b to a new block after it,
-// and returns where index i of b is then.
+// split moves half of full block b (whose window is all its slots) to a
+// new block next to it, the half that slot i, where a segment is to go,
+// lies in, and returns where slot i is then. The moved half goes to the
+// end of its new block away from i's nearer end, so that the insertion
+// at i shifts nothing or little.
 func (s *sweeper) split(b, i int32) (int32, int32) {
-	nb := s.newBlock()
 	const h = blockCap / 2
-	o := int(b) * blockCap
-	moved := s.bitems[o+h : o+blockCap]
-	copy(s.bitems[int(nb)*blockCap:], moved)
+	lower := i < h
+	from, li := int32(0), i // the moved half's first slot in b; i in it
+	if !lower {
+		from, li = h, i-h
+	}
+	to := int32(0) // the moved half's first slot in nb
+	if li < h/2 {
+		to = blockCap - h
+	}
+	nb := s.newBlock(to)
+	if lower {
+		s.nodes[b].off = h
+		s.linkBlock(nb, s.nodes[b].prev)
+	} else {
+		s.linkBlock(nb, b)
+	}
+	o := int(b)*blockCap + int(from)
+	moved := s.bitems[o : o+h]
+	copy(s.bitems[int(nb)*blockCap+int(to):], moved)
 	at := s.at
 	for j, y := range moved {
-		at[y] = slot{nb, int32(j)}
+		at[y] = slot{nb, to + int32(j)}
 	}
-	s.nodes[b].n, s.nodes[nb].n = h, blockCap-h
-	s.linkBlock(nb, b)
-	if i > h {
-		return nb, i - h
+	s.nodes[b].n, s.nodes[nb].n = blockCap-h, h
+	if i == h {
+		return b, h // just past b's lower half, now its window
 	}
-	return b, i
+	return nb, to + li
 }
 
-// place puts xs at index i of block b, which has room for them.
+// place puts xs at slot i of block b (from its window's first slot to
+// just past its last), which has room for them: the segments on the
+// shorter side of i make way.
 func (s *sweeper) place(b, i int32, xs []int32) {
 	k := int32(len(xs))
 	nd := &s.nodes[b]
-	n := nd.n
+	n, off := nd.n, nd.off
 	o := int(b) * blockCap
 	it := (*[blockCap]int32)(s.bitems[o : o+blockCap])
 	at := s.at
-	// Shift the segments from i up by k, one at a time (a block is
-	// short: a call of copy costs more), updating their slots. The
-	// masks, no-ops, spare the bounds checks.
-	for j := n + k - 1; j >= i+k; j-- {
-		y := it[(j-k)&(blockCap-1)]
-		it[j&(blockCap-1)] = y
-		at[y].i = j
+	left, right := i-off, off+n-i // segments below and above slot i
+	// Between two segments of the block, the shorter side moves to the
+	// neighbouring block, when it has room on that end, rather than
+	// shift: the same moves, but then segments that keep coming in at
+	// this place in the status go in at the block's end, with none.
+	if left > 0 && right > 0 {
+		if right <= left {
+			if nb := nd.next; nb != nilNode && s.nodes[nb].off >= right {
+				nn := &s.nodes[nb]
+				no := int(nb) * blockCap
+				nit := (*[blockCap]int32)(s.bitems[no : no+blockCap])
+				d := nn.off - right - i // slot j of b goes to slot j+d of nb
+				for j := i; j < off+n; j++ {
+					y := it[j&(blockCap-1)]
+					nit[(j+d)&(blockCap-1)] = y
+					at[y] = slot{nb, j + d}
+				}
+				nn.off -= right
+				nn.n += right
+				n -= right
+				right = 0
+			}
+		} else if pb := nd.prev; pb != nilNode && s.nodes[pb].off+s.nodes[pb].n+left <= blockCap {
+			pn := &s.nodes[pb]
+			po := int(pb) * blockCap
+			pit := (*[blockCap]int32)(s.bitems[po : po+blockCap])
+			d := pn.off + pn.n - off // slot j of b goes to slot j+d of pb
+			for j := off; j < i; j++ {
+				y := it[j&(blockCap-1)]
+				pit[(j+d)&(blockCap-1)] = y
+				at[y] = slot{pb, j + d}
+			}
+			pn.n += left
+			n -= left
+			off = i
+			left = 0
+		}
 	}
-	for j, x := range xs {
-		it[int(i)+j] = x
-		at[x] = slot{b, i + int32(j)}
+	switch {
+	case off >= k && (left <= right || off+n+k > blockCap):
+		// Shift the segments below i down by k, one at a time (a block
+		// is short: a call of copy costs more), updating their slots.
+		// The masks, no-ops, spare the bounds checks.
+		for j := off; j < i; j++ {
+			y := it[j&(blockCap-1)]
+			it[(j-k)&(blockCap-1)] = y
+			at[y].i = j - k
+		}
+		i -= k
+		nd.off = off - k
+	case off+n+k <= blockCap:
+		for j := off + n + k - 1; j >= i+k; j-- {
+			y := it[(j-k)&(blockCap-1)]
+			it[j&(blockCap-1)] = y
+			at[y].i = j
+		}
+		nd.off = off
+	default:
+		// Room on neither side alone: centre the window anew.
+		var tmp [blockCap]int32
+		w := copy(tmp[:], it[off:i])
+		w += copy(tmp[w:], xs)
+		w += copy(tmp[w:], it[i:off+n])
+		noff := int32(blockCap-w) / 2
+		copy(it[noff:], tmp[:w])
+		for j := int32(0); j < int32(w); j++ {
+			at[it[noff+j]] = slot{b, noff + j}
+		}
+		nd.off, nd.n = noff, n+k
+		return
+	}
+	for _, x := range xs {
+		it[i&(blockCap-1)] = x
+		at[x] = slot{b, i}
+		i++
 	}
 	nd.n = n + k
 }
@@ -290,10 +385,12 @@ func (s *sweeper) removeRun(xs []int32) {
 	s.unplace(a, int32(len(xs)))
 }
 
-// unplace takes the k segments from slot a out of its block.
+// unplace takes the k segments from slot a out of its block: the
+// segments on the shorter side close the gap.
 func (s *sweeper) unplace(a slot, k int32) {
 	o := int(a.b) * blockCap
-	n := s.nodes[a.b].n
+	nd := &s.nodes[a.b]
+	n, off := nd.n, nd.off
 	it := (*[blockCap]int32)(s.bitems[o : o+blockCap])
 	at := s.at
 	for j := a.i; j < a.i+k; j++ {
@@ -303,12 +400,21 @@ func (s *sweeper) unplace(a slot, k int32) {
 		s.unlinkBlock(a.b)
 		return
 	}
-	for j := a.i; j < n-k; j++ {
+	nd.n = n - k
+	if a.i-off <= off+n-(a.i+k) {
+		for j := a.i - 1; j >= off; j-- {
+			y := it[j&(blockCap-1)]
+			it[(j+k)&(blockCap-1)] = y
+			at[y].i = j + k
+		}
+		nd.off = off + k
+		return
+	}
+	for j := a.i; j < off+n-k; j++ {
 		y := it[(j+k)&(blockCap-1)]
 		it[j&(blockCap-1)] = y
 		at[y].i = j
 	}
-	s.nodes[a.b].n = n - k
 }
 
 // replace puts segment y in active segment x's place: x leaves the
@@ -325,7 +431,7 @@ func (s *sweeper) replace(x, y int32) {
 func (s *sweeper) lastBlock(pred func(int32) bool) int32 {
 	cand := int32(nilNode)
 	for t := s.root; t != nilNode; {
-		if pred(s.bitems[int(t)*blockCap]) {
+		if pred(s.bitems[int(t)*blockCap+int(s.nodes[t].off)]) {
 			cand = t
 			t = s.nodes[t].r
 		} else {

@@ -44,16 +44,15 @@ func (s *sweeper) endPair(v, w int32) (*sweepFault, bool) {
 }
 
 // startPair is event for a vertex alone at its point where both its
-// segments start, s.starts, when no other segment passes through the
-// point (!s.passed): they go in between the segments just below and
-// above the point, and the new pairs of neighbours are tested. It
-// reports false, having done nothing, when a segment passes through the
-// point after all.
-func (s *sweeper) startPair(p pt) (*sweepFault, bool) {
+// segments, v and the one before it, w, start, when no other segment
+// passes through the point (!s.passed): they go in between the segments
+// just below and above the point, and the new pairs of neighbours are
+// tested. It reports false, having done nothing, when a segment passes
+// through the point after all.
+func (s *sweeper) startPair(p pt, v, w int32) (*sweepFault, bool) {
 	// locateHinted, for these two starting segments of one ring: the
 	// hints are the segment after the later one and the one before the
-	// earlier one (s.starts[1] is the segment before s.starts[0]).
-	v, w := s.starts[0], s.starts[1]
+	// earlier one.
 	r := s.segs[v].ring
 	first, end := int32(s.segOff[r]), int32(s.segOff[r+1])
 	h1, h2 := v+1, w-1
@@ -81,14 +80,17 @@ func (s *sweeper) startPair(p pt) (*sweepFault, bool) {
 	// Both start at p, so cmpSeg is decided by one orientation (or, when
 	// it is 0, by its tie-breaks). They are consecutive segments of one
 	// ring, so they meet only at p unless they are collinear.
-	lo, hi := s.starts[0], s.starts[1]
+	lo, hi := v, w
 	a, b := &s.segs[lo], &s.segs[hi]
-	o := orient(b.a, b.b, a.b)
+	o := s.quick(b.a, b.b, a.b)
+	if o == 0 {
+		o = orient(b.a, b.b, a.b)
+	}
 	if o > 0 || o == 0 && s.cmpSeg(lo, hi) > 0 {
 		lo, hi = hi, lo
-		s.starts[0], s.starts[1] = lo, hi
 	}
-	s.insertRun(s.starts, below)
+	pair := [2]int32{lo, hi}
+	s.insertRun(pair[:], below)
 	if s.parent[a.ring] == unknownParent {
 		s.findParent(lo)
 	}
