@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	mrand "math/rand/v2"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/geoidem/geoidem/internal/testkit"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 )
@@ -45,49 +45,10 @@ func TestLinearizable(t *testing.T) {
 	s := newStore(t, newPool(t, 8, tr), pgstore.Config{Schema: schema})
 	audit := installAudit(t, admin, s, schema)
 	cfg := keystoretest.LinearizableConfig{LeaseRemainingFromCallStart: true}
-	coverAllCases(t, cfg, func(cfg keystoretest.LinearizableConfig) (keystoretest.LinearizableStats, string) {
+	testkit.CoverAllCases(t, cfg, func(cfg keystoretest.LinearizableConfig) (keystoretest.LinearizableStats, string) {
 		st := linearizableRun(t, s, tr, admin, audit, cfg)
-		var missed []string
-		for _, c := range []struct {
-			name string
-			n    int
-		}{{"a takeover", st.TookOver}, {"a key in flight", st.InFlight}, {"a key completed", st.Completed}, {"a lost lease", st.LeaseLost}} {
-			if c.n == 0 {
-				missed = append(missed, c.name)
-			}
-		}
-		return st, strings.Join(missed, ", ")
+		return st, testkit.MissedCases(st)
 	})
-}
-
-// coverAllCases runs the check (run) until one run covers every case
-// (run returns no missed case), with the workload's leases and retention
-// doubled after each run that does not, three runs at most. Every run's
-// check must pass.
-func coverAllCases(t *testing.T, cfg keystoretest.LinearizableConfig, run func(keystoretest.LinearizableConfig) (keystoretest.LinearizableStats, string)) {
-	t.Helper()
-	lease, retention := cfg.Lease, cfg.Retention
-	if lease == 0 {
-		lease = 40 * time.Millisecond
-	}
-	if retention == 0 {
-		retention = 100 * time.Millisecond
-	}
-	const runs = 3
-	for i := 1; ; i++ {
-		cfg.Lease, cfg.Retention = lease, retention
-		st, missed := run(cfg)
-		if missed == "" || t.Failed() {
-			return
-		}
-		msg := fmt.Sprintf("run %d, with %v leases and %v retention, missed %s: %v (the workload's timing under load, not a fault of the store: see the latencies logged above)", i, lease, retention, missed, st)
-		if i == runs {
-			t.Errorf("the workload missed a case in all %d runs; %s", runs, msg)
-			return
-		}
-		t.Logf("%s; running again with leases and retention doubled", msg)
-		lease, retention = 2*lease, 2*retention
-	}
 }
 
 // The same while the test's own sessions are killed again and again
@@ -111,7 +72,7 @@ func TestLinearizableBackendKills(t *testing.T) {
 	audit := installAudit(t, admin, s, schema)
 
 	cfg := keystoretest.LinearizableConfig{Duration: 3 * time.Second, LeaseRemainingFromCallStart: true}
-	coverAllCases(t, cfg, func(cfg keystoretest.LinearizableConfig) (keystoretest.LinearizableStats, string) {
+	testkit.CoverAllCases(t, cfg, func(cfg keystoretest.LinearizableConfig) (keystoretest.LinearizableStats, string) {
 		var kills, killed int
 		cfg.Faults = func(ctx context.Context) {
 			for {

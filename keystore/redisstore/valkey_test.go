@@ -77,10 +77,10 @@ func TestLinearizableValkey(t *testing.T) {
 	forEachMode(t, func(t *testing.T, cfg redisstore.Config) {
 		c := valkeyClient(t)
 		s := newStore(t, c, c, cfg)
-		st := linearizable(t, s, keystoretest.LinearizableConfig{})
-		if st.TookOver == 0 || st.InFlight == 0 || st.Completed == 0 || st.LeaseLost == 0 {
-			t.Errorf("the workload missed a case: %v", st)
-		}
+		testkit.CoverAllCases(t, keystoretest.LinearizableConfig{}, func(lc keystoretest.LinearizableConfig) (keystoretest.LinearizableStats, string) {
+			st := linearizable(t, s, lc)
+			return st, testkit.MissedCases(st)
+		})
 	})
 }
 
