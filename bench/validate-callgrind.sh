@@ -1,7 +1,7 @@
 #!/bin/sh
 # validate-callgrind.sh counts the instructions of one call of
 # geojson.Validate and of encoding/json.Valid on each input of
-# BenchmarkValidateVsJSONValid (benchshape.ParseSpeedInputs), with
+# BenchmarkValidateVsJSONValid (testkit.ParseSpeedInputs), with
 # valgrind's callgrind, counting inside each function only
 # (--toggle-collect): (count over 2N calls - count over N calls) / N,
 # which drops the first call's setup. Instruction counts do not vary with
@@ -16,7 +16,7 @@
 bin=${1:?usage: validate-callgrind.sh geojson.test}
 count() { # symbol benchmark calls
 	for try in 1 2 3 4 5; do
-		c=$(GODEBUG=asyncpreemptoff=1 GOGC=off GOMAXPROCS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+		c=$(GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off GOGC=off GOMAXPROCS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
 			--toggle-collect="$1" "$bin" -test.run '^$' -test.bench "$2" -test.benchtime "${3}x" 2>&1 |
 			sed -n 's/.*Collected : //p')
 		if [ -n "$c" ]; then
