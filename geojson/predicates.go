@@ -87,12 +87,8 @@ func staticFilter(xlo, xhi, ylo, yhi float64) float64 {
 // (staticFilter) settles most calls in a few instructions, inline; the
 // rest go to orient.
 func (s *sweeper) orient(a, b, c pt) int {
-	d := s.det(a, b, c)
-	if d > 1 {
-		return 1
-	}
-	if d < -1 {
-		return -1
+	if o := s.quick(a, b, c); o != 0 {
+		return o
 	}
 	return orient(a, b, c)
 }
