@@ -35,6 +35,28 @@ func TestRatioGoal(t *testing.T) {
 	}
 }
 
+func TestCeilingGoal(t *testing.T) {
+	for _, c := range []struct {
+		value  float64
+		rounds []float64
+		met    string
+	}{
+		{1.1, []float64{1.0, 1.1, 1.15}, "yes"},
+		{1.2, []float64{1.2}, "yes"},
+		{1.15, []float64{1.1, 1.15, 1.4}, "yes (2 of 3 rounds)"},
+		{1.201, []float64{1.201}, "**no**"},
+		{1.58, []float64{1.0, 1.58, 1.9}, "**no**"},
+	} {
+		g := ceilingGoal("f", c.value, c.rounds, 1.2)
+		if got := g.metText(); got != c.met {
+			t.Errorf("ratio %v over %v against ≤ 1.2: met %q, want %q", c.value, c.rounds, got, c.met)
+		}
+	}
+	if got, want := ceilingGoal("f", 1.5, nil, 1.2).goalText, "≤ 1.20"; got != want {
+		t.Errorf("goal %q, want %q", got, want)
+	}
+}
+
 func TestAllocGoal(t *testing.T) {
 	// Medians 38 and 30: 38 ≤ 30+8, met; round 2 (40 against 31) is not.
 	g := allocGoal("f", []float64{37, 40, 38}, []float64{30, 31, 30}, "bare", 8)

@@ -192,6 +192,7 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 		lat   []time.Duration // all rounds, sorted
 		rps   float64         // median over the rounds
 		ratio []float64       // per round: throughput ÷ that round's bare
+		p99   []float64       // per round: p99 latency ÷ that round's bare p99
 		vsBL  []float64       // per round: throughput ÷ that round's baseline
 		alloc []float64       // per round: heap allocations per request
 		cpu   []float64       // per round: the process's CPU µs per request
@@ -253,7 +254,9 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 				c.srv = append(c.srv, m.perReq(m.server))
 			}
 			c.lat = append(c.lat, m.lat...)
-			c.ratio = append(c.ratio, m.rps()/results[cellKey("bare", "", conc)].runs[i].rps())
+			bareRun := results[cellKey("bare", "", conc)].runs[i]
+			c.ratio = append(c.ratio, m.rps()/bareRun.rps())
+			c.p99 = append(c.p99, float64(pct(m.lat, 99))/float64(pct(bareRun.lat, 99)))
 			for _, t := range targets {
 				if t.name == parts[0] && t.baseline != "" {
 					c.vsBL = append(c.vsBL, m.rps()/results[cellKey(t.baseline, parts[1], conc)].runs[i].rps())
@@ -350,28 +353,39 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 		return err
 	}
 
-	// The goals: the ratios at every client count, then the
-	// allocations.
+	// The goals: the ratios at every client count, the memory store's
+	// tail at the most clients, then the allocations. A store against its
+	// by-hand baseline is held to more at many clients than at one, where
+	// both wait on the same round trips.
 	ratioGoals := []struct {
 		name, mode, figure string
 		vsBaseline         bool
-		bound              float64
+		one, many          float64 // the bound at 1 client and at more
 	}{
-		{"memstore", "first call", "memstore first call ÷ bare handler", false, 0.9},
-		{"memstore", "replay", "memstore replay ÷ bare handler", false, 0.95},
-		{"redisstore", "first call", "redisstore first call ÷ Redis by hand", true, 1.0},
-		{"pgstore", "first call", "pgstore first call ÷ PostgreSQL by hand", true, 1.0},
-		{"pgstore", "replay", "pgstore replay ÷ PostgreSQL by hand", true, 1.0},
+		{"memstore", "first call", "memstore first call ÷ bare handler", false, 0.95, 0.95},
+		{"memstore", "replay", "memstore replay ÷ bare handler", false, 0.95, 0.95},
+		{"redisstore", "first call", "redisstore first call ÷ Redis by hand", true, 1.1, 1.5},
+		{"redisstore", "replay", "redisstore replay ÷ Redis by hand", true, 1.1, 1.5},
+		{"pgstore", "first call", "pgstore first call ÷ PostgreSQL by hand", true, 1.1, 1.5},
+		{"pgstore", "replay", "pgstore replay ÷ PostgreSQL by hand", true, 1.1, 1.5},
 	}
 	for _, g := range ratioGoals {
 		for _, conc := range o.clients {
 			c := results[cellKey(g.name, g.mode, conc)]
-			r := c.ratio
+			r, bound := c.ratio, g.many
 			if g.vsBaseline {
 				r = c.vsBL
 			}
-			s.goal(ratioGoal(fmt.Sprintf("%s, req/s, %d client(s)", g.figure, conc), median(r), r, g.bound))
+			if conc == 1 {
+				bound = g.one
+			}
+			s.goal(ratioGoal(fmt.Sprintf("%s, req/s, %d client(s)", g.figure, conc), median(r), r, bound))
 		}
+	}
+	most := slices.Max(o.clients)
+	for _, mode := range modes {
+		r := results[cellKey("memstore", mode, most)].p99
+		s.goal(ceilingGoal(fmt.Sprintf("memstore %s p99 ÷ bare handler p99, %d client(s)", mode, most), median(r), r, 1.2))
 	}
 	allocGoals := []struct {
 		name, baseline string
