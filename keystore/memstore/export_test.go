@@ -8,3 +8,10 @@ const (
 	DefaultClientKeys   = defaultClientKeys
 	DefaultClientWindow = defaultClientWindow
 )
+
+// ReadLock holds s's lock shared, as a Claim of a live key does, until the
+// returned function is called.
+func ReadLock(s *Store) (unlock func()) {
+	s.mu.RLock()
+	return s.mu.RUnlock
+}

@@ -118,7 +118,7 @@ type Stats struct {
 // keystore.ErrInvalidStatus for a record whose status is outside 200–599, or
 // the context's error when the context is already done.
 type Store struct {
-	mu            sync.Mutex
+	mu            sync.RWMutex // read-locked by a Claim that finds its key live (see Claim), else locked
 	cfg           Config
 	base          time.Time       // deadlines are nanoseconds since base, on the monotonic clock
 	index         map[keyID]int32 // key -> slot in entries and recs
@@ -179,9 +179,13 @@ func (s *Store) now() int64 { return int64(time.Since(s.base)) }
 
 // Claim implements keystore.Store. What needs no state (the key's ID) is
 // done outside the lock: every request claims, so the lock is held only
-// for the lookup and the bookkeeping. A completed key's Record is the very
-// slice the store keeps: a stored record is never written in place, only
-// replaced or dropped, so the caller may keep it (and must not change it).
+// for the lookup and the bookkeeping. A key that is live (completed within
+// its retention, or in flight within its lease) changes nothing, so its
+// Claim takes the lock shared: replays of one key, and the duplicates a
+// storm sends while the first runs, do not queue behind one another. A
+// completed key's Record is the very slice the store keeps: a stored
+// record is never written in place, only replaced or dropped, so the
+// caller may keep it (and must not change it).
 func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return keystore.Claim{}, err
@@ -190,9 +194,15 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 		return keystore.Claim{}, err
 	}
 	id := idOf(key)
-	s.mu.Lock()
-	c, enc, err := s.claim(id, int64(len(key)), a)
-	s.mu.Unlock()
+	s.mu.RLock()
+	c, enc, live := s.claimLive(id, a.Token)
+	s.mu.RUnlock()
+	var err error
+	if !live {
+		s.mu.Lock()
+		c, enc, err = s.claim(id, int64(len(key)), a)
+		s.mu.Unlock()
+	}
 	s.logEvictions()
 	if err == nil && c.State == keystore.Completed {
 		c.Record = enc
@@ -207,16 +217,10 @@ func (s *Store) claim(id keyID, keyLen int64, a keystore.ClaimArgs) (keystore.Cl
 	now := s.now()
 	tookOver, newKey := false, true
 	if slot, ok := s.index[id]; ok {
-		e := s.entry(slot)
-		if e.deadline > now && e.state != released {
-			if e.state == inFlight && e.token == a.Token { // the holder's Claim, repeated
-				return keystore.Claim{Acquired: true, State: keystore.InFlight, Fingerprint: e.fp}, nil, nil
-			}
-			if e.state == inFlight {
-				return keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: time.Duration(e.deadline - now)}, nil, nil
-			}
-			return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp}, *s.rec(slot), nil
+		if c, enc, live := s.live(slot, a.Token, now); live { // it became live since Claim looked
+			return c, enc, nil
 		}
+		e := s.entry(slot)
 		if e.spent(a.Token) {
 			return keystore.Claim{}, nil, keystore.ErrLeaseLost // fenced by a Release
 		}
@@ -252,6 +256,36 @@ func (s *Store) claim(id keyID, keyLen int64, a keystore.ClaimArgs) (keystore.Cl
 	s.bytes += size
 	s.leases.push(slot)
 	return keystore.Claim{Acquired: true, State: keystore.InFlight, TookOver: tookOver, Fingerprint: a.Fingerprint}, nil, nil
+}
+
+// claimLive is the Claim of a live key, which changes nothing: the key is
+// completed within its retention or in flight within its lease (and not
+// released). live is false for any other key, which claim handles under
+// the exclusive lock. s.mu is held shared.
+func (s *Store) claimLive(id keyID, token keystore.Token) (c keystore.Claim, enc []byte, live bool) {
+	if s.index == nil {
+		return keystore.Claim{}, nil, false
+	}
+	slot, ok := s.index[id]
+	if !ok {
+		return keystore.Claim{}, nil, false
+	}
+	return s.live(slot, token, s.now())
+}
+
+// live is the Claim of the key in slot at now, when it is live (see
+// claimLive). s.mu is held, shared or exclusive.
+func (s *Store) live(slot int32, token keystore.Token, now int64) (c keystore.Claim, enc []byte, live bool) {
+	e := s.entry(slot)
+	switch {
+	case e.deadline <= now || e.state == released:
+		return keystore.Claim{}, nil, false
+	case e.state == inFlight && e.token == token: // the holder's Claim, repeated
+		return keystore.Claim{Acquired: true, State: keystore.InFlight, Fingerprint: e.fp}, nil, true
+	case e.state == inFlight:
+		return keystore.Claim{State: keystore.InFlight, Fingerprint: e.fp, LeaseRemaining: time.Duration(e.deadline - now)}, nil, true
+	}
+	return keystore.Claim{State: keystore.Completed, Fingerprint: e.fp}, *s.rec(slot), true
 }
 
 // Extend implements keystore.Store. Extend by the token that completed the
