@@ -49,6 +49,13 @@ type FileJournalConfig struct {
 // syncs the file, the others append their lines and wait, and the next sync
 // covers them all, so n concurrent deliveries cost far fewer than n syncs.
 //
+// An [Outbox] over a FileJournal does not wait for the sync before a
+// delivery's first attempt: it waits for the record's line to be written
+// to the file (its batch's one write), sends the first attempt while the
+// sync runs, and waits for the sync before anything else (see
+// [Outbox.Deliver]). A serial delivery then costs about the longer of the
+// sync and the attempt, not their sum.
+//
 // # Crashes
 //
 // A crash (or power loss) can leave the last line torn. Opening the journal
@@ -93,6 +100,7 @@ type FileJournal struct {
 	lines    int            // lines in the file
 	baseline int            // lines right after the last compaction (or open)
 	appended uint64         // appends so far
+	written  uint64         // appends a leader wrote to the file (a lower bound)
 	synced   uint64         // appends known to be on stable storage
 	syncing  bool
 	syncs    uint64 // group commits so far (for the benchmarks)
@@ -180,12 +188,35 @@ func openFileJournal(path string, cfg FileJournalConfig, wrap func(*os.File) jou
 // already on stable storage is still returned, so that it is sent with the
 // bytes first recorded.
 func (j *FileJournal) Record(_ context.Context, e JournalEntry) (JournalEntry, error) {
+	rec, _, err := j.record(e, true)
+	return rec, err
+}
+
+// recordWritten implements syncOverlapper: it is Record, except that it
+// returns once the entry's line is written to the file, its sync (shared
+// with the concurrent records of its batch) still running; awaitSync
+// waits for that sync.
+func (j *FileJournal) recordWritten(_ context.Context, e JournalEntry) (JournalEntry, uint64, error) {
+	return j.record(e, false)
+}
+
+// awaitSync implements syncOverlapper: it returns once append seq is on
+// stable storage, or the error that keeps it from getting there.
+func (j *FileJournal) awaitSync(seq uint64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.commit(seq, true)
+}
+
+// record is Record when durable, and recordWritten when not: it also
+// returns the append whose sync makes the entry durable.
+func (j *FileJournal) record(e JournalEntry, durable bool) (JournalEntry, uint64, error) {
 	e = journalEntry(e.Delivery)
 	e.Outcome, e.Ended = "", time.Time{}
 	e.Recorded = j.clock.Now().Round(0).UTC()
 	line, err := recordLine(e)
 	if err != nil {
-		return JournalEntry{}, err
+		return JournalEntry{}, 0, err
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -193,26 +224,26 @@ func (j *FileJournal) Record(_ context.Context, e JournalEntry) (JournalEntry, e
 	if s, ok := j.entries[id]; ok && !j.closed && s.seq <= j.synced {
 		// Already on stable storage: a failed write since (a full disk)
 		// does not change which bytes this identity is sent with.
-		return copyEntry(s.e), nil
+		return copyEntry(s.e), s.seq, nil
 	}
 	if err := j.usable(); err != nil {
-		return JournalEntry{}, err
+		return JournalEntry{}, 0, err
 	}
 	s, ok := j.entries[id]
 	if !ok {
 		if err := j.append(line, false); err != nil {
-			return JournalEntry{}, err
+			return JournalEntry{}, 0, err
 		}
 		s = &journalSlot{e: e, seq: j.appended}
 		j.entries[id] = s
 		j.order = append(j.order, s)
 	}
 	// Another goroutine's record of the same identity may not be synced
-	// yet: wait for it as for one's own.
-	if err := j.waitSynced(s.seq); err != nil {
-		return JournalEntry{}, err
+	// (or written) yet: wait for it as for one's own.
+	if err := j.commit(s.seq, durable); err != nil {
+		return JournalEntry{}, 0, err
 	}
-	return copyEntry(s.e), nil
+	return copyEntry(s.e), s.seq, nil
 }
 
 // Done implements [Journal]. The mark is written but not synced; it may
