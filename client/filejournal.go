@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -188,7 +189,7 @@ func openFileJournal(path string, cfg FileJournalConfig, wrap func(*os.File) jou
 // already on stable storage is still returned, so that it is sent with the
 // bytes first recorded.
 func (j *FileJournal) Record(_ context.Context, e JournalEntry) (JournalEntry, error) {
-	rec, _, err := j.record(e, true)
+	rec, _, _, err := j.record(e, true)
 	return rec, err
 }
 
@@ -196,8 +197,18 @@ func (j *FileJournal) Record(_ context.Context, e JournalEntry) (JournalEntry, e
 // returns once the entry's line is written to the file, its sync (shared
 // with the concurrent records of its batch) still running; awaitSync
 // waits for that sync.
+//
+// When it handed its batch's sync to a goroutine, it yields its processor
+// (runtime.Gosched) before it returns, so that the sync, the longer of
+// the two on a disk that syncs slower than a loopback round trip, starts
+// at once rather than after the attempt has blocked: with the caller
+// runnable, the new goroutine would wait for a processor of its own.
 func (j *FileJournal) recordWritten(_ context.Context, e JournalEntry) (JournalEntry, uint64, error) {
-	return j.record(e, false)
+	rec, seq, handed, err := j.record(e, false)
+	if handed {
+		runtime.Gosched()
+	}
+	return rec, seq, err
 }
 
 // awaitSync implements syncOverlapper: it returns once append seq is on
@@ -205,18 +216,20 @@ func (j *FileJournal) recordWritten(_ context.Context, e JournalEntry) (JournalE
 func (j *FileJournal) awaitSync(seq uint64) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.commit(seq, true)
+	_, err := j.commit(seq, true)
+	return err
 }
 
 // record is Record when durable, and recordWritten when not: it also
-// returns the append whose sync makes the entry durable.
-func (j *FileJournal) record(e JournalEntry, durable bool) (JournalEntry, uint64, error) {
+// returns the append whose sync makes the entry durable, and whether it
+// handed that sync to a goroutine (see commit).
+func (j *FileJournal) record(e JournalEntry, durable bool) (_ JournalEntry, _ uint64, handed bool, err error) {
 	e = journalEntry(e.Delivery)
 	e.Outcome, e.Ended = "", time.Time{}
 	e.Recorded = j.clock.Now().Round(0).UTC()
 	line, err := recordLine(e)
 	if err != nil {
-		return JournalEntry{}, 0, err
+		return JournalEntry{}, 0, false, err
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -224,15 +237,15 @@ func (j *FileJournal) record(e JournalEntry, durable bool) (JournalEntry, uint64
 	if s, ok := j.entries[id]; ok && !j.closed && s.seq <= j.synced {
 		// Already on stable storage: a failed write since (a full disk)
 		// does not change which bytes this identity is sent with.
-		return copyEntry(s.e), s.seq, nil
+		return copyEntry(s.e), s.seq, false, nil
 	}
 	if err := j.usable(); err != nil {
-		return JournalEntry{}, 0, err
+		return JournalEntry{}, 0, false, err
 	}
 	s, ok := j.entries[id]
 	if !ok {
 		if err := j.append(line, false); err != nil {
-			return JournalEntry{}, 0, err
+			return JournalEntry{}, 0, false, err
 		}
 		s = &journalSlot{e: e, seq: j.appended}
 		j.entries[id] = s
@@ -240,10 +253,10 @@ func (j *FileJournal) record(e JournalEntry, durable bool) (JournalEntry, uint64
 	}
 	// Another goroutine's record of the same identity may not be synced
 	// (or written) yet: wait for it as for one's own.
-	if err := j.commit(s.seq, durable); err != nil {
-		return JournalEntry{}, 0, err
+	if handed, err = j.commit(s.seq, durable); err != nil {
+		return JournalEntry{}, 0, handed, err
 	}
-	return copyEntry(s.e), s.seq, nil
+	return copyEntry(s.e), s.seq, handed, nil
 }
 
 // Done implements [Journal]. The mark is written but not synced; it may

@@ -46,12 +46,12 @@ func (j *FileJournal) writeBuf() error {
 // [syncData]) with j.mu released, so that the lines other goroutines
 // append meanwhile form the next batch. A leader that need not wait for
 // durability hands the sync to a goroutine of its own once the batch is
-// written, and returns: the sync still holds the lead (j.syncing) until it
-// ends, so the next batch is written after it. j.mu is held.
-func (j *FileJournal) commit(seq uint64, durable bool) error {
+// written, and returns handed: the sync still holds the lead (j.syncing)
+// until it ends, so the next batch is written after it. j.mu is held.
+func (j *FileJournal) commit(seq uint64, durable bool) (handed bool, err error) {
 	for j.synced < seq && (durable || j.written < seq) {
 		if err := j.usable(); err != nil {
-			return err
+			return handed, err
 		}
 		if j.syncing {
 			j.cond.Wait()
@@ -74,7 +74,6 @@ func (j *FileJournal) commit(seq uint64, durable bool) error {
 			}
 		}
 		op := "write"
-		var err error
 		var n int
 		if len(batch) > 0 {
 			n, err = f.Write(batch)
@@ -94,11 +93,12 @@ func (j *FileJournal) commit(seq uint64, durable bool) error {
 		if err == nil && !durable {
 			j.cond.Broadcast() // the batch's other records may be sent
 			go j.syncBatch(f, target)
+			handed = true
 			continue
 		}
 		j.endSync(target, op, err)
 	}
-	return nil
+	return handed, nil
 }
 
 // syncBatch syncs f, to which the appends up to target were written, and
