@@ -202,7 +202,9 @@ func (j *FileJournal) Record(_ context.Context, e JournalEntry) (JournalEntry, e
 // (runtime.Gosched) before it returns, so that the sync, the longer of
 // the two on a disk that syncs slower than a loopback round trip, starts
 // at once rather than after the attempt has blocked: with the caller
-// runnable, the new goroutine would wait for a processor of its own.
+// runnable, the new goroutine would wait for a processor of its own. With
+// no other processor free (GOMAXPROCS=1, or all busy), the attempt may
+// then wait for the sync to end: at worst the order of Record.
 func (j *FileJournal) recordWritten(_ context.Context, e JournalEntry) (JournalEntry, uint64, error) {
 	rec, seq, handed, err := j.record(e, false)
 	if handed {
