@@ -19,9 +19,9 @@ import (
 )
 
 // Section 8: the sender's journal against the disk. An Outbox whose
-// FileJournal syncs every record before the first attempt can deliver, one
-// delivery at a time, at most as fast as the disk syncs; the goal is
-// 0.9 of that. Measured in the same minutes, in interleaved rounds: a raw
+// FileJournal syncs every record (while the first attempt runs, and before
+// anything else) can deliver, one delivery at a time, at most as fast as
+// the disk syncs; the goal is 0.9 of that. Measured in the same minutes, in interleaved rounds: a raw
 // loop of append-and-fsync in the journal's directory, serial deliveries
 // straight through a Sender (no journal), and serial deliveries through the
 // Outbox, all to one bare receiver on loopback.
@@ -210,8 +210,8 @@ func runJournal(ctx context.Context, s *section) error {
 	s.line("  the rate at which this disk makes one record durable, the ceiling of a journal that syncs every record;")
 	s.line("- **delivery, no journal**: `client.Sender.Deliver` of a %d-byte Feature to a bare receiver (`httptest.Server`, answers 201)", len(journalBody))
 	s.line("  on loopback, each with a new key;")
-	s.line("- **delivery, journal**: the same through `client.NewOutbox` over `client.OpenFileJournal` (default config), which syncs")
-	s.line("  each record before the first attempt and appends a done mark after it;")
+	s.line("- **delivery, journal**: the same through `client.NewOutbox` over `client.OpenFileJournal` (default config), which writes")
+	s.line("  each record before the first attempt, syncs it while that attempt runs, and appends a done mark once both are done;")
 	s.line("- **%s loop**: the fsync loop with `%s` instead of `fsync`, for reference (the goal is against fsync).", datasyncName, datasyncName)
 	s.line("")
 	s.line("Rates are medians over the rounds with their ranges; the ratio is journal deliveries/s ÷ fsyncs/s within a round (the")

@@ -68,14 +68,16 @@ type Result struct {
 // sink's error when Put failed; errors.As finds it either way); the Result
 // then describes the last attempt.
 func (s *Sender) Deliver(ctx context.Context, d Delivery) (Result, error) {
-	return s.deliver(ctx, d, false)
+	return s.deliver(ctx, d, false, journalSync{})
 }
 
 // deliver is Deliver. keyNamesEvent says that d's key names the event, as
 // an [Outbox]'s keys do (the first bytes sent under a key win): a 422
 // key-reused answer then means the event was sent earlier with another
-// payload ([ErrSentEarlier]), not that this one failed.
-func (s *Sender) deliver(ctx context.Context, d Delivery, keyNamesEvent bool) (Result, error) {
+// payload ([ErrSentEarlier]), not that this one failed. first is the
+// record's sync that the first attempt overlaps, if any (see
+// syncOverlapper).
+func (s *Sender) deliver(ctx context.Context, d Delivery, keyNamesEvent bool, first journalSync) (Result, error) {
 	keyHeader, method, err := keyAndMethod(d)
 	if err != nil {
 		return Result{}, err
@@ -85,6 +87,7 @@ func (s *Sender) deliver(ctx context.Context, d Delivery, keyNamesEvent bool) (R
 	}
 	p := s.newPending(d, method, keyHeader)
 	p.keyNamesEvent = keyNamesEvent
+	p.journal = first
 	if s.budget != nil {
 		s.budget.deposit()
 	}
@@ -134,8 +137,9 @@ type pending struct {
 	body                           []byte
 	header                         http.Header
 	start                          time.Time
-	deadline                       time.Time // zero: none
-	keyNamesEvent                  bool      // see deliver
+	deadline                       time.Time   // zero: none
+	keyNamesEvent                  bool        // see deliver
+	journal                        journalSync // the record's sync the first attempt overlaps (see awaitJournal)
 }
 
 // delivery is what every attempt of p sends. Its header and body are p's
@@ -154,6 +158,13 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 		stop    = s.stop
 	)
 	for n := 1; ; n++ {
+		if stopped(stop) || ctx.Err() != nil {
+			// Ending before the first attempt: the record's sync first,
+			// and nothing sent if it failed.
+			if err := s.awaitJournal(p); err != nil {
+				return s.fail(ctx, p, res, outcome{err: fmt.Errorf("client: journal: %w", err)}, ErrNotJournaled)
+			}
+		}
 		if stopped(stop) {
 			return s.interrupt(ctx, p, res, last)
 		}
@@ -177,6 +188,18 @@ func (s *Sender) run(ctx context.Context, p *pending) (Result, error) {
 		}
 		s.log.DebugContext(ctx, "client: attempt", "url", p.URL, "attempt", n,
 			"status", last.status, "duration", info.Duration, "error", last.err)
+		if err := s.awaitJournal(p); err != nil {
+			// The journal cannot hold the event. Sent and answered 2xx,
+			// the receiver holds it; otherwise, no retry on this journal.
+			s.observe(info)
+			if last.err == nil {
+				s.log.WarnContext(ctx, "client: journal sync failed after the delivery succeeded",
+					"url", p.URL, "key", p.Key, "error", err)
+				return res, nil
+			}
+			last.err = fmt.Errorf("client: journal: %w; first attempt: %w", err, last.err)
+			return s.fail(ctx, p, res, last, ErrNotJournaled)
+		}
 
 		waiting := s.inFlight(p, last)
 		if !waiting {

@@ -74,7 +74,8 @@
 // A delivery that ends without success returns a [*DeliveryError] whose
 // reason is [ErrPermanent], [ErrExhausted], [ErrDeadline],
 // [ErrRetryAfterBeyondDeadline], [ErrBudgetExhausted], [ErrNotJournaled]
-// (an [Outbox] whose journal could not record it sent nothing) or the
+// (an [Outbox] whose journal could not record it sent nothing, or no more
+// than the first attempt when the record's sync failed) or the
 // context's error, and is handed to the [DeadLetterSink], if any, with its
 // payload, key, attempts, last status and error. [JSONLinesSink] writes
 // them as JSON lines to a file. Two reasons are not failures of the event
@@ -89,7 +90,9 @@
 // same key, or the receiver refuses them (422, key reused with another
 // payload) or executes them twice (a new key). An [Outbox] records each
 // delivery's method, URL, key, headers and exact body bytes in a [Journal],
-// durably (written and synced), before the first attempt, and sends what
+// durably (written and synced) before anything but the first attempt
+// (over a [FileJournal] the first attempt overlaps the record's sync; over
+// another Journal the record is durable before it), and sends what
 // the journal holds: the bytes first recorded under that identity, on every
 // attempt, every re-run and every re-drive. It marks the entry done when
 // the delivery ends (delivered, replayed, refused permanently, sent
@@ -136,8 +139,9 @@
 // A delivery's body is sent as it is, byte for byte, on every attempt, so
 // a body that carries a time of ingestion (a GeoJSON Feature's
 // observation_time, say, as the examples' sender stamps it) carries the
-// same time on every attempt. Through an [Outbox] the bytes are journaled
-// before the first attempt, so a re-run that builds the body anew, a
+// same time on every attempt. Through an [Outbox] the bytes are written to
+// the journal before the first attempt, and synced before anything after
+// it, so a re-run that builds the body anew, a
 // resumed crash and a re-drive of the dead letter all send the first
 // bytes, under the first key; a bare [Sender] keeps them across the
 // attempts of one [Sender.Deliver], and a re-drive sends the dead letter's

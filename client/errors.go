@@ -57,7 +57,10 @@ var (
 	// delivery in its journal (a full disk, a failed sync), so it sent
 	// nothing: an event must not be sent unless a re-run can send the same
 	// bytes again. The delivery is handed to the dead-letter sink, with its
-	// key and exact bytes, ready to be re-driven. No attempt was made.
+	// key and exact bytes, ready to be re-driven. No attempt was made,
+	// except over a [FileJournal] whose sync of the record failed during
+	// the first attempt and that attempt was not answered 2xx: then that
+	// one attempt was made, and none after it.
 	ErrNotJournaled = errors.New("client: not journaled")
 	// ErrSentEarlier reports that the receiver answered an [Outbox]
 	// delivery 422 key-reused (a problem document whose type ends in

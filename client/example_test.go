@@ -169,7 +169,7 @@ func ExampleNewJSONLinesSink() {
 	// {"time":"2026-03-01T12:00:00Z","url":"https://receiver.example/features","method":"POST","key":"k1","content_type":"application/geo+json","payload":{"type":"Feature","geometry":null,"properties":null},"attempts":6,"last_status":503,"reason":"exhausted","error":"client: delivery of key \"k1\": attempts exhausted after 6 attempts: client: 503 Service Unavailable"}
 }
 
-// An Outbox records each delivery in a journal before its first attempt;
+// An Outbox writes each delivery to a journal before its first attempt;
 // a second run (or a sender restarted after a crash) that stamps the event
 // anew still sends the bytes first recorded, and the receiver replays.
 func ExampleOutbox() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -48,6 +49,13 @@ type FileJournalConfig struct {
 // Concurrent Records share their syncs (group commit): while one goroutine
 // syncs the file, the others append their lines and wait, and the next sync
 // covers them all, so n concurrent deliveries cost far fewer than n syncs.
+//
+// An [Outbox] over a FileJournal does not wait for the sync before a
+// delivery's first attempt: it waits for the record's line to be written
+// to the file (its batch's one write), sends the first attempt while the
+// sync runs, and waits for the sync before anything else (see
+// [Outbox.Deliver]). A serial delivery then costs about the longer of the
+// sync and the attempt, not their sum.
 //
 // # Crashes
 //
@@ -93,6 +101,7 @@ type FileJournal struct {
 	lines    int            // lines in the file
 	baseline int            // lines right after the last compaction (or open)
 	appended uint64         // appends so far
+	written  uint64         // appends a leader wrote to the file (a lower bound)
 	synced   uint64         // appends known to be on stable storage
 	syncing  bool
 	syncs    uint64 // group commits so far (for the benchmarks)
@@ -180,12 +189,49 @@ func openFileJournal(path string, cfg FileJournalConfig, wrap func(*os.File) jou
 // already on stable storage is still returned, so that it is sent with the
 // bytes first recorded.
 func (j *FileJournal) Record(_ context.Context, e JournalEntry) (JournalEntry, error) {
+	rec, _, _, err := j.record(e, true)
+	return rec, err
+}
+
+// recordWritten implements syncOverlapper: it is Record, except that it
+// returns once the entry's line is written to the file, its sync (shared
+// with the concurrent records of its batch) still running; awaitSync
+// waits for that sync.
+//
+// When it handed its batch's sync to a goroutine, it yields its processor
+// (runtime.Gosched) before it returns, so that the sync, the longer of
+// the two on a disk that syncs slower than a loopback round trip, starts
+// at once rather than after the attempt has blocked: with the caller
+// runnable, the new goroutine would wait for a processor of its own. With
+// no other processor free (GOMAXPROCS=1, or all busy), the attempt may
+// then wait for the sync to end: at worst the order of Record.
+func (j *FileJournal) recordWritten(_ context.Context, e JournalEntry) (JournalEntry, uint64, error) {
+	rec, seq, handed, err := j.record(e, false)
+	if handed {
+		runtime.Gosched()
+	}
+	return rec, seq, err
+}
+
+// awaitSync implements syncOverlapper: it returns once append seq is on
+// stable storage, or the error that keeps it from getting there.
+func (j *FileJournal) awaitSync(seq uint64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_, err := j.commit(seq, true)
+	return err
+}
+
+// record is Record when durable, and recordWritten when not: it also
+// returns the append whose sync makes the entry durable, and whether it
+// handed that sync to a goroutine (see commit).
+func (j *FileJournal) record(e JournalEntry, durable bool) (_ JournalEntry, _ uint64, handed bool, err error) {
 	e = journalEntry(e.Delivery)
 	e.Outcome, e.Ended = "", time.Time{}
 	e.Recorded = j.clock.Now().Round(0).UTC()
 	line, err := recordLine(e)
 	if err != nil {
-		return JournalEntry{}, err
+		return JournalEntry{}, 0, false, err
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -193,26 +239,26 @@ func (j *FileJournal) Record(_ context.Context, e JournalEntry) (JournalEntry, e
 	if s, ok := j.entries[id]; ok && !j.closed && s.seq <= j.synced {
 		// Already on stable storage: a failed write since (a full disk)
 		// does not change which bytes this identity is sent with.
-		return copyEntry(s.e), nil
+		return copyEntry(s.e), s.seq, false, nil
 	}
 	if err := j.usable(); err != nil {
-		return JournalEntry{}, err
+		return JournalEntry{}, 0, false, err
 	}
 	s, ok := j.entries[id]
 	if !ok {
 		if err := j.append(line, false); err != nil {
-			return JournalEntry{}, err
+			return JournalEntry{}, 0, false, err
 		}
 		s = &journalSlot{e: e, seq: j.appended}
 		j.entries[id] = s
 		j.order = append(j.order, s)
 	}
 	// Another goroutine's record of the same identity may not be synced
-	// yet: wait for it as for one's own.
-	if err := j.waitSynced(s.seq); err != nil {
-		return JournalEntry{}, err
+	// (or written) yet: wait for it as for one's own.
+	if handed, err = j.commit(s.seq, durable); err != nil {
+		return JournalEntry{}, 0, handed, err
 	}
-	return copyEntry(s.e), nil
+	return copyEntry(s.e), s.seq, handed, nil
 }
 
 // Done implements [Journal]. The mark is written but not synced; it may

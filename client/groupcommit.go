@@ -38,16 +38,20 @@ func (j *FileJournal) writeBuf() error {
 	return nil
 }
 
-// waitSynced returns once append seq is on stable storage. Unless another
-// goroutine is syncing already (then it waits for the next sync, which
-// covers seq), it becomes the leader: it takes every line buffered so far,
-// writes them with one Write and syncs the file's data (fdatasync where
-// there is one, see [syncData]) with j.mu released, so that the lines
-// other goroutines append meanwhile form the next batch. j.mu is held.
-func (j *FileJournal) waitSynced(seq uint64) error {
-	for j.synced < seq {
+// commit returns once append seq is on stable storage (durable) or, at
+// least, written to the file (not durable). Unless another goroutine is
+// writing or syncing already (then it waits for that to end), it becomes
+// the leader: it takes every line buffered so far, writes them with one
+// Write and syncs the file's data (fdatasync where there is one, see
+// [syncData]) with j.mu released, so that the lines other goroutines
+// append meanwhile form the next batch. A leader that need not wait for
+// durability hands the sync to a goroutine of its own once the batch is
+// written, and returns handed: the sync still holds the lead (j.syncing)
+// until it ends, so the next batch is written after it. j.mu is held.
+func (j *FileJournal) commit(seq uint64, durable bool) (handed bool, err error) {
+	for j.synced < seq && (durable || j.written < seq) {
 		if err := j.usable(); err != nil {
-			return err
+			return handed, err
 		}
 		if j.syncing {
 			j.cond.Wait()
@@ -70,12 +74,11 @@ func (j *FileJournal) waitSynced(seq uint64) error {
 			}
 		}
 		op := "write"
-		var err error
 		var n int
 		if len(batch) > 0 {
 			n, err = f.Write(batch)
 		}
-		if err == nil {
+		if err == nil && durable {
 			op, err = "sync", syncData(f)
 		}
 		j.mu.Lock()
@@ -84,16 +87,40 @@ func (j *FileJournal) waitSynced(seq uint64) error {
 		j.noRoom = !prealloc
 		j.roomUnknown = j.roomUnknown || partly
 		j.spare = batch
-		j.syncing = false
-		if err != nil {
-			j.err = fmt.Errorf("client: journal %s: %w", op, err)
-		} else {
-			j.synced = max(j.synced, target)
-			j.syncs++
+		if err == nil {
+			j.written = max(j.written, target)
 		}
-		j.cond.Broadcast()
+		if err == nil && !durable {
+			j.cond.Broadcast() // the batch's other records may be sent
+			go j.syncBatch(f, target)
+			handed = true
+			continue
+		}
+		j.endSync(target, op, err)
 	}
-	return nil
+	return handed, nil
+}
+
+// syncBatch syncs f, to which the appends up to target were written, and
+// ends the lead.
+func (j *FileJournal) syncBatch(f journalFile, target uint64) {
+	err := syncData(f)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.endSync(target, "sync", err)
+}
+
+// endSync ends a leader's write and sync of the appends up to target,
+// which failed at op when err is not nil. j.mu is held.
+func (j *FileJournal) endSync(target uint64, op string, err error) {
+	j.syncing = false
+	if err != nil {
+		j.err = fmt.Errorf("client: journal %s: %w", op, err)
+	} else {
+		j.synced = max(j.synced, target)
+		j.syncs++
+	}
+	j.cond.Broadcast()
 }
 
 // syncData flushes what was written to f, and the size needed to read it

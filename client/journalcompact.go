@@ -69,7 +69,7 @@ func (j *FileJournal) compact() error {
 		j.entries[s.e.identity()] = s
 	}
 	j.lines, j.baseline = len(kept), len(kept)
-	j.synced = j.appended // everything remembered is in the synced file
+	j.written, j.synced = j.appended, j.appended // everything remembered is in the synced file
 	return nil
 }
 

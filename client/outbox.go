@@ -12,6 +12,11 @@ import (
 // [Journal], so that the key and the exact body bytes of a delivery survive
 // the sender's own crash and are the ones every attempt, every re-run and
 // every re-drive sends. It is safe for concurrent use.
+//
+// Over a [FileJournal], a delivery's first attempt goes out once its
+// record is written to the file, while the record's sync runs, and the
+// rest of the delivery waits for that sync (see [Outbox.Deliver]). Over
+// any other Journal, the record is durable before the first attempt.
 type Outbox struct {
 	sender  *Sender
 	journal Journal
@@ -22,12 +27,24 @@ func NewOutbox(s *Sender, j Journal) *Outbox {
 	return &Outbox{sender: s, journal: j}
 }
 
-// Deliver records d in the journal, durably, before its first attempt, and
-// then delivers what the journal holds under d's method, URL and key: d
-// itself the first time, and the bytes first recorded when the identity is
-// already there (a re-run, or a resumed crash), so that the receiver
-// replays its answer rather than refusing another payload under the same
-// key or executing it again.
+// Deliver records d in the journal and delivers what the journal holds
+// under d's method, URL and key: d itself the first time, and the bytes
+// first recorded when the identity is already there (a re-run, or a
+// resumed crash), so that the receiver replays its answer rather than
+// refusing another payload under the same key or executing it again.
+//
+// The record is durable before the delivery does anything but its first
+// attempt. Over a [FileJournal], the first attempt goes out once the
+// record is written, while its sync (shared with concurrent deliveries)
+// runs; the delivery then waits for the sync before a retry, a wait for
+// one, a dead letter, a done mark, or returning. Over any other Journal,
+// Record makes it durable before the first attempt. A crash of the
+// process while the sync runs loses nothing (the record is written); a
+// crash of the machine (a power loss) may leave the receiver holding an
+// event the journal lacks. Deliver had not returned, so its caller runs
+// it again: the same bytes under the same key are replayed, and other
+// bytes (a body built anew) are answered 422 key-reused, which ends the
+// delivery with [ErrSentEarlier] (below).
 //
 // The key names the event: a 422 key-reused answer (the receiver holds
 // another payload under it, sent by an earlier run whose journal is gone)
@@ -44,11 +61,17 @@ func NewOutbox(s *Sender, j Journal) *Outbox {
 // [ErrInterrupted].
 //
 // It fails before any I/O, recording nothing, for an invalid key, method or
-// URL (as [Sender.Deliver]). When the journal cannot record d (a full disk,
-// a failed sync), it sends nothing, hands d to the dead-letter sink (reason
-// "not-journaled", 0 attempts, the journal's error as the last error; a
-// re-drive sends it once there is room) and returns a [*DeliveryError]
-// whose reason is [ErrNotJournaled].
+// URL (as [Sender.Deliver]). When the journal cannot record d (a full disk;
+// a failed sync, for a Journal other than a FileJournal), it sends nothing,
+// hands d to the dead-letter sink (reason "not-journaled", 0 attempts, the
+// journal's error as the last error; a re-drive sends it once there is
+// room) and returns a [*DeliveryError] whose reason is [ErrNotJournaled].
+// When a FileJournal's sync of the record fails during the first attempt,
+// a 2xx answer is a success all the same (the receiver holds the event;
+// the sender's logger warns, and the journal, which takes nothing more
+// after a failed sync, keeps no done mark); any other answer ends the
+// delivery there, without a retry, as not journaled: dead-lettered with
+// that attempt's answer, its last error joining the journal's.
 //
 // An entry the journal records as refused permanently ([OutcomePermanent],
 // by an earlier run) is not sent again: the receiver would refuse it
@@ -113,24 +136,35 @@ func (o *Outbox) deliver(ctx context.Context, d Delivery, strict, resend bool) (
 	if stopped(o.sender.stop) { // nothing recorded, nothing sent: a re-run sends it
 		return Result{}, &DeliveryError{Reason: ErrInterrupted, Key: d.Key}
 	}
-	rec, err := o.journal.Record(ctx, e)
+	rec, first, err := o.record(ctx, e)
 	if err != nil {
 		// Sending what a re-run could not send again is how an event runs
 		// twice or is refused; not sending it without a trace is how it is
 		// lost. So: not sent, and dead-lettered.
 		return o.sender.notSent(ctx, d, ErrNotJournaled, fmt.Errorf("client: journal: %w", err))
 	}
-	if strict && !bytes.Equal(rec.Body, e.Body) {
+	conflict := strict && !bytes.Equal(rec.Body, e.Body)
+	refused := rec.Outcome == OutcomePermanent && !resend
+	if conflict || refused {
+		// Not sent: the record durable first, as Record would have it.
+		if err := first.wait(); err != nil {
+			return o.sender.notSent(ctx, d, ErrNotJournaled, fmt.Errorf("client: journal: %w", err))
+		}
+	}
+	if conflict {
 		return Result{}, fmt.Errorf("%w: key %q", ErrJournalConflict, d.Key)
 	}
-	if rec.Outcome == OutcomePermanent && !resend {
+	if refused {
 		return Result{}, &DeliveryError{
 			Reason: ErrPermanent,
 			Key:    rec.Key,
 			Err:    fmt.Errorf("%w at %s; not sent again", ErrRefusedEarlier, rec.Ended.Format(time.RFC3339)),
 		}
 	}
-	res, err := o.sender.deliver(ctx, rec.Delivery, true)
+	res, err := o.sender.deliver(ctx, rec.Delivery, true, first)
+	if first.wait() != nil {
+		return res, err // the journal, whose sync failed, takes no done mark
+	}
 	if outcome := o.outcome(res, err); outcome != "" {
 		if derr := o.journal.Done(context.WithoutCancel(ctx), rec, outcome); derr != nil {
 			// The entry stays pending: a later re-send is a replay.
@@ -138,6 +172,18 @@ func (o *Outbox) deliver(ctx context.Context, d Delivery, strict, resend bool) (
 		}
 	}
 	return res, err
+}
+
+// record records e in the journal. Over a [syncOverlapper], it returns
+// once e is written, with its sync still running: the first attempt
+// overlaps it. Over any other Journal, e is durable when it returns.
+func (o *Outbox) record(ctx context.Context, e JournalEntry) (JournalEntry, journalSync, error) {
+	if so, ok := o.journal.(syncOverlapper); ok {
+		rec, seq, err := so.recordWritten(ctx, e)
+		return rec, journalSync{so, seq}, err
+	}
+	rec, err := o.journal.Record(ctx, e)
+	return rec, journalSync{}, err
 }
 
 // outcome is how a delivery ended for the journal, or "" when it must stay

@@ -18,7 +18,7 @@ import (
 
 // BenchmarkJournalCost measures deliveries per second to a bare receiver
 // on loopback, straight through a Sender ("bare") and through an Outbox
-// whose FileJournal syncs every record before the first attempt
+// whose FileJournal syncs every record while the first attempt runs
 // ("journal"), one delivery at a time ("serial") and 16 at once
 // ("parallel", where concurrent records share their syncs). Compare the
 // deliveries/s of one run.
@@ -28,12 +28,13 @@ import (
 // is appended to a file in the same directory and synced with fsync, and
 // one to another file with fdatasync, each timed. serial/journal reports
 // those rates (fsyncs/s, fdatasyncs/s) and its deliveries/s divided by
-// each (x-fsync, x-fdatasync). A serial delivery is a sync and then a
-// round trip, so x-fsync cannot reach 1: it is at most fsync ÷ (fsync +
-// the round trip). A bare delivery is timed after the raw syncs too, and
-// x-fsync+bare is the time of one raw fsync and that bare delivery divided
-// by the time of one journaled delivery: about 1 when the journal costs
-// nothing but its sync. (A round trip right after a sync is slower than
+// each (x-fsync, x-fdatasync). A serial delivery is a write, then a sync
+// and a round trip at once, then a done mark, so x-fsync is at most about
+// 1 (when the sync is the longer of the two). A bare delivery is timed
+// after the raw syncs too, and x-fsync+bare is the time of one raw fsync
+// and that bare delivery divided by the time of one journaled delivery:
+// about 1 when the journal costs its sync and nothing else, and above 1
+// when the round trip hides in the sync. (A round trip right after a sync is slower than
 // one in a loop of round trips, as serial/bare times them: the threads
 // slept through the sync, on this loopback alike for the journal's
 // delivery and for the bare one.) records/sync is the journal's

@@ -69,10 +69,11 @@
 // store or receiver faults) it is the sender that crashes: the first pass
 // runs in a child process, this same program in a hidden -run-sender mode,
 // whose senders deliver through a client.Outbox with a FileJournal (each
-// key and body recorded, synced, before the first attempt). The child is
-// killed with SIGKILL N times at seeded points of its journal and run
-// again over the same events each time, then once to the end; a re-run
-// sends what the journal holds, so the receiver replays what it executed.
+// key and body written before the first attempt, synced while it runs).
+// The child is killed with SIGKILL N times at seeded points of its
+// journal and run again over the same events each time, then once to the
+// end; a re-run sends what the journal holds, so the receiver replays what
+// it executed.
 // The table's attempt counts are then those of the last, complete run, and
 // "journal pending" (entries never marked done) must be 0.
 //

@@ -30,8 +30,9 @@
 // to the time it first read the feature, and records the key and the
 // stamped bytes in the journal (-journal, default
 // $XDG_STATE_HOME/geoidem/sender.journal, else
-// ~/.local/state/geoidem/sender.journal), synced to disk, before the first
-// attempt. Every attempt, every later run over the same input and every
+// ~/.local/state/geoidem/sender.journal): written before the first
+// attempt, and synced to disk while that attempt runs, before anything
+// else (a retry, a dead letter, the next feature). Every attempt, every later run over the same input and every
 // re-drive sends the bytes the journal holds under that key, never a new
 // stamp: a re-run with that journal (after a crash, a SIGKILL, or a run
 // that ended) is a replay of what was delivered and a delivery of what
@@ -119,12 +120,15 @@
 //
 // # A full disk
 //
-// A feature is never sent before the journal has recorded it. When the
-// journal cannot record (a full disk, a failed sync), the feature is not
-// sent and is appended to the -dead-letter file (reason "not-journaled",
-// 0 attempts) with its key and bytes, to be re-driven once there is room;
-// without -dead-letter it is only counted, and a re-run sends it. The
-// first such error is printed, the summary counts them all, and the
+// A feature is never sent before the journal has written it. When the
+// journal cannot (a full disk), the feature is not sent and is appended
+// to the -dead-letter file (reason "not-journaled", 0 attempts) with its
+// key and bytes, to be re-driven once there is room; without -dead-letter
+// it is only counted, and a re-run sends it. When the sync fails while
+// the first attempt runs, a feature answered 2xx is delivered (the
+// receiver holds it), and any other is not retried but dead-lettered so,
+// after that 1 attempt; the journal takes no feature after a failed sync.
+// The first such error is printed, the summary counts them all, and the
 // command exits 3 (before 130, when it was interrupted too).
 package main
 
