@@ -123,9 +123,7 @@
 // inserting nothing, and whose RetryAfter is when the first of the
 // client's windows that holds a count ends. A claim that finds its key's
 // row (a replay, a duplicate in flight) reads, locks and writes no count:
-// it is never counted, never refused, and is one statement, a plain read
-// (the function Table+"_claim_counted" runs the counting only for a key
-// it finds no row for). Batched claims
+// it is never counted, never refused, and is one statement. Batched claims
 // count per client, each within the batch in turn.
 //
 // So the first claims of one client that run at once do not wait for
@@ -204,9 +202,8 @@
 // # Schema and pruning
 //
 // [New] creates the table, its token sequence, an index on the expiry
-// time and the functions Table+"_claim" and Table+"_claim_counted" (a
-// claim's first statement, whose read answers a replay without setting up
-// the insert of a new key) from
+// time and the function Table+"_claim" (a claim's first statement, whose
+// read answers a replay without setting up the insert of a new key) from
 // migrations embedded in the package ([Store.Migrate]), in one
 // transaction under an advisory lock, so several replicas can start at once;
 // the applied versions are kept in a table of their own, and the counts of

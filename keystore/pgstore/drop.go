@@ -13,7 +13,7 @@ type Execer interface {
 }
 
 // Drop removes every object that a Store of this Config's Schema and Table
-// creates (the table and its index, the claim functions, the migrations
+// creates (the table and its index, the claim function, the migrations
 // and client-count tables, the token sequence of earlier versions), those
 // that exist: for a test that made a store of its own, or to take a store
 // out of service.
@@ -31,7 +31,6 @@ func Drop(ctx context.Context, db Execer, cfg Config) error {
 	}
 	for _, q := range []string{
 		"DROP FUNCTION IF EXISTS " + n.claimFn + "(text, bytea, bigint, bigint)",
-		"DROP FUNCTION IF EXISTS " + n.countedFn + "(text, bytea, bigint, bigint, text, integer, bigint)",
 		"DROP TABLE IF EXISTS " + n.table + " CASCADE",
 		"DROP TABLE IF EXISTS " + n.versions,
 		"DROP TABLE IF EXISTS " + n.clients,

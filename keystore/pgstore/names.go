@@ -21,7 +21,6 @@ type names struct {
 	clients   string
 	shards    string
 	claimFn   string // the function of a claim's first statement
-	countedFn string // the same for a bounded client's claim
 }
 
 func newNames(schema, table string) (names, error) {
@@ -54,7 +53,6 @@ func newNames(schema, table string) (names, error) {
 		clients:   ident(table + "_clients"),
 		shards:    ident(table + "_client_shards"),
 		claimFn:   ident(table + "_claim"),
-		countedFn: ident(table + "_claim_counted"),
 	}
 	if schema != "" {
 		n.qualified = schema + "." + table
@@ -73,7 +71,6 @@ func (n names) expand(sql string) string {
 		"{{clients}}", n.clients,
 		"{{shards}}", n.shards,
 		"{{claimfn}}", n.claimFn,
-		"{{claimcountedfn}}", n.countedFn,
 		"{{nshards}}", strconv.Itoa(countShards),
 		"{{takeover}}", takeoverSQL,
 	).Replace(sql)

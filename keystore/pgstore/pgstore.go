@@ -44,8 +44,8 @@ type Config struct {
 	// Table is the name of the key table. The store also creates
 	// Table+"_token_seq", Table+"_expires_at_idx", Table+"_migrations",
 	// Table+"_client_shards" (the counts of ClientKeys; Table+"_clients"
-	// holds them for earlier versions) and the functions Table+"_claim"
-	// and Table+"_claim_counted" (the first statement of a claim).
+	// holds them for earlier versions) and the function Table+"_claim"
+	// (the first statement of a claim).
 	// Any name is accepted and always quoted (case and punctuation are
 	// kept); it must be valid UTF-8, without NUL, at most 48 bytes. Default
 	// DefaultTable.
