@@ -42,7 +42,7 @@ func TestDropRemovesEveryObject(t *testing.T) {
 		return names
 	}
 	if before := objects(); len(before) < 6 {
-		t.Fatalf("the store created %q, want its table, index, migrations, client counts and claim functions at least", before)
+		t.Fatalf("the store created %q, want its table, index, migrations, client counts and claim function at least", before)
 	}
 	s.Close()
 	if err := pgstore.Drop(ctx, pool, cfg); err != nil {
