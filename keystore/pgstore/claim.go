@@ -14,9 +14,11 @@ import (
 )
 
 // Claim implements [keystore.Store.Claim]. One statement settles the common
-// cases: an absent key is inserted with the caller's token, and a key that is live (in flight with its lease running, or completed
-// within its retention) is reported from a plain read: no write, no row
-// lock, so any number of replays of one key run in parallel. A key whose
+// cases: an absent key is inserted with the caller's token, and a key that
+// is live (in flight with its lease running, or completed within its
+// retention) is reported from a plain read: no write, no row lock, no
+// insert set up (see fastClaimSQL), so any number of replays of one key
+// run in parallel. A key whose
 // lease or retention has ended is taken over, and a claim that lost the race
 // for a new key reports the winner, by a second statement, which also
 // refuses a fenced token (see releaseSQL). Leases are judged and

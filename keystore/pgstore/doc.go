@@ -69,13 +69,16 @@
 // # Statements
 //
 // Each operation is one statement, but for the rarer claims. Claim inserts
-// an absent key, or reports the live entry, in one INSERT … ON CONFLICT DO
-// NOTHING with a read of the key under the same snapshot: a first delivery
-// costs two statements (Claim and Complete, or Claim and CompleteTx inside
-// the handler's transaction), and a replay one, which is a plain index read
-// that takes no row lock, so replays of one hot key run in parallel. A claim
-// that takes over an expired lease or record (or a released key), or that
-// lost the race for a new key to a claim committed after its snapshot, runs
+// an absent key, or reports the live entry, in one statement, a call of
+// the function Table+"_claim": a read of the key, then, only when it found
+// no row, an INSERT … ON CONFLICT DO NOTHING. A first delivery costs two
+// statements (Claim and Complete, or Claim and CompleteTx inside the
+// handler's transaction), and a replay one, which is a plain index read:
+// it takes no row lock, nor the table's ROW EXCLUSIVE lock of a statement
+// that may insert, and writes nothing, so replays of one hot key run in
+// parallel, and cost the database a read. A claim that takes over an
+// expired lease or record (or a released key), or that lost the race for
+// a new key to a claim committed after its read, runs
 // a second statement: an INSERT … ON CONFLICT DO UPDATE that takes the key
 // over or reports the winner's entry. Extend,
 // Complete and Release each change the row only where the key, the token and
@@ -198,8 +201,10 @@
 //
 // # Schema and pruning
 //
-// [New] creates the table, its token sequence and an index on the expiry
-// time from migrations embedded in the package ([Store.Migrate]), in one
+// [New] creates the table, its token sequence, an index on the expiry
+// time and the function Table+"_claim" (a claim's first statement, whose
+// read answers a replay without setting up the insert of a new key) from
+// migrations embedded in the package ([Store.Migrate]), in one
 // transaction under an advisory lock, so several replicas can start at once;
 // the applied versions are kept in a table of their own, and the counts of
 // Config.ClientKeys in Table+"_client_shards" (Table+"_clients", their

@@ -8,8 +8,8 @@ import (
 	"github.com/geoidem/geoidem/keystore/pgstore"
 )
 
-// Drop removes every object a store created, whatever the schema holds
-// besides, and refuses a name New would refuse.
+// Drop removes every object a store created (relations and functions),
+// whatever the schema holds besides, and refuses a name New would refuse.
 func TestDropRemovesEveryObject(t *testing.T) {
 	pool := newPool(t, 4, nil)
 	ctx := testCtx(t)
@@ -22,7 +22,9 @@ func TestDropRemovesEveryObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	objects := func() []string {
-		rows, err := pool.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 ORDER BY 1`, schema)
+		rows, err := pool.Query(ctx, `SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1
+			UNION ALL SELECT p.proname || '()' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1
+			ORDER BY 1`, schema)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,8 +41,8 @@ func TestDropRemovesEveryObject(t *testing.T) {
 		}
 		return names
 	}
-	if before := objects(); len(before) < 4 {
-		t.Fatalf("the store created %q, want its table, index, migrations and client counts at least", before)
+	if before := objects(); len(before) < 6 {
+		t.Fatalf("the store created %q, want its table, index, migrations, client counts and claim function at least", before)
 	}
 	s.Close()
 	if err := pgstore.Drop(ctx, pool, cfg); err != nil {

@@ -20,6 +20,7 @@ type names struct {
 	versions  string
 	clients   string
 	shards    string
+	claimFn   string // the function of a claim's first statement
 }
 
 func newNames(schema, table string) (names, error) {
@@ -51,6 +52,7 @@ func newNames(schema, table string) (names, error) {
 		versions:  ident(table + "_migrations"),
 		clients:   ident(table + "_clients"),
 		shards:    ident(table + "_client_shards"),
+		claimFn:   ident(table + "_claim"),
 	}
 	if schema != "" {
 		n.qualified = schema + "." + table
@@ -68,6 +70,7 @@ func (n names) expand(sql string) string {
 		"{{versions}}", n.versions,
 		"{{clients}}", n.clients,
 		"{{shards}}", n.shards,
+		"{{claimfn}}", n.claimFn,
 		"{{nshards}}", strconv.Itoa(countShards),
 		"{{takeover}}", takeoverSQL,
 	).Replace(sql)

@@ -42,9 +42,10 @@ type Config struct {
 	Schema string
 
 	// Table is the name of the key table. The store also creates
-	// Table+"_token_seq", Table+"_expires_at_idx", Table+"_migrations" and
+	// Table+"_token_seq", Table+"_expires_at_idx", Table+"_migrations",
 	// Table+"_client_shards" (the counts of ClientKeys; Table+"_clients"
-	// holds them for earlier versions).
+	// holds them for earlier versions) and the function Table+"_claim"
+	// (the first statement of a claim).
 	// Any name is accepted and always quoted (case and punctuation are
 	// kept); it must be valid UTF-8, without NUL, at most 48 bytes. Default
 	// DefaultTable.

@@ -36,34 +36,19 @@ func newStatements(n names) statements {
 }
 
 // fastClaimSQL is Claim's first statement, which settles the two common
-// cases at the cost of an INSERT … ON CONFLICT DO NOTHING: a key with no row
-// (inserted, acquired) and a live key (reported from a plain read under the
-// statement's snapshot, with no write and no row lock). $1 key, $2
+// cases: a key with no row (inserted, acquired) and a live key (reported
+// from a plain read, with no write and no row lock). $1 key, $2
 // fingerprint, $3 lease in microseconds, $4 the caller's token. It returns
 // the columns of claimSQL, in at most one row: an inserted key (acquired
-// true; fingerprint NULL: the one given), or the row the snapshot shows,
-// live or not, with its token and the remaining lease or retention in
+// true; fingerprint NULL: the one given), or the row the read shows, live
+// or not, with its token and the remaining lease or retention in
 // microseconds, zero or negative once it has ended. No row (the insert met
-// a row committed after the snapshot was taken) or an ended one is left to
-// claimSQL, which takes an expired key over or reports the race's winner.
-const fastClaimSQL = `
-WITH cur AS MATERIALIZED (
-    SELECT k.token, k.fingerprint, k.status, k.header, k.body, k.expires_at
-    FROM {{table}} k
-    WHERE k.key = $1::text
-), ins AS (
-    INSERT INTO {{table}} (key, fingerprint, token, expires_at)
-    SELECT $1::text, $2::bytea, $4::bigint, clock_timestamp() + $3::bigint * interval '1 microsecond'
-    WHERE NOT EXISTS (SELECT FROM cur)
-    ON CONFLICT (key) DO NOTHING
-    RETURNING token
-)
-SELECT true, false, ins.token, NULL::bytea, NULL::integer, NULL::bytea, NULL::bytea, $3::bigint
-FROM ins
-UNION ALL
-SELECT false, false, cur.token, cur.fingerprint, cur.status, cur.header, cur.body,
-       (extract(epoch FROM cur.expires_at - clock_timestamp()) * 1000000)::bigint
-FROM cur`
+// a row committed after the read) or an ended one is left to claimSQL,
+// which takes an expired key over or reports the race's winner. The work
+// is the claim function's (migration 7), which plans and runs its INSERT
+// … ON CONFLICT DO NOTHING only for a key with no row: a replay is a
+// plain read, and takes no lock but the read's.
+const fastClaimSQL = `SELECT * FROM {{claimfn}}($1::text, $2::bytea, $3::bigint, $4::bigint)`
 
 // batchClaimSQL is fastClaimSQL for several keys at once, all different:
 // $1 keys, $2 fingerprints, $3 leases in microseconds, $4 tokens, arrays of
