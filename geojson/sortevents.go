@@ -30,7 +30,7 @@ func (s *sweeper) sortEvents() {
 // events, lo and hi, which run finds as it makes them.
 func (s *sweeper) sortEventsIn(lo, hi float64) {
 	n := len(s.evs)
-	if n < 64 {
+	if n < minSortRuns {
 		sortEventsCmp(s.evs)
 		return
 	}
@@ -109,6 +109,10 @@ func (s *sweeper) sortEventsIn(lo, hi float64) {
 	s.count, s.bk = end, bk
 	s.evs, s.evs2 = out, s.evs
 }
+
+// minSortRuns is the fewest events that sortEventsIn sorts by runs or
+// buckets rather than by comparison.
+const minSortRuns = 64
 
 // maxInsertion is the most events of a bucket that sortEvents sorts by
 // insertion.

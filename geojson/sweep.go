@@ -130,7 +130,8 @@ func (s *sweeper) run() *sweepFault {
 	}
 	// Segment k of ring r joins vertices k and k+1; vertex k of ring r
 	// has global id segOff[r]+k, like segment (r, k). One pass makes the
-	// segments, the events and the segments' empty slots (resetStatus).
+	// segments and their empty slots (resetStatus); eventsByShape the
+	// events.
 	segs := slices.Grow(s.segs[:0], n)[:n]
 	evs := slices.Grow(s.evs[:0], n)[:n]
 	at := slices.Grow(s.at[:0], n)[:n]
@@ -152,9 +153,9 @@ func (s *sweeper) run() *sweepFault {
 			continue
 		}
 		b := ring[0]
-		// The ring's segments, events and slots, as slices of its
-		// length, spare the bounds checks.
-		rsegs, revs, rat := segs[i:i+len(ring)], evs[i:i+len(ring)], at[i:i+len(ring)]
+		// The ring's segments and slots, as slices of its length, spare
+		// the bounds checks.
+		rsegs, rat := segs[i:i+len(ring)], at[i:i+len(ring)]
 		for k := len(ring) - 1; k >= 0; k-- {
 			a, hi := ring[k], b
 			b = a
@@ -173,7 +174,6 @@ func (s *sweeper) run() *sweepFault {
 				lo, hi = hi, lo
 			}
 			rsegs[k] = seg{a: lo, b: hi, ring: int32(r), k: int32(k)}
-			revs[k] = event{a, int32(i + k)}
 			rat[k] = slot{nilNode, 0}
 		}
 		i += len(ring)
@@ -181,6 +181,7 @@ func (s *sweeper) run() *sweepFault {
 	s.segOff = append(s.segOff, i)
 	s.filter = staticFilter(xlo, xhi, ylo, yhi)
 	s.segs, s.at = segs, at
+	s.eventsByShape(evs)
 	s.evs = evs
 	s.sortEventsIn(xlo, xhi)
 	s.resetBlocks()
