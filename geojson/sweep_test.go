@@ -374,7 +374,7 @@ func TestSortEvents(t *testing.T) {
 			default:
 				p = pt{math.Copysign(0, -1), rng.NormFloat64()}
 			}
-			s.evs = append(s.evs, event{p, int32(i)})
+			s.evs = append(s.evs, event{p: p, v: int32(i)})
 		}
 		want := append([]event(nil), s.evs...)
 		sortEventsCmp(want)
@@ -684,7 +684,7 @@ func TestMergeRuns(t *testing.T) {
 						x += step
 						p.x = x
 					}
-					s.evs = append(s.evs, event{p, int32(len(s.evs))})
+					s.evs = append(s.evs, event{p: p, v: int32(len(s.evs))})
 					x += step
 				}
 			}

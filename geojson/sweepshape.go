@@ -1,64 +1,126 @@
 package geojson
 
-// This file lays the sweep's vertex events out by the shape of the ring
-// at each vertex, for mergeRuns (sortevents.go): a ring splits at its
-// turning vertices into monotone chains, and the vertices of each kind,
-// taken in ring order, mostly form long monotone runs even when the
-// ring's own order does not. A zigzag's vertices, in ring order, rise
-// and fall at every step, runs of two; its inner vertices alone, and its
-// outer ones alone, trace smooth curves of a few runs each.
+// This file makes the sweep's segments and vertex events in one pass over
+// the rings, laying the events out by the shape of the ring at each
+// vertex, for mergeRuns (sortevents.go): a ring splits at its turning
+// vertices into monotone chains, and the vertices of each kind, taken in
+// ring order, mostly form long monotone runs even when the ring's own
+// order does not. A zigzag's vertices, in ring order, rise and fall at
+// every step, runs of two; its inner vertices alone, and its outer ones
+// alone, trace smooth curves of a few runs each.
 
-// eventsByShape fills evs, of one event per vertex of s.rings (vertex k
-// of ring r has id s.segOff[r]+k), with the vertices where both
-// segments start first (the chains' starts), then those where the ring
-// passes on (the chains' insides), then those where both end (the
-// chains' ends, last to first), each kind in ring order.
-// Fewer than minSortRuns events are in ring order: sortEventsIn sorts
-// them without runs, and without the buffer for the passing vertices.
-func (s *sweeper) eventsByShape(evs []event) {
-	if len(evs) < minSortRuns {
-		i := 0
-		for r, ring := range s.rings {
-			for k, v := range ring {
-				evs[i] = event{v, int32(s.segOff[r] + k)}
-				i++
-			}
-		}
-		return
+// Bits of event.kind: the shape of the ring at the vertex, which the
+// sweep reads instead of the vertex's segments.
+const (
+	evUp     uint8 = 1 << iota // the segment from the vertex rises in sweep order: it starts there
+	evPrevUp                   // the segment into the vertex rises: it ends there
+	evFirst                    // vertex 0 of its ring: the segment into it is the ring's last
+)
+
+// build makes, for the n vertices of s.rings, the segments (segment k of
+// ring r joins vertices k and k+1, and has id s.segOff[r]+k, like vertex
+// k), their empty slots (resetStatus) and the events into evs, and
+// returns the rings' bounding box. The events are the vertices where
+// both segments start first (the chains' starts), then those where the
+// ring passes on (the chains' insides), then those where both end (the
+// chains' ends, last to first), each kind in ring order; with fewer
+// than minSortRuns, which sortEventsIn sorts without runs, they are in
+// ring order, without the buffer for the passing vertices.
+func (s *sweeper) build(n int, evs []event) (xlo, xhi, ylo, yhi float64) {
+	segs := growSegs(s.segs, n)
+	at := growSlots(s.at, n)
+	s.segOff = s.segOff[:0]
+	byShape := n >= minSortRuns
+	pass := evs
+	if byShape {
+		pass = growEv(s.evs2, n)
+		s.evs2 = pass
 	}
-	front, back := 0, len(evs)
-	pass := growEv(s.evs2, len(evs))
-	np := 0
-	put := func(e event, prevUp, up bool) {
-		switch {
-		case up && !prevUp:
-			evs[front] = e
-			front++
-		case !up && prevUp:
-			back--
-			evs[back] = e
-		default:
-			pass[np] = e
-			np++
+	front, back, np := 0, n, 0
+	for _, ring := range s.rings {
+		if len(ring) > 0 {
+			xlo, ylo = ring[0].x, ring[0].y
+			xhi, yhi = xlo, ylo
+			break
 		}
 	}
+	i := 0
 	for r, ring := range s.rings {
-		n := len(ring)
-		if n == 0 {
+		s.segOff = append(s.segOff, i)
+		m := len(ring)
+		if m == 0 {
 			continue
 		}
-		id := int32(s.segOff[r])
-		// up: the segment from the vertex to the next rises in sweep
-		// order; prevUp: the one into the vertex does.
-		last := ring[n-1]
-		prevUp := less(last, ring[0])
-		for k, v := range ring[:n-1] {
-			up := less(v, ring[k+1])
-			put(event{v, id + int32(k)}, prevUp, up)
+		// The ring's segments and slots, as slices of its length, spare
+		// the bounds checks.
+		rsegs, rat := segs[i:i+m], at[i:i+m]
+		prevUp := less(ring[m-1], ring[0])
+		first := evFirst
+		for k, a := range ring {
+			j := k + 1
+			if j == m {
+				j = 0
+			}
+			b := ring[j]
+			if a.x < xlo {
+				xlo = a.x
+			} else if a.x > xhi {
+				xhi = a.x
+			}
+			if a.y < ylo {
+				ylo = a.y
+			} else if a.y > yhi {
+				yhi = a.y
+			}
+			up := less(a, b)
+			e := event{p: a, v: int32(i + k), kind: first}
+			first = 0
+			if up {
+				rsegs[k] = seg{a: a, b: b, ring: int32(r), k: int32(k)}
+				e.kind |= evUp
+			} else {
+				rsegs[k] = seg{a: b, b: a, ring: int32(r), k: int32(k)}
+			}
+			rat[k] = slot{nilNode, 0}
+			switch {
+			case prevUp:
+				e.kind |= evPrevUp
+				if !up && byShape {
+					back--
+					evs[back] = e
+					break
+				}
+				pass[np] = e
+				np++
+			case up && byShape:
+				evs[front] = e
+				front++
+			default:
+				pass[np] = e
+				np++
+			}
 			prevUp = up
 		}
-		put(event{last, id + int32(n-1)}, prevUp, less(last, ring[0]))
+		i += m
 	}
-	copy(evs[front:back], pass[:np])
-	s.evs2 = pass
+	s.segOff = append(s.segOff, i)
+	if byShape {
+		copy(evs[front:back], pass[:np])
+	}
+	s.segs, s.at = segs, at
+	return xlo, xhi, ylo, yhi
+}
+
+func growSegs(b []seg, n int) []seg {
+	if cap(b) < n {
+		return make([]seg, n)
+	}
+	return b[:n]
+}
+
+func growSlots(b []slot, n int) []slot {
+	if cap(b) < n {
+		return make([]slot, n)
+	}
+	return b[:n]
 }

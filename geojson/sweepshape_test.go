@@ -39,8 +39,14 @@ func checkEventOrder(t *testing.T, name string, rings [][]pt) {
 			}
 			seen[e.v] = true
 			r := s.segs[e.v].ring
-			if k := int(e.v) - s.segOff[r]; rings[r][k] != e.p {
+			k := int(e.v) - s.segOff[r]
+			if rings[r][k] != e.p {
 				t.Fatalf("%s: event %d: vertex %d of ring %d is %v, not %v", name, i, k, r, rings[r][k], e.p)
+			}
+			// The shape bits, against the segments at the vertex.
+			up, prevUp, first := s.segs[e.v].a == e.p, s.segs[s.prevSeg(e.v)].b == e.p, k == 0
+			if up != (e.kind&evUp != 0) || prevUp != (e.kind&evPrevUp != 0) || first != (e.kind&evFirst != 0) {
+				t.Fatalf("%s: vertex %d of ring %d: kind %b, want up %v, prevUp %v, first %v", name, k, r, e.kind, up, prevUp, first)
 			}
 		}
 	}
