@@ -18,20 +18,20 @@ func TestMergeFew(t *testing.T) {
 		for range r {
 			run := make([]event, []int{0, 1, 2, 7, 40}[rng.IntN(5)]+rng.IntN(3))
 			for i := range run {
-				run[i] = event{p: pt{float64(rng.IntN(8)), float64(rng.IntN(3))}}
+				run[i] = mkEvent(pt{float64(rng.IntN(8)), float64(rng.IntN(3))}, 0, 0)
 			}
 			sortEventsCmp(run)
 			evs = append(evs, run...)
 			ends = append(ends, int32(len(evs)))
 		}
 		for i := range evs {
-			evs[i].v = int32(i)
+			evs[i] = mkEvent(evs[i].p, int32(i), 0)
 		}
 		want := append([]event(nil), evs...)
 		sortEventsCmp(want)
 		tmp := make([]event, len(evs))
 		for i := range tmp {
-			tmp[i] = event{p: pt{-1, -1}, v: -1} // garbage, which must not show
+			tmp[i] = mkEvent(pt{-1, -1}, -1, 0) // garbage, which must not show
 		}
 		got, other := mergeFew(evs, tmp, ends)
 		if len(got) != len(want) || len(other) != len(want) || len(got) > 0 && &got[0] == &other[0] {
@@ -39,10 +39,10 @@ func TestMergeFew(t *testing.T) {
 		}
 		seen := make([]bool, len(evs))
 		for i := range want {
-			if got[i].p != want[i].p || got[i].v < 0 || seen[got[i].v] {
+			if got[i].p != want[i].p || got[i].id() < 0 || seen[got[i].id()] {
 				t.Fatalf("runs %v: position %d: got %v, want %v", ends, i, got[i], want[i])
 			}
-			seen[got[i].v] = true
+			seen[got[i].id()] = true
 		}
 	}
 }

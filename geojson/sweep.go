@@ -40,13 +40,24 @@ type sweepFault struct {
 	msg   string
 }
 
-// event is a ring vertex: its point, global id, and the shape of the
-// ring there (evUp and the other bits, sweepshape.go).
+// event is a ring vertex: its point, and in one word (copied as one by
+// the sort) its global id and the shape of the ring there (evUp and the
+// other bits, sweepshape.go).
 type event struct {
-	p    pt
-	v    int32
-	kind uint8
+	p  pt
+	vk uint64 // id in the low 32 bits, shape above
 }
+
+// mkEvent returns the event of vertex v at p with the shape bits kind.
+func mkEvent(p pt, v int32, kind uint8) event {
+	return event{p, uint64(uint32(v)) | uint64(kind)<<32}
+}
+
+// id returns the vertex's global id.
+func (e event) id() int32 { return int32(uint32(e.vk)) }
+
+// kind returns the shape bits of the ring at the vertex.
+func (e event) kind() uint8 { return uint8(e.vk >> 32) }
 
 const unknownParent = -2
 
@@ -160,7 +171,7 @@ func (s *sweeper) run() *sweepFault {
 			// A vertex alone at its point, the usual case: its two
 			// segments are sorted into ending and starting here, not
 			// in event.
-			v, kind := s.evs[e].v, s.evs[e].kind
+			v, kind := s.evs[e].id(), s.evs[e].kind()
 			e++
 			w := v - 1
 			if kind&evFirst != 0 {
@@ -211,7 +222,7 @@ func (s *sweeper) run() *sweepFault {
 		}
 		s.vbuf = s.vbuf[:0]
 		for ; e < len(s.evs) && s.evs[e].p == p; e++ {
-			s.vbuf = append(s.vbuf, s.evs[e].v)
+			s.vbuf = append(s.vbuf, s.evs[e].id())
 		}
 		if len(s.vbuf) > 1 {
 			// The sorts leave equal points in different orders: take

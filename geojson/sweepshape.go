@@ -73,18 +73,21 @@ func (s *sweeper) build(n int, evs []event) (xlo, xhi, ylo, yhi float64) {
 				yhi = a.y
 			}
 			up := less(a, b)
-			e := event{p: a, v: int32(i + k), kind: first}
+			kind := first
 			first = 0
 			if up {
 				rsegs[k] = seg{a: a, b: b, ring: int32(r), k: int32(k)}
-				e.kind |= evUp
+				kind |= evUp
 			} else {
 				rsegs[k] = seg{a: b, b: a, ring: int32(r), k: int32(k)}
 			}
 			rat[k] = slot{nilNode, 0}
+			if prevUp {
+				kind |= evPrevUp
+			}
+			e := mkEvent(a, int32(i+k), kind)
 			switch {
 			case prevUp:
-				e.kind |= evPrevUp
 				if !up && byShape {
 					back--
 					evs[back] = e

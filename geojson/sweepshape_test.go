@@ -22,7 +22,7 @@ func checkEventOrder(t *testing.T, name string, rings [][]pt) {
 		var want []event
 		for r, ring := range rings {
 			for k, v := range ring {
-				want = append(want, event{p: v, v: int32(s.segOff[r] + k)})
+				want = append(want, mkEvent(v, int32(s.segOff[r]+k), 0))
 			}
 		}
 		sortEventsCmp(want)
@@ -34,19 +34,19 @@ func checkEventOrder(t *testing.T, name string, rings [][]pt) {
 			if e.p != want[i].p {
 				t.Fatalf("%s (general %v): event %d at %v, want %v", name, general, i, e.p, want[i].p)
 			}
-			if seen[e.v] {
-				t.Fatalf("%s: vertex %d twice", name, e.v)
+			if seen[e.id()] {
+				t.Fatalf("%s: vertex %d twice", name, e.id())
 			}
-			seen[e.v] = true
-			r := s.segs[e.v].ring
-			k := int(e.v) - s.segOff[r]
+			seen[e.id()] = true
+			r := s.segs[e.id()].ring
+			k := int(e.id()) - s.segOff[r]
 			if rings[r][k] != e.p {
 				t.Fatalf("%s: event %d: vertex %d of ring %d is %v, not %v", name, i, k, r, rings[r][k], e.p)
 			}
 			// The shape bits, against the segments at the vertex.
-			up, prevUp, first := s.segs[e.v].a == e.p, s.segs[s.prevSeg(e.v)].b == e.p, k == 0
-			if up != (e.kind&evUp != 0) || prevUp != (e.kind&evPrevUp != 0) || first != (e.kind&evFirst != 0) {
-				t.Fatalf("%s: vertex %d of ring %d: kind %b, want up %v, prevUp %v, first %v", name, k, r, e.kind, up, prevUp, first)
+			up, prevUp, first := s.segs[e.id()].a == e.p, s.segs[s.prevSeg(e.id())].b == e.p, k == 0
+			if up != (e.kind()&evUp != 0) || prevUp != (e.kind()&evPrevUp != 0) || first != (e.kind()&evFirst != 0) {
+				t.Fatalf("%s: vertex %d of ring %d: kind %b, want up %v, prevUp %v, first %v", name, k, r, e.kind(), up, prevUp, first)
 			}
 		}
 	}
