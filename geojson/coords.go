@@ -123,6 +123,10 @@ func (p *parser) level(level, firstPos int) {
 				first = v
 			}
 			last = v
+			if p.i < len(p.data) && p.data[p.i] == ',' {
+				p.i++ // next's usual case, inline
+				continue
+			}
 			if !p.next(']') {
 				break
 			}
