@@ -3,11 +3,13 @@ package geojson
 // This file makes the sweep's segments and vertex events in one pass over
 // the rings, laying the events out by the shape of the ring at each
 // vertex, for mergeRuns (sortevents.go): a ring splits at its turning
-// vertices into monotone chains, and the vertices of each kind, taken in
-// ring order, mostly form long monotone runs even when the ring's own
-// order does not. A zigzag's vertices, in ring order, rise and fall at
-// every step, runs of two; its inner vertices alone, and its outer ones
-// alone, trace smooth curves of a few runs each.
+// vertices into monotone chains, and its vertices other than the chains'
+// ends, taken in ring order, and its chains' ends alone, mostly form long
+// monotone runs even when the ring's own order does not. A zigzag's
+// vertices, in ring order, rise and fall at every step, runs of two; its
+// inner vertices alone, and its outer ones alone, trace smooth curves of
+// a few runs each. A smooth ring's events stay in ring order but for a
+// few: its runs are its chains, as they were.
 
 // Bits of event.kind: the shape of the ring at the vertex, which the
 // sweep reads instead of the vertex's segments.
@@ -21,22 +23,14 @@ const (
 // ring r joins vertices k and k+1, and has id s.segOff[r]+k, like vertex
 // k), their empty slots (resetStatus) and the events into evs, and
 // returns the rings' bounding box. The events are the vertices where
-// both segments start first (the chains' starts), then those where the
-// ring passes on (the chains' insides), then those where both end (the
-// chains' ends, last to first), each kind in ring order; with fewer
-// than minSortRuns, which sortEventsIn sorts without runs, they are in
-// ring order, without the buffer for the passing vertices.
+// both segments end (the chains' ends) last, in reverse ring order from
+// the end of evs, and the others first, in ring order: written where
+// they go, with no buffer.
 func (s *sweeper) build(n int, evs []event) (xlo, xhi, ylo, yhi float64) {
 	segs := growSegs(s.segs, n)
 	at := growSlots(s.at, n)
 	s.segOff = s.segOff[:0]
-	byShape := n >= minSortRuns
-	pass := evs
-	if byShape {
-		pass = growEv(s.evs2, n)
-		s.evs2 = pass
-	}
-	front, back, np := 0, n, 0
+	front, back := 0, n
 	for _, ring := range s.rings {
 		if len(ring) > 0 {
 			xlo, ylo = ring[0].x, ring[0].y
@@ -85,31 +79,18 @@ func (s *sweeper) build(n int, evs []event) (xlo, xhi, ylo, yhi float64) {
 			if prevUp {
 				kind |= evPrevUp
 			}
-			e := mkEvent(a, int32(i+k), kind)
-			switch {
-			case prevUp:
-				if !up && byShape {
-					back--
-					evs[back] = e
-					break
-				}
-				pass[np] = e
-				np++
-			case up && byShape:
+			if e := mkEvent(a, int32(i+k), kind); prevUp && !up {
+				back--
+				evs[back] = e
+			} else {
 				evs[front] = e
 				front++
-			default:
-				pass[np] = e
-				np++
 			}
 			prevUp = up
 		}
 		i += m
 	}
 	s.segOff = append(s.segOff, i)
-	if byShape {
-		copy(evs[front:back], pass[:np])
-	}
 	s.segs, s.at = segs, at
 	return xlo, xhi, ylo, yhi
 }
