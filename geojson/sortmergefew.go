@@ -2,9 +2,11 @@ package geojson
 
 // This file holds the merge of a few sorted runs in the order of least
 // work, for mergeRuns: merging the adjacent pair of runs that is
-// smallest together first, rather than in passes over all. A zigzag's
-// six runs, two of them a few events long, are merged with each event
-// moved about two times rather than three.
+// smallest together first, rather than in passes over all. Passes move
+// every event once each, an odd last run's too, however short the runs
+// being merged; here short runs (a ring's turning vertices, often runs
+// of one or two among long chains) join their neighbours first, and the
+// long runs are moved fewer times.
 
 // maxFewRuns is the most runs that mergeFew merges; mergeRuns merges
 // more in passes.
