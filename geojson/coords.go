@@ -123,6 +123,10 @@ func (p *parser) level(level, firstPos int) {
 				first = v
 			}
 			last = v
+			if p.i < len(p.data) && p.data[p.i] == ',' {
+				p.i++ // next's usual case, inline
+				continue
+			}
 			if !p.next(']') {
 				break
 			}
@@ -289,37 +293,42 @@ func (p *parser) positionFast() (v [3]float64, ok bool) {
 	if j >= len(d) || d[j] != '[' || p.depth >= p.o.MaxDepth || p.npos >= p.o.MaxPositions {
 		return v, false
 	}
-	j++
-	n := 0
-	for ; n < 3; n++ {
-		f, end, fast := scanNum(d, j)
-		if !fast || end >= len(d) {
-			break
-		}
-		v[n], j = f, end+1
-		if c := d[end]; c == ',' && n < 2 {
-			continue
-		} else if c == ']' && n >= 1 {
-			n++
-			ok = true
-		}
-		break
+	// x, then y, then z or the end: written out, not looped.
+	x, e, fast := scanNum(d, j+1)
+	if !fast || e >= len(d) || d[e] != ',' {
+		return v, false
 	}
-	if !ok || v[0] < -180 || v[0] > 180 || v[1] < -90 || v[1] > 90 || (p.dims != n && p.dims != 0) {
+	y, e, fast := scanNum(d, e+1)
+	if !fast || e >= len(d) {
+		return v, false
+	}
+	n := 2
+	switch d[e] {
+	case ']':
+	case ',':
+		if v[2], e, fast = scanNum(d, e+1); !fast || e >= len(d) || d[e] != ']' {
+			return [3]float64{}, false
+		}
+		n = 3
+	default:
+		return v, false
+	}
+	if x < -180 || x > 180 || y < -90 || y > 90 || (p.dims != n && p.dims != 0) {
 		return [3]float64{}, false
 	}
-	p.i = j
+	p.i = e + 1
 	p.npos++
 	p.dims = n
 	if p.nerr == p.gBefore {
 		if len(p.arena)+2 > cap(p.arena) {
 			p.growArena()
 		}
-		p.arena = append(p.arena, v[0], v[1])
+		p.arena = append(p.arena, x, y)
 		if n == 3 && !p.mixed {
 			p.zs = appendScratch(p.zs, v[2])
 		}
 	}
+	v[0], v[1] = x, y
 	return v, true
 }
 

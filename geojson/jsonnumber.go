@@ -39,41 +39,45 @@ func (p *parser) numFast() (f float64, start int, ok bool) {
 // scanNum is numFast on d from index start, without the parser: it
 // returns the number and the index just past it.
 func scanNum(d []byte, start int) (f float64, end int, ok bool) {
-	i := start
-	neg := i < len(d) && d[i] == '-'
+	if start >= len(d) {
+		return 0, 0, false
+	}
+	s := d[start:] // indices from the number's first byte
+	i := 0
+	neg := s[0] == '-'
 	if neg {
-		i++
+		i = 1
 	}
 	var mant uint64
 	j := i
-	for j < len(d) {
-		c := d[j] - '0'
+	for ; j < len(s); j++ {
+		c := s[j] - '0'
 		if c >= 10 {
 			break
 		}
 		mant = mant*10 + uint64(c)
-		j++
 	}
 	nint := j - i
-	if nint == 0 || nint > 15 || (nint > 1 && d[i] == '0') {
+	// 1 to 15 integer digits, no leading zero.
+	if uint(nint-1) >= 15 || (nint > 1 && s[i] == '0') {
 		return 0, 0, false
 	}
 	nfrac := 0
-	if j < len(d) && d[j] == '.' {
+	if j < len(s) && s[j] == '.' {
 		k := j + 1
-		if k+8 <= len(d) {
-			if v, ok := eightDigits(binary.LittleEndian.Uint64(d[k:])); ok {
+		if len(s)-k >= 8 {
+			if v, ok := eightDigits(binary.LittleEndian.Uint64(s[k:])); ok {
 				mant = mant*1e8 + v
 				k += 8
 			}
 		}
-		for k < len(d) && k-j <= 19 {
-			c := d[k] - '0'
+		// At most 19 fraction digits are read: more fail below anyway.
+		for lim := min(len(s), j+20); k < lim; k++ {
+			c := s[k] - '0'
 			if c >= 10 {
 				break
 			}
 			mant = mant*10 + uint64(c)
-			k++
 		}
 		nfrac = k - j - 1
 		if nfrac == 0 || nint+nfrac > 19 {
@@ -81,14 +85,20 @@ func scanNum(d []byte, start int) (f float64, end int, ok bool) {
 		}
 		j = k
 	}
-	if j < len(d) && (d[j] == 'e' || d[j] == 'E' || d[j]-'0' < 10) || mant >= 1<<53 {
+	// No exponent, nor a digit beyond those read.
+	if j < len(s) {
+		if c := s[j]; c|0x20 == 'e' || c-'0' < 10 {
+			return 0, 0, false
+		}
+	}
+	if mant >= 1<<53 {
 		return 0, 0, false
 	}
 	f = float64(mant) / pow10[nfrac]
 	if neg {
 		f = -f
 	}
-	return f, j, true
+	return f, start + j, true
 }
 
 // numSlow is num for any number.

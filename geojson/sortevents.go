@@ -30,7 +30,7 @@ func (s *sweeper) sortEvents() {
 // events, lo and hi, which run finds as it makes them.
 func (s *sweeper) sortEventsIn(lo, hi float64) {
 	n := len(s.evs)
-	if n < 64 {
+	if n < minSortRuns {
 		sortEventsCmp(s.evs)
 		return
 	}
@@ -110,6 +110,10 @@ func (s *sweeper) sortEventsIn(lo, hi float64) {
 	s.evs, s.evs2 = out, s.evs
 }
 
+// minSortRuns is the fewest events that sortEventsIn sorts by runs or
+// buckets rather than by comparison.
+const minSortRuns = 64
+
 // maxInsertion is the most events of a bucket that sortEvents sorts by
 // insertion.
 const maxInsertion = 12
@@ -155,6 +159,11 @@ func (s *sweeper) mergeRuns() bool {
 		i = j
 	}
 	src, dst := evs, growEv(s.evs2, n)
+	if len(ends) <= maxFewRuns {
+		s.evs, s.evs2 = mergeFew(src, dst, ends)
+		s.count = ends[:1]
+		return true
+	}
 	for len(ends) > 1 {
 		// Merge runs 2k and 2k+1 of src into dst; a last odd run is
 		// copied.
@@ -182,19 +191,20 @@ func (s *sweeper) mergeRuns() bool {
 // mergeEvents merges sorted a and b into out, len(a)+len(b) long, taking
 // from a first on ties.
 func mergeEvents(out, a, b []event) {
-	i, j, k := 0, 0, 0
+	out = out[:len(a)+len(b)]
+	i, j := 0, 0
 	for i < len(a) && j < len(b) {
-		if lessEvent(b[j], a[i]) {
-			out[k] = b[j]
+		e, f := &a[i], &b[j]
+		if f.p.x < e.p.x || f.p.x == e.p.x && f.p.y < e.p.y {
+			out[i+j] = *f
 			j++
 		} else {
-			out[k] = a[i]
+			out[i+j] = *e
 			i++
 		}
-		k++
 	}
-	k += copy(out[k:], a[i:])
-	copy(out[k:], b[j:])
+	copy(out[i+j:], a[i:])
+	copy(out[len(a)+j:], b[j:])
 }
 
 func lessEvent(a, b event) bool {

@@ -40,11 +40,24 @@ type sweepFault struct {
 	msg   string
 }
 
-// event is a ring vertex: its point and global id.
+// event is a ring vertex: its point, and in one word (copied as one by
+// the sort) its global id and the shape of the ring there (evUp and the
+// other bits, sweepshape.go).
 type event struct {
-	p pt
-	v int32
+	p  pt
+	vk uint64 // id in the low 32 bits, shape above
 }
+
+// mkEvent returns the event of vertex v at p with the shape bits kind.
+func mkEvent(p pt, v int32, kind uint8) event {
+	return event{p, uint64(uint32(v)) | uint64(kind)<<32}
+}
+
+// id returns the vertex's global id.
+func (e event) id() int32 { return int32(uint32(e.vk)) }
+
+// kind returns the shape bits of the ring at the vertex.
+func (e event) kind() uint8 { return uint8(e.vk >> 32) }
 
 const unknownParent = -2
 
@@ -128,59 +141,9 @@ func (s *sweeper) run() *sweepFault {
 	for _, ring := range s.rings {
 		n += len(ring)
 	}
-	// Segment k of ring r joins vertices k and k+1; vertex k of ring r
-	// has global id segOff[r]+k, like segment (r, k). One pass makes the
-	// segments, the events and the segments' empty slots (resetStatus).
-	segs := slices.Grow(s.segs[:0], n)[:n]
 	evs := slices.Grow(s.evs[:0], n)[:n]
-	at := slices.Grow(s.at[:0], n)[:n]
-	s.segOff = s.segOff[:0]
-	i := 0
-	var xlo, xhi, ylo, yhi float64
-	if n > 0 {
-		for _, ring := range s.rings {
-			if len(ring) > 0 {
-				xlo, ylo = ring[0].x, ring[0].y
-				xhi, yhi = xlo, ylo
-				break
-			}
-		}
-	}
-	for r, ring := range s.rings {
-		s.segOff = append(s.segOff, i)
-		if len(ring) == 0 {
-			continue
-		}
-		b := ring[0]
-		// The ring's segments, events and slots, as slices of its
-		// length, spare the bounds checks.
-		rsegs, revs, rat := segs[i:i+len(ring)], evs[i:i+len(ring)], at[i:i+len(ring)]
-		for k := len(ring) - 1; k >= 0; k-- {
-			a, hi := ring[k], b
-			b = a
-			if a.x < xlo {
-				xlo = a.x
-			} else if a.x > xhi {
-				xhi = a.x
-			}
-			if a.y < ylo {
-				ylo = a.y
-			} else if a.y > yhi {
-				yhi = a.y
-			}
-			lo := a
-			if less(hi, lo) {
-				lo, hi = hi, lo
-			}
-			rsegs[k] = seg{a: lo, b: hi, ring: int32(r), k: int32(k)}
-			revs[k] = event{a, int32(i + k)}
-			rat[k] = slot{nilNode, 0}
-		}
-		i += len(ring)
-	}
-	s.segOff = append(s.segOff, i)
+	xlo, xhi, ylo, yhi := s.build(n, evs)
 	s.filter = staticFilter(xlo, xhi, ylo, yhi)
-	s.segs, s.at = segs, at
 	s.evs = evs
 	s.sortEventsIn(xlo, xhi)
 	s.resetBlocks()
@@ -208,10 +171,13 @@ func (s *sweeper) run() *sweepFault {
 			// A vertex alone at its point, the usual case: its two
 			// segments are sorted into ending and starting here, not
 			// in event.
-			v := s.evs[e].v
+			v, kind := s.evs[e].id(), s.evs[e].kind()
 			e++
-			w := s.prevSeg(v)
-			vEnds, wEnds := s.segs[v].b == p, s.segs[w].b == p
+			w := v - 1
+			if kind&evFirst != 0 {
+				w = s.prevSeg(v)
+			}
+			vEnds, wEnds := kind&evUp == 0, kind&evPrevUp != 0
 			// s.ends and s.starts are filled only for eventAt.
 			switch {
 			case vEnds != wEnds && !s.passed:
@@ -256,7 +222,7 @@ func (s *sweeper) run() *sweepFault {
 		}
 		s.vbuf = s.vbuf[:0]
 		for ; e < len(s.evs) && s.evs[e].p == p; e++ {
-			s.vbuf = append(s.vbuf, s.evs[e].v)
+			s.vbuf = append(s.vbuf, s.evs[e].id())
 		}
 		if len(s.vbuf) > 1 {
 			// The sorts leave equal points in different orders: take

@@ -374,7 +374,7 @@ func TestSortEvents(t *testing.T) {
 			default:
 				p = pt{math.Copysign(0, -1), rng.NormFloat64()}
 			}
-			s.evs = append(s.evs, event{p, int32(i)})
+			s.evs = append(s.evs, mkEvent(p, int32(i), 0))
 		}
 		want := append([]event(nil), s.evs...)
 		sortEventsCmp(want)
@@ -684,7 +684,7 @@ func TestMergeRuns(t *testing.T) {
 						x += step
 						p.x = x
 					}
-					s.evs = append(s.evs, event{p, int32(len(s.evs))})
+					s.evs = append(s.evs, mkEvent(p, int32(len(s.evs)), 0))
 					x += step
 				}
 			}
@@ -699,10 +699,10 @@ func TestMergeRuns(t *testing.T) {
 				if want[i].p != s.evs[i].p {
 					t.Fatalf("n=%d runs=%d: position %d: got %v, want %v", n, runs, i, s.evs[i].p, want[i].p)
 				}
-				if seen[s.evs[i].v] {
-					t.Fatalf("n=%d runs=%d: event %d twice", n, runs, s.evs[i].v)
+				if seen[s.evs[i].id()] {
+					t.Fatalf("n=%d runs=%d: event %d twice", n, runs, s.evs[i].id())
 				}
-				seen[s.evs[i].v] = true
+				seen[s.evs[i].id()] = true
 			}
 		}
 	}
