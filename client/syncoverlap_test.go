@@ -122,7 +122,7 @@ func waitFor[T any](t *testing.T, c <-chan T, what string) T {
 	select {
 	case v := <-c:
 		return v
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
 	}
@@ -160,7 +160,7 @@ func TestOutboxFirstAttemptDuringSync(t *testing.T) {
 	waitFor(t, g.started, "the record's sync")
 	select {
 	case <-rv.keys:
-	case <-time.After(2 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the first attempt did not reach the receiver while the record's sync ran")
 	}
 	quiet(t, done, "Deliver returned before the record's sync was done")

@@ -91,7 +91,7 @@ func TestClientCountNotSerialised(t *testing.T) {
 					if r.err != nil || !r.c.Acquired {
 						t.Fatalf("the client's next new key, while its claim of another is held: %v %v", r.c.State, r.err)
 					}
-				case <-time.After(5 * time.Second):
+				case <-time.After(30 * time.Second):
 					close(h.release)
 					t.Fatal("the client's next new key waits for its claim of another, held on its way")
 				}
