@@ -17,9 +17,12 @@ func (p *parser) run2() (k int, more bool, first, last [2]float64) {
 	if p.dims == 3 || p.nerr != p.gBefore || p.depth >= p.o.MaxDepth {
 		return 0, false, first, last
 	}
-	budget := p.o.MaxPositions - p.npos
+	start := len(p.arena)
+	// The arena's length at the limit, which may be none (no overflow:
+	// there are fewer positions left than bytes).
+	end := start + 2*min(p.o.MaxPositions-p.npos, len(p.data))
 	d, j := p.data, p.i
-	for k < budget {
+	for len(p.arena) < end {
 		if j >= len(d) || d[j] != '[' {
 			break
 		}
@@ -28,34 +31,30 @@ func (p *parser) run2() (k int, more bool, first, last [2]float64) {
 			break
 		}
 		y, e, fast := scanNum(d, e+1)
-		if !fast || e >= len(d) || d[e] != ']' {
+		if !fast || e+1 >= len(d) || d[e] != ']' {
 			break
 		}
 		if x < -180 || x > 180 || y < -90 || y > 90 {
 			break
 		}
-		j = e + 1
 		if len(p.arena)+2 > cap(p.arena) {
-			p.i = j
+			p.i = e + 1
 			p.growArena()
 		}
 		p.arena = append(p.arena, x, y)
-		if k == 0 {
-			first = [2]float64{x, y}
-		}
-		last = [2]float64{x, y}
-		k++
-		if j >= len(d) || d[j] != ',' {
-			more = false
+		j = e + 1
+		if d[j] != ',' {
 			break
 		}
 		j++
-		more = true
 	}
-	if k > 0 {
-		p.i = j
-		p.npos += k
-		p.dims = 2
+	if len(p.arena) == start {
+		return 0, false, first, last
 	}
-	return k, more, first, last
+	a := p.arena[start:]
+	k = len(a) / 2
+	p.i = j
+	p.npos += k
+	p.dims = 2
+	return k, d[j-1] == ',', [2]float64{a[0], a[1]}, [2]float64{a[len(a)-2], a[len(a)-1]}
 }

@@ -77,6 +77,8 @@ func TestRun2MatchesPosition(t *testing.T) {
 			opts.MaxPositions = 1 + rng.IntN(12)
 		case 1:
 			opts.MaxDepth = 2 + rng.IntN(3)
+		case 2:
+			opts.MaxPositions = -1 // no limit
 		}
 		fd, slowData := []byte(fast.String()), []byte(slow.String())
 		ffs, ferr := decode(fd, opts)
