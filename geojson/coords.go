@@ -111,46 +111,7 @@ func (p *parser) level(level, firstPos int) {
 	if p.peek() == ']' {
 		p.i++
 	} else if level == 1 {
-		var first, last [3]float64
-		for n := 0; ; {
-			if k, more, f, l := p.run2(); k > 0 {
-				if n == 0 {
-					first = [3]float64{f[0], f[1]}
-				}
-				last = [3]float64{l[0], l[1]}
-				n += k
-				if !more {
-					if !p.next(']') {
-						break
-					}
-					continue
-				}
-			}
-			v, ok := p.positionFast()
-			if !ok {
-				p.pushIdx(n)
-				v = p.position()
-				p.pop()
-			}
-			if n == 0 {
-				first = v
-			}
-			last = v
-			n++
-			if p.i < len(p.data) && p.data[p.i] == ',' {
-				p.i++ // next's usual case, inline
-				continue
-			}
-			if !p.next(']') {
-				break
-			}
-		}
-		if first[0] == last[0] && first[1] == last[1] {
-			p.lastClosed = closedXY
-			if first[2] == last[2] {
-				p.lastClosed |= closedZ
-			}
-		}
+		p.line()
 	} else {
 		for n := 0; ; n++ {
 			p.pushIdx(n)

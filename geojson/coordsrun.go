@@ -1,6 +1,53 @@
 package geojson
 
-// This file holds a line's usual positions, read in one loop.
+// This file holds a line's positions, the usual ones read in one loop.
+
+// line parses the positions of a non-empty level-1 array (a LineString
+// or a ring), p.i at its first element: the runs of usual positions with
+// run2, any other position with positionFast or position. It leaves in
+// p.lastClosed whether the first and last positions are the same.
+func (p *parser) line() {
+	var first, last [3]float64
+	for n := 0; ; {
+		if k, more, f, l := p.run2(); k > 0 {
+			if n == 0 {
+				first = [3]float64{f[0], f[1]}
+			}
+			last = [3]float64{l[0], l[1]}
+			n += k
+			if !more {
+				if !p.next(']') {
+					break
+				}
+				continue
+			}
+		}
+		v, ok := p.positionFast()
+		if !ok {
+			p.pushIdx(n)
+			v = p.position()
+			p.pop()
+		}
+		if n == 0 {
+			first = v
+		}
+		last = v
+		n++
+		if p.i < len(p.data) && p.data[p.i] == ',' {
+			p.i++ // next's usual case, inline
+			continue
+		}
+		if !p.next(']') {
+			break
+		}
+	}
+	if first[0] == last[0] && first[1] == last[1] {
+		p.lastClosed = closedXY
+		if first[2] == last[2] {
+			p.lastClosed |= closedZ
+		}
+	}
+}
 
 // run2 parses, from p.i, as many positions in a row as are the usual
 // two-dimensional position that positionFast takes (two numbers that
