@@ -111,32 +111,7 @@ func (p *parser) level(level, firstPos int) {
 	if p.peek() == ']' {
 		p.i++
 	} else if level == 1 {
-		var first, last [3]float64
-		for n := 0; ; n++ {
-			v, ok := p.positionFast()
-			if !ok {
-				p.pushIdx(n)
-				v = p.position()
-				p.pop()
-			}
-			if n == 0 {
-				first = v
-			}
-			last = v
-			if p.i < len(p.data) && p.data[p.i] == ',' {
-				p.i++ // next's usual case, inline
-				continue
-			}
-			if !p.next(']') {
-				break
-			}
-		}
-		if first[0] == last[0] && first[1] == last[1] {
-			p.lastClosed = closedXY
-			if first[2] == last[2] {
-				p.lastClosed |= closedZ
-			}
-		}
+		p.line()
 	} else {
 		for n := 0; ; n++ {
 			p.pushIdx(n)
