@@ -139,6 +139,10 @@ type Store struct {
 	windows       []clientWindow   // the windows of clients, in the order they end
 	evictLog      evictLog         // evictions not yet logged
 	evictDue      atomic.Bool      // evictLog.due, read without the lock
+	spare         *spare           // for the next page (see prepare)
+	spared        atomic.Bool      // the store has a spare; else a Claim prepares one
+	roomy         atomic.Bool      // the arrays have room for the next page; else the spare brings larger ones
+	wantCap       atomic.Int32     // their capacity, in slots (zero: the first page's)
 }
 
 // New returns an empty Store with the given limits.
@@ -199,15 +203,22 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	s.mu.RUnlock()
 	var err error
 	if !live {
-		s.mu.Lock()
-		c, enc, err = s.claim(id, int64(len(key)), a)
-		s.mu.Unlock()
+		c, enc, err = s.claimLocked(id, int64(len(key)), a, s.prepare())
 	}
 	s.logEvictions()
 	if err == nil && c.State == keystore.Completed {
 		c.Record = enc
 	}
 	return c, err
+}
+
+// claimLocked is Claim of a key that is not live: it takes s.mu, installs
+// sp, prepared before the lock (see prepare), and claims.
+func (s *Store) claimLocked(id keyID, keyLen int64, a keystore.ClaimArgs, sp *spare) (keystore.Claim, []byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.install(sp)
+	return s.claim(id, keyLen, a)
 }
 
 // claim is Claim under s.mu. For a completed key it returns the record's
