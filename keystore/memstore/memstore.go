@@ -203,22 +203,17 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	s.mu.RUnlock()
 	var err error
 	if !live {
-		c, enc, err = s.claimLocked(id, int64(len(key)), a, s.prepare())
+		sp := s.prepare() // what the store's growth needs, allocated before the lock
+		s.mu.Lock()
+		s.install(sp)
+		c, enc, err = s.claim(id, int64(len(key)), a)
+		s.mu.Unlock()
 	}
 	s.logEvictions()
 	if err == nil && c.State == keystore.Completed {
 		c.Record = enc
 	}
 	return c, err
-}
-
-// claimLocked is Claim of a key that is not live: it takes s.mu, installs
-// sp, prepared before the lock (see prepare), and claims.
-func (s *Store) claimLocked(id keyID, keyLen int64, a keystore.ClaimArgs, sp *spare) (keystore.Claim, []byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.install(sp)
-	return s.claim(id, keyLen, a)
 }
 
 // claim is Claim under s.mu. For a completed key it returns the record's

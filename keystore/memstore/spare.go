@@ -44,8 +44,9 @@ func (s *Store) prepare() *spare {
 func newSpare(c int) *spare {
 	sp := &spare{entries: new(entryPage), recs: new(recPage)}
 	if c > 0 {
+		all := make([]int32, len(sp.heaps)*c) // one allocation for the five
 		for i := range sp.heaps {
-			sp.heaps[i] = make([]int32, 0, c)
+			sp.heaps[i] = all[i*c : i*c : (i+1)*c]
 		}
 		sp.entryDir = make([]*entryPage, 0, c/pageSize)
 		sp.recDir = make([]*recPage, 0, c/pageSize)
