@@ -71,7 +71,8 @@ func (s *Store) entry(slot int32) *entry { return &s.entries[slot>>pageBits][slo
 // record, nil for any other.
 func (s *Store) rec(slot int32) *[]byte { return &s.recs[slot>>pageBits][slot&(pageSize-1)] }
 
-// alloc returns a free slot, adding a page when every slot is in use.
+// alloc returns a free slot, adding a page when every slot is in use
+// (see addPage).
 func (s *Store) alloc() int32 {
 	if n := len(s.free); n > 0 {
 		slot := s.free[n-1]
@@ -80,8 +81,7 @@ func (s *Store) alloc() int32 {
 	}
 	slot := s.slots
 	if slot&(pageSize-1) == 0 {
-		s.entries = append(s.entries, new(entryPage))
-		s.recs = append(s.recs, new(recPage))
+		s.addPage()
 	}
 	s.slots++
 	return slot

@@ -139,6 +139,10 @@ type Store struct {
 	windows       []clientWindow   // the windows of clients, in the order they end
 	evictLog      evictLog         // evictions not yet logged
 	evictDue      atomic.Bool      // evictLog.due, read without the lock
+	spare         *spare           // for the next page (see prepare)
+	spared        atomic.Bool      // the store has a spare; else a Claim prepares one
+	roomy         atomic.Bool      // the arrays have room for the next page; else the spare brings larger ones
+	wantCap       atomic.Int32     // their capacity, in slots (zero: the first page's)
 }
 
 // New returns an empty Store with the given limits.
@@ -199,7 +203,9 @@ func (s *Store) Claim(ctx context.Context, key string, a keystore.ClaimArgs) (ke
 	s.mu.RUnlock()
 	var err error
 	if !live {
+		sp := s.prepare() // what the store's growth needs, allocated before the lock
 		s.mu.Lock()
+		s.install(sp)
 		c, enc, err = s.claim(id, int64(len(key)), a)
 		s.mu.Unlock()
 	}
