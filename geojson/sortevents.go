@@ -52,8 +52,8 @@ func (s *sweeper) sortEventsIn(lo, hi float64) {
 	// Each event's bucket, computed once; then the buckets' ends, from
 	// their sizes; then the events placed from each bucket's end down,
 	// which leaves end[b] at the start of bucket b.
-	bk := growInt32(s.bk, n)
-	end := growInt32(s.count, n)
+	bk := grow(s.bk, n)
+	end := grow(s.count, n)
 	clear(end)
 	for i, e := range s.evs {
 		b := bucket(e.p.x)
@@ -77,7 +77,7 @@ func (s *sweeper) sortEventsIn(lo, hi float64) {
 			end[i] = c + end[i-1]
 		}
 	}
-	out := growEv(s.evs2, n)
+	out := grow(s.evs2, n)
 	for i := len(s.evs) - 1; i >= 0; i-- {
 		b := bk[i]
 		end[b]--
@@ -158,7 +158,7 @@ func (s *sweeper) mergeRuns() bool {
 		ends = append(ends, int32(j))
 		i = j
 	}
-	src, dst := evs, growEv(s.evs2, n)
+	src, dst := evs, grow(s.evs2, n)
 	if len(ends) <= maxFewRuns {
 		s.evs, s.evs2 = mergeFew(src, dst, ends)
 		s.count = ends[:1]
@@ -223,20 +223,6 @@ func insertionSortEvents(evs []event) {
 	}
 }
 
-func growInt32(b []int32, n int) []int32 {
-	if cap(b) < n {
-		return make([]int32, n)
-	}
-	return b[:n]
-}
-
-func growEv(b []event, n int) []event {
-	if cap(b) < n {
-		return make([]event, n)
-	}
-	return b[:n]
-}
-
 // sortEventsCmp sorts events by point, x then y.
 func sortEventsCmp(evs []event) {
 	slices.SortFunc(evs, func(e, f event) int {
@@ -245,4 +231,13 @@ func sortEventsCmp(evs []event) {
 		}
 		return cmp.Compare(e.p.y, f.p.y)
 	})
+}
+
+// grow returns b resliced to n, or a new slice of n when b has less room;
+// its contents are the caller's to overwrite.
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
 }

@@ -27,8 +27,8 @@ const (
 // the end of evs, and the others first, in ring order: written where
 // they go, with no buffer.
 func (s *sweeper) build(n int, evs []event) (xlo, xhi, ylo, yhi float64) {
-	segs := growSegs(s.segs, n)
-	at := growSlots(s.at, n)
+	segs := grow(s.segs, n)
+	at := grow(s.at, n)
 	s.segOff = s.segOff[:0]
 	front, back := 0, n
 	for _, ring := range s.rings {
@@ -93,18 +93,4 @@ func (s *sweeper) build(n int, evs []event) (xlo, xhi, ylo, yhi float64) {
 	s.segOff = append(s.segOff, i)
 	s.segs, s.at = segs, at
 	return xlo, xhi, ylo, yhi
-}
-
-func growSegs(b []seg, n int) []seg {
-	if cap(b) < n {
-		return make([]seg, n)
-	}
-	return b[:n]
-}
-
-func growSlots(b []slot, n int) []slot {
-	if cap(b) < n {
-		return make([]slot, n)
-	}
-	return b[:n]
 }
