@@ -109,11 +109,7 @@ func embeddable(p []byte) bool {
 	if bytes.ContainsAny(p, "<>&\u2028\u2029") {
 		return false
 	}
-	var c bytes.Buffer
-	if json.Compact(&c, p) != nil {
-		return false
-	}
-	return bytes.Equal(c.Bytes(), p)
+	return compactJSON(p)
 }
 
 // DeadLetterSink receives every delivery that ends without success,
