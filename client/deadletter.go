@@ -106,10 +106,7 @@ func embeddable(p []byte) bool {
 	if len(p) == 0 || !json.Valid(p) {
 		return false
 	}
-	if bytes.ContainsAny(p, "<>&\u2028\u2029") {
-		return false
-	}
-	return compactJSON(p)
+	return plainJSON(p)
 }
 
 // DeadLetterSink receives every delivery that ends without success,

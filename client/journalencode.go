@@ -124,12 +124,17 @@ func lineSize(l *journalLine) int {
 	return n
 }
 
-// compactJSON reports whether p, valid JSON, holds no space outside its
-// strings: encoding/json would write it unchanged (HTML not escaped).
-func compactJSON(p []byte) bool {
+// plainJSON reports whether p, valid JSON, is as encoding/json would
+// write it with HTML escaping on: no space outside its strings, and no
+// '<', '>', '&', U+2028 or U+2029 anywhere. One scan of p.
+func plainJSON(p []byte) bool {
 	inString, escaped := false, false
-	for _, c := range p {
+	for i, c := range p {
 		switch {
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xE2 && i+2 < len(p) && p[i+1] == 0x80 && p[i+2]&^1 == 0xA8: // U+2028, U+2029
+			return false
 		case escaped:
 			escaped = false
 		case inString && c == '\\':

@@ -86,7 +86,8 @@ func TestJournalLineAllocs(t *testing.T) {
 // would write it back unchanged.
 func TestEmbeddable(t *testing.T) {
 	for _, p := range []string{`{"a":1}`, `{ "a":1}`, `{"a b":"c d"}`, `{"a\"b c":1}`, `{"a\\":" x"}`, `{"a\\" :1}`,
-		`["x\\\\" ,1]`, "[1,\n2]", "\"\t\"", `"\u2028"`, "\"\u2028\"", `{"<":1}`, `1 `, ` 1`, `nul`, `"unterminated`, `{"a":"é"}`} {
+		`["x\\\\" ,1]`, "[1,\n2]", "\"\t\"", `"\u2028"`, "\"\u2028\"", "[\"\u2029\"]", "[\"\u2027\"]", `{"<":1}`, `{"a":"x&y"}`, `["&"]`, `{"a":">"}`,
+		`1 `, ` 1`, `nul`, `"unterminated`, `{"a":"é"}`} {
 		var c bytes.Buffer
 		want := json.Valid([]byte(p)) && !bytes.ContainsAny([]byte(p), "<>&\u2028\u2029") &&
 			json.Compact(&c, []byte(p)) == nil && c.String() == p
