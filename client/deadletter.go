@@ -106,14 +106,7 @@ func embeddable(p []byte) bool {
 	if len(p) == 0 || !json.Valid(p) {
 		return false
 	}
-	if bytes.ContainsAny(p, "<>&\u2028\u2029") {
-		return false
-	}
-	var c bytes.Buffer
-	if json.Compact(&c, p) != nil {
-		return false
-	}
-	return bytes.Equal(c.Bytes(), p)
+	return plainJSON(p)
 }
 
 // DeadLetterSink receives every delivery that ends without success,

@@ -26,6 +26,8 @@ type journalLine struct {
 	Time        time.Time       `json:"time"`            // recorded, or done
 	Outcome     string          `json:"outcome,omitempty"`
 	Ended       time.Time       `json:"ended,omitzero"` // a compacted record of a done entry
+
+	compact bool // Body is compact JSON, written as it is (see appendLine)
 }
 
 // load reads every line of f, truncating a torn last one, and returns the
@@ -119,14 +121,18 @@ func recordLine(e JournalEntry) ([]byte, error) {
 	case len(e.Body) == 0:
 		l.Empty = true
 	case embeddable(e.Body):
-		l.Body = e.Body
+		l.Body, l.compact = e.Body, true
 	default:
 		l.BodyBase64 = e.Body
 	}
 	return marshalLine(l)
 }
 
+// marshalLine returns l as one JSON line, ending with '\n'.
 func marshalLine(l journalLine) ([]byte, error) {
+	if line, ok := appendLine(make([]byte, 0, lineSize(&l)), &l); ok {
+		return line, nil
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf) // ends the line with '\n'
 	enc.SetEscapeHTML(false)
