@@ -76,7 +76,7 @@ func (s *Sender) Deliver(ctx context.Context, d Delivery) (Result, error) {
 // key-reused answer then means the event was sent earlier with another
 // payload ([ErrSentEarlier]), not that this one failed. first is the
 // record's sync that the first attempt overlaps, if any (see
-// syncOverlapper).
+// journalSync).
 func (s *Sender) deliver(ctx context.Context, d Delivery, keyNamesEvent bool, first journalSync) (Result, error) {
 	keyHeader, method, err := keyAndMethod(d)
 	if err != nil {

@@ -193,7 +193,7 @@ func (j *FileJournal) Record(_ context.Context, e JournalEntry) (JournalEntry, e
 	return rec, err
 }
 
-// recordWritten implements syncOverlapper: it is Record, except that it
+// recordWritten is Record for the overlap (see journalSync): it is Record, except that it
 // returns once the entry's line is written to the file, its sync (shared
 // with the concurrent records of its batch) still running; awaitSync
 // waits for that sync.
@@ -213,7 +213,7 @@ func (j *FileJournal) recordWritten(_ context.Context, e JournalEntry) (JournalE
 	return rec, seq, err
 }
 
-// awaitSync implements syncOverlapper: it returns once append seq is on
+// awaitSync is the overlap's wait (see journalSync): it returns once append seq is on
 // stable storage, or the error that keeps it from getting there.
 func (j *FileJournal) awaitSync(seq uint64) error {
 	j.mu.Lock()

@@ -16,7 +16,9 @@ import (
 // Over a [FileJournal], a delivery's first attempt goes out once its
 // record is written to the file, while the record's sync runs, and the
 // rest of the delivery waits for that sync (see [Outbox.Deliver]). Over
-// any other Journal, the record is durable before the first attempt.
+// any other Journal, a type that embeds a FileJournal included, the
+// record is durable, by that Journal's own Record, before the first
+// attempt.
 type Outbox struct {
 	sender  *Sender
 	journal Journal
@@ -174,13 +176,14 @@ func (o *Outbox) deliver(ctx context.Context, d Delivery, strict, resend bool) (
 	return res, err
 }
 
-// record records e in the journal. Over a [syncOverlapper], it returns
-// once e is written, with its sync still running: the first attempt
-// overlaps it. Over any other Journal, e is durable when it returns.
+// record records e in the journal. Over a *FileJournal itself (not a type
+// that embeds one: its Record is the one to run), it returns once e is
+// written, with its sync still running: the first attempt overlaps it.
+// Over any other Journal, e is durable when it returns.
 func (o *Outbox) record(ctx context.Context, e JournalEntry) (JournalEntry, journalSync, error) {
-	if so, ok := o.journal.(syncOverlapper); ok {
-		rec, seq, err := so.recordWritten(ctx, e)
-		return rec, journalSync{so, seq}, err
+	if fj, ok := o.journal.(*FileJournal); ok {
+		rec, seq, err := fj.recordWritten(ctx, e)
+		return rec, journalSync{fj, seq}, err
 	}
 	rec, err := o.journal.Record(ctx, e)
 	return rec, journalSync{}, err

@@ -1,18 +1,19 @@
 package client
 
-import "context"
-
-// syncOverlapper is a [Journal] whose record an [Outbox] can send while
-// its sync runs: the first attempt then costs no sync before it, and a
-// serial delivery costs about the longer of the two rather than their sum.
-// [FileJournal] is one; any other Journal is recorded, durably, before its
+// The overlap: an [Outbox] over a [*FileJournal] sends a record's first
+// attempt while the record's sync runs, so that the first attempt costs no
+// sync before it and a serial delivery costs about the longer of the two
+// rather than their sum. Only a *FileJournal itself overlaps: any other
+// Journal, a type that embeds a FileJournal included (its Record may do
+// more, or refuse), is recorded, durably, by its own Record before the
 // first attempt, as the interface says.
 //
-// Its rule, on top of Journal's: recordWritten is Record, except that it
-// returns once the entry's line is written to the journal's file (not yet
-// synced), with the append that awaitSync waits for. It returns the entry
-// Record would (the one first recorded under e's identity), and fails
-// when the line cannot be written (a full disk): then nothing is sent. awaitSync returns
+// The FileJournal's rule, on top of Journal's: recordWritten is Record,
+// except that it returns once the entry's line is written to the
+// journal's file (not yet synced), with the append that awaitSync waits
+// for. It returns the entry Record would (the one first recorded under
+// e's identity), and fails when the line cannot be written (a full disk):
+// then nothing is sent. awaitSync returns
 // once that append is on stable storage, or the error that keeps it from
 // getting there (after which the journal takes no new entry, as after a
 // failed Record); it may be called more than once, from any goroutine.
@@ -31,20 +32,16 @@ import "context"
 // A crash of the machine (a power loss; a crash of the process alone does
 // not, the line being written) while the sync runs can leave the receiver
 // holding an event the journal lacks. Deliver had not returned, so its
-// caller had no answer and runs it again after the crash: with the same bytes under the same key,
-// the receiver replays its answer; with other bytes (a body stamped anew),
+// caller had no answer and runs it again after the crash: with the same
+// bytes under the same key, the receiver replays its answer; with other bytes (a body stamped anew),
 // the receiver refuses the key's reuse (422 key-reused), and the delivery
 // ends with [ErrSentEarlier], as for any event sent by a run whose journal
 // is gone.
-type syncOverlapper interface {
-	recordWritten(ctx context.Context, e JournalEntry) (JournalEntry, uint64, error)
-	awaitSync(seq uint64) error
-}
-
+//
 // journalSync is the sync of a record that a delivery's first attempt
 // overlaps, if any (j nil: none).
 type journalSync struct {
-	j   syncOverlapper
+	j   *FileJournal
 	seq uint64
 }
 
