@@ -28,6 +28,12 @@ const ProblemInvalidHeaders = problem.TypeBase + "invalid-headers" // 400
 //
 // Package geojson's RequestValidator implements it: its value is a
 // *geojson.Document.
+//
+// A type that embeds a RequestDecoder (geojson.RequestValidator, say) to
+// change what ValidateRequest accepts implements RequestDecoder too,
+// through the promoted method, and the middleware would call that method,
+// not the override: define DecodeRequest on the wrapper as well, or hold
+// the inner validator in a named field instead of embedding it.
 type RequestDecoder interface {
 	DecodeRequest(r *http.Request, body []byte) (any, error)
 }
