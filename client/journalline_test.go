@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -19,6 +21,24 @@ func referenceLine(t *testing.T, l journalLine) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// TestLineFieldsAllWritten: appendLine writes journalLine's fields by
+// hand, so a field added to the struct would be missing from every line it
+// writes; the cases of TestMarshalLineBytes set each of the twelve below.
+func TestLineFieldsAllWritten(t *testing.T) {
+	var tags []string
+	typ := reflect.TypeFor[journalLine]()
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.IsExported() {
+			tags = append(tags, f.Tag.Get("json"))
+		}
+	}
+	want := []string{"op", "method", "url", "key", "content_type,omitempty", "header,omitempty", "body,omitempty",
+		"body_base64,omitempty", "empty,omitempty", "time", "outcome,omitempty", "ended,omitzero"}
+	if !slices.Equal(tags, want) {
+		t.Errorf("journalLine's fields are %q; appendLine writes %q: teach it the change", tags, want)
+	}
 }
 
 // TestMarshalLineBytes: every line the journal writes is, byte for byte,
