@@ -62,21 +62,23 @@ func (g goalRow) measuredText() string {
 // ratioGoal is a figure that should be at least bound: value is the figure,
 // rounds its per-round values.
 func ratioGoal(figure string, value float64, rounds []float64, bound float64) goalRow {
-	g := goalRow{figure: figure, value: value, rounds: rounds, bound: bound, goalText: fmt.Sprintf("≥ %.2f", bound), digits: 3}
-	for _, r := range rounds {
-		if r >= bound {
-			g.roundsMet++
-		}
-	}
-	return g
+	return boundGoal(figure, value, rounds, bound, false)
 }
 
-// ceilingGoal is a ratio that should be at most bound: value is the
-// figure, rounds its per-round values.
+// ceilingGoal is a ratio that should be at most bound.
 func ceilingGoal(figure string, value float64, rounds []float64, bound float64) goalRow {
-	g := goalRow{figure: figure, value: value, rounds: rounds, bound: bound, atMost: true, goalText: fmt.Sprintf("≤ %.2f", bound), digits: 3}
+	return boundGoal(figure, value, rounds, bound, true)
+}
+
+// boundGoal is a ratio and its bound, a ceiling when atMost.
+func boundGoal(figure string, value float64, rounds []float64, bound float64, atMost bool) goalRow {
+	g := goalRow{figure: figure, value: value, rounds: rounds, bound: bound, atMost: atMost, digits: 3}
+	g.goalText = fmt.Sprintf("≥ %.2f", bound)
+	if atMost {
+		g.goalText = fmt.Sprintf("≤ %.2f", bound)
+	}
 	for _, r := range rounds {
-		if r <= bound {
+		if (goalRow{value: r, bound: bound, atMost: atMost}).met() {
 			g.roundsMet++
 		}
 	}
