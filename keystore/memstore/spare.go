@@ -60,11 +60,17 @@ func (s *Store) install(sp *spare) {
 	if sp == nil || s.spare != nil {
 		return
 	}
-	if need := s.slotCap() + pageSize; s.arrayCap() < need && cap(sp.heaps[0]) < need {
+	if need := s.slotCap() + pageSize; !fits(sp, need, s.arrayCap() >= need) {
 		return // prepared before the arrays last grew
 	}
 	s.spare = sp
 	s.spared.Store(true)
+}
+
+// fits reports whether sp has what a page that needs room for need slots
+// takes: its arrays, unless the store's have room (roomy).
+func fits(sp *spare, need int, roomy bool) bool {
+	return roomy || cap(sp.heaps[0]) >= need
 }
 
 // slotCap returns the slots the pages hold. s.mu is held.
@@ -90,16 +96,17 @@ func (s *Store) arrays() [5]*[]int32 {
 // push or a free never allocates. s.mu is held.
 func (s *Store) addPage() {
 	need := s.slotCap() + pageSize
+	roomy := s.arrayCap() >= need
 	sp := s.spare
 	s.spare = nil
-	if sp == nil || s.arrayCap() < need && cap(sp.heaps[0]) < need {
+	if sp == nil || !fits(sp, need, roomy) {
 		c := 0
-		if s.arrayCap() < need {
+		if !roomy {
 			c = 2 * need
 		}
 		sp = newSpare(c) // without a spare: allocate under the lock
 	}
-	if s.arrayCap() < need {
+	if !roomy {
 		for i, h := range s.arrays() {
 			*h = append(sp.heaps[i], *h...)
 		}
