@@ -297,7 +297,7 @@ func (c *Cluster) waitMaster(ctx context.Context, addr string) error {
 
 // WaitHealthy waits until every live node reports cluster_state:ok, all of
 // them see the same master for every slot, and every live replica's link
-// to its master is up.
+// to its master is up, on both ends: the master lists it online.
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
 	deadline := time.Now().Add(settle)
 	for {
@@ -353,6 +353,14 @@ func (c *Cluster) healthy(ctx context.Context) error {
 		}
 		if strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up") {
 			return fmt.Errorf("replica %s: link to its master is down", addr)
+		}
+		// A replica reports its link up while its master may still be
+		// waiting to start its sync (state=wait_bgsave): until the master
+		// lists it online, it is not the master's replica in INFO.
+		for line := range strings.Lines(repl) {
+			if strings.HasPrefix(line, "slave") && strings.Contains(line, ",state=") && !strings.Contains(line, ",state=online,") {
+				return fmt.Errorf("master %s: a replica not yet online: %s", addr, strings.TrimSpace(line))
+			}
 		}
 		if strings.Contains(repl, "role:master") && !slices.Contains(slices.Collect(maps.Values(owner)), addr) {
 			return fmt.Errorf("%s is a master without slots (a demoted master not yet a replica)", addr)
