@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +29,7 @@ func tinyOptions(t *testing.T) options {
 	o.out = t.TempDir()
 	o.command = "go test ./bench"
 	o.log = testWriter{t}
-	o.httpRequests, o.httpTime, o.httpRounds = 60, 150*time.Millisecond, 1
+	o.httpRequests, o.httpManyRequests, o.httpTime, o.httpRounds = 60, 60, 150*time.Millisecond, 1
 	o.clients = []int{1, 8}
 	o.stormRequests = 200
 	o.stormWork = 10 * time.Millisecond
@@ -93,18 +95,20 @@ func TestRun(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"## Summary", "runtime.NumCPU", "GOMAXPROCS", "go test ./bench", "handler ran 1 time(s)", "### Validate ÷ json.Valid", "geojson.Validate ÷ encoding/json.Valid (speed)",
-		"## Goals", "memstore first call ÷ bare handler, req/s, 8 client(s)", "allocations per request, whole server, pgstore replay, 1 client(s)", "memstore replay p99 ÷ bare handler p99, 8 client(s)", "redisstore replay ÷ Redis by hand, req/s, 8 client(s)",
+		"## Goals", "memstore first call ÷ bare handler, req/s, 8 client(s)", "allocations per request, whole server, pgstore replay, 1 client(s)", "memstore replay p99 ÷ bare handler p99, 8 client(s)", "A/A control (median, range)", "redisstore replay ÷ Redis by hand, req/s, 8 client(s)",
 		"geojson.Validate ÷ encoding/json.Valid, zigzag 100k (speed)", "sender journal, serial deliveries/s ÷ the disk's fsyncs/s", "journal deliveries ÷ fsyncs"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("REPORT.md lacks %q", want)
 		}
 	}
 	// Section 1's rows: every one has the process's CPU per request, and
-	// every store's and by-hand baseline's row its server's.
-	rows := 0
+	// every store's and by-hand baseline's row its server's; every row but
+	// the bare handler's its ratios to the bare handler, in req/s and p99,
+	// the A/A control's (the bare handler again) among them.
+	rows, controls := 0, 0
 	for line := range strings.Lines(string(md)) {
 		cells := strings.Split(line, "|")
-		if len(cells) != 14 || !slices.Contains([]string{"bare", "memstore", "redisstore", "Redis by hand", "pgstore", "PostgreSQL by hand"}, strings.TrimSpace(cells[1])) {
+		if len(cells) != 15 || !slices.Contains([]string{"bare", aaName, "memstore", "redisstore", "Redis by hand", "pgstore", "PostgreSQL by hand"}, strings.TrimSpace(cells[1])) {
 			continue
 		}
 		rows++
@@ -112,14 +116,44 @@ func TestRun(t *testing.T) {
 		if !strings.HasSuffix(cpu, " µs") {
 			t.Errorf("section 1, %s: CPU/req %q", name, cpu)
 		}
-		if hasServer := name != "bare" && name != "memstore"; hasServer != strings.HasSuffix(server, " µs") {
+		if hasServer := name != "bare" && name != aaName && name != "memstore"; hasServer != strings.HasSuffix(server, " µs") {
 			t.Errorf("section 1, %s: server CPU/req %q", name, server)
 		}
+		if name == aaName {
+			controls++
+		}
+		for _, c := range []int{11, 12} {
+			cell := strings.TrimSpace(cells[c])
+			if name == "bare" {
+				if cell != "1" {
+					t.Errorf("section 1, bare: ratio to itself %q", cell)
+				}
+				continue
+			}
+			// A measured ratio: two decimals, then its range if there
+			// are several rounds.
+			f := strings.Fields(cell)
+			if len(f) == 0 || !strings.Contains(f[0], ".") {
+				t.Errorf("section 1, %s: ratio to bare %q, want a measured one", name, cell)
+			} else if r, err := strconv.ParseFloat(f[0], 64); err != nil || r <= 0 {
+				t.Errorf("section 1, %s: ratio to bare %q", name, cell)
+			}
+		}
 	}
-	// Per client count: the bare handler, and three stores and two by-hand
-	// baselines in two modes each.
-	if want := 11 * len(o.clients); rows != want {
-		t.Errorf("section 1 has %d rows with CPU figures, want %d", rows, want)
+	// Per client count: the bare handler twice, and three stores and two
+	// by-hand baselines in two modes each.
+	if want := 12 * len(o.clients); rows != want || controls != len(o.clients) {
+		t.Errorf("section 1 has %d rows with CPU figures, %d of the A/A control; want %d and %d", rows, controls, want, len(o.clients))
+	}
+	for _, conc := range o.clients {
+		for _, want := range []string{
+			fmt.Sprintf("| memstore replay p99 ÷ bare handler p99, %d client(s) |", slices.Max(o.clients)),
+			fmt.Sprintf("A/A control at %d client(s)", conc),
+		} {
+			if !strings.Contains(string(md), want) {
+				t.Errorf("REPORT.md lacks %q", want)
+			}
+		}
 	}
 	for _, bad := range []string{"FAILED", "Not available", "NaN"} {
 		if strings.Contains(string(md), bad) {

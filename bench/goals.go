@@ -23,6 +23,10 @@ type goalRow struct {
 	atMost    bool    // the goal is an upper bound (else a lower bound)
 	goalText  string  // the goal as written in the table
 	digits    int     // decimals of value and range
+	// control is the same figure in each round for the A/A control (the
+	// bare handler against itself), if the goal has one: the figure's
+	// noise floor.
+	control []float64
 }
 
 // met reports whether the figure meets its goal.
@@ -57,6 +61,15 @@ func (g goalRow) measuredText() string {
 		v += fmt.Sprintf(" (%.*f–%.*f)", g.digits, slices.Min(g.rounds), g.digits, slices.Max(g.rounds))
 	}
 	return v
+}
+
+// controlText is the table's "A/A control" cell: the control's median and
+// range over the rounds, as the figure's, or "–" without a control.
+func (g goalRow) controlText() string {
+	if len(g.control) == 0 {
+		return "–"
+	}
+	return goalRow{value: median(g.control), rounds: g.control, digits: g.digits}.measuredText()
 }
 
 // ratioGoal is a figure that should be at least bound: value is the figure,
@@ -141,12 +154,26 @@ func (b *goalBook) markdown(command string) string {
 	p("(throughput, allocations, and p99: a round's p99 latency over the bare handler's p99 in the same round), 3 (*Validate ÷")
 	p("json.Valid*: there the figure is the best time of the rounds over the best, and the range is the rounds' own ratios) and 8")
 	p("(journal).")
+	controls := slices.ContainsFunc(b.rows, func(g goalRow) bool { return len(g.control) > 0 })
+	if controls {
+		p("*A/A control*: the same figure for the bare handler measured a second time, in a slot of memstore's rotation, against")
+		p("the bare handler: what the figure reads when nothing differs, so a goal is judged beside its noise floor.")
+	}
 	p("")
-	p("| figure | measured (median, range) | goal | met? |")
-	p("| --- | ---: | ---: | --- |")
+	if controls {
+		p("| figure | measured (median, range) | A/A control (median, range) | goal | met? |")
+		p("| --- | ---: | ---: | ---: | --- |")
+	} else {
+		p("| figure | measured (median, range) | goal | met? |")
+		p("| --- | ---: | ---: | --- |")
+	}
 	met := 0
 	for _, g := range b.rows {
-		p("| %s | %s | %s | %s |", g.figure, g.measuredText(), g.goalText, g.metText())
+		if controls {
+			p("| %s | %s | %s | %s | %s |", g.figure, g.measuredText(), g.controlText(), g.goalText, g.metText())
+		} else {
+			p("| %s | %s | %s | %s |", g.figure, g.measuredText(), g.goalText, g.metText())
+		}
 		if g.met() {
 			met++
 		}

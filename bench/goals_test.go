@@ -96,6 +96,33 @@ func TestGoalBook(t *testing.T) {
 	}
 }
 
+// TestGoalBookControl checks the A/A column: a goal measured with an A/A
+// control shows the control's median and range next to its own figure, one
+// without shows "–", and a book without controls has no such column.
+func TestGoalBookControl(t *testing.T) {
+	var b goalBook
+	g := ceilingGoal("memstore replay p99 ÷ bare handler p99", 1.05, []float64{0.9, 1.05, 1.3}, 1.2)
+	g.control = []float64{1.1, 0.95, 1.01}
+	b.add("http", g)
+	b.add("http", allocGoal("allocations", []float64{49}, []float64{30}, "bare", 8))
+	md := b.markdown("go run ./bench -only http")
+	for _, want := range []string{
+		"| figure | measured (median, range) | A/A control (median, range) | goal | met? |",
+		"| memstore replay p99 ÷ bare handler p99 | 1.050 (0.900–1.300) | 1.010 (0.950–1.100) | ≤ 1.20 | yes (2 of 3 rounds) |",
+		"| allocations | 49.0 | – | ≤ 38.0 (bare 30.0 + 8) | **no** |",
+		"*A/A control*",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("goals section lacks %q:\n%s", want, md)
+		}
+	}
+	var plain goalBook
+	plain.add("http", ratioGoal("f", 1, []float64{1}, 0.9))
+	if md := plain.markdown("c"); strings.Contains(md, "A/A") {
+		t.Errorf("a book without controls mentions them:\n%s", md)
+	}
+}
+
 // cannedServer answers every HTTP/1.1 request on its connections with
 // answer, allocating nothing per request, so that the allocations of a
 // client against it are the client's.
@@ -190,9 +217,14 @@ func TestRawClientChecks(t *testing.T) {
 }
 
 // TestRoundOrder checks that every round measures every handler and mode
-// once, with the two sides of every goal's ratio next to each other.
+// once, that the memory store's group (the bare handler, memstore in both
+// modes, and the bare handler again, the A/A control) comes first, and that
+// every 4 rounds each of its slots takes each of its positions once, and
+// each store stays next to its by-hand baseline in the same mode.
 func TestRoundOrder(t *testing.T) {
-	for round := range 2 {
+	group := map[httpStep]bool{{"bare", ""}: true, {aaName, ""}: true, {"memstore", "first call"}: true, {"memstore", "replay"}: true}
+	positions := map[httpStep]map[int]bool{}
+	for round := range 4 {
 		steps := roundOrder(round)
 		at := map[httpStep]int{}
 		for i, st := range steps {
@@ -201,8 +233,19 @@ func TestRoundOrder(t *testing.T) {
 			}
 			at[st] = i
 		}
-		if len(steps) != 11 {
-			t.Errorf("round %d: %d steps, want 11 (bare, and 5 handlers in 2 modes)", round, len(steps))
+		if len(steps) != 12 {
+			t.Errorf("round %d: %d steps, want 12 (bare twice, and 5 handlers in 2 modes)", round, len(steps))
+		}
+		for st := range group {
+			i, ok := at[st]
+			if !ok || i >= len(group) {
+				t.Errorf("round %d: %v at %d, not among the first %d", round, st, i, len(group))
+				continue
+			}
+			if positions[st] == nil {
+				positions[st] = map[int]bool{}
+			}
+			positions[st][i] = true
 		}
 		adjacent := func(a, b httpStep) {
 			ia, oka := at[a]
@@ -211,11 +254,25 @@ func TestRoundOrder(t *testing.T) {
 				t.Errorf("round %d: %v (%d) and %v (%d) not next to each other", round, a, ia, b, ib)
 			}
 		}
-		bare := httpStep{"bare", ""}
 		for _, mode := range []string{"first call", "replay"} {
-			adjacent(bare, httpStep{"memstore", mode})
 			adjacent(httpStep{"redisstore", mode}, httpStep{"Redis by hand", mode})
 			adjacent(httpStep{"pgstore", mode}, httpStep{"PostgreSQL by hand", mode})
+		}
+	}
+	for st := range group {
+		if len(positions[st]) != len(group) {
+			t.Errorf("in 4 rounds %v takes positions %v, want each of 0 to %d once", st, positions[st], len(group)-1)
+		}
+	}
+	// The A/A control is placed as memstore is: between the two memstore
+	// modes, as the bare handler is, in the cyclic order.
+	first := roundOrder(0)[:len(group)]
+	for i, st := range first {
+		if st.name == "bare" || st.name == aaName {
+			prev, next := first[(i+len(first)-1)%len(first)], first[(i+1)%len(first)]
+			if prev.name != "memstore" || next.name != "memstore" {
+				t.Errorf("%v between %v and %v, want between the memstore modes", st, prev, next)
+			}
 		}
 	}
 }

@@ -63,35 +63,6 @@ func post(ctx context.Context, c *http.Client, url, key string, wantReplay bool)
 	return nil
 }
 
-// An httpStep is one measurement of a round: a handler ("bare" for the bare
-// handler, whose mode is "") in a mode.
-type httpStep struct{ name, mode string }
-
-// roundOrder is the order of a round's measurements. Every ratio's two
-// sides are measured next to each other, so that they meet the same
-// moments of a shared machine: the bare handler between memstore's first
-// call and its replay, each store next to its by-hand baseline in the same
-// mode; odd rounds reverse the triple and every pair.
-func roundOrder(round int) []httpStep {
-	odd := round%2 == 1
-	var steps []httpStep
-	mem := []httpStep{{"memstore", "first call"}, {"bare", ""}, {"memstore", "replay"}}
-	if odd {
-		slices.Reverse(mem)
-	}
-	steps = append(steps, mem...)
-	for _, pair := range [][2]string{{"redisstore", "Redis by hand"}, {"pgstore", "PostgreSQL by hand"}} {
-		for _, mode := range []string{"first call", "replay"} {
-			a, b := httpStep{pair[0], mode}, httpStep{pair[1], mode}
-			if odd {
-				a, b = b, a
-			}
-			steps = append(steps, a, b)
-		}
-	}
-	return steps
-}
-
 // httpTarget is one server of section 1.
 type httpTarget struct {
 	name     string
@@ -199,11 +170,12 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 		srv   []float64       // per round: the store server's CPU µs per request
 	}
 	modes := []string{"first call", "replay"}
-	results := map[string]*cell{} // name|mode|conc; name "bare" for the bare handler
+	results := map[string]*cell{} // name|mode|conc; name "bare" for the bare handler, aaName for its A/A control
 	cellKey := func(name, mode string, conc int) string { return name + "|" + mode + "|" + strconv.Itoa(conc) }
 	rounds := max(1, o.httpRounds)
-	perReq, perTime := max(1, o.httpRequests/rounds), o.httpTime/time.Duration(rounds)
+	perTime := o.httpTime / time.Duration(rounds)
 	for _, conc := range o.clients {
+		perReq := max(1, o.requestsAt(conc)/rounds)
 		hot := map[string]string{}
 		for _, t := range targets {
 			url := servers[t.name].URL + "/features"
@@ -218,7 +190,7 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 				addr := bare.Listener.Addr().String()
 				var server cpuGauge
 				key := func(dst []byte, i int64) []byte { return strconv.AppendInt(append(dst, "bare-"...), i, 10) }
-				if st.name != "bare" {
+				if !isBare(st.name) {
 					addr = servers[st.name].Listener.Addr().String()
 					server = targetNamed(targets, st.name).server
 					prefix := fmt.Sprintf("%s-%d-%d-%s-", sv.id, conc, round, strings.ReplaceAll(st.name, " ", "_"))
@@ -269,7 +241,8 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 
 	s.line("Each server is an `httptest.Server` on 127.0.0.1. The load generator works like wrk: every client is one keep-alive TCP")
 	s.line("connection, driven by its own goroutine, that writes each request from a reused buffer and parses the answer in place, sending")
-	s.line("the next request as soon as its last one is answered; it allocates nothing per request. Every measurement stops at %d requests or after %v, whichever", o.httpRequests, o.httpTime)
+	s.line("the next request as soon as its last one is answered; it allocates nothing per request. Every measurement stops at %d requests", o.requestsAt(1))
+	s.line("(at more clients %d, so that the p99 of a round spans many batches of concurrent requests) or after %v, whichever", o.requestsAt(2), o.httpTime)
 	s.line("comes first, after a warm-up of 2 requests per client. The body is a %d-byte Point Feature; the handler reads it and answers", len(feature))
 	s.line("201 with a small JSON document. The middleware runs with its default Config (no validator: this is the idempotency cost alone).")
 	s.line("*First call*: every request a new key (claim, handler, record). *Replay*: one key, completed before the measurement, sent by")
@@ -297,13 +270,21 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	s.line("- The hand-written handlers skip everything else the middleware does (fingerprint, scoped and hashed keys, lease renewal, header")
 	s.line("  filtering, problem documents, fencing tokens): their cost is the inherent cost of the store round trips.")
 	s.line("")
-	s.line("The run is split into %d rounds (each measurement above is per round: at most %d requests or %v); every round measures the", rounds, perReq, perTime)
-	s.line("bare handler and every handler and mode once, the two sides of every ratio next to each other: memstore first call, bare,")
-	s.line("memstore replay, then each store and its by-hand baseline in the first-call mode, then in the replay mode; odd rounds reverse the memstore")
-	s.line("triple and every pair. req/s is the median over the rounds, p50 and p99 are over all rounds'")
-	s.line("requests, and each ratio is the median over the rounds of the ratio within a round, followed by its range over the rounds.")
+	s.line("The run is split into %d rounds (each measurement above is per round: at most %d requests, %d at more clients, or %v);", rounds,
+		max(1, o.requestsAt(1)/rounds), max(1, o.requestsAt(2)/rounds), perTime)
+	s.line("every round measures every handler and mode once, the two sides of every ratio close together. First memstore's group")
+	s.line("of four, in the cyclic order bare, memstore first call, %s, memstore replay, started one slot later each round, so that", aaName)
+	s.line("every 4 rounds each of the four takes each position once; then each store and its by-hand baseline in the first-call mode,")
+	s.line("then in the replay mode, each pair reversed in odd rounds. req/s is the median over the rounds, p50 and p99 are over all rounds'")
+	s.line("requests, and each ratio is the median over the rounds of the ratio within a round, followed by its range over the rounds;")
+	s.line("*p99 ÷ bare p99* is a round's p99 over the same round's bare p99.")
 	s.line("")
-	header := []string{"handler", "mode", "clients", "requests", "req/s", "p50", "p99", "allocs/req", "CPU/req", "server CPU/req", "× bare (req/s)", "× by-hand baseline (req/s)"}
+	s.line("**%s** is the A/A control: the bare handler measured a second time, in a slot of memstore's group and set against the", aaName)
+	s.line("bare handler as memstore is (each of them sits between memstore's two modes in the cyclic order). Nothing differs between")
+	s.line("its two sides, so its ratios would read 1 on a quiet machine: their distance from 1 and their range are the noise floor of")
+	s.line("memstore's ratios in the same row group, and of the goals on them (the goals section shows it beside them).")
+	s.line("")
+	header := []string{"handler", "mode", "clients", "requests", "req/s", "p50", "p99", "allocs/req", "CPU/req", "server CPU/req", "× bare (req/s)", "p99 ÷ bare p99", "× by-hand baseline (req/s)"}
 	var rows [][]string
 	ratioText := func(r []float64) string {
 		if len(r) == 0 {
@@ -317,13 +298,16 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	for _, conc := range o.clients {
 		b := results[cellKey("bare", "", conc)]
 		rows = append(rows, []string{"bare", "–", fmt.Sprint(conc), fmt.Sprint(len(b.lat)), fmt.Sprintf("%.0f", b.rps),
-			fmtDur(pct(b.lat, 50)), fmtDur(pct(b.lat, 99)), fmt.Sprintf("%.1f", median(b.alloc)), cpuText(b.cpu), "", "1", ""})
+			fmtDur(pct(b.lat, 50)), fmtDur(pct(b.lat, 99)), fmt.Sprintf("%.1f", median(b.alloc)), cpuText(b.cpu), "", "1", "1", ""})
+		a := results[cellKey(aaName, "", conc)]
+		rows = append(rows, []string{aaName, "–", fmt.Sprint(conc), fmt.Sprint(len(a.lat)), fmt.Sprintf("%.0f", a.rps),
+			fmtDur(pct(a.lat, 50)), fmtDur(pct(a.lat, 99)), fmt.Sprintf("%.1f", median(a.alloc)), cpuText(a.cpu), "", ratioText(a.ratio), ratioText(a.p99), ""})
 		for _, t := range targets {
 			for _, mode := range modes {
 				c := results[cellKey(t.name, mode, conc)]
 				rows = append(rows, []string{t.name, mode, fmt.Sprint(conc), fmt.Sprint(len(c.lat)), fmt.Sprintf("%.0f", c.rps),
 					fmtDur(pct(c.lat, 50)), fmtDur(pct(c.lat, 99)), fmt.Sprintf("%.1f", median(c.alloc)), cpuText(c.cpu), cpuText(c.srv),
-					ratioText(c.ratio), ratioText(c.vsBL)})
+					ratioText(c.ratio), ratioText(c.p99), ratioText(c.vsBL)})
 			}
 		}
 	}
@@ -379,13 +363,19 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 			if conc == 1 {
 				bound = g.one
 			}
-			s.goal(ratioGoal(fmt.Sprintf("%s, req/s, %d client(s)", g.figure, conc), median(r), r, bound))
+			goal := ratioGoal(fmt.Sprintf("%s, req/s, %d client(s)", g.figure, conc), median(r), r, bound)
+			if !g.vsBaseline {
+				goal.control = results[cellKey(aaName, "", conc)].ratio
+			}
+			s.goal(goal)
 		}
 	}
 	most := slices.Max(o.clients)
 	for _, mode := range modes {
 		r := results[cellKey("memstore", mode, most)].p99
-		s.goal(ceilingGoal(fmt.Sprintf("memstore %s p99 ÷ bare handler p99, %d client(s)", mode, most), median(r), r, 1.2))
+		goal := ceilingGoal(fmt.Sprintf("memstore %s p99 ÷ bare handler p99, %d client(s)", mode, most), median(r), r, 1.2)
+		goal.control = results[cellKey(aaName, "", most)].p99
+		s.goal(goal)
 	}
 	allocGoals := []struct {
 		name, baseline string
@@ -413,7 +403,9 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	}
 
 	for _, conc := range o.clients {
-		bare := results[cellKey("bare", "", conc)]
+		bare, aa := results[cellKey("bare", "", conc)], results[cellKey(aaName, "", conc)]
+		s.headline(fmt.Sprintf("A/A control at %d client(s)", conc), "the bare handler against itself: × bare req/s %s, p99 ÷ bare p99 %s (median, range over the rounds)",
+			ratioText(aa.ratio), ratioText(aa.p99))
 		for _, name := range []string{"memstore", "redisstore", "pgstore"} {
 			f, r := results[cellKey(name, "first call", conc)], results[cellKey(name, "replay", conc)]
 			v := fmt.Sprintf("first call %.2f×, replay %.2f× bare req/s", median(f.ratio), median(r.ratio))

@@ -75,10 +75,11 @@ type options struct {
 	postgresURL string
 
 	// Section 1.
-	httpRequests int           // request bound of each measurement
-	httpTime     time.Duration // time bound of each measurement
-	httpRounds   int           // the bounds are split over this many interleaved rounds
-	clients      []int         // concurrent clients
+	httpRequests     int           // request bound of each measurement at 1 client
+	httpManyRequests int           // the same at more clients
+	httpTime         time.Duration // time bound of each measurement
+	httpRounds       int           // the bounds are split over this many interleaved rounds
+	clients          []int         // concurrent clients
 
 	// Section 2.
 	stormRequests int
@@ -151,29 +152,32 @@ var goalSections = []string{"http", "validate", "journal"}
 
 func defaultOptions(quick bool) options {
 	o := options{
-		out:            "bench",
-		quick:          quick,
-		seed:           1,
-		log:            os.Stderr,
-		redisAddr:      "127.0.0.1:6379",
-		postgresURL:    "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
-		httpRequests:   20000,
-		httpTime:       3 * time.Second,
-		httpRounds:     5,
-		clients:        []int{1, 64},
-		stormRequests:  1000,
-		stormWork:      20 * time.Millisecond,
-		vertices:       []int{100, 10_000, 100_000},
-		valTime:        400 * time.Millisecond,
-		occClients:     steps(10, 190, 10),
-		occTrials:      100,
-		outageEvents:   1000,
-		outageCapacity: 100,
-		outageDown:     30 * time.Second,
-		outageSpread:   time.Second,
-		hostileBody:    1 << 20,
-		hostileHoles:   []int{20_000, 50_000},
-		hostileCircle:  21_000,
+		out:         "bench",
+		quick:       quick,
+		seed:        1,
+		log:         os.Stderr,
+		redisAddr:   "127.0.0.1:6379",
+		postgresURL: "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
+		// 4 rounds: every memory-store slot in every position once
+		// (roundOrder); 20,000 requests a round at many clients.
+		httpRequests:     20000,
+		httpManyRequests: 80000,
+		httpTime:         3 * time.Second,
+		httpRounds:       4,
+		clients:          []int{1, 64},
+		stormRequests:    1000,
+		stormWork:        20 * time.Millisecond,
+		vertices:         []int{100, 10_000, 100_000},
+		valTime:          400 * time.Millisecond,
+		occClients:       steps(10, 190, 10),
+		occTrials:        100,
+		outageEvents:     1000,
+		outageCapacity:   100,
+		outageDown:       30 * time.Second,
+		outageSpread:     time.Second,
+		hostileBody:      1 << 20,
+		hostileHoles:     []int{20_000, 50_000},
+		hostileCircle:    21_000,
 
 		faultEvents:     2000,
 		faultSenders:    16,
@@ -200,7 +204,7 @@ func defaultOptions(quick bool) options {
 		proxyRounds:   3,
 	}
 	if quick {
-		o.httpRequests, o.httpTime, o.httpRounds = 2000, 600*time.Millisecond, 3
+		o.httpRequests, o.httpManyRequests, o.httpTime, o.httpRounds = 2000, 8000, 600*time.Millisecond, 4
 		o.valTime = 50 * time.Millisecond
 		o.occClients = []int{10, 50, 100, 190}
 		o.occTrials = 20

@@ -1,0 +1,56 @@
+package main
+
+import "slices"
+
+// Section 1's A/A control, the order of its measurements within a round,
+// and its request bounds. The A/A control is the bare handler measured a
+// second time, in a slot of the memory store's rotation, and set against
+// the bare handler as memstore is: its ratios, which would be 1 on a quiet
+// machine, are the noise floor of memstore's.
+
+// aaName is the A/A control's row: the bare handler measured a second time.
+const aaName = "bare (again)"
+
+// An httpStep is one measurement of a round: a handler ("bare" for the bare
+// handler, whose mode is "") in a mode.
+type httpStep struct{ name, mode string }
+
+// memGroup is the memory store's group of a round, in its cyclic order:
+// the bare handler and its A/A control each between memstore's two modes,
+// so that the control meets the bare handler as memstore does.
+var memGroup = []httpStep{{"bare", ""}, {"memstore", "first call"}, {aaName, ""}, {"memstore", "replay"}}
+
+// roundOrder is the order of a round's measurements. Every ratio's two
+// sides are measured close together, so that they meet the same moments
+// of a shared machine: first the memory store's group (memGroup), rotated
+// by one slot each round, so that every 4 rounds each of its slots takes
+// each of its 4 positions once; then each store next to its by-hand
+// baseline in the same mode, the pair reversed in odd rounds.
+func roundOrder(round int) []httpStep {
+	k := round % len(memGroup)
+	steps := slices.Concat(memGroup[k:], memGroup[:k])
+	for _, pair := range [][2]string{{"redisstore", "Redis by hand"}, {"pgstore", "PostgreSQL by hand"}} {
+		for _, mode := range []string{"first call", "replay"} {
+			a, b := httpStep{pair[0], mode}, httpStep{pair[1], mode}
+			if round%2 == 1 {
+				a, b = b, a
+			}
+			steps = append(steps, a, b)
+		}
+	}
+	return steps
+}
+
+// isBare reports whether the step named name measures the bare handler:
+// its own row or the A/A control's.
+func isBare(name string) bool { return name == "bare" || name == aaName }
+
+// requestsAt is section 1's request bound at conc clients, over all
+// rounds: more at many clients, so that a round's p99 there spans many
+// batches of concurrent requests rather than less than one.
+func (o *options) requestsAt(conc int) int {
+	if conc > 1 {
+		return o.httpManyRequests
+	}
+	return o.httpRequests
+}
