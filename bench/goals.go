@@ -156,6 +156,7 @@ func (b *goalBook) markdown(command string) string {
 	p("(journal).")
 	controls := slices.ContainsFunc(b.rows, func(g goalRow) bool { return len(g.control) > 0 })
 	if controls {
+		p("")
 		p("*A/A control*: the same figure for the bare handler measured a second time, in a slot of memstore's rotation, against")
 		p("the bare handler: what the figure reads when nothing differs, so a goal is judged beside its noise floor.")
 	}

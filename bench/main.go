@@ -204,7 +204,7 @@ func defaultOptions(quick bool) options {
 		proxyRounds:   3,
 	}
 	if quick {
-		o.httpRequests, o.httpManyRequests, o.httpTime, o.httpRounds = 2000, 8000, 600*time.Millisecond, 4
+		o.httpRequests, o.httpManyRequests, o.httpTime, o.httpRounds = 2000, 2000, 600*time.Millisecond, 4
 		o.valTime = 50 * time.Millisecond
 		o.occClients = []int{10, 50, 100, 190}
 		o.occTrials = 20
