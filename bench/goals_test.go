@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRatioGoal(t *testing.T) {
@@ -92,6 +94,22 @@ func TestGoalBook(t *testing.T) {
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("goals section lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// TestStepTime checks that memstore's group, which its request bound stops
+// on a quiet machine, has twice the time bound of the stores' steps, so that
+// under load its rounds still reach many requests.
+func TestStepTime(t *testing.T) {
+	const per = 750 * time.Millisecond
+	for _, st := range roundOrder(0) {
+		want := per
+		if slices.Contains(memGroup, st) {
+			want = 2 * per
+		}
+		if got := stepTime(st, per); got != want {
+			t.Errorf("%v: time bound %v, want %v", st, got, want)
 		}
 	}
 }

@@ -200,7 +200,7 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 						key = func(dst []byte, _ int64) []byte { return append(dst, h...) }
 					}
 				}
-				m, err := measure(ctx, addr, conc, perReq, perTime, key, st.mode == "replay", server)
+				m, err := measure(ctx, addr, conc, perReq, stepTime(st, perTime), key, st.mode == "replay", server)
 				if err != nil {
 					return fmt.Errorf("%s, %s, %d clients: %w", st.name, st.mode, conc, err)
 				}
@@ -242,8 +242,9 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	s.line("Each server is an `httptest.Server` on 127.0.0.1. The load generator works like wrk: every client is one keep-alive TCP")
 	s.line("connection, driven by its own goroutine, that writes each request from a reused buffer and parses the answer in place, sending")
 	s.line("the next request as soon as its last one is answered; it allocates nothing per request. Every measurement stops at %d requests", o.requestsAt(1))
-	s.line("(at more clients %d, so that the p99 of a round spans many batches of concurrent requests) or after %v, whichever", o.requestsAt(2), o.httpTime)
-	s.line("comes first, after a warm-up of 2 requests per client. The body is a %d-byte Point Feature; the handler reads it and answers", len(feature))
+	s.line("(at more clients %d, so that the p99 of a round spans many batches of concurrent requests) or after %v (%v for the", o.requestsAt(2), o.httpTime, stepTime(memGroup[0], o.httpTime))
+	s.line("bare handler and memstore, which the request bound stops on a quiet machine), whichever comes first, after a warm-up of 2")
+	s.line("requests per client. The body is a %d-byte Point Feature; the handler reads it and answers", len(feature))
 	s.line("201 with a small JSON document. The middleware runs with its default Config (no validator: this is the idempotency cost alone).")
 	s.line("*First call*: every request a new key (claim, handler, record). *Replay*: one key, completed before the measurement, sent by")
 	s.line("every request (claim finds the record; the handler does not run). Every answer is checked: 201, and `Idempotent-Replayed: true`")
@@ -270,8 +271,9 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	s.line("- The hand-written handlers skip everything else the middleware does (fingerprint, scoped and hashed keys, lease renewal, header")
 	s.line("  filtering, problem documents, fencing tokens): their cost is the inherent cost of the store round trips.")
 	s.line("")
-	s.line("The run is split into %d rounds (each measurement above is per round: at most %d requests, %d at more clients, or %v);", rounds,
-		max(1, o.requestsAt(1)/rounds), max(1, o.requestsAt(2)/rounds), perTime)
+	s.line("The run is split into %d rounds (each measurement above is per round: at most %d requests, %d at more clients, or %v, %v", rounds,
+		max(1, o.requestsAt(1)/rounds), max(1, o.requestsAt(2)/rounds), perTime, stepTime(memGroup[0], perTime))
+	s.line("for memstore's group);")
 	s.line("every round measures every handler and mode once, the two sides of every ratio close together. First memstore's group")
 	s.line("of four, in the cyclic order bare, memstore first call, %s, memstore replay, started one slot later each round, so that", aaName)
 	s.line("every 4 rounds each of the four takes each position once; then each store and its by-hand baseline in the first-call mode,")

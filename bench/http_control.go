@@ -1,6 +1,9 @@
 package main
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Section 1's A/A control, the order of its measurements within a round,
 // and its request bounds. The A/A control is the bare handler measured a
@@ -53,4 +56,15 @@ func (o *options) requestsAt(conc int) int {
 		return o.httpManyRequests
 	}
 	return o.httpRequests
+}
+
+// stepTime is the time bound of one measurement: the round's share
+// perTime, which stops the stores' slower measurements, and twice that for
+// memstore's group, which its request bound stops on a quiet machine, so
+// that under load its p99 still spans many batches.
+func stepTime(st httpStep, perTime time.Duration) time.Duration {
+	if slices.Contains(memGroup, st) {
+		return 2 * perTime
+	}
+	return perTime
 }
