@@ -11,7 +11,6 @@ import (
 	"math/bits"
 	"net/http"
 	"slices"
-	"unsafe"
 
 	"github.com/geoidem/geoidem/keystore"
 )
@@ -351,66 +350,4 @@ func Fit(max int, rec Record) Record {
 		return TooLarge(rec.StatusCode)
 	}
 	return rec
-}
-
-// View decodes a record encoding as [Decode] does, but without copying:
-// the header's names and values and the body share enc's memory, so the
-// caller must never change enc afterwards (a keystore.Claim's Record,
-// which neither the store nor the caller may change, qualifies). It
-// allocates a header map and one slice for all its values, nothing for a
-// record without header fields.
-func View(enc []byte) (Record, error) {
-	d := decoder[[]byte]{b: enc}
-	status := d.varint()
-	fields := d.count()
-	headerAt := len(enc) - len(d.b)
-	values := 0
-	for range fields {
-		d.b = d.b[d.count():] // the name
-		c := d.count()
-		values += c
-		for range c {
-			d.b = d.b[d.count():]
-		}
-	}
-	if d.bad {
-		return Record{}, keystore.ErrCorruptRecord
-	}
-	rec := Record{StatusCode: int(status)}
-	if len(d.b) > 0 {
-		rec.Body = d.b
-	}
-	if fields == 0 {
-		return rec, nil
-	}
-	all := make([]string, values)
-	rec.Header = make(http.Header, fields)
-	v := viewer{b: enc[headerAt:]}
-	for range fields {
-		name := v.string()
-		c := v.count()
-		vs := all[:c:c]
-		all = all[c:]
-		for i := range vs {
-			vs[i] = v.string()
-		}
-		rec.Header[name] = vs
-	}
-	return rec, nil
-}
-
-// viewer reads what View has already checked.
-type viewer struct{ b []byte }
-
-func (v *viewer) count() int {
-	x, n := binary.Uvarint(v.b)
-	v.b = v.b[n:]
-	return int(x)
-}
-
-func (v *viewer) string() string {
-	n := v.count()
-	s := unsafe.String(unsafe.SliceData(v.b), n)
-	v.b = v.b[n:]
-	return s
 }
