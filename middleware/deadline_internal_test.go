@@ -209,12 +209,12 @@ func TestBoundAfterFuncAllocates(t *testing.T) {
 	})
 }
 
-// TestDetach checks that a context from detach behaves as one from
-// context.WithoutCancel: it has its parent's values, never ends, and once
-// the parent is canceled with a cause, neither it nor a context made from
-// it (WithCancel, AfterFunc, a bound claim's in its room) reports that
-// cause or ends; the bound one ends at its own deadline, with its own
-// cause.
+// TestDetach checks that a context from detach, and an uncanceled one
+// (the exchange's), behave as one from context.WithoutCancel: it has its
+// parent's values, never ends, and once the parent is canceled with a
+// cause, neither it nor a context made from it (WithCancel, AfterFunc, a
+// bound claim's in its room) reports that cause or ends; the bound one
+// ends at its own deadline, with its own cause.
 func TestDetach(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		origin, cancel := context.WithCancelCause(context.WithValue(context.Background(), valueKey{}, "v"))
@@ -222,7 +222,7 @@ func TestDetach(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			ctx  context.Context
-		}{{"detach", detach(origin)}, {"WithoutCancel", context.WithoutCancel(origin)}} {
+		}{{"detach", detach(origin)}, {"uncanceled", &uncanceled{parent: origin}}, {"WithoutCancel", context.WithoutCancel(origin)}} {
 			d := c.ctx
 			child, stopChild := context.WithCancel(d)
 			defer stopChild()

@@ -94,8 +94,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		x := &exchange{m: m, r: r, start: start, tookOver: c.TookOver, base: c.detached}
 		// Field by field: x is new, and the Hold's zero fields stay so.
 		x.hold.Key, x.hold.Token, x.hold.Retention, x.hold.MaxRecordBytes = id.stored, c.token, m.retention, m.maxRecord
-		if x.base == nil {
-			x.base = context.WithoutCancel(r.Context())
+		if x.base == nil { // memstore's: see claimed.detached
+			x.detached.parent = r.Context()
+			x.base = &x.detached
 		}
 		// The body's buffer goes back to the pool only once the handler
 		// has returned (not when it panics), and never after a validator,
@@ -125,7 +126,11 @@ type exchange struct {
 	// key is claimed, the client's departure no longer ends the work. Every
 	// store call after the claim, and the handler's context, derive from it.
 	base context.Context
-	hold keystore.Hold
+	// detached is base for memstore, which claims under the request's
+	// own context (a store that can block claims under one detached
+	// before the exchange exists).
+	detached uncanceled
+	hold     keystore.Hold
 	// holdCtx is base carrying hold, the parent of the handler's context.
 	holdCtx holdContext
 	rec     hijacker

@@ -40,31 +40,41 @@ func nop() {}
 // context.WithoutCancel does, with room for the context of the first
 // claim made under it: a claim of a store that can block then costs one
 // allocation, the two contexts, where it cost two.
-func detach(ctx context.Context) context.Context { return &detachedContext{parent: ctx} }
+func detach(ctx context.Context) context.Context {
+	return &detachedContext{uncanceled: uncanceled{parent: ctx}}
+}
 
-// detachedContext is a context from detach: it never ends, and has the
-// values of its parent but for the context package's cancelCtx key (the
-// key cancelProbe has a value for), for which it has none, as a
-// context.WithoutCancel: so context.Cause finds no cause in it, and
-// contexts made from it do not follow the parent's cancellation.
+// detachedContext is a context from detach: uncanceled, and the room of
+// its first claim's context.
 type detachedContext struct {
-	parent  context.Context
+	uncanceled
 	claim   deadlineRoom // the first claim's context (see callClaim)
 	claimed bool         // claim is taken; read and written by the claim's goroutine alone
 }
 
-func (c *detachedContext) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (c *detachedContext) Done() <-chan struct{}       { return nil }
-func (c *detachedContext) Err() error                  { return nil }
+// uncanceled is its parent detached from its cancellation: it never ends,
+// and has the values of its parent but for the context package's
+// cancelCtx key (the key cancelProbe has a value for), for which it has
+// none, as a context.WithoutCancel: so context.Cause finds no cause in it,
+// and contexts made from it do not follow the parent's cancellation. It
+// is a value, to embed where it lives as long as it is used (exchange):
+// then it costs no allocation of its own.
+type uncanceled struct {
+	parent context.Context
+}
 
-func (c *detachedContext) Value(key any) any {
+func (c *uncanceled) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *uncanceled) Done() <-chan struct{}       { return nil }
+func (c *uncanceled) Err() error                  { return nil }
+
+func (c *uncanceled) Value(key any) any {
 	if cancelProbe.Value(key) != nil {
 		return nil
 	}
 	return c.parent.Value(key)
 }
 
-func (c *detachedContext) String() string { return "middleware.detach" }
+func (c *uncanceled) String() string { return "middleware.detach" }
 
 func (m *Middleware) callClaim(ctx context.Context, key string, a keystore.ClaimArgs) (keystore.Claim, error) {
 	var room *deadlineRoom
