@@ -31,9 +31,21 @@ func TestAllowedWalkOrLookup(t *testing.T) {
 		if trailer != "" {
 			w.Header()[trailer] = []string{"t"}
 		}
+		w.Header()["Content-Length"] = []string{"12"}
 		r := &recorder{w: w, allow: allow, trailerKeys: trailerKeys, limit: 1 << 10}
 		r.snapshot()
-		return bytes.Clone(r.enc), r.allowed(w.Header(), &[maxWalked]int{}), r.hasTrailers(w.Header())
+		found, cl, tr := r.allowed(w.Header(), &[maxWalked]allowedField{})
+		var indexes []int
+		for _, f := range found {
+			indexes = append(indexes, f.i)
+			if !slices.Equal(f.values, w.Header()[allow[f.i]]) {
+				t.Errorf("%d extra fields: %s: %q, want %q", extra, allow[f.i], f.values, w.Header()[allow[f.i]])
+			}
+		}
+		if r.declared != 12 || !slices.Equal(cl, []string{"12"}) || tr != nil {
+			t.Errorf("%d extra fields: Content-Length %q (declared %d), Trailer %q", extra, cl, r.declared, tr)
+		}
+		return bytes.Clone(r.enc), indexes, r.hasTrailers(w.Header())
 	}
 	walkedEnc, walked, walkedTr := encode(0, "")
 	for _, extra := range []int{len(allow), maxWalked + 1} {
@@ -52,6 +64,19 @@ func TestAllowedWalkOrLookup(t *testing.T) {
 		for _, extra := range []int{0, maxWalked + 1} {
 			if _, _, got := encode(extra, c.trailer); got != c.want {
 				t.Errorf("%d extra fields and %s: hasTrailers %v, want %v", extra, c.trailer, got, c.want)
+			}
+		}
+	}
+}
+
+// searchName finds what slices.BinarySearch finds.
+func TestSearchName(t *testing.T) {
+	names := []string{"Content-Location", "Content-Type", "Etag", "Last-Modified", "Link", "Location"}
+	for _, n := range []int{0, 1, 2, len(names)} {
+		for _, name := range append(slices.Clone(names), "", "A", "Content-Q", "Etag0", "Z") {
+			wi, wok := slices.BinarySearch(names[:n], name)
+			if i, ok := searchName(names[:n], name); i != wi || ok != wok {
+				t.Errorf("searchName(%q, %q) = %d, %v; want %d, %v", names[:n], name, i, ok, wi, wok)
 			}
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -48,7 +47,7 @@ func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key stri
 			// general path puts there again, the same.
 			return m.replayView(ctx, w, key, enc)
 		}
-		if _, ok := slices.BinarySearch(m.recordHeaders, name); ok {
+		if _, ok := searchName(m.recordHeaders, name); ok {
 			h[name] = vs
 		}
 		if name == "Cache-Control" && len(vs) == 1 && vs[0] == "no-store" {
@@ -98,7 +97,7 @@ func (m *Middleware) replayView(ctx context.Context, w http.ResponseWriter, key 
 			recordedTrailers = true
 			continue
 		}
-		if _, ok := slices.BinarySearch(m.recordHeaders, k); ok {
+		if _, ok := searchName(m.recordHeaders, k); ok {
 			h[k] = vs
 		}
 		if k == "Cache-Control" && len(vs) == 1 && vs[0] == "no-store" {

@@ -107,13 +107,14 @@ func (r *recorder) WriteHeader(code int) {
 // status, or when the handler returns without one).
 func (r *recorder) snapshot() {
 	src := r.w.Header()
+	found, contentLength, trailer := r.allowed(src, &[maxWalked]allowedField{})
 	r.declared = -1
-	if cl := src["Content-Length"]; len(cl) == 1 {
+	if cl := contentLength; len(cl) == 1 {
 		if n, err := strconv.ParseInt(cl[0], 10, 64); err == nil && n >= 0 {
 			r.declared = n
 		}
 	}
-	for _, v := range src["Trailer"] {
+	for _, v := range trailer {
 		for name := range strings.SplitSeq(v, ",") {
 			if name = http.CanonicalHeaderKey(strings.TrimSpace(name)); slices.Contains(r.allow, name) {
 				r.trailers = append(r.trailers, name)
@@ -124,9 +125,9 @@ func (r *recorder) snapshot() {
 	// fewer than 0x80 names: New checks), then the count.
 	r.enc = append(r.enc[:0], 0, 0, 0)
 	fields := 0
-	for _, i := range r.allowed(src, &[maxWalked]int{}) {
-		if name := r.allow[i]; !slices.Contains(r.trailers, name) {
-			r.enc = record.AppendHeaderField(r.enc, name, src[name])
+	for _, f := range found {
+		if name := r.allow[f.i]; !slices.Contains(r.trailers, name) {
+			r.enc = record.AppendHeaderField(r.enc, name, f.values)
 			fields++
 		}
 	}
@@ -139,27 +140,63 @@ func (r *recorder) snapshot() {
 // hasTrailers to walk it rather than look up each allowed name in it.
 const maxWalked = 16
 
-// allowed returns the indexes in r.allow of the names src has, in order,
-// in room's array when they fit. A response has few fields: when it has
-// fewer than r.allow names, they are walked and each looked up in the
-// sorted r.allow, rather than src looked up for each allowed name.
-func (r *recorder) allowed(src http.Header, room *[maxWalked]int) []int {
-	found := room[:0]
+// allowedField is a field of a response's header that the recorder
+// records: its name's index in recorder.allow, and its values.
+type allowedField struct {
+	i      int
+	values []string
+}
+
+// allowed returns the fields of src whose names r.allow has, in r.allow's
+// order, in room's array when they fit, and src's Content-Length and
+// Trailer fields. A response has few fields: when it has fewer than
+// r.allow names, they are walked once, for all three, each name looked up
+// in the sorted r.allow, rather than src looked up for each allowed name
+// and for the two others.
+func (r *recorder) allowed(src http.Header, room *[maxWalked]allowedField) (found []allowedField, contentLength, trailer []string) {
+	found = room[:0]
 	if len(src) < len(r.allow) && len(src) <= maxWalked {
-		for k := range src {
-			if i, ok := slices.BinarySearch(r.allow, k); ok {
-				found = append(found, i)
+		for k, vs := range src {
+			switch k {
+			case "Content-Length":
+				contentLength = vs
+			case "Trailer":
+				trailer = vs
+			}
+			if i, ok := searchName(r.allow, k); ok {
+				found = append(found, allowedField{i, vs})
 			}
 		}
-		slices.Sort(found)
-		return found
+		for j := 1; j < len(found); j++ { // in order: an insertion sort of a few
+			for k := j; k > 0 && found[k].i < found[k-1].i; k-- {
+				found[k], found[k-1] = found[k-1], found[k]
+			}
+		}
+		return found, contentLength, trailer
 	}
 	for i, name := range r.allow {
-		if _, ok := src[name]; ok {
-			found = append(found, i)
+		if vs, ok := src[name]; ok {
+			found = append(found, allowedField{i, vs})
 		}
 	}
-	return found
+	return found, src["Content-Length"], src["Trailer"]
+}
+
+// searchName is slices.BinarySearch(names, name) for names sorted, with
+// one comparison of strings a step where the generic one makes up to
+// four (cmp.Compare): every response's fields and every replayed field
+// are looked up in the allow-list.
+func searchName(names []string, name string) (int, bool) {
+	lo, hi := 0, len(names)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if names[h] < name {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	return lo, lo < len(names) && names[lo] == name
 }
 
 func (r *recorder) Write(p []byte) (int, error) {
@@ -283,7 +320,7 @@ func (r *recorder) hasTrailers(src http.Header) bool {
 	if len(src) < len(r.trailerKeys) && len(src) <= maxWalked { // as in allowed
 		for k := range src {
 			if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
-				if _, ok := slices.BinarySearch(r.allow, name); ok {
+				if _, ok := searchName(r.allow, name); ok {
 					return true
 				}
 			}
