@@ -101,49 +101,72 @@ func Check(enc []byte) (status int, err error) {
 // header encoding (see [AppendHeader]) and the body, sub-slices of enc, for
 // a store that keeps them apart (pgstore's header and body columns).
 func Split(enc []byte) (status int, header, body []byte, err error) {
-	d := decoder[[]byte]{b: enc}
 	// Each uvarint must be as short as Append writes it: decoders
 	// accept longer ones, whose bytes differ from an equal record's.
-	minimal := func(before int, x uint64) {
-		if !d.bad && before-len(d.b) != uvarintLen(x) {
-			d.bad = true
-		}
+	ux, n := binary.Uvarint(enc)
+	if n <= 0 || n != uvarintLen(ux) {
+		return 0, nil, nil, keystore.ErrCorruptRecord
 	}
-	count := func() int {
-		before := len(d.b)
-		n := d.count()
-		minimal(before, uint64(n))
-		return n
+	s := int64(ux >> 1)
+	if ux&1 != 0 {
+		s = ^s
 	}
-	s := d.varint()
-	minimal(len(enc), uint64(s<<1)^uint64(s>>63))
-	headerAt := len(enc) - len(d.b)
-	fields := count()
+	headerAt := n
+	b := enc[n:]
+	fields, n := countAt(b)
+	if n == 0 || n != uvarintLen(uint64(fields)) {
+		return 0, nil, nil, keystore.ErrCorruptRecord
+	}
+	b = b[n:]
 	var prev []byte
 	for i := range fields {
-		n := count()
-		if d.bad {
-			break
+		c, n := countAt(b)
+		if n == 0 || n != uvarintLen(uint64(c)) {
+			return 0, nil, nil, keystore.ErrCorruptRecord
 		}
-		name := d.b[:n]
-		d.b = d.b[n:]
+		name := b[n : n+c]
+		b = b[n+c:]
 		if i > 0 && string(prev) >= string(name) {
-			d.bad = true
-			break
+			return 0, nil, nil, keystore.ErrCorruptRecord
 		}
 		prev = name
-		for range count() {
-			d.b = d.b[count():]
+		values, n := countAt(b)
+		if n == 0 || n != uvarintLen(uint64(values)) {
+			return 0, nil, nil, keystore.ErrCorruptRecord
 		}
-	}
-	if d.bad {
-		return 0, nil, nil, keystore.ErrCorruptRecord
+		b = b[n:]
+		for range values {
+			c, n := countAt(b)
+			if n == 0 || n != uvarintLen(uint64(c)) {
+				return 0, nil, nil, keystore.ErrCorruptRecord
+			}
+			b = b[n+c:]
+		}
 	}
 	if s < MinStatusCode || s > MaxStatusCode {
 		return int(s), nil, nil, fmt.Errorf("%w: %d", keystore.ErrInvalidStatus, s)
 	}
-	bodyAt := len(enc) - len(d.b)
+	bodyAt := len(enc) - len(b)
 	return int(s), enc[headerAt:bodyAt:bodyAt], enc[bodyAt:], nil
+}
+
+// countAt reads, at the front of b, a uvarint that counts items of at
+// least one byte each, and so at most the bytes after it, as
+// decoder.count does: it returns the count and the uvarint's length, or
+// a length of 0 when b holds no such count. A count below 128 (one byte:
+// most lengths and counts) is read inline.
+func countAt(b []byte) (c, n int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		if c = int(b[0]); c < len(b) {
+			return c, 1
+		}
+		return 0, 0
+	}
+	x, n := binary.Uvarint(b)
+	if n <= 0 || x > uint64(len(b)-n) {
+		return 0, 0
+	}
+	return int(x), n
 }
 
 // AppendHeader appends the header encoding of h, the part of a record

@@ -39,37 +39,53 @@ func View(enc []byte) (Record, error) {
 // names, values and body share enc's memory, as View's do. It never
 // allocates, except for an error.
 func Scan(enc []byte) (status int, fields Fields, body []byte, err error) {
-	d := decoder[[]byte]{b: enc}
-	s := d.varint()
-	n := d.count()
-	headerAt := len(enc) - len(d.b)
+	ux, n := binary.Uvarint(enc)
+	if n <= 0 {
+		return 0, Fields{}, nil, keystore.ErrCorruptRecord
+	}
+	s := int64(ux >> 1)
+	if ux&1 != 0 {
+		s = ^s
+	}
+	b := enc[n:]
+	count, n := countAt(b)
+	if n == 0 {
+		return 0, Fields{}, nil, keystore.ErrCorruptRecord
+	}
+	b = b[n:]
+	headerAt := len(enc) - len(b)
 	values := 0
 	sorted := true
 	var prev []byte
-	for i := range n {
-		c := d.count()
-		name := d.b[:c]
-		d.b = d.b[c:]
+	for i := range count {
+		c, n := countAt(b)
+		if n == 0 {
+			return 0, Fields{}, nil, keystore.ErrCorruptRecord
+		}
+		name := b[n : n+c]
+		b = b[n+c:]
 		if i > 0 && string(prev) >= string(name) {
 			sorted = false
 		}
 		prev = name
-		c = d.count()
-		values += c
-		for range c {
-			d.b = d.b[d.count():]
+		vs, n := countAt(b)
+		if n == 0 {
+			return 0, Fields{}, nil, keystore.ErrCorruptRecord
 		}
-		if d.bad {
-			break
+		b = b[n:]
+		values += vs
+		for range vs {
+			c, n := countAt(b)
+			if n == 0 {
+				return 0, Fields{}, nil, keystore.ErrCorruptRecord
+			}
+			b = b[n+c:]
 		}
 	}
-	if d.bad {
-		return 0, Fields{}, nil, keystore.ErrCorruptRecord
+	if len(b) > 0 {
+		body = b
 	}
-	if len(d.b) > 0 {
-		body = d.b
-	}
-	return int(s), Fields{b: enc[headerAt:], Len: n, Values: values, Sorted: sorted}, body, nil
+	return int(s), Fields{b: enc[headerAt:], Len: count, Values: values, Sorted: sorted}, body, nil
 }
 
 // Fields is the header part of a record encoding that [Scan] has checked:
@@ -104,9 +120,9 @@ func (f *Fields) Next(room []string) (name string, values, rest []string) {
 type viewer struct{ b []byte }
 
 func (v *viewer) count() int {
-	x, n := binary.Uvarint(v.b)
+	c, n := countAt(v.b)
 	v.b = v.b[n:]
-	return int(x)
+	return c
 }
 
 func (v *viewer) string() string {
