@@ -43,10 +43,15 @@ func (s watchingMemstore) Complete(ctx context.Context, key string, tok keystore
 // and stop (2), the bucket's context and its children found by the
 // context package as a context.WithTimeout's. When the bound's contexts
 // hooked AfterFunc themselves, a first call cost 14 and a replay 8.
+//
+// Raised from 5 to 6 for a first call, its own count unchanged (37):
+// memstore's first call no longer allocates its detached context
+// (uncanceled, in the exchange), while a store that can block still makes
+// its own before the claim (see TestStoreTimeoutAllocationBudget).
 func TestWatchedStoreAllocationBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const (
-			firstCallBudget = 5
+			firstCallBudget = 6
 			replayBudget    = 3
 		)
 		newStore := func() *memstore.Store { return memstore.New(memstore.Config{MaxEntries: 1 << 16, MaxBytes: 1 << 28}) }
