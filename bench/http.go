@@ -131,7 +131,7 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	targets := []httpTarget{{name: "memstore"},
 		{name: "redisstore", baseline: "Redis by hand", server: sv.redisCPU}, {name: "Redis by hand", hand: true, server: sv.redisCPU},
 		{name: "pgstore", baseline: "PostgreSQL by hand", server: sv.postgresCPU}, {name: "PostgreSQL by hand", hand: true, server: sv.postgresCPU}}
-	stores := map[string]keystore.Store{"memstore": new(memstore.Store), "redisstore": rs, "pgstore": ps}
+	stores := map[string]keystore.Store{"memstore": memstore.New(httpMemstoreConfig(o)), "redisstore": rs, "pgstore": ps}
 	for i := range targets {
 		t := &targets[i]
 		switch t.name {
@@ -246,6 +246,8 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	s.line("bare handler and memstore, which the request bound stops on a quiet machine), whichever comes first, after a warm-up of 2")
 	s.line("requests per client. The body is a %d-byte Point Feature; the handler reads it and answers", len(feature))
 	s.line("201 with a small JSON document. The middleware runs with its default Config (no validator: this is the idempotency cost alone).")
+	s.line("memstore holds up to %d keys (`MaxEntries`, twice the %d the section makes at most; its other limits are the defaults), so", httpMemstoreConfig(o).MaxEntries, httpStoreKeys(o))
+	s.line("that it is never full and its client bound never counts.")
 	s.line("*First call*: every request a new key (claim, handler, record). *Replay*: one key, completed before the measurement, sent by")
 	s.line("every request (claim finds the record; the handler does not run). Every answer is checked: 201, and `Idempotent-Replayed: true`")
 	s.line("exactly for replays. The bare handler gets the same requests, a new key header on each, so only the middleware differs.")

@@ -3,6 +3,8 @@ package main
 import (
 	"slices"
 	"time"
+
+	"github.com/geoidem/geoidem/keystore/memstore"
 )
 
 // Section 1's A/A control, the order of its measurements within a round,
@@ -67,4 +69,26 @@ func stepTime(st httpStep, perTime time.Duration) time.Duration {
 		return 2 * perTime
 	}
 	return perTime
+}
+
+// httpStoreKeys is the number of keys section 1 makes in a store with
+// options o: every first call of every round at every client count, with
+// its warm-up of 2 requests a client, and each client count's replayed
+// key.
+func httpStoreKeys(o *options) int {
+	rounds := max(1, o.httpRounds)
+	n := 0
+	for _, conc := range o.clients {
+		n += 1 + rounds*(max(1, o.requestsAt(conc)/rounds)+2*conc)
+	}
+	return n
+}
+
+// httpMemstoreConfig is the Config of section 1's memory store: the
+// default (100,000 keys) would be too small for a full run, so it holds
+// twice the keys the run makes, as a receiver sized for its traffic is,
+// and stays under three quarters full, where its client bound would start
+// to count.
+func httpMemstoreConfig(o *options) memstore.Config {
+	return memstore.Config{MaxEntries: 2 * httpStoreKeys(o)}
 }
