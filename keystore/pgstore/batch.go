@@ -57,6 +57,11 @@ type batchable interface{ call() *batchCall }
 func (q *batchQueue[W]) next() []W {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.nextLocked()
+}
+
+// nextLocked is next with q.mu held.
+func (q *batchQueue[W]) nextLocked() []W {
 	if len(q.waiting) == 0 {
 		q.inflight--
 		return nil
@@ -122,11 +127,12 @@ func (s *Store) fastClaim(ctx context.Context, r *claimRow, args []any, key stri
 		return s.queryClaim(ctx, sql, r, args)
 	}
 	q.mu.Lock()
-	if q.inflight < q.limit {
+	if q.inflight < q.limit && q.busy[key] == 0 {
 		q.inflight++
+		q.mark(key)
 		q.mu.Unlock()
 		err := s.queryClaim(ctx, sql, r, args)
-		s.nextClaimBatch()
+		s.nextClaimBatch(key, nil)
 		return err
 	}
 	w := &claimWaiter{batchCall: batchCall{ctx: ctx, key: key, done: make(chan struct{})}, fp: fp, us: us, token: token, client: client}
@@ -145,10 +151,11 @@ func (s *Store) fastClaim(ctx context.Context, r *claimRow, args []any, key stri
 	}
 }
 
-// nextClaimBatch passes the slot of a claim statement that ended on to
-// the claims waiting, as one batch, if there are any.
-func (s *Store) nextClaimBatch() {
-	if batch := s.claims.next(); batch != nil {
+// nextClaimBatch passes the slot of a claim statement that ended (of key,
+// or of the claims of batch ended) on to the claims waiting, as one batch,
+// if there are any.
+func (s *Store) nextClaimBatch(key string, ended []*claimWaiter) {
+	if batch := s.claims.next(key, ended); batch != nil {
 		go s.runClaimBatch(batch)
 	}
 }
@@ -158,7 +165,7 @@ func (s *Store) nextClaimBatch() {
 // appears twice goes in once, the other claims of it getting no row (so
 // that they run claimSQL after the batch, and find the key claimed).
 func (s *Store) runClaimBatch(batch []*claimWaiter) {
-	defer s.nextClaimBatch()
+	defer s.nextClaimBatch("", batch)
 	send, uniq, dup, first := byKey(batch)
 	switch len(uniq) {
 	case 0:

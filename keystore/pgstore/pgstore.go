@@ -129,7 +129,7 @@ type Store struct {
 	// (pgx's default exec mode, or the description cache), so arguments
 	// can be passed as pgtype valuers (see params).
 	typedArgs bool
-	claims    batchQueue[*claimWaiter]
+	claims    claimQueue
 	completes batchQueue[*completeWaiter]
 	names     names
 	sql       statements
