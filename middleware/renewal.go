@@ -59,8 +59,7 @@ type renewal struct {
 	ended     bool          // the lease is gone, or may be: the token is spent
 	extending bool          // an Extend is under way
 	canceled  bool          // the handler's context was canceled at stopAt
-	stopAt    time.Time     // the handler is stopped from then on
-	until     time.Time     // the lease may have ended from then on
+	sent      time.Time     // the last successful Claim or Extend was sent then (see stopAt, until)
 	next      time.Time     // the next extension is due
 	clockStep time.Duration // see Event.ClockStep
 }
@@ -85,19 +84,26 @@ func (rn *renewal) fixed(m *Middleware, hold *keystore.Hold, sent time.Time) {
 }
 
 // renewed moves the reckoning on after a Claim or Extend sent at sent
-// succeeded. rn.mu is held (or rn not yet shared).
+// succeeded. rn.mu is held (or rn not yet shared). Only the next
+// extension is reckoned here; stopAt and until follow from sent when they
+// are needed, which a handler that returns within Lease/3 never does.
 func (rn *renewal) renewed(sent time.Time) {
-	m := rn.m
-	rn.stopAt, rn.until, rn.next = sent.Add(m.lease), sent.Add(m.storeLease), sent.Add(m.lease/3)
+	rn.sent, rn.next = sent, sent.Add(rn.m.lease/3)
 }
+
+// stopAt returns the time from which the handler is stopped. rn.mu is held.
+func (rn *renewal) stopAt() time.Time { return rn.sent.Add(rn.m.lease) }
+
+// until returns the time from which the lease may have ended. rn.mu is held.
+func (rn *renewal) until() time.Time { return rn.sent.Add(rn.m.storeLease) }
 
 // arm sets the timer for the next extension, or for the handler's stop or
 // the expiry if that comes first or an extension is under way. rn.mu is
 // held.
 func (rn *renewal) arm() {
-	at := rn.until
-	if !rn.canceled && rn.stopAt.Before(at) {
-		at = rn.stopAt
+	at := rn.until()
+	if stopAt := rn.stopAt(); !rn.canceled && stopAt.Before(at) {
+		at = stopAt
 	}
 	if !rn.extending && rn.next.Before(at) {
 		at = rn.next
@@ -118,7 +124,7 @@ func (rn *renewal) Run() {
 		rn.m.sched.Set(rn, time.Now().Add(max(rn.m.lease/6, time.Millisecond)))
 		if !rn.extending && !time.Now().Before(rn.next) {
 			rn.extending = true
-			until := rn.until
+			until := rn.until()
 			rn.mu.Unlock()
 			rn.extend(until)
 			return
@@ -126,7 +132,7 @@ func (rn *renewal) Run() {
 		rn.mu.Unlock()
 		return
 	}
-	if !time.Now().Before(rn.until) {
+	if !time.Now().Before(rn.until()) {
 		rn.stopped, rn.ended, rn.canceled = true, true, true
 		rn.mu.Unlock()
 		rn.m.log.LogAttrs(rn.ctx, slog.LevelWarn, "idempotency lease may have ended (no renewal succeeded in time)",
@@ -134,7 +140,7 @@ func (rn *renewal) Run() {
 		rn.lost(keystore.ErrLeaseLost)
 		return
 	}
-	if !rn.canceled && !time.Now().Before(rn.stopAt) {
+	if !rn.canceled && !time.Now().Before(rn.stopAt()) {
 		// No renewal succeeded for a whole Lease: stop the handler while
 		// the store's lease still holds, and go on renewing, so that its
 		// answer can still be recorded.
@@ -156,7 +162,7 @@ func (rn *renewal) Run() {
 	}
 	rn.extending = true
 	rn.arm() // watch the expiry while the store is called
-	until := rn.until
+	until := rn.until()
 	rn.mu.Unlock()
 	rn.extend(until)
 }
@@ -237,11 +243,12 @@ func (rn *renewal) step() time.Duration {
 func (rn *renewal) held() (until time.Time, ok bool) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	if rn.ended || !time.Now().Before(rn.until) {
+	until = rn.until()
+	if rn.ended || !time.Now().Before(until) {
 		rn.ended = true
-		return rn.until, false
+		return until, false
 	}
-	return rn.until, true
+	return until, true
 }
 
 // stop ends the renewal when the handler's response is recorded or
