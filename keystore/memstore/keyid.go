@@ -16,9 +16,8 @@ func idOf(key string) keyID {
 	if len(key) != 2*len(id) {
 		return sha256.Sum256([]byte(key))
 	}
-	// Eight digits at a time, one in each byte of a word. Adding c to a
-	// byte below 0x80 sets its high bit exactly when the byte is at least
-	// 0x80-c, and carries nothing into the next byte.
+	// Eight digits at a time, one in each byte of a word. No step below
+	// carries from a byte into the next: every byte stays under 0x100.
 	const (
 		ones = 0x0101010101010101
 		high = 0x80 * ones
@@ -28,13 +27,16 @@ func idOf(key string) keyID {
 		s := key[8*g : 8*g+8]
 		x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-		x7 := x &^ high
-		digit := (x7 + (0x80-'0')*ones) &^ (x7 + (0x80-'9'-1)*ones)  // '0' <= b <= '9'
-		letter := (x7 + (0x80-'a')*ones) &^ (x7 + (0x80-'f'-1)*ones) // 'a' <= b <= 'f'
-		bad |= x&high | ^(digit|letter)&high                         // only lowercase digits: "AB" and "ab" must not share an ID
 		// A digit's value is its low four bits, a letter's those plus 9
-		// (bit 6 tells them apart); then each pair of digits makes a byte.
+		// (bit 6 tells them apart): v is each byte's value, at most 24.
 		v := x&(0x0f*ones) + 9*(x>>6&ones)
+		// The byte is a lowercase digit exactly when v is at most 15 and
+		// spells the byte again ('0'+v under 10, 'a'+v-10 from 10): "AB"
+		// and "ab" must not share an ID.
+		letter := (v + 6*ones) >> 4 & ones
+		spelled := v + '0'*ones + ('a'-'0'-10)*letter
+		bad |= spelled ^ x | (v+(0x80-16)*ones)&high
+		// Then each pair of digits makes a byte.
 		p := (v&0x000f000f000f000f)<<4 | v>>8&0x000f000f000f000f
 		p = (p | p>>8) & 0x0000ffff0000ffff
 		binary.LittleEndian.PutUint32(id[4*g:], uint32(p|p>>16))

@@ -3,6 +3,7 @@ package memstore
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -88,3 +89,32 @@ func BenchmarkIDOf(b *testing.B) {
 }
 
 var sink keyID
+
+// Keys of 64 bytes drawn from the digits, the letters around them and
+// bytes with the high bit, many at once, give the reference's ID: idOf
+// works eight bytes at a time, so a byte must never change its
+// neighbours' verdict.
+func TestIDOfMixed(t *testing.T) {
+	const alphabet = "0123456789abcdefABCDEFgG/:`@\x00\x7f\x80\xb0\xe1\xff"
+	rng := rand.New(rand.NewPCG(1, 2))
+	k := make([]byte, 64)
+	decoded := 0
+	for range 200_000 {
+		for i := range k {
+			if rng.IntN(8) == 0 {
+				k[i] = alphabet[rng.IntN(len(alphabet))]
+			} else {
+				k[i] = "0123456789abcdef"[rng.IntN(16)]
+			}
+		}
+		if got, want := idOf(string(k)), refIDOf(string(k)); got != want {
+			t.Fatalf("idOf(%q) = %x, want %x", k, got, want)
+		}
+		if refIDOf(string(k)) != keyID(sha256.Sum256(k)) {
+			decoded++
+		}
+	}
+	if decoded == 0 || decoded == 200_000 {
+		t.Fatalf("%d of the keys decoded: the test exercises one path only", decoded)
+	}
+}
