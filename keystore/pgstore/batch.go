@@ -127,7 +127,7 @@ func (s *Store) fastClaim(ctx context.Context, r *claimRow, args []any, key stri
 		return s.queryClaim(ctx, sql, r, args)
 	}
 	q.mu.Lock()
-	if q.inflight < q.limit && q.busy[key] == 0 {
+	if q.inflight < q.limit && q.busy[key] < hotKeyStatements {
 		q.inflight++
 		q.mark(key)
 		q.mu.Unlock()

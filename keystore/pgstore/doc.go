@@ -98,10 +98,10 @@
 // those that gathered go together, in one statement, as soon as one in
 // flight ends (at most 64 keys; the statement takes the keys in key order,
 // so that batches never wait for each other in a cycle). A claim of a key
-// that a claim statement in flight already reads waits for the next one
-// even when the pool has room, so that concurrent replays and duplicates
-// of one hot key are answered by one read a round trip. A lone client never
-// waits.
+// that four claim statements in flight already read waits for the next
+// one even when the pool has room, so that the concurrent replays and
+// duplicates of one hot key from many clients are answered by one read a
+// round trip. A lone client, or a few of them on one key, never waits.
 // Each call gets the answer it would get alone; one whose context ends
 // while it waits for its batch returns the context's error, and its claim
 // or completion may or may not have happened, as when a statement is

@@ -30,3 +30,7 @@ func StatementKinds(s *Store) map[string]string {
 		q.extend: "extend", q.complete: "complete", q.batchComplete: "complete (batch)", q.release: "release",
 	}
 }
+
+// HotKeyStatements is how many claim statements may read one key at once
+// before its further claims wait.
+const HotKeyStatements = hotKeyStatements

@@ -1,14 +1,22 @@
 package pgstore
 
-// A hot key's claims share statements. A claim of a key that a claim
-// statement in flight already reads waits for the next batch statement,
-// even when a slot is free, rather than run a statement of its own beside
-// it: once that statement ends, the claims that gathered meanwhile go in
-// one statement, which reads the key once for all of them (runClaimBatch
-// answers the others with the first's live entry). Replays and duplicate
-// deliveries of one key, which arrive together, then cost the database one
-// read a round trip instead of one each. Every claim is still answered by
-// a statement that starts after the claim was made, as alone.
+// A hot key's claims share statements. A claim of a key that
+// hotKeyStatements claim statements in flight already read waits for the
+// next batch statement, even when a slot is free, rather than run a
+// statement of its own beside them: once one of them ends, the claims that
+// gathered meanwhile go in one statement, which reads the key once for all
+// of them (runClaimBatch answers the others with the first's live entry).
+// Replays and duplicate deliveries of one key from many clients at once
+// then cost the database one read a round trip instead of one each. Every
+// claim is still answered by a statement that starts after the claim was
+// made, as alone.
+//
+// hotKeyStatements is how many claim statements may read one key at once
+// before its further claims wait: a sender's few concurrent duplicates
+// never wait. Made to wait behind a single statement, two to four
+// concurrent replays of one key took two to three times as long each
+// (a claim waits for the statement in flight, then for its own).
+const hotKeyStatements = 4
 
 // claimQueue is the batchQueue of claims, which also knows the keys its
 // statements in flight read.

@@ -15,13 +15,13 @@ import (
 	"github.com/geoidem/geoidem/keystore/pgstore"
 )
 
-// gateTracer holds the first statement whose SQL is sql until open is
-// closed, and counts every statement with that SQL or batchSQL.
+// gateTracer holds the first hold statements whose SQL is sql or batchSQL
+// until open is closed, and counts every statement with that SQL.
 type gateTracer struct {
 	sql, batchSQL string
-	held          chan struct{} // closed once the first is held
+	hold          int
+	held          chan struct{} // closed once hold statements are held
 	open          chan struct{}
-	once          sync.Once
 
 	mu    sync.Mutex
 	count int
@@ -33,11 +33,12 @@ func (g *gateTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 	}
 	g.mu.Lock()
 	g.count++
+	n := g.count
 	g.mu.Unlock()
-	first := false
-	g.once.Do(func() { first = true })
-	if first {
-		close(g.held)
+	if n <= g.hold {
+		if n == g.hold {
+			close(g.held)
+		}
 		<-g.open
 	}
 	return ctx
@@ -45,24 +46,19 @@ func (g *gateTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 
 func (g *gateTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// Claims of a key whose claim statement is in flight wait for it and then
-// go together in one statement, though the pool has room for statements
-// of their own: 32 replays of one completed key, arriving while the first
-// one's statement is held, cost two statements, not 32, and each gets the
-// record (a hot key's retries and duplicates cost the database one read
-// each round trip, not one each).
-func TestHotKeyClaimsShareAStatement(t *testing.T) {
-	g := &gateTracer{held: make(chan struct{}), open: make(chan struct{})}
+// hotKeySetup returns a store on a pool of 16 connections (8 claim
+// statements in flight) whose claim statements g sees, and a key of it
+// completed with its own name as the body.
+func hotKeySetup(t *testing.T, g *gateTracer) (*pgstore.Store, string) {
+	t.Helper()
 	pool := newPool(t, 16, g)
 	s := newStore(t, pool, pgstore.Config{})
-	kinds := pgstore.StatementKinds(s)
-	ctx := testCtx(t)
 	key := keystoretest.Key(t)
 	c := claim(t, s, key, time.Minute, acquire)
-	if err := s.Complete(ctx, key, c.Token, jsonBytes(key), time.Hour); err != nil {
+	if err := s.Complete(testCtx(t), key, c.Token, jsonBytes(key), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	for sql, kind := range kinds {
+	for sql, kind := range pgstore.StatementKinds(s) {
 		switch kind {
 		case "claim":
 			g.sql = sql
@@ -70,13 +66,13 @@ func TestHotKeyClaimsShareAStatement(t *testing.T) {
 			g.batchSQL = sql
 		}
 	}
-	g.mu.Lock()
-	g.count = 0
-	g.mu.Unlock()
+	return s, key
+}
 
-	const n = 32
-	errs := make(chan error, n+1)
-	check := func() {
+// replayer returns a func that claims key and sends nil on errs if the
+// claim found the completed record, else an error.
+func replayer(ctx context.Context, s *pgstore.Store, key string, errs chan<- error) func() {
+	return func() {
 		c, err := s.Claim(ctx, key, args(time.Minute))
 		switch {
 		case err != nil:
@@ -87,32 +83,82 @@ func TestHotKeyClaimsShareAStatement(t *testing.T) {
 			errs <- nil
 		}
 	}
-	go check()
+}
+
+// Claims of a key that HotKeyStatements claim statements in flight read
+// wait for them and then go together in one statement, though the pool
+// has room for statements of their own: 32 replays of one completed key,
+// arriving while those are held, cost one statement more, not 32, and
+// each gets the record (a hot key's retries and duplicates cost the
+// database one read a round trip, not one each).
+func TestHotKeyClaimsShareAStatement(t *testing.T) {
+	k := pgstore.HotKeyStatements
+	g := &gateTracer{hold: k, held: make(chan struct{}), open: make(chan struct{})}
+	s, key := hotKeySetup(t, g)
+	ctx := testCtx(t)
+	const n = 32
+	errs := make(chan error, n+k)
+	for range k {
+		go replayer(ctx, s, key, errs)()
+	}
 	select {
 	case <-g.held:
 	case <-time.After(15 * time.Second):
-		t.Fatal("the first claim's statement never started")
+		t.Fatalf("the first %d claims' statements never all started", k)
 	}
 	for range n {
-		go check()
+		go replayer(ctx, s, key, errs)()
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for pgstore.ClaimsWaiting(s) < n {
 		if time.Now().After(deadline) {
 			close(g.open)
-			t.Fatalf("%d of %d claims of the key wait for its statement in flight after 15 s; want all", pgstore.ClaimsWaiting(s), n)
+			t.Fatalf("%d of %d claims of the key wait for its statements in flight after 15 s; want all", pgstore.ClaimsWaiting(s), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
 	close(g.open)
-	for range n + 1 {
+	for range n + k {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.count != 2 {
-		t.Errorf("%d claims of one completed key ran %d claim statements; want 2 (the first, then one for the rest)", n+1, g.count)
+	if g.count != k+1 {
+		t.Errorf("%d claims of one completed key ran %d claim statements; want %d (the first %d, then one for the rest)", n+k, g.count, k+1, k)
+	}
+}
+
+// A few concurrent claims of one key, a sender's duplicates or a few
+// receivers' retries, each run a statement of their own at once, as
+// before hot keys shared statements: three replays of a completed key
+// arriving while a fourth one's statement is held are answered while it
+// is. Made to wait for it, two to four concurrent replays of one key took
+// two to three times as long each.
+func TestFewClaimsOfAKeyDoNotWait(t *testing.T) {
+	g := &gateTracer{hold: 1, held: make(chan struct{}), open: make(chan struct{})}
+	s, key := hotKeySetup(t, g)
+	ctx := testCtx(t)
+	errs := make(chan error, 4)
+	go replayer(ctx, s, key, errs)()
+	select {
+	case <-g.held:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the first claim's statement never started")
+	}
+	defer close(g.open)
+	for range 3 {
+		go replayer(ctx, s, key, errs)()
+	}
+	for range 3 {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("a claim of the key still waits after 15 s while another's statement is held (%d waiting)", pgstore.ClaimsWaiting(s))
+		}
 	}
 }
