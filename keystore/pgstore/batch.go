@@ -127,7 +127,7 @@ func (s *Store) fastClaim(ctx context.Context, r *claimRow, args []any, key stri
 		return s.queryClaim(ctx, sql, r, args)
 	}
 	q.mu.Lock()
-	if q.inflight < q.limit && q.busy[key] < hotKeyStatements {
+	if q.inflight < q.limit && q.busy[key] < hotKeyClaims {
 		q.inflight++
 		q.mark(key)
 		q.mu.Unlock()

@@ -98,8 +98,8 @@
 // those that gathered go together, in one statement, as soon as one in
 // flight ends (at most 64 keys; the statement takes the keys in key order,
 // so that batches never wait for each other in a cycle). A claim of a key
-// that four claim statements in flight already read waits for the next
-// one even when the pool has room, so that the concurrent replays and
+// of which four claims are in flight already waits for the next statement
+// even when the pool has room, so that the concurrent replays and
 // duplicates of one hot key from many clients are answered by one read a
 // round trip. A lone client, or a few of them on one key, never waits.
 // Each call gets the answer it would get alone; one whose context ends

@@ -31,6 +31,6 @@ func StatementKinds(s *Store) map[string]string {
 	}
 }
 
-// HotKeyStatements is how many claim statements may read one key at once
-// before its further claims wait.
-const HotKeyStatements = hotKeyStatements
+// HotKeyClaims is how many claims of one key may be in flight before its
+// further claims wait.
+const HotKeyClaims = hotKeyClaims

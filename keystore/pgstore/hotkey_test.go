@@ -85,14 +85,14 @@ func replayer(ctx context.Context, s *pgstore.Store, key string, errs chan<- err
 	}
 }
 
-// Claims of a key that HotKeyStatements claim statements in flight read
-// wait for them and then go together in one statement, though the pool
-// has room for statements of their own: 32 replays of one completed key,
+// Claims of a key of which HotKeyClaims claims are in flight, each in a
+// statement of its own, wait for them and then go together in one
+// statement, though the pool has room for statements of their own: 32 replays of one completed key,
 // arriving while those are held, cost one statement more, not 32, and
 // each gets the record (a hot key's retries and duplicates cost the
 // database one read a round trip, not one each).
 func TestHotKeyClaimsShareAStatement(t *testing.T) {
-	k := pgstore.HotKeyStatements
+	k := pgstore.HotKeyClaims
 	g := &gateTracer{hold: k, held: make(chan struct{}), open: make(chan struct{})}
 	s, key := hotKeySetup(t, g)
 	ctx := testCtx(t)
