@@ -167,11 +167,7 @@ func (r *recorder) allowed(src http.Header, room *[maxWalked]allowedField) (foun
 				found = append(found, allowedField{i, vs})
 			}
 		}
-		for j := 1; j < len(found); j++ { // in order: an insertion sort of a few
-			for k := j; k > 0 && found[k].i < found[k-1].i; k-- {
-				found[k], found[k-1] = found[k-1], found[k]
-			}
-		}
+		slices.SortFunc(found, func(a, b allowedField) int { return a.i - b.i })
 		return found, contentLength, trailer
 	}
 	for i, name := range r.allow {
