@@ -47,12 +47,7 @@ func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key stri
 			// general path puts there again, the same.
 			return m.replayView(ctx, w, key, enc)
 		}
-		if _, ok := searchName(m.recordHeaders, name); ok {
-			h[name] = vs
-		}
-		if name == "Cache-Control" && len(vs) == 1 && vs[0] == "no-store" {
-			h.Set("Cache-Control", "no-store") // the middleware's own problem documents
-		}
+		m.replayField(h, name, vs)
 	}
 	room[0] = "true"
 	h["Idempotent-Replayed"] = room[0:1:1]
@@ -61,6 +56,18 @@ func (m *Middleware) replay(ctx context.Context, w http.ResponseWriter, key stri
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 	return status
+}
+
+// replayField puts a recorded field (not a trailer) into h if the
+// allow-list has its name, and a recorded "Cache-Control: no-store" (the
+// middleware's own problem documents) whether or not it has.
+func (m *Middleware) replayField(h http.Header, name string, vs []string) {
+	if _, ok := searchName(m.recordHeaders, name); ok {
+		h[name] = vs
+	}
+	if name == "Cache-Control" && len(vs) == 1 && vs[0] == "no-store" {
+		h.Set("Cache-Control", "no-store")
+	}
 }
 
 // unusable answers the replay of enc, which is no record encoding (err) or
@@ -97,12 +104,7 @@ func (m *Middleware) replayView(ctx context.Context, w http.ResponseWriter, key 
 			recordedTrailers = true
 			continue
 		}
-		if _, ok := searchName(m.recordHeaders, k); ok {
-			h[k] = vs
-		}
-		if k == "Cache-Control" && len(vs) == 1 && vs[0] == "no-store" {
-			h.Set("Cache-Control", "no-store") // the middleware's own problem documents
-		}
+		m.replayField(h, k, vs)
 	}
 	var trailers []int // of recordHeaders, recorded under trailerKeys; sent as trailers, so chunked
 	if recordedTrailers {
