@@ -175,7 +175,7 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	rounds := max(1, o.httpRounds)
 	perTime := o.httpTime / time.Duration(rounds)
 	for _, conc := range o.clients {
-		perReq := max(1, o.requestsAt(conc)/rounds)
+		perReq := o.perRound(conc)
 		hot := map[string]string{}
 		for _, t := range targets {
 			url := servers[t.name].URL + "/features"
@@ -243,7 +243,7 @@ func runHTTP(ctx context.Context, s *section) (err error) {
 	s.line("connection, driven by its own goroutine, that writes each request from a reused buffer and parses the answer in place, sending")
 	s.line("the next request as soon as its last one is answered; it allocates nothing per request. Every measurement stops at %d requests", o.requestsAt(1))
 	s.line("(at more clients %d, so that the p99 of a round spans many batches of concurrent requests) or after %v (%v for the", o.requestsAt(2), o.httpTime, stepTime(memGroup[0], o.httpTime))
-	s.line("bare handler and memstore, which the request bound stops on a quiet machine), whichever comes first, after a warm-up of 2")
+	s.line("bare handler and memstore, which the request bound stops on a quiet machine), whichever comes first, after a warm-up of %d", warmUp)
 	s.line("requests per client. The body is a %d-byte Point Feature; the handler reads it and answers", len(feature))
 	s.line("201 with a small JSON document. The middleware runs with its default Config (no validator: this is the idempotency cost alone).")
 	s.line("memstore holds up to %d keys (`MaxEntries`, twice the %d the section makes at most; its other limits are the defaults), so", httpMemstoreConfig(o).MaxEntries, httpStoreKeys(o))

@@ -60,6 +60,11 @@ func (o *options) requestsAt(conc int) int {
 	return o.httpRequests
 }
 
+// perRound is the request bound of one measurement at conc clients.
+func (o *options) perRound(conc int) int {
+	return max(1, o.requestsAt(conc)/max(1, o.httpRounds))
+}
+
 // stepTime is the time bound of one measurement: the round's share
 // perTime, which stops the stores' slower measurements, and twice that for
 // memstore's group, which its request bound stops on a quiet machine, so
@@ -73,13 +78,12 @@ func stepTime(st httpStep, perTime time.Duration) time.Duration {
 
 // httpStoreKeys is the number of keys section 1 makes in a store with
 // options o: every first call of every round at every client count, with
-// its warm-up of 2 requests a client, and each client count's replayed
+// its warm-up of warmUp requests a client, and each client count's replayed
 // key.
 func httpStoreKeys(o *options) int {
-	rounds := max(1, o.httpRounds)
 	n := 0
 	for _, conc := range o.clients {
-		n += 1 + rounds*(max(1, o.requestsAt(conc)/rounds)+2*conc)
+		n += 1 + max(1, o.httpRounds)*(o.perRound(conc)+warmUp*conc)
 	}
 	return n
 }

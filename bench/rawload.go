@@ -171,6 +171,10 @@ func (m measurement) perReq(d time.Duration) float64 {
 	return float64(d) / float64(time.Microsecond) / float64(m.n)
 }
 
+// warmUp is the requests per client that measure sends, unmeasured,
+// before it measures.
+const warmUp = 2
+
 // measure runs conc clients against the server at addr until maxReq
 // requests are done or maxTime has passed, whichever comes first, after a
 // warm-up of 2 requests per client that opens the connections. appendKey
@@ -227,7 +231,7 @@ func measure(ctx context.Context, addr string, conc, maxReq int, maxTime time.Du
 		}
 		wg.Wait()
 	}
-	phase(int64(2*conc), time.Time{}, false)
+	phase(int64(warmUp*conc), time.Time{}, false)
 	base = next.Load()
 	var serverEnd func() (time.Duration, bool)
 	if server != nil {
