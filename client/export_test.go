@@ -20,6 +20,9 @@ func OpenFileJournalWrapped(path string, cfg FileJournalConfig, wrap func(*os.Fi
 // Datasync is datasync, for the raw baseline of BenchmarkJournalCost.
 var Datasync = datasync
 
+// Fallocate is fallocate, for the raw overlap of BenchmarkJournalCost.
+var Fallocate = fallocate
+
 // Syncs returns how many group commits the journal made.
 func (j *FileJournal) Syncs() uint64 {
 	j.mu.Lock()
