@@ -309,12 +309,12 @@ func (s *Store) completeOnPool(ctx context.Context, args []any, w *completeWaite
 		q.mu.Unlock()
 		defer s.nextCompleteBatch()
 	}
-	var tag pgconn.CommandTag
+	var applied bool
 	err := retrySerialization(ctx, func() (err error) {
-		tag, err = s.pool.Exec(ctx, s.sql.complete, args...)
+		applied, err = s.completeOn(ctx, s.pool, args)
 		return err
 	})
-	return err == nil && tag.RowsAffected() > 0, err
+	return applied, err
 }
 
 // nextCompleteBatch is nextClaimBatch for completions.
@@ -343,12 +343,11 @@ func (s *Store) runCompleteBatch(batch []*completeWaiter) {
 	for _, w := range dup {
 		var p params
 		args := p.complete(s.typedArgs, w.key, w.token, w.status, w.header, w.body, w.us)
-		var tag pgconn.CommandTag
 		w.err = retrySerialization(w.ctx, func() (err error) {
-			tag, err = s.pool.Exec(w.ctx, s.sql.complete, args...)
+			w.applied, err = s.completeOn(w.ctx, s.pool, args)
 			return err
 		})
-		w.applied = w.err == nil && tag.RowsAffected() > 0
+		w.applied = w.applied && w.err == nil
 		close(w.done)
 	}
 }

@@ -27,7 +27,7 @@ func StatementKinds(s *Store) map[string]string {
 	q := s.sql
 	return map[string]string{
 		q.fastClaim: "claim", q.batchClaim: "claim (batch)", q.claim: "claim (second statement)",
-		q.extend: "extend", q.complete: "complete", q.batchComplete: "complete (batch)", q.release: "release",
+		q.extend: "extend", q.completeHeld: "complete (held)", q.complete: "complete", q.batchComplete: "complete (batch)", q.release: "release",
 	}
 }
 

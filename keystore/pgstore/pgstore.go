@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/geoidem/geoidem/internal/record"
@@ -380,7 +379,13 @@ func (s *Store) complete(ctx context.Context, db Execer, key string, token keyst
 	}
 	if db != Execer(s.pool) {
 		var p params
-		return s.fenced(ctx, db, "complete", s.sql.complete, p.complete(false, key, int64(token), status, header, body, us)...)
+		switch applied, err := s.completeOn(ctx, db, p.complete(false, key, int64(token), status, header, body, us)); {
+		case err != nil:
+			return storeErr(ctx, "complete", err)
+		case !applied:
+			return lost("complete")
+		}
+		return nil
 	}
 	w := &completeWaiter{batchCall: batchCall{key: key}, token: int64(token), us: us, status: status, header: header, body: body}
 	applied, err := s.completeOnPool(ctx, w.p.complete(s.typedArgs, w.key, w.token, w.status, w.header, w.body, w.us), w)
@@ -393,29 +398,17 @@ func (s *Store) complete(ctx context.Context, db Execer, key string, token keyst
 	return nil
 }
 
-// fenced runs one of the fenced statements on db. On the pool, each
-// statement is its own transaction, and a serialization failure is retried
-// (see retrySerialization); inside a caller's transaction it cannot be, as
-// the failure has aborted that transaction.
-func (s *Store) fenced(ctx context.Context, db Execer, op, sql string, args ...any) error {
-	var tag pgconn.CommandTag
-	exec := func() (err error) {
-		tag, err = db.Exec(ctx, sql, args...)
-		return err
+// completeOn runs a completion with args (params.complete's) on db, one
+// statement or two: completeHeldSQL, and only when that changed no row,
+// completeSQL (a repeat, or a lost lease). It reports whether either
+// applied the completion or matched its repeat.
+func (s *Store) completeOn(ctx context.Context, db Execer, args []any) (bool, error) {
+	tag, err := db.Exec(ctx, s.sql.completeHeld, args...)
+	if err != nil || tag.RowsAffected() > 0 {
+		return err == nil, err
 	}
-	var err error
-	if db == Execer(s.pool) {
-		err = retrySerialization(ctx, exec)
-	} else {
-		err = exec()
-	}
-	if err != nil {
-		return storeErr(ctx, op, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return lost(op)
-	}
-	return nil
+	tag, err = db.Exec(ctx, s.sql.complete, args...)
+	return err == nil && tag.RowsAffected() > 0, err
 }
 
 var _ keystore.ClientBounded = (*Store)(nil)

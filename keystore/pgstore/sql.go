@@ -7,7 +7,7 @@ const maxTableLen = 48
 
 // statements holds a store's SQL, with its names filled in.
 type statements struct {
-	fastClaim, batchClaim, claim, extend, complete, batchComplete, release, prune string
+	fastClaim, batchClaim, claim, extend, completeHeld, complete, batchComplete, release, prune string
 	// With Config.ClientKeys: the claim statements for a client, and the
 	// pruning of the counts.
 	fastClaimCounted, batchClaimCounted, pruneClients, pruneShards string
@@ -21,6 +21,7 @@ func newStatements(n names) statements {
 		batchClaim:    n.expand(batchClaimSQL),
 		claim:         n.expand(claimSQL),
 		extend:        n.expand(extendSQL),
+		completeHeld:  n.expand(completeHeldSQL),
 		complete:      n.expand(completeSQL),
 		batchComplete: n.expand(batchCompleteSQL),
 		release:       n.expand(releaseSQL),
@@ -375,6 +376,20 @@ WHERE key = $1::text AND token = $2::bigint AND NOT released AND expires_at > cl
     AND (status IS NULL OR (status = $3::integer
         AND coalesce(header, '\x00'::bytea) = coalesce($4::bytea, '\x00'::bytea)
         AND coalesce(body, ''::bytea) = coalesce($5::bytea, ''::bytea)))`
+
+// completeHeldSQL is completeSQL for the row the token holds, in flight
+// with its lease running, the row of every first completion, with the
+// same parameters: it changes only that row, and so needs neither the
+// comparison of a stored record nor the CASE expressions that leave one
+// as it is, which the database sets up on every run of completeSQL. A
+// completion it did not apply runs completeSQL, which applies it to the
+// row if the token holds it by then, or matches the row the token has
+// already completed with the same record (a repeat).
+const completeHeldSQL = `
+UPDATE {{table}} SET status = $3::integer, header = $4::bytea, body = $5::bytea,
+    expires_at = clock_timestamp() + $6::bigint * interval '1 microsecond'
+WHERE key = $1::text AND token = $2::bigint AND status IS NULL AND NOT released
+    AND expires_at > clock_timestamp()`
 
 // batchCompleteSQL is completeSQL for several keys at once, all different:
 // $1 keys, $2 tokens, $3 statuses, $4 headers, $5 bodies, $6 retentions in
