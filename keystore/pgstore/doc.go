@@ -206,7 +206,8 @@
 //
 // [New] creates the table, its token sequence, an index on the expiry
 // time and the function Table+"_claim" (a claim's first statement, whose
-// read answers a replay without setting up the insert of a new key) from
+// read answers a replay without setting up the insert of a new key) with
+// the type of its rows, Table+"_claim_row", from
 // migrations embedded in the package ([Store.Migrate]), in one
 // transaction under an advisory lock, so several replicas can start at once;
 // the applied versions are kept in a table of their own, and the counts of

@@ -13,10 +13,10 @@ type Execer interface {
 }
 
 // Drop removes every object that a Store of this Config's Schema and Table
-// creates (the table and its index, the claim function, the migrations
-// and client-count tables, the token sequence of earlier versions), those
-// that exist: for a test that made a store of its own, or to take a store
-// out of service.
+// creates (the table and its index, the claim function and its row
+// type, the migrations and client-count tables, the token sequence of
+// earlier versions), those that exist: for a test that made a store of
+// its own, or to take a store out of service.
 // Every record goes with it, so every retry that arrives afterwards runs
 // its handler again; stop the services that use the store first. A name
 // that New would refuse is an error, and nothing is dropped.
@@ -31,6 +31,7 @@ func Drop(ctx context.Context, db Execer, cfg Config) error {
 	}
 	for _, q := range []string{
 		"DROP FUNCTION IF EXISTS " + n.claimFn + "(text, bytea, bigint, bigint)",
+		"DROP TYPE IF EXISTS " + n.claimRow,
 		"DROP TABLE IF EXISTS " + n.table + " CASCADE",
 		"DROP TABLE IF EXISTS " + n.versions,
 		"DROP TABLE IF EXISTS " + n.clients,

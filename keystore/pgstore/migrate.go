@@ -52,7 +52,7 @@ func migrations() ([]migration, error) {
 }
 
 // SchemaVersion is the schema version this package's migrations produce.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // Migrate brings the store's schema up to SchemaVersion, applying each
 // embedded migration that the table's migration record lacks, all in one

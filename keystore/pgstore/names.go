@@ -21,6 +21,7 @@ type names struct {
 	clients   string
 	shards    string
 	claimFn   string // the function of a claim's first statement
+	claimRow  string // the type of its rows
 }
 
 func newNames(schema, table string) (names, error) {
@@ -53,6 +54,7 @@ func newNames(schema, table string) (names, error) {
 		clients:   ident(table + "_clients"),
 		shards:    ident(table + "_client_shards"),
 		claimFn:   ident(table + "_claim"),
+		claimRow:  ident(table + "_claim_row"),
 	}
 	if schema != "" {
 		n.qualified = schema + "." + table
@@ -71,6 +73,7 @@ func (n names) expand(sql string) string {
 		"{{clients}}", n.clients,
 		"{{shards}}", n.shards,
 		"{{claimfn}}", n.claimFn,
+		"{{claimrow}}", n.claimRow,
 		"{{nshards}}", strconv.Itoa(countShards),
 		"{{takeover}}", takeoverSQL,
 	).Replace(sql)

@@ -43,8 +43,9 @@ type Config struct {
 	// Table is the name of the key table. The store also creates
 	// Table+"_token_seq", Table+"_expires_at_idx", Table+"_migrations",
 	// Table+"_client_shards" (the counts of ClientKeys; Table+"_clients"
-	// holds them for earlier versions) and the function Table+"_claim"
-	// (the first statement of a claim).
+	// holds them for earlier versions), the function Table+"_claim" (the
+	// first statement of a claim) and the type of its rows,
+	// Table+"_claim_row".
 	// Any name is accepted and always quoted (case and punctuation are
 	// kept); it must be valid UTF-8, without NUL, at most 48 bytes. Default
 	// DefaultTable.
