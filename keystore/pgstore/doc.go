@@ -68,29 +68,33 @@
 //
 // # Statements
 //
-// Each operation is one statement, but for the rarer claims. Claim inserts
-// an absent key, or reports the live entry, in one statement, a call of
-// the function Table+"_claim": a read of the key, then, only when it found
-// no row, an INSERT … ON CONFLICT DO NOTHING. A first delivery costs two
-// statements (Claim and Complete, or Claim and CompleteTx inside the
-// handler's transaction), and a replay one, which is a plain index read:
-// it takes no row lock, nor the table's ROW EXCLUSIVE lock of a statement
-// that may insert, and writes nothing, so replays of one hot key run in
-// parallel, and cost the database a read. A claim that takes over an
-// expired lease or record (or a released key), or that lost the race for
-// a new key to a claim committed after its read, runs
-// a second statement: an INSERT … ON CONFLICT DO UPDATE that takes the key
-// over or reports the winner's entry. Extend,
-// Complete and Release each change the row only where the key, the token and
-// a running lease all match, and report [keystore.ErrLeaseLost] when no row
-// matched. Each also accepts, changing nothing, the row its own token has
-// already completed (Extend; Complete with an equal record) or released
-// (Release; a released row is kept until Prune deletes it, and Claim takes
-// it over without TookOver). Being single statements, they judge the row as
-// it is after any transaction they waited for: a lease renewal that waits on
-// the row lock of its own request's CompleteTx and then meets the committed
-// record succeeds. Release is an INSERT … ON CONFLICT DO UPDATE, so that it
-// also fences its token where it holds nothing (see Fencing tokens).
+// Each operation is one statement, but for the rarer claims and
+// completions. Claim inserts an absent key, or reports the live entry, in
+// one statement, a call of the function Table+"_claim": a read of the key,
+// then, only when it found no row, an INSERT … ON CONFLICT DO NOTHING. A
+// first delivery costs two statements (Claim and Complete, or Claim and
+// CompleteTx inside the handler's transaction), and a replay one, which is
+// a plain index read: it takes no row lock, nor the table's ROW EXCLUSIVE
+// lock of a statement that may insert, and writes nothing, so replays of
+// one hot key run in parallel, and cost the database a read. A first
+// completion is an UPDATE of the row its token holds in flight; only when
+// that changed no row (a repeated completion, or a lease lost) does a
+// second UPDATE match the row the token already completed with an equal
+// record. A claim that takes over an expired lease or record (or a released
+// key), or that lost the race for a new key to a claim committed after its
+// read, runs a second statement: an INSERT … ON CONFLICT DO UPDATE that
+// takes the key over or reports the winner's entry. Extend, Complete and
+// Release each change the row only where the key, the token and a running
+// lease all match, and report [keystore.ErrLeaseLost] when no row matched.
+// Each also accepts, changing nothing, the row its own token has already
+// completed (Extend; Complete with an equal record) or released (Release; a
+// released row is kept until Prune deletes it, and Claim takes it over
+// without TookOver). Being single statements (Complete's second, when it
+// runs, judges anew), they judge the row as it is after any transaction
+// they waited for: a lease renewal that waits on the row lock of its own
+// request's CompleteTx and then meets the committed record succeeds.
+// Release is an INSERT … ON CONFLICT DO UPDATE, so that it also fences its
+// token where it holds nothing (see Fencing tokens).
 //
 // Claims and completions from many goroutines share statements when the
 // pool is busy: while half the pool's connections run claim statements
