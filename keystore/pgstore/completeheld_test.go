@@ -2,48 +2,31 @@ package pgstore_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"slices"
-	"sync"
+	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/geoidem/geoidem/keystore"
 	"github.com/geoidem/geoidem/keystore/keystoretest"
 	"github.com/geoidem/geoidem/keystore/pgstore"
 )
 
-// kindTracer records the kind (pgstore.StatementKinds) of each statement
-// the store sends, "other" for any it does not name.
-type kindTracer struct {
-	mu    sync.Mutex
-	kinds map[string]string
-	sent  []string
-}
-
-func (k *kindTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	kind, ok := k.kinds[d.SQL]
-	if !ok {
-		kind = "other"
+// kinds names the statements of s in sent (counter's, whitespace
+// folded) by pgstore.StatementKinds, "other" for any it does not name.
+func kinds(s *pgstore.Store, sent []string) []string {
+	byText := map[string]string{}
+	for sql, kind := range pgstore.StatementKinds(s) {
+		byText[strings.Join(strings.Fields(sql), " ")] = kind
 	}
-	k.sent = append(k.sent, kind)
-	return ctx
-}
-
-func (k *kindTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-// take returns the kinds sent since the last take.
-func (k *kindTracer) take() []string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	sent := k.sent
-	k.sent = nil
-	return sent
+	named := make([]string, len(sent))
+	for i, sql := range sent {
+		if named[i] = byText[sql]; named[i] == "" {
+			named[i] = "other"
+		}
+	}
+	return named
 }
 
 // A first completion, of the row the token holds in flight, is one
@@ -54,12 +37,9 @@ func (k *kindTracer) take() []string {
 // record still succeeds and one with another record still fails, by the
 // statement that compares.
 func TestCompleteOfHeldRowJudgesOnlyTheLease(t *testing.T) {
-	tr := &kindTracer{}
+	tr := &counter{}
 	pool := newPool(t, 2, tr)
 	s := newStore(t, pool, pgstore.Config{})
-	tr.mu.Lock()
-	tr.kinds = pgstore.StatementKinds(s)
-	tr.mu.Unlock()
 	ctx := testCtx(t)
 	key := keystoretest.Key(t)
 	c := claim(t, s, key, time.Minute, acquire)
@@ -68,14 +48,14 @@ func TestCompleteOfHeldRowJudgesOnlyTheLease(t *testing.T) {
 	if err := s.Complete(ctx, key, c.Token, jsonBytes("{}"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := tr.take(), []string{"complete (held)"}; !slices.Equal(got, want) {
+	if got, want := kinds(s, tr.take()), []string{"complete (held)"}; !slices.Equal(got, want) {
 		t.Errorf("first completion sent %q, want %q", got, want)
 	}
 
 	if err := s.Complete(ctx, key, c.Token, jsonBytes("{}"), time.Hour); err != nil {
 		t.Errorf("repeat with the same record: %v", err)
 	}
-	if got, want := tr.take(), []string{"complete (held)", "complete"}; !slices.Equal(got, want) {
+	if got, want := kinds(s, tr.take()), []string{"complete (held)", "complete"}; !slices.Equal(got, want) {
 		t.Errorf("repeated completion sent %q, want %q", got, want)
 	}
 	if err := s.Complete(ctx, key, c.Token, jsonBytes(`{"other":1}`), time.Hour); !errors.Is(err, keystore.ErrLeaseLost) {
