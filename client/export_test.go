@@ -73,3 +73,6 @@ func WithCompactAt(cfg FileJournalConfig, n int) FileJournalConfig {
 	cfg.compactAt = n
 	return cfg
 }
+
+// CompactChunk is compactChunk, the most a compaction writes at once.
+const CompactChunk = compactChunk

@@ -1,11 +1,16 @@
 package client
 
 import (
-	"bytes"
+	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
 )
+
+// compactChunk is the size of a compaction's write buffer: the most of
+// the compacted file it holds in memory at once, but for a single line
+// longer than that, which is written as it is.
+const compactChunk = 64 << 10
 
 // compact rewrites the file with one line per remembered entry. j.mu is
 // held. On failure the old file stays in use, and the next attempt waits
@@ -21,21 +26,6 @@ func (j *FileJournal) compact() error {
 		return nil // another goroutine compacted while this one waited
 	}
 	forget := j.clock.Now().Add(-j.retention)
-	var (
-		buf  bytes.Buffer
-		kept []*journalSlot
-	)
-	for _, s := range j.order {
-		if s.e.Outcome != "" && (j.retention < 0 || s.e.Ended.Before(forget)) {
-			continue
-		}
-		line, err := recordLine(s.e)
-		if err != nil {
-			return err
-		}
-		buf.Write(line)
-		kept = append(kept, s)
-	}
 	j.baseline = j.lines // if this fails, wait for the file to double again
 	tmp := j.path + ".compact"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -47,8 +37,30 @@ func (j *FileJournal) compact() error {
 		os.Remove(tmp)
 		return fmt.Errorf("client: journal compaction: %w", err)
 	}
+	// The kept entries' lines go out as they are encoded, through a
+	// buffer of compactChunk bytes: the compacted file is never whole in
+	// memory.
 	wf := j.file(f)
-	if _, err := wf.Write(buf.Bytes()); err != nil {
+	w := bufio.NewWriterSize(wf, compactChunk)
+	var (
+		size int64
+		kept []*journalSlot
+	)
+	for _, s := range j.order {
+		if s.e.Outcome != "" && (j.retention < 0 || s.e.Ended.Before(forget)) {
+			continue
+		}
+		line, err := recordLine(s.e)
+		if err != nil {
+			return fail(err)
+		}
+		if _, err := w.Write(line); err != nil {
+			return fail(err)
+		}
+		size += int64(len(line))
+		kept = append(kept, s)
+	}
+	if err := w.Flush(); err != nil {
 		return fail(err)
 	}
 	if err := syncData(wf); err != nil {
@@ -60,7 +72,7 @@ func (j *FileJournal) compact() error {
 	syncDir(j.path) // make the rename durable
 	old := j.f
 	j.f = wf
-	j.end, j.reserved = int64(buf.Len()), int64(buf.Len())
+	j.end, j.reserved = size, size
 	j.buf = j.buf[:0] // their effect is in the compacted file
 	_ = old.Close()
 	j.order = kept
