@@ -170,13 +170,7 @@ func (s *Store) runClaimBatch(batch []*claimWaiter) {
 	switch len(uniq) {
 	case 0:
 	case 1:
-		w := uniq[0]
-		var p params
-		if w.client != "" {
-			w.err = s.queryClaim(w.ctx, s.sql.fastClaimCounted, &w.r, p.claimCounted(s.typedArgs, w.key, w.fp, w.us, w.token, w.client, s.clientKeys, s.clientWindow))
-		} else {
-			w.err = s.queryClaim(w.ctx, s.sql.fastClaim, &w.r, p.claim(s.typedArgs, w.key, w.fp, w.us, w.token))
-		}
+		s.claimAlone(uniq[0])
 	default:
 		s.queryClaimBatch(uniq)
 	}
@@ -194,8 +188,7 @@ func (s *Store) runClaimBatch(batch []*claimWaiter) {
 			// The first's client was refused, the key is still absent:
 			// claimSQL would insert it uncounted, so the bounded claim
 			// runs a statement of its own.
-			var p params
-			w.err = s.queryClaim(w.ctx, s.sql.fastClaimCounted, &w.r, p.claimCounted(s.typedArgs, w.key, w.fp, w.us, w.token, w.client, s.clientKeys, s.clientWindow))
+			s.claimAlone(w)
 		}
 	}
 	for _, w := range send {
@@ -203,8 +196,23 @@ func (s *Store) runClaimBatch(batch []*claimWaiter) {
 	}
 }
 
+// claimAlone runs w's claim in a statement of its own (fastClaimSQL, or
+// fastClaimCountedSQL for a bounded client), setting its row and error.
+func (s *Store) claimAlone(w *claimWaiter) {
+	var p params
+	if w.client != "" {
+		w.err = s.queryClaim(w.ctx, s.sql.fastClaimCounted, &w.r, p.claimCounted(s.typedArgs, w.key, w.fp, w.us, w.token, w.client, s.clientKeys, s.clientWindow))
+	} else {
+		w.err = s.queryClaim(w.ctx, s.sql.fastClaim, &w.r, p.claim(s.typedArgs, w.key, w.fp, w.us, w.token))
+	}
+}
+
 // queryClaimBatch runs batchClaimSQL for claims of different keys, setting
-// each one's row and error.
+// each one's row and error. A batch that the database still aborts once
+// its retries are spent (under REPEATABLE READ or SERIALIZABLE, a larger
+// statement meets more concurrent transactions it cannot be ordered with)
+// changed nothing: each of its claims then runs alone, retried the same
+// way.
 func (s *Store) queryClaimBatch(uniq []*claimWaiter) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(uniq[0].ctx), batchTimeout)
 	defer cancel()
@@ -249,6 +257,12 @@ func (s *Store) queryClaimBatch(uniq []*claimWaiter) {
 		}
 		return rows.Err()
 	})
+	if aborted(err) {
+		for _, w := range uniq {
+			s.claimAlone(w)
+		}
+		return
+	}
 	for _, w := range uniq {
 		w.err = err
 	}
@@ -341,19 +355,27 @@ func (s *Store) runCompleteBatch(batch []*completeWaiter) {
 		}
 	}
 	for _, w := range dup {
-		var p params
-		args := p.complete(s.typedArgs, w.key, w.token, w.status, w.header, w.body, w.us)
-		w.err = retrySerialization(w.ctx, func() (err error) {
-			w.applied, err = s.completeOn(w.ctx, s.pool, args)
-			return err
-		})
-		w.applied = w.applied && w.err == nil
+		s.completeAlone(w)
 		close(w.done)
 	}
 }
 
+// completeAlone runs w's completion in statements of its own (see
+// completeOn), setting its outcome.
+func (s *Store) completeAlone(w *completeWaiter) {
+	var p params
+	args := p.complete(s.typedArgs, w.key, w.token, w.status, w.header, w.body, w.us)
+	w.err = retrySerialization(w.ctx, func() (err error) {
+		w.applied, err = s.completeOn(w.ctx, s.pool, args)
+		return err
+	})
+	w.applied = w.applied && w.err == nil
+}
+
 // execCompleteBatch runs batchCompleteSQL for completions of different
-// keys, setting each one's outcome.
+// keys, setting each one's outcome. A batch still aborted once its
+// retries are spent changed nothing: each completion then runs alone, as
+// queryClaimBatch's claims do.
 func (s *Store) execCompleteBatch(uniq []*completeWaiter) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(uniq[0].ctx), batchTimeout)
 	defer cancel()
@@ -387,6 +409,12 @@ func (s *Store) execCompleteBatch(uniq []*completeWaiter) {
 		}
 		return rows.Err()
 	})
+	if aborted(err) {
+		for _, w := range uniq {
+			s.completeAlone(w)
+		}
+		return
+	}
 	for _, w := range uniq {
 		w.err = err
 	}

@@ -37,3 +37,12 @@ func StatementKinds(s *Store) map[string]string {
 // HotKeyClaims is how many claims of one key may be in flight before its
 // further claims wait.
 const HotKeyClaims = hotKeyClaims
+
+// SetBatchClaimSQL makes s send batch and counted for its batches of
+// claims, unbounded and bounded, in place of its own statements.
+func SetBatchClaimSQL(s *Store, batch, counted string) {
+	s.sql.batchClaim, s.sql.batchClaimCounted = batch, counted
+}
+
+// SetBatchCompleteSQL makes s send sql for its batches of completions.
+func SetBatchCompleteSQL(s *Store, sql string) { s.sql.batchComplete = sql }
