@@ -199,7 +199,10 @@
 // runs such a statement again with a fresh snapshot, up to eight times
 // after short random pauses, so every caller gets its answer (acquired, in
 // flight or completed) instead of an error the middleware would answer with
-// 503. InTx and Migrate begin their transactions at READ COMMITTED
+// 503. A batch of claims or completions still aborted after its retries
+// runs each of its calls as a statement of its own, retried the same way:
+// a larger statement meets more transactions it cannot be ordered with.
+// InTx and Migrate begin their transactions at READ COMMITTED
 // explicitly (Migrate must see, after waiting for its lock, what another
 // replica's migration committed meanwhile); a
 // transaction of your own that calls CompleteTx must be READ COMMITTED too,
