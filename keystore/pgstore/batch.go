@@ -366,10 +366,9 @@ func (s *Store) completeAlone(w *completeWaiter) {
 	var p params
 	args := p.complete(s.typedArgs, w.key, w.token, w.status, w.header, w.body, w.us)
 	w.err = retrySerialization(w.ctx, func() (err error) {
-		w.applied, err = s.completeOn(w.ctx, s.pool, args)
+		w.applied, err = s.completeOn(w.ctx, s.pool, args) // not applied when err
 		return err
 	})
-	w.applied = w.applied && w.err == nil
 }
 
 // execCompleteBatch runs batchCompleteSQL for completions of different
