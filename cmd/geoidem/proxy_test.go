@@ -27,6 +27,14 @@ var receiverScript = filepath.Join("..", "..", "examples", "aiohttp", "receiver.
 // test's log.
 func started(t *testing.T, cmd *exec.Cmd, re *regexp.Regexp) string {
 	t.Helper()
+	return startedAll(t, cmd, re)[0]
+}
+
+// startedAll is started for several lines: it waits until each of res has
+// matched a line, in any order, and returns their first groups in the
+// order of res.
+func startedAll(t *testing.T, cmd *exec.Cmd, res ...*regexp.Regexp) []string {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +53,8 @@ func started(t *testing.T, cmd *exec.Cmd, re *regexp.Regexp) string {
 			<-done
 		}
 	})
-	lines := make(chan string)
+	lines, read := make(chan string), make(chan struct{})
+	defer close(read) // the lines after these are read and dropped
 	go func() {
 		defer close(done)
 		defer cmd.Wait() //nolint:errcheck // its exit is the test's end
@@ -53,25 +62,30 @@ func started(t *testing.T, cmd *exec.Cmd, re *regexp.Regexp) string {
 		for sc.Scan() {
 			select {
 			case lines <- sc.Text():
-			default:
+			case <-read:
 			}
 		}
 		close(lines)
 	}()
+	got, left := make([]string, len(res)), len(res)
 	timeout := time.After(time.Minute)
-	for {
+	for left > 0 {
 		select {
 		case line, ok := <-lines:
 			if !ok {
-				t.Fatalf("%s %q ended without printing its address", cmd.Path, cmd.Args)
+				t.Fatalf("%s %q ended without printing its addresses", cmd.Path, cmd.Args)
 			}
-			if m := re.FindStringSubmatch(line); m != nil {
-				return m[1]
+			for i, re := range res {
+				if m := re.FindStringSubmatch(line); m != nil && got[i] == "" {
+					got[i] = m[1]
+					left--
+				}
 			}
 		case <-timeout:
 			t.Fatalf("%s %q printed no address within a minute", cmd.Path, cmd.Args)
 		}
 	}
+	return got
 }
 
 type testLog struct{ t *testing.T }
@@ -84,6 +98,7 @@ func (l testLog) Write(p []byte) (int, error) {
 var (
 	receiverLine = regexp.MustCompile(`^receiver: serving (http://\S+)`)
 	proxyLine    = regexp.MustCompile(`^geoidem proxy: serving (http://[^,\s]+)`)
+	adminLine    = regexp.MustCompile(`^geoidem proxy: admin on (http://\S+)`)
 )
 
 // startReceiver starts the aiohttp receiver with args and returns its URL.
@@ -95,7 +110,13 @@ func startReceiver(t *testing.T, args ...string) string {
 // startProxy starts `geoidem proxy` in front of upstream and returns its URL.
 func startProxy(t *testing.T, upstream string, args ...string) string {
 	t.Helper()
-	return started(t, exec.Command(geoidemBin, append([]string{"proxy", "-addr", "127.0.0.1:0", "-upstream", upstream}, args...)...), proxyLine)
+	return started(t, proxyCommand(upstream, args...), proxyLine)
+}
+
+// proxyCommand is the command of `geoidem proxy` in front of upstream, on
+// a port of its choosing.
+func proxyCommand(upstream string, args ...string) *exec.Cmd {
+	return exec.Command(geoidemBin, append([]string{"proxy", "-addr", "127.0.0.1:0", "-upstream", upstream}, args...)...)
 }
 
 // receiverRuns is how many times the receiver at url ran, in all and by key.

@@ -48,17 +48,12 @@ func created(w http.ResponseWriter) {
 	_, _ = io.WriteString(w, `{"stored":["f1"]}`)
 }
 
-// startProxyAdmin starts the proxy with an admin listener and returns the
-// proxy's URL and the admin's.
+// startProxyAdmin starts the proxy with an admin listener, each on a port
+// of its choosing, and returns the proxy's URL and the admin's.
 func startProxyAdmin(t *testing.T, upstream string, args ...string) (string, string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := ln.Addr().String()
-	ln.Close()
-	return startProxy(t, upstream, append([]string{"-admin-addr", admin}, args...)...), "http://" + admin
+	urls := startedAll(t, proxyCommand(upstream, append([]string{"-admin-addr", "127.0.0.1:0"}, args...)...), proxyLine, adminLine)
+	return urls[0], urls[1]
 }
 
 func metricsOf(t *testing.T, url string) string {
